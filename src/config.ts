@@ -1,0 +1,205 @@
+// Every setting is read here, once, from the environment plus CLI overrides, validated with zod,
+// and handed down as a frozen Config. Nothing else in the code base reads process.env.
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+/** The API key, wrapped so that logging or serialising a Config can never print it. */
+export class Secret {
+  readonly #value: string;
+
+  constructor(value: string) {
+    this.#value = value;
+  }
+
+  reveal(): string {
+    return this.#value;
+  }
+
+  toJSON(): string {
+    return '[redacted]';
+  }
+
+  toString(): string {
+    return '[redacted]';
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return 'Secret([redacted])';
+  }
+}
+
+/** Where the upstream key comes from. A file is re-read when it changes, so a key can be rotated without a restart. */
+export type ApiKeySource = { kind: 'inline'; secret: Secret } | { kind: 'file'; path: string };
+
+export interface RateLimit {
+  max: number;
+  durationMs: number;
+  /** As the user wrote it, for messages. */
+  text: string;
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, sec: 1_000, m: 60_000, min: 60_000, h: 3_600_000, hour: 3_600_000, d: 86_400_000, day: 86_400_000 };
+
+/** Parses `60/min`, `5/s`, `300/m`, `10/2s`, `1000/day`. */
+export function parseRateLimit(text: string): RateLimit | undefined {
+  const match = /^\s*(\d+)\s*\/\s*(\d*)\s*([a-z]+)\s*$/i.exec(text);
+  if (!match) return undefined;
+  const max = Number(match[1]);
+  const count = match[2] ? Number(match[2]) : 1;
+  const unit = UNIT_MS[match[3]!.toLowerCase()];
+  if (!unit || max <= 0 || count <= 0) return undefined;
+  return { max, durationMs: count * unit, text: text.trim() };
+}
+
+/** Parses `90`, `90s`, `5m`, `24h`, `7d` into milliseconds (a bare number is milliseconds). */
+export function parseDuration(text: string): number | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(text);
+  if (!match) return undefined;
+  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(match[2] ?? 'ms').toLowerCase() as 'ms'];
+  return Math.round(Number(match[1]) * unit);
+}
+
+const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off']).transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+const duration = z.string().transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'a duration such as 500ms, 30s, 5m or 24h' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** Each variable, its meaning and default. The README's configuration table is this list. */
+export const SETTINGS = {
+  VQ_BASE_URL: { schema: z.url({ protocol: /^https?$/ }).optional(), help: 'upstream base URL (https://…); required by commands that call the upstream' },
+  VQ_API_KEY: { schema: z.string().min(1).optional(), help: 'upstream API key (sent as x-api-key)' },
+  VQ_API_KEY_FILE: { schema: z.string().min(1).optional(), help: 'file holding the key instead of VQ_API_KEY; re-read when it changes (key rotation without restart)' },
+  VQ_PRODUCT: { schema: z.string().regex(/^[a-z0-9-]+$/).default('agregados'), help: 'upstream product slug used for creates' },
+  REDIS_URL: { schema: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'), help: 'Redis connection URL' },
+  VQ_QUEUE: { schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -').default('vqb'), help: 'BullMQ queue name' },
+  VQ_PREFIX: { schema: z.string().regex(/^[^:\s]+$/, 'no spaces or colons').default('{vqb}'), help: 'Redis key prefix; keep the {hash tag} for Redis Cluster' },
+  VQ_RATE_LIMIT: { schema: z.string().default('60/min'), help: 'upstream request limit shared by all workers, e.g. 60/min, 5/s' },
+  VQ_PACING: { schema: z.enum(['smooth', 'window']).default('smooth'), help: 'smooth spaces requests evenly; window lets the full limit through per fixed window' },
+  VQ_PACING_MARGIN: { schema: z.coerce.number().min(0).max(0.5).default(0.02), help: 'smooth mode: fraction of the limit kept free for clock and network jitter' },
+  VQ_CONCURRENCY: { schema: int(1, 1000).default(8), help: 'jobs one worker process runs at once (each makes at most one request)' },
+  VQ_MAX_IN_FLIGHT: { schema: int(1).default(500), help: 'queries created but not finished, across all workers; new creates wait above it' },
+  VQ_POLL_INITIAL: { schema: duration.default(5_000), help: 'first poll after a create, before anything is learned' },
+  VQ_POLL_INTERVAL: { schema: duration.default(2_000), help: 'wait after a poll that found the query still running (doubles each time)' },
+  VQ_POLL_MAX_INTERVAL: { schema: duration.default(15_000), help: 'cap on the wait between polls' },
+  VQ_POLL_DEADLINE: { schema: duration.default(300_000), help: 'give up polling a query after this long (POLL_TIMEOUT, queryId kept)' },
+  VQ_POLL_ADAPTIVE: { schema: bool.default(true), help: 'learn time-to-complete (shared in Redis) and aim the first poll at it' },
+  VQ_POLL_QUANTILE: { schema: z.coerce.number().min(0.5).max(0.99).default(0.9), help: 'adaptive: share of queries that should be finished at the first poll' },
+  VQ_ATTEMPTS: { schema: int(1, 100).default(8), help: 'tries for transient failures (5xx, resets, timeouts) before a job fails' },
+  VQ_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay after a transient failure (exponential, with jitter)' },
+  VQ_RECREATE_UNCERTAIN: { schema: bool.default(true), help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")' },
+  VQ_LOCK_DURATION: { schema: duration.default(30_000), help: 'job lock; a worker that dies is noticed after about this long' },
+  VQ_STALLED_INTERVAL: { schema: duration.default(30_000), help: 'how often workers look for jobs whose worker died' },
+  VQ_MAX_STALLED: { schema: int(1, 1000).default(20), help: 'times a job may be found stalled (its worker died) before it fails' },
+  VQ_CONNECT_TIMEOUT: { schema: duration.default(10_000), help: 'upstream TCP/TLS connect timeout' },
+  VQ_REQUEST_TIMEOUT: { schema: duration.default(30_000), help: 'upstream headers and body timeout each' },
+  VQ_OUT_DIR: { schema: z.string().min(1).default('out'), help: 'where batch exports are written' },
+  VQ_ROOT: { schema: z.string().min(1).default('data'), help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)' },
+  VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
+  LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+export type Overrides = Partial<Record<SettingName, string>>;
+
+export interface Config {
+  baseUrl: string | undefined;
+  apiKey: ApiKeySource | undefined;
+  product: string;
+  redisUrl: string;
+  queueName: string;
+  prefix: string;
+  rateLimit: RateLimit;
+  pacing: 'smooth' | 'window';
+  pacingMargin: number;
+  concurrency: number;
+  maxInFlight: number;
+  poll: {
+    initialMs: number;
+    intervalMs: number;
+    maxIntervalMs: number;
+    deadlineMs: number;
+    adaptive: boolean;
+    quantile: number;
+  };
+  attempts: number;
+  backoffMs: number;
+  recreateUncertain: boolean;
+  http: { connectTimeoutMs: number; requestTimeoutMs: number };
+  locks: { lockDurationMs: number; stalledIntervalMs: number; maxStalledCount: number };
+  outDir: string;
+  root: string;
+  keepFailedMs: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+type Parsed = { [K in SettingName]: z.output<(typeof SETTINGS)[K]['schema']> };
+
+/**
+ * Reads every setting from `env`, with `overrides` (CLI flags) taking precedence. Throws a
+ * ConfigError naming the first bad variable; empty strings count as unset.
+ */
+export function loadConfig(env: Record<string, string | undefined>, overrides: Overrides = {}): Config {
+  const values: Record<string, unknown> = {};
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    const raw = overrides[name] ?? env[name];
+    const result = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
+    if (!result.success) {
+      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(raw)} (${result.error.issues[0]?.message ?? 'invalid'})`);
+    }
+    values[name] = result.data;
+  }
+  const v = values as Parsed;
+
+  const rateLimit = parseRateLimit(v.VQ_RATE_LIMIT);
+  if (!rateLimit) throw new ConfigError('VQ_RATE_LIMIT', `expected a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`);
+  if (v.VQ_API_KEY && v.VQ_API_KEY_FILE) throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
+  if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL) throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
+
+  let apiKey: ApiKeySource | undefined;
+  if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
+  else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
+
+  return Object.freeze({
+    baseUrl: v.VQ_BASE_URL?.replace(/\/+$/, ''),
+    apiKey,
+    product: v.VQ_PRODUCT,
+    redisUrl: v.REDIS_URL,
+    queueName: v.VQ_QUEUE,
+    prefix: v.VQ_PREFIX,
+    rateLimit,
+    pacing: v.VQ_PACING,
+    pacingMargin: v.VQ_PACING_MARGIN,
+    concurrency: v.VQ_CONCURRENCY,
+    maxInFlight: v.VQ_MAX_IN_FLIGHT,
+    poll: {
+      initialMs: v.VQ_POLL_INITIAL,
+      intervalMs: v.VQ_POLL_INTERVAL,
+      maxIntervalMs: Math.max(v.VQ_POLL_MAX_INTERVAL, v.VQ_POLL_INTERVAL),
+      deadlineMs: v.VQ_POLL_DEADLINE,
+      adaptive: v.VQ_POLL_ADAPTIVE,
+      quantile: v.VQ_POLL_QUANTILE,
+    },
+    attempts: v.VQ_ATTEMPTS,
+    backoffMs: v.VQ_BACKOFF,
+    recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
+    http: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
+    locks: { lockDurationMs: v.VQ_LOCK_DURATION, stalledIntervalMs: v.VQ_STALLED_INTERVAL, maxStalledCount: v.VQ_MAX_STALLED },
+    outDir: v.VQ_OUT_DIR,
+    root: v.VQ_ROOT,
+    keepFailedMs: v.VQ_KEEP_FAILED,
+    logLevel: v.LOG_LEVEL,
+  });
+}
+
+/** Commands that call the upstream need both of these; the others (simulate, status) do not. */
+export function requireUpstream(config: Config): { baseUrl: string; apiKey: ApiKeySource } {
+  if (!config.baseUrl) throw new ConfigError('VQ_BASE_URL', 'expected the upstream base URL, e.g. https://api.example.com; it is not set');
+  if (!config.apiKey) throw new ConfigError('VQ_API_KEY', 'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set');
+  return { baseUrl: config.baseUrl, apiKey: config.apiKey };
+}

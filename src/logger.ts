@@ -1,0 +1,32 @@
+// pino JSON logs. Redaction is belt and braces: the key is never put in a log object on purpose,
+// but if a request, header set or config ever is, these paths are censored.
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+export const REDACT_PATHS = [
+  'apiKey',
+  'key',
+  'headers["x-api-key"]',
+  'req.headers["x-api-key"]',
+  'req.headers.authorization',
+  'request.headers["x-api-key"]',
+  'config.apiKey',
+  '*.apiKey',
+  '*.headers["x-api-key"]',
+  'token',
+  '*.token',
+];
+
+export function createLogger(options: { level?: string; name?: string } = {}, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      name: options.name ?? 'vqb',
+      level: options.level ?? 'info',
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      base: { pid: process.pid },
+    },
+    destination ?? pino.destination({ dest: 2, sync: false }),
+  );
+}

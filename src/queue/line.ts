@@ -1,0 +1,102 @@
+// The production line as a whole: paused because the key cannot work (every job would fail the
+// same way), or slowed because the upstream asked us to wait. Both live in Redis, so every worker
+// on every machine obeys them and status commands can say why nothing is moving.
+import type { Redis } from 'ioredis';
+import type { PlateQueue } from './plate-queue.js';
+import type { VqbKeys } from './redis.js';
+
+export type LimitReason = 'rate_limit' | 'quota';
+
+export interface LinePause {
+  code: string;
+  message: string;
+  at: number;
+}
+
+export interface LineState {
+  /** The queue is paused (by a key failure or by an operator). */
+  paused: boolean;
+  /** Why, when a key failure paused it. */
+  pause?: LinePause;
+  /** Epoch ms until which no job starts, when the upstream asked us to wait. */
+  limitedUntil?: number;
+  limitReason?: LimitReason;
+}
+
+// Extend-only: a 429 that asks for 1 s must not cut short a quota pause of 6 h set by another worker.
+const EXTEND_LIMIT = `
+local pttl = redis.call('PTTL', KEYS[1])
+local ms = tonumber(ARGV[1])
+if pttl >= ms then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ms)
+redis.call('HSET', KEYS[2], 'limitedUntil', ARGV[3], 'limitReason', ARGV[4])
+return 1
+`;
+
+// Records a key failure once: the caller logs the fatal line only when this returns 1.
+const PAUSE = `
+if redis.call('HGET', KEYS[1], 'code') == ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'code', ARGV[1], 'message', ARGV[2], 'at', ARGV[3])
+return 1
+`;
+
+interface LineCommands {
+  vqbExtendLimit(limiter: string, line: string, ms: number, max: string, until: number, reason: string): Promise<number>;
+  vqbPauseLine(line: string, code: string, message: string, at: number): Promise<number>;
+}
+
+export class LineControl {
+  readonly #queue: PlateQueue;
+  readonly #redis: Redis & LineCommands;
+  readonly #keys: VqbKeys;
+  readonly #now: () => number;
+
+  constructor(queue: PlateQueue, redis: Redis, keys: VqbKeys, now: () => number = Date.now) {
+    redis.defineCommand('vqbExtendLimit', { numberOfKeys: 2, lua: EXTEND_LIMIT });
+    redis.defineCommand('vqbPauseLine', { numberOfKeys: 1, lua: PAUSE });
+    this.#queue = queue;
+    this.#redis = redis as Redis & LineCommands;
+    this.#keys = keys;
+    this.#now = now;
+  }
+
+  /** Pauses the queue for every worker; true when this call recorded a new reason. */
+  async pauseForKey(code: string, message: string): Promise<boolean> {
+    const isNew = (await this.#redis.vqbPauseLine(this.#keys.line, code, message, this.#now())) === 1;
+    await this.#queue.pause();
+    return isNew;
+  }
+
+  /** Operator resume: clears the recorded reason and lets every worker take jobs again. */
+  async resume(): Promise<void> {
+    await this.#redis.hdel(this.#keys.line, 'code', 'message', 'at');
+    await this.#queue.resume();
+  }
+
+  /** Operator pause, with the reason shown by status. */
+  async pause(message = 'paused by an operator'): Promise<void> {
+    await this.pauseForKey('PAUSED_BY_OPERATOR', message);
+  }
+
+  /**
+   * No job starts on any worker for `ms`, unless a longer wait is already in force.
+   * True when this call set or lengthened the wait.
+   */
+  async limitFor(ms: number, reason: LimitReason): Promise<boolean> {
+    const wait = Math.max(1, Math.ceil(ms));
+    const until = this.#now() + wait;
+    return (await this.#redis.vqbExtendLimit(this.#queue.toKey('limiter'), this.#keys.line, wait, String(Number.MAX_SAFE_INTEGER), until, reason)) === 1;
+  }
+
+  async state(): Promise<LineState> {
+    const [fields, paused] = await Promise.all([this.#redis.hgetall(this.#keys.line), this.#queue.isPaused()]);
+    const state: LineState = { paused };
+    if (fields.code) state.pause = { code: fields.code, message: fields.message ?? '', at: Number(fields.at) };
+    const until = Number(fields.limitedUntil);
+    if (Number.isFinite(until) && until > this.#now()) {
+      state.limitedUntil = until;
+      state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
+    }
+    return state;
+  }
+}

@@ -1,0 +1,94 @@
+// Redis connections and the names of every key vqb owns. All keys start with the configured prefix
+// (default `{vqb}`), so one hash slot holds them in Redis Cluster and the Lua scripts below may
+// touch several at once.
+import { Redis } from 'ioredis';
+import { RedisUnavailableError } from '../errors.js';
+
+export interface RedisSettings {
+  redisUrl: string;
+  prefix: string;
+  queueName: string;
+}
+
+/**
+ * BullMQ workers need `maxRetriesPerRequest: null` (blocking commands must wait out reconnects).
+ * Short-lived commands (status, enqueue) want to fail fast instead, hence `failFast`.
+ */
+export function connectRedis(url: string, options: { failFast?: boolean; name?: string } = {}): Redis {
+  return new Redis(url, {
+    maxRetriesPerRequest: options.failFast ? 2 : null,
+    enableOfflineQueue: true,
+    connectionName: options.name ?? 'vqb',
+    lazyConnect: false,
+  });
+}
+
+/** Resolves once Redis answers PING, or throws a RedisUnavailableError naming REDIS_URL. */
+export async function checkRedis(redis: Redis, url: string, timeoutMs = 3_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timed out')), timeoutMs);
+      }),
+    ]);
+  } catch (err) {
+    throw new RedisUnavailableError(url.replace(/\/\/[^@/]*@/, '//***@'), err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export class VqbKeys {
+  readonly base: string;
+
+  constructor(settings: Pick<RedisSettings, 'prefix' | 'queueName'>) {
+    this.base = `${settings.prefix}:${settings.queueName}:vqb`;
+  }
+
+  /** Hash: why the line is paused or slowed (key failure, rate limit, quota). */
+  get line(): string {
+    return `${this.base}:line`;
+  }
+
+  /** Sorted set of job ids whose query is created and not finished (the in-flight cap). */
+  get inflight(): string {
+    return `${this.base}:inflight`;
+  }
+
+  /** Counter of consecutive 429s with no wait hint, for exponential backoff across workers. */
+  get streak429(): string {
+    return `${this.base}:streak429`;
+  }
+
+  /** Hash: what the adaptive poll schedule learned, per product. */
+  learner(product: string): string {
+    return `${this.base}:learn:${product}`;
+  }
+
+  /** Sorted set of batch ids by creation time. */
+  get batches(): string {
+    return `${this.base}:batches`;
+  }
+
+  /** Hash: a batch's metadata and live counts. */
+  batch(batchId: string): string {
+    return `${this.base}:batch:${batchId}`;
+  }
+
+  /** Hash: normalised plate → stored Outcome (JSON). */
+  outcomes(batchId: string): string {
+    return `${this.base}:batch:${batchId}:outcomes`;
+  }
+
+  /** List: the batch's input rows in order (JSON), for exports. */
+  rows(batchId: string): string {
+    return `${this.base}:batch:${batchId}:rows`;
+  }
+
+  /** Counters of upstream requests by kind and day, for cost reports. */
+  get requests(): string {
+    return `${this.base}:requests`;
+  }
+}

@@ -1,0 +1,59 @@
+// The shapes that live in Redis: what a job carries between activations, and the terminal outcome
+// stored per (batch, plate) before the job completes. Both are plain JSON and never hold the key.
+
+/** CREATE: not sent yet. CREATING: a create request may have left (crash window). POLL: we hold a queryId. */
+export type JobStep = 'create' | 'creating' | 'poll';
+
+export interface PlateJobData {
+  batchId: string;
+  /** Normalised plate (A–Z, 0–9). */
+  plate: string;
+  product: string;
+  step: JobStep;
+  queryId?: string;
+  /** Epoch ms of the create that produced queryId. */
+  createdAt?: number;
+  /** Epoch ms when the job first entered `creating`. */
+  creatingAt?: number;
+  /** Epoch ms after which polling gives up (POLL_TIMEOUT). */
+  pollDeadline?: number;
+  /** Polls made so far for this query. */
+  polls: number;
+  /** Upstream requests made for this job (creates + polls), across attempts. */
+  requests: number;
+  /** Epoch ms of the last poll that found the query pending. */
+  lastPendingAt?: number;
+  /** A create was sent again after its first answer was lost: the upstream may have charged twice. */
+  possibleDuplicate?: boolean;
+  /** Was the first poll of this query made yet (the adaptive schedule learns from it). */
+  firstPollDelayMs?: number;
+}
+
+export type OutcomeStatus = 'done' | 'failed';
+
+export interface OutcomeError {
+  code: string;
+  message: string;
+  /** HTTP status of the upstream answer, where there was one. */
+  httpStatus?: number;
+}
+
+/** The terminal record of one plate in one batch. Exports are rebuilt from these alone. */
+export interface Outcome {
+  batchId: string;
+  plate: string;
+  status: OutcomeStatus;
+  queryId?: string;
+  /** The upstream's whole body for a finished query. */
+  result?: unknown;
+  error?: OutcomeError;
+  /** Epoch ms. */
+  enqueuedAt?: number;
+  createdAt?: number;
+  finishedAt: number;
+  /** Upstream requests spent on this plate (creates + polls). */
+  requests: number;
+  polls: number;
+  attempts: number;
+  possibleDuplicate?: boolean;
+}

@@ -1,0 +1,171 @@
+// The paid API, as two calls. Each call sends exactly one request: retries belong to the queue,
+// which knows about attempts, deadlines and the global pace; a retry here would spend quota behind
+// its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
+import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
+import { isVqbError } from '../errors.js';
+import { TransientError, type UpstreamError, type UpstreamOperation, BadResponseError } from './errors.js';
+import type { KeyProvider } from './key.js';
+import { errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
+import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
+
+export interface QuotaSnapshot extends RateLimitHeaders {
+  /** Epoch ms of the answer these numbers came from. */
+  observedAt: number;
+}
+
+export interface UpstreamClientOptions {
+  baseUrl: string;
+  apiKey: KeyProvider;
+  /** Injected for tests (MockAgent) and to share one pool; by default a keep-alive Agent is made. */
+  dispatcher?: Dispatcher;
+  connectTimeoutMs?: number;
+  /** Headers timeout and body (idle) timeout, each; the whole request is bounded at twice this. */
+  requestTimeoutMs?: number;
+  /** Larger bodies are refused (the upstream documents 10 MB at most). */
+  maxBodyBytes?: number;
+  now?: () => number;
+}
+
+export interface RequestObserver {
+  (event: { operation: UpstreamOperation; status: number; durationMs: number; error?: UpstreamError }): void;
+}
+
+const NETWORK_CODES: Record<string, string> = {
+  UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
+  UND_ERR_HEADERS_TIMEOUT: 'HEADERS_TIMEOUT',
+  UND_ERR_BODY_TIMEOUT: 'BODY_TIMEOUT',
+  UND_ERR_SOCKET: 'CONNECTION_RESET',
+  ECONNRESET: 'CONNECTION_RESET',
+  ECONNREFUSED: 'CONNECTION_REFUSED',
+  EPIPE: 'CONNECTION_RESET',
+  ETIMEDOUT: 'CONNECT_TIMEOUT',
+};
+
+export class UpstreamClient {
+  readonly #origin: string;
+  readonly #basePath: string;
+  readonly #apiKey: KeyProvider;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #requestTimeoutMs: number;
+  readonly #maxBodyBytes: number;
+  readonly #now: () => number;
+  #quota: QuotaSnapshot | undefined;
+  #observers: RequestObserver[] = [];
+
+  constructor(options: UpstreamClientOptions) {
+    const base = new URL(options.baseUrl);
+    this.#origin = base.origin;
+    this.#basePath = base.pathname.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.#maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
+    this.#now = options.now ?? Date.now;
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher =
+      options.dispatcher ??
+      new Agent({
+        keepAliveTimeout: 30_000,
+        connections: 64,
+        connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+        headersTimeout: this.#requestTimeoutMs,
+        bodyTimeout: this.#requestTimeoutMs,
+      });
+  }
+
+  /** Latest X-RateLimit-* numbers seen, if any answer carried them. */
+  get quota(): QuotaSnapshot | undefined {
+    return this.#quota;
+  }
+
+  onRequest(observer: RequestObserver): void {
+    this.#observers.push(observer);
+  }
+
+  createQuery(plate: string, product = 'agregados'): Promise<QueryOutcome> {
+    return this.#call('create', 'POST', `/queries/integration/${encodeURIComponent(product)}`, JSON.stringify({ keys: { licensePlate: plate } }));
+  }
+
+  getQuery(queryId: string): Promise<QueryOutcome> {
+    return this.#call('get', 'GET', `/queries/integration/${encodeURIComponent(queryId)}`, undefined, queryId);
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  async #call(operation: UpstreamOperation, method: 'GET' | 'POST', path: string, body: string | undefined, knownQueryId?: string): Promise<QueryOutcome> {
+    const started = this.#now();
+    let status = 0;
+    try {
+      const key = await this.#apiKey();
+      const response = await this.#dispatcher.request({
+        origin: this.#origin,
+        path: this.#basePath + path,
+        method,
+        // The contract: the bare key, JSON content type on both calls.
+        headers: { 'x-api-key': key, 'content-type': 'application/json', accept: 'application/json' },
+        ...(body === undefined ? {} : { body }),
+        // bodyTimeout is per chunk: a body that trickles a byte at a time needs an overall bound.
+        signal: AbortSignal.timeout(this.#requestTimeoutMs * 2),
+      });
+      status = response.statusCode;
+      const now = this.#now();
+      this.#updateQuota(response.headers, now);
+      const text = await this.#readBody(operation, response);
+      if (status >= 200 && status < 300) {
+        const outcome = parseQueryBody(operation, status, text, knownQueryId);
+        this.#emit(operation, status, started);
+        return outcome;
+      }
+      throw errorFromResponse(operation, status, response.headers, text, now);
+    } catch (err) {
+      const error = this.#toUpstreamError(operation, status, err);
+      this.#emit(operation, status, started, error);
+      throw error;
+    }
+  }
+
+  async #readBody(operation: UpstreamOperation, response: Dispatcher.ResponseData): Promise<string> {
+    const declared = Number(response.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.#maxBodyBytes) {
+      response.body.destroy();
+      throw new BadResponseError(operation, response.statusCode, `the upstream answered with ${declared} bytes, over the ${this.#maxBodyBytes}-byte limit`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      size += (chunk as Buffer).length;
+      if (size > this.#maxBodyBytes) {
+        response.body.destroy();
+        throw new BadResponseError(operation, response.statusCode, `the upstream answer passed the ${this.#maxBodyBytes}-byte limit`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  #updateQuota(headers: Record<string, string | string[] | undefined>, now: number): void {
+    const parsed = parseRateLimitHeaders(headers, now);
+    if (parsed.limit !== undefined || parsed.remaining !== undefined || parsed.resetAt !== undefined) {
+      this.#quota = { ...parsed, observedAt: now };
+    }
+  }
+
+  #toUpstreamError(operation: UpstreamOperation, status: number, err: unknown): UpstreamError {
+    if (isVqbError(err) && 'retryable' in err) return err as UpstreamError;
+    if (isVqbError(err)) throw err; // a ConfigError from the key provider is not an upstream failure
+    const code = (err as { code?: string }).code;
+    const name = (err as { name?: string }).name;
+    if (name === 'TimeoutError' || name === 'AbortError' || err instanceof undiciErrors.RequestAbortedError) {
+      return new TransientError('REQUEST_TIMEOUT', status, `the upstream did not finish answering the ${operation} within ${this.#requestTimeoutMs * 2} ms`, undefined, { cause: err });
+    }
+    const mapped = (code && NETWORK_CODES[code]) ?? 'NETWORK_ERROR';
+    return new TransientError(mapped, status, `${operation} request failed: ${(err as Error).message ?? String(err)}`, undefined, { cause: err });
+  }
+
+  #emit(operation: UpstreamOperation, status: number, started: number, error?: UpstreamError): void {
+    const event = { operation, status, durationMs: this.#now() - started, ...(error ? { error } : {}) };
+    for (const observer of this.#observers) observer(event);
+  }
+}

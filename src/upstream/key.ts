@@ -1,0 +1,30 @@
+// Where the client gets the API key for each request. A key file is re-read when its mtime changes,
+// so an operator rotates an expired key by rewriting the file and running `vqb resume`, with no
+// restart. The key is only ever held in memory and sent in the x-api-key header.
+import { readFile, stat } from 'node:fs/promises';
+import type { ApiKeySource } from '../config.js';
+import { ConfigError } from '../errors.js';
+
+export type KeyProvider = () => Promise<string>;
+
+export function createKeyProvider(source: ApiKeySource): KeyProvider {
+  if (source.kind === 'inline') {
+    const key = source.secret.reveal();
+    return async () => key;
+  }
+  let cached: { mtimeMs: number; key: string } | undefined;
+  return async () => {
+    let mtimeMs: number;
+    try {
+      mtimeMs = (await stat(source.path)).mtimeMs;
+    } catch {
+      throw new ConfigError('VQ_API_KEY_FILE', `cannot read the key file ${source.path}`);
+    }
+    if (cached?.mtimeMs !== mtimeMs) {
+      const key = (await readFile(source.path, 'utf8')).trim();
+      if (key === '') throw new ConfigError('VQ_API_KEY_FILE', `the key file ${source.path} is empty`);
+      cached = { mtimeMs, key };
+    }
+    return cached.key;
+  };
+}

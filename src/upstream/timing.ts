@@ -1,0 +1,77 @@
+// Pure timing: how long the upstream asks us to wait, and how long we wait when it does not say.
+// Every function takes `now` (epoch ms) so tests need no clock.
+
+export interface RateLimitHeaders {
+  limit?: number;
+  remaining?: number;
+  /** Epoch ms when the window resets (from X-RateLimit-Reset, Unix seconds). */
+  resetAt?: number;
+}
+
+function finiteNumber(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/** `Retry-After` is either delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = finiteNumber(value);
+  if (seconds !== undefined) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
+  const date = Date.parse(value);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+/** X-RateLimit-Reset: Unix seconds. Some servers send seconds-from-now instead; a small number is read that way. */
+export function parseResetHeader(value: string | undefined, now: number): number | undefined {
+  const n = finiteNumber(value);
+  if (n === undefined || n < 0) return undefined;
+  // Anything before 2001-09-09 as Unix seconds cannot be a reset time: read it as a delay.
+  return n < 1e9 ? now + n * 1000 : n * 1000;
+}
+
+export function parseRateLimitHeaders(headers: Record<string, string | string[] | undefined>, now: number): RateLimitHeaders {
+  const get = (name: string): string | undefined => {
+    const v = headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  const out: RateLimitHeaders = {};
+  const limit = finiteNumber(get('x-ratelimit-limit'));
+  const remaining = finiteNumber(get('x-ratelimit-remaining'));
+  const resetAt = parseResetHeader(get('x-ratelimit-reset'), now);
+  if (limit !== undefined) out.limit = limit;
+  if (remaining !== undefined) out.remaining = remaining;
+  if (resetAt !== undefined) out.resetAt = resetAt;
+  return out;
+}
+
+/**
+ * How long a 429 asks us to wait, from the most precise hint present: the body's `retryAfterMs`
+ * (our simulator's extension), `Retry-After`, the body's `retryAfter` (seconds), then the reset
+ * time. Undefined when there is no hint at all.
+ */
+export function retryAfterFrom429(
+  headers: Record<string, string | string[] | undefined>,
+  body: unknown,
+  now: number,
+): number | undefined {
+  const error = (body as { error?: { retryAfterMs?: unknown; retryAfter?: unknown } } | undefined)?.error;
+  if (typeof error?.retryAfterMs === 'number' && error.retryAfterMs >= 0) return Math.round(error.retryAfterMs);
+  const header = headers['retry-after'];
+  const fromHeader = parseRetryAfter(Array.isArray(header) ? header[0] : header, now);
+  if (fromHeader !== undefined) return fromHeader;
+  if (typeof error?.retryAfter === 'number' && error.retryAfter >= 0) return Math.round(error.retryAfter * 1000);
+  const { resetAt } = parseRateLimitHeaders(headers, now);
+  return resetAt !== undefined ? Math.max(0, resetAt - now) : undefined;
+}
+
+/**
+ * Exponential backoff with "full jitter" around the middle: base·2^attempt, capped, then spread
+ * over [½, 1]× so that many workers that failed together do not come back together.
+ */
+export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+  const exp = Math.min(capMs, baseMs * 2 ** Math.max(0, attempt));
+  return Math.round(exp / 2 + (exp / 2) * random());
+}

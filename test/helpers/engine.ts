@@ -1,0 +1,99 @@
+// A real pipeline for integration tests: the simulator on a loopback port, a Redis prefix of the
+// test's own, in-process workers, and the queue services producers use.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config, Overrides } from '../../src/config.js';
+import type { IngestRow } from '../../src/queue/batches.js';
+import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
+import { testConfig } from './config.js';
+import { captureLogs, type CapturedLogs } from './logs.js';
+import { redisTestContext, type RedisTestContext } from './redis.js';
+
+export const TEST_KEY = 'test-key-0123456789abcdef';
+
+export interface Harness {
+  sim: SimulatorHandle;
+  config: Config;
+  services: QueueServices;
+  logs: CapturedLogs;
+  redis: RedisTestContext;
+  keyFile: string;
+  workers: WorkerHandle[];
+  startWorker(): WorkerHandle;
+  enqueue(batchId: string, plates: string[]): Promise<void>;
+  waitForBatch(batchId: string, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startHarness(options: { sim?: Partial<SimulatorOptions>; config?: Overrides; label?: string; workers?: number } = {}): Promise<Harness> {
+  const redis = await redisTestContext(options.label);
+  const sim = await startSimulator({ completionMs: [100, 300], rateLimit: '1000/s', keys: [{ key: TEST_KEY }], ...options.sim });
+  const dir = await mkdtemp(join(tmpdir(), 'vqb-test-'));
+  const keyFile = join(dir, 'api-key');
+  await writeFile(keyFile, `${TEST_KEY}\n`);
+  const config = testConfig(redis.prefix, { VQ_BASE_URL: sim.url, VQ_API_KEY_FILE: keyFile, VQ_OUT_DIR: join(dir, 'out'), ...options.config });
+  const services = await openQueueServices(config);
+  const logs = captureLogs();
+  const workers: WorkerHandle[] = [];
+  const harness: Harness = {
+    sim,
+    config,
+    services,
+    logs,
+    redis,
+    keyFile,
+    workers,
+    startWorker() {
+      const handle = startWorker(config, { logger: logs.logger });
+      workers.push(handle);
+      return handle;
+    },
+    async enqueue(batchId, plates) {
+      await services.batches.open({ id: batchId, source: 'library', name: batchId, product: config.product });
+      const seen = new Map<string, number>();
+      const rows: IngestRow[] = plates.map((plate, i) => {
+        const first = seen.get(plate);
+        if (first !== undefined) return { row: i + 1, input: plate, extra: [], kind: 'duplicate', plate, duplicateOf: first };
+        seen.set(plate, i + 1);
+        return { row: i + 1, input: plate, extra: [], kind: 'queued', plate };
+      });
+      for (let i = 0; i < rows.length; i += 500) await services.batches.addRows(batchId, config.product, rows.slice(i, i + 500));
+      await services.batches.seal(batchId);
+    },
+    async waitForBatch(batchId, timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const info = await services.batches.get(batchId);
+        if (info.finishedAt !== undefined) return;
+        if (Date.now() > deadline) throw new Error(`batch ${batchId} not finished after ${timeoutMs} ms: ${JSON.stringify(info.counts)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+      await services.close();
+      await sim.close();
+      await redis.cleanup();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  for (let i = 0; i < (options.workers ?? 1); i++) harness.startWorker();
+  return harness;
+}
+
+/** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */
+export function makePlates(n: number, offset = 0): string[] {
+  const out: string[] = [];
+  for (let i = offset; i < offset + n; i++) {
+    const letters = String.fromCharCode(65 + (Math.floor(i / 10_000) % 26), 65 + (Math.floor(i / 260_000) % 26), 65 + (Math.floor(i / 6_760_000) % 26));
+    out.push(`${letters}${String(i % 10_000).padStart(4, '0')}`);
+  }
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

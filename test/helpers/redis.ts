@@ -1,0 +1,36 @@
+// Every test that touches Redis gets its own key prefix and deletes every key under it afterwards,
+// so tests never see each other's queues and leave nothing behind.
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface RedisTestContext {
+  prefix: string;
+  redis: Redis;
+  cleanup(): Promise<void>;
+}
+
+export async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
+export async function redisTestContext(label = 'test'): Promise<RedisTestContext> {
+  const prefix = `{vqbtest-${label}-${randomBytes(4).toString('hex')}}`;
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+  return {
+    prefix,
+    redis,
+    async cleanup() {
+      await deleteByPrefix(redis, prefix);
+      await redis.quit();
+    },
+  };
+}
