@@ -1,0 +1,152 @@
+// `vqb` commands. Thin: parse flags, build the Config once, call the modules that do the work, and
+// turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadConfig, SETTINGS, type Config, type Overrides, type SettingName } from './config.js';
+import { isVqbError, UsageError } from './errors.js';
+import { createLogger, type Logger } from './logger.js';
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream;
+  /** Resolves when the user asks to stop (SIGINT/SIGTERM); commands that run until stopped await it. */
+  stopSignal: Promise<string>;
+}
+
+export interface CommandContext {
+  args: string[];
+  flags: Record<string, string | boolean | string[] | undefined>;
+  config: () => Config;
+  logger: (config: Config) => Logger;
+  io: CliIo;
+  print(line?: string): void;
+}
+
+type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+export interface Command {
+  summary: string;
+  usage: string;
+  options?: OptionSpec;
+  /** Passes argv through untouched (the simulator parses its own flags). */
+  rawArgs?: boolean;
+  run(ctx: CommandContext): Promise<number>;
+}
+
+/** Flags every command accepts; each sets the environment variable of the same meaning. */
+const COMMON: Record<string, { setting: SettingName; short?: string }> = {
+  'redis-url': { setting: 'REDIS_URL' },
+  queue: { setting: 'VQ_QUEUE' },
+  prefix: { setting: 'VQ_PREFIX' },
+  'base-url': { setting: 'VQ_BASE_URL' },
+  'api-key-file': { setting: 'VQ_API_KEY_FILE' },
+  'rate-limit': { setting: 'VQ_RATE_LIMIT' },
+  pacing: { setting: 'VQ_PACING' },
+  concurrency: { setting: 'VQ_CONCURRENCY' },
+  'max-in-flight': { setting: 'VQ_MAX_IN_FLIGHT' },
+  out: { setting: 'VQ_OUT_DIR' },
+  root: { setting: 'VQ_ROOT' },
+  'log-level': { setting: 'LOG_LEVEL' },
+};
+
+const COMMON_OPTIONS: OptionSpec = {
+  ...Object.fromEntries(Object.keys(COMMON).map((name) => [name, { type: 'string' as const }])),
+  set: { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+};
+
+const COMMON_USAGE = `Settings (any command): ${Object.keys(COMMON).map((f) => `--${f}`).join(' ')}
+  --set NAME=VALUE for any other setting (see README); flags override environment variables.`;
+
+function overridesFrom(flags: CommandContext['flags']): Overrides {
+  const overrides: Overrides = {};
+  for (const [flag, { setting }] of Object.entries(COMMON)) {
+    const value = flags[flag];
+    if (typeof value === 'string') overrides[setting] = value;
+  }
+  for (const pair of (flags.set as string[] | undefined) ?? []) {
+    const eq = pair.indexOf('=');
+    const name = pair.slice(0, eq);
+    if (eq < 1 || !(name in SETTINGS)) throw new UsageError(`--set expects NAME=VALUE with a known setting name; got ${JSON.stringify(pair)}`);
+    overrides[name as SettingName] = pair.slice(eq + 1);
+  }
+  return overrides;
+}
+
+async function loadCommands(): Promise<Record<string, Command>> {
+  const { COMMANDS } = await import('./commands/index.js');
+  return COMMANDS;
+}
+
+function helpText(commands: Record<string, Command>): string {
+  const width = Math.max(...Object.keys(commands).map((n) => n.length));
+  return [
+    'vqb — bulk vehicle look-ups (consultas veiculares) paced under the upstream limits',
+    '',
+    'Usage: vqb <command> [options]',
+    '',
+    ...Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Run `vqb <command> --help` for a command\'s options.',
+    COMMON_USAGE,
+  ].join('\n');
+}
+
+function defaultIo(): CliIo {
+  return {
+    env: process.env,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stopSignal: new Promise((resolve) => {
+      process.once('SIGINT', () => resolve('SIGINT'));
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+    }),
+  };
+}
+
+export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
+  const commands = await loadCommands();
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout.write(`${helpText(commands)}\n`);
+    return name ? 0 : 2;
+  }
+  const command = commands[name];
+  const print = (line = ''): void => void io.stdout.write(`${line}\n`);
+  try {
+    if (!command) throw new UsageError(`unknown command "${name}"; run \`vqb --help\``);
+    if (command.rawArgs && rest.includes('--help')) {
+      print(command.usage);
+      return 0;
+    }
+    let parsed: { values: CommandContext['flags']; positionals: string[] } = { values: {}, positionals: rest };
+    if (!command.rawArgs) {
+      try {
+        parsed = parseArgs({ args: rest, options: { ...COMMON_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
+      } catch (err) {
+        throw new UsageError(`${(err as Error).message.split('\n')[0]} (see \`vqb ${name} --help\`)`);
+      }
+      if (parsed.values.help) {
+        print(`${command.usage}\n\n${COMMON_USAGE}`);
+        return 0;
+      }
+    }
+    let config: Config | undefined;
+    const ctx: CommandContext = {
+      args: parsed.positionals,
+      flags: parsed.values,
+      config: () => (config ??= loadConfig(io.env, overridesFrom(parsed.values))),
+      logger: (c) => createLogger({ level: c.logLevel }),
+      io,
+      print,
+    };
+    return await command.run(ctx);
+  } catch (err) {
+    if (isVqbError(err)) {
+      io.stderr.write(`vqb: ${err.message}\n`);
+      return err.code === 'CONFIG_INVALID' || err.code === 'USAGE' ? 2 : 1;
+    }
+    io.stderr.write(`vqb: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
+    return 1;
+  }
+}

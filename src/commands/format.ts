@@ -1,0 +1,46 @@
+// Short, readable renderings shared by the commands (status, run's progress line, retry).
+import type { BatchInfo } from '../queue/batches.js';
+import type { LineState } from '../queue/line.js';
+
+export function clock(ms: number): string {
+  return new Date(ms).toTimeString().slice(0, 8);
+}
+
+export function duration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '?';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(s / 3600);
+  return h < 48 ? `${h}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : `${Math.floor(h / 24)}d${h % 24}h`;
+}
+
+/** Why nothing (or less) is moving, in words an operator can act on; undefined when all is well. */
+export function describeLine(state: LineState): string | undefined {
+  if (state.pause) return `paused: ${state.pause.message}`;
+  if (state.paused) return 'paused (run `vqb resume`)';
+  if (state.limitedUntil !== undefined) {
+    return state.limitReason === 'quota' ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}` : `rate limited until ${clock(state.limitedUntil)}`;
+  }
+  return undefined;
+}
+
+export function describeCounts(b: BatchInfo): string {
+  const c = b.counts;
+  const parts = [`${c.done + c.failed}/${c.enqueued} finished`, `${c.done} done`, `${c.failed} failed`, `${c.inflight} in flight`, `${c.queued} queued`];
+  if (c.rejected) parts.push(`${c.rejected} rejected`);
+  if (c.duplicates) parts.push(`${c.duplicates} duplicates`);
+  if (c.possibleDuplicates) parts.push(`${c.possibleDuplicates} possible duplicate charges`);
+  return parts.join(', ');
+}
+
+export function describeBatch(b: BatchInfo): string {
+  const state = b.finishedAt !== undefined ? `finished ${new Date(b.finishedAt).toISOString()}` : b.sealed ? 'running' : 'ingesting';
+  const c = b.counts;
+  const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
+  return [
+    `batch ${b.id} (${b.source}: ${b.name}) — ${state}`,
+    `  ${describeCounts(b)}`,
+    `  upstream requests: ${c.creates} creates, ${c.polls} polls, ${c.rateLimited} answered 429; ${perPlate} per finished plate`,
+  ].join('\n');
+}

@@ -1,0 +1,35 @@
+import type { Command } from '../cli.js';
+import { openQueueServices } from '../queue/services.js';
+import { describeLine } from './format.js';
+
+export const pauseCommand: Command = {
+  summary: 'pause every worker (running requests finish; nothing is lost)',
+  usage: 'vqb pause [--reason TEXT]',
+  options: { reason: { type: 'string' } },
+  async run(ctx) {
+    const services = await openQueueServices(ctx.config());
+    try {
+      await services.line.pause(typeof ctx.flags.reason === 'string' ? ctx.flags.reason : 'paused by an operator (vqb pause)');
+      ctx.print(`paused queue ${services.config.queueName}; run \`vqb resume\` to continue`);
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};
+
+export const resumeCommand: Command = {
+  summary: 'resume after a pause or a key failure (rotate the key first)',
+  usage: 'vqb resume',
+  async run(ctx) {
+    const services = await openQueueServices(ctx.config());
+    try {
+      const before = await services.line.state();
+      await services.line.resume();
+      ctx.print(`resumed queue ${services.config.queueName}${before.pause ? ` (was ${describeLine(before)})` : ''}`);
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};

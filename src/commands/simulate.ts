@@ -1,0 +1,15 @@
+import type { Command } from '../cli.js';
+import { runSimulate } from '../simulator/main.js';
+import { SIMULATOR_USAGE } from '../simulator/index.js';
+
+export const simulateCommand: Command = {
+  summary: 'run the upstream simulator (a real HTTP server with the contract, limits and faults)',
+  usage: SIMULATOR_USAGE,
+  rawArgs: true,
+  async run(ctx) {
+    const handle = await runSimulate(ctx.args, (text) => void ctx.io.stdout.write(text));
+    await ctx.io.stopSignal;
+    await handle.close();
+    return 0;
+  },
+};

@@ -1,0 +1,30 @@
+// What the request handlers decide, as data: the HTTP layer (server.ts) only waits, writes or drops.
+
+export type Reply =
+  | { kind: 'respond'; status: number; headers: Record<string, string>; body: string; delayMs: number }
+  | { kind: 'drop'; delayMs: number };
+
+export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
+  return {
+    kind: 'respond',
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    body: JSON.stringify(value),
+    delayMs: 0,
+  };
+}
+
+/** The contract's error body: `{"statusCode":N,"error":{"code","message",...extra}}`. */
+export function errorReply(
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+): Reply {
+  return jsonReply(status, { statusCode: status, error: { code, message, ...extra } }, headers);
+}
+
+export function htmlReply(status: number, html: string, headers: Record<string, string> = {}): Reply {
+  return { kind: 'respond', status, headers: { 'content-type': 'text/html; charset=utf-8', ...headers }, body: html, delayMs: 0 };
+}

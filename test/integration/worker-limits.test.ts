@@ -1,0 +1,79 @@
+// Pacing under the upstream's limits: smooth mode against a sliding window, a limit tighter than
+// configured, and a quota that runs out and resets by itself.
+import { afterEach, describe, expect, it } from 'vitest';
+import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('worker engine: pacing and quotas', () => {
+  it('smooth mode at the configured limit receives no 429 from a sliding-window upstream', async () => {
+    h = await startHarness({
+      label: 'smooth',
+      sim: { rateLimit: '40/s', window: 'sliding' },
+      config: { VQ_RATE_LIMIT: '40/s', VQ_PACING: 'smooth', VQ_CONCURRENCY: '8' },
+    });
+    await h.enqueue('b', makePlates(150));
+    await h.waitForBatch('b', 60_000);
+    const stats = h.sim.stats();
+    expect(stats.rateLimited).toBe(0);
+    expect(stats.maxInWindow).toBeLessThanOrEqual(40);
+    expect((await h.services.batches.get('b')).counts.done).toBe(150);
+  });
+
+  it('an upstream limit tighter than configured: X-RateLimit-Remaining stops the line before any 429', async () => {
+    h = await startHarness({
+      label: 'tight-headers',
+      sim: { rateLimit: '20/s', window: 'sliding' },
+      config: { VQ_RATE_LIMIT: '60/s', VQ_CONCURRENCY: '8' },
+    });
+    await h.enqueue('b', makePlates(60));
+    await h.waitForBatch('b', 90_000);
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    // Only requests already on the wire when the budget hit zero can still draw a 429.
+    expect(stats.rateLimited).toBeLessThanOrEqual(8);
+    expect(h.logs.lines.some((l) => String(l.msg).startsWith('upstream budget used up'))).toBe(true);
+  });
+
+  it('an upstream limit tighter than configured, with no headers: 429s pause every worker, a handful per pause', async () => {
+    h = await startHarness({
+      label: 'tight-429',
+      sim: { rateLimit: '20/s', window: 'sliding', rateLimitHeaders: false },
+      config: { VQ_RATE_LIMIT: '60/s', VQ_CONCURRENCY: '8' },
+    });
+    await h.enqueue('b', makePlates(60));
+    await h.waitForBatch('b', 90_000);
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    const pauses = h.logs.lines.filter((l) => String(l.msg).startsWith('upstream asked to wait')).length;
+    expect(pauses).toBeGreaterThan(0);
+    expect(stats.rateLimited).toBeGreaterThan(0);
+    // Each 429 holds every worker for Retry-After; the only other 429s are requests already in
+    // flight (at most the concurrency) — not a storm.
+    expect(stats.rateLimited).toBeLessThanOrEqual(pauses * 8);
+    expect((await h.services.batches.get('b')).counts.rateLimited).toBe(stats.rateLimited);
+  });
+
+  it('a quota that runs out pauses the line until it resets, then finishes by itself', async () => {
+    h = await startHarness({
+      label: 'quota',
+      sim: { rateLimit: '1000/s', dailyQuota: 60, quotaWindowMs: 2_500, completionMs: [50, 100] },
+      config: { VQ_RATE_LIMIT: '100/s' },
+    });
+    await h.enqueue('b', makePlates(50));
+    await h.waitForBatch('b', 60_000);
+    const stats = h.sim.stats({ plates: true });
+    // 50 plates need at least 100 requests: more than one quota window's worth.
+    expect(stats.creates + stats.gets).toBeGreaterThan(60);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    expect((await h.services.batches.get('b')).counts.done).toBe(50);
+    // Remaining hit 0 at least once and the line waited for the reset instead of drawing 429s.
+    expect(h.logs.lines.some((l) => /budget used up|asked to wait/.test(String(l.msg)))).toBe(true);
+  });
+});
