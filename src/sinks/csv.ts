@@ -1,0 +1,148 @@
+// The CSV export's layout: fixed columns, then the user's own input columns, then the upstream
+// result flattened to `result.a.b` columns. The result columns are learned from the rows first
+// (their number follows the result schema, not the row count) in first-seen order, so the same
+// stored outcomes always give the same columns and the same bytes.
+
+import { stringify, type Stringifier } from 'csv-stringify';
+import { isoTime } from './jsonl.js';
+import type { ExportRow, RejectRow } from './types.js';
+
+export type CsvDelimiter = ',' | ';' | '\t';
+
+export const BASE_COLUMNS = [
+  'row', 'input', 'plate', 'status', 'query_id', 'error_code', 'error_message', 'possible_duplicate',
+  'duplicate_of', 'same_vehicle_as', 'enqueued_at', 'created_at', 'finished_at', 'requests',
+] as const;
+
+export const REJECT_COLUMNS = ['row', 'input', 'reason', 'message'] as const;
+
+/** Result columns beyond this many are left out of the CSV (the JSONL has the whole result). */
+export const DEFAULT_MAX_RESULT_COLUMNS = 1000;
+
+/**
+ * Excel-friendly CSV: UTF-8 BOM (so accents open right), CRLF, fields with the delimiter, quotes or
+ * line breaks quoted, and cells starting with = + - @ tab or CR prefixed with `'` so a spreadsheet
+ * shows them as text instead of running them as formulas (OWASP "CSV injection"). pt-BR Excel
+ * splits columns on `;`, not `,`: pass `;` for files users open by double-click.
+ */
+export function csvStringifier(delimiter: CsvDelimiter): Stringifier {
+  return stringify({
+    delimiter,
+    record_delimiter: '\r\n',
+    quote_record_delimiter: true, // a lone \n or \r inside a field must be quoted too
+    bom: true,
+    escape_formulas: true,
+  });
+}
+
+/** Calls `leaf` for every value of a JSON result: objects are walked, arrays kept whole (JSON text). */
+export function flattenResult(value: unknown, path: string, leaf: (path: string, cell: string) => void): void {
+  if (value === undefined) return;
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    if (keys.length === 0) {
+      leaf(path, '{}');
+      return;
+    }
+    for (const key of keys) flattenResult((value as Record<string, unknown>)[key], `${path}.${key}`, leaf);
+    return;
+  }
+  leaf(path, cellText(value));
+}
+
+function cellText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return JSON.stringify(value) ?? '';
+}
+
+const isResultName = (name: string) => name === 'result' || name.startsWith('result.');
+
+/**
+ * The columns of one CSV export. `learn` every row first, then `header` and `cells`. A row met in
+ * `cells` with a column not learned (the batch moved on between passes) is learned then, and
+ * `missed` turns true: the caller writes the file again with the wider layout.
+ */
+export class CsvLayout {
+  private readonly extraKeys: string[];
+  private readonly extraSet: Set<string>;
+  private readonly resultPaths: string[] = [];
+  private readonly resultSet = new Set<string>();
+  private readonly maxResultColumns: number;
+  /** Result columns were left out because there were more than maxResultColumns. */
+  truncated = false;
+  missed = false;
+
+  constructor(extraColumns: readonly string[], maxResultColumns = DEFAULT_MAX_RESULT_COLUMNS) {
+    this.extraKeys = [...new Set(extraColumns)];
+    this.extraSet = new Set(this.extraKeys);
+    this.maxResultColumns = maxResultColumns;
+  }
+
+  /** Returns true when the row brought a column not seen before. */
+  learn(row: ExportRow): boolean {
+    let added = false;
+    for (const key of Object.keys(row.extra)) {
+      if (!this.extraSet.has(key)) {
+        this.extraSet.add(key);
+        this.extraKeys.push(key);
+        added = true;
+      }
+    }
+    flattenResult(row.result, 'result', (path) => {
+      if (this.resultSet.has(path)) return;
+      if (this.resultPaths.length >= this.maxResultColumns) {
+        this.truncated = true;
+        return;
+      }
+      this.resultSet.add(path);
+      this.resultPaths.push(path);
+      added = true;
+    });
+    return added;
+  }
+
+  /**
+   * Base columns, then input columns under their own names (prefixed `input_` when a name is a
+   * base column, `result` or `result.…`, or already used), then `result.…` columns.
+   */
+  header(): string[] {
+    const used = new Set<string>(BASE_COLUMNS);
+    const extras = this.extraKeys.map((key) => {
+      let name = key;
+      while (used.has(name) || isResultName(name)) name = `input_${name}`;
+      used.add(name);
+      return name;
+    });
+    return [...BASE_COLUMNS, ...extras, ...this.resultPaths];
+  }
+
+  cells(row: ExportRow): string[] {
+    if (this.learn(row)) this.missed = true;
+    const result = new Map<string, string>();
+    flattenResult(row.result, 'result', (path, cell) => result.set(path, cell));
+    return [
+      String(row.row),
+      row.input,
+      row.plate,
+      row.status,
+      row.queryId ?? '',
+      row.error?.code ?? '',
+      row.error?.message ?? '',
+      row.possibleDuplicate === true ? 'true' : '',
+      row.duplicateOf === undefined ? '' : String(row.duplicateOf),
+      row.sameVehicleAs ?? '',
+      isoTime(row.enqueuedAt) ?? '',
+      isoTime(row.createdAt) ?? '',
+      isoTime(row.finishedAt) ?? '',
+      row.requests === undefined ? '' : String(row.requests),
+      ...this.extraKeys.map((key) => (Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
+      ...this.resultPaths.map((path) => result.get(path) ?? ''),
+    ];
+  }
+}
+
+export function rejectCells(reject: RejectRow): string[] {
+  return [String(reject.row), reject.input, reject.reason, reject.message];
+}

@@ -1,0 +1,135 @@
+// Exports as files in one directory: <batchId>.jsonl, <batchId>.csv and <batchId>.rejects.csv.
+// Each file is written under a hidden temporary name in the same directory and renamed over the
+// final name only once every requested file is complete, so a reader never sees half a file and a
+// failed export leaves the previous one in place. Rows are streamed with backpressure (pipeline),
+// so memory does not grow with the batch.
+//
+// Passes over source.rows(): the first writes the JSONL (if asked) while learning the CSV's result
+// columns; the second writes the CSV. Without JSONL the first pass only learns.
+
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { Readable, type Transform, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { VqbError } from '../errors.js';
+import { CsvLayout, REJECT_COLUMNS, csvStringifier, rejectCells, type CsvDelimiter } from './csv.js';
+import { jsonlChunks } from './jsonl.js';
+import type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource, RejectRow } from './types.js';
+
+/** The file operations FileSink needs; tests may pass one that fails on purpose. */
+export interface FileSinkFs {
+  createWriteStream(path: string, options: { flags: string; flush: boolean }): Writable;
+  rename(from: string, to: string): Promise<void>;
+  rm(path: string, options: { force: boolean }): Promise<void>;
+  mkdir(path: string, options: { recursive: true }): Promise<unknown>;
+}
+
+export const nodeFs: FileSinkFs = { createWriteStream, rename, rm, mkdir };
+
+export interface FileSinkOptions {
+  /** Output directory (created if missing). */
+  dir: string;
+  fs?: FileSinkFs;
+  /** CSV delimiter, default `,`. pt-BR Excel opens `;` files into columns on double-click. */
+  csvDelimiter?: CsvDelimiter;
+  /** Cap on `result.…` columns in the CSV (default 1000); the JSONL always has the whole result. */
+  maxResultColumns?: number;
+}
+
+/** Times the CSV is rewritten when rows gain columns between passes (a batch still running). */
+const CSV_ATTEMPTS = 3;
+
+const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
+
+export class FileSink implements ExportSink {
+  private readonly dir: string;
+  private readonly fs: FileSinkFs;
+  private readonly delimiter: CsvDelimiter;
+  private readonly maxResultColumns: number | undefined;
+
+  constructor(opts: FileSinkOptions) {
+    this.dir = resolve(opts.dir);
+    this.fs = opts.fs ?? nodeFs;
+    this.delimiter = opts.csvDelimiter ?? ',';
+    this.maxResultColumns = opts.maxResultColumns;
+  }
+
+  async write(source: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult> {
+    const id = source.batchId;
+    // The id becomes a file name: no separators, no leading dot, nothing that climbs out of dir.
+    if (!SAFE_ID.test(id)) throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);
+    await this.fs.mkdir(this.dir, { recursive: true });
+
+    const staged: { tmp: string; final: string }[] = [];
+    const stage = (name: string) => {
+      const entry = { tmp: join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`), final: join(this.dir, name) };
+      staged.push(entry);
+      return entry;
+    };
+    const files: ExportResult['files'] = {};
+    let rows = 0;
+    const count = () => {
+      rows++;
+    };
+
+    try {
+      const layout = formats.includes('csv') ? new CsvLayout(source.extraColumns, this.maxResultColumns) : undefined;
+      if (formats.includes('jsonl')) {
+        const file = stage(`${id}.jsonl`);
+        await this.writeFile(file.tmp, jsonlChunks(source.rows(), source.extraColumns, (row) => {
+          count();
+          layout?.learn(row);
+        }));
+        files.jsonl = file.final;
+      } else if (layout !== undefined) {
+        for await (const row of source.rows()) layout.learn(row);
+      }
+
+      if (layout !== undefined) {
+        const csv = stage(`${id}.csv`);
+        for (let attempt = 1; ; attempt++) {
+          layout.missed = false;
+          rows = 0;
+          await this.writeFile(csv.tmp, csvRecords(layout, source.rows(), count), csvStringifier(this.delimiter));
+          if (!layout.missed) break;
+          if (attempt >= CSV_ATTEMPTS) {
+            throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
+          }
+        }
+        files.csv = csv.final;
+        const rejects = stage(`${id}.rejects.csv`);
+        await this.writeFile(rejects.tmp, rejectRecords(source.rejects()), csvStringifier(this.delimiter));
+        files.rejects = rejects.final;
+      }
+
+      for (const { tmp, final } of staged) await this.fs.rename(tmp, final);
+      return { files, rows };
+    } catch (err) {
+      await Promise.all(staged.map(({ tmp }) => this.fs.rm(tmp, { force: true }).catch(() => {})));
+      throw err;
+    }
+  }
+
+  private async writeFile(path: string, chunks: AsyncIterable<string | string[]>, encode?: Transform): Promise<void> {
+    // flush: fsync before close, so the rename never publishes a file whose data is still in cache.
+    const out = this.fs.createWriteStream(path, { flags: 'w', flush: true });
+    const input = Readable.from(chunks);
+    if (encode === undefined) await pipeline(input, out);
+    else await pipeline(input, encode, out);
+  }
+}
+
+async function* csvRecords(layout: CsvLayout, rows: AsyncIterable<ExportRow>, onRow: () => void): AsyncGenerator<string[]> {
+  yield layout.header();
+  for await (const row of rows) {
+    onRow();
+    yield layout.cells(row);
+  }
+}
+
+async function* rejectRecords(rejects: AsyncIterable<RejectRow>): AsyncGenerator<string[]> {
+  yield [...REJECT_COLUMNS];
+  for await (const reject of rejects) yield rejectCells(reject);
+}

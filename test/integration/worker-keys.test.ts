@@ -1,0 +1,75 @@
+// Key-level failures stop the line, not the job: pause, say what to do, lose nothing, resume.
+import { writeFile } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makePlates, sleep, startHarness, TEST_KEY, type Harness } from '../helpers/engine.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
+describe('worker engine: key-level failures', () => {
+  it('a key that expires mid-batch pauses the queue with no job failed; a rotated key and resume finish it', async () => {
+    h = await startHarness({ label: 'expire', config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '4' } });
+    await h.enqueue('b', makePlates(120));
+    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= 20);
+    h.sim.keys.expire(TEST_KEY);
+
+    await waitFor(async () => (await h!.services.line.state()).paused);
+    const state = await h.services.line.state();
+    expect(state.pause?.code).toBe('EXPIRED_API_KEY');
+    expect(state.pause?.message).toMatch(/vqb resume/);
+    await sleep(500); // let in-flight requests settle: they must be put back, not failed
+    const paused = await h.services.batches.get('b');
+    expect(paused.counts.failed).toBe(0);
+    expect(paused.counts.done).toBeLessThan(120);
+    expect(await h.services.queue.getFailedCount()).toBe(0);
+    const fatal = h.logs.lines.filter((l) => l.level === 60);
+    expect(fatal).toHaveLength(1);
+    expect(String(fatal[0]!.msg)).toMatch(/expired/);
+
+    // Rotate: a new key on the upstream, the operator writes it to the key file and resumes.
+    h.sim.keys.add({ key: 'rotated-key-2' });
+    await writeFile(h.keyFile, 'rotated-key-2\n');
+    await h.services.line.resume();
+    await h.waitForBatch('b', 60_000);
+
+    const done = await h.services.batches.get('b');
+    expect(done.counts).toMatchObject({ done: 120, failed: 0 });
+    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+    // The key never appears in logs, nor in what Redis holds for the batch.
+    expect(h.logs.text()).not.toContain(TEST_KEY);
+    expect(h.logs.text()).not.toContain('rotated-key-2');
+  });
+
+  it.each([
+    { missing: 'run_queries', permissions: ['view_queries'], named: 'Run vehicle queries' },
+    { missing: 'view_queries', permissions: ['run_queries'], named: 'View queries already run' },
+  ] as const)('a key lacking $missing pauses the line with a message naming "$named"', async ({ permissions, named }) => {
+    h = await startHarness({ label: 'perm', sim: { keys: [{ key: TEST_KEY, permissions: [...permissions] }] } });
+    await h.enqueue('b', makePlates(10));
+    await waitFor(async () => (await h!.services.line.state()).pause !== undefined);
+    const state = await h.services.line.state();
+    expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
+    expect(state.pause?.message).toContain(named);
+    expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
+    await sleep(300);
+    expect((await h.services.batches.get('b')).counts.failed).toBe(0);
+    expect(await h.services.queue.getFailedCount()).toBe(0);
+
+    // Fix the key and resume: nothing was lost.
+    h.sim.keys.add({ key: TEST_KEY });
+    await h.services.line.resume();
+    await h.waitForBatch('b', 30_000);
+    expect((await h.services.batches.get('b')).counts.done).toBe(10);
+  });
+});
