@@ -1,9 +1,12 @@
 // When to poll a query. Polls cost the same quota as creates, so the aim is one poll per plate:
 // the first poll is placed at the q-quantile of the time queries take to finish (q = 0.9 by
 // default), learned online and shared by every worker in Redis. The learner needs no completion
-// timestamps from the upstream: each first poll is a yes/no sample ("finished by d?"), and the
+// timestamps from the upstream: each first poll is a yes/no sample ("finished by x?"), and the
 // update below (stochastic quantile approximation, in log space) settles where a share q of first
-// polls find the query finished. Later polls back off exponentially up to a cap.
+// polls find the query finished. Many queries are in flight at once, so most samples were
+// scheduled under an older estimate; a sample only moves the estimate when it was taken near it
+// (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
+// Later polls back off exponentially up to a cap.
 import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
 import type { VqbKeys } from '../src/queue/redis.js';
@@ -29,17 +32,32 @@ export function nextPollDelay(pollsSoFar: number, poll: PollSettings, random: ()
   return backoffDelay(Math.max(0, pollsSoFar - 1), poll.intervalMs, poll.maxIntervalMs, random);
 }
 
+/** A sample taken at elapsed x informs the estimate θ only if x ≥ θ·e^-R (pending) or x ≤ θ·e^R (finished). */
+export const RELEVANCE = 0.3;
+
+/** Whether a first poll at `elapsedMs` says anything about the current estimate `estimateMs`. */
+export function isRelevant(pendingAtFirstPoll: boolean, elapsedMs: number, estimateMs: number): boolean {
+  const gap = Math.log(Math.max(1, elapsedMs) / estimateMs);
+  return pendingAtFirstPoll ? gap >= -RELEVANCE : gap <= RELEVANCE;
+}
+
+// ARGV: step, lo, hi, counter field, log(elapsed/initial), relevance, pending (1/0)
 const OBSERVE = `
-local v = tonumber(redis.call('HINCRBYFLOAT', KEYS[1], 'logOffset', ARGV[1]))
-local lo, hi = tonumber(ARGV[2]), tonumber(ARGV[3])
-if v < lo then v = lo redis.call('HSET', KEYS[1], 'logOffset', tostring(lo)) end
-if v > hi then v = hi redis.call('HSET', KEYS[1], 'logOffset', tostring(hi)) end
+local v = tonumber(redis.call('HGET', KEYS[1], 'logOffset') or '0')
 redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
+local gap = tonumber(ARGV[5]) - v
+local r = tonumber(ARGV[6])
+if (ARGV[7] == '1' and gap < -r) or (ARGV[7] == '0' and gap > r) then return tostring(v) end
+v = v + tonumber(ARGV[1])
+local lo, hi = tonumber(ARGV[2]), tonumber(ARGV[3])
+if v < lo then v = lo end
+if v > hi then v = hi end
+redis.call('HSET', KEYS[1], 'logOffset', tostring(v))
 return tostring(v)
 `;
 
 interface LearnerCommands {
-  vqbLearnObserve(key: string, delta: number, lo: number, hi: number, field: string): Promise<string>;
+  vqbLearnObserve(key: string, step: number, lo: number, hi: number, field: string, logElapsed: number, relevance: number, pending: string): Promise<string>;
 }
 
 export interface LearnedSchedule {
@@ -84,13 +102,22 @@ export class PollLearner {
     return ms;
   }
 
-  async observe(product: string, pendingAtFirstPoll: boolean): Promise<void> {
+  /** One first poll, made `elapsedMs` after the create, found the query pending (or finished). */
+  async observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number): Promise<void> {
     if (!this.#poll.adaptive) return;
     const { minMs, maxMs } = firstPollBounds(this.#poll);
-    const lo = Math.log(minMs / this.#poll.initialMs);
-    const hi = Math.log(maxMs / this.#poll.initialMs);
+    const initial = this.#poll.initialMs;
     const offset = Number(
-      await this.#redis.vqbLearnObserve(this.#keys.learner(product), learnStep(pendingAtFirstPoll, this.#poll.quantile), lo, hi, pendingAtFirstPoll ? 'pending' : 'finished'),
+      await this.#redis.vqbLearnObserve(
+        this.#keys.learner(product),
+        learnStep(pendingAtFirstPoll, this.#poll.quantile),
+        Math.log(minMs / initial),
+        Math.log(maxMs / initial),
+        pendingAtFirstPoll ? 'pending' : 'finished',
+        Math.log(Math.max(1, elapsedMs) / initial),
+        RELEVANCE,
+        pendingAtFirstPoll ? '1' : '0',
+      ),
     );
     this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
   }

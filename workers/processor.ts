@@ -152,7 +152,7 @@ export class PlateProcessor {
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
     await this.#count(data.batchId, 'polls');
-    if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal);
+    if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
     await this.#afterAnswer(log);
     if (answer.terminal) return this.#finish(job, polled, answer, log);
 
