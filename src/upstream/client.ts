@@ -97,8 +97,9 @@ export class UpstreamClient {
   async #call(operation: UpstreamOperation, method: 'GET' | 'POST', path: string, body: string | undefined, knownQueryId?: string): Promise<QueryOutcome> {
     const started = this.#now();
     let status = 0;
+    let key: string | undefined;
     try {
-      const key = await this.#apiKey();
+      key = await this.#apiKey();
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#basePath + path,
@@ -121,26 +122,39 @@ export class UpstreamClient {
       throw errorFromResponse(operation, status, response.headers, text, now);
     } catch (err) {
       const error = this.#toUpstreamError(operation, status, err);
+      // The upstream (or a proxy, or a lower layer quoting request headers) may echo the key back.
+      scrubKey(error, key);
       this.#emit(operation, status, started, error);
       throw error;
     }
   }
 
+  /**
+   * A 2xx body past the limit is unusable. An error answer past it is cut at the limit instead:
+   * its status (429, 5xx, 4xx) still says what to do, and the body is only a hint.
+   */
   async #readBody(operation: UpstreamOperation, response: Dispatcher.ResponseData): Promise<string> {
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
     const declared = Number(response.headers['content-length']);
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) {
       response.body.destroy();
+      if (!ok) return '';
       throw new BadResponseError(operation, response.statusCode, `the upstream answered with ${declared} bytes, over the ${this.#maxBodyBytes}-byte limit`);
     }
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > this.#maxBodyBytes) {
+      const buffer = chunk as Buffer;
+      if (size + buffer.length > this.#maxBodyBytes) {
         response.body.destroy();
+        if (!ok) {
+          chunks.push(buffer.subarray(0, this.#maxBodyBytes - size));
+          break;
+        }
         throw new BadResponseError(operation, response.statusCode, `the upstream answer passed the ${this.#maxBodyBytes}-byte limit`);
       }
-      chunks.push(chunk as Buffer);
+      size += buffer.length;
+      chunks.push(buffer);
     }
     return Buffer.concat(chunks).toString('utf8');
   }
@@ -167,5 +181,17 @@ export class UpstreamClient {
   #emit(operation: UpstreamOperation, status: number, started: number, error?: UpstreamError): void {
     const event = { operation, status, durationMs: this.#now() - started, ...(error ? { error } : {}) };
     for (const observer of this.#observers) observer(event);
+  }
+}
+
+/** Replaces the key in an error's message and stack, down its cause chain (log serialisers print causes). */
+function scrubKey(error: unknown, key: string | undefined): void {
+  if (!key) return;
+  const hide = (text: string) => text.split(key).join('[redacted]');
+  const seen = new Set<unknown>();
+  for (let current = error; current instanceof Error && !seen.has(current); current = current.cause) {
+    seen.add(current);
+    if (current.message.includes(key)) current.message = hide(current.message);
+    if (typeof current.stack === 'string' && current.stack.includes(key)) current.stack = hide(current.stack);
   }
 }
