@@ -17,6 +17,8 @@ export interface CommandContext {
   args: string[];
   flags: Record<string, string | boolean | string[] | undefined>;
   config: () => Config;
+  /** The Config with some settings forced (flags still win over the environment). */
+  configWith: (forced: Overrides) => Config;
   logger: (config: Config) => Logger;
   io: CliIo;
   print(line?: string): void;
@@ -136,6 +138,7 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       args: parsed.positionals,
       flags: parsed.values,
       config: () => (config ??= loadConfig(io.env, overridesFrom(parsed.values))),
+      configWith: (forced) => loadConfig(io.env, { ...forced, ...overridesFrom(parsed.values) }),
       logger: (c) => createLogger({ level: c.logLevel }),
       io,
       print,

@@ -99,6 +99,7 @@ export const SETTINGS = {
   VQ_CONNECT_TIMEOUT: { schema: duration.default(10_000), help: 'upstream TCP/TLS connect timeout' },
   VQ_REQUEST_TIMEOUT: { schema: duration.default(30_000), help: 'upstream headers and body timeout each' },
   VQ_OUT_DIR: { schema: z.string().min(1).default('out'), help: 'where batch exports are written' },
+  VQ_CSV_DELIMITER: { schema: z.enum([',', ';', 'tab']).default(';'), help: 'delimiter of the CSV exports; ; opens in columns in pt-BR Excel' },
   VQ_ROOT: { schema: z.string().min(1).default('data'), help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)' },
   VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
@@ -133,6 +134,7 @@ export interface Config {
   http: { connectTimeoutMs: number; requestTimeoutMs: number };
   locks: { lockDurationMs: number; stalledIntervalMs: number; maxStalledCount: number };
   outDir: string;
+  csvDelimiter: ',' | ';' | '\t';
   root: string;
   keepFailedMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -191,6 +193,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     http: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
     locks: { lockDurationMs: v.VQ_LOCK_DURATION, stalledIntervalMs: v.VQ_STALLED_INTERVAL, maxStalledCount: v.VQ_MAX_STALLED },
     outDir: v.VQ_OUT_DIR,
+    csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
     root: v.VQ_ROOT,
     keepFailedMs: v.VQ_KEEP_FAILED,
     logLevel: v.LOG_LEVEL,

@@ -242,7 +242,7 @@ export class PlateProcessor {
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
     };
     const recorded = await this.#d.outcomes.record(outcome, job.id!);
-    if (recorded === 'batch-finished') log.info({ batchId: data.batchId }, 'batch finished');
+    if (recorded === 'batch-finished') log.info('batch finished');
   }
 
   #isLastAttempt(job: PlateJob): boolean {

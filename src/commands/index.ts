@@ -1,14 +1,21 @@
 // The command table: name → module. Each command is a small module of its own.
 import type { Command } from '../cli.js';
+import { exportCommand, retryCommand } from './batch.js';
+import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
+import { runCommand } from './run.js';
 import { simulateCommand } from './simulate.js';
 import { statusCommand } from './status.js';
 import { workCommand } from './work.js';
 
 export const COMMANDS: Record<string, Command> = {
+  run: runCommand,
+  demo: demoCommand,
   simulate: simulateCommand,
   work: workCommand,
   status: statusCommand,
   pause: pauseCommand,
   resume: resumeCommand,
+  export: exportCommand,
+  retry: retryCommand,
 };

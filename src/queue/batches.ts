@@ -167,6 +167,11 @@ export class BatchStore {
     await multi.exec();
   }
 
+  /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
+  async setExtraColumns(batchId: string, columns: readonly string[]): Promise<void> {
+    await this.#redis.hset(this.#keys.batch(batchId), 'extraColumns', JSON.stringify(columns));
+  }
+
   /** All rows are in: from now on the last outcome marks the batch finished. True if it already is. */
   async seal(batchId: string): Promise<boolean> {
     const result = await this.#redis.vqbSealBatch(this.#keys.batch(batchId), this.#now());

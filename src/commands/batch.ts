@@ -1,0 +1,58 @@
+// Commands on one stored batch: rebuild its exports, retry its failed plates.
+import type { Command } from '../cli.js';
+import { UsageError } from '../errors.js';
+import { retryFailed } from '../queue/retry.js';
+import { openQueueServices } from '../queue/services.js';
+import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import type { ExportFormat } from '../sinks/types.js';
+
+function oneBatch(args: string[], command: string): string {
+  const [batchId, ...extra] = args;
+  if (!batchId || extra.length > 0) throw new UsageError(`vqb ${command} takes one batch id (see \`vqb status\`)`);
+  return batchId;
+}
+
+export const exportCommand: Command = {
+  summary: 'write (or rebuild) a batch\'s exports from the stored outcomes',
+  usage: `vqb export <batch> [--format csv|jsonl|all] [--out DIR] [--json]
+  Rebuilds <out>/<batch>.csv, <batch>.jsonl and <batch>.rejects.csv from Redis at any time; a
+  batch still running exports its finished rows and marks the rest "pending".`,
+  options: { format: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const batchId = oneBatch(ctx.args, 'export');
+    const format = String(ctx.flags.format ?? 'all');
+    if (!['csv', 'jsonl', 'all'].includes(format)) throw new UsageError('--format is csv, jsonl or all');
+    const formats: readonly ExportFormat[] = format === 'all' ? ALL_FORMATS : [format as ExportFormat];
+    const config = ctx.config();
+    const services = await openQueueServices(config);
+    try {
+      const result = await exportBatch(services, fileSinkFor(config), batchId, formats);
+      if (ctx.flags.json) ctx.print(JSON.stringify(result));
+      else for (const path of Object.values(result.files)) ctx.print(path);
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};
+
+export const retryCommand: Command = {
+  summary: 'run a batch\'s failed plates again (polls paid queries; --recreate pays again)',
+  usage: `vqb retry <batch> [--recreate] [--json]
+  Failed plates that hold a queryId resume polling it (no new charge). Plates with no queryId, or
+  all of them with --recreate, are created again (a new charge each). Workers must be running
+  (vqb work, or vqb run on the same file).`,
+  options: { recreate: { type: 'boolean' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const batchId = oneBatch(ctx.args, 'retry');
+    const services = await openQueueServices(ctx.config());
+    try {
+      const result = await retryFailed(services, batchId, { recreate: ctx.flags.recreate === true });
+      if (ctx.flags.json) ctx.print(JSON.stringify(result));
+      else ctx.print(`batch ${batchId}: ${result.retried} failed plates queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`);
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};

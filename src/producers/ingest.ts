@@ -1,0 +1,94 @@
+// Turns input rows (from a CSV, an API request or library code) into a batch: each row judged
+// (valid, invalid, duplicate), stored for the exports, and each new plate enqueued once. The
+// batch id comes from the content, so the same input resumes the same batch instead of paying
+// again; a restart mid-ingest skips the rows already stored and adds no job twice.
+import { createHash, randomBytes } from 'node:crypto';
+import type { BatchInfo, BatchSource, IngestRow } from '../queue/batches.js';
+import type { QueueServices } from '../queue/services.js';
+import { PlateDeduper } from './csv-dedup.js';
+import type { InputRow } from './csv.js';
+
+const CHUNK = 1_000;
+
+export interface IngestOptions {
+  id: string;
+  source: BatchSource;
+  name: string;
+  metadata?: Record<string, unknown>;
+  /** Live list of the extra column names (it may grow while a CSV is read). */
+  extraColumns?: readonly string[];
+}
+
+export interface IngestResult {
+  batch: BatchInfo;
+  /** False when the id named an existing batch, which this call resumed or left as it was. */
+  created: boolean;
+}
+
+/** `<name>-<first 12 hex of sha256(content)>`: readable in file names, stable for the same input. */
+export function batchIdFor(name: string, digest: string, force = false): string {
+  const base = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/\.[A-Za-z0-9]{1,5}$/, '')
+    .replace(/[^A-Za-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40) || 'batch';
+  return `${base}-${digest.slice(0, 12)}${force ? `-${randomBytes(3).toString('hex')}` : ''}`;
+}
+
+export function digestOf(parts: Iterable<string | Buffer>): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part);
+  return hash.digest('hex');
+}
+
+export async function ingest(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
+  const { batches, config } = services;
+  const { created, info } = await batches.open({
+    id: options.id,
+    source: options.source,
+    name: options.name,
+    product: config.product,
+    ...(options.metadata ? { metadata: options.metadata } : {}),
+    ...(options.extraColumns ? { extraColumns: [...options.extraColumns] } : {}),
+  });
+  if (info.sealed) return { batch: info, created };
+
+  const skip = await batches.ingestedRows(options.id);
+  const deduper = new PlateDeduper();
+  let seen = 0;
+  let chunk: IngestRow[] = [];
+  for await (const row of rows) {
+    // Rows before `skip` were stored by an earlier run: only the deduper needs to see them again.
+    const judged = judge(deduper, row, options.extraColumns ?? []);
+    if (seen++ < skip) continue;
+    chunk.push(judged);
+    if (chunk.length >= CHUNK) {
+      await batches.addRows(options.id, info.product, chunk);
+      chunk = [];
+    }
+  }
+  await batches.addRows(options.id, info.product, chunk);
+  if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
+  await batches.seal(options.id);
+  return { batch: await batches.get(options.id), created };
+}
+
+function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {
+  const extra = extraColumns.map((name) => row.extra[name] ?? '');
+  const result = deduper.check(row);
+  switch (result.kind) {
+    case 'new':
+      return { row: row.row, input: row.input, extra, kind: 'queued', plate: result.plate, ...(result.sameVehicleAs ? { sameVehicleAs: result.sameVehicleAs } : {}) };
+    case 'duplicate':
+      return { row: row.row, input: row.input, extra, kind: 'duplicate', plate: result.plate, duplicateOf: result.firstRow };
+    case 'rejected':
+      return { row: row.row, input: row.input, extra, kind: 'rejected', plate: result.normalized, reason: result.reason, message: result.message };
+  }
+}
+
+/** Plates handed over in code or JSON: one row each, numbered from 1, no extra columns. */
+export function rowsFromPlates(plates: readonly string[]): InputRow[] {
+  return plates.map((input, i) => ({ row: i + 1, input, extra: {} }));
+}

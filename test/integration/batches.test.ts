@@ -1,0 +1,84 @@
+// Batches across workers: exact counts, retries that do not pay again unless asked, the demo.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { retryFailed } from '../../src/queue/retry.js';
+import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('batches', () => {
+  it('counts stay exact with three workers racing over two batches', async () => {
+    h = await startHarness({ label: 'counts', workers: 3, sim: { failRate: 0.1 }, config: { VQ_RATE_LIMIT: '300/s' } });
+    const plates = makePlates(400);
+    await Promise.all([h.enqueue('b1', plates.slice(0, 250)), h.enqueue('b2', [...plates.slice(200), ...plates.slice(200, 230)])]);
+    await Promise.all([h.waitForBatch('b1'), h.waitForBatch('b2')]);
+    const b1 = await h.services.batches.get('b1');
+    const b2 = await h.services.batches.get('b2');
+    expect(b1.counts.done + b1.counts.failed).toBe(250);
+    expect(b2.counts).toMatchObject({ total: 230, enqueued: 200, duplicates: 30, inflight: 0, queued: 0 });
+    expect(b2.counts.done + b2.counts.failed).toBe(200);
+    let stored = 0;
+    let failed = 0;
+    for await (const o of h.services.outcomes.scan('b1')) {
+      stored++;
+      if (o.status === 'failed') failed++;
+    }
+    expect(stored).toBe(250);
+    expect(failed).toBe(b1.counts.failed);
+    // The same plate in two batches is two jobs and two creates; within a batch, one.
+    expect(h.sim.stats().creates).toBe(450);
+    expect(await h.services.inflight.count()).toBe(0);
+  });
+
+  it('retry polls the paid query again; only --recreate pays for a new one', async () => {
+    const plates = makePlates(20);
+    h = await startHarness({ label: 'retry', sim: { failPlates: [plates[3]!, plates[7]!] } });
+    await h.enqueue('b', plates);
+    await h.waitForBatch('b');
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
+
+    const polled = await retryFailed(h.services, 'b');
+    expect(polled).toEqual({ retried: 2, recreated: 0, skipped: 0 });
+    await h.waitForBatch('b');
+    expect(h.sim.stats().creates).toBe(20); // the same (failed) queries were polled, not re-created
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
+
+    h.sim.update({ failPlates: [] });
+    const recreated = await retryFailed(h.services, 'b', { recreate: true });
+    expect(recreated).toEqual({ retried: 2, recreated: 2, skipped: 0 });
+    await h.waitForBatch('b');
+    expect(h.sim.stats().creates).toBe(22);
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 20, failed: 0 });
+  });
+});
+
+describe('the demo (the README\'s first command)', () => {
+  it('runs the sample batch to the end and names a CSV that opens with the right columns', async () => {
+    const out = resolve(import.meta.dirname, '../../out/test-demo');
+    const child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/vqb.js'), 'demo', '--out', out], {
+      env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).toBe(0);
+    const csvPath = /\s(\S+\.csv)\n/.exec(stdout)?.[1];
+    expect(csvPath).toBeDefined();
+    const csv = await readFile(csvPath!, 'utf8');
+    const lines = csv.replace(/^\uFEFF/, '').trimEnd().split('\r\n');
+    expect(lines[0]!.split(';').slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
+    expect(lines[0]).toContain('cliente');
+    expect(lines[0]).toContain('result.result.brand');
+    const input = await readFile(resolve(import.meta.dirname, '../../samples/plates.csv'), 'utf8');
+    expect(lines).toHaveLength(input.trimEnd().split('\r\n').length); // one row per input row (+ header each)
+    expect(stdout).toMatch(/270 done, 5 failed/);
+  }, 90_000);
+});
