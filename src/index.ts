@@ -1,0 +1,177 @@
+// The package's main export: vqb as a library.
+//
+//   const vqb = await createVqb({ settings: { VQ_BASE_URL, VQ_API_KEY_FILE }, workers: true });
+//   const batch = await vqb.enqueue(['ABC1D23', { plate: 'XYZ9876', customer: '42' }], { metadata: { by: 'me' } });
+//   for await (const row of batch.results()) console.log(row.plate, row.status);
+//   await batch.done();
+//   await vqb.close();
+import { loadConfig, type Config, type Overrides } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+import { ingestList, type ListOptions, type PlateInput } from './producers/list.js';
+import type { BatchInfo } from './queue/batches.js';
+import type { LineState } from './queue/line.js';
+import { retryFailed, type RetryResult } from './queue/retry.js';
+import { openQueueServices, type QueueServices } from './queue/services.js';
+import { batchExportSource } from './sinks/batch-source.js';
+import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
+import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
+import { startWorker, type WorkerHandle } from '../workers/worker.js';
+
+export { loadConfig, type Config, type Overrides } from './config.js';
+export { VqbError, isVqbError, ConfigError, InputError, BatchNotFoundError, RedisUnavailableError } from './errors.js';
+export { checkPlate, normalizePlate, toMercosul } from './plates.js';
+export type { PlateInput, PlateRow } from './producers/list.js';
+export type { BatchInfo, BatchCounts } from './queue/batches.js';
+export type { LineState } from './queue/line.js';
+export type { Outcome } from './queue/types.js';
+export type { ExportRow, ExportFormat, ExportResult, ExportSink, ExportSource } from './sinks/types.js';
+export { startSimulator, type SimulatorHandle, type SimulatorOptions } from './simulator/index.js';
+
+export interface CreateVqbOptions {
+  /** A ready Config; otherwise one is read from `env` (default process.env) and `settings`. */
+  config?: Config;
+  settings?: Overrides;
+  env?: Record<string, string | undefined>;
+  logger?: Logger;
+  /** Run workers in this process too (default false: `vqb work` processes do the work). */
+  workers?: boolean;
+}
+
+export interface EnqueueOptions extends Partial<Omit<ListOptions, 'source'>> {
+  source?: ListOptions['source'];
+}
+
+export interface BatchProgress {
+  id: string;
+  finished: boolean;
+  total: number;
+  done: number;
+  failed: number;
+  inflight: number;
+  queued: number;
+  rejected: number;
+  duplicates: number;
+  /** Why the line is not moving, when it is not (paused, rate limited, quota). */
+  waiting?: string;
+}
+
+export class Batch {
+  readonly id: string;
+  readonly #services: QueueServices;
+
+  constructor(id: string, services: QueueServices) {
+    this.id = id;
+    this.#services = services;
+  }
+
+  info(): Promise<BatchInfo> {
+    return this.#services.batches.get(this.id);
+  }
+
+  async progress(): Promise<BatchProgress> {
+    const [info, line] = await Promise.all([this.info(), this.#services.line.state()]);
+    const c = info.counts;
+    const waiting = describeWaiting(line);
+    return {
+      id: this.id,
+      finished: info.finishedAt !== undefined,
+      total: c.enqueued,
+      done: c.done,
+      failed: c.failed,
+      inflight: c.inflight,
+      queued: c.queued,
+      rejected: c.rejected,
+      duplicates: c.duplicates,
+      ...(waiting ? { waiting } : {}),
+    };
+  }
+
+  /** One row per input row, in input order, as they stand now (unfinished plates are `pending`). */
+  async *results(): AsyncIterable<ExportRow> {
+    const source = await batchExportSource(this.#services.batches, this.#services.outcomes, this.id);
+    yield* source.rows();
+  }
+
+  /** Resolves when every plate has an outcome. Rejects on `signal` or after `timeoutMs`. */
+  async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchInfo> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    for (;;) {
+      const info = await this.info();
+      if (info.finishedAt !== undefined) return info;
+      options.signal?.throwIfAborted();
+      if (Date.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, options.pollMs ?? 250));
+    }
+  }
+
+  export(formats: readonly ExportFormat[] = ALL_FORMATS, dir?: string): Promise<ExportResult> {
+    return exportBatch(this.#services, fileSinkFor(this.#services.config, dir), this.id, formats);
+  }
+
+  retry(options: { recreate?: boolean } = {}): Promise<RetryResult> {
+    return retryFailed(this.#services, this.id, options);
+  }
+}
+
+function describeWaiting(line: LineState): string | undefined {
+  if (line.pause) return `paused: ${line.pause.message}`;
+  if (line.paused) return 'paused';
+  if (line.limitedUntil !== undefined) return `${line.limitReason === 'quota' ? 'quota' : 'rate limit'} until ${new Date(line.limitedUntil).toISOString()}`;
+  return undefined;
+}
+
+export class Vqb {
+  readonly config: Config;
+  readonly services: QueueServices;
+  readonly #logger: Logger;
+  #worker: WorkerHandle | undefined;
+
+  constructor(config: Config, services: QueueServices, logger: Logger) {
+    this.config = config;
+    this.services = services;
+    this.#logger = logger;
+  }
+
+  /** Validates, dedups and enqueues; the same plates again resume the same batch unless `force`. */
+  async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
+    const { batch } = await ingestList(this.services, plates, { ...options, source: options.source ?? 'library' });
+    return new Batch(batch.id, this.services);
+  }
+
+  /** A batch enqueued earlier (by any producer). */
+  async batch(id: string): Promise<Batch> {
+    await this.services.batches.get(id); // throws BatchNotFoundError
+    return new Batch(id, this.services);
+  }
+
+  /** Runs workers in this process (idempotent). */
+  startWorkers(): void {
+    this.#worker ??= startWorker(this.config, { logger: this.#logger });
+  }
+
+  line(): Promise<LineState> {
+    return this.services.line.state();
+  }
+
+  pause(): Promise<void> {
+    return this.services.line.pause();
+  }
+
+  resume(): Promise<void> {
+    return this.services.line.resume();
+  }
+
+  async close(): Promise<void> {
+    await this.#worker?.close();
+    await this.services.close();
+  }
+}
+
+export async function createVqb(options: CreateVqbOptions = {}): Promise<Vqb> {
+  const config = options.config ?? loadConfig(options.env ?? process.env, options.settings ?? {});
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const services = await openQueueServices(config);
+  const vqb = new Vqb(config, services, logger);
+  if (options.workers) vqb.startWorkers();
+  return vqb;
+}
