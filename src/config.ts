@@ -31,6 +31,9 @@ export class Secret {
 /** Where the upstream key comes from. A file is re-read when it changes, so a key can be rotated without a restart. */
 export type ApiKeySource = { kind: 'inline'; secret: Secret } | { kind: 'file'; path: string };
 
+/** Service tokens for our own HTTP API: never the upstream key. */
+export type TokenSource = { kind: 'inline'; secrets: Secret[] } | { kind: 'file'; path: string };
+
 export interface RateLimit {
   max: number;
   durationMs: number;
@@ -101,6 +104,14 @@ export const SETTINGS = {
   VQ_OUT_DIR: { schema: z.string().min(1).default('out'), help: 'where batch exports are written' },
   VQ_CSV_DELIMITER: { schema: z.enum([',', ';', 'tab']).default(';'), help: 'delimiter of the CSV exports; ; opens in columns in pt-BR Excel' },
   VQ_ROOT: { schema: z.string().min(1).default('data'), help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)' },
+  VQ_HTTP_HOST: { schema: z.string().min(1).default('127.0.0.1'), help: 'address `vqb serve` listens on (0.0.0.0 in containers)' },
+  VQ_HTTP_PORT: { schema: int(0, 65535).default(8080), help: 'port of the HTTP API (`vqb serve`)' },
+  VQ_API_TOKENS: { schema: z.string().min(1).optional(), help: 'comma-separated service tokens accepted by the HTTP API (never the upstream key)' },
+  VQ_API_TOKENS_FILE: { schema: z.string().min(1).optional(), help: 'file with one service token per line, instead of VQ_API_TOKENS' },
+  VQ_HTTP_BODY_LIMIT: { schema: int(1024).default(10 * 1024 * 1024), help: 'largest request body the HTTP API reads, in bytes' },
+  VQ_HTTP_MAX_PLATES: { schema: int(1).default(100_000), help: 'most plates one HTTP request may enqueue' },
+  VQ_INBOX_POLL: { schema: duration.default(1_000), help: 'how often the drop folder is scanned' },
+  VQ_INBOX_STABLE: { schema: duration.default(2_000), help: 'a dropped file is taken once its size has not changed for this long' },
   VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
 } as const;
@@ -131,12 +142,14 @@ export interface Config {
   attempts: number;
   backoffMs: number;
   recreateUncertain: boolean;
-  http: { connectTimeoutMs: number; requestTimeoutMs: number };
+  upstreamHttp: { connectTimeoutMs: number; requestTimeoutMs: number };
   locks: { lockDurationMs: number; stalledIntervalMs: number; maxStalledCount: number };
   outDir: string;
   csvDelimiter: ',' | ';' | '\t';
   root: string;
   keepFailedMs: number;
+  http: { host: string; port: number; bodyLimit: number; maxPlates: number; tokens: TokenSource | undefined };
+  inbox: { pollMs: number; stableMs: number };
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -162,6 +175,16 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   if (!rateLimit) throw new ConfigError('VQ_RATE_LIMIT', `expected a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`);
   if (v.VQ_API_KEY && v.VQ_API_KEY_FILE) throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
   if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL) throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
+
+  if (v.VQ_API_TOKENS && v.VQ_API_TOKENS_FILE) throw new ConfigError('VQ_API_TOKENS_FILE', 'set either VQ_API_TOKENS or VQ_API_TOKENS_FILE, not both');
+  let tokens: TokenSource | undefined;
+  if (v.VQ_API_TOKENS) {
+    const list = v.VQ_API_TOKENS.split(',').map((t) => t.trim()).filter(Boolean);
+    if (list.some((t) => t.length < 16)) throw new ConfigError('VQ_API_TOKENS', 'expected tokens of at least 16 characters, comma-separated');
+    tokens = { kind: 'inline', secrets: list.map((t) => new Secret(t)) };
+  } else if (v.VQ_API_TOKENS_FILE) {
+    tokens = { kind: 'file', path: v.VQ_API_TOKENS_FILE };
+  }
 
   let apiKey: ApiKeySource | undefined;
   if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
@@ -190,12 +213,14 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     attempts: v.VQ_ATTEMPTS,
     backoffMs: v.VQ_BACKOFF,
     recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
-    http: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
+    upstreamHttp: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
     locks: { lockDurationMs: v.VQ_LOCK_DURATION, stalledIntervalMs: v.VQ_STALLED_INTERVAL, maxStalledCount: v.VQ_MAX_STALLED },
     outDir: v.VQ_OUT_DIR,
     csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
     root: v.VQ_ROOT,
     keepFailedMs: v.VQ_KEEP_FAILED,
+    http: { host: v.VQ_HTTP_HOST, port: v.VQ_HTTP_PORT, bodyLimit: v.VQ_HTTP_BODY_LIMIT, maxPlates: v.VQ_HTTP_MAX_PLATES, tokens },
+    inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
     logLevel: v.LOG_LEVEL,
   });
 }

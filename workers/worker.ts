@@ -65,8 +65,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const client = new UpstreamClient({
     baseUrl,
     apiKey: createKeyProvider(apiKey),
-    connectTimeoutMs: config.http.connectTimeoutMs,
-    requestTimeoutMs: config.http.requestTimeoutMs,
+    connectTimeoutMs: config.upstreamHttp.connectTimeoutMs,
+    requestTimeoutMs: config.upstreamHttp.requestTimeoutMs,
     now,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
