@@ -7,6 +7,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { LineControl } from '../src/queue/line.js';
 import type { OutcomeStore } from '../src/queue/outcomes.js';
@@ -39,6 +40,7 @@ export interface ProcessorDeps {
   logger: Logger;
   /** Smallest gap between two job starts (the pacing interval): waits shorter than it are not worth a pause. */
   pacingMs: number;
+  metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
 }
@@ -64,6 +66,7 @@ export class PlateProcessor {
   readonly #d: ProcessorDeps;
   readonly #now: () => number;
   readonly #random: () => number;
+  readonly #metrics: WorkerMetrics;
   /** Saw a 429 without a hint lately: the shared streak counter must be reset on the next success. */
   #inStreak = false;
 
@@ -71,6 +74,7 @@ export class PlateProcessor {
     this.#d = deps;
     this.#now = deps.now ?? Date.now;
     this.#random = deps.random ?? Math.random;
+    this.#metrics = deps.metrics ?? noMetrics;
   }
 
   readonly process = async (job: PlateJob, token?: string): Promise<JobResult> => {
@@ -199,6 +203,7 @@ export class PlateProcessor {
         const ms = hinted ?? (await this.#noHintBackoff());
         const reason = ms > 10 * 60_000 || /quota|daily|monthly/i.test(err.message) ? 'quota' : 'rate_limit';
         if (await this.#d.line.limitFor(ms, reason)) {
+          this.#metrics.waited(reason, ms);
           log.warn({ code: err.code, waitMs: ms, reason, until: new Date(this.#now() + ms).toISOString() }, `upstream asked to wait: all workers hold for ${ms} ms`);
         }
         throw Worker.RateLimitError();
@@ -242,6 +247,7 @@ export class PlateProcessor {
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
     };
     const recorded = await this.#d.outcomes.record(outcome, job.id!);
+    if (recorded !== 'exists') this.#metrics.finished(outcome);
     if (recorded === 'batch-finished') log.info('batch finished');
   }
 
@@ -256,11 +262,13 @@ export class PlateProcessor {
       await this.#d.redis.del(this.#d.keys.streak429);
     }
     const quota = this.#d.api.quota;
+    this.#metrics.quota(quota);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - this.#now();
     if (wait <= this.#d.pacingMs) return;
     const reason = wait > 10 * 60_000 ? 'quota' : 'rate_limit';
     if (await this.#d.line.limitFor(wait, reason)) {
+      this.#metrics.waited(reason, wait);
       log.info({ waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() }, 'upstream budget used up: all workers hold until it resets');
     }
   }

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { requireUpstream, type Config } from '../src/config.js';
+import type { WorkerMetrics } from '../src/metrics.js';
 import { InFlight } from '../src/queue/inflight.js';
 import { LineControl } from '../src/queue/line.js';
 import { OutcomeStore } from '../src/queue/outcomes.js';
@@ -39,6 +40,7 @@ export interface WorkerDeps {
   logger: Logger;
   /** Injected to share a pool or to reach a test server; by default the client makes its own. */
   dispatcher?: Dispatcher;
+  metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
 }
@@ -70,6 +72,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     now,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    client.onRequest((event) => metrics.request(event.operation, event.status));
+  }
   const line = new LineControl(queue, commands, keys, now);
   const learner = new PollLearner(commands, keys, config.poll, now);
   const outcomes = new OutcomeStore(commands, keys);
@@ -84,6 +90,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     learner,
     logger,
     pacingMs: pacingIntervalMs(config),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     ...(deps.random ? { random: deps.random } : {}),
   });

@@ -1,15 +1,37 @@
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
 import type { Command } from '../cli.js';
+import { parseDuration } from '../config.js';
+import { Metrics } from '../metrics.js';
 import { checkRedis, connectRedis } from '../queue/redis.js';
 import { limiterFor, startWorker } from '../../workers/worker.js';
 
+/** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
+async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  server.listen(port);
+  await once(server, 'listening');
+  return server;
+}
+
 export const workCommand: Command = {
   summary: 'run workers only (start any number, on any number of machines; they share the limit)',
-  usage: `vqb work [--concurrency N] [--shutdown-timeout 30s]
+  usage: `vqb work [--concurrency N] [--metrics-port N] [--shutdown-timeout 30s]
   Takes plate jobs from the queue until SIGTERM/SIGINT, then stops taking jobs, lets the running
-  requests finish and their results persist, and exits.`,
-  options: { 'shutdown-timeout': { type: 'string' } },
+  requests finish and their results persist, and exits. With --metrics-port (VQ_METRICS_PORT),
+  serves Prometheus metrics on http://0.0.0.0:N/metrics.`,
+  options: { 'shutdown-timeout': { type: 'string' }, 'metrics-port': { type: 'string' } },
   async run(ctx) {
-    const config = ctx.config();
+    const config = typeof ctx.flags['metrics-port'] === 'string' ? ctx.configWith({ VQ_METRICS_PORT: ctx.flags['metrics-port'] }) : ctx.config();
     const logger = ctx.logger(config);
     const probe = connectRedis(config.redisUrl, { failFast: true });
     try {
@@ -17,17 +39,19 @@ export const workCommand: Command = {
     } finally {
       probe.disconnect();
     }
-    const handle = startWorker(config, { logger });
-    const limiter = limiterFor(config);
-    logger.info({ queue: config.queueName, concurrency: config.concurrency, rateLimit: config.rateLimit.text, pacing: config.pacing, limiter }, 'worker started');
+    const metrics = config.metricsPort ? new Metrics() : undefined;
+    const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
+    const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
+    logger.info({ queue: config.queueName, concurrency: config.concurrency, rateLimit: config.rateLimit.text, pacing: config.pacing, limiter: limiterFor(config), metricsPort: config.metricsPort }, 'worker started');
     const signal = await ctx.io.stopSignal;
-    const timeoutMs = Number.parseInt(String(ctx.flags['shutdown-timeout'] ?? '30000'), 10) || 30_000;
+    const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s')) ?? 30_000;
     logger.info({ signal }, 'stopping: finishing running jobs');
     const timer = setTimeout(() => {
       logger.error({ timeoutMs }, 'running jobs did not finish in time; exiting (their jobs will be picked up again)');
       process.exit(1);
     }, timeoutMs);
     await handle.close();
+    metricsServer?.close();
     clearTimeout(timer);
     logger.info('worker stopped');
     logger.flush();

@@ -37,6 +37,7 @@ describe('defaults', () => {
       upstreamHttp: { connectTimeoutMs: 10_000, requestTimeoutMs: 30_000 },
       http: { host: '127.0.0.1', port: 8080, bodyLimit: 10 * 1024 * 1024, maxPlates: 100_000, tokens: undefined },
       inbox: { pollMs: 1_000, stableMs: 2_000 },
+      metricsPort: undefined,
       csvDelimiter: ';',
       locks: { lockDurationMs: 30_000, stalledIntervalMs: 30_000, maxStalledCount: 20 },
       outDir: 'out',
