@@ -80,6 +80,7 @@ export const SETTINGS = {
   VQ_API_KEY_FILE: { schema: z.string().min(1).optional(), help: 'file holding the key instead of VQ_API_KEY; re-read when it changes (key rotation without restart)' },
   VQ_PRODUCT: { schema: z.string().regex(/^[a-z0-9-]+$/).default('agregados'), help: 'upstream product slug used for creates' },
   REDIS_URL: { schema: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'), help: 'Redis connection URL' },
+  VQ_ALLOW_EVICTION: { schema: bool.default(false), help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results' },
   VQ_QUEUE: { schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -').default('vqb'), help: 'BullMQ queue name' },
   VQ_PREFIX: { schema: z.string().regex(/^[^:\s]+$/, 'no spaces or colons').default('{vqb}'), help: 'Redis key prefix; keep the {hash tag} for Redis Cluster' },
   VQ_RATE_LIMIT: { schema: z.string().default('60/min'), help: 'upstream request limit shared by all workers, e.g. 60/min, 5/s' },
@@ -125,6 +126,7 @@ export interface Config {
   apiKey: ApiKeySource | undefined;
   product: string;
   redisUrl: string;
+  allowEviction: boolean;
   queueName: string;
   prefix: string;
   rateLimit: RateLimit;
@@ -197,6 +199,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     apiKey,
     product: v.VQ_PRODUCT,
     redisUrl: v.REDIS_URL,
+    allowEviction: v.VQ_ALLOW_EVICTION,
     queueName: v.VQ_QUEUE,
     prefix: v.VQ_PREFIX,
     rateLimit,

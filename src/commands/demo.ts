@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from '../cli.js';
-import { connectRedis, checkRedis } from '../queue/redis.js';
+import { connectRedis, preflightRedis } from '../queue/redis.js';
 import { startSimulator } from '../simulator/index.js';
 import { runFile } from './run.js';
 
@@ -32,7 +32,7 @@ export const demoCommand: Command = {
       });
       const redis = connectRedis(config.redisUrl, { failFast: true });
       try {
-        await checkRedis(redis, config.redisUrl);
+        await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
         // Only the demo's own keys: a user's real queues under other prefixes are never touched.
         let cursor = '0';
         do {

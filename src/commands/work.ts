@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
-import { checkRedis, connectRedis } from '../queue/redis.js';
+import { connectRedis, preflightRedis } from '../queue/redis.js';
 import { limiterFor, startWorker } from '../../workers/worker.js';
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
@@ -35,7 +35,7 @@ export const workCommand: Command = {
     const logger = ctx.logger(config);
     const probe = connectRedis(config.redisUrl, { failFast: true });
     try {
-      await checkRedis(probe, config.redisUrl);
+      await preflightRedis(probe, config, (message) => logger.warn(message));
     } finally {
       probe.disconnect();
     }

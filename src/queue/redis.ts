@@ -2,7 +2,7 @@
 // (default `{vqb}`), so one hash slot holds them in Redis Cluster and the Lua scripts below may
 // touch several at once.
 import { Redis } from 'ioredis';
-import { RedisUnavailableError } from '../errors.js';
+import { RedisUnavailableError, VqbError } from '../errors.js';
 
 export interface RedisSettings {
   redisUrl: string;
@@ -15,12 +15,16 @@ export interface RedisSettings {
  * Short-lived commands (status, enqueue) want to fail fast instead, hence `failFast`.
  */
 export function connectRedis(url: string, options: { failFast?: boolean; name?: string } = {}): Redis {
-  return new Redis(url, {
+  const redis = new Redis(url, {
     maxRetriesPerRequest: options.failFast ? 2 : null,
     enableOfflineQueue: true,
     connectionName: options.name ?? 'vqb',
     lazyConnect: false,
   });
+  // Connection errors reach callers through their commands (and checkRedis); without a listener
+  // ioredis would also print every reconnect attempt to stderr.
+  redis.on('error', () => {});
+  return redis;
 }
 
 /** Resolves once Redis answers PING, or throws a RedisUnavailableError naming REDIS_URL. */
@@ -38,6 +42,33 @@ export async function checkRedis(redis: Redis, url: string, timeoutMs = 3_000): 
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Evicted keys are lost paid results: anything but `noeviction` is refused unless the operator
+ * says otherwise. Managed Redis services may forbid CONFIG; then INFO memory tells the policy.
+ */
+export async function checkEvictionPolicy(redis: Redis): Promise<string | undefined> {
+  try {
+    const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as [string, string];
+    return policy;
+  } catch {
+    const info = await redis.info('memory').catch(() => '');
+    return /maxmemory_policy:(\S+)/.exec(info)?.[1];
+  }
+}
+
+/**
+ * Start-up check shared by every command that uses the queue: Redis answers (else one line naming
+ * REDIS_URL), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
+ */
+export async function preflightRedis(redis: Redis, settings: { redisUrl: string; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
+  await checkRedis(redis, settings.redisUrl);
+  const policy = await checkEvictionPolicy(redis);
+  if (policy === undefined || policy === 'noeviction') return;
+  const message = `Redis maxmemory-policy is ${policy}: under memory pressure Redis deletes keys, and a deleted key is a lost paid result or a job that never finishes. Set maxmemory-policy noeviction (or VQ_ALLOW_EVICTION=true to start anyway)`;
+  if (!settings.allowEviction) throw new VqbError('REDIS_EVICTION_POLICY', message);
+  warn(message);
 }
 
 export class VqbKeys {

@@ -7,7 +7,7 @@ import { InFlight } from './inflight.js';
 import { LineControl } from './line.js';
 import { OutcomeStore } from './outcomes.js';
 import { createPlateQueue, type PlateQueue } from './plate-queue.js';
-import { checkRedis, connectRedis, VqbKeys } from './redis.js';
+import { connectRedis, preflightRedis, VqbKeys } from './redis.js';
 
 export interface QueueServices {
   config: Config;
@@ -21,10 +21,10 @@ export interface QueueServices {
   close(): Promise<void>;
 }
 
-export async function openQueueServices(config: Config, options: { failFast?: boolean; now?: () => number } = {}): Promise<QueueServices> {
+export async function openQueueServices(config: Config, options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void } = {}): Promise<QueueServices> {
   const redis = connectRedis(config.redisUrl, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
-    await checkRedis(redis, config.redisUrl);
+    await preflightRedis(redis, config, options.warn);
   } catch (err) {
     redis.disconnect();
     throw err;

@@ -23,6 +23,7 @@ describe('defaults', () => {
       apiKey: undefined,
       product: 'agregados',
       redisUrl: 'redis://127.0.0.1:6379',
+      allowEviction: false,
       queueName: 'vqb',
       prefix: '{vqb}',
       rateLimit: { max: 60, durationMs: 60_000, text: '60/min' },

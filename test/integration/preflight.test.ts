@@ -1,0 +1,39 @@
+// Start-up checks: Redis reachable (one line naming REDIS_URL), and no eviction of paid results.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+
+const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+let server: DedicatedRedis | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function vqb(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [code] = (await once(child, 'exit')) as [number];
+  return { code, stderr };
+}
+
+describe('start-up checks', () => {
+  it('an unreachable Redis stops start-up with one line naming REDIS_URL', async () => {
+    const { code, stderr } = await vqb(['status'], { REDIS_URL: 'redis://127.0.0.1:1' });
+    expect(code).toBe(1);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1 \(set REDIS_URL\)/);
+  });
+
+  it('a Redis that may evict keys is refused, unless VQ_ALLOW_EVICTION says go on', async () => {
+    server = await startRedisServer(['--maxmemory-policy', 'allkeys-lru']);
+    const refused = await vqb(['status'], { REDIS_URL: server.url });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/maxmemory-policy is allkeys-lru.*noeviction/);
+    const allowed = await vqb(['status'], { REDIS_URL: server.url, VQ_ALLOW_EVICTION: 'true' });
+    expect(allowed.code).toBe(0);
+  });
+});

@@ -1,0 +1,43 @@
+// Three `vqb work` processes on one queue share the global limit and never double-create.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+
+const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+let h: Harness | undefined;
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  children.length = 0;
+  await h?.close();
+  h = undefined;
+});
+
+describe('scale-out', () => {
+  it('three worker processes: every plate done exactly once, the combined rate within the limit, no 429', async () => {
+    h = await startHarness({ label: 'scale', workers: 0, sim: { rateLimit: '30/s', window: 'sliding', completionMs: [200, 600] } });
+    await h.enqueue('b', makePlates(150));
+    for (let i = 0; i < 3; i++) {
+      children.push(
+        spawn(process.execPath, [BIN, 'work'], {
+          env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile, VQ_RATE_LIMIT: '30/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms', LOG_LEVEL: 'warn' },
+          stdio: 'ignore',
+        }),
+      );
+    }
+    await h.waitForBatch('b', 90_000);
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.creates).toBe(150);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    expect(stats.rateLimited).toBe(0);
+    expect(stats.maxInWindow).toBeLessThanOrEqual(30);
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 150, failed: 0 });
+    for (const c of children) {
+      c.kill('SIGTERM');
+      const [code] = (await once(c, 'exit')) as [number];
+      expect(code).toBe(0);
+    }
+  }, 120_000);
+});
