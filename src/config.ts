@@ -97,6 +97,10 @@ export const SETTINGS = {
   VQ_ATTEMPTS: { schema: int(1, 100).default(8), help: 'tries for transient failures (5xx, resets, timeouts) before a job fails' },
   VQ_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay after a transient failure (exponential, with jitter)' },
   VQ_RECREATE_UNCERTAIN: { schema: bool.default(true), help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")' },
+  VQ_MAX_CREATES_PER_DAY: { schema: int(0).optional(), help: 'spending cap: creates per UTC day for the key (unset = none); raise at run time with `vqb budget --per-day`' },
+  VQ_MAX_CREATES_PER_MONTH: { schema: int(0).optional(), help: 'spending cap: creates per UTC month for the key (unset = none)' },
+  VQ_REUSE_WITHIN: { schema: duration.default(0), help: 'default reuse window: a plate with a stored result this recent is answered from it, free (0 = off; per batch: --reuse-within)' },
+  VQ_REUSE_KEEP: { schema: duration.default(7 * 86_400_000), help: 'how long finished results are kept per plate for reuse (0 = keep none)' },
   VQ_LOCK_DURATION: { schema: duration.default(30_000), help: 'job lock; a worker that dies is noticed after about this long' },
   VQ_STALLED_INTERVAL: { schema: duration.default(30_000), help: 'how often workers look for jobs whose worker died' },
   VQ_MAX_STALLED: { schema: int(1, 1000).default(20), help: 'times a job may be found stalled (its worker died) before it fails' },
@@ -145,6 +149,7 @@ export interface Config {
   attempts: number;
   backoffMs: number;
   recreateUncertain: boolean;
+  budget: { perDay: number | undefined; perMonth: number | undefined; reuseWithinMs: number; reuseKeepMs: number };
   upstreamHttp: { connectTimeoutMs: number; requestTimeoutMs: number };
   locks: { lockDurationMs: number; stalledIntervalMs: number; maxStalledCount: number };
   outDir: string;
@@ -218,6 +223,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     attempts: v.VQ_ATTEMPTS,
     backoffMs: v.VQ_BACKOFF,
     recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
+    budget: { perDay: v.VQ_MAX_CREATES_PER_DAY, perMonth: v.VQ_MAX_CREATES_PER_MONTH, reuseWithinMs: v.VQ_REUSE_WITHIN, reuseKeepMs: v.VQ_REUSE_KEEP },
     upstreamHttp: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
     locks: { lockDurationMs: v.VQ_LOCK_DURATION, stalledIntervalMs: v.VQ_STALLED_INTERVAL, maxStalledCount: v.VQ_MAX_STALLED },
     outDir: v.VQ_OUT_DIR,

@@ -7,7 +7,9 @@
 //   await vqb.close();
 import { loadConfig, type Config, type Overrides } from './config.js';
 import { createLogger, type Logger } from './logger.js';
-import { ingestList, type ListOptions, type PlateInput } from './producers/list.js';
+import { estimateCost, type CostEstimate } from './producers/dry-run.js';
+import { batchIdFor, digestOf } from './producers/ingest.js';
+import { ingestList, toInputRows, type ListOptions, type PlateInput } from './producers/list.js';
 import type { BatchInfo } from './queue/batches.js';
 import type { LineState } from './queue/line.js';
 import { retryFailed, type RetryResult } from './queue/retry.js';
@@ -23,6 +25,7 @@ export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
 export type { BatchInfo, BatchCounts } from './queue/batches.js';
 export type { LineState } from './queue/line.js';
+export type { CostEstimate } from './producers/dry-run.js';
 export type { Outcome } from './queue/types.js';
 export type { ExportRow, ExportFormat, ExportResult, ExportSink, ExportSource } from './sinks/types.js';
 export { startSimulator, type SimulatorHandle, type SimulatorOptions } from './simulator/index.js';
@@ -136,6 +139,14 @@ export class Vqb {
   async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
     const { batch } = await ingestList(this.services, plates, { ...options, source: options.source ?? 'library' });
     return new Batch(batch.id, this.services);
+  }
+
+  /** A dry run: what enqueueing these plates would cost, without storing or calling anything. */
+  async estimate(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<CostEstimate> {
+    const { rows } = toInputRows(plates);
+    const name = options.name ?? options.source ?? 'library';
+    const id = options.batchId ?? batchIdFor(name, digestOf([JSON.stringify(rows)]), options.force === true);
+    return estimateCost(this.services, id, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
   }
 
   /** A batch enqueued earlier (by any producer). */

@@ -8,10 +8,14 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import type { Budget } from '../src/queue/budget.js';
+import type { CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
+import { parkWaitingCreates } from '../src/queue/parking.js';
+import type { ReuseStore } from '../src/queue/reuse.js';
 import type { LineControl } from '../src/queue/line.js';
 import type { OutcomeStore } from '../src/queue/outcomes.js';
-import { PRIORITY } from '../src/queue/plate-queue.js';
+import { PRIORITY, type PlateQueue } from '../src/queue/plate-queue.js';
 import type { VqbKeys } from '../src/queue/redis.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
 import { UpstreamError } from '../src/upstream/errors.js';
@@ -37,6 +41,10 @@ export interface ProcessorDeps {
   inflight: InFlight;
   line: LineControl;
   learner: PollLearner;
+  ledger: CostLedger;
+  budget: Budget;
+  reuse: ReuseStore;
+  queue: PlateQueue;
   logger: Logger;
   /** Smallest gap between two job starts (the pacing interval): waits shorter than it are not worth a pause. */
   pacingMs: number;
@@ -69,6 +77,10 @@ export class PlateProcessor {
   readonly #metrics: WorkerMetrics;
   /** Saw a 429 without a hint lately: the shared streak counter must be reset on the next success. */
   #inStreak = false;
+  /** Per-batch settings read at most once a second per process. */
+  readonly #batchSettings = new Map<string, { at: number; reuseWithinMs: number }>();
+  /** Batches this process already took off the queue after they reached their create cap. */
+  readonly #parking = new Set<string>();
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
@@ -110,10 +122,23 @@ export class PlateProcessor {
       log.warn({ plate: data.plate }, 're-sending a create whose answer was lost: possible duplicate charge');
     }
     const now = this.#now();
+    const reuseWithinMs = await this.#reuseWindow(data.batchId);
+    const stored = await this.#d.reuse.find(data.plate, reuseWithinMs, now);
+    if (stored) {
+      const reused: PlateJobData = { ...data, ...(stored.queryId ? { queryId: stored.queryId } : {}) };
+      await this.#record(job, reused, undefined, log, stored.result, { reused: true, reusedAgeMs: stored.ageMs });
+      await this.#d.ledger.count(data.batchId, 'reused');
+      return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
+    }
     if (!(await this.#d.inflight.acquire(job.id!, data.batchId, now))) {
       // Cap reached: wait a little without holding a slot; polls (higher priority) drain the pipeline.
       await job.moveToDelayed(now + Math.max(this.#d.pacingMs, 250), token);
       throw new DelayedError();
+    }
+    const verdict = await this.#d.budget.reserve(data.batchId);
+    if (verdict !== 'ok') {
+      await this.#d.inflight.release(job.id!, data.batchId);
+      return this.#holdForBudget(job, token, verdict, log);
     }
     const creating: PlateJobData = { ...data, step: 'creating', creatingAt: now, ...(possibleDuplicate ? { possibleDuplicate } : {}) };
     await job.updateData(creating);
@@ -125,6 +150,7 @@ export class PlateProcessor {
       if (createCertainlyNotMade(err)) {
         await job.updateData({ ...creating, step: 'create' });
         await this.#d.inflight.release(job.id!, data.batchId);
+        await this.#d.budget.refund(data.batchId);
       }
       throw err;
     }
@@ -139,7 +165,7 @@ export class PlateProcessor {
     };
     // The write that makes "create once" hold: from here on every activation polls this queryId.
     await job.updateData(polling);
-    await this.#count(data.batchId, 'creates');
+    await this.#d.ledger.count(data.batchId, 'creates');
     await this.#afterAnswer(log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 
@@ -155,7 +181,7 @@ export class PlateProcessor {
     const answer = await this.#d.api.getQuery(queryId);
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
-    await this.#count(data.batchId, 'polls');
+    await this.#d.ledger.count(data.batchId, 'polls');
     if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
     await this.#afterAnswer(log);
     if (answer.terminal) return this.#finish(job, polled, answer, log);
@@ -198,7 +224,7 @@ export class PlateProcessor {
         throw Worker.RateLimitError();
       }
       case 'wait': {
-        await this.#count(data.batchId, 'rateLimited');
+        await this.#d.ledger.count(data.batchId, 'rateLimited');
         const hinted = (err as { retryAfterMs?: number }).retryAfterMs;
         const ms = hinted ?? (await this.#noHintBackoff());
         const reason = ms > 10 * 60_000 || /quota|daily|monthly/i.test(err.message) ? 'quota' : 'rate_limit';
@@ -230,7 +256,7 @@ export class PlateProcessor {
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }
 
-  async #record(job: PlateJob, data: PlateJobData, error: OutcomeError | undefined, log: Logger, result?: unknown): Promise<void> {
+  async #record(job: PlateJob, data: PlateJobData, error: OutcomeError | undefined, log: Logger, result?: unknown, extra: Partial<Outcome> = {}): Promise<void> {
     const outcome: Outcome = {
       batchId: data.batchId,
       plate: data.plate,
@@ -245,9 +271,14 @@ export class PlateProcessor {
       polls: data.polls,
       attempts: job.attemptsMade + 1,
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
+      ...extra,
     };
     const recorded = await this.#d.outcomes.record(outcome, job.id!);
-    if (recorded !== 'exists') this.#metrics.finished(outcome);
+    if (recorded !== 'exists') {
+      this.#metrics.finished(outcome);
+      if (outcome.possibleDuplicate) await this.#d.ledger.countDay('possibleDuplicates');
+      if (outcome.status === 'done' && !outcome.reused) await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
+    }
     if (recorded === 'batch-finished') log.info('batch finished');
   }
 
@@ -281,8 +312,41 @@ export class PlateProcessor {
     return backoffDelay(streak - 1, 1_000, 5 * 60_000, this.#random);
   }
 
-  /** Per-batch request counters (queries created, successful polls, 429s received) for cost reports. */
-  async #count(batchId: string, field: 'creates' | 'polls' | 'rateLimited'): Promise<void> {
-    await this.#d.redis.hincrby(this.#d.keys.batch(batchId), field, 1);
+  async #reuseWindow(batchId: string): Promise<number> {
+    const now = this.#now();
+    const cached = this.#batchSettings.get(batchId);
+    if (cached && now - cached.at < 1_000) return cached.reuseWithinMs;
+    const reuseWithinMs = Number((await this.#d.redis.hget(this.#d.keys.batch(batchId), 'reuseWithinMs')) ?? 0);
+    this.#batchSettings.set(batchId, { at: now, reuseWithinMs });
+    return reuseWithinMs;
+  }
+
+  /**
+   * A spending cap is reached: the plate waits, it never fails. A batch cap parks the batch's
+   * creates until the cap is raised; a key-wide cap holds every create until its UTC reset.
+   */
+  async #holdForBudget(job: PlateJob, token: string | undefined, verdict: 'batch' | 'day' | 'month', log: Logger): Promise<never> {
+    const data = job.data;
+    const now = this.#now();
+    if (verdict === 'batch') {
+      await this.#d.redis.multi().sadd(this.#d.keys.parked(data.batchId), data.plate).hset(this.#d.keys.batch(data.batchId), 'blocked', 'budget').exec();
+      // Far in the future: `vqb budget` promotes it when the cap is raised.
+      await job.moveToDelayed(now + 30 * 86_400_000, token);
+      if (!this.#parking.has(data.batchId)) {
+        this.#parking.add(data.batchId);
+        log.info({ batchId: data.batchId }, 'batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
+        void parkWaitingCreates({ queue: this.#d.queue, redis: this.#d.redis, keys: this.#d.keys, outcomes: this.#d.outcomes }, data.batchId)
+          .catch((err: unknown) => log.error({ err }, 'could not park the batch\'s waiting creates'))
+          .finally(() => this.#parking.delete(data.batchId));
+      }
+      throw new DelayedError();
+    }
+    const until = this.#d.budget.resetsAt(verdict);
+    if ((await this.#d.redis.hset(this.#d.keys.line, 'budgetUntil', String(until), 'budgetReason', verdict)) > 0) {
+      log.info({ reason: verdict, until: new Date(until).toISOString() }, `spending cap per ${verdict} reached: creates wait for the reset (polls go on)`);
+    }
+    await job.updateData({ ...data, budgetBlocked: true });
+    await job.moveToDelayed(until, token);
+    throw new DelayedError();
   }
 }

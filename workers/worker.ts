@@ -6,7 +6,10 @@ import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { requireUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
+import { Budget } from '../src/queue/budget.js';
+import { CostLedger } from '../src/queue/costs.js';
 import { InFlight } from '../src/queue/inflight.js';
+import { ReuseStore } from '../src/queue/reuse.js';
 import { LineControl } from '../src/queue/line.js';
 import { OutcomeStore } from '../src/queue/outcomes.js';
 import { createPlateQueue, type PlateQueue } from '../src/queue/plate-queue.js';
@@ -88,6 +91,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     inflight: new InFlight(commands, keys, config.maxInFlight),
     line,
     learner,
+    ledger: new CostLedger(commands, keys, now),
+    budget: new Budget(commands, keys, config.budget, now),
+    reuse: new ReuseStore(commands, keys, config.budget.reuseKeepMs),
+    queue,
     logger,
     pacingMs: pacingIntervalMs(config),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),

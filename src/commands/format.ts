@@ -19,6 +19,9 @@ export function duration(ms: number): string {
 export function describeLine(state: LineState): string | undefined {
   if (state.pause) return `paused: ${state.pause.message}`;
   if (state.paused) return 'paused (run `vqb resume`)';
+  if (state.budgetUntil !== undefined) {
+    return `creates wait: the spending cap per ${state.budgetReason} is reached until ${new Date(state.budgetUntil).toISOString()} (raise it with \`vqb budget\`; polls go on)`;
+  }
   if (state.limitedUntil !== undefined) {
     return state.limitReason === 'quota' ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}` : `rate limited until ${clock(state.limitedUntil)}`;
   }
@@ -31,6 +34,7 @@ export function describeCounts(b: BatchInfo): string {
   if (c.rejected) parts.push(`${c.rejected} rejected`);
   if (c.duplicates) parts.push(`${c.duplicates} duplicates`);
   if (c.possibleDuplicates) parts.push(`${c.possibleDuplicates} possible duplicate charges`);
+  if (c.reused) parts.push(`${c.reused} reused`);
   return parts.join(', ');
 }
 
@@ -38,9 +42,11 @@ export function describeBatch(b: BatchInfo): string {
   const state = b.finishedAt !== undefined ? `finished ${new Date(b.finishedAt).toISOString()}` : b.sealed ? 'running' : 'ingesting';
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
-  return [
+  const lines = [
     `batch ${b.id} (${b.source}: ${b.name}) — ${state}`,
     `  ${describeCounts(b)}`,
-    `  upstream requests: ${c.creates} creates, ${c.polls} polls, ${c.rateLimited} answered 429; ${perPlate} per finished plate`,
-  ].join('\n');
+    `  cost: ${c.creates} creates, ${c.polls} polls, ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
+  ];
+  if (b.blocked === 'budget') lines.push(`  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`);
+  return lines.join('\n');
 }

@@ -1,6 +1,7 @@
 // The command table: name → module. Each command is a small module of its own.
 import type { Command } from '../cli.js';
 import { exportCommand, retryCommand } from './batch.js';
+import { budgetCommand, costCommand } from './budget.js';
 import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
 import { runCommand } from './run.js';
@@ -18,4 +19,6 @@ export const COMMANDS: Record<string, Command> = {
   resume: resumeCommand,
   export: exportCommand,
   retry: retryCommand,
+  budget: budgetCommand,
+  cost: costCommand,
 };

@@ -3,14 +3,16 @@ import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
-import { requireUpstream, type Config } from '../config.js';
+import { parseDuration, requireUpstream, type Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { readPlateCsv } from '../producers/csv.js';
+import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
+import { unparkBatch } from '../queue/parking.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
-import { describeBatch } from './format.js';
+import { describeBatch, duration } from './format.js';
 import { createProgress } from './progress.js';
 
 export const EXIT_STOPPED = 130;
@@ -30,8 +32,23 @@ export interface RunOutcome {
 }
 
 /** Ingests the file (or resumes its batch), works it with in-process workers, and exports it. */
-export async function runFile(ctx: CommandContext, config: Config, file: string, options: { column?: string; force?: boolean; batchId?: string; services?: QueueServices }): Promise<RunOutcome> {
-  requireUpstream(config);
+export interface RunOptions {
+  column?: string;
+  force?: boolean;
+  batchId?: string;
+  maxCreates?: number;
+  reuseWithinMs?: number;
+  dryRun?: boolean;
+  services?: QueueServices;
+}
+
+function csvColumn(column: string | undefined): { column?: string | number } {
+  if (column === undefined) return {};
+  return { column: /^\d+$/.test(column) ? Number(column) : column };
+}
+
+export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
+  if (!options.dryRun) requireUpstream(config);
   try {
     await access(file);
   } catch {
@@ -42,6 +59,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   try {
     const name = basename(file);
     const batchId = options.batchId ?? batchIdFor(name, await fileDigest(file), options.force === true);
+    if (options.dryRun) {
+      const { rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
+      const estimate = await estimateCost(services, batchId, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
+      ctx.print(describeEstimate(estimate, config));
+      return { code: 0, batchId };
+    }
     const line = await services.line.state();
     if (line.pause) {
       // Running the command again is how a user says "I fixed it": try once more.
@@ -51,10 +74,25 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
     if (existing?.sealed) {
       ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
+      if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
+        await services.batches.setMaxCreates(batchId, options.maxCreates);
+        const restored = await unparkBatch(services, batchId, existing.product);
+        if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
+      }
     } else {
-      const column = options.column === undefined ? undefined : /^\d+$/.test(options.column) ? Number(options.column) : options.column;
-      const { header, rows } = await readPlateCsv(createReadStream(file), column === undefined ? {} : { column });
-      const { batch } = await ingest(services, { id: batchId, source: 'file', name, extraColumns: header.extraColumns }, rows);
+      const { header, rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
+      const { batch } = await ingest(
+        services,
+        {
+          id: batchId,
+          source: 'file',
+          name,
+          extraColumns: header.extraColumns,
+          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+          ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+        },
+        rows,
+      );
       ctx.print(`batch ${batchId}: ${batch.counts.total} rows, ${batch.counts.enqueued} plates enqueued, ${batch.counts.rejected} rejected, ${batch.counts.duplicates} duplicates (plate column "${header.plateColumn}")`);
     }
 
@@ -101,23 +139,63 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   }
 }
 
+/** --max-creates and --reuse-within, validated. */
+export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: number; reuseWithinMs?: number } {
+  const out: { maxCreates?: number; reuseWithinMs?: number } = {};
+  if (typeof flags['max-creates'] === 'string') {
+    const n = Number(flags['max-creates']);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError('--max-creates takes a whole number (0 or more)');
+    out.maxCreates = n;
+  }
+  if (typeof flags['reuse-within'] === 'string') {
+    const ms = parseDuration(flags['reuse-within']);
+    if (ms === undefined) throw new UsageError('--reuse-within takes a duration such as 24h or 30m');
+    out.reuseWithinMs = ms;
+  }
+  return out;
+}
+
+export function describeEstimate(e: CostEstimate, config: Config): string {
+  return [
+    `dry run for batch ${e.batchId} (no upstream request made):`,
+    `  ${e.rows} rows: ${e.plates} distinct valid plates, ${e.rejected} rejected, ${e.duplicates} duplicates`,
+    `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
+    `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
+    `  about ${duration(e.secondsAtRate * 1000)} at ${config.rateLimit.text}${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${config.budget.perDay} creates per day` : ''}`,
+  ].join('\n');
+}
+
 export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv> [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
+             [--dry-run] [--max-creates N] [--reuse-within 24h]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
   <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome.
   Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission);
-  130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.`,
-  options: { column: { type: 'string' }, force: { type: 'boolean' }, 'batch-id': { type: 'string' } },
+  130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
+  --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
+  --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
+                  and running again with a higher N continues it
+  --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)`,
+  options: {
+    column: { type: 'string' },
+    force: { type: 'boolean' },
+    'batch-id': { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    'max-creates': { type: 'string' },
+    'reuse-within': { type: 'string' },
+  },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
     if (!file || extra.length > 0) throw new UsageError('vqb run takes one CSV file (see `vqb run --help`)');
     const outcome = await runFile(ctx, ctx.config(), file, {
       ...(typeof ctx.flags.column === 'string' ? { column: ctx.flags.column } : {}),
       force: ctx.flags.force === true,
+      dryRun: ctx.flags['dry-run'] === true,
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),
+      ...budgetFlags(ctx.flags),
     });
     return outcome.code;
   },

@@ -17,6 +17,10 @@ export interface IngestOptions {
   metadata?: Record<string, unknown>;
   /** Live list of the extra column names (it may grow while a CSV is read). */
   extraColumns?: readonly string[];
+  /** Cap on creates for this batch. */
+  maxCreates?: number;
+  /** Answer plates from results stored this recently (default: VQ_REUSE_WITHIN). */
+  reuseWithinMs?: number;
 }
 
 export interface IngestResult {
@@ -52,6 +56,8 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     product: config.product,
     ...(options.metadata ? { metadata: options.metadata } : {}),
     ...(options.extraColumns ? { extraColumns: [...options.extraColumns] } : {}),
+    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+    reuseWithinMs: options.reuseWithinMs ?? config.budget.reuseWithinMs,
   });
   if (info.sealed) return { batch: info, created };
 

@@ -18,6 +18,8 @@ export interface ListOptions {
   batchId?: string;
   /** A new batch even if the same plates were sent before (pays again). */
   force?: boolean;
+  maxCreates?: number;
+  reuseWithinMs?: number;
 }
 
 const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -44,5 +46,17 @@ export async function ingestList(services: QueueServices, items: readonly PlateI
   const { rows, extraColumns } = toInputRows(items);
   const name = options.name ?? options.source;
   const id = options.batchId ?? batchIdFor(name, digestOf([JSON.stringify(rows)]), options.force === true);
-  return ingest(services, { id, source: options.source, name, extraColumns, ...(options.metadata ? { metadata: options.metadata } : {}) }, rows);
+  return ingest(
+    services,
+    {
+      id,
+      source: options.source,
+      name,
+      extraColumns,
+      ...(options.metadata ? { metadata: options.metadata } : {}),
+      ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+    },
+    rows,
+  );
 }

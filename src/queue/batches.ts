@@ -55,6 +55,8 @@ export interface BatchCounts {
   creates: number;
   polls: number;
   rateLimited: number;
+  /** Plates answered from a stored result, free. */
+  reused: number;
 }
 
 export interface BatchInfo {
@@ -68,6 +70,12 @@ export interface BatchInfo {
   extraColumns: string[];
   product: string;
   counts: BatchCounts;
+  /** Cap on creates for this batch (unset = none). */
+  maxCreates?: number;
+  /** Plates with a stored result this recent are answered from it (0 = off). */
+  reuseWithinMs: number;
+  /** Why the batch's creates are held back, when they are ('budget'). */
+  blocked?: string;
 }
 
 export interface NewBatch {
@@ -77,6 +85,8 @@ export interface NewBatch {
   product: string;
   metadata?: Record<string, unknown>;
   extraColumns?: string[];
+  maxCreates?: number;
+  reuseWithinMs?: number;
 }
 
 const SEAL = `
@@ -90,7 +100,7 @@ end
 return 1
 `;
 
-const COUNT_FIELDS = ['total', 'enqueued', 'inflight', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates', 'creates', 'polls', 'rateLimited'] as const;
+const COUNT_FIELDS = ['total', 'enqueued', 'inflight', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates', 'creates', 'polls', 'rateLimited', 'reused'] as const;
 
 interface BatchCommands {
   vqbSealBatch(batch: string, now: number): Promise<number>;
@@ -127,6 +137,8 @@ export class BatchStore {
           metadata: JSON.stringify(batch.metadata ?? {}),
           extraColumns: JSON.stringify(batch.extraColumns ?? []),
           ingestedRows: '0',
+          reuseWithinMs: String(batch.reuseWithinMs ?? 0),
+          ...(batch.maxCreates !== undefined ? { maxCreates: String(batch.maxCreates) } : {}),
         })
         .zadd(this.#keys.batches, createdAt, batch.id)
         .exec();
@@ -167,6 +179,13 @@ export class BatchStore {
     await multi.exec();
   }
 
+  /** A new create cap for the batch (`null` removes it); the caller un-parks held plates. */
+  async setMaxCreates(batchId: string, maxCreates: number | null): Promise<void> {
+    await this.get(batchId);
+    if (maxCreates === null) await this.#redis.hdel(this.#keys.batch(batchId), 'maxCreates');
+    else await this.#redis.hset(this.#keys.batch(batchId), 'maxCreates', String(maxCreates));
+  }
+
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
   async setExtraColumns(batchId: string, columns: readonly string[]): Promise<void> {
     await this.#redis.hset(this.#keys.batch(batchId), 'extraColumns', JSON.stringify(columns));
@@ -200,6 +219,9 @@ export class BatchStore {
       extraColumns: JSON.parse(f.extraColumns ?? '[]') as string[],
       product: f.product ?? 'agregados',
       counts,
+      ...(f.maxCreates !== undefined && f.maxCreates !== '' ? { maxCreates: n('maxCreates') } : {}),
+      reuseWithinMs: n('reuseWithinMs'),
+      ...(f.blocked ? { blocked: f.blocked } : {}),
     };
   }
 

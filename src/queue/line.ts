@@ -21,6 +21,9 @@ export interface LineState {
   /** Epoch ms until which no job starts, when the upstream asked us to wait. */
   limitedUntil?: number;
   limitReason?: LimitReason;
+  /** Epoch ms until which creates wait because a key-wide spending cap (day or month) is reached. */
+  budgetUntil?: number;
+  budgetReason?: 'day' | 'month';
 }
 
 // Extend-only: a 429 that asks for 1 s must not cut short a quota pause of 6 h set by another worker.
@@ -96,6 +99,11 @@ export class LineControl {
     if (Number.isFinite(until) && until > this.#now()) {
       state.limitedUntil = until;
       state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
+    }
+    const budgetUntil = Number(fields.budgetUntil);
+    if (Number.isFinite(budgetUntil) && budgetUntil > this.#now()) {
+      state.budgetUntil = budgetUntil;
+      state.budgetReason = fields.budgetReason === 'month' ? 'month' : 'day';
     }
     return state;
   }

@@ -118,8 +118,32 @@ export class VqbKeys {
     return `${this.base}:batch:${batchId}:rows`;
   }
 
-  /** Counters of upstream requests by kind and day, for cost reports. */
-  get requests(): string {
-    return `${this.base}:requests`;
+  /** Hash: cost counters of one UTC day (creates, polls, 429s, reused, possible duplicates). */
+  costDay(day: string): string {
+    return `${this.base}:cost:${day}`;
+  }
+
+  /** Counter: creates reserved against the spending caps in one UTC day / month. */
+  spendDay(day: string): string {
+    return `${this.base}:spend:d:${day}`;
+  }
+
+  spendMonth(month: string): string {
+    return `${this.base}:spend:m:${month}`;
+  }
+
+  /** Hash: spending caps set at run time (perDay, perMonth), over the configured ones. */
+  get budget(): string {
+    return `${this.base}:budget`;
+  }
+
+  /** Set: plates of a batch held back because the batch reached its create cap. */
+  parked(batchId: string): string {
+    return `${this.base}:batch:${batchId}:parked`;
+  }
+
+  /** String: the latest finished result for a plate, kept for reuse (JSON with its time). */
+  reuse(plate: string): string {
+    return `${this.base}:reuse:${plate}`;
   }
 }

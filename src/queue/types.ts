@@ -25,8 +25,8 @@ export interface PlateJobData {
   lastPendingAt?: number;
   /** A create was sent again after its first answer was lost: the upstream may have charged twice. */
   possibleDuplicate?: boolean;
-  /** Was the first poll of this query made yet (the adaptive schedule learns from it). */
-  firstPollDelayMs?: number;
+  /** Sleeping until a key-wide spending cap (day, month) resets. */
+  budgetBlocked?: boolean;
 }
 
 export type OutcomeStatus = 'done' | 'failed';
@@ -56,4 +56,7 @@ export interface Outcome {
   polls: number;
   attempts: number;
   possibleDuplicate?: boolean;
+  /** Answered from a result stored earlier (no upstream request); its age when reused. */
+  reused?: boolean;
+  reusedAgeMs?: number;
 }

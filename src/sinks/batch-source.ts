@@ -23,6 +23,7 @@ export function toExportRow(row: IngestRow, extraColumns: readonly string[], out
         ...(outcome.status === 'done' && outcome.result !== undefined ? { result: outcome.result } : {}),
         ...(outcome.error ? { error: { code: outcome.error.code, message: outcome.error.message } } : {}),
         ...(outcome.possibleDuplicate ? { possibleDuplicate: true } : {}),
+        ...(outcome.reused ? { reused: true } : {}),
         ...(outcome.enqueuedAt ? { enqueuedAt: outcome.enqueuedAt } : {}),
         ...(outcome.createdAt ? { createdAt: outcome.createdAt } : {}),
         finishedAt: outcome.finishedAt,

@@ -11,7 +11,7 @@ export type CsvDelimiter = ',' | ';' | '\t';
 
 export const BASE_COLUMNS = [
   'row', 'input', 'plate', 'status', 'query_id', 'error_code', 'error_message', 'possible_duplicate',
-  'duplicate_of', 'same_vehicle_as', 'enqueued_at', 'created_at', 'finished_at', 'requests',
+  'duplicate_of', 'same_vehicle_as', 'reused', 'enqueued_at', 'created_at', 'finished_at', 'requests',
 ] as const;
 
 export const REJECT_COLUMNS = ['row', 'input', 'reason', 'message'] as const;
@@ -133,6 +133,7 @@ export class CsvLayout {
       row.possibleDuplicate === true ? 'true' : '',
       row.duplicateOf === undefined ? '' : String(row.duplicateOf),
       row.sameVehicleAs ?? '',
+      row.reused === true ? 'true' : '',
       isoTime(row.enqueuedAt) ?? '',
       isoTime(row.createdAt) ?? '',
       isoTime(row.finishedAt) ?? '',

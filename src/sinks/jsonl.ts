@@ -24,7 +24,7 @@ export function orderedExtra(extra: Record<string, string>, extraColumns: readon
 }
 
 /**
- * Key order: row, input, plate, status, queryId, possibleDuplicate, duplicateOf, sameVehicleAs,
+ * Key order: row, input, plate, status, queryId, possibleDuplicate, duplicateOf, sameVehicleAs, reused,
  * error {code, message}, result, enqueuedAt, createdAt, finishedAt (ISO strings), requests,
  * input_columns. Absent values are left out. Ends with '\n'.
  */
@@ -38,6 +38,7 @@ export function jsonlLine(row: ExportRow, extraColumns: readonly string[]): stri
     possibleDuplicate: row.possibleDuplicate,
     duplicateOf: row.duplicateOf,
     sameVehicleAs: row.sameVehicleAs,
+    reused: row.reused,
     error: row.error === undefined ? undefined : { code: row.error.code, message: row.error.message },
     result: row.result,
     enqueuedAt: isoTime(row.enqueuedAt),

@@ -23,6 +23,8 @@ export interface ExportRow {
   sameVehicleAs?: string;
   /** The upstream may have charged twice for this plate (a create re-sent after a crash). */
   possibleDuplicate?: boolean;
+  /** Answered from a result stored within the batch's reuse window: no upstream request, no charge. */
+  reused?: boolean;
   enqueuedAt?: number;
   createdAt?: number;
   finishedAt?: number;

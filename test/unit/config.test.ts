@@ -35,6 +35,7 @@ describe('defaults', () => {
       attempts: 8,
       backoffMs: 1_000,
       recreateUncertain: true,
+      budget: { perDay: undefined, perMonth: undefined, reuseWithinMs: 0, reuseKeepMs: 7 * 86_400_000 },
       upstreamHttp: { connectTimeoutMs: 10_000, requestTimeoutMs: 30_000 },
       http: { host: '127.0.0.1', port: 8080, bodyLimit: 10 * 1024 * 1024, maxPlates: 100_000, tokens: undefined },
       inbox: { pollMs: 1_000, stableMs: 2_000 },

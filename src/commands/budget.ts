@@ -1,0 +1,83 @@
+// Spending caps and the cost report.
+import type { Command } from '../cli.js';
+import { UsageError } from '../errors.js';
+import { Budget } from '../queue/budget.js';
+import { CostLedger } from '../queue/costs.js';
+import { unparkBatch, wakeBudgetBlocked } from '../queue/parking.js';
+import { openQueueServices } from '../queue/services.js';
+
+/** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */
+function capFlag(value: unknown, flag: string): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${flag} takes a whole number or "none"`);
+  return n;
+}
+
+export const budgetCommand: Command = {
+  summary: 'show or change spending caps (per batch, per day, per month); raising one continues the work',
+  usage: `vqb budget [batch] [--max-creates N|none] [--per-day N|none] [--per-month N|none] [--json]
+  With no change, shows the caps and what was spent today and this month (UTC).
+  A batch at its cap, or a key at its daily/monthly cap, keeps its place and waits; raising the
+  cap here puts the held plates back to work at once. Nothing ever fails for a cap.`,
+  options: { 'max-creates': { type: 'string' }, 'per-day': { type: 'string' }, 'per-month': { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const config = ctx.config();
+    const services = await openQueueServices(config);
+    try {
+      const budget = new Budget(services.redis, services.keys, config.budget);
+      const [batchId] = ctx.args;
+      const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
+      const perDay = capFlag(ctx.flags['per-day'], 'per-day');
+      const perMonth = capFlag(ctx.flags['per-month'], 'per-month');
+      if (maxCreates !== undefined) {
+        if (!batchId) throw new UsageError('--max-creates needs a batch id');
+        const info = await services.batches.get(batchId);
+        await services.batches.setMaxCreates(batchId, maxCreates);
+        const restored = await unparkBatch(services, batchId, info.product);
+        ctx.print(`batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`);
+      }
+      if (perDay !== undefined || perMonth !== undefined) {
+        await budget.setCaps({ ...(perDay !== undefined ? { perDay } : {}), ...(perMonth !== undefined ? { perMonth } : {}) });
+        const woken = await wakeBudgetBlocked(services);
+        ctx.print(`key caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
+      }
+      const [caps, spent, batch] = await Promise.all([budget.caps(), budget.spent(), batchId ? services.batches.get(batchId) : undefined]);
+      const report = { caps, spent, ...(batch ? { batch: { id: batch.id, maxCreates: batch.maxCreates ?? null, creates: batch.counts.creates, blocked: batch.blocked ?? null } } : {}) };
+      if (ctx.flags.json) ctx.print(JSON.stringify(report));
+      else {
+        ctx.print(`creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`);
+        if (batch) ctx.print(`batch ${batch.id}: ${batch.counts.creates} creates${batch.maxCreates !== undefined ? ` of at most ${batch.maxCreates}` : ''}${batch.blocked ? ' — waiting at its cap' : ''}`);
+      }
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};
+
+export const costCommand: Command = {
+  summary: 'cost report per UTC day: creates, polls, 429s, reused, possible duplicate charges',
+  usage: 'vqb cost [--days 7] [--json]   (per batch: vqb status <batch>)',
+  options: { days: { type: 'string' }, json: { type: 'boolean' } },
+  async run(ctx) {
+    const services = await openQueueServices(ctx.config());
+    try {
+      const days = Math.min(400, Math.max(1, Number.parseInt(String(ctx.flags.days ?? '7'), 10) || 7));
+      const report = await new CostLedger(services.redis, services.keys).days(days);
+      if (ctx.flags.json) {
+        ctx.print(JSON.stringify(report));
+        return 0;
+      }
+      ctx.print('day       creates    polls   429s  reused  possible-dup  requests/plate');
+      for (const { day, counts: c } of report) {
+        const perPlate = c.creates + c.reused > 0 ? ((c.creates + c.polls) / (c.creates + c.reused)).toFixed(2) : '-';
+        ctx.print(`${day}  ${String(c.creates).padStart(7)}  ${String(c.polls).padStart(7)}  ${String(c.rateLimited).padStart(5)}  ${String(c.reused).padStart(6)}  ${String(c.possibleDuplicates).padStart(12)}  ${perPlate.padStart(14)}`);
+      }
+      return 0;
+    } finally {
+      await services.close();
+    }
+  },
+};

@@ -1,0 +1,91 @@
+// What a batch would cost, without calling the upstream: rows read, validated and deduplicated as
+// ingest would, minus plates already finished in the same batch and plates a reuse window would
+// answer; polls expected from what the poll schedule has learned; time at the configured rate
+// and against the daily spending cap.
+import type { QueueServices } from '../queue/services.js';
+import { ReuseStore } from '../queue/reuse.js';
+import { PlateDeduper } from './csv-dedup.js';
+import type { InputRow } from './csv.js';
+
+export interface CostEstimate {
+  batchId: string;
+  rows: number;
+  rejected: number;
+  duplicates: number;
+  /** Distinct valid plates. */
+  plates: number;
+  /** Plates the batch already finished (same input run before). */
+  alreadyFinished: number;
+  /** Plates a stored result would answer (reuse window). */
+  reusable: number;
+  /** Creates the batch will send: exact, barring crashes (possible duplicate charges). */
+  creates: number;
+  /** Expected polls: creates × (1 + share of first polls that find the query pending × 1.5). */
+  expectedPolls: number;
+  expectedRequests: number;
+  /** At the configured rate limit, requests only (query completion adds its own tail). */
+  secondsAtRate: number;
+  /** With a per-day spending cap: UTC days the creates need. */
+  daysAtCap?: number;
+}
+
+export async function estimateCost(
+  services: QueueServices,
+  batchId: string,
+  rows: AsyncIterable<InputRow> | Iterable<InputRow>,
+  options: { reuseWithinMs?: number; now?: () => number } = {},
+): Promise<CostEstimate> {
+  const { config, redis, keys, outcomes } = services;
+  const now = (options.now ?? Date.now)();
+  const deduper = new PlateDeduper();
+  let total = 0;
+  let rejected = 0;
+  let duplicates = 0;
+  let alreadyFinished = 0;
+  let reusable = 0;
+  const reuse = new ReuseStore(redis, keys, config.budget.reuseKeepMs);
+  const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
+  let chunk: string[] = [];
+  const flush = async () => {
+    const found = await outcomes.getMany(batchId, chunk);
+    const fresh = found.map((o, i) => (o ? undefined : chunk[i]!)).filter((p): p is string => p !== undefined);
+    alreadyFinished += chunk.length - fresh.length;
+    reusable += await reuse.countFresh(fresh, reuseWithinMs, now);
+    chunk = [];
+  };
+  for await (const row of rows) {
+    total++;
+    const judged = deduper.check(row);
+    if (judged.kind === 'rejected') rejected++;
+    else if (judged.kind === 'duplicate') duplicates++;
+    else {
+      chunk.push(judged.plate);
+      if (chunk.length >= 1_000) await flush();
+    }
+  }
+  await flush();
+
+  const plates = deduper.size;
+  const creates = plates - alreadyFinished - reusable;
+  const learned = await redis.hgetall(keys.learner(config.product));
+  const samples = Number(learned.pending ?? 0) + Number(learned.finished ?? 0);
+  const pendingShare = samples > 0 ? Number(learned.pending ?? 0) / samples : 1 - config.poll.quantile;
+  const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
+  const expectedRequests = creates + expectedPolls;
+  const perSecond = (config.rateLimit.max * 1000) / config.rateLimit.durationMs;
+  const perDay = config.budget.perDay;
+  return {
+    batchId,
+    rows: total,
+    rejected,
+    duplicates,
+    plates,
+    alreadyFinished,
+    reusable,
+    creates,
+    expectedPolls,
+    expectedRequests,
+    secondsAtRate: Math.ceil(expectedRequests / perSecond),
+    ...(perDay ? { daysAtCap: Math.ceil(creates / perDay) } : {}),
+  };
+}

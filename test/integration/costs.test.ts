@@ -1,0 +1,115 @@
+// Cost controls: dry runs, spending caps, result reuse and the cost report, against real Redis
+// and the simulator's own counters.
+import { afterEach, describe, expect, it } from 'vitest';
+import { Budget } from '../../src/queue/budget.js';
+import { CostLedger } from '../../src/queue/costs.js';
+import { unparkBatch, wakeBudgetBlocked } from '../../src/queue/parking.js';
+import { estimateCost } from '../../src/producers/dry-run.js';
+import { ingestList, toInputRows } from '../../src/producers/list.js';
+import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(50);
+  }
+}
+
+describe('cost controls', () => {
+  it('a dry run calls nothing upstream and predicts the create count exactly', async () => {
+    h = await startHarness({ label: 'dry', workers: 0 });
+    const plates = [...makePlates(40), 'abc-1234', 'ABC1234', 'nope', ''];
+    const { rows } = toInputRows(plates);
+    const estimate = await estimateCost(h.services, 'dry', rows);
+    expect(h.sim.stats().requests).toBe(0);
+    expect(await h.services.batches.exists('dry')).toBe(false);
+    expect(estimate).toMatchObject({ rows: 44, rejected: 2, duplicates: 1, plates: 41, creates: 41 });
+
+    const { batch } = await ingestList(h.services, plates, { source: 'library', batchId: 'dry' });
+    h.startWorker();
+    await h.waitForBatch(batch.id);
+    expect(h.sim.stats().creates).toBe(estimate.creates);
+    // Run again: the finished batch would create nothing more.
+    expect((await estimateCost(h.services, 'dry', rows)).creates).toBe(0);
+  });
+
+  it('a batch cap stops creates at exactly N, keeps every plate, and a raised cap finishes the batch', async () => {
+    h = await startHarness({ label: 'cap', workers: 0 });
+    const { batch } = await ingestList(h.services, makePlates(60), { source: 'library', batchId: 'capped', maxCreates: 25 });
+    h.startWorker();
+    await waitFor(async () => (await h!.services.batches.get('capped')).counts.done >= 25);
+    await sleep(1_000); // give any overshoot a chance to show
+    let info = await h.services.batches.get('capped');
+    expect(h.sim.stats().creates).toBe(25);
+    expect(info.counts).toMatchObject({ creates: 25, done: 25, failed: 0 });
+    expect(info.blocked).toBe('budget');
+    expect(info.finishedAt).toBeUndefined();
+    // Held plates are off the queue: they use no limiter slot while they wait.
+    expect(await h.services.redis.scard(h.services.keys.parked('capped'))).toBe(35);
+
+    await h.services.batches.setMaxCreates('capped', 60);
+    await unparkBatch(h.services, 'capped', batch.product);
+    await h.waitForBatch('capped');
+    info = await h.services.batches.get('capped');
+    expect(info.counts).toMatchObject({ creates: 60, done: 60, failed: 0 });
+    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+  });
+
+  it('a daily cap holds creates (polls go on) until it is raised', async () => {
+    h = await startHarness({ label: 'daycap', workers: 0, config: { VQ_MAX_CREATES_PER_DAY: '10' } });
+    await ingestList(h.services, makePlates(30), { source: 'library', batchId: 'day' });
+    h.startWorker();
+    await waitFor(async () => (await h!.services.batches.get('day')).counts.done >= 10);
+    await sleep(800);
+    expect(h.sim.stats().creates).toBe(10);
+    const line = await h.services.line.state();
+    expect(line.budgetReason).toBe('day');
+    expect(line.budgetUntil).toBeGreaterThan(Date.now());
+
+    await new Budget(h.services.redis, h.services.keys, h.config.budget).setCaps({ perDay: 100 });
+    await wakeBudgetBlocked(h.services);
+    await h.waitForBatch('day');
+    expect(h.sim.stats().creates).toBe(30);
+  });
+
+  it('inside the reuse window a second batch answers overlapping plates from stored results, free', async () => {
+    h = await startHarness({ label: 'reuse' });
+    const plates = makePlates(30);
+    await ingestList(h.services, plates.slice(0, 20), { source: 'library', batchId: 'first' });
+    await h.waitForBatch('first');
+    await ingestList(h.services, plates.slice(10), { source: 'library', batchId: 'second', reuseWithinMs: 3_600_000 });
+    await h.waitForBatch('second');
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.creates).toBe(30); // 20 + only the 10 new plates
+    const second = await h.services.batches.get('second');
+    expect(second.counts).toMatchObject({ done: 20, reused: 10, creates: 10 });
+    const reused = await h.services.outcomes.get('second', plates[12]!);
+    expect(reused).toMatchObject({ status: 'done', reused: true, requests: 0 });
+    expect(reused!.reusedAgeMs).toBeGreaterThanOrEqual(0);
+    expect((reused!.result as { licensePlate: string }).licensePlate).toBe(plates[12]);
+    // Without a window the same plates are paid again.
+    await ingestList(h.services, plates.slice(0, 5), { source: 'library', batchId: 'third' });
+    await h.waitForBatch('third');
+    expect(h.sim.stats().creates).toBe(35);
+  });
+
+  it('the cost report equals the simulator\'s counters', async () => {
+    h = await startHarness({ label: 'report', sim: { rateLimit: '20/s', window: 'fixed', rateLimitHeaders: false }, config: { VQ_RATE_LIMIT: '40/s' } });
+    await ingestList(h.services, makePlates(40), { source: 'library', batchId: 'r' });
+    await h.waitForBatch('r', 60_000);
+    const stats = h.sim.stats();
+    const info = await h.services.batches.get('r');
+    expect(info.counts.creates).toBe(stats.creates);
+    expect(info.counts.polls).toBe(stats.gets);
+    expect(info.counts.rateLimited).toBe(stats.rateLimited);
+    const [today] = await new CostLedger(h.services.redis, h.services.keys).days(1);
+    expect(today!.counts).toMatchObject({ creates: stats.creates, polls: stats.gets, rateLimited: stats.rateLimited });
+  });
+});
