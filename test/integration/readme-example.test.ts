@@ -1,0 +1,43 @@
+// The library example in the README, run as a user would: extracted from README.md, executed with
+// node against the built package (self-referenced as 'vqb'), the simulator and real Redis.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/engine.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('README', () => {
+  it('the library example runs and does what it says', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(code, 'README has the library example block').toBeDefined();
+    h = await startHarness({ label: 'readme', workers: 0 });
+    const dir = join(ROOT, 'out');
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, `readme-example-${process.pid}.mjs`);
+    await writeFile(file, code!);
+    const child = spawn(process.execPath, [file], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile, VQ_POLL_INITIAL: '300ms', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const [exit] = (await once(child, 'exit')) as [number];
+    expect(stderr).toBe('');
+    expect(exit).toBe(0);
+    expect(stdout).toContain('2 done, 1 rejected');
+    expect(stdout).toMatch(/XYZ9876 done COMPLETED customer=42/);
+    expect(h.sim.stats().creates).toBe(2);
+  }, 60_000);
+});
