@@ -10,6 +10,8 @@ export const REDACT_PATHS = [
   'headers["x-api-key"]',
   'req.headers["x-api-key"]',
   'req.headers.authorization',
+  'headers.authorization',
+  '*.headers.authorization',
   'request.headers["x-api-key"]',
   'config.apiKey',
   '*.apiKey',

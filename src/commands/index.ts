@@ -5,6 +5,7 @@ import { budgetCommand, costCommand } from './budget.js';
 import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
 import { runCommand } from './run.js';
+import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
 import { statusCommand } from './status.js';
 import { workCommand } from './work.js';
@@ -12,8 +13,9 @@ import { workCommand } from './work.js';
 export const COMMANDS: Record<string, Command> = {
   run: runCommand,
   demo: demoCommand,
-  simulate: simulateCommand,
+  serve: serveCommand,
   work: workCommand,
+  simulate: simulateCommand,
   status: statusCommand,
   pause: pauseCommand,
   resume: resumeCommand,

@@ -60,7 +60,26 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     reuseWithinMs: options.reuseWithinMs ?? config.budget.reuseWithinMs,
   });
   if (info.sealed) return { batch: info, created };
+  // Two producers given the same content at once (two API servers, a retried request) must not
+  // both store its rows: one ingests, the other waits and then finds the batch sealed.
+  const lock = await acquireIngestLock(services, options.id);
+  try {
+    const current = await batches.get(options.id);
+    if (current.sealed) return { batch: current, created };
+    return { batch: await ingestRows(services, options, info.product, rows, lock.refresh), created };
+  } finally {
+    await lock.release();
+  }
+}
 
+async function ingestRows(
+  services: QueueServices,
+  options: IngestOptions,
+  product: string,
+  rows: AsyncIterable<InputRow> | Iterable<InputRow>,
+  refreshLock: () => Promise<void>,
+): Promise<BatchInfo> {
+  const { batches } = services;
   const skip = await batches.ingestedRows(options.id);
   const deduper = new PlateDeduper();
   let seen = 0;
@@ -71,14 +90,34 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     if (seen++ < skip) continue;
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
-      await batches.addRows(options.id, info.product, chunk);
+      await batches.addRows(options.id, product, chunk);
+      await refreshLock();
       chunk = [];
     }
   }
-  await batches.addRows(options.id, info.product, chunk);
+  await batches.addRows(options.id, product, chunk);
   if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
   await batches.seal(options.id);
-  return { batch: await batches.get(options.id), created };
+  return batches.get(options.id);
+}
+
+const LOCK_MS = 60_000;
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
+
+async function acquireIngestLock(services: QueueServices, batchId: string): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
+  const { redis, keys } = services;
+  const key = keys.ingestLock(batchId);
+  const token = randomBytes(8).toString('hex');
+  // A crashed holder's lock expires after LOCK_MS; the next ingest then resumes from its rows.
+  while ((await redis.set(key, token, 'PX', LOCK_MS, 'NX')) !== 'OK') await new Promise((r) => setTimeout(r, 100));
+  return {
+    refresh: async () => {
+      await redis.pexpire(key, LOCK_MS);
+    },
+    release: async () => {
+      await redis.eval(RELEASE, 1, key, token);
+    },
+  };
 }
 
 function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {

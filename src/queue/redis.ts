@@ -137,6 +137,11 @@ export class VqbKeys {
     return `${this.base}:budget`;
   }
 
+  /** String: who is ingesting the batch right now (one ingest at a time across processes). */
+  ingestLock(batchId: string): string {
+    return `${this.base}:batch:${batchId}:ingest`;
+  }
+
   /** Set: plates of a batch held back because the batch reached its create cap. */
   parked(batchId: string): string {
     return `${this.base}:batch:${batchId}:parked`;

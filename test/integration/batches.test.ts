@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/list.js';
 import { retryFailed } from '../../src/queue/retry.js';
 import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
 
@@ -35,6 +36,20 @@ describe('batches', () => {
     // The same plate in two batches is two jobs and two creates; within a batch, one.
     expect(h.sim.stats().creates).toBe(450);
     expect(await h.services.inflight.count()).toBe(0);
+  });
+
+  it('the same content ingested twice at once is stored once (one ingest per batch across processes)', async () => {
+    h = await startHarness({ label: 'race', workers: 0 });
+    const plates = makePlates(3_000);
+    const [a, b] = await Promise.all([
+      ingestList(h.services, plates, { source: 'api' }),
+      ingestList(h.services, plates, { source: 'api' }),
+    ]);
+    expect(a.batch.id).toBe(b.batch.id);
+    const info = await h.services.batches.get(a.batch.id);
+    expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });
+    expect(await h.services.redis.llen(h.services.keys.rows(a.batch.id))).toBe(3_000);
+    expect(await h.services.queue.count()).toBe(3_000);
   });
 
   it('retry polls the paid query again; only --recreate pays for a new one', async () => {

@@ -1,0 +1,49 @@
+import type { Command } from '../cli.js';
+import { parseDuration } from '../config.js';
+import { UsageError } from '../errors.js';
+import { Metrics } from '../metrics.js';
+import { createHttpApi } from '../producers/http/server.js';
+import { createInboxWatcher } from '../producers/inbox.js';
+import { openQueueServices } from '../queue/services.js';
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
+
+export const serveCommand: Command = {
+  summary: 'the HTTP API, the drop folder, /metrics and the queue dashboard (optionally workers too)',
+  usage: `vqb serve [--no-inbox] [--workers] [--shutdown-timeout 30s]
+  HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT: /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
+  /healthz, /openapi.json, /metrics, /admin/queues. Watches <VQ_ROOT>/inbox/ unless --no-inbox.
+  --workers also runs workers in this process (a one-box setup); otherwise run \`vqb work\`.
+  SIGTERM/SIGINT: stop taking requests and files, finish what is running, exit.`,
+  options: { 'no-inbox': { type: 'boolean' }, workers: { type: 'boolean' }, 'shutdown-timeout': { type: 'string' } },
+  async run(ctx) {
+    const config = ctx.config();
+    const logger = ctx.logger(config);
+    const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
+    if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
+    const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
+    const metrics = new Metrics();
+    metrics.observeQueue(services);
+    let worker: WorkerHandle | undefined;
+    if (ctx.flags.workers) worker = startWorker(config, { logger, metrics });
+    const app = await createHttpApi({ services, config, logger, metrics });
+    const inbox = ctx.flags['no-inbox'] ? undefined : createInboxWatcher({ services, config, logger });
+    try {
+      const address = await app.listen({ host: config.http.host, port: config.http.port });
+      inbox?.start();
+      logger.info({ address, inbox: inbox ? config.root : false, workers: Boolean(worker) }, 'serving');
+      ctx.print(`vqb serving on ${address}${inbox ? `; drop folder ${config.root}/inbox` : ''}`);
+      const signal = await ctx.io.stopSignal;
+      logger.info({ signal }, 'stopping');
+      const timer = setTimeout(() => {
+        logger.error({ timeoutMs }, 'did not stop in time; exiting');
+        process.exit(1);
+      }, timeoutMs);
+      await Promise.all([app.close(), inbox?.stop(), worker?.close()]);
+      clearTimeout(timer);
+      return 0;
+    } finally {
+      await services.close();
+      logger.flush();
+    }
+  },
+};

@@ -1,0 +1,118 @@
+// Every error the HTTP API answers with has the upstream's shape, `{statusCode, error: {code,
+// message}}`, and a stable code clients can branch on. Messages of errors we raise on purpose go
+// out as they are (they are written for users); anything unexpected becomes 500 INTERNAL with the
+// request id, and its details (stack included) go to the log only.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { VqbError, isVqbError } from '../../errors.js';
+
+export interface ErrorBody {
+  statusCode: number;
+  error: { code: string; message: string };
+}
+
+/** An answer we give on purpose: status, code and message go to the client unchanged. */
+export class ApiError extends VqbError {
+  readonly statusCode: number;
+
+  constructor(statusCode: number, code: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = 'ApiError';
+    this.statusCode = statusCode;
+  }
+}
+
+/**
+ * Our own error codes (VqbError) → HTTP status, and the code the client sees when it differs.
+ * Input that cannot be read at all is 400; input that was read but cannot be used is 422.
+ */
+const VQB_CODES: Record<string, { status: number; code?: string }> = {
+  BATCH_NOT_FOUND: { status: 404, code: 'NOT_FOUND' },
+  BAD_BATCH_ID: { status: 400 },
+  CSV_UNREADABLE: { status: 400 },
+  CSV_EMPTY: { status: 422 },
+  CSV_BINARY: { status: 422 },
+  CSV_UNSUPPORTED_ENCODING: { status: 422 },
+  CSV_MIXED_ENCODING: { status: 422 },
+  CSV_FIELD_TOO_LARGE: { status: 422 },
+  CSV_ROW_TOO_LARGE: { status: 422 },
+  CSV_NO_PLATE_COLUMN: { status: 422 },
+  REDIS_UNAVAILABLE: { status: 503 },
+};
+
+/** Fastify's own errors (body parsing, validation) → our codes. */
+const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send application/json, or text/csv to POST /v1/batches' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'BAD_REQUEST', message: 'the body is not valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'BAD_REQUEST' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'BAD_REQUEST' },
+  FST_ERR_VALIDATION: { status: 400, code: 'VALIDATION_FAILED' },
+  FST_ERR_BAD_URL: { status: 400, code: 'BAD_REQUEST' },
+};
+
+/** Other 4xx statuses fastify may raise, by status. */
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  431: 'HEADERS_TOO_LARGE',
+};
+
+export function errorBody(statusCode: number, code: string, message: string): ErrorBody {
+  return { statusCode, error: { code, message } };
+}
+
+/** The client's view of an error, or undefined when it is unexpected (a 500 to be logged). */
+export function describeError(err: unknown): ErrorBody | undefined {
+  if (err instanceof ApiError) return errorBody(err.statusCode, err.code, err.message);
+  if (isVqbError(err)) {
+    const known = VQB_CODES[err.code];
+    if (known) return errorBody(known.status, known.code ?? err.code, err.message);
+    return err.name === 'InputError' ? errorBody(422, err.code, err.message) : undefined;
+  }
+  const fastifyError = err as Partial<FastifyError> | null;
+  const fastifyCode = typeof fastifyError?.code === 'string' ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (fastifyCode) return errorBody(fastifyCode.status, fastifyCode.code, fastifyCode.message ?? fastifyError?.message ?? fastifyCode.code);
+  const status = fastifyError?.statusCode;
+  const statusCode = typeof status === 'number' && status >= 400 && status < 500 ? CODE_BY_STATUS[status] : undefined;
+  if (statusCode !== undefined && typeof fastifyError?.message === 'string') return errorBody(status!, statusCode, fastifyError.message);
+  return undefined;
+}
+
+/** The code each request ended with, for its one log line (a WeakMap, so no type augmentation). */
+const errorCodes = new WeakMap<FastifyRequest, string>();
+
+export function errorCodeOf(request: FastifyRequest): string | undefined {
+  return errorCodes.get(request);
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, body: ErrorBody): FastifyReply {
+  errorCodes.set(request, body.error.code);
+  if (body.statusCode === 401) void reply.header('www-authenticate', 'Bearer');
+  return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
+}
+
+/**
+ * Error and not-found handlers for the whole instance. `redisDown` turns an unexpected failure
+ * into 503 REDIS_UNAVAILABLE when Redis is the reason (the client may try again later).
+ */
+export function installErrorHandlers(app: FastifyInstance, redisDown: () => boolean): void {
+  app.setErrorHandler((err, request, reply) => {
+    const known = describeError(err);
+    if (known) return sendError(request, reply, known);
+    if (redisDown()) {
+      request.log.warn({ err }, 'request failed: Redis is unreachable');
+      return sendError(request, reply, errorBody(503, 'REDIS_UNAVAILABLE', 'Redis is unreachable; try again later'));
+    }
+    request.log.error({ err }, 'request failed');
+    return sendError(request, reply, errorBody(500, 'INTERNAL', `internal error (request ${request.id}); the server log has the details`));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    sendError(request, reply, errorBody(404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`));
+  });
+}

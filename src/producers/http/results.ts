@@ -1,0 +1,49 @@
+// A batch's results as a streamed response, in the file sink's formats (jsonl.ts and csv.ts do the
+// formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
+import { Readable, pipeline } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import type { QueueServices } from '../../queue/services.js';
+import { batchExportSource } from '../../sinks/batch-source.js';
+import { CsvLayout, csvStringifier, type CsvDelimiter } from '../../sinks/csv.js';
+import { jsonlChunks } from '../../sinks/jsonl.js';
+import type { ExportFormat, ExportSource } from '../../sinks/types.js';
+
+export interface ResultsBody {
+  contentType: string;
+  fileName: string;
+  body: Readable;
+}
+
+/** Throws BatchNotFoundError (404) before anything is sent. */
+export async function batchResults(services: Pick<QueueServices, 'batches' | 'outcomes'>, batchId: string, format: ExportFormat, delimiter: CsvDelimiter, logger: Pick<FastifyBaseLogger, 'warn'>): Promise<ResultsBody> {
+  const source = await batchExportSource(services.batches, services.outcomes, batchId);
+  const fileName = `${batchId.replace(/[^A-Za-z0-9._-]/g, '_')}.${format}`;
+  if (format === 'jsonl') {
+    return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };
+  }
+  const records = await csvRecords(source);
+  const stringifier = csvStringifier(delimiter);
+  // pipeline, not pipe: an error on either side (Redis gone mid-stream) destroys both, and the
+  // client sees a cut response rather than a hang.
+  pipeline(Readable.from(records), stringifier, (err) => {
+    if (err) logger.warn({ batchId, err: err.message }, 'results stream failed');
+  });
+  return { contentType: 'text/csv; charset=utf-8', fileName, body: stringifier };
+}
+
+/**
+ * Two passes over the rows, as the file sink does: the first learns the result columns, the second
+ * writes. The header cannot be rewritten once sent, so a row that finished between the passes with
+ * result fields never seen before loses those cells here (the JSONL has them). Only result columns
+ * can appear late: the input columns are fixed by the source, and result columns come last, so
+ * cutting a row to the header's width keeps every cell under its own name.
+ */
+async function csvRecords(source: ExportSource): Promise<AsyncIterable<string[]>> {
+  const layout = new CsvLayout(source.extraColumns);
+  for await (const row of source.rows()) layout.learn(row);
+  const header = layout.header();
+  return (async function* () {
+    yield header;
+    for await (const row of source.rows()) yield layout.cells(row).slice(0, header.length);
+  })();
+}

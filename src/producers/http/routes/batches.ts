@@ -1,0 +1,257 @@
+// /v1: enqueue plates (JSON or CSV), follow batches, stream their results, retry failed plates.
+// Every route here needs a service token (the onRequest hook runs before any body is read).
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../../../config.js';
+import type { BatchStore } from '../../../queue/batches.js';
+import { retryFailed } from '../../../queue/retry.js';
+import type { QueueServices } from '../../../queue/services.js';
+import { estimateCost } from '../../dry-run.js';
+import { batchIdFor, digestOf, ingest, type IngestResult } from '../../ingest.js';
+import { ingestList, toInputRows } from '../../list.js';
+import type { TokenAuth } from '../auth.js';
+import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
+import { ApiError } from '../errors.js';
+import { batchResults } from '../results.js';
+import {
+  BatchParams,
+  BatchView,
+  CreateBatchBody,
+  CreateBatchQuery,
+  CreateBatchReply,
+  DryRunReply,
+  ListQuery,
+  ListReply,
+  ResultsQuery,
+  RetryBody,
+  RetryReply,
+} from '../schemas.js';
+import { errorResponses, requestSchema, responseSchema, zodValidator } from '../validation.js';
+import { batchLinks, batchView } from '../views.js';
+
+export interface V1Options {
+  services: QueueServices;
+  config: Config;
+  auth: TokenAuth;
+  now: () => number;
+}
+
+const SECURITY = [{ bearer: [] }, { apiKey: [] }];
+const CSV_TYPES = ['text/csv', 'application/csv'];
+const MAX_REJECTS = 100;
+
+export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
+  const { services, config, auth, now } = options;
+  const { bodyLimit, maxPlates } = config.http;
+  const ingestOnce = serialized();
+  const dryRun = async (id: string, rows: Parameters<typeof estimateCost>[2], reuseWithinMs: number | undefined): Promise<DryRunReply> => ({
+    dryRun: true,
+    estimate: await estimateCost(services, id, rows, reuseWithinMs === undefined ? {} : { reuseWithinMs }),
+  });
+
+  app.addHook('onRequest', async (request) => {
+    await auth.check(request.headers);
+  });
+
+  // A CSV body is handed over as the raw stream: readCsvBody meters and parses it as it arrives.
+  app.addContentTypeParser(CSV_TYPES, (request, payload, done) => {
+    if (request.routeOptions.url !== '/v1/batches') {
+      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv; send application/json'), undefined);
+      return;
+    }
+    if (Number(request.headers['content-length']) > bodyLimit) {
+      done(bodyTooLarge(bodyLimit), undefined);
+      return;
+    }
+    done(null, payload);
+  });
+
+  app.post<{ Body: CreateBatchBody | Readable; Querystring: CreateBatchQuery }>(
+    '/batches',
+    {
+      schema: {
+        summary: 'Enqueue plates as a new batch (or find the batch this same content made before)',
+        description:
+          'JSON `{plates, metadata?, batchId?, force?, name?}`, or a CSV file as `text/csv` (options in the query). ' +
+          'The batch id is derived from the content: the same content again answers the same batch with `created: false` and enqueues nothing.',
+        tags: ['batches'],
+        security: SECURITY,
+        querystring: requestSchema(CreateBatchQuery),
+        body: {
+          content: {
+            'application/json': { schema: requestSchema(CreateBatchBody) },
+            'text/csv': { schema: { type: 'string', format: 'binary', description: 'a CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header' } },
+          },
+        },
+        response: {
+          200: responseSchema(DryRunReply, 'dryRun: what the batch would cost; nothing stored, nothing sent upstream'),
+          202: responseSchema(CreateBatchReply, 'accepted: the batch, its first rejects and links'),
+          ...errorResponses(400, 401, 413, 415, 422, 503),
+        },
+      },
+      validatorCompiler: zodValidator({ querystring: CreateBatchQuery, body: CreateBatchBody }),
+      // Before validation, so a huge list is refused without checking every item.
+      preValidation: async (request) => {
+        const body = request.body as { plates?: unknown } | null | undefined;
+        if (body && !(body instanceof Readable) && Array.isArray(body.plates) && body.plates.length > maxPlates) throw tooManyPlates(maxPlates);
+      },
+    },
+    async (request, reply) => {
+      const { body, query } = request;
+      let result: IngestResult;
+      if (body instanceof Readable) {
+        const csv = await readCsvBody(body, { bodyLimit, maxPlates, ...(query.column !== undefined ? { column: query.column } : {}) });
+        const name = query.name ?? 'api';
+        const id = batchIdFor(name, csv.digest, query.force === true);
+        const budget = { ...(query.maxCreates !== undefined ? { maxCreates: query.maxCreates } : {}), ...(query.reuseWithinMs !== undefined ? { reuseWithinMs: query.reuseWithinMs } : {}) };
+        if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget.reuseWithinMs));
+        result = await ingestOnce(() => ingest(services, { id, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
+      } else {
+        const options = {
+          source: 'api' as const,
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+          ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),
+          ...(body.force !== undefined ? { force: body.force } : {}),
+          ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
+          ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
+        };
+        if (body.dryRun) {
+          const { rows } = toInputRows(body.plates);
+          const id = options.batchId ?? batchIdFor(options.name ?? 'api', digestOf([JSON.stringify(rows)]), options.force === true);
+          return reply.code(200).send(await dryRun(id, rows, options.reuseWithinMs));
+        }
+        result = await ingestOnce(() => ingestList(services, body.plates, options));
+      }
+      const { batch, created } = result;
+      const [line, rejects] = await Promise.all([services.line.state(), firstRejects(services.batches, batch.id, batch.counts.rejected)]);
+      const links = batchLinks(batch.id);
+      request.log.info({ batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, rejected: batch.counts.rejected }, created ? 'batch enqueued' : 'batch already known');
+      const reply202: CreateBatchReply = { batch: { ...batchView(batch, line, config, now()), created }, rejects, links };
+      return reply.code(202).header('location', links.self).send(reply202);
+    },
+  );
+
+  app.get<{ Querystring: ListQuery }>(
+    '/batches',
+    {
+      schema: {
+        summary: 'List batches, newest first',
+        tags: ['batches'],
+        security: SECURITY,
+        querystring: requestSchema(ListQuery),
+        response: { 200: responseSchema(ListReply, 'a page of batches'), ...errorResponses(400, 401, 503) },
+      },
+      validatorCompiler: zodValidator({ querystring: ListQuery }),
+    },
+    async (request): Promise<ListReply> => {
+      const { offset, limit } = request.query;
+      const [{ total, batches }, line] = await Promise.all([services.batches.list(offset, limit), services.line.state()]);
+      const at = now();
+      const page = (o: number) => `/v1/batches?offset=${o}&limit=${limit}`;
+      return {
+        total,
+        offset,
+        limit,
+        batches: batches.map((b) => batchView(b, line, config, at)),
+        links: {
+          ...(offset + limit < total ? { next: page(offset + limit) } : {}),
+          ...(offset > 0 ? { prev: page(Math.max(0, offset - limit)) } : {}),
+        },
+      };
+    },
+  );
+
+  app.get<{ Params: BatchParams }>(
+    '/batches/:id',
+    {
+      schema: {
+        summary: 'A batch: counts, progress, why it waits, a rough ETA',
+        tags: ['batches'],
+        security: SECURITY,
+        params: requestSchema(BatchParams),
+        response: { 200: responseSchema(BatchView, 'the batch'), ...errorResponses(401, 404, 503) },
+      },
+      validatorCompiler: zodValidator({ params: BatchParams }),
+    },
+    async (request): Promise<BatchView> => {
+      const [info, line] = await Promise.all([services.batches.get(request.params.id), services.line.state()]);
+      return batchView(info, line, config, now());
+    },
+  );
+
+  app.get<{ Params: BatchParams; Querystring: ResultsQuery }>(
+    '/batches/:id/results',
+    {
+      schema: {
+        summary: "One row per input row, streamed; unfinished plates are 'pending'",
+        description: 'jsonl: the JSONL export\'s objects; csv: the CSV export\'s columns (UTF-8 with BOM, VQ_CSV_DELIMITER).',
+        tags: ['batches'],
+        security: SECURITY,
+        params: requestSchema(BatchParams),
+        querystring: requestSchema(ResultsQuery),
+        response: {
+          200: {
+            description: 'the rows, in input order',
+            content: { 'application/x-ndjson': { schema: { type: 'string' } }, 'text/csv': { schema: { type: 'string' } } },
+          },
+          ...errorResponses(400, 401, 404, 503),
+        },
+      },
+      validatorCompiler: zodValidator({ params: BatchParams, querystring: ResultsQuery }),
+    },
+    async (request, reply) => {
+      const results = await batchResults(services, request.params.id, request.query.format, config.csvDelimiter, request.log);
+      return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
+    },
+  );
+
+  app.post<{ Params: BatchParams; Body: RetryBody }>(
+    '/batches/:id/retry',
+    {
+      schema: {
+        summary: 'Run the failed plates again',
+        description: 'Plates with a queryId poll that query again (no charge); `recreate: true` creates every failed plate anew (a charge each).',
+        tags: ['batches'],
+        security: SECURITY,
+        params: requestSchema(BatchParams),
+        body: requestSchema(RetryBody),
+        response: { 202: responseSchema(RetryReply, 'the failed plates are queued again'), ...errorResponses(400, 401, 404, 415, 503) },
+      },
+      validatorCompiler: zodValidator({ params: BatchParams, body: RetryBody }),
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      const result = await retryFailed(services, id, { recreate: request.body?.recreate === true, now });
+      request.log.info({ batchId: id, ...result }, 'failed plates queued again');
+      const body: RetryReply = { batchId: id, ...result, links: { self: batchLinks(id).self } };
+      return reply.code(202).send(body);
+    },
+  );
+}
+
+/** The first rejected rows of a batch, read from its stored rows (none to read when none were rejected). */
+async function firstRejects(batches: BatchStore, batchId: string, rejected: number): Promise<CreateBatchReply['rejects']> {
+  const out: CreateBatchReply['rejects'] = [];
+  if (rejected === 0) return out;
+  for await (const row of batches.rows(batchId)) {
+    if (row.kind !== 'rejected') continue;
+    out.push({ row: row.row, input: row.input, reason: row.reason, message: row.message });
+    if (out.length >= MAX_REJECTS) break;
+  }
+  return out;
+}
+
+/**
+ * Runs ingests one at a time. Two identical requests at once (a client retrying on a timeout)
+ * would otherwise both find the batch unsealed and store its rows twice. Within one process only;
+ * the upstream pace, not ingest, bounds throughput, so the queueing costs nothing that matters.
+ */
+function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (fn) => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => {});
+    return run;
+  };
+}

@@ -1,0 +1,49 @@
+// GET /healthz, without a token: can this process reach Redis, and is the line moving?
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { QueueServices } from '../../../queue/services.js';
+import { HealthReply } from '../schemas.js';
+import { responseSchema } from '../validation.js';
+import { lineView } from '../views.js';
+
+const PING_TIMEOUT_MS = 1_000;
+
+/** True when Redis answers PING within the timeout; a client that is not connected is not asked. */
+export async function redisAnswers(redis: Redis, timeoutMs = PING_TIMEOUT_MS): Promise<boolean> {
+  if (redis.status !== 'ready') return false;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const answer = await Promise.race([redis.ping(), new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), timeoutMs);
+      })]);
+    return answer === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'line'>): void {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Liveness and the line',
+        description:
+          "No token needed. 503 when Redis cannot be reached. `degraded` when the line is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+        tags: ['operations'],
+        response: { 200: responseSchema(HealthReply, 'Redis answers'), 503: responseSchema(HealthReply, 'Redis is unreachable') },
+      },
+    },
+    async (_request, reply) => {
+      const down: HealthReply = { status: 'degraded', redis: 'down' };
+      if (!(await redisAnswers(services.redis))) return reply.code(503).send(down);
+      const line = await services.line.state().catch(() => undefined);
+      if (line === undefined) return reply.code(503).send(down);
+      const stuck = line.paused || line.pause !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined;
+      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', line: lineView(line) };
+      return reply.send(body);
+    },
+  );
+}

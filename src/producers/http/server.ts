@@ -1,0 +1,101 @@
+// The HTTP enqueue API: fastify with our error shape, service-token auth on /v1, zod-declared
+// schemas validated per route and published as OpenAPI at /openapi.json. `vqb serve` creates it
+// and calls `.listen({ host, port })`; tests listen on 127.0.0.1:0.
+//
+//   GET  /healthz                    no token: Redis and the line
+//   GET  /openapi.json               no token: the OpenAPI 3 document
+//   POST /v1/batches                 JSON plates or a text/csv body → 202 the batch
+//   GET  /v1/batches                 newest first, ?offset&limit
+//   GET  /v1/batches/:id             counts, progress, waiting, ETA
+//   GET  /v1/batches/:id/results     ?format=jsonl|csv, streamed
+//   POST /v1/batches/:id/retry       {recreate?}
+//   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given)
+//   GET  /admin/queues               Bull Board, behind the same token check as /v1
+import swagger from '@fastify/swagger';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
+import type { Metrics } from '../../metrics.js';
+import { mountDashboard } from '../../ops/dashboard.js';
+import type { QueueServices } from '../../queue/services.js';
+import { TokenAuth } from './auth.js';
+import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';
+import { v1Routes } from './routes/batches.js';
+import { healthRoutes } from './routes/health.js';
+
+export interface HttpApiDeps {
+  services: QueueServices;
+  config: Config;
+  logger: Logger;
+  /** Served at /metrics; the caller registers what it measures (queue gauges, in-process workers). */
+  metrics?: Metrics;
+  /** Mount Bull Board at /admin/queues (default true). */
+  dashboard?: boolean;
+  now?: () => number;
+}
+
+export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance> {
+  const { services, config, logger } = deps;
+  const now = deps.now ?? Date.now;
+  // Widened to fastify's logger type, so the instance is the plain FastifyInstance callers expect.
+  const loggerInstance: FastifyBaseLogger = logger;
+  const app = Fastify({
+    loggerInstance,
+    // One line per request, written in onResponse below (fastify's default is two).
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.http.bodyLimit,
+    // While closing, requests in flight finish; new ones get our error shape from the handler.
+    return503OnClosing: false,
+    // Errors fastify raises before routing (a malformed URL) answer in our shape too.
+    frameworkErrors: (err, request, reply) => {
+      sendError(request, reply, describeError(err) ?? errorBody(400, 'BAD_REQUEST', err.message));
+    },
+  });
+
+  // Responses are built from the zod types (schemas.ts); the response schemas document them, and
+  // plain JSON.stringify sends exactly what the handler built.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  installErrorHandlers(app, () => services.redis.status !== 'ready');
+
+  app.addHook('onResponse', async (request, reply) => {
+    const code = errorCodeOf(request);
+    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(code ? { code } : {}) };
+    // Probes hit /healthz every few seconds: only its failures are worth an info line.
+    if (request.url === '/healthz' && reply.statusCode === 200) request.log.debug(line, 'request');
+    else request.log.info(line, 'request');
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'vqb', version: '1', description: 'Bulk Brazilian vehicle look-ups, paced under the upstream\'s limits. Errors: `{statusCode, error: {code, message}}`.' },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'a service token (VQ_API_TOKENS / VQ_API_TOKENS_FILE)' },
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'the same service token, as a header' },
+        },
+      },
+    },
+  });
+
+  healthRoutes(app, services);
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  const auth = new TokenAuth(config.http.tokens, logger);
+  await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });
+  if (deps.metrics) {
+    const registry = deps.metrics.registry;
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+  }
+  if (deps.dashboard !== false) {
+    // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
+    await mountDashboard(app, services.queue, async (request, reply) => {
+      try {
+        await auth.check(request.headers);
+      } catch (err) {
+        return sendError(request, reply, describeError(err) ?? errorBody(500, 'INTERNAL', 'internal error'));
+      }
+      return undefined;
+    });
+  }
+  return app;
+}

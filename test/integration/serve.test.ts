@@ -1,0 +1,86 @@
+// `vqb serve` as deployed: a real process with the API, the dashboard, /metrics and workers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+
+const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+const TOKEN = 'serve-test-token-0123456789';
+let h: Harness | undefined;
+let child: ChildProcess | undefined;
+afterEach(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  child = undefined;
+  await h?.close();
+  h = undefined;
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+function metric(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(series));
+  return line ? Number(line.slice(series.length).trim()) : 0;
+}
+
+describe('vqb serve', () => {
+  it('dashboard behind the token, /metrics moving during a batch, clean exit on SIGTERM', async () => {
+    h = await startHarness({ label: 'serve', workers: 0 });
+    const port = await freePort();
+    child = spawn(process.execPath, [BIN, 'serve', '--workers', '--no-inbox'], {
+      env: {
+        PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile,
+        VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN, VQ_RATE_LIMIT: '100/s', VQ_POLL_INITIAL: '300ms', LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 100; i++) {
+      try {
+        if ((await fetch(`${base}/healthz`)).ok) break;
+      } catch {
+        await sleep(100);
+      }
+    }
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const denied = await fetch(`${base}/admin/queues`);
+    expect(denied.status).toBe(401);
+    expect(await denied.json()).toMatchObject({ statusCode: 401, error: { code: 'UNAUTHORIZED' } });
+    const board = await fetch(`${base}/admin/queues`, { headers: auth });
+    expect(board.status).toBe(200);
+    expect(await board.text()).toContain('<html');
+    const boardApi = await fetch(`${base}/admin/queues/api/queues`, { headers: auth });
+    expect(boardApi.status).toBe(200);
+
+    const before = await (await fetch(`${base}/metrics`)).text();
+    const posted = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ plates: makePlates(40) }) });
+    expect(posted.status).toBe(202);
+    const { batch } = (await posted.json()) as { batch: { id: string } };
+    for (let i = 0; i < 200; i++) {
+      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as { finished: boolean };
+      if (view.finished) break;
+      await sleep(100);
+    }
+    const after = await (await fetch(`${base}/metrics`)).text();
+    const creates = 'vqb_upstream_requests_total{operation="create",status="201"}';
+    expect(metric(before, creates)).toBe(0);
+    expect(metric(after, creates)).toBe(40);
+    expect(metric(after, 'vqb_plates_finished_total{status="done"}')).toBe(40);
+    expect(metric(after, 'vqb_batches{state="finished"}')).toBe(1);
+    expect(after).toContain('vqb_queue_jobs{state="delayed"}');
+
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).toBe(0);
+    expect(stderr).not.toContain(TOKEN);
+  }, 60_000);
+});
