@@ -11,14 +11,17 @@ export type PlateCheck =
 const OLD = /^[A-Z]{3}[0-9]{4}$/;
 const MERCOSUL = /^[A-Z]{3}[0-9][A-Z][0-9]{2}$/;
 
+/** NFKD, then drop combining marks: full-width ＡＢＣ becomes ABC, "Veículo" becomes "Veiculo". */
+export function foldAccents(value: string): string {
+  return value.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
+}
+
 /**
- * Upper-case and keep only A–Z and 0–9. NFKD first, so full-width letters (ＡＢＣ) become ASCII and
- * accented look-alikes (Á) lose their accent instead of silently vanishing.
+ * Upper-case and keep only A–Z and 0–9. Accents are folded first, so full-width letters and
+ * accented look-alikes (Á) become ASCII instead of silently vanishing.
  */
 export function normalizePlate(value: string): string {
-  return value
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
+  return foldAccents(value)
     .toUpperCase()
     .replace(/[^A-Z0-9]/g, '');
 }

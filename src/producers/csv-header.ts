@@ -2,13 +2,11 @@
 // first one or two non-blank records, so the rules can be read (and tested) without a stream.
 
 import { InputError } from '../errors.js';
-import { checkPlate } from '../plates.js';
+import { checkPlate, foldAccents } from '../plates.js';
 
 /** Lower-case, no accents, letters and digits only: "PLACA DO VEÍCULO" → "placadoveiculo". */
 export function headerKey(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
+  return foldAccents(name)
     .toLowerCase()
     .replace(/[^a-z0-9]/g, '');
 }
@@ -29,9 +27,7 @@ export function findPlateHeader(cells: readonly string[]): number {
   const exact = cells.findIndex((c) => PLATE_HEADERS.has(headerKey(c)));
   if (exact !== -1) return exact;
   return cells.findIndex((c) =>
-    c
-      .normalize('NFKD')
-      .replace(/[\u0300-\u036f]/g, '')
+    foldAccents(c)
       .toLowerCase()
       .split(/[^a-z0-9]+/)
       .some((word) => PLATE_WORDS.has(word)),

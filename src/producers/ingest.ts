@@ -3,6 +3,7 @@
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { createHash, randomBytes } from 'node:crypto';
+import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batches.js';
 import type { QueueServices } from '../queue/services.js';
 import { PlateDeduper } from './csv-dedup.js';
@@ -31,9 +32,7 @@ export interface IngestResult {
 
 /** `<name>-<first 12 hex of sha256(content)>`: readable in file names, stable for the same input. */
 export function batchIdFor(name: string, digest: string, force = false): string {
-  const base = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
+  const base = foldAccents(name)
     .replace(/\.[A-Za-z0-9]{1,5}$/, '')
     .replace(/[^A-Za-z0-9_-]+/g, '-')
     .replace(/^-+|-+$/g, '')
