@@ -4,13 +4,14 @@ import { describeLine } from './format.js';
 
 export const pauseCommand: Command = {
   summary: 'pause every worker (running requests finish; nothing is lost)',
-  usage: 'vqb pause [--reason TEXT]',
-  options: { reason: { type: 'string' } },
+  usage: 'vqb pause [--reason TEXT] [--json]',
+  options: { reason: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const services = await openQueueServices(ctx.config());
     try {
       await services.line.pause(typeof ctx.flags.reason === 'string' ? ctx.flags.reason : 'paused by an operator (vqb pause)');
-      ctx.print(`paused queue ${services.config.queueName}; run \`vqb resume\` to continue`);
+      if (ctx.flags.json) ctx.print(JSON.stringify({ queue: services.config.queueName, line: await services.line.state() }));
+      else ctx.print(`paused queue ${services.config.queueName}; run \`vqb resume\` to continue`);
       return 0;
     } finally {
       await services.close();
@@ -20,13 +21,15 @@ export const pauseCommand: Command = {
 
 export const resumeCommand: Command = {
   summary: 'resume after a pause or a key failure (rotate the key first)',
-  usage: 'vqb resume',
+  usage: 'vqb resume [--json]',
+  options: { json: { type: 'boolean' } },
   async run(ctx) {
     const services = await openQueueServices(ctx.config());
     try {
       const before = await services.line.state();
       await services.line.resume();
-      ctx.print(`resumed queue ${services.config.queueName}${before.pause ? ` (was ${describeLine(before)})` : ''}`);
+      if (ctx.flags.json) ctx.print(JSON.stringify({ queue: services.config.queueName, was: before, line: await services.line.state() }));
+      else ctx.print(`resumed queue ${services.config.queueName}${before.pause ? ` (was ${describeLine(before)})` : ''}`);
       return 0;
     } finally {
       await services.close();
