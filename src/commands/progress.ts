@@ -47,7 +47,7 @@ export function createProgress(
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
         const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${rate.toFixed(1)}/s ETA ${duration(eta)}${waiting ? ` — ${waiting}` : ''}`;
-        out.write(`\r\x1b[2K${text.slice(0, Math.max(40, (out.columns ?? 120) - 1))}`);
+        out.write(`\r\x1b[2K${text.slice(0, Math.max(40, (out.columns || 120) - 1))}`);
         drawn = true;
         return;
       }

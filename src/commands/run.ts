@@ -54,7 +54,9 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   } catch {
     throw new InputError('INPUT_NOT_FOUND', `cannot read ${file}`);
   }
-  const logger = ctx.logger(config);
+  // On a terminal the progress line says what info logs would; they would only break it up.
+  const quiet = ctx.io.stdout.isTTY === true && ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
+  const logger = ctx.logger(quiet ? { ...config, logLevel: 'warn' } : config);
   const services = options.services ?? (await openQueueServices(config));
   try {
     const name = basename(file);
