@@ -97,6 +97,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     queue,
     logger,
     pacingMs: pacingIntervalMs(config),
+    rateWindowMs: config.rateLimit.durationMs,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     ...(deps.random ? { random: deps.random } : {}),

@@ -1,0 +1,97 @@
+// Small pieces every benchmark step shares: plates, sleeping, the Redis prefix of a step and its
+// removal, Redis memory readings, and what machine the figures came from.
+import { randomBytes } from 'node:crypto';
+import { cpus, totalmem } from 'node:os';
+import { Redis } from 'ioredis';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The key the simulator knows and every client (ours and the peer) sends. */
+export const BENCH_KEY = 'bench-key-0123456789abcdef';
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/** The i-th distinct Mercosul plate (`ABC1D23`); distinct for i below 457,600,000. */
+export function plateAt(i: number): string {
+  const d2 = i % 100;
+  let rest = Math.floor(i / 100);
+  const l = rest % 26;
+  rest = Math.floor(rest / 26);
+  const d1 = rest % 10;
+  rest = Math.floor(rest / 10);
+  const a = rest % 26;
+  const b = Math.floor(rest / 26) % 26;
+  const c = Math.floor(rest / 676) % 26;
+  return `${LETTERS[c]}${LETTERS[b]}${LETTERS[a]}${d1}${LETTERS[l]}${String(d2).padStart(2, '0')}`;
+}
+
+/** `count` distinct plates starting at index `from` (steps use disjoint ranges). */
+export function platesFrom(from: number, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => plateAt(from + i));
+}
+
+/** A key prefix of the bench's own; the `{hash tag}` keeps it one Cluster slot, like `{vqb}`. */
+export function benchPrefix(label: string): string {
+  const prefix = `{vqbbench-${label}-${randomBytes(4).toString('hex')}}`;
+  prefixesInUse.add(prefix);
+  return prefix;
+}
+
+/** Prefixes made and not yet deleted: an interrupted run deletes them on the way out. */
+export const prefixesInUse = new Set<string>();
+
+export function connect(): Redis {
+  return new Redis(REDIS_URL, { maxRetriesPerRequest: 2, connectionName: 'vqb-bench' });
+}
+
+/** Deletes every key under `prefix` (SCAN + UNLINK), as the tests do; returns how many. */
+export async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  prefixesInUse.delete(prefix);
+  return deleted;
+}
+
+function infoField(info: string, name: string): string | undefined {
+  return new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+}
+
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number(infoField(await redis.info('memory'), 'used_memory') ?? NaN);
+}
+
+/** Waits until UNLINKed keys are really freed, so the next memory reading starts clean. */
+export async function settleMemory(redis: Redis, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (Number(infoField(await redis.info('memory'), 'lazyfree_pending_objects') ?? 0) === 0) return;
+    await sleep(200);
+  }
+}
+
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  memoryGiB: number;
+  node: string;
+  redis: string;
+  platform: string;
+}
+
+export async function machineInfo(redis: Redis): Promise<MachineInfo> {
+  const list = cpus();
+  return {
+    cpuModel: list[0]?.model.trim() ?? 'unknown',
+    cores: list.length,
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    redis: infoField(await redis.info('server'), 'redis_version') ?? 'unknown',
+    platform: `${process.platform} ${process.arch}`,
+  };
+}

@@ -1,0 +1,197 @@
+// `npm run bench [-- --quick] [-- --only pacing,overload,makespan,ingest]`: vqb against a naive
+// peer under the same simulated upstream, reported as ratios from one run. A full run writes
+// bench/results.json and bench/RESULTS.md; --quick and --only runs write to out/bench/ instead, so
+// a smoke test never overwrites the figures of a real run.
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.js';
+import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
+import { measureIngest } from './ingest.js';
+import { startSimChild, stopAllChildren } from './procs.js';
+import { writeResults, type BenchResults } from './report.js';
+import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
+
+const STEPS = ['pacing', 'overload', 'makespan', 'ingest'] as const;
+type Step = (typeof STEPS)[number];
+const ALIASES: Record<string, Step[]> = { requests: ['makespan'], footprint: ['makespan', 'ingest'], cpu: ['makespan'], memory: ['ingest'] };
+
+const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]]
+  --quick   scaled down (10 s windows, 200-plate batch, 50k-row ingest) for smoke tests
+  --only    run only these steps (requests → makespan, footprint → makespan + ingest)`;
+
+/** R, the upstream's limit in requests per second, and the simulated completion range. */
+const R = 20;
+const COMPLETION_MS: [number, number] = [2_000, 6_000];
+
+function scale(quick: boolean) {
+  return quick
+    ? { warmupMs: 2_000, windowMs: 10_000, backlogPlates: 300, batchPlates: 200, ingestRows: 50_000 }
+    : { warmupMs: 3_000, windowMs: 60_000, backlogPlates: 1_500, batchPlates: 1_000, ingestRows: 1_000_000 };
+}
+
+function selectedSteps(only: string | undefined): Step[] {
+  if (only === undefined) return [...STEPS];
+  const picked = new Set<Step>();
+  for (const name of only.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const steps = ALIASES[name] ?? (STEPS.includes(name as Step) ? [name as Step] : undefined);
+    if (!steps) throw new Error(`unknown step "${name}"\n${USAGE}`);
+    steps.forEach((s) => picked.add(s));
+  }
+  return STEPS.filter((s) => picked.has(s));
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, help: { type: 'boolean' } }, strict: true });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const quick = values.quick === true;
+  const steps = selectedSteps(values.only);
+  const s = scale(quick);
+  const started = Date.now();
+  const log = (line: string) => void process.stderr.write(`${line}\n`);
+
+  const redis = connect();
+  let interrupted = false;
+  const onSignal = () => {
+    if (interrupted) return;
+    interrupted = true;
+    log('interrupted: stopping children and deleting bench keys…');
+    void (async () => {
+      await stopAllChildren();
+      for (const prefix of [...prefixesInUse]) await deleteByPrefix(redis, prefix).catch(() => 0);
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const ours = loadConfig({}, { VQ_RATE_LIMIT: `${R}/s` });
+  const peerDefaults = { pollMs: 2_000, intervalMs: 1_000, concurrencyPerCap: 3 };
+  const simFlags = ['--rate-limit', `${R}/s`, '--window', 'sliding', '--completion', `${COMPLETION_MS[0]}-${COMPLETION_MS[1]}`, '--key', `${BENCH_KEY}:all`, '--daily-quota', '1000000000'];
+  const results: BenchResults = {
+    date: new Date().toISOString(),
+    quick,
+    only: values.only === undefined ? null : steps,
+    durationS: 0,
+    machine: await machineInfo(redis),
+    settings: {
+      R,
+      simulator: { command: `vqb simulate ${simFlags.join(' ').replace(BENCH_KEY, '<key>')}`, rateLimit: `${R}/s`, window: 'sliding', completionMs: COMPLETION_MS },
+      vqb: {
+        process: 'vqb work (child process), env settings only',
+        rateLimit: `${R}/s at R, ${2 * R}/s at 2R`,
+        pacing: ours.pacing,
+        pacingMargin: ours.pacingMargin,
+        concurrency: ours.concurrency,
+        maxInFlight: ours.maxInFlight,
+        poll: ours.poll,
+      },
+      peer: { intervalCap: `${R} at R, ${2 * R} at 2R`, intervalMs: peerDefaults.intervalMs, window: 'fixed (opens at its first request)', concurrency: `${peerDefaults.concurrencyPerCap} × intervalCap`, pollMs: peerDefaults.pollMs, on429: 'sleep Retry-After seconds, retry' },
+      pacing: { warmupMs: s.warmupMs, windowMs: s.windowMs, backlogPlates: s.backlogPlates },
+      batch: { plates: s.batchPlates, lowerBound: '2 × plates ÷ R + 6 s' },
+      ingest: { rows: s.ingestRows, chunk: 1_000 },
+    },
+    errors: [],
+  };
+
+  const sim = await startSimChild(simFlags);
+  let plateCursor = 0;
+  const ctx: StepContext = {
+    sim,
+    redis,
+    allocatePlates(count) {
+      const from = plateCursor;
+      plateCursor += count;
+      return from;
+    },
+    log,
+  };
+  const spec = (who: ClientSpec['who'], label: string, rate: number, plates: number): ClientSpec => ({
+    who,
+    label,
+    rate,
+    plates,
+    ...(who === 'peer' ? { peer: { concurrency: rate * peerDefaults.concurrencyPerCap, pollMs: peerDefaults.pollMs } } : {}),
+  });
+
+  const attempt = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    if (interrupted) return undefined;
+    const t = Date.now();
+    log(`→ ${name}`);
+    try {
+      const value = await fn();
+      log(`  ${name}: ${((Date.now() - t) / 1000).toFixed(0)} s`);
+      return value;
+    } catch (err) {
+      const message = (err as Error).message ?? String(err);
+      results.errors.push(`${name}: ${message.split('\n')[0]}`);
+      log(`  ${name} FAILED: ${message}`);
+      return undefined;
+    }
+  };
+  /** vqb's and the peer's figures; a failed run's side is absent (not undefined). */
+  const pair = <T>(vqb: T | undefined, peer: T | undefined): { vqb?: T; peer?: T } => ({ ...(vqb ? { vqb } : {}), ...(peer ? { peer } : {}) });
+
+  try {
+    for (const step of steps) {
+      switch (step) {
+        case 'pacing':
+          results.pacing = pair(
+            await attempt('pacing at R: vqb', () => measureWindow(ctx, spec('vqb', 'pacing-vqb', R, s.backlogPlates), s.warmupMs, s.windowMs)),
+            await attempt('pacing at R: peer', () => measureWindow(ctx, spec('peer', 'pacing-peer', R, s.backlogPlates), s.warmupMs, s.windowMs)),
+          );
+          break;
+        case 'overload':
+          results.overload = pair(
+            await attempt('configured at 2R: vqb', () => measureWindow(ctx, spec('vqb', 'overload-vqb', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs)),
+            await attempt('configured at 2R: peer', () => measureWindow(ctx, spec('peer', 'overload-peer', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs)),
+          );
+          break;
+        case 'makespan': {
+          const lowerBoundS = (2 * s.batchPlates) / R + COMPLETION_MS[1] / 1000;
+          const timeoutMs = Math.max(120_000, 4 * lowerBoundS * 1000);
+          results.makespan = {
+            lowerBoundS,
+            ...pair(
+              await attempt(`batch of ${s.batchPlates}: vqb`, () => measureBatch(ctx, spec('vqb', 'batch-vqb', R, s.batchPlates), timeoutMs)),
+              await attempt(`batch of ${s.batchPlates}: peer`, () => measureBatch(ctx, spec('peer', 'batch-peer', R, s.batchPlates), timeoutMs)),
+            ),
+          };
+          break;
+        }
+        case 'ingest': {
+          const ingest = await attempt(`ingest of ${s.ingestRows.toLocaleString('en')} rows`, () => measureIngest(ctx, s.ingestRows));
+          if (ingest) results.ingest = ingest;
+          break;
+        }
+      }
+    }
+  } finally {
+    await sim.stop();
+    await stopAllChildren();
+    for (const prefix of [...prefixesInUse]) await deleteByPrefix(redis, prefix).catch(() => 0);
+    await redis.quit();
+  }
+  if (interrupted) return 130;
+
+  results.durationS = (Date.now() - started) / 1000;
+  const full = !quick && values.only === undefined;
+  const dir = fileURLToPath(new URL(full ? '../../bench/' : '../../out/bench/', import.meta.url));
+  const table = await writeResults(results, R, `${dir}results.json`, `${dir}RESULTS.md`);
+  process.stdout.write(`\n${table}\n\n`);
+  if (results.errors.length > 0) process.stdout.write(`failed steps:\n${results.errors.map((e) => `  ${e}`).join('\n')}\n`);
+  process.stdout.write(`written: ${dir}RESULTS.md, ${dir}results.json (${Math.round(results.durationS)} s)\n`);
+  return results.errors.length > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+    void stopAllChildren().finally(() => process.exit(1));
+  },
+);
