@@ -4,6 +4,7 @@
 // queried, since the user asked for both, but the export says so.
 
 import { checkPlate, vehicleKey, type PlateFormat, type PlateRejectReason } from '../plates.js';
+import { PlateTable, plateCode } from './plate-set.js';
 
 export type DedupResult =
   | { kind: 'new'; plate: string; format: PlateFormat; sameVehicleAs?: string }
@@ -14,12 +15,13 @@ const OLD = /^[A-Z]{3}[0-9]{4}$/;
 const MERCOSUL_FROM_OLD = /^[A-Z]{3}[0-9][A-J][0-9]{2}$/;
 
 /**
- * Memory: one Map entry (7-character key → row number) per distinct plate, roughly 60–80 bytes,
- * so a million distinct plates cost tens of MB. The same-vehicle check needs no second map:
- * toMercosul is one-to-one, so the only possible earlier twin of a plate is computed, not stored.
+ * Memory: 16 bytes or less per distinct plate (a PlateTable of 32-bit plate codes → first row),
+ * so a million distinct plates cost about 16 MB and no garbage. The same-vehicle check needs no
+ * second table: toMercosul is one-to-one, so the only possible earlier twin of a plate is
+ * computed, not stored.
  */
 export class PlateDeduper {
-  private readonly firstRows = new Map<string, number>();
+  private readonly firstRows = new PlateTable();
 
   /** Distinct valid plates seen so far. */
   get size(): number {
@@ -32,11 +34,12 @@ export class PlateDeduper {
       return { kind: 'rejected', reason: checked.reason, message: checked.message, normalized: checked.normalized };
     }
     const { plate, format } = checked;
-    const firstRow = this.firstRows.get(plate);
+    const code = plateCode(plate);
+    const firstRow = this.firstRows.get(code);
     if (firstRow !== undefined) return { kind: 'duplicate', plate, firstRow };
-    this.firstRows.set(plate, row.row);
+    this.firstRows.add(code, row.row);
     const twin = otherFormat(plate);
-    if (twin !== undefined && this.firstRows.has(twin)) return { kind: 'new', plate, format, sameVehicleAs: twin };
+    if (twin !== undefined && this.firstRows.has(plateCode(twin))) return { kind: 'new', plate, format, sameVehicleAs: twin };
     return { kind: 'new', plate, format };
   }
 }

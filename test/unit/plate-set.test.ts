@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { PlateTable, plateCode } from '../../src/producers/plate-set.js';
+import { PlateDeduper } from '../../src/producers/csv-dedup.js';
+
+describe('PlateTable', () => {
+  it('packs every valid plate into a distinct 32-bit code', () => {
+    expect(plateCode('AAA0000')).toBe(0);
+    expect(plateCode('ZZZ9Z99')).toBe(632_735_999);
+    expect(plateCode('ZZZ9Z99')).toBeLessThan(2 ** 32);
+    // Old and Mercosul forms differ only in the 5th character: digits and letters never collide.
+    const seen = new Set<number>();
+    for (const p of ['ABC1234', 'ABC1C34', 'ABC1A34', 'ABC1034', 'ABD1234', 'BBC1234', 'ABC1235']) seen.add(plateCode(p));
+    expect(seen.size).toBe(7);
+  });
+
+  it('stores, finds and grows past its first size without losing anything', () => {
+    const table = new PlateTable(4);
+    for (let i = 0; i < 50_000; i++) expect(table.add(i * 12_653, i + 1)).toBe(true);
+    expect(table.size).toBe(50_000);
+    expect(table.add(12_653 * 7, 0)).toBe(false);
+    for (let i = 0; i < 50_000; i += 997) expect(table.get(i * 12_653)).toBe(i + 1);
+    expect(table.has(1)).toBe(false);
+  });
+
+  it('dedups a million distinct plates in a few MB', () => {
+    const deduper = new PlateDeduper();
+    const before = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+    for (let i = 0; i < 1_000_000; i++) {
+      const plate = `${String.fromCharCode(65 + (i % 26), 65 + (Math.floor(i / 26) % 26), 65 + (Math.floor(i / 676) % 26))}${String(Math.floor(i / 17_576) % 10)}${String(Math.floor(i / 175_760) % 10)}${String(i % 100).padStart(2, '0')}`;
+      deduper.check({ row: i + 1, input: plate });
+    }
+    const grew = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers - before;
+    console.log(`deduper: ${deduper.size} distinct plates, +${(grew / 1e6).toFixed(1)} MB`);
+    expect(grew).toBeLessThan(60e6);
+  });
+});
