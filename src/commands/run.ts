@@ -1,11 +1,10 @@
-import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
 import { parseDuration, requireUpstream, type Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
-import { readPlateCsv } from '../producers/csv.js';
+import { checkCsv, readPlateCsv } from '../producers/csv.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
 import { unparkBatch } from '../queue/parking.js';
@@ -17,13 +16,6 @@ import { createProgress } from './progress.js';
 
 export const EXIT_STOPPED = 130;
 export const EXIT_BLOCKED = 3;
-
-/** sha256 of the file, streamed: the same bytes give the same batch id, whatever the file's name. */
-async function fileDigest(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
 
 export interface RunOutcome {
   code: number;
@@ -60,7 +52,10 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   const services = options.services ?? (await openQueueServices(config));
   try {
     const name = basename(file);
-    const batchId = options.batchId ?? batchIdFor(name, await fileDigest(file), options.force === true);
+    // The whole file is read once first: an unusable file fails here, before anything is queued
+    // (and paid for), and its sha256 names the batch.
+    const digest = await checkCsv(createReadStream(file), csvColumn(options.column));
+    const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
       const { rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
       const estimate = await estimateCost(services, batchId, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });

@@ -24,14 +24,13 @@
 //
 // Every file is read in full (hashed and checked as CSV) before anything is queued, so a file
 // that turns out to be unreadable halfway costs nothing. Run one watcher per VQ_ROOT.
-import { createHash } from 'node:crypto';
 import { lstat, readdir } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import { isVqbError, type VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../queue/services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
-import { readPlateCsv } from './csv.js';
+import { checkCsv, readPlateCsv } from './csv.js';
 import {
   ensureLayout,
   errorReport,
@@ -229,13 +228,8 @@ export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
   }
 
   /** Reads the whole file once as a plate CSV while hashing it; an unreadable file throws InputError. */
-  async function checkFile(path: string): Promise<string> {
-    const hash = createHash('sha256');
-    const { rows } = await readPlateCsv(fileChunks(path, (chunk) => hash.update(chunk)));
-    for await (const _ of rows) {
-      // only checking: the rows are read again by ingest
-    }
-    return hash.digest('hex');
+  function checkFile(path: string): Promise<string> {
+    return checkCsv(fileChunks(path));
   }
 
   async function exists(path: string): Promise<boolean> {

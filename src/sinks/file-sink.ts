@@ -13,7 +13,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { VqbError } from '../errors.js';
+import { isVqbError, VqbError } from '../errors.js';
 import { CsvLayout, REJECT_COLUMNS, csvStringifier, rejectCells, type CsvDelimiter } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
 import type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource, RejectRow } from './types.js';
@@ -60,7 +60,11 @@ export class FileSink implements ExportSink {
     const id = source.batchId;
     // The id becomes a file name: no separators, no leading dot, nothing that climbs out of dir.
     if (!SAFE_ID.test(id)) throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);
-    await this.fs.mkdir(this.dir, { recursive: true });
+    try {
+      await this.fs.mkdir(this.dir, { recursive: true });
+    } catch (err) {
+      throw unusableDir(this.dir, err);
+    }
 
     const staged: { tmp: string; final: string }[] = [];
     const stage = (name: string) => {
@@ -108,7 +112,8 @@ export class FileSink implements ExportSink {
       return { files, rows };
     } catch (err) {
       await Promise.all(staged.map(({ tmp }) => this.fs.rm(tmp, { force: true }).catch(() => {})));
-      throw err;
+      // File-system failures (full disk, read-only, the directory gone) become one readable line.
+      throw isVqbError(err) || typeof (err as { code?: unknown }).code !== 'string' ? err : unusableDir(this.dir, err);
     }
   }
 
@@ -119,6 +124,12 @@ export class FileSink implements ExportSink {
     if (encode === undefined) await pipeline(input, out);
     else await pipeline(input, encode, out);
   }
+}
+
+function unusableDir(dir: string, cause: unknown): VqbError {
+  const code = (cause as { code?: string }).code ?? 'unknown';
+  const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it is not a directory' : code === 'ENOSPC' ? 'the disk is full' : code === 'EACCES' || code === 'EROFS' ? 'it is not writable' : `the file system said ${code}`;
+  return new VqbError('EXPORT_DIR_UNUSABLE', `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`, { cause });
 }
 
 async function* csvRecords(layout: CsvLayout, rows: AsyncIterable<ExportRow>, onRow: () => void): AsyncGenerator<string[]> {
