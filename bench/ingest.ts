@@ -29,7 +29,7 @@ export interface IngestFigures {
 /** `placa;cliente` as a pt-BR spreadsheet exports it, one distinct Mercosul plate a row. */
 async function writeCsv(path: string, rows: number): Promise<void> {
   const out = createWriteStream(path);
-  const write = (text: string) => new Promise<void>((resolve, reject) => (out.write(text, (err) => (err ? reject(err) : resolve()))));
+  const write = (text: string) => new Promise<void>((resolve, reject) => out.write(text, (err) => (err ? reject(err) : resolve())));
   await write('placa;cliente\r\n');
   let chunk: string[] = [];
   for (let i = 0; i < rows; i++) {

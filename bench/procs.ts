@@ -152,7 +152,10 @@ export function processCpuSeconds(pid: number): number {
     return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond();
   } catch {
     const text = execFileSync('ps', ['-o', 'time=', '-p', String(pid)], { encoding: 'utf8' }).trim();
-    return text.split(/[-:]/).map(Number).reduce((acc, part) => acc * 60 + part, 0);
+    return text
+      .split(/[-:]/)
+      .map(Number)
+      .reduce((acc, part) => acc * 60 + part, 0);
   }
 }
 

@@ -32,7 +32,13 @@ interface Row {
 const fixed = (digits: number) => (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
 const int = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.round(x).toLocaleString('en'));
 
-function row(figure: string, vqb: number | undefined, peer: number | undefined, format: (x: number | undefined) => string, target?: { text: string; ok: (x: number) => boolean }): Row {
+function row(
+  figure: string,
+  vqb: number | undefined,
+  peer: number | undefined,
+  format: (x: number | undefined) => string,
+  target?: { text: string; ok: (x: number) => boolean },
+): Row {
   return {
     figure,
     vqb: format(vqb),
@@ -67,7 +73,12 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
     const { vqb, peer, lowerBoundS } = r.makespan;
     const perPlate = (b: BatchResult | undefined) => b && (b.creates + b.polls) / b.plates;
     rows.push(row('requests per plate (creates + polls)', perPlate(vqb), perPlate(peer), fixed(2), { text: '≤ 2.2', ok: (x) => x <= 2.2 }));
-    rows.push(row(`batch makespan ÷ lower bound (${lowerBoundS.toFixed(0)} s)`, vqb && vqb.wallS / lowerBoundS, peer && peer.wallS / lowerBoundS, fixed(3), { text: '≤ 1.15', ok: (x) => x <= 1.15 }));
+    rows.push(
+      row(`batch makespan ÷ lower bound (${lowerBoundS.toFixed(0)} s)`, vqb && vqb.wallS / lowerBoundS, peer && peer.wallS / lowerBoundS, fixed(3), {
+        text: '≤ 1.15',
+        ok: (x) => x <= 1.15,
+      }),
+    );
     rows.push(row('batch makespan, s', vqb?.wallS, peer?.wallS, fixed(1)));
     rows.push(row('429s during the batch', vqb?.rateLimited, peer?.rateLimited, int));
     rows.push(row('times the line held for the upstream', holds(vqb?.workerLog), undefined, int));
@@ -94,11 +105,7 @@ export function formatTable(rows: Row[]): string {
 }
 
 function markdownTable(rows: Row[]): string {
-  return [
-    '| figure | vqb | peer | target |',
-    '|---|---:|---:|---|',
-    ...rows.map((r) => `| ${r.figure} | ${r.vqb} | ${r.peer} | ${r.target}${mark(r)} |`),
-  ].join('\n');
+  return ['| figure | vqb | peer | target |', '|---|---:|---:|---|', ...rows.map((r) => `| ${r.figure} | ${r.vqb} | ${r.peer} | ${r.target}${mark(r)} |`)].join('\n');
 }
 
 export const METHOD = `## How each figure is measured
@@ -148,7 +155,14 @@ function workerLogSection(r: BenchResults): string {
   ];
   const lines = runs
     .filter((x): x is [string, Record<string, number>] => x[1] !== undefined)
-    .map(([name, log]) => `- ${name}: ${Object.entries(log).map(([msg, n]) => `${n} × "${msg}"`).join('; ') || 'nothing at info or above'}`);
+    .map(
+      ([name, log]) =>
+        `- ${name}: ${
+          Object.entries(log)
+            .map(([msg, n]) => `${n} × "${msg}"`)
+            .join('; ') || 'nothing at info or above'
+        }`,
+    );
   return lines.length === 0 ? '' : `**vqb worker log lines per run** (numbers in messages shown as N):\n\n${lines.join('\n')}\n`;
 }
 

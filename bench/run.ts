@@ -32,10 +32,13 @@ function scale(quick: boolean) {
 function selectedSteps(only: string | undefined): Step[] {
   if (only === undefined) return [...STEPS];
   const picked = new Set<Step>();
-  for (const name of only.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of only
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const steps = ALIASES[name] ?? (STEPS.includes(name as Step) ? [name as Step] : undefined);
     if (!steps) throw new Error(`unknown step "${name}"\n${USAGE}`);
-    steps.forEach((s) => picked.add(s));
+    for (const s of steps) picked.add(s);
   }
   return STEPS.filter((s) => picked.has(s));
 }
@@ -69,7 +72,18 @@ async function main(): Promise<number> {
 
   const ours = loadConfig({}, { VQ_RATE_LIMIT: `${R}/s` });
   const peerDefaults = { pollMs: 2_000, intervalMs: 1_000, concurrencyPerCap: 3 };
-  const simFlags = ['--rate-limit', `${R}/s`, '--window', 'sliding', '--completion', `${COMPLETION_MS[0]}-${COMPLETION_MS[1]}`, '--key', `${BENCH_KEY}:all`, '--daily-quota', '1000000000'];
+  const simFlags = [
+    '--rate-limit',
+    `${R}/s`,
+    '--window',
+    'sliding',
+    '--completion',
+    `${COMPLETION_MS[0]}-${COMPLETION_MS[1]}`,
+    '--key',
+    `${BENCH_KEY}:all`,
+    '--daily-quota',
+    '1000000000',
+  ];
   const results: BenchResults = {
     date: new Date().toISOString(),
     quick,
@@ -88,7 +102,14 @@ async function main(): Promise<number> {
         maxInFlight: ours.maxInFlight,
         poll: ours.poll,
       },
-      peer: { intervalCap: `${R} at R, ${2 * R} at 2R`, intervalMs: peerDefaults.intervalMs, window: 'fixed (opens at its first request)', concurrency: `${peerDefaults.concurrencyPerCap} × intervalCap`, pollMs: peerDefaults.pollMs, on429: 'sleep Retry-After seconds, retry' },
+      peer: {
+        intervalCap: `${R} at R, ${2 * R} at 2R`,
+        intervalMs: peerDefaults.intervalMs,
+        window: 'fixed (opens at its first request)',
+        concurrency: `${peerDefaults.concurrencyPerCap} × intervalCap`,
+        pollMs: peerDefaults.pollMs,
+        on429: 'sleep Retry-After seconds, retry',
+      },
       pacing: { warmupMs: s.warmupMs, windowMs: s.windowMs, backlogPlates: s.backlogPlates },
       batch: { plates: s.batchPlates, lowerBound: '2 × plates ÷ R + 6 s' },
       ingest: { rows: s.ingestRows, chunk: 1_000 },

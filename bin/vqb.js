@@ -3,6 +3,11 @@
 import { main } from '../dist/src/cli.js';
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err) => { process.stderr.write(`vqb: ${err?.message ?? err}\n`); process.exitCode = 1; },
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`vqb: ${err?.message ?? err}\n`);
+    process.exitCode = 1;
+  },
 );

@@ -57,7 +57,9 @@ const COMMON_OPTIONS: OptionSpec = {
   help: { type: 'boolean', short: 'h' },
 };
 
-const COMMON_USAGE = `Settings (any command): ${Object.keys(COMMON).map((f) => `--${f}`).join(' ')}
+const COMMON_USAGE = `Settings (any command): ${Object.keys(COMMON)
+  .map((f) => `--${f}`)
+  .join(' ')}
   --set NAME=VALUE for any other setting (see README); flags override environment variables.`;
 
 function overridesFrom(flags: CommandContext['flags']): Overrides {
@@ -89,7 +91,7 @@ function helpText(commands: Record<string, Command>): string {
     '',
     ...Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run `vqb <command> --help` for a command\'s options.',
+    "Run `vqb <command> --help` for a command's options.",
     COMMON_USAGE,
   ].join('\n');
 }

@@ -78,11 +78,35 @@ export const SETTINGS = {
   VQ_BASE_URL: { schema: z.url({ protocol: /^https?$/ }).optional(), help: 'upstream base URL (https://…); required by commands that call the upstream' },
   VQ_API_KEY: { schema: z.string().min(1).optional(), help: 'upstream API key (sent as x-api-key)' },
   VQ_API_KEY_FILE: { schema: z.string().min(1).optional(), help: 'file holding the key instead of VQ_API_KEY; re-read when it changes (key rotation without restart)' },
-  VQ_PRODUCT: { schema: z.string().regex(/^[a-z0-9-]+$/).default('agregados'), help: 'upstream product slug used for creates' },
-  REDIS_URL: { schema: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'), help: 'Redis connection URL' },
+  VQ_PRODUCT: {
+    schema: z
+      .string()
+      .regex(/^[a-z0-9-]+$/)
+      .default('agregados'),
+    help: 'upstream product slug used for creates',
+  },
+  REDIS_URL: {
+    schema: z
+      .string()
+      .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
+      .default('redis://127.0.0.1:6379'),
+    help: 'Redis connection URL',
+  },
   VQ_ALLOW_EVICTION: { schema: bool.default(false), help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results' },
-  VQ_QUEUE: { schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -').default('vqb'), help: 'BullMQ queue name' },
-  VQ_PREFIX: { schema: z.string().regex(/^[^:\s]+$/, 'no spaces or colons').default('{vqb}'), help: 'Redis key prefix; keep the {hash tag} for Redis Cluster' },
+  VQ_QUEUE: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and -')
+      .default('vqb'),
+    help: 'BullMQ queue name',
+  },
+  VQ_PREFIX: {
+    schema: z
+      .string()
+      .regex(/^[^:\s]+$/, 'no spaces or colons')
+      .default('{vqb}'),
+    help: 'Redis key prefix; keep the {hash tag} for Redis Cluster',
+  },
   VQ_RATE_LIMIT: { schema: z.string().default('60/min'), help: 'upstream request limit shared by all workers, e.g. 60/min, 5/s' },
   VQ_PACING: { schema: z.enum(['smooth', 'window']).default('smooth'), help: 'smooth spaces requests evenly; window lets the full limit through per fixed window' },
   VQ_PACING_MARGIN: { schema: z.coerce.number().min(0).max(0.5).default(0.02), help: 'smooth mode: fraction of the limit kept free for clock and network jitter' },
@@ -99,7 +123,10 @@ export const SETTINGS = {
   VQ_RECREATE_UNCERTAIN: { schema: bool.default(true), help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")' },
   VQ_MAX_CREATES_PER_DAY: { schema: int(0).optional(), help: 'spending cap: creates per UTC day for the key (unset = none); raise at run time with `vqb budget --per-day`' },
   VQ_MAX_CREATES_PER_MONTH: { schema: int(0).optional(), help: 'spending cap: creates per UTC month for the key (unset = none)' },
-  VQ_REUSE_WITHIN: { schema: duration.default(0), help: 'default reuse window: a plate with a stored result this recent is answered from it, free (0 = off; per batch: --reuse-within)' },
+  VQ_REUSE_WITHIN: {
+    schema: duration.default(0),
+    help: 'default reuse window: a plate with a stored result this recent is answered from it, free (0 = off; per batch: --reuse-within)',
+  },
   VQ_REUSE_KEEP: { schema: duration.default(7 * 86_400_000), help: 'how long finished results are kept per plate for reuse (0 = keep none)' },
   VQ_LOCK_DURATION: { schema: duration.default(30_000), help: 'job lock; a worker that dies is noticed after about this long' },
   VQ_STALLED_INTERVAL: { schema: duration.default(30_000), help: 'how often workers look for jobs whose worker died' },
@@ -188,7 +215,9 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   if (v.VQ_API_TOKENS && v.VQ_API_TOKENS_FILE) throw new ConfigError('VQ_API_TOKENS_FILE', 'set either VQ_API_TOKENS or VQ_API_TOKENS_FILE, not both');
   let tokens: TokenSource | undefined;
   if (v.VQ_API_TOKENS) {
-    const list = v.VQ_API_TOKENS.split(',').map((t) => t.trim()).filter(Boolean);
+    const list = v.VQ_API_TOKENS.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
     if (list.some((t) => t.length < 16)) throw new ConfigError('VQ_API_TOKENS', 'expected tokens of at least 16 characters, comma-separated');
     tokens = { kind: 'inline', secrets: list.map((t) => new Secret(t)) };
   } else if (v.VQ_API_TOKENS_FILE) {

@@ -38,14 +38,38 @@ export class Metrics implements WorkerMetrics {
   constructor(options: { defaults?: boolean } = {}) {
     if (options.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'vqb_process_' });
     const registers = [this.registry];
-    this.#requests = new Counter({ name: 'vqb_upstream_requests_total', help: 'Upstream requests by operation and HTTP status (0 = no answer)', labelNames: ['operation', 'status'], registers });
+    this.#requests = new Counter({
+      name: 'vqb_upstream_requests_total',
+      help: 'Upstream requests by operation and HTTP status (0 = no answer)',
+      labelNames: ['operation', 'status'],
+      registers,
+    });
     this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429 RATE_LIMIT_EXCEEDED', registers });
-    this.#waited = new Counter({ name: 'vqb_line_wait_seconds_total', help: 'Time every worker was told to hold, by reason (rate_limit, quota, key)', labelNames: ['reason'], registers });
+    this.#waited = new Counter({
+      name: 'vqb_line_wait_seconds_total',
+      help: 'Time every worker was told to hold, by reason (rate_limit, quota, key)',
+      labelNames: ['reason'],
+      registers,
+    });
     this.#finished = new Counter({ name: 'vqb_plates_finished_total', help: 'Plates with a stored outcome, by status', labelNames: ['status'], registers });
     this.#reused = new Counter({ name: 'vqb_plates_reused_total', help: 'Plates answered from a stored result within the reuse window (no upstream request)', registers });
-    this.#possibleDuplicates = new Counter({ name: 'vqb_possible_duplicate_charges_total', help: 'Plates whose create was re-sent after its answer was lost (the upstream may have charged twice)', registers });
-    this.#perPlate = new Histogram({ name: 'vqb_upstream_requests_per_plate', help: 'Upstream requests (creates + polls) spent per finished plate', buckets: [1, 2, 3, 4, 6, 10, 20], registers });
-    this.#queryDuration = new Histogram({ name: 'vqb_query_duration_seconds', help: 'Time from the create to the stored result', buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300], registers });
+    this.#possibleDuplicates = new Counter({
+      name: 'vqb_possible_duplicate_charges_total',
+      help: 'Plates whose create was re-sent after its answer was lost (the upstream may have charged twice)',
+      registers,
+    });
+    this.#perPlate = new Histogram({
+      name: 'vqb_upstream_requests_per_plate',
+      help: 'Upstream requests (creates + polls) spent per finished plate',
+      buckets: [1, 2, 3, 4, 6, 10, 20],
+      registers,
+    });
+    this.#queryDuration = new Histogram({
+      name: 'vqb_query_duration_seconds',
+      help: 'Time from the create to the stored result',
+      buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300],
+      registers,
+    });
     this.#quota = new Gauge({ name: 'vqb_upstream_quota_remaining', help: 'X-RateLimit-Remaining of the latest upstream answer', registers });
   }
 

@@ -118,7 +118,12 @@ export class PlateProcessor {
     if (data.step === 'creating') {
       // The create was sent and its answer never stored: the upstream may have made (and charged) it.
       if (!this.#d.config.recreateUncertain) {
-        return this.#failWith(job, data, { code: 'CREATE_UNCERTAIN', message: 'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate' }, log);
+        return this.#failWith(
+          job,
+          data,
+          { code: 'CREATE_UNCERTAIN', message: 'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate' },
+          log,
+        );
       }
       possibleDuplicate = true;
       log.warn({ plate: data.plate }, 're-sending a create whose answer was lost: possible duplicate charge');
@@ -279,7 +284,8 @@ export class PlateProcessor {
     if (recorded !== 'exists') {
       this.#metrics.finished(outcome);
       if (outcome.possibleDuplicate) await this.#d.ledger.countDay('possibleDuplicates');
-      if (outcome.status === 'done' && !outcome.reused) await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
+      if (outcome.status === 'done' && !outcome.reused)
+        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
     }
     if (recorded === 'batch-finished') log.info('batch finished');
   }
@@ -345,7 +351,7 @@ export class PlateProcessor {
         this.#parking.add(data.batchId);
         log.info({ batchId: data.batchId }, 'batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
         void parkWaitingCreates({ queue: this.#d.queue, redis: this.#d.redis, keys: this.#d.keys, outcomes: this.#d.outcomes }, data.batchId)
-          .catch((err: unknown) => log.error({ err }, 'could not park the batch\'s waiting creates'))
+          .catch((err: unknown) => log.error({ err }, "could not park the batch's waiting creates"))
           .finally(() => this.#parking.delete(data.batchId));
       }
       throw new DelayedError();

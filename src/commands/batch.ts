@@ -13,7 +13,7 @@ function oneBatch(args: string[], command: string): string {
 }
 
 export const exportCommand: Command = {
-  summary: 'write (or rebuild) a batch\'s exports from the stored outcomes',
+  summary: "write (or rebuild) a batch's exports from the stored outcomes",
   usage: `vqb export <batch> [--format csv|jsonl|all] [--out DIR] [--json]
   Rebuilds <out>/<batch>.csv, <batch>.jsonl and <batch>.rejects.csv from Redis at any time; a
   batch still running exports its finished rows and marks the rest "pending".`,
@@ -37,7 +37,7 @@ export const exportCommand: Command = {
 };
 
 export const retryCommand: Command = {
-  summary: 'run a batch\'s failed plates again (polls paid queries; --recreate pays again)',
+  summary: "run a batch's failed plates again (polls paid queries; --recreate pays again)",
   usage: `vqb retry <batch> [--recreate] [--json]
   Failed plates that hold a queryId resume polling it (no new charge). Plates with no queryId, or
   all of them with --recreate, are created again (a new charge each). Workers must be running
@@ -49,7 +49,10 @@ export const retryCommand: Command = {
     try {
       const result = await retryFailed(services, batchId, { recreate: ctx.flags.recreate === true });
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
-      else ctx.print(`batch ${batchId}: ${result.retried} failed plates queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`);
+      else
+        ctx.print(
+          `batch ${batchId}: ${result.retried} failed plates queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
+        );
       return 0;
     } finally {
       await services.close();

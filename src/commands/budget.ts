@@ -44,11 +44,20 @@ export const budgetCommand: Command = {
         ctx.print(`key caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
       }
       const [caps, spent, batch] = await Promise.all([budget.caps(), budget.spent(), batchId ? services.batches.get(batchId) : undefined]);
-      const report = { caps, spent, ...(batch ? { batch: { id: batch.id, maxCreates: batch.maxCreates ?? null, creates: batch.counts.creates, blocked: batch.blocked ?? null } } : {}) };
+      const report = {
+        caps,
+        spent,
+        ...(batch ? { batch: { id: batch.id, maxCreates: batch.maxCreates ?? null, creates: batch.counts.creates, blocked: batch.blocked ?? null } } : {}),
+      };
       if (ctx.flags.json) ctx.print(JSON.stringify(report));
       else {
-        ctx.print(`creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`);
-        if (batch) ctx.print(`batch ${batch.id}: ${batch.counts.creates} creates${batch.maxCreates !== undefined ? ` of at most ${batch.maxCreates}` : ''}${batch.blocked ? ' — waiting at its cap' : ''}`);
+        ctx.print(
+          `creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`,
+        );
+        if (batch)
+          ctx.print(
+            `batch ${batch.id}: ${batch.counts.creates} creates${batch.maxCreates !== undefined ? ` of at most ${batch.maxCreates}` : ''}${batch.blocked ? ' — waiting at its cap' : ''}`,
+          );
       }
       return 0;
     } finally {
@@ -73,7 +82,9 @@ export const costCommand: Command = {
       ctx.print('day       creates    polls   429s  reused  possible-dup  requests/plate');
       for (const { day, counts: c } of report) {
         const perPlate = c.creates + c.reused > 0 ? ((c.creates + c.polls) / (c.creates + c.reused)).toFixed(2) : '-';
-        ctx.print(`${day}  ${String(c.creates).padStart(7)}  ${String(c.polls).padStart(7)}  ${String(c.rateLimited).padStart(5)}  ${String(c.reused).padStart(6)}  ${String(c.possibleDuplicates).padStart(12)}  ${perPlate.padStart(14)}`);
+        ctx.print(
+          `${day}  ${String(c.creates).padStart(7)}  ${String(c.polls).padStart(7)}  ${String(c.rateLimited).padStart(5)}  ${String(c.reused).padStart(6)}  ${String(c.possibleDuplicates).padStart(12)}  ${perPlate.padStart(14)}`,
+        );
       }
       return 0;
     } finally {

@@ -53,7 +53,19 @@ export function createProgress(
       }
       if (now() - lastLog >= logEveryMs || finished === total) {
         lastLog = now();
-        logger.info({ batchId: info.id, done: c.done, failed: c.failed, total, inflight: c.inflight, ratePerSec: Number(rate.toFixed(2)), etaSec: Number.isFinite(eta) ? Math.round(eta / 1000) : null, ...(waiting ? { waiting } : {}) }, 'progress');
+        logger.info(
+          {
+            batchId: info.id,
+            done: c.done,
+            failed: c.failed,
+            total,
+            inflight: c.inflight,
+            ratePerSec: Number(rate.toFixed(2)),
+            etaSec: Number.isFinite(eta) ? Math.round(eta / 1000) : null,
+            ...(waiting ? { waiting } : {}),
+          },
+          'progress',
+        );
       }
     },
     finish() {

@@ -90,7 +90,9 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
         },
         rows,
       );
-      ctx.print(`batch ${batchId}: ${batch.counts.total} rows, ${batch.counts.enqueued} plates enqueued, ${batch.counts.rejected} rejected, ${batch.counts.duplicates} duplicates (plate column "${header.plateColumn}")`);
+      ctx.print(
+        `batch ${batchId}: ${batch.counts.total} rows, ${batch.counts.enqueued} plates enqueued, ${batch.counts.rejected} rejected, ${batch.counts.duplicates} duplicates (plate column "${header.plateColumn}")`,
+      );
     }
 
     const worker = startWorker(config, { logger });
@@ -197,4 +199,3 @@ export const runCommand: Command = {
     return outcome.code;
   },
 };
-

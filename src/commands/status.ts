@@ -27,7 +27,9 @@ export const statusCommand: Command = {
         return 0;
       }
       ctx.print(`queue ${services.config.queueName}: ${describeLine(line) ?? 'running'}`);
-      ctx.print(`  jobs: ${(jobs.prioritized ?? 0) + (jobs.waiting ?? 0)} waiting, ${jobs.delayed} between polls, ${jobs.active} active, ${jobs.failed} failed; ${inflight} queries in flight`);
+      ctx.print(
+        `  jobs: ${(jobs.prioritized ?? 0) + (jobs.waiting ?? 0)} waiting, ${jobs.delayed} between polls, ${jobs.active} active, ${jobs.failed} failed; ${inflight} queries in flight`,
+      );
       ctx.print(`batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`);
       for (const b of recent.batches) ctx.print(describeBatch(b));
       return 0;

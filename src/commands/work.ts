@@ -42,7 +42,17 @@ export const workCommand: Command = {
     const metrics = config.metricsPort ? new Metrics() : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
-    logger.info({ queue: config.queueName, concurrency: config.concurrency, rateLimit: config.rateLimit.text, pacing: config.pacing, limiter: limiterFor(config), metricsPort: config.metricsPort }, 'worker started');
+    logger.info(
+      {
+        queue: config.queueName,
+        concurrency: config.concurrency,
+        rateLimit: config.rateLimit.text,
+        pacing: config.pacing,
+        limiter: limiterFor(config),
+        metricsPort: config.metricsPort,
+      },
+      'worker started',
+    );
     const signal = await ctx.io.stopSignal;
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s')) ?? 30_000;
     logger.info({ signal }, 'stopping: finishing running jobs');

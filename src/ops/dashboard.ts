@@ -8,11 +8,7 @@ import type { PlateQueue } from '../queue/plate-queue.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
-export async function mountDashboard(
-  app: FastifyInstance,
-  queue: PlateQueue,
-  guard: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
-): Promise<void> {
+export async function mountDashboard(app: FastifyInstance, queue: PlateQueue, guard: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: [new BullMQAdapter(queue)], serverAdapter, options: { uiConfig: { boardTitle: 'vqb' } } });

@@ -13,10 +13,33 @@ export function headerKey(name: string): string {
 
 /** Header names (as headerKey) that certainly mean "the plate". */
 const PLATE_HEADERS = new Set([
-  'placa', 'placas', 'plate', 'plates', 'licenseplate', 'licenseplates', 'licenceplate', 'licenceplates',
-  'placadoveiculo', 'placaveiculo', 'placadoveiculos', 'placaveicular', 'placadocarro', 'placacarro',
-  'placadoautomovel', 'nodaplaca', 'vehicleplate', 'vehicleplates', 'numerodaplaca', 'numeroplaca', 'noplaca', 'nplaca',
-  'platenumber', 'licenseplatenumber', 'numberplate', 'registrationplate', 'placamercosul',
+  'placa',
+  'placas',
+  'plate',
+  'plates',
+  'licenseplate',
+  'licenseplates',
+  'licenceplate',
+  'licenceplates',
+  'placadoveiculo',
+  'placaveiculo',
+  'placadoveiculos',
+  'placaveicular',
+  'placadocarro',
+  'placacarro',
+  'placadoautomovel',
+  'nodaplaca',
+  'vehicleplate',
+  'vehicleplates',
+  'numerodaplaca',
+  'numeroplaca',
+  'noplaca',
+  'nplaca',
+  'platenumber',
+  'licenseplatenumber',
+  'numberplate',
+  'registrationplate',
+  'placamercosul',
 ]);
 
 /** Words that mark a plate column inside a longer header ("Placa (Mercosul)", "plate of car"). */

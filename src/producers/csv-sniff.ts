@@ -79,7 +79,6 @@ export function detectDelimiter(text: string, maxRecords = 50): CsvDelimiter {
       inQuotes = !inQuotes;
       blank = false;
     } else if (inQuotes) {
-      continue;
     } else if (c === '\n' || c === '\r') {
       if (!blank) counts.push(current);
       current = { ';': 0, ',': 0, '\t': 0 };

@@ -13,16 +13,7 @@ import { Readable } from 'node:stream';
 import { parse, type Parser } from 'csv-parse';
 import { InputError, isVqbError } from '../errors.js';
 import { decideHeader, uniqueNames } from './csv-header.js';
-import {
-  EncodingDecoder,
-  SNIFF_BYTES,
-  assertLooksLikeText,
-  assertNoNul,
-  detectDelimiter,
-  hasUtf8Bom,
-  type CsvDelimiter,
-  type CsvEncoding,
-} from './csv-sniff.js';
+import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, assertNoNul, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
 
 export { PlateDeduper, type DedupResult } from './csv-dedup.js';
 export { detectDelimiter } from './csv-sniff.js';
@@ -73,10 +64,7 @@ export const DEFAULT_MAX_ROW_BYTES = 1024 * 1024;
  * code (CSV_EMPTY, CSV_BINARY, CSV_UNSUPPORTED_ENCODING, CSV_MIXED_ENCODING, CSV_FIELD_TOO_LARGE,
  * CSV_ROW_TOO_LARGE, CSV_NO_PLATE_COLUMN, CSV_UNREADABLE); rows yielded before a failure are valid.
  */
-export async function readPlateCsv(
-  source: Readable | AsyncIterable<Buffer>,
-  options: CsvReadOptions = {},
-): Promise<{ header: CsvHeaderInfo; rows: AsyncIterable<InputRow> }> {
+export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, options: CsvReadOptions = {}): Promise<{ header: CsvHeaderInfo; rows: AsyncIterable<InputRow> }> {
   const maxField = options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES;
   const maxRecord = Math.max(options.maxRowBytes ?? DEFAULT_MAX_ROW_BYTES, maxField);
   const input = bufferChunks(source)[Symbol.asyncIterator]();

@@ -2,7 +2,7 @@
 // names that are safe to build paths from, moves that never overwrite, reading a file without
 // following links, and the one-paragraph explanation left next to a file that could not be used.
 // Every path is built as join(dir, basename(name)) and checked to stay inside the root.
-import { constants, lstat, mkdir, open, realpath, rename, writeFile } from 'node:fs/promises';
+import { constants, type FileHandle, lstat, mkdir, open, realpath, rename, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, extname, join, resolve, sep } from 'node:path';
 import { InputError, VqbError } from '../errors.js';
@@ -137,7 +137,7 @@ const NON_BLOCK = (constants.O_NONBLOCK as number | undefined) ?? 0;
  * is refused, not read) and without blocking on a FIFO. `onChunk` sees every chunk (hashing).
  */
 export async function* fileChunks(path: string, onChunk?: (chunk: Buffer) => void): AsyncGenerator<Buffer> {
-  let handle;
+  let handle: FileHandle;
   try {
     handle = await open(path, constants.O_RDONLY | NO_FOLLOW | NON_BLOCK);
   } catch (err) {

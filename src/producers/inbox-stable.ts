@@ -2,6 +2,7 @@
 // once its size, modification time and inode have not changed for `stableMs` across scans, or at
 // once when it is a `.part` file (seen in the previous scan, same inode) renamed to its final name.
 // Only regular files are candidates: links, folders, sockets and FIFOs are logged once and left.
+import type { BigIntStats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import { isIgnoredName, pathIn, type InboxLayout } from './inbox-files.js';
@@ -57,7 +58,7 @@ export class InboxObserver {
     for (const name of names) {
       if (name.startsWith('.')) continue; // dotfiles: editors' and rsync's temporary files
       const path = pathIn(layout, 'inbox', name);
-      let st;
+      let st: BigIntStats;
       try {
         st = await lstat(path, { bigint: true });
       } catch (err) {

@@ -31,18 +31,7 @@ import type { Logger } from '../logger.js';
 import type { QueueServices } from '../queue/services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { checkCsv, readPlateCsv } from './csv.js';
-import {
-  ensureLayout,
-  errorReport,
-  fileChunks,
-  hasInboxExtension,
-  isForceName,
-  moveInto,
-  pathIn,
-  stamp,
-  writeErrorReport,
-  type InboxLayout,
-} from './inbox-files.js';
+import { ensureLayout, errorReport, fileChunks, hasInboxExtension, isForceName, moveInto, pathIn, stamp, writeErrorReport, type InboxLayout } from './inbox-files.js';
 import { InboxObserver } from './inbox-stable.js';
 import { batchIdFor, ingest } from './ingest.js';
 

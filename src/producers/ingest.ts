@@ -32,11 +32,12 @@ export interface IngestResult {
 
 /** `<name>-<first 12 hex of sha256(content)>`: readable in file names, stable for the same input. */
 export function batchIdFor(name: string, digest: string, force = false): string {
-  const base = foldAccents(name)
-    .replace(/\.[A-Za-z0-9]{1,5}$/, '')
-    .replace(/[^A-Za-z0-9_-]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 40) || 'batch';
+  const base =
+    foldAccents(name)
+      .replace(/\.[A-Za-z0-9]{1,5}$/, '')
+      .replace(/[^A-Za-z0-9_-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'batch';
   return `${base}-${digest.slice(0, 12)}${force ? `-${randomBytes(3).toString('hex')}` : ''}`;
 }
 

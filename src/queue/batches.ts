@@ -124,8 +124,7 @@ export class BatchStore {
   async open(batch: NewBatch): Promise<{ created: boolean; info: BatchInfo }> {
     const key = this.#keys.batch(batch.id);
     const createdAt = this.#now();
-    const created =
-      (await this.#redis.hsetnx(key, 'createdAt', String(createdAt))) === 1;
+    const created = (await this.#redis.hsetnx(key, 'createdAt', String(createdAt))) === 1;
     if (created) {
       await this.#redis
         .multi()
@@ -227,10 +226,7 @@ export class BatchStore {
 
   /** Newest first. */
   async list(offset = 0, limit = 20): Promise<{ total: number; batches: BatchInfo[] }> {
-    const [total, ids] = await Promise.all([
-      this.#redis.zcard(this.#keys.batches),
-      this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1),
-    ]);
+    const [total, ids] = await Promise.all([this.#redis.zcard(this.#keys.batches), this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1)]);
     const batches = await Promise.all(ids.map((id) => this.get(id)));
     return { total, batches };
   }

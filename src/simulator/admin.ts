@@ -34,7 +34,10 @@ export function handleAdmin(engine: SimulatorEngine, method: string, path: strin
     const key = safeDecode(keyAction[1]!);
     const done = keyAction[2] === 'expire' ? engine.keys.expire(key, engine.now()) : engine.keys.revoke(key);
     if (!done) return errorReply(404, 'KEY_NOT_FOUND', `No key named "${key}".`);
-    return jsonReply(200, engine.keys.list().find((k) => k.key === key));
+    return jsonReply(
+      200,
+      engine.keys.list().find((k) => k.key === key),
+    );
   }
   if (path === '/__admin/config' && method === 'GET') return jsonReply(200, engine.options);
   if (path === '/__admin/config' && method === 'PATCH') {

@@ -76,7 +76,13 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
 
   set('host', values.host);
   set('port', num('port', values.port));
-  set('products', values.products?.split(',').map((s) => s.trim()).filter(Boolean));
+  set(
+    'products',
+    values.products
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   if (values.key) set('keys', values.key.map(parseKeyFlag));
   set('rateLimit', values['rate-limit']);
   set('window', values.window);
@@ -84,7 +90,13 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('quotaWindowMs', values['quota-window'] === undefined ? undefined : duration('quota-window', values['quota-window']));
   set('completionMs', values.completion === undefined ? undefined : parseRange('completion', values.completion));
   set('failRate', num('fail-rate', values['fail-rate']));
-  set('failPlates', values['fail-plates']?.split(',').map((s) => s.trim()).filter(Boolean));
+  set(
+    'failPlates',
+    values['fail-plates']
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   set('terminalOnCreateRate', num('terminal-on-create-rate', values['terminal-on-create-rate']));
   set('queryTtlMs', values['query-ttl'] === undefined ? undefined : duration('query-ttl', values['query-ttl']));
   if (values['no-envelope']) set('envelope', false);
@@ -137,7 +149,11 @@ export function parseKeyFlag(text: string): KeySpec {
   const key = at === -1 ? text : text.slice(0, at);
   if (key === '') throw new UsageError(`--key: expected name[:perm,perm], got ${JSON.stringify(text)}`);
   if (at === -1) return { key };
-  const perms = text.slice(at + 1).split(',').map((s) => s.trim()).filter(Boolean);
+  const perms = text
+    .slice(at + 1)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (perms.length === 1 && perms[0] === 'all') return { key, permissions: [...PERMISSIONS] };
   for (const perm of perms) {
     if (!PERMISSIONS.includes(perm as Permission)) {

@@ -260,21 +260,21 @@ function readPlate(raw: string): { ok: true; value: unknown } | { ok: false; mes
 
 function tooMany(what: string, retryAfterMs: number, headers: Record<string, string>): Reply {
   const seconds = retryAfterSeconds(retryAfterMs);
-  return errorReply(429, 'RATE_LIMIT_EXCEEDED', `${what}. Try again in ${seconds} seconds.`, { ...headers, 'retry-after': String(seconds) }, {
-    retryAfter: seconds,
-    // Not in the provider's contract: the exact wait, so scaled-down tests need not round to seconds.
-    retryAfterMs: Math.ceil(retryAfterMs),
-  });
+  return errorReply(
+    429,
+    'RATE_LIMIT_EXCEEDED',
+    `${what}. Try again in ${seconds} seconds.`,
+    { ...headers, 'retry-after': String(seconds) },
+    {
+      retryAfter: seconds,
+      // Not in the provider's contract: the exact wait, so scaled-down tests need not round to seconds.
+      retryAfterMs: Math.ceil(retryAfterMs),
+    },
+  );
 }
 
 /** X-RateLimit-* for the rate window; with the quota used up, Remaining is 0 and Reset is the quota reset. */
-function rateHeaders(
-  enabled: boolean,
-  limiter: Limiter | null,
-  rate: LimitState | undefined,
-  quotaLimit: number | null,
-  quota: QuotaState | undefined,
-): Record<string, string> {
+function rateHeaders(enabled: boolean, limiter: Limiter | null, rate: LimitState | undefined, quotaLimit: number | null, quota: QuotaState | undefined): Record<string, string> {
   if (!enabled) return {};
   const quotaOut = quota !== undefined && quota.remaining === 0;
   if (limiter && rate) {

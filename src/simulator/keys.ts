@@ -25,9 +25,7 @@ export interface KeyInfo {
   dailyQuota?: number | null;
 }
 
-export type KeyCheck =
-  | { ok: true; record: KeyRecord }
-  | { ok: false; code: 'INVALID_API_KEY' | 'EXPIRED_API_KEY'; message: string };
+export type KeyCheck = { ok: true; record: KeyRecord } | { ok: false; code: 'INVALID_API_KEY' | 'EXPIRED_API_KEY'; message: string };
 
 export function toEpochMs(value: number | string): number {
   const ms = typeof value === 'number' ? value : Date.parse(value);

@@ -109,9 +109,7 @@ export const DEFAULT_OPTIONS: Readonly<SimulatorOptions> = Object.freeze<Simulat
 
 const rate = z.number().min(0).max(1);
 const rateLimitText = z.string().refine((v) => parseRateLimit(v) !== undefined, 'a rate such as 60/min, 5/s or 10/2s');
-const range = z
-  .tuple([z.number().min(0), z.number().min(0)])
-  .refine(([min, max]) => min <= max, 'min must not exceed max');
+const range = z.tuple([z.number().min(0), z.number().min(0)]).refine(([min, max]) => min <= max, 'min must not exceed max');
 const plate = z.string().transform((v, ctx) => {
   const check = checkPlate(v);
   if (!check.ok) {
@@ -134,7 +132,10 @@ export const keySpecSchema = z.strictObject({
 export const optionsPatchSchema = z.strictObject({
   host: z.string().min(1).optional(),
   port: z.number().int().min(0).max(65_535).optional(),
-  products: z.array(z.string().regex(/^[a-z0-9-]+$/i)).min(1).optional(),
+  products: z
+    .array(z.string().regex(/^[a-z0-9-]+$/i))
+    .min(1)
+    .optional(),
   keys: z.array(keySpecSchema).optional(),
   rateLimit: rateLimitText.optional(),
   window: z.enum(['fixed', 'sliding', 'token-bucket']).optional(),

@@ -1,8 +1,6 @@
 // What the request handlers decide, as data: the HTTP layer (server.ts) only waits, writes or drops.
 
-export type Reply =
-  | { kind: 'respond'; status: number; headers: Record<string, string>; body: string; delayMs: number }
-  | { kind: 'drop'; delayMs: number };
+export type Reply = { kind: 'respond'; status: number; headers: Record<string, string>; body: string; delayMs: number } | { kind: 'drop'; delayMs: number };
 
 export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
   return {
@@ -15,13 +13,7 @@ export function jsonReply(status: number, value: unknown, headers: Record<string
 }
 
 /** The contract's error body: `{"statusCode":N,"error":{"code","message",...extra}}`. */
-export function errorReply(
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-  extra: Record<string, unknown> = {},
-): Reply {
+export function errorReply(status: number, code: string, message: string, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}): Reply {
   return jsonReply(status, { statusCode: status, error: { code, message, ...extra } }, headers);
 }
 

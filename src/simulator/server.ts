@@ -83,7 +83,10 @@ function carryOut(req: IncomingMessage, res: ServerResponse, reply: Reply, pendi
     res.writeHead(reply.status, { ...reply.headers, 'content-length': Buffer.byteLength(reply.body) });
     res.end(reply.body);
   };
-  if (reply.delayMs <= 0) return act();
+  if (reply.delayMs <= 0) {
+    act();
+    return;
+  }
   const timer = setTimeout(() => {
     pending.delete(timer);
     act();

@@ -50,7 +50,10 @@ export async function batchExportSource(batches: BatchStore, outcomes: OutcomeSt
     async *rows(): AsyncIterable<ExportRow> {
       let chunk: IngestRow[] = [];
       const flush = async function* (): AsyncIterable<ExportRow> {
-        const found = await outcomes.getMany(batchId, chunk.map((r) => r.plate));
+        const found = await outcomes.getMany(
+          batchId,
+          chunk.map((r) => r.plate),
+        );
         for (let i = 0; i < chunk.length; i++) {
           const row = chunk[i]!;
           yield toExportRow(row, info.extraColumns, row.kind === 'rejected' ? undefined : found[i]);

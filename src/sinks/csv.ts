@@ -10,8 +10,21 @@ import type { ExportRow, RejectRow } from './types.js';
 export type CsvDelimiter = ',' | ';' | '\t';
 
 export const BASE_COLUMNS = [
-  'row', 'input', 'plate', 'status', 'query_id', 'error_code', 'error_message', 'possible_duplicate',
-  'duplicate_of', 'same_vehicle_as', 'reused', 'enqueued_at', 'created_at', 'finished_at', 'requests',
+  'row',
+  'input',
+  'plate',
+  'status',
+  'query_id',
+  'error_code',
+  'error_message',
+  'possible_duplicate',
+  'duplicate_of',
+  'same_vehicle_as',
+  'reused',
+  'enqueued_at',
+  'created_at',
+  'finished_at',
+  'requests',
 ] as const;
 
 export const REJECT_COLUMNS = ['row', 'input', 'reason', 'message'] as const;

@@ -82,10 +82,13 @@ export class FileSink implements ExportSink {
       const layout = formats.includes('csv') ? new CsvLayout(source.extraColumns, this.maxResultColumns) : undefined;
       if (formats.includes('jsonl')) {
         const file = stage(`${id}.jsonl`);
-        await this.writeFile(file.tmp, jsonlChunks(source.rows(), source.extraColumns, (row) => {
-          count();
-          layout?.learn(row);
-        }));
+        await this.writeFile(
+          file.tmp,
+          jsonlChunks(source.rows(), source.extraColumns, (row) => {
+            count();
+            layout?.learn(row);
+          }),
+        );
         files.jsonl = file.final;
       } else if (layout !== undefined) {
         for await (const row of source.rows()) layout.learn(row);
@@ -128,8 +131,17 @@ export class FileSink implements ExportSink {
 
 function unusableDir(dir: string, cause: unknown): VqbError {
   const code = (cause as { code?: string }).code ?? 'unknown';
-  const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it is not a directory' : code === 'ENOSPC' ? 'the disk is full' : code === 'EACCES' || code === 'EROFS' ? 'it is not writable' : `the file system said ${code}`;
-  return new VqbError('EXPORT_DIR_UNUSABLE', `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`, { cause });
+  const why =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? 'it is not a directory'
+      : code === 'ENOSPC'
+        ? 'the disk is full'
+        : code === 'EACCES' || code === 'EROFS'
+          ? 'it is not writable'
+          : `the file system said ${code}`;
+  return new VqbError('EXPORT_DIR_UNUSABLE', `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`, {
+    cause,
+  });
 }
 
 async function* csvRecords(layout: CsvLayout, rows: AsyncIterable<ExportRow>, onRow: () => void): AsyncGenerator<string[]> {

@@ -26,9 +26,7 @@ export interface UpstreamClientOptions {
   now?: () => number;
 }
 
-export interface RequestObserver {
-  (event: { operation: UpstreamOperation; status: number; durationMs: number; error?: UpstreamError }): void;
-}
+export type RequestObserver = (event: { operation: UpstreamOperation; status: number; durationMs: number; error?: UpstreamError }) => void;
 
 const NETWORK_CODES: Record<string, string> = {
   UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
@@ -172,7 +170,9 @@ export class UpstreamClient {
     const code = (err as { code?: string }).code;
     const name = (err as { name?: string }).name;
     if (name === 'TimeoutError' || name === 'AbortError' || err instanceof undiciErrors.RequestAbortedError) {
-      return new TransientError('REQUEST_TIMEOUT', status, `the upstream did not finish answering the ${operation} within ${this.#requestTimeoutMs * 2} ms`, undefined, { cause: err });
+      return new TransientError('REQUEST_TIMEOUT', status, `the upstream did not finish answering the ${operation} within ${this.#requestTimeoutMs * 2} ms`, undefined, {
+        cause: err,
+      });
     }
     const mapped = (code && NETWORK_CODES[code]) ?? 'NETWORK_ERROR';
     return new TransientError(mapped, status, `${operation} request failed: ${(err as Error).message ?? String(err)}`, undefined, { cause: err });

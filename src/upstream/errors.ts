@@ -49,7 +49,12 @@ export class PermissionError extends UpstreamError {
   readonly permission: string;
   constructor(operation: UpstreamOperation, upstreamMessage: string) {
     const permission = PERMISSION_FOR[operation];
-    super('INSUFFICIENT_PERMISSIONS', 403, `the API key lacks the permission "${permission}" needed to ${operation === 'create' ? 'create queries' : 'read query results'} (upstream: ${upstreamMessage})`, 'INSUFFICIENT_PERMISSIONS');
+    super(
+      'INSUFFICIENT_PERMISSIONS',
+      403,
+      `the API key lacks the permission "${permission}" needed to ${operation === 'create' ? 'create queries' : 'read query results'} (upstream: ${upstreamMessage})`,
+      'INSUFFICIENT_PERMISSIONS',
+    );
     this.name = 'PermissionError';
     this.operation = operation;
     this.permission = permission;

@@ -79,13 +79,7 @@ export function parseQueryBody(operation: UpstreamOperation, status: number, tex
 }
 
 /** A non-2xx answer, as the one typed error the queue knows what to do with. */
-export function errorFromResponse(
-  operation: UpstreamOperation,
-  status: number,
-  headers: Record<string, string | string[] | undefined>,
-  text: string,
-  now: number,
-): UpstreamError {
+export function errorFromResponse(operation: UpstreamOperation, status: number, headers: Record<string, string | string[] | undefined>, text: string, now: number): UpstreamError {
   const parsed = parseJson(text);
   const body = parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
   const error = body && isObject(body.error) ? body.error : undefined;

@@ -52,11 +52,7 @@ export function parseRateLimitHeaders(headers: Record<string, string | string[] 
  * (our simulator's extension), `Retry-After`, the body's `retryAfter` (seconds), then the reset
  * time. Undefined when there is no hint at all.
  */
-export function retryAfterFrom429(
-  headers: Record<string, string | string[] | undefined>,
-  body: unknown,
-  now: number,
-): number | undefined {
+export function retryAfterFrom429(headers: Record<string, string | string[] | undefined>, body: unknown, now: number): number | undefined {
   const error = (body as { error?: { retryAfterMs?: unknown; retryAfter?: unknown } } | undefined)?.error;
   if (typeof error?.retryAfterMs === 'number' && error.retryAfterMs >= 0) return Math.round(error.retryAfterMs);
   const header = headers['retry-after'];

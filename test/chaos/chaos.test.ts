@@ -93,10 +93,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
 
     const valid = makePlates(SIZE.plates, 40_000);
     const failPlates = valid.filter((_, i) => i % 97 === 13); // ~1 %: queries that end FAILED upstream
-    sim = await startSimulator(
-      { completionMs: [300, 1_500], rateLimit: '1000/s', keys: [{ key: keys[0] }], failPlates },
-      { random: mulberry32(SEED ^ 0x5eed) },
-    );
+    sim = await startSimulator({ completionMs: [300, 1_500], rateLimit: '1000/s', keys: [{ key: keys[0] }], failPlates }, { random: mulberry32(SEED ^ 0x5eed) });
     const prefix = `{vqbchaos-${randomBytes(3).toString('hex')}}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -247,7 +244,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       },
       async 'export-unwritable'() {
         // We run as root, so chmod would not stop a write: put a regular file where the directory was.
-        const hadDir = await stat(outDir).then((st) => st.isDirectory(), () => false);
+        const hadDir = await stat(outDir).then(
+          (st) => st.isDirectory(),
+          () => false,
+        );
         if (hadDir) await rename(outDir, `${outDir}.away`);
         await writeFile(outDir, 'not a directory\n');
         const failed = await procs.run('export-unwritable', ['export', batchId], env);
@@ -318,7 +318,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     expect(settled, `jobs left unfinished: ${JSON.stringify(counts)}`).toBeDefined();
     for (const w of workers) await procs.kill(w, 'SIGTERM');
     for (const w of workers) expect((await w.exited).code, `worker ${w.output.pid} exits cleanly on SIGTERM`).toBe(0);
-    expect(procs.unexpectedExits.map((o) => `${o.name} pid ${o.pid} exit ${o.code}: ${o.stderr.slice(-500)}`), 'no vqb process died on its own').toEqual([]);
+    expect(
+      procs.unexpectedExits.map((o) => `${o.name} pid ${o.pid} exit ${o.code}: ${o.stderr.slice(-500)}`),
+      'no vqb process died on its own',
+    ).toEqual([]);
 
     // --- one outcome per valid plate, one create per plate unless flagged -----------------------
     const outcomes = new Map<string, Outcome>();
@@ -353,7 +356,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     // --- the export rebuilt from Redis: one row per input row, matching the outcomes -------------
     const exported = await procs.run('export-final', ['export', batchId], env);
     expect(exported.code, exported.stderr).toBe(0);
-    const jsonl = (await readFile(join(outDir, `${batchId}.jsonl`), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const jsonl = (await readFile(join(outDir, `${batchId}.jsonl`), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const csv = parse(await readFile(join(outDir, `${batchId}.csv`)), { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
     expect(jsonl).toHaveLength(inputs.length);
     expect(csv).toHaveLength(inputs.length);
@@ -437,4 +443,3 @@ async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs: number): 
     await sleep(200);
   }
 }
-

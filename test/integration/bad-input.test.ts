@@ -93,7 +93,10 @@ function zipOf(name: string, content: string): Buffer {
 }
 
 const header = 'placa;cliente\n';
-const plateRows = (n: number, offset = 0) => makePlates(n, offset).map((p, i) => `${p};cliente ${i}`).join('\n') + '\n';
+const plateRows = (n: number, offset = 0) =>
+  makePlates(n, offset)
+    .map((p, i) => `${p};cliente ${i}`)
+    .join('\n') + '\n';
 
 describe('vqb run: files that cannot be used', () => {
   // Each: exit 1, nothing on stdout, one line on stderr saying what is wrong, no stack trace, fast.
@@ -164,7 +167,10 @@ describe('vqb run: files that cannot be used', () => {
   it('a file found unusable late enqueues nothing', async () => {
     const harness = await lateNul();
     const counts = await harness.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
-    expect(Object.values(counts).reduce((a, b) => a + b, 0), `jobs left on the queue: ${JSON.stringify(counts)}`).toBe(0);
+    expect(
+      Object.values(counts).reduce((a, b) => a + b, 0),
+      `jobs left on the queue: ${JSON.stringify(counts)}`,
+    ).toBe(0);
   });
 });
 
@@ -193,7 +199,10 @@ describe('vqb run: odd but usable files', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const batchId = /batch (odd-[0-9a-f]{12})/.exec(r.stdout)![1]!;
-    const out = (await readFile(join(h.config.outDir, `${batchId}.jsonl`), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as { input: string; plate: string; status: string; error?: { code: string } });
+    const out = (await readFile(join(h.config.outDir, `${batchId}.jsonl`), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { input: string; plate: string; status: string; error?: { code: string } });
     expect(out.map((o) => [o.input, o.status, o.status === 'rejected' ? o.error?.code : o.plate])).toEqual([
       ['ＡＢＣ１２３４', 'done', 'ABC1234'],
       ['ÁBC1D23', 'done', 'ABC1D23'],
@@ -401,7 +410,10 @@ describe('the pipeline with a broken upstream', () => {
     const info = await h.services.batches.get('b');
     expect(info.counts).toMatchObject({ enqueued: 41, done: 40, failed: 1, possibleDuplicates: 0 });
     expect(broken).toBe(80);
-    expect([...createsByPlate.values()].every((n) => n === 1), 'every plate created exactly once').toBe(true);
+    expect(
+      [...createsByPlate.values()].every((n) => n === 1),
+      'every plate created exactly once',
+    ).toBe(true);
     expect(createsByPlate.size).toBe(41);
     const idOf = new Map([...queries].map(([id, q]) => [q.plate, id]));
     for (const plate of plates.slice(0, 40)) {

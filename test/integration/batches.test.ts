@@ -41,10 +41,7 @@ describe('batches', () => {
   it('the same content ingested twice at once is stored once (one ingest per batch across processes)', async () => {
     h = await startHarness({ label: 'race', workers: 0 });
     const plates = makePlates(3_000);
-    const [a, b] = await Promise.all([
-      ingestList(h.services, plates, { source: 'api' }),
-      ingestList(h.services, plates, { source: 'api' }),
-    ]);
+    const [a, b] = await Promise.all([ingestList(h.services, plates, { source: 'api' }), ingestList(h.services, plates, { source: 'api' })]);
     expect(a.batch.id).toBe(b.batch.id);
     const info = await h.services.batches.get(a.batch.id);
     expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });
@@ -74,7 +71,7 @@ describe('batches', () => {
   });
 });
 
-describe('the demo (the README\'s first command)', () => {
+describe("the demo (the README's first command)", () => {
   it('runs the sample batch to the end and names a CSV that opens with the right columns', async () => {
     const out = resolve(import.meta.dirname, '../../out/test-demo');
     const child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/vqb.js'), 'demo', '--out', out], {
@@ -88,7 +85,10 @@ describe('the demo (the README\'s first command)', () => {
     const csvPath = /\s(\S+\.csv)\n/.exec(stdout)?.[1];
     expect(csvPath).toBeDefined();
     const csv = await readFile(csvPath!, 'utf8');
-    const lines = csv.replace(/^\uFEFF/, '').trimEnd().split('\r\n');
+    const lines = csv
+      .replace(/^\uFEFF/, '')
+      .trimEnd()
+      .split('\r\n');
     expect(lines[0]!.split(';').slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
     expect(lines[0]).toContain('cliente');
     expect(lines[0]).toContain('result.result.brand');

@@ -100,7 +100,7 @@ describe('cost controls', () => {
     expect(h.sim.stats().creates).toBe(35);
   });
 
-  it('the cost report equals the simulator\'s counters', async () => {
+  it("the cost report equals the simulator's counters", async () => {
     h = await startHarness({ label: 'report', sim: { rateLimit: '20/s', window: 'fixed', rateLimitHeaders: false }, config: { VQ_RATE_LIMIT: '40/s' } });
     await ingestList(h.services, makePlates(40), { source: 'library', batchId: 'r' });
     await h.waitForBatch('r', 60_000);

@@ -82,7 +82,11 @@ async function waitFinished(id: string, timeoutMs = 30_000): Promise<any> {
   }
 }
 
-const jsonl = (text: string): any[] => text.trim().split('\n').map((line) => JSON.parse(line));
+const jsonl = (text: string): any[] =>
+  text
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 const csvRows = (text: string): Record<string, string>[] => parse(text, { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
 
 beforeAll(async () => {
@@ -153,7 +157,12 @@ describe('limits and errors', () => {
         controller.close();
       },
     });
-    const res = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/csv' }, body: chunked, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/csv' },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit);
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
   });
@@ -242,7 +251,14 @@ describe('batches', () => {
     const results = await call(`/v1/batches/${id}/results?format=jsonl`);
     expect(results.headers.get('content-type')).toContain('application/x-ndjson');
     const rows = jsonl(results.text);
-    expect(rows.map((r) => [r.row, r.status])).toEqual([[1, 'done'], [2, 'done'], [3, 'rejected'], [4, 'duplicate'], [5, 'failed'], [6, 'done']]);
+    expect(rows.map((r) => [r.row, r.status])).toEqual([
+      [1, 'done'],
+      [2, 'done'],
+      [3, 'rejected'],
+      [4, 'duplicate'],
+      [5, 'failed'],
+      [6, 'done'],
+    ]);
     expect(rows[1]).toMatchObject({ plate: b, input_columns: { customer: 'ACME', seq: '7' }, result: expect.any(Object) });
     expect(rows[3]).toMatchObject({ duplicateOf: 1 });
     expect(rows[4].error.code).toBeTruthy();
@@ -263,7 +279,10 @@ describe('batches', () => {
     expect(posted.status).toBe(202);
     const id = posted.json.batch.id as string;
     expect(posted.json.batch).toMatchObject({ created: true, extraColumns: ['cliente'], counts: { total: 5, enqueued: 2, rejected: 2, duplicates: 1 } });
-    expect(posted.json.rejects).toEqual([expect.objectContaining({ row: 3, input: 'xx', reason: 'BAD_LENGTH' }), expect.objectContaining({ row: 5, input: 'ABCD123', reason: 'BAD_FORMAT' })]);
+    expect(posted.json.rejects).toEqual([
+      expect.objectContaining({ row: 3, input: 'xx', reason: 'BAD_LENGTH' }),
+      expect.objectContaining({ row: 5, input: 'ABCD123', reason: 'BAD_FORMAT' }),
+    ]);
     await waitFinished(id);
     const creates = h.sim.stats().creates;
 
@@ -274,7 +293,13 @@ describe('batches', () => {
     expect(h.sim.stats().creates).toBe(creates);
 
     const rows = jsonl((await call(`/v1/batches/${id}/results`)).text);
-    expect(rows.map((r) => [r.status, r.input_columns.cliente])).toEqual([['done', 'Ana'], ['done', 'Bruno'], ['rejected', 'Carla'], ['duplicate', 'Ana de novo'], ['rejected', 'Edu']]);
+    expect(rows.map((r) => [r.status, r.input_columns.cliente])).toEqual([
+      ['done', 'Ana'],
+      ['done', 'Bruno'],
+      ['rejected', 'Carla'],
+      ['duplicate', 'Ana de novo'],
+      ['rejected', 'Edu'],
+    ]);
     const forced = await call('/v1/batches?name=frota.csv&force=true', { body, type: 'text/csv' });
     expect(forced.json.batch.id).not.toBe(id);
     expect(forced.json.batch.created).toBe(true);
@@ -392,7 +417,18 @@ describe('operations', () => {
 describe('views (pure)', () => {
   const config = { rateLimit: { max: 60, durationMs: 60_000, text: '60/min' }, pacing: 'window' as const, pacingMargin: 0 };
   const info = (counts: Partial<BatchInfo['counts']>): BatchInfo =>
-    ({ id: 'b', source: 'api', name: 'b', createdAt: 0, sealed: true, metadata: {}, extraColumns: [], product: 'p', reuseWithinMs: 0, counts: { enqueued: 100, done: 0, failed: 0, creates: 0, polls: 0, ...counts } }) as BatchInfo;
+    ({
+      id: 'b',
+      source: 'api',
+      name: 'b',
+      createdAt: 0,
+      sealed: true,
+      metadata: {},
+      extraColumns: [],
+      product: 'p',
+      reuseWithinMs: 0,
+      counts: { enqueued: 100, done: 0, failed: 0, creates: 0, polls: 0, ...counts },
+    }) as BatchInfo;
 
   it('estimates the time left from the rate, requests per plate so far and any wait in force', () => {
     // 100 plates × 2 requests at 1/s before anything finished.

@@ -66,7 +66,11 @@ async function until(w: InboxWatcher, check: () => Promise<boolean>, what: strin
 
 function exportLines(text: string): string[][] {
   expect(text.charCodeAt(0)).toBe(0xfeff);
-  return text.slice(1).trimEnd().split('\r\n').map((l) => l.split(';'));
+  return text
+    .slice(1)
+    .trimEnd()
+    .split('\r\n')
+    .map((l) => l.split(';'));
 }
 
 function logsMatching(harness: Harness, pattern: RegExp): Record<string, unknown>[] {
@@ -167,7 +171,11 @@ describe('inbox drop folder', () => {
       'notes.xlsx': /\[INBOX_UNSUPPORTED_TYPE\]/,
       'vazio.csv': /only blank lines \[CSV_EMPTY\]/,
     };
-    expect(await ls('failed')).toEqual(Object.keys(expected).flatMap((n) => [n, `${n}.error.txt`]).sort());
+    expect(await ls('failed')).toEqual(
+      Object.keys(expected)
+        .flatMap((n) => [n, `${n}.error.txt`])
+        .sort(),
+    );
     for (const [name, pattern] of Object.entries(expected)) {
       const report = await readFile(join(dir('failed'), `${name}.error.txt`), 'utf8');
       expect(report, name).toMatch(pattern);
@@ -269,7 +277,9 @@ describe('inbox drop folder', () => {
       'case.txt': csv(plates('CSB', 2)),
     };
     for (const [name, content] of Object.entries(files)) await writeFile(join(inbox, name), content);
-    expect(() => pathIn({ root, dirs: { inbox, processing: dir('processing'), archive: dir('archive'), failed: dir('failed'), outbox: dir('outbox') } }, 'inbox', '../x.csv')).toThrow(/refusing/);
+    expect(() =>
+      pathIn({ root, dirs: { inbox, processing: dir('processing'), archive: dir('archive'), failed: dir('failed'), outbox: dir('outbox') } }, 'inbox', '../x.csv'),
+    ).toThrow(/refusing/);
 
     watcher.start();
     const ids = Object.entries(files).map(([name, content]) => idFor(name, content));
@@ -283,7 +293,10 @@ describe('inbox drop folder', () => {
     expect((await lstat(join(inbox, 'link.csv'))).isSymbolicLink()).toBe(true);
     expect(await readFile(join(outside, 'secret.csv'), 'utf8')).toBe(secret);
     for (const name of ['link.csv', 'dir-link.csv', 'pasta.csv']) {
-      expect(h.logs.lines.filter((l) => l.file === name && /^inbox: skipped/.test(String(l.msg))), name).toHaveLength(1);
+      expect(
+        h.logs.lines.filter((l) => l.file === name && /^inbox: skipped/.test(String(l.msg))),
+        name,
+      ).toHaveLength(1);
     }
     const archived = await ls('archive');
     expect(archived).toHaveLength(5);

@@ -31,7 +31,16 @@ describe('metrics', () => {
     await h.enqueue('b', makePlates(60));
     const port = await freePort();
     const child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/vqb.js'), 'work', '--metrics-port', String(port)], {
-      env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile, VQ_RATE_LIMIT: '60/s', VQ_POLL_INITIAL: '300ms', LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: h.config.redisUrl,
+        VQ_PREFIX: h.config.prefix,
+        VQ_BASE_URL: h.sim.url,
+        VQ_API_KEY_FILE: h.keyFile,
+        VQ_RATE_LIMIT: '60/s',
+        VQ_POLL_INITIAL: '300ms',
+        LOG_LEVEL: 'warn',
+      },
       stdio: 'ignore',
     });
     try {

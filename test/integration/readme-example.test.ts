@@ -26,7 +26,15 @@ describe('README', () => {
     await writeFile(file, code!);
     const child = spawn(process.execPath, [file], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile, VQ_POLL_INITIAL: '300ms', LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: h.config.redisUrl,
+        VQ_PREFIX: h.config.prefix,
+        VQ_BASE_URL: h.sim.url,
+        VQ_API_KEY_FILE: h.keyFile,
+        VQ_POLL_INITIAL: '300ms',
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -22,7 +22,17 @@ describe('scale-out', () => {
     for (let i = 0; i < 3; i++) {
       children.push(
         spawn(process.execPath, [BIN, 'work'], {
-          env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile, VQ_RATE_LIMIT: '30/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms', LOG_LEVEL: 'warn' },
+          env: {
+            PATH: process.env.PATH,
+            REDIS_URL: h.config.redisUrl,
+            VQ_PREFIX: h.config.prefix,
+            VQ_BASE_URL: h.sim.url,
+            VQ_API_KEY_FILE: h.keyFile,
+            VQ_RATE_LIMIT: '30/s',
+            VQ_CONCURRENCY: '4',
+            VQ_POLL_INITIAL: '500ms',
+            LOG_LEVEL: 'warn',
+          },
           stdio: 'ignore',
         }),
       );

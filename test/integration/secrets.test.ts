@@ -76,7 +76,8 @@ async function echoingUpstream(simUrl: string): Promise<{ url: string; echoes: (
         return echo(502, 'text/html', `<html><body><h1>502</h1><pre>x-api-key: ${key}</pre></body></html>`);
       }
       if (plate === 'ECH0A03') return echo(200, 'text/plain', `debug: accepted with x-api-key=${key}`);
-      if (req.method === 'GET' && ++polls % 5 === 1) return echo(503, 'application/json', JSON.stringify({ statusCode: 503, error: { code: 'UNAVAILABLE', message: `maintenance; key ${key} is fine` } }));
+      if (req.method === 'GET' && ++polls % 5 === 1)
+        return echo(503, 'application/json', JSON.stringify({ statusCode: 503, error: { code: 'UNAVAILABLE', message: `maintenance; key ${key} is fine` } }));
       fetch(simUrl + req.url, { method: req.method!, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(req.method === 'POST' ? { body } : {}) }).then(
         async (up) => {
           const headers: Record<string, string> = { 'content-type': up.headers.get('content-type') ?? 'application/json' };

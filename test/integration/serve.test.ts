@@ -36,8 +36,16 @@ describe('vqb serve', () => {
     const port = await freePort();
     child = spawn(process.execPath, [BIN, 'serve', '--workers', '--no-inbox'], {
       env: {
-        PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_BASE_URL: h.sim.url, VQ_API_KEY_FILE: h.keyFile,
-        VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN, VQ_RATE_LIMIT: '100/s', VQ_POLL_INITIAL: '300ms', LOG_LEVEL: 'warn',
+        PATH: process.env.PATH,
+        REDIS_URL: h.config.redisUrl,
+        VQ_PREFIX: h.config.prefix,
+        VQ_BASE_URL: h.sim.url,
+        VQ_API_KEY_FILE: h.keyFile,
+        VQ_HTTP_PORT: String(port),
+        VQ_API_TOKENS: TOKEN,
+        VQ_RATE_LIMIT: '100/s',
+        VQ_POLL_INITIAL: '300ms',
+        LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -62,7 +70,11 @@ describe('vqb serve', () => {
     expect(boardApi.status).toBe(200);
 
     const before = await (await fetch(`${base}/metrics`)).text();
-    const posted = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ plates: makePlates(40) }) });
+    const posted = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ plates: makePlates(40) }),
+    });
     expect(posted.status).toBe(202);
     const { batch } = (await posted.json()) as { batch: { id: string } };
     for (let i = 0; i < 200; i++) {

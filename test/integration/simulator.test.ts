@@ -41,7 +41,12 @@ describe('authentication and permissions', () => {
   });
 
   it('answers 401 EXPIRED_API_KEY for an expired key', async () => {
-    const sim = await start({ keys: [{ key: 'old', expiresAt: Date.now() - 1000 }, { key: 'later', expiresAt: new Date(Date.now() + 3_600_000).toISOString() }] });
+    const sim = await start({
+      keys: [
+        { key: 'old', expiresAt: Date.now() - 1000 },
+        { key: 'later', expiresAt: new Date(Date.now() + 3_600_000).toISOString() },
+      ],
+    });
     const expired = await simCreate(sim.url, 'ABC1D23', 'old');
     expect(expired.status).toBe(401);
     expect(expired.json.error.code).toBe('EXPIRED_API_KEY');
@@ -50,7 +55,12 @@ describe('authentication and permissions', () => {
   });
 
   it('answers 403 INSUFFICIENT_PERMISSIONS naming the missing permission', async () => {
-    const sim = await start({ keys: [{ key: 'runner', permissions: ['run_queries'] }, { key: 'viewer', permissions: ['view_queries'] }] });
+    const sim = await start({
+      keys: [
+        { key: 'runner', permissions: ['run_queries'] },
+        { key: 'viewer', permissions: ['view_queries'] },
+      ],
+    });
     const created = await simCreate(sim.url, 'ABC1D23', 'runner');
     expect(created.status).toBe(201);
 
@@ -151,7 +161,13 @@ describe('rate limit', () => {
   });
 
   it('applies plan presets per key (starter 60/min + 1000/day, enterprise unlimited) and per-key overrides', async () => {
-    const sim = await start({ keys: [{ key: 's', plan: 'starter' }, { key: 'e', plan: 'enterprise' }, { key: 'o', plan: 'starter', rateLimit: '2/s' }] });
+    const sim = await start({
+      keys: [
+        { key: 's', plan: 'starter' },
+        { key: 'e', plan: 'enterprise' },
+        { key: 'o', plan: 'starter', rateLimit: '2/s' },
+      ],
+    });
     expect((await simCreate(sim.url, 'ABC1D23', 's')).headers).toMatchObject({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59' });
     const unlimited = await simCreate(sim.url, 'ABC1D23', 'e');
     expect(unlimited.status).toBe(201);
@@ -284,8 +300,7 @@ describe('query lifecycle', () => {
 describe('bad requests', () => {
   it('answers 400 for invalid plates and bodies, 404 for unknown products, queries and routes', async () => {
     const sim = await start({ products: ['agregados', 'renainf'], maxBodyBytes: 200 });
-    const post = (body: { rawBody: string } | { body: unknown }, slug = 'agregados') =>
-      simCall(sim.url, 'POST', `/queries/integration/${slug}`, { key: 'demo-key', ...body });
+    const post = (body: { rawBody: string } | { body: unknown }, slug = 'agregados') => simCall(sim.url, 'POST', `/queries/integration/${slug}`, { key: 'demo-key', ...body });
     const cases: Array<[Promise<SimResponse>, number, string]> = [
       [post({ body: { keys: { licensePlate: 'AB12' } } }), 400, 'INVALID_PLATE'],
       [post({ body: { keys: { licensePlate: 'ABCD123' } } }), 400, 'INVALID_PLATE'],
@@ -376,8 +391,7 @@ describe('faults', () => {
 });
 
 describe('admin endpoints', () => {
-  const admin = (sim: SimulatorHandle, method: string, path: string, body?: unknown) =>
-    simCall(sim.url, method, path, body === undefined ? {} : { body });
+  const admin = (sim: SimulatorHandle, method: string, path: string, body?: unknown) => simCall(sim.url, method, path, body === undefined ? {} : { body });
 
   it('adds, expires and revokes keys at run time', async () => {
     const sim = await start({ keys: [{ key: 'main' }] });

@@ -5,15 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
-import {
-  BadResponseError,
-  ExpiredKeyError,
-  InvalidKeyError,
-  PermanentError,
-  PermissionError,
-  RateLimitedError,
-  TransientError,
-} from '../../src/upstream/errors.js';
+import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
 import type { QueryOutcome } from '../../src/upstream/response.js';
 
 let sims: SimulatorHandle[] = [];

@@ -38,7 +38,10 @@ describe('worker engine: faults', () => {
     await h.enqueue('b', makePlates(80));
     await h.waitForBatch('b', 60_000);
     const stats = h.sim.stats({ plates: true });
-    const twice = Object.entries(stats.createsByPlate ?? {}).filter(([, n]) => n > 1).map(([p]) => p).sort();
+    const twice = Object.entries(stats.createsByPlate ?? {})
+      .filter(([, n]) => n > 1)
+      .map(([p]) => p)
+      .sort();
     expect(stats.faults.dropsAfterCreate).toBeGreaterThan(0);
     const flagged: string[] = [];
     for await (const o of h.services.outcomes.scan('b')) if (o.possibleDuplicate) flagged.push(o.plate);

@@ -111,7 +111,12 @@ describe('readPlateCsv: files as users save them', () => {
   it('reads a file of plates only, without a header', async () => {
     const { header, rows } = await readAll(fixture('no-header.csv'));
     expect(header).toEqual({ delimiter: ',', encoding: 'utf-8', hasHeader: false, plateColumn: 'col1', extraColumns: [] });
-    expect(rows.map((r) => [r.row, r.input])).toEqual([[1, 'ABC1234'], [2, 'DEF5G67'], [3, 'abc 1234'], [5, 'XX']]);
+    expect(rows.map((r) => [r.row, r.input])).toEqual([
+      [1, 'ABC1234'],
+      [2, 'DEF5G67'],
+      [3, 'abc 1234'],
+      [5, 'XX'],
+    ]);
   });
 
   it('finds the plate column from the data when the header names it oddly', async () => {
@@ -207,9 +212,11 @@ describe('readPlateCsv: encodings decided late', () => {
     const bytes = Buffer.concat([Buffer.from(`placa;cidade\n${rows}\n`), Buffer.from('ZZZ9999;São Paulo\n', 'latin1')]);
     const { rows: iterable } = await readPlateCsv(chunks(bytes, 16 * 1024));
     const seen: InputRow[] = [];
-    const code = await errorCode((async () => {
-      for await (const row of iterable) seen.push(row);
-    })());
+    const code = await errorCode(
+      (async () => {
+        for await (const row of iterable) seen.push(row);
+      })(),
+    );
     expect(code).toBe('CSV_MIXED_ENCODING');
     expect(seen.length).toBeGreaterThan(1000);
     expect(seen[0]).toEqual({ row: 1, input: 'AAA0000', extra: { cidade: 'Niterói' } });
@@ -235,12 +242,17 @@ describe('readPlateCsv: garbage in, InputError out', () => {
     const bytes = Buffer.concat([Buffer.from(`placa\n${good}\n`), Buffer.from([0, 0, 0, 10])]);
     const { rows } = await readPlateCsv(chunks(bytes, 8192));
     const seen: InputRow[] = [];
-    const code = await errorCode((async () => {
-      for await (const row of rows) seen.push(row);
-    })());
+    const code = await errorCode(
+      (async () => {
+        for await (const row of rows) seen.push(row);
+      })(),
+    );
     expect(code).toBe('CSV_BINARY');
     expect(seen.length).toBeGreaterThan(5000);
-    expect(seen.slice(0, 2)).toEqual([{ row: 1, input: 'AAA0000', extra: {} }, { row: 2, input: 'AAA0001', extra: {} }]);
+    expect(seen.slice(0, 2)).toEqual([
+      { row: 1, input: 'AAA0000', extra: {} },
+      { row: 2, input: 'AAA0001', extra: {} },
+    ]);
   });
 
   it('stops a 10 MB field with CSV_FIELD_TOO_LARGE without reading the rest of the file', async () => {
@@ -256,9 +268,11 @@ describe('readPlateCsv: garbage in, InputError out', () => {
     }
     const { rows } = await readPlateCsv(source());
     const seen: number[] = [];
-    const code = await errorCode((async () => {
-      for await (const row of rows) seen.push(row.row);
-    })());
+    const code = await errorCode(
+      (async () => {
+        for await (const row of rows) seen.push(row.row);
+      })(),
+    );
     expect(code).toBe('CSV_FIELD_TOO_LARGE');
     expect(seen).toEqual([1, 2]);
     expect(pulled).toBeLessThan(2 * 1024 * 1024);

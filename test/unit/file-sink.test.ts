@@ -43,7 +43,14 @@ const ROWS: ExportRow[] = [
     requests: 1,
     extra: { Cidade: 'Maceió', status: '@SUM(A1)', obs: '-2' },
   },
-  { row: 4, input: '=1+1', plate: '11', status: 'rejected', error: { code: 'BAD_LENGTH', message: 'plates have 7 characters, this has 2' }, extra: { Cidade: '', status: '', obs: '' } },
+  {
+    row: 4,
+    input: '=1+1',
+    plate: '11',
+    status: 'rejected',
+    error: { code: 'BAD_LENGTH', message: 'plates have 7 characters, this has 2' },
+    extra: { Cidade: '', status: '', obs: '' },
+  },
   {
     row: 5,
     input: 'ABC 1234',
@@ -92,10 +99,12 @@ describe('FileSink', () => {
     expect(lines).toHaveLength(6);
     expect(lines[5]).toBe('');
     const first = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
-    expect(Object.keys(first)).toEqual([
-      'row', 'input', 'plate', 'status', 'queryId', 'result', 'enqueuedAt', 'createdAt', 'finishedAt', 'requests', 'input_columns',
-    ]);
-    expect(first).toMatchObject({ enqueuedAt: '2024-05-01T12:00:00.000Z', finishedAt: '2024-05-01T12:00:05.000Z', input_columns: { Cidade: 'São Paulo', status: 'ativo', obs: CALC } });
+    expect(Object.keys(first)).toEqual(['row', 'input', 'plate', 'status', 'queryId', 'result', 'enqueuedAt', 'createdAt', 'finishedAt', 'requests', 'input_columns']);
+    expect(first).toMatchObject({
+      enqueuedAt: '2024-05-01T12:00:00.000Z',
+      finishedAt: '2024-05-01T12:00:05.000Z',
+      input_columns: { Cidade: 'São Paulo', status: 'ativo', obs: CALC },
+    });
     expect(lines[1]).toBe(
       '{"row":2,"input":"DEF5G67","plate":"DEF5G67","status":"failed","queryId":"q-2","possibleDuplicate":true,' +
         '"error":{"code":"UPSTREAM_NOT_FOUND","message":"plate not found"},"enqueuedAt":"2024-05-01T12:00:00.000Z",' +
@@ -122,22 +131,48 @@ describe('FileSink', () => {
     const [header, ...records] = await readCsv(join(dir, 'b-1.csv'));
     expect(header).toEqual([
       ...BASE_COLUMNS,
-      'Cidade', 'input_status', 'obs',
-      'result.veiculo.marca', 'result.veiculo.modelo', 'result.veiculo.municipio', 'result.veiculo.ano',
-      'result.veiculo.restricoes', 'result.formula', 'result.saldo', 'result.nulo',
+      'Cidade',
+      'input_status',
+      'obs',
+      'result.veiculo.marca',
+      'result.veiculo.modelo',
+      'result.veiculo.municipio',
+      'result.veiculo.ano',
+      'result.veiculo.restricoes',
+      'result.formula',
+      'result.saldo',
+      'result.nulo',
     ]);
     expect(records).toHaveLength(5);
     const byName = (record: string[] | undefined) => Object.fromEntries((header ?? []).map((name, i) => [name, record?.[i]]));
     expect(byName(records[0])).toMatchObject({
-      row: '1', input: 'abc-1234', plate: 'ABC1234', status: 'done', query_id: 'q-1', requests: '3',
-      enqueued_at: '2024-05-01T12:00:00.000Z', created_at: '2024-05-01T12:00:01.000Z', finished_at: '2024-05-01T12:00:05.000Z',
-      Cidade: 'São Paulo', input_status: 'ativo', obs: `'${CALC}`,
-      'result.veiculo.municipio': 'São Paulo', 'result.veiculo.ano': '2010',
-      'result.veiculo.restricoes': '["alienação","furto"]', 'result.formula': "'+1", 'result.saldo': "'-2", 'result.nulo': '',
+      row: '1',
+      input: 'abc-1234',
+      plate: 'ABC1234',
+      status: 'done',
+      query_id: 'q-1',
+      requests: '3',
+      enqueued_at: '2024-05-01T12:00:00.000Z',
+      created_at: '2024-05-01T12:00:01.000Z',
+      finished_at: '2024-05-01T12:00:05.000Z',
+      Cidade: 'São Paulo',
+      input_status: 'ativo',
+      obs: `'${CALC}`,
+      'result.veiculo.municipio': 'São Paulo',
+      'result.veiculo.ano': '2010',
+      'result.veiculo.restricoes': '["alienação","furto"]',
+      'result.formula': "'+1",
+      'result.saldo': "'-2",
+      'result.nulo': '',
     });
     expect(byName(records[1])).toMatchObject({
-      status: 'failed', error_code: 'UPSTREAM_NOT_FOUND', error_message: 'plate not found', possible_duplicate: 'true',
-      input_status: "'@SUM(A1)", obs: "'-2", 'result.veiculo.marca': '',
+      status: 'failed',
+      error_code: 'UPSTREAM_NOT_FOUND',
+      error_message: 'plate not found',
+      possible_duplicate: 'true',
+      input_status: "'@SUM(A1)",
+      obs: "'-2",
+      'result.veiculo.marca': '',
     });
     expect(byName(records[2])).toMatchObject({ row: '4', input: "'=1+1", status: 'rejected', error_code: 'BAD_LENGTH' });
     expect(byName(records[3])).toMatchObject({ status: 'duplicate', duplicate_of: '1', 'result.veiculo.restricoes': '[]', obs: 'multi\nlinha, com "aspas"' });
@@ -170,7 +205,9 @@ describe('FileSink', () => {
     const first = await Promise.all(['b-1.csv', 'b-1.jsonl', 'b-1.rejects.csv'].map((f) => readFile(join(dir, f))));
     await new FileSink({ dir }).write(sourceOf(ROWS), ['jsonl', 'csv']);
     const second = await Promise.all(['b-1.csv', 'b-1.jsonl', 'b-1.rejects.csv'].map((f) => readFile(join(dir, f))));
-    second.forEach((bytes, i) => expect(bytes.equals(first[i] as Buffer)).toBe(true));
+    second.forEach((bytes, i) => {
+      expect(bytes.equals(first[i] as Buffer)).toBe(true);
+    });
   });
 
   it('keeps the previous export and leaves no temp file when the rows fail midway', async () => {
@@ -189,7 +226,9 @@ describe('FileSink', () => {
       expect((await readdir(dir)).sort()).toEqual(['b-1.csv', 'b-1.jsonl', 'b-1.rejects.csv']);
     }
     const after = await Promise.all(['b-1.csv', 'b-1.jsonl'].map((f) => readFile(join(dir, f))));
-    after.forEach((bytes, i) => expect(bytes.equals(before[i] as Buffer)).toBe(true));
+    after.forEach((bytes, i) => {
+      expect(bytes.equals(before[i] as Buffer)).toBe(true);
+    });
   });
 
   it('publishes nothing if a file cannot be written, and removes its temp files', async () => {
@@ -197,7 +236,7 @@ describe('FileSink', () => {
     const renames: string[] = [];
     const fs: FileSinkFs = {
       ...nodeFs,
-      async rename(from, to) {
+      async rename(_from, to) {
         renames.push(to);
         throw new Error('disk full');
       },

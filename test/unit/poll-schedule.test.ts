@@ -12,7 +12,7 @@ describe('poll schedule', () => {
     // Simulate the learner on a known distribution: completion uniform in [2, 6] s.
     let logOffset = 0;
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 20_000; i++) {
       const estimate = poll.initialMs * Math.exp(logOffset);
       const completion = 2000 + 4000 * random();

@@ -8,14 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
-import {
-  BadResponseError,
-  InvalidKeyError,
-  PermanentError,
-  RateLimitedError,
-  TransientError,
-  UpstreamError,
-} from '../../src/upstream/errors.js';
+import { BadResponseError, InvalidKeyError, PermanentError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
 import { createKeyProvider, type KeyProvider } from '../../src/upstream/key.js';
 
 const ORIGIN = 'https://api.vehicles.test';
@@ -65,7 +58,9 @@ interface Seen {
 function lowerHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (headers instanceof Headers) {
-    headers.forEach((value, name) => (out[name] = value));
+    headers.forEach((value, name) => {
+      out[name] = value;
+    });
   } else if (Array.isArray(headers)) {
     for (let i = 0; i < headers.length; i += 2) out[String(headers[i]).toLowerCase()] = String(headers[i + 1]);
   } else if (headers && typeof headers === 'object') {
@@ -193,9 +188,7 @@ describe('answers the client refuses', () => {
 
   it('an oversized error answer keeps its HTTP class: 429 still rate-limited, 502 still transient', async () => {
     const c = client({ maxBodyBytes: 1_024 });
-    pool
-      .intercept({ path: CREATE_PATH, method: 'POST' })
-      .reply(429, 'x'.repeat(4_096), { headers: { 'retry-after': '7', 'content-length': '4096' } });
+    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(429, 'x'.repeat(4_096), { headers: { 'retry-after': '7', 'content-length': '4096' } });
     const limited = await rejection(c.createQuery('ABC1D23'));
     expect(limited).toBeInstanceOf(RateLimitedError);
     expect((limited as RateLimitedError).retryAfterMs).toBe(7_000);
@@ -342,9 +335,7 @@ describe('the API key never appears in an error', () => {
 
   it('not when the upstream echoes it back in a 401, a 403 or a 5xx page', async () => {
     const c = client();
-    pool
-      .intercept({ path: CREATE_PATH, method: 'POST' })
-      .reply(401, JSON.stringify({ statusCode: 401, error: { code: 'INVALID_API_KEY', message: `Invalid API key ${KEY}.` } }));
+    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(401, JSON.stringify({ statusCode: 401, error: { code: 'INVALID_API_KEY', message: `Invalid API key ${KEY}.` } }));
     const invalid = await rejection(c.createQuery('ABC1D23'));
     expect(invalid).toBeInstanceOf(InvalidKeyError);
     expectNoKey(invalid);
@@ -354,9 +345,7 @@ describe('the API key never appears in an error', () => {
       .reply(403, JSON.stringify({ statusCode: 403, error: { code: 'INSUFFICIENT_PERMISSIONS', message: `Key ${KEY} may not view queries.` } }));
     expectNoKey(await rejection(c.getQuery('q')));
 
-    pool
-      .intercept({ path: '/queries/integration/q', method: 'GET' })
-      .reply(502, `<html><body><h1>502 Bad Gateway</h1><pre>x-api-key: ${KEY}</pre></body></html>`);
+    pool.intercept({ path: '/queries/integration/q', method: 'GET' }).reply(502, `<html><body><h1>502 Bad Gateway</h1><pre>x-api-key: ${KEY}</pre></body></html>`);
     const gateway = await rejection(c.getQuery('q'));
     expect(gateway).toBeInstanceOf(TransientError);
     expectNoKey(gateway);

@@ -1,23 +1,13 @@
 // Reading upstream answers: the shapes the contract doc says we must tolerate, and the one typed
 // error each failure becomes.
 import { describe, expect, it } from 'vitest';
-import {
-  BadResponseError,
-  ExpiredKeyError,
-  InvalidKeyError,
-  PermanentError,
-  PermissionError,
-  RateLimitedError,
-  TransientError,
-  UpstreamError,
-} from '../../src/upstream/errors.js';
+import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
 import { classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 const json = (value: unknown) => JSON.stringify(value);
 const envelope = (status: number, body: unknown) => json({ statusCode: status, body });
-const errorBody = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) =>
-  json({ statusCode: status, error: { code, message, ...extra } });
+const errorBody = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) => json({ statusCode: status, error: { code, message, ...extra } });
 
 function thrown(fn: () => unknown): unknown {
   try {

@@ -44,9 +44,11 @@ describe('X-RateLimit-Reset', () => {
   });
 
   it('parseRateLimitHeaders collects limit, remaining and reset, skipping the bad ones', () => {
-    expect(
-      parseRateLimitHeaders({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(NOW_S + 10) }, NOW),
-    ).toEqual({ limit: 60, remaining: 0, resetAt: NOW + 10_000 });
+    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(NOW_S + 10) }, NOW)).toEqual({
+      limit: 60,
+      remaining: 0,
+      resetAt: NOW + 10_000,
+    });
     expect(parseRateLimitHeaders({ 'x-ratelimit-limit': ['300', '60'], 'x-ratelimit-remaining': 'lots' }, NOW)).toEqual({ limit: 300 });
     expect(parseRateLimitHeaders({}, NOW)).toEqual({});
   });

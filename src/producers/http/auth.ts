@@ -45,7 +45,11 @@ export class TokenAuth {
   constructor(source: TokenSource | undefined, logger: Logger) {
     this.#source = source;
     this.#logger = logger;
-    if (source?.kind === 'inline') this.#hashes = usable(source.secrets.map((s) => s.reveal()), logger);
+    if (source?.kind === 'inline')
+      this.#hashes = usable(
+        source.secrets.map((s) => s.reveal()),
+        logger,
+      );
   }
 
   /** Resolves when the request may go on; throws ApiError 503 AUTH_NOT_CONFIGURED or 401 UNAUTHORIZED. */
@@ -74,7 +78,10 @@ export class TokenAuth {
       const s = await stat(path);
       stamp = `${s.ino}:${s.size}:${s.mtimeMs}`;
       if (stamp === this.#fileStamp) return;
-      const tokens = (await readFile(path, 'utf8')).split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+      const tokens = (await readFile(path, 'utf8'))
+        .split(/\r?\n/)
+        .map((line) => line.trim())
+        .filter((line) => line !== '' && !line.startsWith('#'));
       this.#hashes = usable(tokens, this.#logger);
       this.#logger.info({ tokens: this.#hashes.length }, 'service tokens file read');
     } catch (err) {

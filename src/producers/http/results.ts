@@ -15,7 +15,13 @@ export interface ResultsBody {
 }
 
 /** Throws BatchNotFoundError (404) before anything is sent. */
-export async function batchResults(services: Pick<QueueServices, 'batches' | 'outcomes'>, batchId: string, format: ExportFormat, delimiter: CsvDelimiter, logger: Pick<FastifyBaseLogger, 'warn'>): Promise<ResultsBody> {
+export async function batchResults(
+  services: Pick<QueueServices, 'batches' | 'outcomes'>,
+  batchId: string,
+  format: ExportFormat,
+  delimiter: CsvDelimiter,
+  logger: Pick<FastifyBaseLogger, 'warn'>,
+): Promise<ResultsBody> {
   const source = await batchExportSource(services.batches, services.outcomes, batchId);
   const fileName = `${batchId.replace(/[^A-Za-z0-9._-]/g, '_')}.${format}`;
   if (format === 'jsonl') {

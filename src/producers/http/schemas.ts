@@ -64,7 +64,7 @@ export const BatchParams = z.object({ id: z.string().min(1).max(200) });
 export type BatchParams = z.output<typeof BatchParams>;
 
 export const ResultsQuery = z.object({
-  format: z.enum(['jsonl', 'csv']).default('jsonl').describe('jsonl: one JSON object per input row; csv: the file export\'s columns'),
+  format: z.enum(['jsonl', 'csv']).default('jsonl').describe("jsonl: one JSON object per input row; csv: the file export's columns"),
 });
 export type ResultsQuery = z.output<typeof ResultsQuery>;
 
@@ -83,21 +83,23 @@ export const ErrorReply = z.object({
 
 const count = z.number().int();
 
-export const BatchCounts = z.object({
-  total: count.describe('input rows'),
-  enqueued: count.describe('distinct valid plates put on the queue'),
-  queued: count,
-  inflight: count,
-  done: count,
-  failed: count,
-  rejected: count.describe('invalid plates, never sent upstream'),
-  duplicates: count.describe('rows repeating an earlier plate of the batch'),
-  possibleDuplicates: count.describe('plates the upstream may have charged twice'),
-  creates: count,
-  polls: count,
-  rateLimited: count,
-  reused: count.describe('plates answered from a stored result, free'),
-}).catchall(count.describe('counters added later'));
+export const BatchCounts = z
+  .object({
+    total: count.describe('input rows'),
+    enqueued: count.describe('distinct valid plates put on the queue'),
+    queued: count,
+    inflight: count,
+    done: count,
+    failed: count,
+    rejected: count.describe('invalid plates, never sent upstream'),
+    duplicates: count.describe('rows repeating an earlier plate of the batch'),
+    possibleDuplicates: count.describe('plates the upstream may have charged twice'),
+    creates: count,
+    polls: count,
+    rateLimited: count,
+    reused: count.describe('plates answered from a stored result, free'),
+  })
+  .catchall(count.describe('counters added later'));
 
 export const Waiting = z.object({
   reason: z.enum(['paused', 'budget', 'rate_limit', 'quota']),
@@ -182,9 +184,6 @@ export type RetryReply = z.output<typeof RetryReply>;
 export const HealthReply = z.object({
   status: z.enum(['ok', 'degraded']),
   redis: z.enum(['ok', 'down']),
-  line: z
-    .object({ paused: z.boolean(), reason: z.string().optional(), limitedUntil: z.iso.datetime().optional() })
-    .optional()
-    .describe('left out when Redis is down'),
+  line: z.object({ paused: z.boolean(), reason: z.string().optional(), limitedUntil: z.iso.datetime().optional() }).optional().describe('left out when Redis is down'),
 });
 export type HealthReply = z.output<typeof HealthReply>;

@@ -68,7 +68,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'vqb', version: '1', description: 'Bulk Brazilian vehicle look-ups, paced under the upstream\'s limits. Errors: `{statusCode, error: {code, message}}`.' },
+      info: { title: 'vqb', version: '1', description: "Bulk Brazilian vehicle look-ups, paced under the upstream's limits. Errors: `{statusCode, error: {code, message}}`." },
       components: {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'a service token (VQ_API_TOKENS / VQ_API_TOKENS_FILE)' },

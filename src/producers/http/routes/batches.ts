@@ -13,19 +13,7 @@ import type { TokenAuth } from '../auth.js';
 import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
 import { ApiError } from '../errors.js';
 import { batchResults } from '../results.js';
-import {
-  BatchParams,
-  BatchView,
-  CreateBatchBody,
-  CreateBatchQuery,
-  CreateBatchReply,
-  DryRunReply,
-  ListQuery,
-  ListReply,
-  ResultsQuery,
-  RetryBody,
-  RetryReply,
-} from '../schemas.js';
+import { BatchParams, BatchView, CreateBatchBody, CreateBatchQuery, CreateBatchReply, DryRunReply, ListQuery, ListReply, ResultsQuery, RetryBody, RetryReply } from '../schemas.js';
 import { errorResponses, requestSchema, responseSchema, zodValidator } from '../validation.js';
 import { batchLinks, batchView } from '../views.js';
 
@@ -103,7 +91,10 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         const csv = await readCsvBody(body, { bodyLimit, maxPlates, ...(query.column !== undefined ? { column: query.column } : {}) });
         const name = query.name ?? 'api';
         const id = batchIdFor(name, csv.digest, query.force === true);
-        const budget = { ...(query.maxCreates !== undefined ? { maxCreates: query.maxCreates } : {}), ...(query.reuseWithinMs !== undefined ? { reuseWithinMs: query.reuseWithinMs } : {}) };
+        const budget = {
+          ...(query.maxCreates !== undefined ? { maxCreates: query.maxCreates } : {}),
+          ...(query.reuseWithinMs !== undefined ? { reuseWithinMs: query.reuseWithinMs } : {}),
+        };
         if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget.reuseWithinMs));
         result = await ingestOnce(() => ingest(services, { id, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
       } else {
@@ -126,7 +117,10 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       const { batch, created } = result;
       const [line, rejects] = await Promise.all([services.line.state(), firstRejects(services.batches, batch.id, batch.counts.rejected)]);
       const links = batchLinks(batch.id);
-      request.log.info({ batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, rejected: batch.counts.rejected }, created ? 'batch enqueued' : 'batch already known');
+      request.log.info(
+        { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, rejected: batch.counts.rejected },
+        created ? 'batch enqueued' : 'batch already known',
+      );
       const reply202: CreateBatchReply = { batch: { ...batchView(batch, line, config, now()), created }, rejects, links };
       return reply.code(202).header('location', links.self).send(reply202);
     },
@@ -185,7 +179,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     {
       schema: {
         summary: "One row per input row, streamed; unfinished plates are 'pending'",
-        description: 'jsonl: the JSONL export\'s objects; csv: the CSV export\'s columns (UTF-8 with BOM, VQ_CSV_DELIMITER).',
+        description: "jsonl: the JSONL export's objects; csv: the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER).",
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),

@@ -13,9 +13,12 @@ export async function redisAnswers(redis: Redis, timeoutMs = PING_TIMEOUT_MS): P
   if (redis.status !== 'ready') return false;
   let timer: NodeJS.Timeout | undefined;
   try {
-    const answer = await Promise.race([redis.ping(), new Promise<undefined>((resolve) => {
+    const answer = await Promise.race([
+      redis.ping(),
+      new Promise<undefined>((resolve) => {
         timer = setTimeout(() => resolve(undefined), timeoutMs);
-      })]);
+      }),
+    ]);
     return answer === 'PONG';
   } catch {
     return false;
