@@ -311,7 +311,9 @@ export class PlateProcessor {
     this.#metrics.quota(quota);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - this.#now();
-    if (wait <= Math.max(this.#d.pacingMs, this.#d.rateWindowMs)) return;
+    // +1 s: X-RateLimit-Reset is rounded to whole seconds, so a slot freeing 50 ms from now may read
+    // as a reset up to a second later.
+    if (wait <= Math.max(this.#d.pacingMs, this.#d.rateWindowMs) + 1_000) return;
     const reason = wait > 10 * 60_000 ? 'quota' : 'rate_limit';
     if (await this.#d.line.limitFor(wait, reason)) {
       this.#metrics.waited(reason, wait);

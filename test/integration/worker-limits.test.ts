@@ -47,7 +47,7 @@ describe('worker engine: pacing and quotas', () => {
   it('a quota that runs out pauses the line until it resets, then finishes by itself', async () => {
     h = await startHarness({
       label: 'quota',
-      sim: { rateLimit: '1000/s', dailyQuota: 60, quotaWindowMs: 2_500, completionMs: [50, 100] },
+      sim: { rateLimit: '1000/s', dailyQuota: 60, quotaWindowMs: 5_000, completionMs: [50, 100] },
       config: { VQ_RATE_LIMIT: '100/s' },
     });
     await h.enqueue('b', makePlates(50));
