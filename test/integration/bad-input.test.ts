@@ -3,12 +3,11 @@
 // give (HTML error pages, truncated or odd JSON, huge or endless bodies): each ends in a typed,
 // readable error or a clear result; nothing crashes or hangs. Big and binary fixtures are made here,
 // at test time, from a fixed seed.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFile, readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readPlateCsv } from '../../src/producers/csv.js';
@@ -17,8 +16,7 @@ import { UpstreamClient } from '../../src/upstream/client.js';
 import { BadResponseError, TransientError, type UpstreamError } from '../../src/upstream/errors.js';
 import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
 import { mulberry32 } from '../chaos/rng.js';
-
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
 const servers: Server[] = [];
@@ -32,32 +30,7 @@ afterEach(async () => {
 });
 
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeoutMs = 20_000) {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: {
-      PATH: process.env.PATH,
-      REDIS_URL: h.config.redisUrl,
-      VQ_PREFIX: h.config.prefix,
-      VQ_BASE_URL: h.sim.url,
-      VQ_API_KEY_FILE: h.keyFile,
-      VQ_OUT_DIR: h.config.outDir,
-      VQ_RATE_LIMIT: '100/s',
-      VQ_POLL_INITIAL: '300ms',
-      VQ_POLL_INTERVAL: '150ms',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const started = Date.now();
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  return once(child, 'exit').then(([code, signal]) => {
-    clearTimeout(timer);
-    return { code: code as number | null, signal: signal as string | null, stdout, stderr, ms: Date.now() - started };
-  });
+  return spawnVqb(args, harnessEnv(h, env), timeoutMs).done;
 }
 
 /** Deterministic pseudo-random bytes. */

@@ -7,20 +7,13 @@ import { unparkBatch, wakeBudgetBlocked } from '../../src/queue/parking.js';
 import { estimateCost } from '../../src/producers/dry-run.js';
 import { ingestList, toInputRows } from '../../src/producers/list.js';
 import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(50);
-  }
-}
 
 describe('cost controls', () => {
   it('a dry run calls nothing upstream and predicts the create count exactly', async () => {

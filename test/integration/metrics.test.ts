@@ -1,24 +1,14 @@
 // Prometheus metrics from a worker process, scraped over HTTP while a batch runs.
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 function value(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(series));
@@ -30,19 +20,7 @@ describe('metrics', () => {
     h = await startHarness({ label: 'metrics', workers: 0, sim: { completionMs: [200, 400], rateLimit: '30/s', window: 'fixed' }, config: { VQ_RATE_LIMIT: '60/s' } });
     await h.enqueue('b', makePlates(60));
     const port = await freePort();
-    const child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/vqb.js'), 'work', '--metrics-port', String(port)], {
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: h.config.redisUrl,
-        VQ_PREFIX: h.config.prefix,
-        VQ_BASE_URL: h.sim.url,
-        VQ_API_KEY_FILE: h.keyFile,
-        VQ_RATE_LIMIT: '60/s',
-        VQ_POLL_INITIAL: '300ms',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: 'ignore',
-    });
+    const { child } = spawnVqb(['work', '--metrics-port', String(port)], harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }));
     try {
       const scrape = async () => {
         for (let i = 0; i < 50; i++) {

@@ -1,12 +1,9 @@
 // `vqb run` and `vqb export` as a user runs them: real processes, real Redis, the simulator over HTTP.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sleep, startHarness, type Harness } from '../helpers/engine.js';
-
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -15,30 +12,7 @@ afterEach(async () => {
 });
 
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: {
-      PATH: process.env.PATH,
-      REDIS_URL: h.config.redisUrl,
-      VQ_PREFIX: h.config.prefix,
-      VQ_BASE_URL: h.sim.url,
-      VQ_API_KEY_FILE: h.keyFile,
-      VQ_OUT_DIR: h.config.outDir,
-      VQ_RATE_LIMIT: '100/s',
-      VQ_POLL_INITIAL: '300ms',
-      VQ_POLL_INTERVAL: '150ms',
-      VQ_LOCK_DURATION: '2s',
-      VQ_STALLED_INTERVAL: '1s',
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
-  return { child, done };
+  return spawnVqb(args, harnessEnv(h, env));
 }
 
 function csvFile(rows: string[]): string {

@@ -1,11 +1,10 @@
 // Three `vqb work` processes on one queue share the global limit and never double-create.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
 let h: Harness | undefined;
 const children: ChildProcess[] = [];
 afterEach(async () => {
@@ -20,22 +19,7 @@ describe('scale-out', () => {
     h = await startHarness({ label: 'scale', workers: 0, sim: { rateLimit: '30/s', window: 'sliding', completionMs: [200, 600] } });
     await h.enqueue('b', makePlates(150));
     for (let i = 0; i < 3; i++) {
-      children.push(
-        spawn(process.execPath, [BIN, 'work'], {
-          env: {
-            PATH: process.env.PATH,
-            REDIS_URL: h.config.redisUrl,
-            VQ_PREFIX: h.config.prefix,
-            VQ_BASE_URL: h.sim.url,
-            VQ_API_KEY_FILE: h.keyFile,
-            VQ_RATE_LIMIT: '30/s',
-            VQ_CONCURRENCY: '4',
-            VQ_POLL_INITIAL: '500ms',
-            LOG_LEVEL: 'warn',
-          },
-          stdio: 'ignore',
-        }),
-      );
+      children.push(spawnVqb(['work'], harnessEnv(h, { VQ_RATE_LIMIT: '30/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
     }
     await h.waitForBatch('b', 90_000);
     const stats = h.sim.stats({ plates: true });

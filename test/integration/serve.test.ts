@@ -1,12 +1,9 @@
 // `vqb serve` as deployed: a real process with the API, the dashboard, /metrics and workers.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
 const TOKEN = 'serve-test-token-0123456789';
 let h: Harness | undefined;
 let child: ChildProcess | undefined;
@@ -17,14 +14,6 @@ afterEach(async () => {
   h = undefined;
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
 function metric(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(series));
   return line ? Number(line.slice(series.length).trim()) : 0;
@@ -34,23 +23,8 @@ describe('vqb serve', () => {
   it('dashboard behind the token, /metrics moving during a batch, clean exit on SIGTERM', async () => {
     h = await startHarness({ label: 'serve', workers: 0 });
     const port = await freePort();
-    child = spawn(process.execPath, [BIN, 'serve', '--workers', '--no-inbox'], {
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: h.config.redisUrl,
-        VQ_PREFIX: h.config.prefix,
-        VQ_BASE_URL: h.sim.url,
-        VQ_API_KEY_FILE: h.keyFile,
-        VQ_HTTP_PORT: String(port),
-        VQ_API_TOKENS: TOKEN,
-        VQ_RATE_LIMIT: '100/s',
-        VQ_POLL_INITIAL: '300ms',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const serve = spawnVqb(['serve', '--workers', '--no-inbox'], harnessEnv(h, { VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN }));
+    child = serve.child;
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 100; i++) {
       try {
@@ -91,7 +65,7 @@ describe('vqb serve', () => {
     expect(after).toContain('vqb_queue_jobs{state="delayed"}');
 
     child.kill('SIGTERM');
-    const [code] = (await once(child, 'exit')) as [number];
+    const { code, stderr } = await serve.done;
     expect(code).toBe(0);
     expect(stderr).not.toContain(TOKEN);
   }, 60_000);

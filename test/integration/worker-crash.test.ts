@@ -1,12 +1,10 @@
 // A worker process killed with SIGKILL mid-batch and started again: every plate completes and no
 // plate whose queryId had been stored is created again.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
-
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
 const children: ChildProcess[] = [];
@@ -18,23 +16,7 @@ afterEach(async () => {
 });
 
 function spawnWorker(h: Harness): ChildProcess {
-  const child = spawn(process.execPath, [BIN, 'work'], {
-    env: {
-      PATH: process.env.PATH,
-      REDIS_URL: h.config.redisUrl,
-      VQ_PREFIX: h.config.prefix,
-      VQ_BASE_URL: h.sim.url,
-      VQ_API_KEY_FILE: h.keyFile,
-      VQ_RATE_LIMIT: '100/s',
-      VQ_CONCURRENCY: '8',
-      VQ_POLL_INITIAL: '300ms',
-      VQ_POLL_INTERVAL: '150ms',
-      VQ_LOCK_DURATION: '2s',
-      VQ_STALLED_INTERVAL: '1s',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const { child } = spawnVqb(['work'], harnessEnv(h, { VQ_CONCURRENCY: '8' }));
   children.push(child);
   return child;
 }

@@ -2,20 +2,13 @@
 import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, startHarness, TEST_KEY, type Harness } from '../helpers/engine.js';
+import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(50);
-  }
-}
 
 describe('worker engine: key-level failures', () => {
   it('a key that expires mid-batch pauses the queue with no job failed; a rotated key and resume finish it', async () => {

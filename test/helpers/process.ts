@@ -1,0 +1,72 @@
+// Running `vqb` as a user does, in child processes, against a harness's Redis prefix and simulator.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import type { Harness } from './engine.js';
+
+export const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+
+export interface Finished {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface VqbProcess {
+  child: ChildProcess;
+  done: Promise<Finished>;
+}
+
+/** The settings every child needs to share the harness's queue, simulator and key, scaled down for tests. */
+export function harnessEnv(h: Harness, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    REDIS_URL: h.config.redisUrl,
+    VQ_PREFIX: h.config.prefix,
+    VQ_BASE_URL: h.sim.url,
+    VQ_API_KEY_FILE: h.keyFile,
+    VQ_OUT_DIR: h.config.outDir,
+    VQ_RATE_LIMIT: '100/s',
+    VQ_POLL_INITIAL: '300ms',
+    VQ_POLL_INTERVAL: '150ms',
+    VQ_LOCK_DURATION: '2s',
+    VQ_STALLED_INTERVAL: '1s',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+/** `node bin/vqb.js <args>` with exactly `env`; killed after `timeoutMs` if it has not exited. */
+export function spawnVqb(args: string[], env: Record<string, string>, timeoutMs = 120_000): VqbProcess {
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const started = Date.now();
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const done = once(child, 'exit').then(([code, signal]) => {
+    clearTimeout(timer);
+    return { code: code as number | null, signal: signal as string | null, stdout, stderr, ms: Date.now() - started };
+  });
+  return { child, done };
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+export async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000, label = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${label} not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
