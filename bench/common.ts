@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
+import { deleteKeysByPrefix } from '../src/queue/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The key the simulator knows and every client (ours and the peer) sends. */
@@ -47,13 +48,7 @@ export function connect(): Redis {
 
 /** Deletes every key under `prefix` (SCAN + UNLINK), as the tests do; returns how many. */
 export async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  const deleted = await deleteKeysByPrefix(redis, prefix);
   prefixesInUse.delete(prefix);
   return deleted;
 }

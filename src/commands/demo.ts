@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from '../cli.js';
-import { connectRedis, preflightRedis } from '../queue/redis.js';
+import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../queue/redis.js';
 import { startSimulator } from '../simulator/index.js';
 import { runFile } from './run.js';
 
@@ -34,12 +34,7 @@ export const demoCommand: Command = {
       try {
         await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
         // Only the demo's own keys: a user's real queues under other prefixes are never touched.
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${DEMO_PREFIX}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length > 0) await redis.unlink(...keys);
-        } while (cursor !== '0');
+        await deleteKeysByPrefix(redis, `${DEMO_PREFIX}:`);
       } finally {
         redis.disconnect();
       }

@@ -71,6 +71,18 @@ export async function preflightRedis(redis: Redis, settings: { redisUrl: string;
   warn(message);
 }
 
+/** Deletes every key whose name starts with `prefix` (SCAN + UNLINK, bounded memory); returns how many. */
+export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<number> {
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+  } while (cursor !== '0');
+  return deleted;
+}
+
 export class VqbKeys {
   readonly base: string;
 

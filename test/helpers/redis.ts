@@ -2,6 +2,7 @@
 // so tests never see each other's queues and leave nothing behind.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { deleteKeysByPrefix } from '../../src/queue/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -11,16 +12,7 @@ export interface RedisTestContext {
   cleanup(): Promise<void>;
 }
 
-export async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
-  let cursor = '0';
-  let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
-  return deleted;
-}
+export const deleteByPrefix = deleteKeysByPrefix;
 
 export async function redisTestContext(label = 'test'): Promise<RedisTestContext> {
   const prefix = `{vqbtest-${label}-${randomBytes(4).toString('hex')}}`;
