@@ -81,6 +81,8 @@ export class PlateProcessor {
   #inStreak = false;
   /** Per-batch settings read at most once a second per process. */
   readonly #batchSettings = new Map<string, { at: number; reuseWithinMs: number }>();
+  /** The shared adaptive spacing as last seen here (ms), and when it was read. */
+  #spacing = { ms: 0, at: 0 };
   /** Batches this process already took off the queue after they reached their create cap. */
   readonly #parking = new Set<string>();
 
@@ -232,12 +234,16 @@ export class PlateProcessor {
       }
       case 'wait': {
         await this.#d.ledger.count(data.batchId, 'rateLimited');
+        this.#spacing = { ms: await this.#d.line.adaptSpacing('429', this.#d.pacingMs), at: this.#now() };
         const hinted = (err as { retryAfterMs?: number }).retryAfterMs;
         const ms = hinted ?? (await this.#noHintBackoff());
         const reason = ms > 10 * 60_000 || /quota|daily|monthly/i.test(err.message) ? 'quota' : 'rate_limit';
         if (await this.#d.line.limitFor(ms, reason)) {
           this.#metrics.waited(reason, ms);
-          log.warn({ code: err.code, waitMs: ms, reason, until: new Date(this.#now() + ms).toISOString() }, `upstream asked to wait: all workers hold for ${ms} ms`);
+          // A sub-second wait is the adaptive spacing at work, not news; a longer one is a decision.
+          const line = { code: err.code, waitMs: ms, reason, until: new Date(this.#now() + ms).toISOString(), spacingMs: Math.round(this.#spacing.ms) };
+          if (ms >= 1_000) log.warn(line, `upstream asked to wait: all workers hold for ${ms} ms`);
+          else log.debug(line, 'upstream asked to wait');
         }
         throw Worker.RateLimitError();
       }
@@ -307,6 +313,7 @@ export class PlateProcessor {
       this.#inStreak = false;
       await this.#d.redis.del(this.#d.keys.streak429);
     }
+    await this.#adaptSpacing();
     const quota = this.#d.api.quota;
     this.#metrics.quota(quota);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
@@ -319,6 +326,13 @@ export class PlateProcessor {
       this.#metrics.waited(reason, wait);
       log.info({ waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() }, 'upstream budget used up: all workers hold until it resets');
     }
+  }
+
+  /** While the shared spacing is above zero, every answer eases it and holds the next start. */
+  async #adaptSpacing(): Promise<void> {
+    const now = this.#now();
+    if (now - this.#spacing.at > 1_000) this.#spacing = { ms: await this.#d.line.extraSpacing(), at: now };
+    if (this.#spacing.ms > 0) this.#spacing = { ms: await this.#d.line.adaptSpacing('ok', this.#d.pacingMs), at: now };
   }
 
   /** A 429 with no hint at all: exponential backoff with jitter, shared by all workers. */

@@ -43,7 +43,28 @@ redis.call('HSET', KEYS[1], 'code', ARGV[1], 'message', ARGV[2], 'at', ARGV[3])
 return 1
 `;
 
+// Adaptive spacing (AIMD): a 429 lengthens the gap between job starts (×1.25 + a tenth of the
+// pacing interval), every answer without one shortens it by a fiftieth of the interval. With the
+// configured limit above the upstream's real one, the line settles just under the real one instead
+// of drawing a 429 every few requests. ARGV: event ('429' | 'ok'), pacing ms, cap ms, limiter value.
+const ADAPT = `
+local extra = tonumber(redis.call('HGET', KEYS[1], 'extraMs') or '0')
+local pacing = tonumber(ARGV[2])
+if ARGV[1] == '429' then
+  extra = math.min(tonumber(ARGV[3]), extra * 1.25 + pacing * 0.1)
+else
+  if extra <= 0 then return '0' end
+  extra = math.max(0, extra - pacing * 0.02)
+end
+redis.call('HSET', KEYS[1], 'extraMs', tostring(extra))
+if ARGV[1] == 'ok' and extra > 0 and redis.call('PTTL', KEYS[2]) < extra then
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', math.ceil(extra))
+end
+return tostring(extra)
+`;
+
 interface LineCommands {
+  vqbAdaptSpacing(line: string, limiter: string, event: string, pacingMs: number, capMs: number, max: string): Promise<string>;
   vqbExtendLimit(limiter: string, line: string, ms: number, max: string, until: number, reason: string): Promise<number>;
   vqbPauseLine(line: string, code: string, message: string, at: number): Promise<number>;
 }
@@ -57,6 +78,7 @@ export class LineControl {
   constructor(queue: PlateQueue, redis: Redis, keys: VqbKeys, now: () => number = Date.now) {
     redis.defineCommand('vqbExtendLimit', { numberOfKeys: 2, lua: EXTEND_LIMIT });
     redis.defineCommand('vqbPauseLine', { numberOfKeys: 1, lua: PAUSE });
+    redis.defineCommand('vqbAdaptSpacing', { numberOfKeys: 2, lua: ADAPT });
     this.#queue = queue;
     this.#redis = redis as Redis & LineCommands;
     this.#keys = keys;
@@ -89,6 +111,20 @@ export class LineControl {
     const wait = Math.max(1, Math.ceil(ms));
     const until = this.#now() + wait;
     return (await this.#redis.vqbExtendLimit(this.#queue.toKey('limiter'), this.#keys.line, wait, String(Number.MAX_SAFE_INTEGER), until, reason)) === 1;
+  }
+
+  /**
+   * Feeds one upstream answer (a 429 or not) to the adaptive spacing and, after a normal answer
+   * while the spacing is above zero, holds the next job start that much longer. Returns the extra
+   * spacing now in force (ms), which callers cache to skip the call while it is 0.
+   */
+  async adaptSpacing(event: '429' | 'ok', pacingMs: number): Promise<number> {
+    const cap = Math.max(1_000, pacingMs * 20);
+    return Number(await this.#redis.vqbAdaptSpacing(this.#keys.line, this.#queue.toKey('limiter'), event, pacingMs, cap, String(Number.MAX_SAFE_INTEGER)));
+  }
+
+  async extraSpacing(): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys.line, 'extraMs')) ?? 0);
   }
 
   async state(): Promise<LineState> {

@@ -41,6 +41,9 @@ describe('worker engine: pacing and quotas', () => {
     // Each 429 holds every worker for Retry-After; the only other 429s are requests already in
     // flight (at most the concurrency) — not a storm.
     expect(stats.rateLimited).toBeLessThanOrEqual(pauses * 8);
+    // The adaptive spacing settles under the upstream's real limit: 429s stay a small share.
+    expect(stats.rateLimited).toBeLessThan((stats.creates + stats.gets) * 0.15);
+    expect(Number(await h.services.redis.hget(h.services.keys.line, 'extraMs'))).toBeGreaterThan(0);
     expect((await h.services.batches.get('b')).counts.rateLimited).toBe(stats.rateLimited);
   });
 
