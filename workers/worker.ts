@@ -88,7 +88,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     redis: commands,
     keys,
     outcomes,
-    inflight: new InFlight(commands, keys, config.maxInFlight),
+    inflight: new InFlight(commands, keys, config.maxInFlight, queue.toKey('')),
     line,
     learner,
     ledger: new CostLedger(commands, keys, now),

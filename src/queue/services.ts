@@ -39,7 +39,7 @@ export async function openQueueServices(config: Config, options: { failFast?: bo
     queue,
     batches: new BatchStore(redis, keys, queue, now),
     outcomes: new OutcomeStore(redis, keys),
-    inflight: new InFlight(redis, keys, config.maxInFlight),
+    inflight: new InFlight(redis, keys, config.maxInFlight, queue.toKey('')),
     line: new LineControl(queue, redis, keys, now),
     async close() {
       await queue.close();
