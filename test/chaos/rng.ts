@@ -1,17 +1,9 @@
 // A seeded generator for chaos schedules: the same seed gives the same sequence of faults, so a
 // failing run can be replayed (process timing still varies, the plan does not).
+import { seededRandom } from '../../src/simulator/vehicle.js';
 
-/** mulberry32: small, fast, good enough for test schedules. Returns floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** mulberry32, the simulator's own seeded generator: floats in [0, 1). */
+export const mulberry32 = seededRandom;
 
 export function uniform(rng: () => number, min: number, max: number): number {
   return min + rng() * (max - min);

@@ -70,3 +70,32 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000,
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** The error a call fails with; a call that succeeds fails the test. */
+export async function rejection(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** Samples `read` every `intervalMs` until stopped; resolves to the largest value seen. */
+export function sampleMax(read: () => Promise<number>, intervalMs: number): { stop(): Promise<number> } {
+  let max = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      max = Math.max(max, await read());
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return max;
+    },
+  };
+}

@@ -7,6 +7,7 @@ import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
 import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
 import type { QueryOutcome } from '../../src/upstream/response.js';
+import { rejection } from '../helpers/process.js';
 
 let sims: SimulatorHandle[] = [];
 let clients: UpstreamClient[] = [];
@@ -39,15 +40,6 @@ function client(baseUrl: string, key = 'demo-key', options: Partial<UpstreamClie
   const c = new UpstreamClient({ baseUrl, apiKey: async () => key, requestTimeoutMs: 2_000, ...options });
   clients.push(c);
   return c;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected the call to fail');
 }
 
 async function pollUntilTerminal(c: UpstreamClient, queryId: string, deadlineMs = 3_000): Promise<{ last: QueryOutcome; polls: number }> {

@@ -1,7 +1,8 @@
 // Upstream faults and the shape of the pipeline: 5xx bursts, dropped connections, lost create
 // answers, permanent failures, waiting jobs that hold no slot, polls not starved, the in-flight cap.
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { sampleMax } from '../helpers/process.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -58,17 +59,9 @@ describe('worker engine: faults', () => {
       config: { VQ_CONCURRENCY: '2', VQ_RATE_LIMIT: '200/s', VQ_POLL_INITIAL: '2s' },
     });
     await h.enqueue('b', makePlates(200));
-    let maxInFlight = 0;
-    let finished = false;
-    const watcher = (async () => {
-      while (!finished) {
-        maxInFlight = Math.max(maxInFlight, await h!.services.inflight.count());
-        await sleep(50);
-      }
-    })();
+    const peak = sampleMax(() => h!.services.inflight.count(), 50);
     await h.waitForBatch('b', 60_000);
-    finished = true;
-    await watcher;
+    const maxInFlight = await peak.stop();
     // Two slots, yet far more queries ran upstream at once: waiting ones sat in `delayed`.
     expect(maxInFlight).toBeGreaterThan(50);
     expect((await h.services.batches.get('b')).counts.done).toBe(200);
@@ -81,17 +74,9 @@ describe('worker engine: faults', () => {
       config: { VQ_RATE_LIMIT: '400/s', VQ_CONCURRENCY: '16', VQ_MAX_IN_FLIGHT: '100', VQ_POLL_INITIAL: '300ms' },
     });
     await h.enqueue('b', makePlates(2_000));
-    let maxInFlight = 0;
-    let finished = false;
-    const watcher = (async () => {
-      while (!finished) {
-        maxInFlight = Math.max(maxInFlight, await h!.services.inflight.count());
-        await sleep(20);
-      }
-    })();
+    const peak = sampleMax(() => h!.services.inflight.count(), 20);
     await h.waitForBatch('b', 120_000);
-    finished = true;
-    await watcher;
+    const maxInFlight = await peak.stop();
     let firstResult = Infinity;
     let lastCreate = 0;
     for await (const o of h.services.outcomes.scan('b')) {

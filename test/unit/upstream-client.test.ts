@@ -10,6 +10,7 @@ import { ConfigError } from '../../src/errors.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
 import { BadResponseError, InvalidKeyError, PermanentError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
 import { createKeyProvider, type KeyProvider } from '../../src/upstream/key.js';
+import { rejection } from '../helpers/process.js';
 
 const ORIGIN = 'https://api.vehicles.test';
 const KEY = 'sk_live_9f8e7d6c5b4a';
@@ -37,15 +38,6 @@ function client(options: Partial<UpstreamClientOptions> = {}): UpstreamClient {
   const c = new UpstreamClient({ baseUrl: ORIGIN, apiKey: async () => KEY, dispatcher: agent, now: () => NOW, ...options });
   clients.push(c);
   return c;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected the call to fail');
 }
 
 interface Seen {
