@@ -2,7 +2,7 @@
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { retryFailed } from '../queue/retry.js';
-import { openQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../queue/services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
 
@@ -24,15 +24,12 @@ export const exportCommand: Command = {
     if (!['csv', 'jsonl', 'all'].includes(format)) throw new UsageError('--format is csv, jsonl or all');
     const formats: readonly ExportFormat[] = format === 'all' ? ALL_FORMATS : [format as ExportFormat];
     const config = ctx.config();
-    const services = await openQueueServices(config);
-    try {
+    return withQueueServices(config, async (services) => {
       const result = await exportBatch(services, fileSinkFor(config), batchId, formats);
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else for (const path of Object.values(result.files)) ctx.print(path);
       return 0;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };
 
@@ -45,8 +42,7 @@ export const retryCommand: Command = {
   options: { recreate: { type: 'boolean' }, json: { type: 'boolean' } },
   async run(ctx) {
     const batchId = oneBatch(ctx.args, 'retry');
-    const services = await openQueueServices(ctx.config());
-    try {
+    return withQueueServices(ctx.config(), async (services) => {
       const result = await retryFailed(services, batchId, { recreate: ctx.flags.recreate === true });
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else
@@ -54,8 +50,6 @@ export const retryCommand: Command = {
           `batch ${batchId}: ${result.retried} failed plates queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
         );
       return 0;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };

@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js';
 import { Budget } from '../queue/budget.js';
 import { CostLedger } from '../queue/costs.js';
 import { unparkBatch, wakeBudgetBlocked } from '../queue/parking.js';
-import { openQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../queue/services.js';
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */
 function capFlag(value: unknown, flag: string): number | null | undefined {
@@ -24,8 +24,7 @@ export const budgetCommand: Command = {
   options: { 'max-creates': { type: 'string' }, 'per-day': { type: 'string' }, 'per-month': { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const config = ctx.config();
-    const services = await openQueueServices(config);
-    try {
+    return withQueueServices(config, async (services) => {
       const budget = new Budget(services.redis, services.keys, config.budget);
       const [batchId] = ctx.args;
       const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
@@ -36,12 +35,12 @@ export const budgetCommand: Command = {
         const info = await services.batches.get(batchId);
         await services.batches.setMaxCreates(batchId, maxCreates);
         const restored = await unparkBatch(services, batchId, info.product);
-        ctx.print(`batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`);
+        if (!ctx.flags.json) ctx.print(`batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`);
       }
       if (perDay !== undefined || perMonth !== undefined) {
         await budget.setCaps({ ...(perDay !== undefined ? { perDay } : {}), ...(perMonth !== undefined ? { perMonth } : {}) });
         const woken = await wakeBudgetBlocked(services);
-        ctx.print(`key caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
+        if (!ctx.flags.json) ctx.print(`key caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
       }
       const [caps, spent, batch] = await Promise.all([budget.caps(), budget.spent(), batchId ? services.batches.get(batchId) : undefined]);
       const report = {
@@ -60,9 +59,7 @@ export const budgetCommand: Command = {
           );
       }
       return 0;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };
 
@@ -71,8 +68,7 @@ export const costCommand: Command = {
   usage: 'vqb cost [--days 7] [--json]   (per batch: vqb status <batch>)',
   options: { days: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
-    const services = await openQueueServices(ctx.config());
-    try {
+    return withQueueServices(ctx.config(), async (services) => {
       const days = Math.min(400, Math.max(1, Number.parseInt(String(ctx.flags.days ?? '7'), 10) || 7));
       const report = await new CostLedger(services.redis, services.keys).days(days);
       if (ctx.flags.json) {
@@ -87,8 +83,6 @@ export const costCommand: Command = {
         );
       }
       return 0;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };

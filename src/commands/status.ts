@@ -1,5 +1,5 @@
 import type { Command } from '../cli.js';
-import { openQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../queue/services.js';
 import { describeBatch, describeLine } from './format.js';
 
 export const statusCommand: Command = {
@@ -7,8 +7,7 @@ export const statusCommand: Command = {
   usage: 'vqb status [batch] [--json] [--limit N]',
   options: { json: { type: 'boolean' }, limit: { type: 'string' } },
   async run(ctx) {
-    const services = await openQueueServices(ctx.config());
-    try {
+    return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
       if (batchId) {
         const info = await services.batches.get(batchId);
@@ -33,8 +32,6 @@ export const statusCommand: Command = {
       ctx.print(`batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`);
       for (const b of recent.batches) ctx.print(describeBatch(b));
       return 0;
-    } finally {
-      await services.close();
-    }
+    });
   },
 };

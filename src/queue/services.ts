@@ -47,3 +47,13 @@ export async function openQueueServices(config: Config, options: { failFast?: bo
     },
   };
 }
+
+/** Opens the services, runs `work` with them, and closes them whatever happens. */
+export async function withQueueServices<T>(config: Config, work: (services: QueueServices) => Promise<T>): Promise<T> {
+  const services = await openQueueServices(config);
+  try {
+    return await work(services);
+  } finally {
+    await services.close();
+  }
+}
