@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { readPlateCsv } from '../src/producers/csv.js';
 import { ingest } from '../src/producers/ingest.js';
-import { createPlateQueue, JOB_NAME, jobIdFor, newJobData } from '../src/queue/plate-queue.js';
+import { AccountQueues, JOB_NAME, jobIdFor, newJobData } from '../src/queue/account-queues.js';
 import { connectRedis } from '../src/queue/redis.js';
 import { openQueueServices } from '../src/queue/services.js';
 import { plateAt } from './common.js';
@@ -57,7 +57,7 @@ async function run(job: IngestJob): Promise<IngestResult> {
       return finish(job, ms, batch.counts.enqueued, startRssBytes);
     }
     const redis = connectRedis(job.redisUrl, { failFast: true, name: 'vqb-bench-raw' });
-    const queue = createPlateQueue(config, redis);
+    const queue = new AccountQueues(config, redis).for(config.accounts[0]!.id);
     await queue.waitUntilReady();
     const startRssBytes = process.memoryUsage().rss;
     const t0 = performance.now();
@@ -65,7 +65,7 @@ async function run(job: IngestJob): Promise<IngestResult> {
       const chunk = [];
       for (let i = from; i < Math.min(job.rows, from + 1_000); i++) {
         const plate = plateAt(i);
-        chunk.push({ name: JOB_NAME, data: newJobData(BATCH_ID, plate, config.product), opts: { jobId: jobIdFor(BATCH_ID, plate) } });
+        chunk.push({ name: JOB_NAME, data: newJobData(config.accounts[0]!, BATCH_ID, plate, 'normal'), opts: { jobId: jobIdFor(BATCH_ID, plate) } });
       }
       await queue.addBulk(chunk);
     }

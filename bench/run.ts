@@ -96,8 +96,7 @@ async function main(): Promise<number> {
       vqb: {
         process: 'vqb work (child process), env settings only',
         rateLimit: `${R}/s at R, ${2 * R}/s at 2R`,
-        pacing: ours.pacing,
-        pacingMargin: ours.pacingMargin,
+        pacingJitterMs: ours.pacingJitterMs,
         concurrency: ours.concurrency,
         maxInFlight: ours.maxInFlight,
         poll: ours.poll,

@@ -1,7 +1,10 @@
 // Every setting is read here, once, from the environment plus CLI overrides, validated with zod,
 // and handed down as a frozen Config. Nothing else in the code base reads process.env.
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
+import { defaultAccount, loadAccountsFile, type Account } from './accounts.js';
+import { ConfigError, VqbError } from './errors.js';
+
+export type { Account } from './accounts.js';
 
 /** The API key, wrapped so that logging or serialising a Config can never print it. */
 export class Secret {
@@ -108,8 +111,15 @@ export const SETTINGS = {
     help: 'Redis key prefix; keep the {hash tag} for Redis Cluster',
   },
   VQ_RATE_LIMIT: { schema: z.string().default('60/min'), help: 'upstream request limit shared by all workers, e.g. 60/min, 5/s' },
-  VQ_PACING: { schema: z.enum(['smooth', 'window']).default('smooth'), help: 'smooth spaces requests evenly; window lets the full limit through per fixed window' },
-  VQ_PACING_MARGIN: { schema: z.coerce.number().min(0).max(0.5).default(0.02), help: 'smooth mode: fraction of the limit kept free for clock and network jitter' },
+  VQ_ACCOUNTS_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'JSON file of accounts (one upstream key each, with its own rate limit and caps); without it the settings above form one account, `default`',
+  },
+  VQ_PACING_JITTER: {
+    schema: duration.default(25),
+    help: 'delay allowance between two requests of one account: N requests span at least the window plus this, so a sliding window never sees N+1',
+  },
+  VQ_INTERACTIVE_MAX: { schema: int(1, 500).default(100), help: 'most plates an `interactive` batch may hold (they are served before anything else of the account)' },
   VQ_CONCURRENCY: { schema: int(1, 1000).default(8), help: 'jobs one worker process runs at once (each makes at most one request)' },
   VQ_MAX_IN_FLIGHT: { schema: int(1).default(500), help: 'queries created but not finished, across all workers; new creates wait above it' },
   VQ_POLL_INITIAL: { schema: duration.default(5_000), help: 'first poll after a create, before anything is learned' },
@@ -161,8 +171,10 @@ export interface Config {
   queueName: string;
   prefix: string;
   rateLimit: RateLimit;
-  pacing: 'smooth' | 'window';
-  pacingMargin: number;
+  /** Every account the workers serve; `default` is built from the settings above when no file is given. */
+  accounts: readonly Account[];
+  pacingJitterMs: number;
+  interactiveMax: number;
   concurrency: number;
   maxInFlight: number;
   poll: {
@@ -228,8 +240,9 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
   else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
 
+  const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
   return Object.freeze({
-    baseUrl: v.VQ_BASE_URL?.replace(/\/+$/, ''),
+    baseUrl,
     apiKey,
     product: v.VQ_PRODUCT,
     redisUrl: v.REDIS_URL,
@@ -237,8 +250,11 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     queueName: v.VQ_QUEUE,
     prefix: v.VQ_PREFIX,
     rateLimit,
-    pacing: v.VQ_PACING,
-    pacingMargin: v.VQ_PACING_MARGIN,
+    accounts: v.VQ_ACCOUNTS_FILE
+      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit })
+      : [defaultAccount({ baseUrl, apiKey, product: v.VQ_PRODUCT, rateLimit, perDay: v.VQ_MAX_CREATES_PER_DAY, perMonth: v.VQ_MAX_CREATES_PER_MONTH })],
+    pacingJitterMs: v.VQ_PACING_JITTER,
+    interactiveMax: v.VQ_INTERACTIVE_MAX,
     concurrency: v.VQ_CONCURRENCY,
     maxInFlight: v.VQ_MAX_IN_FLIGHT,
     poll: {
@@ -266,8 +282,28 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   });
 }
 
+/** The account a batch or command names; an unknown id is a typed error listing the known ones. */
+export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefined): Account {
+  const wanted = id ?? config.accounts[0]?.id ?? 'default';
+  const account = config.accounts.find((a) => a.id === wanted);
+  if (!account) throw new VqbError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted)}; configured: ${config.accounts.map((a) => a.id).join(', ')}`);
+  return account;
+}
+
+/** Workers call the upstream for every account: each needs a base URL and a key. */
+export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
+  const where = account.id === 'default' ? '' : ` (account ${account.id} in VQ_ACCOUNTS_FILE)`;
+  if (!account.baseUrl) throw new ConfigError(account.id === 'default' ? 'VQ_BASE_URL' : 'VQ_ACCOUNTS_FILE', `expected the upstream base URL${where}; it is not set`);
+  if (!account.apiKey) throw new ConfigError(account.id === 'default' ? 'VQ_API_KEY' : 'VQ_ACCOUNTS_FILE', `expected the upstream API key${where} (or a file holding it); none is set`);
+  return { baseUrl: account.baseUrl, apiKey: account.apiKey };
+}
+
 /** Commands that call the upstream need both of these; the others (simulate, status) do not. */
 export function requireUpstream(config: Config): { baseUrl: string; apiKey: ApiKeySource } {
+  if (config.accounts.length > 0 && config.accounts[0]!.id !== 'default') {
+    for (const account of config.accounts) requireAccountUpstream(account);
+    return requireAccountUpstream(config.accounts[0]!);
+  }
   if (!config.baseUrl) throw new ConfigError('VQ_BASE_URL', 'expected the upstream base URL, e.g. https://api.example.com; it is not set');
   if (!config.apiKey) throw new ConfigError('VQ_API_KEY', 'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set');
   return { baseUrl: config.baseUrl, apiKey: config.apiKey };

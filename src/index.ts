@@ -10,9 +10,11 @@ import { createLogger, type Logger } from './logger.js';
 import { estimateCost, type CostEstimate } from './producers/dry-run.js';
 import { batchIdFor, digestOf } from './producers/ingest.js';
 import { ingestList, toInputRows, type ListOptions, type PlateInput } from './producers/list.js';
-import type { BatchInfo } from './queue/batches.js';
-import type { LineState } from './queue/line.js';
-import { retryFailed, type RetryResult } from './queue/retry.js';
+import type { BatchInfo } from './queue/batch/store.js';
+import type { AccountLineState } from './queue/accounts.js';
+import { batchContext } from './queue/batch-status.js';
+import { batchWaiting, estimateEta } from './presenters/line.js';
+import { rerunFailed, type RerunResult } from './queue/rerun.js';
 import { openQueueServices, type QueueServices } from './queue/services.js';
 import { batchExportSource } from './sinks/batch-source.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
@@ -23,8 +25,9 @@ export { loadConfig, type Config, type Overrides } from './config.js';
 export { VqbError, isVqbError, ConfigError, InputError, BatchNotFoundError, RedisUnavailableError } from './errors.js';
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
-export type { BatchInfo, BatchCounts } from './queue/batches.js';
-export type { LineState } from './queue/line.js';
+export type { BatchInfo, BatchCounts } from './queue/batch/store.js';
+export type { AccountLineState } from './queue/accounts.js';
+export type { PriorityClass } from './queue/types.js';
 export type { CostEstimate } from './producers/dry-run.js';
 export type { Outcome } from './queue/types.js';
 export type { ExportRow, ExportFormat, ExportResult, ExportSink, ExportSource } from './sinks/types.js';
@@ -54,8 +57,13 @@ export interface BatchProgress {
   queued: number;
   rejected: number;
   duplicates: number;
-  /** Why the line is not moving, when it is not (paused, rate limited, quota). */
+  account: string;
+  /** Share of the account's creates the batch gets now, 0–1. */
+  share: number;
+  /** Why the batch is not moving, when it is not (account paused, rate limited, quota, a spending cap). */
   waiting?: string;
+  /** Rough estimate of the time left, seconds. */
+  etaSeconds?: number;
 }
 
 export class Batch {
@@ -72,9 +80,11 @@ export class Batch {
   }
 
   async progress(): Promise<BatchProgress> {
-    const [info, line] = await Promise.all([this.info(), this.#services.line.state()]);
+    const info = await this.info();
+    const context = await batchContext(this.#services, info);
     const c = info.counts;
-    const waiting = describeWaiting(line);
+    const waiting = batchWaiting(info, context.line)?.message;
+    const eta = estimateEta(info, context.line, context.perSecond, context.share, Date.now());
     return {
       id: this.id,
       finished: info.finishedAt !== undefined,
@@ -85,7 +95,10 @@ export class Batch {
       queued: c.queued,
       rejected: c.rejected,
       duplicates: c.duplicates,
+      account: info.account,
+      share: context.share,
       ...(waiting ? { waiting } : {}),
+      ...(eta ? { etaSeconds: eta.seconds } : {}),
     };
   }
 
@@ -111,16 +124,9 @@ export class Batch {
     return exportBatch(this.#services, fileSinkFor(this.#services.config, dir), this.id, formats);
   }
 
-  retry(options: { recreate?: boolean } = {}): Promise<RetryResult> {
-    return retryFailed(this.#services, this.id, options);
+  retry(options: { recreate?: boolean } = {}): Promise<RerunResult> {
+    return rerunFailed(this.#services, this.id, options);
   }
-}
-
-function describeWaiting(line: LineState): string | undefined {
-  if (line.pause) return `paused: ${line.pause.message}`;
-  if (line.paused) return 'paused';
-  if (line.limitedUntil !== undefined) return `${line.limitReason === 'quota' ? 'quota' : 'rate limit'} until ${new Date(line.limitedUntil).toISOString()}`;
-  return undefined;
 }
 
 export class Vqb {
@@ -160,16 +166,24 @@ export class Vqb {
     this.#worker ??= startWorker(this.config, { logger: this.#logger });
   }
 
-  line(): Promise<LineState> {
-    return this.services.line.state();
+  /** Each account's line: running, holding (429, quota, a cap) until when, or paused and why. */
+  lines(): Promise<AccountLineState[]> {
+    return this.services.lines.states();
   }
 
-  pause(): Promise<void> {
-    return this.services.line.pause();
+  /** The line of one account (default: the first configured). */
+  line(account?: string): Promise<AccountLineState> {
+    return this.services.lines.for(account ?? this.config.accounts[0]!.id).state();
   }
 
-  resume(): Promise<void> {
-    return this.services.line.resume();
+  /** Pauses one account, or every account. */
+  async pause(account?: string): Promise<void> {
+    for (const line of this.services.lines.pick(account)) await line.pauseByOperator();
+  }
+
+  /** Resumes one account, or every account (after a key was fixed, too). */
+  async resume(account?: string): Promise<void> {
+    for (const line of this.services.lines.pick(account)) await line.resume();
   }
 
   async close(): Promise<void> {

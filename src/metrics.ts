@@ -2,7 +2,7 @@
 // live in the worker's process and are scraped from it; queue-wide gauges (depth by state, line
 // paused, batches) are read from Redis at scrape time, so any process can serve them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { LimitReason } from './queue/line.js';
+import type { LimitReason } from './queue/accounts.js';
 import type { QueueServices } from './queue/services.js';
 import type { Outcome } from './queue/types.js';
 import type { QuotaSnapshot } from './upstream/client.js';
@@ -99,32 +99,38 @@ export class Metrics implements WorkerMetrics {
     const registers = [this.registry];
     new Gauge({
       name: 'vqb_queue_jobs',
-      help: 'Plate jobs by state (delayed = waiting for their next poll)',
-      labelNames: ['state'],
+      help: 'Plate jobs by account and state (delayed = waiting for their next poll); plates not yet fed to the queue are not jobs',
+      labelNames: ['account', 'state'],
       registers,
       async collect() {
-        const counts = await services.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed', 'completed');
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+        for (const [account, queue] of services.queues.entries()) {
+          const counts = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed', 'completed');
+          for (const [state, n] of Object.entries(counts)) this.set({ account, state }, Number(n));
+        }
       },
     });
     new Gauge({
       name: 'vqb_queries_in_flight',
-      help: 'Queries created upstream and not finished',
+      help: 'Queries created upstream and not finished, by account',
+      labelNames: ['account'],
       registers,
       async collect() {
-        this.set(await services.inflight.count());
+        for (const account of services.config.accounts) this.set({ account: account.id }, await services.inflight.count(account.id));
       },
     });
     new Gauge({
       name: 'vqb_line_paused',
-      help: '1 while the line is paused (key failure or operator) or told to wait (rate limit, quota)',
-      labelNames: ['reason'],
+      help: "1 while an account's line is paused (key failure or operator) or told to wait (rate limit, quota, spending cap)",
+      labelNames: ['account', 'reason'],
       registers,
       async collect() {
-        const line = await services.line.state();
-        this.set({ reason: 'paused' }, line.paused ? 1 : 0);
-        this.set({ reason: 'rate_limit' }, line.limitReason === 'rate_limit' ? 1 : 0);
-        this.set({ reason: 'quota' }, line.limitReason === 'quota' ? 1 : 0);
+        for (const line of await services.lines.states()) {
+          const account = line.account;
+          this.set({ account, reason: 'paused' }, line.paused ? 1 : 0);
+          this.set({ account, reason: 'rate_limit' }, line.limitReason === 'rate_limit' ? 1 : 0);
+          this.set({ account, reason: 'quota' }, line.limitReason === 'quota' ? 1 : 0);
+          this.set({ account, reason: 'budget' }, line.budgetUntil !== undefined ? 1 : 0);
+        }
       },
     });
     new Gauge({

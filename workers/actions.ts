@@ -1,53 +1,72 @@
-// What the queue does about each upstream failure. This table is the only place that decides it.
+// What the queue does about each failure. This table is the only place that decides it: the
+// processor and the worker look the failure up here and do what the decision says.
 //
-// | failure                         | action      | why                                                   |
-// |---------------------------------|-------------|-------------------------------------------------------|
-// | 401 INVALID_API_KEY             | pause-line  | every job would fail the same way: stop, alert, wait  |
-// | 401 EXPIRED_API_KEY             | pause-line  | idem; resumes after the key is rotated                |
-// | 403 INSUFFICIENT_PERMISSIONS    | pause-line  | idem; the message names the missing permission        |
-// | 429 RATE_LIMIT_EXCEEDED         | wait        | all workers wait out Retry-After; no attempt is spent |
-// | 5xx, reset, timeout             | retry       | transient: backoff with jitter, bounded attempts      |
-// | 2xx we cannot read (poll)       | retry       | polls are safe to repeat                              |
-// | 2xx we cannot read (create)     | fail        | a retry could pay twice; queryId unknown              |
-// | other 4xx, query FAILED         | fail        | permanent: a retry would fail (and pay) again         |
-import {
-  BadResponseError,
-  ExpiredKeyError,
-  InvalidKeyError,
-  PermanentError,
-  PermissionError,
-  RateLimitedError,
-  TransientError,
-  type UpstreamError,
-} from '../src/upstream/errors.js';
+// | failure                            | action        | wait        | create refunded | why                                       |
+// |------------------------------------|---------------|-------------|-----------------|-------------------------------------------|
+// | 401 INVALID_API_KEY                | pause-account | —           | yes (answered)  | every job of the key would fail alike     |
+// | 401 EXPIRED_API_KEY                | pause-account | —           | yes             | idem; resumes after the key is rotated    |
+// | 403 INSUFFICIENT_PERMISSIONS       | pause-account | —           | yes             | idem; the message names the permission    |
+// | 429, per-window rate               | wait          | rate_limit  | yes             | the account holds for Retry-After         |
+// | 429, daily/monthly quota           | wait          | quota       | yes             | the account holds until the reset         |
+// | 5xx, 408 (answered)                | retry         | —           | yes             | transient: backoff with jitter            |
+// | refused, connect timeout           | retry         | —           | yes             | the request never left                    |
+// | reset, timeout after sending       | retry         | —           | no              | it may have been made (and paid)          |
+// | 2xx we cannot read, poll           | retry         | —           | —               | polls are safe to repeat                  |
+// | 2xx we cannot read, create         | fail          | —           | no              | a retry could pay twice; queryId unknown  |
+// | other 4xx, query FAILED            | fail          | —           | yes             | a retry would fail (and pay) again        |
+// | job stalled too often (BullMQ)     | fail          | —           | —               | recorded as JOB_STALLED                   |
+// | any other error, last attempt      | fail          | —           | —               | recorded as INTERNAL_ERROR                |
+import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
-export type Action = 'pause-line' | 'wait' | 'retry' | 'fail';
+export type Action = 'pause-account' | 'wait' | 'retry' | 'fail';
+export type WaitReason = 'rate_limit' | 'quota';
 
-type ErrorClass = abstract new (...args: never[]) => UpstreamError;
+export interface Decision {
+  action: Action;
+  /** For `wait`: what the account waits for. */
+  waitReason?: WaitReason;
+  /** A create that failed this way certainly did not reach the upstream, or was answered: give back its spending-cap unit and in-flight slot. */
+  refundCreate: boolean;
+}
 
-const TABLE: ReadonlyArray<readonly [ErrorClass, Action | ((error: UpstreamError) => Action)]> = [
-  [InvalidKeyError, 'pause-line'],
-  [ExpiredKeyError, 'pause-line'],
-  [PermissionError, 'pause-line'],
-  [RateLimitedError, 'wait'],
-  [TransientError, 'retry'],
-  [BadResponseError, (error) => (error.retryable ? 'retry' : 'fail')],
-  [PermanentError, 'fail'],
-];
+/** Answered with an HTTP status, or refused before anything was sent: the create did not happen. */
+const NOT_SENT_CODES = new Set(['CONNECTION_REFUSED', 'CONNECT_TIMEOUT']);
 
-export function actionFor(error: UpstreamError): Action {
-  for (const [cls, action] of TABLE) {
-    if (error instanceof cls) return typeof action === 'function' ? action(error) : action;
-  }
-  return error.retryable ? 'retry' : 'fail';
+const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> = {
+  'invalid-key': () => ({ action: 'pause-account', refundCreate: true }),
+  'expired-key': () => ({ action: 'pause-account', refundCreate: true }),
+  permission: () => ({ action: 'pause-account', refundCreate: true }),
+  'rate-limited': (e) => ({ action: 'wait', waitReason: e.kind === 'rate-limited' && e.scope === 'quota' ? 'quota' : 'rate_limit', refundCreate: true }),
+  transient: (e) => ({ action: 'retry', refundCreate: e.status > 0 || NOT_SENT_CODES.has(e.code) }),
+  'bad-response': (e) => (e.kind === 'bad-response' && e.operation === 'get' ? { action: 'retry', refundCreate: false } : { action: 'fail', refundCreate: false }),
+  permanent: () => ({ action: 'fail', refundCreate: true }),
+};
+
+export function decide(error: AnyUpstreamError): Decision {
+  return BY_KIND[error.kind](error);
+}
+
+/** BullMQ's own failure reason when a job lost its worker more than `maxStalledCount` times. */
+export const STALLED_REASON = 'job stalled more than allowable limit';
+
+/** How a failure BullMQ reports (not one our processor recorded) is stored: its outcome code, or none yet. */
+export function decideJobFailure(reason: string, attemptsLeft: boolean): 'JOB_STALLED' | 'INTERNAL_ERROR' | undefined {
+  if (reason === STALLED_REASON) return 'JOB_STALLED';
+  return attemptsLeft ? undefined : 'INTERNAL_ERROR';
 }
 
 /** One line an operator can act on, for the fatal log and for `vqb status`. */
-export function adviceFor(error: UpstreamError): string {
-  if (error instanceof PermissionError) {
-    return `give the API key the permission "${error.permission}" (or use a key that has it), then run \`vqb resume\``;
+export function adviceFor(error: AnyUpstreamError, accountId: string): string {
+  const where = accountId === 'default' ? 'VQ_API_KEY_FILE (or VQ_API_KEY and restart)' : `the key file of account ${accountId}`;
+  const resume = accountId === 'default' ? '`vqb resume`' : `\`vqb resume --account ${accountId}\``;
+  switch (error.kind) {
+    case 'permission':
+      return `give the API key the permission "${error.permission}" (or use a key that has it), then run ${resume}`;
+    case 'expired-key':
+      return `the API key has expired: put a new key in ${where}, then run ${resume}`;
+    case 'invalid-key':
+      return `the API key is invalid or revoked: set a valid key in ${where}, then run ${resume}`;
+    default:
+      return error.message;
   }
-  if (error instanceof ExpiredKeyError) return 'the API key has expired: put a new key in VQ_API_KEY_FILE (or VQ_API_KEY and restart), then run `vqb resume`';
-  if (error instanceof InvalidKeyError) return 'the API key is invalid or revoked: set a valid key in VQ_API_KEY_FILE (or VQ_API_KEY and restart), then run `vqb resume`';
-  return error.message;
 }

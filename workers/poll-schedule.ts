@@ -9,7 +9,8 @@
 // Later polls back off exponentially up to a cap.
 import type { Redis } from 'ioredis';
 import type { Config } from '../src/config.js';
-import type { VqbKeys } from '../src/queue/redis.js';
+import type { VqbKeys } from '../src/queue/keys.js';
+import { type Scripted, withScripts } from '../src/queue/scripts.js';
 import { backoffDelay } from '../src/upstream/timing.js';
 
 export type PollSettings = Config['poll'];
@@ -42,24 +43,6 @@ export function isRelevant(pendingAtFirstPoll: boolean, elapsedMs: number, estim
 }
 
 // ARGV: step, lo, hi, counter field, log(elapsed/initial), relevance, pending (1/0)
-const OBSERVE = `
-local v = tonumber(redis.call('HGET', KEYS[1], 'logOffset') or '0')
-redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
-local gap = tonumber(ARGV[5]) - v
-local r = tonumber(ARGV[6])
-if (ARGV[7] == '1' and gap < -r) or (ARGV[7] == '0' and gap > r) then return tostring(v) end
-v = v + tonumber(ARGV[1])
-local lo, hi = tonumber(ARGV[2]), tonumber(ARGV[3])
-if v < lo then v = lo end
-if v > hi then v = hi end
-redis.call('HSET', KEYS[1], 'logOffset', tostring(v))
-return tostring(v)
-`;
-
-interface LearnerCommands {
-  vqbLearnObserve(key: string, step: number, lo: number, hi: number, field: string, logElapsed: number, relevance: number, pending: string): Promise<string>;
-}
-
 export interface LearnedSchedule {
   firstPollMs: number;
   samples: number;
@@ -72,15 +55,14 @@ export interface LearnedSchedule {
  * one Redis read per second per process, not one per create.
  */
 export class PollLearner {
-  readonly #redis: Redis & LearnerCommands;
+  readonly #redis: Scripted<'learn-observe'>;
   readonly #keys: VqbKeys;
   readonly #poll: PollSettings;
   readonly #now: () => number;
   readonly #cache = new Map<string, { at: number; ms: number }>();
 
   constructor(redis: Redis, keys: VqbKeys, poll: PollSettings, now: () => number = Date.now) {
-    redis.defineCommand('vqbLearnObserve', { numberOfKeys: 1, lua: OBSERVE });
-    this.#redis = redis as Redis & LearnerCommands;
+    this.#redis = withScripts(redis, ['learn-observe']);
     this.#keys = keys;
     this.#poll = poll;
     this.#now = now;

@@ -1,7 +1,7 @@
 // Commands on one stored batch: rebuild its exports, retry its failed plates.
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
-import { retryFailed } from '../queue/retry.js';
+import { rerunFailed } from '../queue/rerun.js';
 import { withQueueServices } from '../queue/services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
@@ -43,7 +43,7 @@ export const retryCommand: Command = {
   async run(ctx) {
     const batchId = oneBatch(ctx.args, 'retry');
     return withQueueServices(ctx.config(), async (services) => {
-      const result = await retryFailed(services, batchId, { recreate: ctx.flags.recreate === true });
+      const result = await rerunFailed(services, batchId, { recreate: ctx.flags.recreate === true });
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else
         ctx.print(

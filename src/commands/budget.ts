@@ -1,9 +1,8 @@
 // Spending caps and the cost report.
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
-import { Budget } from '../queue/budget.js';
-import { CostLedger } from '../queue/costs.js';
-import { unparkBatch, wakeBudgetBlocked } from '../queue/parking.js';
+import { accountOf } from '../config.js';
+import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../queue/services.js';
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */
@@ -17,33 +16,41 @@ function capFlag(value: unknown, flag: string): number | null | undefined {
 
 export const budgetCommand: Command = {
   summary: 'show or change spending caps (per batch, per day, per month); raising one continues the work',
-  usage: `vqb budget [batch] [--max-creates N|none] [--per-day N|none] [--per-month N|none] [--json]
-  With no change, shows the caps and what was spent today and this month (UTC).
-  A batch at its cap, or a key at its daily/monthly cap, keeps its place and waits; raising the
-  cap here puts the held plates back to work at once. Nothing ever fails for a cap.`,
-  options: { 'max-creates': { type: 'string' }, 'per-day': { type: 'string' }, 'per-month': { type: 'string' }, json: { type: 'boolean' } },
+  usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--per-day N|none] [--per-month N|none] [--json]
+  With no change, shows the account's caps and what it spent today and this month (UTC).
+  A batch at its cap, or an account at its daily/monthly cap, keeps its place and waits; raising
+  the cap here puts the held plates back to work at once. Nothing ever fails for a cap.`,
+  options: {
+    account: { type: 'string' },
+    'max-creates': { type: 'string' },
+    'per-day': { type: 'string' },
+    'per-month': { type: 'string' },
+    json: { type: 'boolean' },
+  },
   async run(ctx) {
     const config = ctx.config();
     return withQueueServices(config, async (services) => {
-      const budget = new Budget(services.redis, services.keys, config.budget);
+      const { budget } = services;
       const [batchId] = ctx.args;
+      const batchInfo = batchId ? await services.batches.get(batchId) : undefined;
+      const account = accountOf(config, typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account).id;
       const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
       const perDay = capFlag(ctx.flags['per-day'], 'per-day');
       const perMonth = capFlag(ctx.flags['per-month'], 'per-month');
       if (maxCreates !== undefined) {
         if (!batchId) throw new UsageError('--max-creates needs a batch id');
-        const info = await services.batches.get(batchId);
-        await services.batches.setMaxCreates(batchId, maxCreates);
-        const restored = await unparkBatch(services, batchId, info.product);
+        await budget.setMaxCreates(batchId, maxCreates);
+        const restored = await releaseBatchHold(services, batchId);
         if (!ctx.flags.json) ctx.print(`batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`);
       }
       if (perDay !== undefined || perMonth !== undefined) {
-        await budget.setCaps({ ...(perDay !== undefined ? { perDay } : {}), ...(perMonth !== undefined ? { perMonth } : {}) });
-        const woken = await wakeBudgetBlocked(services);
-        if (!ctx.flags.json) ctx.print(`key caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
+        await budget.setCaps(account, { ...(perDay !== undefined ? { perDay } : {}), ...(perMonth !== undefined ? { perMonth } : {}) });
+        const woken = await releaseAccountHold(services, account);
+        if (!ctx.flags.json) ctx.print(`account ${account}: caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
       }
-      const [caps, spent, batch] = await Promise.all([budget.caps(), budget.spent(), batchId ? services.batches.get(batchId) : undefined]);
+      const [caps, spent, batch] = await Promise.all([budget.caps(account), budget.spent(account), batchId ? services.batches.get(batchId) : undefined]);
       const report = {
+        account,
         caps,
         spent,
         ...(batch ? { batch: { id: batch.id, maxCreates: batch.maxCreates ?? null, creates: batch.counts.creates, blocked: batch.blocked ?? null } } : {}),
@@ -51,7 +58,7 @@ export const budgetCommand: Command = {
       if (ctx.flags.json) ctx.print(JSON.stringify(report));
       else {
         ctx.print(
-          `creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`,
+          `account ${account}: creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`,
         );
         if (batch)
           ctx.print(
@@ -70,7 +77,7 @@ export const costCommand: Command = {
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
       const days = Math.min(400, Math.max(1, Number.parseInt(String(ctx.flags.days ?? '7'), 10) || 7));
-      const report = await new CostLedger(services.redis, services.keys).days(days);
+      const report = await services.costs.days(days);
       if (ctx.flags.json) {
         ctx.print(JSON.stringify(report));
         return 0;

@@ -1,31 +1,38 @@
 import type { Command } from '../cli.js';
 import { withQueueServices } from '../queue/services.js';
-import { describeLine } from './format.js';
+import { describeLine } from '../presenters/text.js';
+
+const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };
 
 export const pauseCommand: Command = {
-  summary: 'pause every worker (running requests finish; nothing is lost)',
-  usage: 'vqb pause [--reason TEXT] [--json]',
-  options: { reason: { type: 'string' }, json: { type: 'boolean' } },
+  summary: 'pause every worker of one account, or of all (running requests finish; nothing is lost)',
+  usage: 'vqb pause [--account A] [--reason TEXT] [--json]',
+  options: { ...ACCOUNT_OPTION, reason: { type: 'string' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
-      await services.line.pause(typeof ctx.flags.reason === 'string' ? ctx.flags.reason : 'paused by an operator (vqb pause)');
-      if (ctx.flags.json) ctx.print(JSON.stringify({ queue: services.config.queueName, line: await services.line.state() }));
-      else ctx.print(`paused queue ${services.config.queueName}; run \`vqb resume\` to continue`);
+      const lines = services.lines.pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined);
+      const reason = typeof ctx.flags.reason === 'string' ? ctx.flags.reason : 'paused by an operator (vqb pause)';
+      for (const line of lines) await line.pauseByOperator(reason);
+      const states = await Promise.all(lines.map((l) => l.state()));
+      if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: states }));
+      else for (const s of states) ctx.print(`paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`);
       return 0;
     });
   },
 };
 
 export const resumeCommand: Command = {
-  summary: 'resume after a pause or a key failure (rotate the key first)',
-  usage: 'vqb resume [--json]',
-  options: { json: { type: 'boolean' } },
+  summary: 'resume one account, or all, after a pause or a key failure (rotate the key first)',
+  usage: 'vqb resume [--account A] [--json]',
+  options: ACCOUNT_OPTION,
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
-      const before = await services.line.state();
-      await services.line.resume();
-      if (ctx.flags.json) ctx.print(JSON.stringify({ queue: services.config.queueName, was: before, line: await services.line.state() }));
-      else ctx.print(`resumed queue ${services.config.queueName}${before.pause ? ` (was ${describeLine(before)})` : ''}`);
+      const lines = services.lines.pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined);
+      const before = await Promise.all(lines.map((l) => l.state()));
+      for (const line of lines) await line.resume();
+      const after = await Promise.all(lines.map((l) => l.state()));
+      if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
+      else before.forEach((b) => ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`));
       return 0;
     });
   },

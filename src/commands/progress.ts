@@ -1,9 +1,9 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { Logger } from 'pino';
-import type { BatchInfo } from '../queue/batches.js';
-import type { LineState } from '../queue/line.js';
-import { describeLine, duration } from './format.js';
+import type { BatchInfo } from '../queue/batch/store.js';
+import type { AccountLineState as LineState } from '../queue/accounts.js';
+import { describeLine, duration } from '../presenters/text.js';
 
 export interface Progress {
   update(info: BatchInfo, line: LineState): void;

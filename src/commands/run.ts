@@ -2,16 +2,18 @@ import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
-import { parseDuration, requireUpstream, type Config } from '../config.js';
+import { accountOf, parseDuration, requireAccountUpstream, type Account, type Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { checkCsv, readPlateCsv } from '../producers/csv.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
-import { unparkBatch } from '../queue/parking.js';
+import { OPERATOR_PAUSE } from '../queue/accounts.js';
+import { releaseBatchHold } from '../queue/holds.js';
+import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
-import { describeBatch, duration } from './format.js';
+import { describeBatch, duration } from '../presenters/text.js';
 import { createProgress } from './progress.js';
 
 export const EXIT_STOPPED = 130;
@@ -31,6 +33,9 @@ export interface RunOptions {
   maxCreates?: number;
   reuseWithinMs?: number;
   dryRun?: boolean;
+  account?: string;
+  priority?: PriorityClass;
+  weight?: number;
   services?: QueueServices;
 }
 
@@ -40,7 +45,8 @@ function csvColumn(column: string | undefined): { column?: string | number } {
 }
 
 export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
-  if (!options.dryRun) requireUpstream(config);
+  const account = accountOf(config, options.account);
+  if (!options.dryRun) requireAccountUpstream(account);
   try {
     await access(file);
   } catch {
@@ -59,21 +65,23 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     if (options.dryRun) {
       const { rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
       const estimate = await estimateCost(services, batchId, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
-      ctx.print(describeEstimate(estimate, config));
+      ctx.print(describeEstimate(estimate, account));
       return { code: 0, batchId };
     }
-    const line = await services.line.state();
-    if (line.pause) {
-      // Running the command again is how a user says "I fixed it": try once more.
-      ctx.print(`the line was paused (${line.pause.message}); resuming`);
-      await services.line.resume();
+    const line = services.lines.for(account.id);
+    const state = await line.state();
+    if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
+      // Running the command again is how a user says "I fixed the key": try once more. An
+      // operator's `vqb pause` is theirs to lift.
+      ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
+      await line.resume();
     }
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
     if (existing?.sealed) {
       ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
-        await services.batches.setMaxCreates(batchId, options.maxCreates);
-        const restored = await unparkBatch(services, batchId, existing.product);
+        await services.budget.setMaxCreates(batchId, options.maxCreates);
+        const restored = await releaseBatchHold(services, batchId);
         if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
       }
     } else {
@@ -87,6 +95,9 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
           extraColumns: header.extraColumns,
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+          account: account.id,
+          ...(options.priority !== undefined ? { priority: options.priority } : {}),
+          ...(options.weight !== undefined ? { weight: options.weight } : {}),
         },
         rows,
       );
@@ -104,12 +115,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     let code = 0;
     try {
       for (;;) {
-        const [info, state] = await Promise.all([services.batches.get(batchId), services.line.state()]);
-        progress.update(info, state);
+        const [info, now] = await Promise.all([services.batches.get(batchId), line.state()]);
+        progress.update(info, now);
         if (info.finishedAt !== undefined) break;
-        if (state.pause) {
+        if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
           progress.finish();
-          ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
+          ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
           code = EXIT_BLOCKED;
           break;
         }
@@ -138,6 +149,22 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   }
 }
 
+/** --account, --priority and --weight, validated. */
+export function schedulingFlags(flags: CommandContext['flags']): { account?: string; priority?: PriorityClass; weight?: number } {
+  const out: { account?: string; priority?: PriorityClass; weight?: number } = {};
+  if (typeof flags.account === 'string') out.account = flags.account;
+  if (typeof flags.priority === 'string') {
+    if (!(PRIORITY_CLASSES as readonly string[]).includes(flags.priority)) throw new UsageError('--priority is interactive, normal or bulk');
+    out.priority = flags.priority as PriorityClass;
+  }
+  if (typeof flags.weight === 'string') {
+    const n = Number(flags.weight);
+    if (!Number.isInteger(n) || n < 1 || n > 1_000) throw new UsageError('--weight takes a whole number from 1 to 1000');
+    out.weight = n;
+  }
+  return out;
+}
+
 /** --max-creates and --reuse-within, validated. */
 export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: number; reuseWithinMs?: number } {
   const out: { maxCreates?: number; reuseWithinMs?: number } = {};
@@ -154,19 +181,20 @@ export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: numb
   return out;
 }
 
-export function describeEstimate(e: CostEstimate, config: Config): string {
+export function describeEstimate(e: CostEstimate, account: Account): string {
   return [
     `dry run for batch ${e.batchId} (no upstream request made):`,
     `  ${e.rows} rows: ${e.plates} distinct valid plates, ${e.rejected} rejected, ${e.duplicates} duplicates`,
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
-    `  about ${duration(e.secondsAtRate * 1000)} at ${config.rateLimit.text}${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${config.budget.perDay} creates per day` : ''}`,
+    `  about ${duration(e.secondsAtRate * 1000)} at ${account.rateLimit.text} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
   ].join('\n');
 }
 
 export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv> [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
+             [--account A] [--priority interactive|normal|bulk] [--weight N]
              [--dry-run] [--max-creates N] [--reuse-within 24h]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
@@ -177,7 +205,10 @@ export const runCommand: Command = {
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
-  --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)`,
+  --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
+  --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
+  --priority      interactive (a person waits, small batches), normal (default) or bulk
+  --weight N      share of the account's rate relative to the other batches of its class (default 1)`,
   options: {
     column: { type: 'string' },
     force: { type: 'boolean' },
@@ -185,6 +216,9 @@ export const runCommand: Command = {
     'dry-run': { type: 'boolean' },
     'max-creates': { type: 'string' },
     'reuse-within': { type: 'string' },
+    account: { type: 'string' },
+    priority: { type: 'string' },
+    weight: { type: 'string' },
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
@@ -195,6 +229,7 @@ export const runCommand: Command = {
       dryRun: ctx.flags['dry-run'] === true,
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),
       ...budgetFlags(ctx.flags),
+      ...schedulingFlags(ctx.flags),
     });
     return outcome.code;
   },

@@ -1,9 +1,10 @@
 import type { Command } from '../cli.js';
+import { batchContext } from '../queue/batch-status.js';
 import { withQueueServices } from '../queue/services.js';
-import { describeBatch, describeLine } from './format.js';
+import { describeBatch, describeLine } from '../presenters/text.js';
 
 export const statusCommand: Command = {
-  summary: 'show the line (paused? why?), the queue, and batches',
+  summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
   usage: 'vqb status [batch] [--json] [--limit N]',
   options: { json: { type: 'boolean' }, limit: { type: 'string' } },
   async run(ctx) {
@@ -11,24 +12,40 @@ export const statusCommand: Command = {
       const [batchId] = ctx.args;
       if (batchId) {
         const info = await services.batches.get(batchId);
-        ctx.print(ctx.flags.json ? JSON.stringify(info, null, 2) : describeBatch(info));
+        const context = await batchContext(services, info);
+        if (ctx.flags.json) ctx.print(JSON.stringify({ ...info, share: context.share, line: context.line }, null, 2));
+        else {
+          ctx.print(describeBatch(info));
+          ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}; this batch gets ${Math.round(context.share * 100)} % of its creates now`);
+        }
         return 0;
       }
       const limit = Number.parseInt(String(ctx.flags.limit ?? '5'), 10) || 5;
-      const [line, jobs, inflight, recent] = await Promise.all([
-        services.line.state(),
-        services.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'),
-        services.inflight.count(),
-        services.batches.list(0, limit),
-      ]);
+      const accounts = await Promise.all(
+        services.lines.all().map(async (line) => {
+          const id = line.account.id;
+          const [state, jobs, inflight, shares] = await Promise.all([
+            line.state(),
+            line.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed', 'paused' as 'waiting'),
+            services.inflight.count(id),
+            services.scheduler.shares(id),
+          ]);
+          return { account: id, line: state, jobs, inflight, shares };
+        }),
+      );
+      const recent = await services.batches.list(0, limit);
       if (ctx.flags.json) {
-        ctx.print(JSON.stringify({ line, jobs, inflight, batches: recent }, null, 2));
+        ctx.print(JSON.stringify({ accounts, batches: recent }, null, 2));
         return 0;
       }
-      ctx.print(`queue ${services.config.queueName}: ${describeLine(line) ?? 'running'}`);
-      ctx.print(
-        `  jobs: ${(jobs.prioritized ?? 0) + (jobs.waiting ?? 0)} waiting, ${jobs.delayed} between polls, ${jobs.active} active, ${jobs.failed} failed; ${inflight} queries in flight`,
-      );
+      for (const a of accounts) {
+        const j = a.jobs;
+        ctx.print(`account ${a.account} (${a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
+        ctx.print(
+          `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0) + (j.paused ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
+        );
+        for (const s of a.shares) ctx.print(`  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`);
+      }
       ctx.print(`batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`);
       for (const b of recent.batches) ctx.print(describeBatch(b));
       return 0;

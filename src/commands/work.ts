@@ -4,7 +4,8 @@ import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
 import { connectRedis, preflightRedis } from '../queue/redis.js';
-import { limiterFor, startWorker } from '../../workers/worker.js';
+import { pacingIntervalMs } from '../accounts.js';
+import { startWorker } from '../../workers/worker.js';
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
 async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {
@@ -46,9 +47,7 @@ export const workCommand: Command = {
       {
         queue: config.queueName,
         concurrency: config.concurrency,
-        rateLimit: config.rateLimit.text,
-        pacing: config.pacing,
-        limiter: limiterFor(config),
+        accounts: config.accounts.map((a) => ({ id: a.id, rateLimit: a.rateLimit.text, intervalMs: Math.round(pacingIntervalMs(a, config.pacingJitterMs) * 10) / 10 })),
         metricsPort: config.metricsPort,
       },
       'worker started',

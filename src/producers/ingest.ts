@@ -3,8 +3,12 @@
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { createHash, randomBytes } from 'node:crypto';
+import { accountOf } from '../config.js';
+import { InputError } from '../errors.js';
 import { foldAccents } from '../plates.js';
-import type { BatchInfo, BatchSource, IngestRow } from '../queue/batches.js';
+import { withScripts } from '../queue/scripts.js';
+import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
+import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../queue/services.js';
 import { PlateDeduper } from './csv-dedup.js';
 import type { InputRow } from './csv.js';
@@ -22,6 +26,12 @@ export interface IngestOptions {
   maxCreates?: number;
   /** Answer plates from results stored this recently (default: VQ_REUSE_WITHIN). */
   reuseWithinMs?: number;
+  /** The account whose key and limits the batch uses (default: the first configured). */
+  account?: string;
+  /** interactive (a person waits; at most VQ_INTERACTIVE_MAX plates), normal (default), bulk. */
+  priority?: PriorityClass;
+  /** Share of the account's rate relative to the other batches of its class (default 1). */
+  weight?: number;
 }
 
 export interface IngestResult {
@@ -49,11 +59,17 @@ export function digestOf(parts: Iterable<string | Buffer>): string {
 
 export async function ingest(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
   const { batches, config } = services;
+  const account = accountOf(config, options.account);
+  const weight = options.weight ?? 1;
+  if (!Number.isInteger(weight) || weight < 1 || weight > 1_000) throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
   const { created, info } = await batches.open({
     id: options.id,
+    account: account.id,
+    priority: options.priority ?? 'normal',
+    weight,
     source: options.source,
     name: options.name,
-    product: config.product,
+    product: account.product,
     ...(options.metadata ? { metadata: options.metadata } : {}),
     ...(options.extraColumns ? { extraColumns: [...options.extraColumns] } : {}),
     ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
@@ -66,7 +82,10 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
   try {
     const current = await batches.get(options.id);
     if (current.sealed) return { batch: current, created };
-    return { batch: await ingestRows(services, options, info.product, rows, lock.refresh), created };
+    const batch = await ingestRows(services, options, info, rows, lock.refresh);
+    // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
+    await services.feeder.feed(batch.account);
+    return { batch, created };
   } finally {
     await lock.release();
   }
@@ -75,11 +94,12 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
 async function ingestRows(
   services: QueueServices,
   options: IngestOptions,
-  product: string,
+  batch: BatchInfo,
   rows: AsyncIterable<InputRow> | Iterable<InputRow>,
   refreshLock: () => Promise<void>,
 ): Promise<BatchInfo> {
-  const { batches } = services;
+  const { batches, config } = services;
+  let queued = batch.counts.enqueued;
   const skip = await batches.ingestedRows(options.id);
   const deduper = new PlateDeduper();
   let seen = 0;
@@ -88,21 +108,23 @@ async function ingestRows(
     // Rows before `skip` were stored by an earlier run: only the deduper needs to see them again.
     const judged = judge(deduper, row, options.extraColumns ?? []);
     if (seen++ < skip) continue;
+    if (judged.kind === 'queued' && ++queued > config.interactiveMax && batch.priority === 'interactive') {
+      throw new InputError('TOO_MANY_FOR_INTERACTIVE', `an interactive batch holds at most ${config.interactiveMax} plates (VQ_INTERACTIVE_MAX); send larger ones as normal or bulk`);
+    }
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
-      await batches.addRows(options.id, product, chunk);
+      await batches.addRows(batch, chunk);
       await refreshLock();
       chunk = [];
     }
   }
-  await batches.addRows(options.id, product, chunk);
+  await batches.addRows(batch, chunk);
   if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
   await batches.seal(options.id);
   return batches.get(options.id);
 }
 
 const LOCK_MS = 60_000;
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 async function acquireIngestLock(services: QueueServices, batchId: string): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
   const { redis, keys } = services;
@@ -115,7 +137,7 @@ async function acquireIngestLock(services: QueueServices, batchId: string): Prom
       await redis.pexpire(key, LOCK_MS);
     },
     release: async () => {
-      await redis.eval(RELEASE, 1, key, token);
+      await withScripts(redis, ['lock-release']).vqbLockRelease(key, token);
     },
   };
 }

@@ -1,8 +1,9 @@
 // Plates handed over as a list (library code, JSON over HTTP): plain strings, or rows with a
 // `plate` field and any other fields, which are carried through to the exports like CSV columns.
 import { InputError } from '../errors.js';
-import type { BatchSource } from '../queue/batches.js';
+import type { BatchSource } from '../queue/batch/store.js';
 import type { QueueServices } from '../queue/services.js';
+import type { PriorityClass } from '../queue/types.js';
 import type { InputRow } from './csv.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from './ingest.js';
 
@@ -20,6 +21,9 @@ export interface ListOptions {
   force?: boolean;
   maxCreates?: number;
   reuseWithinMs?: number;
+  account?: string;
+  priority?: PriorityClass;
+  weight?: number;
 }
 
 const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -56,6 +60,9 @@ export async function ingestList(services: QueueServices, items: readonly PlateI
       ...(options.metadata ? { metadata: options.metadata } : {}),
       ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
       ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      ...(options.account !== undefined ? { account: options.account } : {}),
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      ...(options.weight !== undefined ? { weight: options.weight } : {}),
     },
     rows,
   );

@@ -1,10 +1,13 @@
-// Spending caps: per batch (max creates) and per key per UTC day and month. A create reserves one
-// unit of every cap in one Lua step before it is sent, and gives it back when the create certainly
-// did not happen, so a cap of N stops creates at exactly N. Reaching a cap never fails a plate:
-// the plate waits (see workers/processor.ts) and goes on when the cap is raised or resets.
+// Spending caps: per batch (max creates) and per account per UTC day and month. A create reserves
+// one unit of every cap in one Lua step before it is sent, and gives it back when the create
+// certainly did not happen, so a cap of N stops creates at exactly N. Reaching a cap never fails a
+// plate: the plate waits and goes on when the cap is raised or resets. This module alone reads
+// and writes the spend counters, the run-time caps and each batch's budget hash.
 import type { Redis } from 'ioredis';
+import type { Account } from '../accounts.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
-import type { VqbKeys } from './redis.js';
+import type { VqbKeys } from './keys.js';
+import { type Scripted, withScripts } from './scripts.js';
 
 export type BudgetVerdict = 'ok' | 'batch' | 'day' | 'month';
 
@@ -13,95 +16,88 @@ export interface Caps {
   perMonth: number | undefined;
 }
 
-// KEYS: batch hash, day counter, month counter. ARGV: day cap, month cap (-1 = none), day TTL s, month TTL s
-const RESERVE = `
-local maxB = tonumber(redis.call('HGET', KEYS[1], 'maxCreates') or '-1')
-if maxB >= 0 and tonumber(redis.call('HGET', KEYS[1], 'reservedCreates') or '0') >= maxB then return 'batch' end
-local capD, capM = tonumber(ARGV[1]), tonumber(ARGV[2])
-if capD >= 0 and tonumber(redis.call('GET', KEYS[2]) or '0') >= capD then return 'day' end
-if capM >= 0 and tonumber(redis.call('GET', KEYS[3]) or '0') >= capM then return 'month' end
-redis.call('HINCRBY', KEYS[1], 'reservedCreates', 1)
-redis.call('INCR', KEYS[2])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
-redis.call('INCR', KEYS[3])
-redis.call('EXPIRE', KEYS[3], ARGV[4])
-return 'ok'
-`;
-
-const REFUND = `
-redis.call('HINCRBY', KEYS[1], 'reservedCreates', -1)
-if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
-if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[3]) end
-return 1
-`;
-
-interface BudgetCommands {
-  vqbBudgetReserve(batch: string, day: string, month: string, capD: number, capM: number, ttlD: number, ttlM: number): Promise<BudgetVerdict>;
-  vqbBudgetRefund(batch: string, day: string, month: string): Promise<number>;
-}
+const SCRIPTS = ['budget-reserve', 'budget-refund'] as const;
 
 export class Budget {
-  readonly #redis: Redis & BudgetCommands;
+  readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
   readonly #keys: VqbKeys;
-  readonly #configured: Caps;
+  readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
-  #cache: { at: number; caps: Caps } | undefined;
+  readonly #cache = new Map<string, { at: number; caps: Caps }>();
 
-  constructor(redis: Redis, keys: VqbKeys, configured: Caps, now: () => number = Date.now) {
-    redis.defineCommand('vqbBudgetReserve', { numberOfKeys: 3, lua: RESERVE });
-    redis.defineCommand('vqbBudgetRefund', { numberOfKeys: 3, lua: REFUND });
-    this.#redis = redis as Redis & BudgetCommands;
+  constructor(redis: Redis, keys: VqbKeys, accounts: readonly Account[], now: () => number = Date.now) {
+    this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
-    this.#configured = configured;
+    this.#accounts = new Map(accounts.map((a) => [a.id, a]));
     this.#now = now;
   }
 
-  /** Key-wide caps: set at run time (`vqb budget`) over the configured ones; read at most once a second. */
-  async caps(): Promise<Caps> {
+  /** The account's caps: set at run time (`vqb budget`) over the configured ones; read at most once a second. */
+  async caps(accountId: string): Promise<Caps> {
     const now = this.#now();
-    if (this.#cache && now - this.#cache.at < 1_000) return this.#cache.caps;
-    const fields = await this.#redis.hgetall(this.#keys.budget);
-    const pick = (stored: string | undefined, configured: number | undefined) => (stored === undefined ? configured : stored === '' ? undefined : Number(stored));
-    const caps = { perDay: pick(fields.perDay, this.#configured.perDay), perMonth: pick(fields.perMonth, this.#configured.perMonth) };
-    this.#cache = { at: now, caps };
+    const cached = this.#cache.get(accountId);
+    if (cached && now - cached.at < 1_000) return cached.caps;
+    const fields = await this.#redis.hgetall(this.#keys.budget(accountId));
+    const configured = this.#accounts.get(accountId);
+    const pick = (stored: string | undefined, value: number | undefined) => (stored === undefined ? value : stored === '' ? undefined : Number(stored));
+    const caps = { perDay: pick(fields.perDay, configured?.perDay), perMonth: pick(fields.perMonth, configured?.perMonth) };
+    this.#cache.set(accountId, { at: now, caps });
     return caps;
   }
 
-  /** Run-time caps; `null` removes a cap, `undefined` leaves it as it is. */
-  async setCaps(caps: { perDay?: number | null; perMonth?: number | null }): Promise<void> {
+  /** Run-time caps of an account; `null` removes a cap, `undefined` leaves it as it is. */
+  async setCaps(accountId: string, caps: { perDay?: number | null; perMonth?: number | null }): Promise<void> {
     for (const [field, value] of Object.entries(caps)) {
-      if (value !== undefined) await this.#redis.hset(this.#keys.budget, field, value === null ? '' : String(value));
+      if (value !== undefined) await this.#redis.hset(this.#keys.budget(accountId), field, value === null ? '' : String(value));
     }
-    this.#cache = undefined;
+    this.#cache.delete(accountId);
   }
 
-  async reserve(batchId: string): Promise<BudgetVerdict> {
+  async reserve(accountId: string, batchId: string): Promise<BudgetVerdict> {
     const now = this.#now();
-    const caps = await this.caps();
-    return this.#redis.vqbBudgetReserve(
-      this.#keys.batch(batchId),
-      this.#keys.spendDay(utcDay(now)),
-      this.#keys.spendMonth(utcMonth(now)),
+    const caps = await this.caps(accountId);
+    return (await this.#redis.vqbBudgetReserve(
+      this.#keys.batchBudget(batchId),
+      this.#keys.spendDay(accountId, utcDay(now)),
+      this.#keys.spendMonth(accountId, utcMonth(now)),
       caps.perDay ?? -1,
       caps.perMonth ?? -1,
       3 * 86_400,
       40 * 86_400,
-    );
+    )) as BudgetVerdict;
   }
 
-  async refund(batchId: string): Promise<void> {
+  async refund(accountId: string, batchId: string): Promise<void> {
     const now = this.#now();
-    await this.#redis.vqbBudgetRefund(this.#keys.batch(batchId), this.#keys.spendDay(utcDay(now)), this.#keys.spendMonth(utcMonth(now)));
+    await this.#redis.vqbBudgetRefund(this.#keys.batchBudget(batchId), this.#keys.spendDay(accountId, utcDay(now)), this.#keys.spendMonth(accountId, utcMonth(now)));
   }
 
-  /** When a key-wide cap that was reached frees up again. */
+  /** When an account cap that was reached frees up again. */
   resetsAt(verdict: 'day' | 'month'): number {
     return verdict === 'day' ? nextUtcDay(this.#now()) : nextUtcMonth(this.#now());
   }
 
-  async spent(): Promise<{ today: number; thisMonth: number }> {
+  async spent(accountId: string): Promise<{ today: number; thisMonth: number }> {
     const now = this.#now();
-    const [d, m] = await this.#redis.mget(this.#keys.spendDay(utcDay(now)), this.#keys.spendMonth(utcMonth(now)));
+    const [d, m] = await this.#redis.mget(this.#keys.spendDay(accountId, utcDay(now)), this.#keys.spendMonth(accountId, utcMonth(now)));
     return { today: Number(d ?? 0), thisMonth: Number(m ?? 0) };
+  }
+
+  /** A batch's create cap (undefined: none) and whether it is held at it. */
+  async forBatch(batchId: string): Promise<{ maxCreates?: number; held: boolean }> {
+    const [max, held] = await this.#redis.hmget(this.#keys.batchBudget(batchId), 'max', 'held');
+    return { ...(max !== null && max !== '' ? { maxCreates: Number(max) } : {}), held: held === '1' };
+  }
+
+  /** A new create cap for the batch (`null` removes it). */
+  async setMaxCreates(batchId: string, maxCreates: number | null): Promise<void> {
+    if (maxCreates === null) await this.#redis.hdel(this.#keys.batchBudget(batchId), 'max');
+    else await this.#redis.hset(this.#keys.batchBudget(batchId), 'max', String(maxCreates));
+  }
+
+  /** The batch reached its cap (true) or may go on (false); returns whether this call changed it. */
+  async setHeld(batchId: string, held: boolean): Promise<boolean> {
+    const key = this.#keys.batchBudget(batchId);
+    return held ? (await this.#redis.hsetnx(key, 'held', '1')) === 1 : (await this.#redis.hdel(key, 'held')) === 1;
   }
 }

@@ -1,8 +1,8 @@
 // What the upstream may bill us for, counted per batch and per UTC day: queries created, polls,
-// 429s received, results reused instead of paid, and possible duplicate charges. The per-batch
-// counters live in the batch hash; the daily ones in one hash per day, kept for 400 days.
+// 429s received, results reused instead of paid, and possible duplicate charges. This module alone
+// reads and writes the cost hashes: one per batch, and one per day kept for 400 days.
 import type { Redis } from 'ioredis';
-import type { VqbKeys } from './redis.js';
+import type { VqbKeys } from './keys.js';
 
 export type CostField = 'creates' | 'polls' | 'rateLimited' | 'reused' | 'possibleDuplicates';
 export const COST_FIELDS: readonly CostField[] = ['creates', 'polls', 'rateLimited', 'reused', 'possibleDuplicates'];
@@ -49,13 +49,19 @@ export class CostLedger {
   /** One more of `field`, for the batch and for today, in one round trip. */
   async count(batchId: string, field: CostField): Promise<void> {
     const day = this.#keys.costDay(utcDay(this.#now()));
-    await this.#redis.multi().hincrby(this.#keys.batch(batchId), field, 1).hincrby(day, field, 1).expire(day, DAY_TTL_S).exec();
+    await this.#redis.multi().hincrby(this.#keys.batchCosts(batchId), field, 1).hincrby(day, field, 1).expire(day, DAY_TTL_S).exec();
   }
 
   /** Only the day's counter (the batch's own count moved elsewhere, e.g. in the outcome script). */
   async countDay(field: CostField): Promise<void> {
     const day = this.#keys.costDay(utcDay(this.#now()));
     await this.#redis.multi().hincrby(day, field, 1).expire(day, DAY_TTL_S).exec();
+  }
+
+  /** A batch's counters (possibleDuplicates is counted with its outcomes, in the batch). */
+  async forBatch(batchId: string): Promise<Omit<CostCounts, 'possibleDuplicates'>> {
+    const [creates, polls, rateLimited, reused] = await this.#redis.hmget(this.#keys.batchCosts(batchId), 'creates', 'polls', 'rateLimited', 'reused');
+    return { creates: Number(creates ?? 0), polls: Number(polls ?? 0), rateLimited: Number(rateLimited ?? 0), reused: Number(reused ?? 0) };
   }
 
   /** The last `days` UTC days, newest first. */

@@ -1,6 +1,5 @@
-// Redis connections and the names of every key vqb owns. All keys start with the configured prefix
-// (default `{vqb}`), so one hash slot holds them in Redis Cluster and the Lua scripts below may
-// touch several at once.
+// Redis connections: how vqb connects, and the start-up checks every command runs. The names of
+// the keys live in keys.ts.
 import { Redis } from 'ioredis';
 import { RedisUnavailableError, VqbError } from '../errors.js';
 
@@ -83,84 +82,4 @@ export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<
   return deleted;
 }
 
-export class VqbKeys {
-  readonly base: string;
-
-  constructor(settings: Pick<RedisSettings, 'prefix' | 'queueName'>) {
-    this.base = `${settings.prefix}:${settings.queueName}:vqb`;
-  }
-
-  /** Hash: why the line is paused or slowed (key failure, rate limit, quota). */
-  get line(): string {
-    return `${this.base}:line`;
-  }
-
-  /** Sorted set of job ids whose query is created and not finished (the in-flight cap). */
-  get inflight(): string {
-    return `${this.base}:inflight`;
-  }
-
-  /** Counter of consecutive 429s with no wait hint, for exponential backoff across workers. */
-  get streak429(): string {
-    return `${this.base}:streak429`;
-  }
-
-  /** Hash: what the adaptive poll schedule learned, per product. */
-  learner(product: string): string {
-    return `${this.base}:learn:${product}`;
-  }
-
-  /** Sorted set of batch ids by creation time. */
-  get batches(): string {
-    return `${this.base}:batches`;
-  }
-
-  /** Hash: a batch's metadata and live counts. */
-  batch(batchId: string): string {
-    return `${this.base}:batch:${batchId}`;
-  }
-
-  /** Hash: normalised plate → stored Outcome (JSON). */
-  outcomes(batchId: string): string {
-    return `${this.base}:batch:${batchId}:outcomes`;
-  }
-
-  /** List: the batch's input rows in order (JSON), for exports. */
-  rows(batchId: string): string {
-    return `${this.base}:batch:${batchId}:rows`;
-  }
-
-  /** Hash: cost counters of one UTC day (creates, polls, 429s, reused, possible duplicates). */
-  costDay(day: string): string {
-    return `${this.base}:cost:${day}`;
-  }
-
-  /** Counter: creates reserved against the spending caps in one UTC day / month. */
-  spendDay(day: string): string {
-    return `${this.base}:spend:d:${day}`;
-  }
-
-  spendMonth(month: string): string {
-    return `${this.base}:spend:m:${month}`;
-  }
-
-  /** Hash: spending caps set at run time (perDay, perMonth), over the configured ones. */
-  get budget(): string {
-    return `${this.base}:budget`;
-  }
-
-  /** String: who is ingesting the batch right now (one ingest at a time across processes). */
-  ingestLock(batchId: string): string {
-    return `${this.base}:batch:${batchId}:ingest`;
-  }
-
-  /** Set: plates of a batch held back because the batch reached its create cap. */
-  parked(batchId: string): string {
-    return `${this.base}:batch:${batchId}:parked`;
-  }
-
-  /** String: the latest finished result for a plate, kept for reuse (JSON with its time). */
-  reuse(plate: string): string {
-    return `${this.base}:reuse:${plate}`;
-  }
-}
+export { VqbKeys } from './keys.js';

@@ -1,7 +1,7 @@
 // Results kept per normalised plate so that a later batch may answer from them instead of paying
 // again (opt-in per batch with a window such as 24h). Each entry expires after VQ_REUSE_KEEP.
 import type { Redis } from 'ioredis';
-import type { VqbKeys } from './redis.js';
+import type { VqbKeys } from './keys.js';
 
 export interface StoredResult {
   queryId?: string;

@@ -1,24 +1,57 @@
-// The queue-side parts every producer and command needs, opened once from a Config and closed
-// together: the Redis connection, the plate queue, and the stores over them.
+// The queue-side parts every producer, command and worker needs, opened once from a Config and
+// closed together: the Redis connection, each account's queue and line, and the stores over them.
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import { BatchStore } from './batches.js';
+import { AccountQueues } from './account-queues.js';
+import { AccountLine, AccountLines } from './accounts.js';
+import { OutcomeStore } from './batch/outcomes.js';
+import { BatchStore } from './batch/store.js';
+import { Budget } from './budget.js';
+import { CostLedger } from './costs.js';
+import { Feeder } from './feeder.js';
 import { InFlight } from './inflight.js';
-import { LineControl } from './line.js';
-import { OutcomeStore } from './outcomes.js';
-import { createPlateQueue, type PlateQueue } from './plate-queue.js';
-import { connectRedis, preflightRedis, VqbKeys } from './redis.js';
+import { connectRedis, preflightRedis } from './redis.js';
+import { VqbKeys } from './keys.js';
+import { Scheduler } from './scheduler.js';
 
 export interface QueueServices {
   config: Config;
   redis: Redis;
   keys: VqbKeys;
-  queue: PlateQueue;
+  queues: AccountQueues;
+  lines: AccountLines;
   batches: BatchStore;
   outcomes: OutcomeStore;
   inflight: InFlight;
-  line: LineControl;
+  budget: Budget;
+  costs: CostLedger;
+  scheduler: Scheduler;
+  feeder: Feeder;
   close(): Promise<void>;
+}
+
+/** Builds the services over an open connection (a worker process shares its command connection). */
+export function queueServicesOn(config: Config, redis: Redis, now: () => number = Date.now): Omit<QueueServices, 'close'> {
+  const keys = new VqbKeys(config);
+  const queues = new AccountQueues(config, redis);
+  const scheduler = new Scheduler(redis, keys);
+  const costs = new CostLedger(redis, keys, now);
+  const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => queues.for(account).toKey(''));
+  const budget = new Budget(redis, keys, config.accounts, now);
+  return {
+    config,
+    redis,
+    keys,
+    queues,
+    lines: new AccountLines(config.accounts.map((a) => new AccountLine(a, queues.for(a.id), redis, keys, config.pacingJitterMs, now))),
+    batches: new BatchStore(redis, keys, { scheduler, costs, inflight, budget }, now),
+    outcomes: new OutcomeStore(redis, keys),
+    inflight,
+    budget,
+    costs,
+    scheduler,
+    feeder: new Feeder(scheduler, queues, config.accounts, now),
+  };
 }
 
 export async function openQueueServices(config: Config, options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void } = {}): Promise<QueueServices> {
@@ -29,20 +62,11 @@ export async function openQueueServices(config: Config, options: { failFast?: bo
     redis.disconnect();
     throw err;
   }
-  const keys = new VqbKeys(config);
-  const queue = createPlateQueue(config, redis);
-  const now = options.now ?? Date.now;
+  const services = queueServicesOn(config, redis, options.now);
   return {
-    config,
-    redis,
-    keys,
-    queue,
-    batches: new BatchStore(redis, keys, queue, now),
-    outcomes: new OutcomeStore(redis, keys),
-    inflight: new InFlight(redis, keys, config.maxInFlight, queue.toKey('')),
-    line: new LineControl(queue, redis, keys, now),
+    ...services,
     async close() {
-      await queue.close();
+      await services.queues.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };

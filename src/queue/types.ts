@@ -4,8 +4,15 @@
 /** CREATE: not sent yet. CREATING: a create request may have left (crash window). POLL: we hold a queryId. */
 export type JobStep = 'create' | 'creating' | 'poll';
 
+/** How urgent a batch is: interactive (a person waits), normal, bulk. */
+export type PriorityClass = 'interactive' | 'normal' | 'bulk';
+export const PRIORITY_CLASSES: readonly PriorityClass[] = ['interactive', 'normal', 'bulk'];
+
 export interface PlateJobData {
+  /** The account whose key, limits and queue the plate uses. */
+  account: string;
   batchId: string;
+  cls: PriorityClass;
   /** Normalised plate (A–Z, 0–9). */
   plate: string;
   product: string;
@@ -25,8 +32,8 @@ export interface PlateJobData {
   lastPendingAt?: number;
   /** A create was sent again after its first answer was lost: the upstream may have charged twice. */
   possibleDuplicate?: boolean;
-  /** Sleeping until a key-wide spending cap (day, month) resets. */
-  budgetBlocked?: boolean;
+  /** Held by a spending cap: the batch's own ('batch', until raised) or the account's (until the reset). */
+  heldBy?: 'batch' | 'day' | 'month';
 }
 
 export type OutcomeStatus = 'done' | 'failed';

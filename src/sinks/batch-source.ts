@@ -1,8 +1,8 @@
 // A batch as rows for a sink: every stored input row, in input order, joined with the outcome of
 // its plate. Read from Redis in chunks, so a million-row export runs in bounded memory and can be
 // rebuilt at any time, byte for byte, from what is stored.
-import type { BatchStore, IngestRow } from '../queue/batches.js';
-import type { OutcomeStore } from '../queue/outcomes.js';
+import type { BatchStore, IngestRow } from '../queue/batch/store.js';
+import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import type { Outcome } from '../queue/types.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
 

@@ -1,8 +1,8 @@
 // Writing a batch's exports: the stored rows and outcomes through the configured sink. Used when a
 // batch finishes (vqb run, the drop folder) and on demand (vqb export, the HTTP API).
 import type { Config } from '../config.js';
-import type { BatchStore } from '../queue/batches.js';
-import type { OutcomeStore } from '../queue/outcomes.js';
+import type { BatchStore } from '../queue/batch/store.js';
+import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
 import type { ExportFormat, ExportResult, ExportSink } from './types.js';

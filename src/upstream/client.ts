@@ -3,7 +3,7 @@
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
 import { isVqbError } from '../errors.js';
-import { TransientError, type UpstreamError, type UpstreamOperation, BadResponseError } from './errors.js';
+import { TransientError, isUpstreamError, type UpstreamError, type UpstreamOperation, BadResponseError } from './errors.js';
 import type { KeyProvider } from './key.js';
 import { errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
 import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
@@ -165,7 +165,7 @@ export class UpstreamClient {
   }
 
   #toUpstreamError(operation: UpstreamOperation, status: number, err: unknown): UpstreamError {
-    if (isVqbError(err) && 'retryable' in err) return err as UpstreamError;
+    if (isUpstreamError(err)) return err;
     if (isVqbError(err)) throw err; // a ConfigError from the key provider is not an upstream failure
     const code = (err as { code?: string }).code;
     const name = (err as { name?: string }).name;

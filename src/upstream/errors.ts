@@ -1,13 +1,24 @@
 // Every way an upstream call can fail, as a class with a stable `code`, the HTTP `status` (0 when no
-// answer came) and `retryable`. What the queue does about each is decided in one table:
-// workers/actions.ts. Messages never contain the API key.
+// answer came) and a `kind` that names the class. What the queue does about each kind is decided
+// in one table, workers/actions.ts; nothing here says whether to retry. Messages never hold the key.
+//
+// One way to identify an error: `isUpstreamError(e)` (a registry-symbol brand, so it holds across
+// two copies of the package, as undici brands its errors), then `e.kind`.
 import { VqbError } from '../errors.js';
 
 export type UpstreamOperation = 'create' | 'get';
 
+export type UpstreamErrorKind = 'invalid-key' | 'expired-key' | 'permission' | 'rate-limited' | 'transient' | 'permanent' | 'bad-response';
+
+const kUpstreamError = Symbol.for('vqb.upstream-error');
+
+export function isUpstreamError(value: unknown): value is AnyUpstreamError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kUpstreamError] === true;
+}
+
 export abstract class UpstreamError extends VqbError {
   readonly status: number;
-  abstract readonly retryable: boolean;
+  abstract readonly kind: UpstreamErrorKind;
   /** The upstream's own error code, when it sent one. */
   readonly upstreamCode: string | undefined;
 
@@ -16,12 +27,13 @@ export abstract class UpstreamError extends VqbError {
     this.name = 'UpstreamError';
     this.status = status;
     this.upstreamCode = upstreamCode;
+    Object.defineProperty(this, kUpstreamError, { value: true });
   }
 }
 
 /** 401 INVALID_API_KEY: the key is unknown or revoked. Every request will fail the same way. */
 export class InvalidKeyError extends UpstreamError {
-  readonly retryable = false;
+  readonly kind = 'invalid-key';
   constructor(message: string) {
     super('INVALID_API_KEY', 401, message, 'INVALID_API_KEY');
     this.name = 'InvalidKeyError';
@@ -30,7 +42,7 @@ export class InvalidKeyError extends UpstreamError {
 
 /** 401 EXPIRED_API_KEY: the key was valid and has expired. */
 export class ExpiredKeyError extends UpstreamError {
-  readonly retryable = false;
+  readonly kind = 'expired-key';
   constructor(message: string) {
     super('EXPIRED_API_KEY', 401, message, 'EXPIRED_API_KEY');
     this.name = 'ExpiredKeyError';
@@ -44,7 +56,7 @@ export const PERMISSION_FOR: Record<UpstreamOperation, string> = {
 
 /** 403 INSUFFICIENT_PERMISSIONS: the key lacks the permission this operation needs. */
 export class PermissionError extends UpstreamError {
-  readonly retryable = false;
+  readonly kind = 'permission';
   readonly operation: UpstreamOperation;
   readonly permission: string;
   constructor(operation: UpstreamOperation, upstreamMessage: string) {
@@ -61,20 +73,28 @@ export class PermissionError extends UpstreamError {
   }
 }
 
-/** 429 RATE_LIMIT_EXCEEDED. `retryAfterMs` is undefined when the upstream gave no hint. */
+/** Waits longer than this are a used-up quota (daily, monthly), not the per-minute rate. */
+export const QUOTA_WAIT_MS = 10 * 60_000;
+
+/**
+ * 429 RATE_LIMIT_EXCEEDED. `retryAfterMs` is undefined when the upstream gave no hint. `scope` says
+ * whether the per-window rate or a longer quota ran out, read from the answer where it is parsed.
+ */
 export class RateLimitedError extends UpstreamError {
-  readonly retryable = true;
+  readonly kind = 'rate-limited';
   readonly retryAfterMs: number | undefined;
-  constructor(message: string, retryAfterMs: number | undefined) {
+  readonly scope: 'rate' | 'quota';
+  constructor(message: string, retryAfterMs: number | undefined, scope: 'rate' | 'quota' = 'rate') {
     super('RATE_LIMIT_EXCEEDED', 429, message, 'RATE_LIMIT_EXCEEDED');
     this.name = 'RateLimitedError';
     this.retryAfterMs = retryAfterMs;
+    this.scope = scope;
   }
 }
 
-/** 5xx, connection reset or refused, timeouts, a body that is not JSON: worth another try later. */
+/** 5xx, connection reset or refused, timeouts: the request may work later. */
 export class TransientError extends UpstreamError {
-  readonly retryable = true;
+  readonly kind = 'transient';
   constructor(code: string, status: number, message: string, upstreamCode?: string, options?: { cause?: unknown }) {
     super(code, status, message, upstreamCode, options);
     this.name = 'TransientError';
@@ -83,7 +103,7 @@ export class TransientError extends UpstreamError {
 
 /** Any other 4xx (an invalid plate, an unknown queryId): the same request would fail again. */
 export class PermanentError extends UpstreamError {
-  readonly retryable = false;
+  readonly kind = 'permanent';
   constructor(status: number, message: string, upstreamCode?: string) {
     super(upstreamCode ?? `HTTP_${status}`, status, message, upstreamCode);
     this.name = 'PermanentError';
@@ -95,10 +115,13 @@ export class PermanentError extends UpstreamError {
  * A poll may be tried again; a create may not, because the upstream may already have charged for it.
  */
 export class BadResponseError extends UpstreamError {
-  readonly retryable: boolean;
+  readonly kind = 'bad-response';
+  readonly operation: UpstreamOperation;
   constructor(operation: UpstreamOperation, status: number, message: string) {
     super('BAD_RESPONSE', status, message);
     this.name = 'BadResponseError';
-    this.retryable = operation === 'get';
+    this.operation = operation;
   }
 }
+
+export type AnyUpstreamError = InvalidKeyError | ExpiredKeyError | PermissionError | RateLimitedError | TransientError | PermanentError | BadResponseError;

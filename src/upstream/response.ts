@@ -7,6 +7,7 @@ import {
   InvalidKeyError,
   PermanentError,
   PermissionError,
+  QUOTA_WAIT_MS,
   RateLimitedError,
   TransientError,
   type UpstreamError,
@@ -87,7 +88,11 @@ export function errorFromResponse(operation: UpstreamOperation, status: number, 
   const message = typeof error?.message === 'string' ? error.message : snippet(text) || `HTTP ${status}`;
 
   if (status === 429 || code === 'RATE_LIMIT_EXCEEDED') {
-    return new RateLimitedError(message, retryAfterFrom429(headers, body, now));
+    const retryAfterMs = retryAfterFrom429(headers, body, now);
+    // The upstream's words are read here, once: a wait of hours, or a message about a daily or
+    // monthly allowance, is a used-up quota rather than the per-window rate.
+    const quota = (retryAfterMs !== undefined && retryAfterMs > QUOTA_WAIT_MS) || /quota|daily|monthly|per day|per month/i.test(message);
+    return new RateLimitedError(message, retryAfterMs, quota ? 'quota' : 'rate');
   }
   if (code === 'EXPIRED_API_KEY') return new ExpiredKeyError(message);
   if (code === 'INVALID_API_KEY' || status === 401) return new InvalidKeyError(message);

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config, Overrides } from '../../src/config.js';
-import type { IngestRow } from '../../src/queue/batches.js';
+import type { IngestRow } from '../../src/queue/batch/store.js';
 import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { createHttpApi } from '../../src/producers/http/server.js';
 import { estimateEta, waitingOf } from '../../src/producers/http/views.js';
-import type { BatchInfo } from '../../src/queue/batches.js';
+import type { BatchInfo } from '../../src/queue/batch/store.js';
 import type { QueueServices } from '../../src/queue/services.js';
 import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createInboxWatcher, isForceName, type InboxWatcher } from '../../src/producers/inbox.js';
 import { pathIn } from '../../src/producers/inbox-files.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
-import type { IngestRow } from '../../src/queue/batches.js';
+import type { IngestRow } from '../../src/queue/batch/store.js';
 import { sleep, startHarness, type Harness } from '../helpers/engine.js';
 
 const STABLE_MS = 200;

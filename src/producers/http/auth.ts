@@ -1,4 +1,6 @@
-// Service tokens for /v1. A token is sent as `Authorization: Bearer <token>` or `x-api-key:
+// Service tokens for /v1. An administrator's token (VQ_API_TOKENS, VQ_API_TOKENS_FILE) sees every
+// account; a token listed under an account in VQ_ACCOUNTS_FILE sees only that account's batches.
+// A token is sent as `Authorization: Bearer <token>` or `x-api-key:
 // <token>` and compared in constant time: both sides are hashed (sha256) so the comparison runs over
 // equal lengths whatever was sent, and every configured token is compared, so the time says nothing
 // about which one matched or how much of it. No tokens configured means no access at all, never
@@ -34,38 +36,32 @@ export function matchesAny(token: string, hashes: readonly Buffer[]): boolean {
   return found;
 }
 
-export class TokenAuth {
-  readonly #source: TokenSource | undefined;
+/** What a token may see: everything (an administrator's token) or the batches of some accounts. */
+export type Scope = { admin: true } | { admin: false; accounts: readonly string[] };
+
+/** One source of tokens (inline or a file re-read when it changes), all with the same scope. */
+class TokenSet {
+  readonly #source: TokenSource;
   readonly #logger: Logger;
   #hashes: Buffer[] = [];
   /** What the tokens file looked like when last read; a change means read it again. */
   #fileStamp: string | undefined;
   #loading: Promise<void> | undefined;
 
-  constructor(source: TokenSource | undefined, logger: Logger) {
+  constructor(source: TokenSource, logger: Logger) {
     this.#source = source;
     this.#logger = logger;
-    if (source?.kind === 'inline')
+    if (source.kind === 'inline')
       this.#hashes = usable(
         source.secrets.map((s) => s.reveal()),
         logger,
       );
   }
 
-  /** Resolves when the request may go on; throws ApiError 503 AUTH_NOT_CONFIGURED or 401 UNAUTHORIZED. */
-  async check(headers: IncomingHttpHeaders): Promise<void> {
-    const hashes = await this.#current();
-    if (hashes.length === 0) {
-      throw new ApiError(503, 'AUTH_NOT_CONFIGURED', 'this API has no service tokens configured (VQ_API_TOKENS or VQ_API_TOKENS_FILE), so it serves no one');
-    }
-    const token = presentedToken(headers);
-    if (token === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
-    if (!matchesAny(token, hashes)) throw new ApiError(401, 'UNAUTHORIZED', 'the service token is not valid');
-  }
-
-  async #current(): Promise<Buffer[]> {
-    if (this.#source?.kind !== 'file') return this.#hashes;
-    this.#loading ??= this.#refresh(this.#source.path).finally(() => {
+  async current(): Promise<Buffer[]> {
+    if (this.#source.kind !== 'file') return this.#hashes;
+    const path = this.#source.path;
+    this.#loading ??= this.#refresh(path).finally(() => {
       this.#loading = undefined;
     });
     await this.#loading;
@@ -87,11 +83,54 @@ export class TokenAuth {
     } catch (err) {
       // Fail closed: an unreadable file means no tokens, until it can be read again.
       stamp = 'unreadable';
-      if (this.#fileStamp !== stamp) this.#logger.error({ path, err: (err as Error).message }, 'cannot read the service tokens file; /v1 refuses every request');
+      if (this.#fileStamp !== stamp) this.#logger.error({ path, err: (err as Error).message }, 'cannot read the service tokens file; its tokens are refused');
       this.#hashes = [];
     }
     this.#fileStamp = stamp;
   }
+}
+
+export interface TokenGrant {
+  source: TokenSource | undefined;
+  /** The accounts the tokens are scoped to; undefined: administrators (every account). */
+  accounts?: readonly string[];
+}
+
+export class TokenAuth {
+  readonly #sets: { set: TokenSet; accounts: readonly string[] | undefined }[];
+
+  constructor(grants: readonly TokenGrant[], logger: Logger) {
+    this.#sets = grants.flatMap((g) => (g.source ? [{ set: new TokenSet(g.source, logger), accounts: g.accounts }] : []));
+  }
+
+  /**
+   * What the request's token may see; throws ApiError 503 AUTH_NOT_CONFIGURED or 401 UNAUTHORIZED.
+   * Every configured token is compared (a token listed under two accounts sees both).
+   */
+  async check(headers: IncomingHttpHeaders): Promise<Scope> {
+    const sets = await Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts })));
+    if (sets.every((s) => s.hashes.length === 0)) {
+      throw new ApiError(503, 'AUTH_NOT_CONFIGURED', 'this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account\'s tokens), so it serves no one');
+    }
+    const token = presentedToken(headers);
+    if (token === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
+    let admin = false;
+    let matched = false;
+    const accounts = new Set<string>();
+    for (const s of sets) {
+      if (!matchesAny(token, s.hashes)) continue;
+      matched = true;
+      if (s.accounts === undefined) admin = true;
+      else for (const a of s.accounts) accounts.add(a);
+    }
+    if (!matched) throw new ApiError(401, 'UNAUTHORIZED', 'the service token is not valid');
+    return admin ? { admin: true } : { admin: false, accounts: [...accounts] };
+  }
+}
+
+/** Whether a scope may see the account's batches. */
+export function canSee(scope: Scope, account: string): boolean {
+  return scope.admin || scope.accounts.includes(account);
 }
 
 function usable(tokens: readonly string[], logger: Logger): Buffer[] {

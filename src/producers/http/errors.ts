@@ -27,6 +27,8 @@ export class ApiError extends VqbError {
  */
 const VQB_CODES: Record<string, { status: number; code?: string }> = {
   BATCH_NOT_FOUND: { status: 404, code: 'NOT_FOUND' },
+  ACCOUNT_NOT_FOUND: { status: 404 },
+  BAD_WEIGHT: { status: 400 },
   BAD_BATCH_ID: { status: 400 },
   CSV_UNREADABLE: { status: 400 },
   CSV_EMPTY: { status: 422 },

@@ -7,6 +7,10 @@ import { z } from 'zod';
 
 const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()]);
 
+export const AccountId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
+export const Priority = z.enum(['interactive', 'normal', 'bulk']);
+export const Weight = z.number().int().min(1).max(1_000);
+
 /** A plate as given, or a row: `plate` plus the caller's own fields, carried to the exports. */
 export const PlateItem = z.union(
   [
@@ -37,6 +41,9 @@ export const CreateBatchBody = z
     maxCreates: z.number().int().min(0).optional().describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
     reuseWithinMs: z.number().int().min(0).optional().describe('answer plates from results stored this recently (ms) by any batch, free'),
     dryRun: z.boolean().optional().describe('only report what the batch would cost: nothing is stored and no upstream request is made'),
+    account: AccountId.optional().describe('the account (upstream key) the batch uses; default: the first configured (`default`)'),
+    priority: Priority.optional().describe('interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal; bulk'),
+    weight: Weight.optional().describe('share of the account\'s rate relative to the other batches of its class (default 1)'),
   })
   .strict();
 export type CreateBatchBody = z.output<typeof CreateBatchBody>;
@@ -51,6 +58,9 @@ export const CreateBatchQuery = z.object({
   maxCreates: z.coerce.number().int().min(0).optional().describe('text/csv: cap on creates for this batch'),
   reuseWithinMs: z.coerce.number().int().min(0).optional().describe('text/csv: reuse window in ms'),
   dryRun: flag.optional().describe('text/csv: only report what the batch would cost'),
+  account: AccountId.optional().describe('text/csv: the account (upstream key) the batch uses'),
+  priority: Priority.optional().describe('text/csv: interactive, normal or bulk'),
+  weight: z.coerce.number().int().min(1).max(1_000).optional().describe('text/csv: share relative to the other batches of its class'),
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
 
@@ -103,7 +113,7 @@ export const BatchCounts = z
 
 export const Waiting = z.object({
   reason: z.enum(['paused', 'budget', 'rate_limit', 'quota']),
-  code: z.string().optional().describe('why the line was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
+  code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
   message: z.string(),
   until: z.iso.datetime().optional(),
 });
@@ -112,6 +122,10 @@ export type Waiting = z.output<typeof Waiting>;
 export const BatchView = z.object({
   id: z.string(),
   name: z.string(),
+  account: z.string().describe('the account (upstream key) the batch uses'),
+  priority: Priority,
+  weight: z.number(),
+  share: z.number().describe('share of the account\'s creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)'),
   source: z.enum(['file', 'api', 'library', 'inbox']),
   product: z.string(),
   createdAt: z.iso.datetime(),
@@ -130,7 +144,7 @@ export const BatchView = z.object({
   eta: z
     .object({ seconds: z.number(), at: z.iso.datetime() })
     .optional()
-    .describe('rough estimate from the remaining plates, requests per plate so far and VQ_RATE_LIMIT, as if this batch had the line to itself'),
+    .describe('rough estimate from the remaining plates, requests per plate so far and the batch\'s share of its account\'s rate'),
   links: z.object({ self: z.string(), results: z.string() }),
 });
 export type BatchView = z.output<typeof BatchView>;
@@ -184,6 +198,18 @@ export type RetryReply = z.output<typeof RetryReply>;
 export const HealthReply = z.object({
   status: z.enum(['ok', 'degraded']),
   redis: z.enum(['ok', 'down']),
-  line: z.object({ paused: z.boolean(), reason: z.string().optional(), limitedUntil: z.iso.datetime().optional() }).optional().describe('left out when Redis is down'),
+  accounts: z
+    .array(
+      z.object({
+        account: z.string(),
+        rateLimit: z.string(),
+        paused: z.boolean(),
+        reason: z.string().optional(),
+        waiting: Waiting.optional(),
+        limitedUntil: z.iso.datetime().optional(),
+      }),
+    )
+    .optional()
+    .describe('each account\'s line; left out when Redis is down'),
 });
 export type HealthReply = z.output<typeof HealthReply>;

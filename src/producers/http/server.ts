@@ -80,7 +80,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
 
   healthRoutes(app, services);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  const auth = new TokenAuth(config.http.tokens, logger);
+  const auth = new TokenAuth([{ source: config.http.tokens }, ...config.accounts.map((a) => ({ source: a.tokens, accounts: [a.id] }))], logger);
   await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });
   if (deps.metrics) {
     const registry = deps.metrics.registry;
@@ -88,9 +88,11 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
   }
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
-    await mountDashboard(app, services.queue, async (request, reply) => {
+    await mountDashboard(app, services.queues.all(), async (request, reply) => {
       try {
-        await auth.check(request.headers);
+        // The dashboard shows every account's queue: administrators only.
+        const scope = await auth.check(request.headers);
+        if (!scope.admin) return sendError(request, reply, errorBody(404, 'NOT_FOUND', 'not found'));
       } catch (err) {
         return sendError(request, reply, describeError(err) ?? errorBody(500, 'INTERNAL', 'internal error'));
       }

@@ -3,13 +3,15 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../../config.js';
-import type { BatchStore } from '../../../queue/batches.js';
-import { retryFailed } from '../../../queue/retry.js';
+import { BatchNotFoundError } from '../../../errors.js';
+import { batchContext } from '../../../queue/batch-status.js';
+import type { BatchInfo, BatchStore } from '../../../queue/batch/store.js';
+import { rerunFailed as retryFailed } from '../../../queue/rerun.js';
 import type { QueueServices } from '../../../queue/services.js';
 import { estimateCost } from '../../dry-run.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from '../../ingest.js';
 import { ingestList, toInputRows } from '../../list.js';
-import type { TokenAuth } from '../auth.js';
+import { canSee, type Scope, type TokenAuth } from '../auth.js';
 import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
 import { ApiError } from '../errors.js';
 import { batchResults } from '../results.js';
@@ -37,9 +39,27 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     estimate: await estimateCost(services, id, rows, reuseWithinMs === undefined ? {} : { reuseWithinMs }),
   });
 
+  // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
+  const scopes = new WeakMap<object, Scope>();
   app.addHook('onRequest', async (request) => {
-    await auth.check(request.headers);
+    scopes.set(request, await auth.check(request.headers));
   });
+  const scopeOf = (request: object): Scope => scopes.get(request) ?? { admin: false, accounts: [] };
+  const visibleBatch = async (request: object, id: string): Promise<BatchInfo> => {
+    const info = await services.batches.get(id);
+    if (!canSee(scopeOf(request), info.account)) throw new BatchNotFoundError(id);
+    return info;
+  };
+  /** The account a new batch goes to: the one asked for, if the token may use it; else the token's first. */
+  const accountFor = (request: object, wanted: string | undefined): string => {
+    const scope = scopeOf(request);
+    const id = wanted ?? (scope.admin ? config.accounts[0]?.id : scope.accounts[0]);
+    if (id === undefined || !canSee(scope, id) || !config.accounts.some((a) => a.id === id)) {
+      throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted ?? '')} for this token`);
+    }
+    return id;
+  };
+  const view = async (info: BatchInfo, at: number): Promise<BatchView> => batchView(info, await batchContext(services, info), at);
 
   // A CSV body is handed over as the raw stream: readCsvBody meters and parses it as it arrives.
   app.addContentTypeParser(CSV_TYPES, (request, payload, done) => {
@@ -94,6 +114,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         const budget = {
           ...(query.maxCreates !== undefined ? { maxCreates: query.maxCreates } : {}),
           ...(query.reuseWithinMs !== undefined ? { reuseWithinMs: query.reuseWithinMs } : {}),
+          account: accountFor(request, query.account),
+          ...(query.priority !== undefined ? { priority: query.priority } : {}),
+          ...(query.weight !== undefined ? { weight: query.weight } : {}),
         };
         if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget.reuseWithinMs));
         result = await ingestOnce(() => ingest(services, { id, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
@@ -106,6 +129,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           ...(body.force !== undefined ? { force: body.force } : {}),
           ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
           ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
+          account: accountFor(request, body.account),
+          ...(body.priority !== undefined ? { priority: body.priority } : {}),
+          ...(body.weight !== undefined ? { weight: body.weight } : {}),
         };
         if (body.dryRun) {
           const { rows } = toInputRows(body.plates);
@@ -115,13 +141,13 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         result = await ingestOnce(() => ingestList(services, body.plates, options));
       }
       const { batch, created } = result;
-      const [line, rejects] = await Promise.all([services.line.state(), firstRejects(services.batches, batch.id, batch.counts.rejected)]);
+      const [batchReply, rejects] = await Promise.all([view(batch, now()), firstRejects(services.batches, batch.id, batch.counts.rejected)]);
       const links = batchLinks(batch.id);
       request.log.info(
         { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, rejected: batch.counts.rejected },
         created ? 'batch enqueued' : 'batch already known',
       );
-      const reply202: CreateBatchReply = { batch: { ...batchView(batch, line, config, now()), created }, rejects, links };
+      const reply202: CreateBatchReply = { batch: { ...batchReply, created }, rejects, links };
       return reply.code(202).header('location', links.self).send(reply202);
     },
   );
@@ -140,14 +166,15 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     },
     async (request): Promise<ListReply> => {
       const { offset, limit } = request.query;
-      const [{ total, batches }, line] = await Promise.all([services.batches.list(offset, limit), services.line.state()]);
+      const scope = scopeOf(request);
+      const { total, batches } = await services.batches.list(offset, limit, scope.admin ? undefined : scope.accounts);
       const at = now();
       const page = (o: number) => `/v1/batches?offset=${o}&limit=${limit}`;
       return {
         total,
         offset,
         limit,
-        batches: batches.map((b) => batchView(b, line, config, at)),
+        batches: await Promise.all(batches.map((b) => view(b, at))),
         links: {
           ...(offset + limit < total ? { next: page(offset + limit) } : {}),
           ...(offset > 0 ? { prev: page(Math.max(0, offset - limit)) } : {}),
@@ -169,8 +196,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       validatorCompiler: zodValidator({ params: BatchParams }),
     },
     async (request): Promise<BatchView> => {
-      const [info, line] = await Promise.all([services.batches.get(request.params.id), services.line.state()]);
-      return batchView(info, line, config, now());
+      return view(await visibleBatch(request, request.params.id), now());
     },
   );
 
@@ -195,6 +221,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       validatorCompiler: zodValidator({ params: BatchParams, querystring: ResultsQuery }),
     },
     async (request, reply) => {
+      await visibleBatch(request, request.params.id);
       const results = await batchResults(services, request.params.id, request.query.format, config.csvDelimiter, request.log);
       return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
     },
@@ -216,6 +243,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     },
     async (request, reply) => {
       const { id } = request.params;
+      await visibleBatch(request, id);
       const result = await retryFailed(services, id, { recreate: request.body?.recreate === true, now });
       request.log.info({ batchId: id, ...result }, 'failed plates queued again');
       const body: RetryReply = { batchId: id, ...result, links: { self: batchLinks(id).self } };

@@ -27,14 +27,14 @@ export async function redisAnswers(redis: Redis, timeoutMs = PING_TIMEOUT_MS): P
   }
 }
 
-export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'line'>): void {
+export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'lines'>): void {
   app.get(
     '/healthz',
     {
       schema: {
-        summary: 'Liveness and the line',
+        summary: 'Liveness and each account\'s line',
         description:
-          "No token needed. 503 when Redis cannot be reached. `degraded` when the line is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+          "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
         tags: ['operations'],
         response: { 200: responseSchema(HealthReply, 'Redis answers'), 503: responseSchema(HealthReply, 'Redis is unreachable') },
       },
@@ -42,10 +42,10 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
     async (_request, reply) => {
       const down: HealthReply = { status: 'degraded', redis: 'down' };
       if (!(await redisAnswers(services.redis))) return reply.code(503).send(down);
-      const line = await services.line.state().catch(() => undefined);
-      if (line === undefined) return reply.code(503).send(down);
-      const stuck = line.paused || line.pause !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined;
-      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', line: lineView(line) };
+      const lines = await services.lines.states().catch(() => undefined);
+      if (lines === undefined) return reply.code(503).send(down);
+      const stuck = lines.some((line) => line.paused || line.pause !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined);
+      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', accounts: lines.map(lineView) };
       return reply.send(body);
     },
   );

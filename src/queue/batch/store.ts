@@ -1,39 +1,22 @@
 // Batches: what users think in ("this file", "this request"). A batch is a Redis hash of metadata
-// and live counts plus the list of its input rows; its plates are jobs on the plate queue. Counts
-// move only in Lua scripts or MULTI blocks, so they stay exact with many workers and restarts.
+// and live counts plus the list of its input rows and the hash of its outcomes; its plates wait in
+// the scheduler's list until the feeder makes them jobs. Counts move only in Lua scripts or MULTI
+// blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
+// reads and writes a batch's hash, rows and outcomes.
 import type { Redis } from 'ioredis';
-import { BatchNotFoundError } from '../errors.js';
-import { jobIdFor, newJobData, type PlateQueue } from './plate-queue.js';
-import type { VqbKeys } from './redis.js';
+import { BatchNotFoundError } from '../../errors.js';
+import type { CostLedger } from '../costs.js';
+import type { Budget } from '../budget.js';
+import type { InFlight } from '../inflight.js';
+import type { VqbKeys } from '../keys.js';
+import type { Scheduler } from '../scheduler.js';
+import { type Scripted, withScripts } from '../scripts.js';
+import type { PriorityClass } from '../types.js';
+import { encodeRow, decodeRow, type IngestRow } from './rows.js';
+
+export { encodeRow, decodeRow, type IngestRow, type StoredRow } from './rows.js';
 
 export type BatchSource = 'file' | 'api' | 'library' | 'inbox';
-
-/** One input row, already judged by the producer. */
-export type IngestRow =
-  | { row: number; input: string; extra: string[]; kind: 'queued'; plate: string; sameVehicleAs?: string }
-  | { row: number; input: string; extra: string[]; kind: 'rejected'; plate: string; reason: string; message: string }
-  | { row: number; input: string; extra: string[]; kind: 'duplicate'; plate: string; duplicateOf: number };
-
-/** Stored form of a row: a compact array (a million rows is a lot of Redis memory). */
-export type StoredRow = [row: number, input: string, kind: 0 | 1 | 2, plate: string, extra: string[], detail?: string | number, detail2?: string];
-
-export function encodeRow(r: IngestRow): string {
-  switch (r.kind) {
-    case 'queued':
-      return JSON.stringify(r.sameVehicleAs ? [r.row, r.input, 0, r.plate, r.extra, r.sameVehicleAs] : [r.row, r.input, 0, r.plate, r.extra]);
-    case 'rejected':
-      return JSON.stringify([r.row, r.input, 1, r.plate, r.extra, r.reason, r.message]);
-    case 'duplicate':
-      return JSON.stringify([r.row, r.input, 2, r.plate, r.extra, r.duplicateOf]);
-  }
-}
-
-export function decodeRow(raw: string): IngestRow {
-  const [row, input, kind, plate, extra, detail, detail2] = JSON.parse(raw) as StoredRow;
-  if (kind === 1) return { row, input, extra, kind: 'rejected', plate, reason: String(detail), message: detail2 ?? '' };
-  if (kind === 2) return { row, input, extra, kind: 'duplicate', plate, duplicateOf: Number(detail) };
-  return typeof detail === 'string' ? { row, input, extra, kind: 'queued', plate, sameVehicleAs: detail } : { row, input, extra, kind: 'queued', plate };
-}
 
 export interface BatchCounts {
   /** Input rows read. */
@@ -61,6 +44,12 @@ export interface BatchCounts {
 
 export interface BatchInfo {
   id: string;
+  /** The account whose key and limits the batch uses. */
+  account: string;
+  /** interactive (a person waits), normal, bulk. */
+  priority: PriorityClass;
+  /** Share of the account's rate relative to the other batches of its class (default 1). */
+  weight: number;
   source: BatchSource;
   name: string;
   createdAt: number;
@@ -80,6 +69,9 @@ export interface BatchInfo {
 
 export interface NewBatch {
   id: string;
+  account: string;
+  priority: PriorityClass;
+  weight: number;
   source: BatchSource;
   name: string;
   product: string;
@@ -89,34 +81,26 @@ export interface NewBatch {
   reuseWithinMs?: number;
 }
 
-const SEAL = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-redis.call('HSET', KEYS[1], 'sealed', '1')
-local b = redis.call('HMGET', KEYS[1], 'enqueued', 'done', 'failed', 'finishedAt')
-if not b[4] and (tonumber(b[2] or '0') + tonumber(b[3] or '0')) >= tonumber(b[1] or '0') then
-  redis.call('HSET', KEYS[1], 'finishedAt', ARGV[1])
-  return 2
-end
-return 1
-`;
+const COUNT_FIELDS = ['total', 'enqueued', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates'] as const;
 
-const COUNT_FIELDS = ['total', 'enqueued', 'inflight', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates', 'creates', 'polls', 'rateLimited', 'reused'] as const;
-
-interface BatchCommands {
-  vqbSealBatch(batch: string, now: number): Promise<number>;
+/** What a batch's view reads from the modules that own the rest of its state. */
+export interface BatchStoreDeps {
+  scheduler: Scheduler;
+  costs: CostLedger;
+  inflight: InFlight;
+  budget: Budget;
 }
 
 export class BatchStore {
-  readonly #redis: Redis & BatchCommands;
+  readonly #redis: Scripted<'batch-seal'>;
   readonly #keys: VqbKeys;
-  readonly #queue: PlateQueue;
+  readonly #deps: BatchStoreDeps;
   readonly #now: () => number;
 
-  constructor(redis: Redis, keys: VqbKeys, queue: PlateQueue, now: () => number = Date.now) {
-    redis.defineCommand('vqbSealBatch', { numberOfKeys: 1, lua: SEAL });
-    this.#redis = redis as Redis & BatchCommands;
+  constructor(redis: Redis, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
+    this.#redis = withScripts(redis, ['batch-seal']);
     this.#keys = keys;
-    this.#queue = queue;
+    this.#deps = deps;
     this.#now = now;
   }
 
@@ -130,6 +114,9 @@ export class BatchStore {
         .multi()
         .hset(key, {
           id: batch.id,
+          account: batch.account,
+          priority: batch.priority,
+          weight: String(batch.weight),
           source: batch.source,
           name: batch.name,
           product: batch.product,
@@ -137,12 +124,17 @@ export class BatchStore {
           extraColumns: JSON.stringify(batch.extraColumns ?? []),
           ingestedRows: '0',
           reuseWithinMs: String(batch.reuseWithinMs ?? 0),
-          ...(batch.maxCreates !== undefined ? { maxCreates: String(batch.maxCreates) } : {}),
         })
         .zadd(this.#keys.batches, createdAt, batch.id)
         .exec();
+      if (batch.maxCreates !== undefined) await this.#deps.budget.setMaxCreates(batch.id, batch.maxCreates);
     }
     return { created, info: await this.get(batch.id) };
+  }
+
+  /** Plates with a stored result this recent are answered from it (0: reuse is off for the batch). */
+  async reuseWindow(batchId: string): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys.batch(batchId), 'reuseWithinMs')) ?? 0);
   }
 
   /** Rows already ingested: a restarted ingest skips them (their jobs and counts exist). */
@@ -151,38 +143,26 @@ export class BatchStore {
   }
 
   /**
-   * Stores a chunk of rows and enqueues its new plates. Jobs are added first (their ids make that
-   * idempotent); rows and counts follow in one MULTI with the ingest position, so a crash between
-   * the two only repeats no-op adds.
+   * Stores a chunk of rows and hands its new plates to the scheduler. The plates go first: a
+   * crash between the two repeats them on resume, which costs nothing (a plate's job id and its
+   * stored outcome make a second feed of it a no-op), while rows and counts move in one MULTI with
+   * the ingest position, so each row is stored once.
    */
-  async addRows(batchId: string, product: string, rows: readonly IngestRow[]): Promise<void> {
+  async addRows(batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>, rows: readonly IngestRow[]): Promise<void> {
     if (rows.length === 0) return;
-    const queued = rows.filter((r): r is Extract<IngestRow, { kind: 'queued' }> => r.kind === 'queued');
-    if (queued.length > 0) {
-      await this.#queue.addBulk(
-        queued.map((r) => ({
-          name: 'plate',
-          data: newJobData(batchId, r.plate, product),
-          opts: { jobId: jobIdFor(batchId, r.plate) },
-        })),
-      );
-    }
-    const key = this.#keys.batch(batchId);
-    const multi = this.#redis.multi().rpush(this.#keys.rows(batchId), ...rows.map(encodeRow));
+    const queued = rows.filter((r) => r.kind === 'queued');
+    await this.#deps.scheduler.push(batch.id, queued.map((r) => r.plate));
+    const key = this.#keys.batch(batch.id);
+    const multi = this.#redis.multi().rpush(this.#keys.rows(batch.id), ...rows.map(encodeRow));
     multi.hincrby(key, 'total', rows.length);
     multi.hincrby(key, 'ingestedRows', rows.length);
     if (queued.length > 0) multi.hincrby(key, 'enqueued', queued.length);
-    const rejected = rows.length - queued.length - rows.filter((r) => r.kind === 'duplicate').length;
+    const duplicates = rows.filter((r) => r.kind === 'duplicate').length;
+    const rejected = rows.length - queued.length - duplicates;
     if (rejected > 0) multi.hincrby(key, 'rejected', rejected);
-    if (rows.length - queued.length - rejected > 0) multi.hincrby(key, 'duplicates', rows.length - queued.length - rejected);
+    if (duplicates > 0) multi.hincrby(key, 'duplicates', duplicates);
     await multi.exec();
-  }
-
-  /** A new create cap for the batch (`null` removes it); the caller un-parks held plates. */
-  async setMaxCreates(batchId: string, maxCreates: number | null): Promise<void> {
-    await this.get(batchId);
-    if (maxCreates === null) await this.#redis.hdel(this.#keys.batch(batchId), 'maxCreates');
-    else await this.#redis.hset(this.#keys.batch(batchId), 'maxCreates', String(maxCreates));
+    if (queued.length > 0) await this.#deps.scheduler.enlist(batch.account, batch.id, batch.priority, batch.weight);
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
@@ -192,7 +172,7 @@ export class BatchStore {
 
   /** All rows are in: from now on the last outcome marks the batch finished. True if it already is. */
   async seal(batchId: string): Promise<boolean> {
-    const result = await this.#redis.vqbSealBatch(this.#keys.batch(batchId), this.#now());
+    const result = Number(await this.#redis.vqbBatchSeal(this.#keys.batch(batchId), this.#now()));
     if (result === -1) throw new BatchNotFoundError(batchId);
     return result === 2 || (await this.get(batchId)).finishedAt !== undefined;
   }
@@ -205,10 +185,19 @@ export class BatchStore {
     const f = await this.#redis.hgetall(this.#keys.batch(batchId));
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
-    const counts = Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as unknown as BatchCounts;
+    const account = f.account ?? 'default';
+    const [costs, inflight, budget] = await Promise.all([
+      this.#deps.costs.forBatch(batchId),
+      this.#deps.inflight.forBatch(account, batchId),
+      this.#deps.budget.forBatch(batchId),
+    ]);
+    const counts = { ...Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])), ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     return {
       id: f.id ?? batchId,
+      account,
+      priority: (f.priority ?? 'normal') as PriorityClass,
+      weight: Number(f.weight ?? 1) || 1,
       source: (f.source ?? 'library') as BatchSource,
       name: f.name ?? batchId,
       createdAt: n('createdAt'),
@@ -218,17 +207,23 @@ export class BatchStore {
       extraColumns: JSON.parse(f.extraColumns ?? '[]') as string[],
       product: f.product ?? 'agregados',
       counts,
-      ...(f.maxCreates !== undefined && f.maxCreates !== '' ? { maxCreates: n('maxCreates') } : {}),
+      ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
       reuseWithinMs: n('reuseWithinMs'),
-      ...(f.blocked ? { blocked: f.blocked } : {}),
+      ...(budget.held ? { blocked: 'budget' } : {}),
     };
   }
 
-  /** Newest first. */
-  async list(offset = 0, limit = 20): Promise<{ total: number; batches: BatchInfo[] }> {
-    const [total, ids] = await Promise.all([this.#redis.zcard(this.#keys.batches), this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1)]);
-    const batches = await Promise.all(ids.map((id) => this.get(id)));
-    return { total, batches };
+  /** Newest first; with `accounts`, only the batches of those accounts. */
+  async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
+    if (accounts === undefined) {
+      const [total, ids] = await Promise.all([this.#redis.zcard(this.#keys.batches), this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1)]);
+      return { total, batches: await Promise.all(ids.map((id) => this.get(id))) };
+    }
+    // A scoped reader: filter by account (batches are counted in hundreds, not millions).
+    const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
+    const owners = ids.length === 0 ? [] : await Promise.all(ids.map((id) => this.#redis.hget(this.#keys.batch(id), 'account')));
+    const mine = ids.filter((_, i) => accounts.includes(owners[i] ?? 'default'));
+    return { total: mine.length, batches: await Promise.all(mine.slice(offset, offset + limit).map((id) => this.get(id))) };
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */

@@ -1,50 +1,37 @@
 // Terminal outcomes, one per (batch, plate), stored before the job is marked finished so that a
 // paid result survives any crash after it arrived. Recording is one Lua script: the outcome is
-// written only if none exists, and in the same step the batch counts move, the in-flight slot is
-// freed and the batch is marked finished when its last plate lands. Counts therefore stay exact
-// with any number of workers, retries and restarts.
+// written only if none exists, and in the same step the batch counts move and the batch is marked
+// finished when its last plate lands. Counts therefore stay exact with any number of workers,
+// retries and restarts.
 import type { Redis } from 'ioredis';
-import type { VqbKeys } from './redis.js';
-import type { Outcome } from './types.js';
-
-const RECORD = `
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
-if ARGV[6] == '1' then redis.call('HINCRBY', KEYS[2], 'possibleDuplicates', 1) end
-if redis.call('ZREM', KEYS[3], ARGV[4]) == 1 then redis.call('HINCRBY', KEYS[2], 'inflight', -1) end
-local b = redis.call('HMGET', KEYS[2], 'enqueued', 'done', 'failed', 'sealed', 'finishedAt')
-if b[4] == '1' and not b[5] and (tonumber(b[2] or '0') + tonumber(b[3] or '0')) >= tonumber(b[1] or '0') then
-  redis.call('HSET', KEYS[2], 'finishedAt', ARGV[5])
-  return 2
-end
-return 1
-`;
+import type { VqbKeys } from '../keys.js';
+import { type Scripted, withScripts } from '../scripts.js';
+import type { Outcome } from '../types.js';
 
 export type RecordResult = 'recorded' | 'exists' | 'batch-finished';
 
 export class OutcomeStore {
-  readonly #redis: Redis;
+  readonly #redis: Scripted<'batch-record'>;
   readonly #keys: VqbKeys;
 
   constructor(redis: Redis, keys: VqbKeys) {
-    this.#redis = redis;
+    this.#redis = withScripts(redis, ['batch-record']);
     this.#keys = keys;
-    redis.defineCommand('vqbRecordOutcome', { numberOfKeys: 3, lua: RECORD });
   }
 
-  /** Stores the outcome unless one exists; `jobId` is the in-flight member to release. */
-  async record(outcome: Outcome, jobId: string): Promise<RecordResult> {
-    const result = (await (this.#redis as unknown as RecordCommand).vqbRecordOutcome(
-      this.#keys.outcomes(outcome.batchId),
-      this.#keys.batch(outcome.batchId),
-      this.#keys.inflight,
-      outcome.plate,
-      JSON.stringify(outcome),
-      outcome.status,
-      jobId,
-      String(outcome.finishedAt),
-      outcome.possibleDuplicate ? '1' : '0',
-    )) as number;
+  /** Stores the outcome unless one exists. */
+  async record(outcome: Outcome): Promise<RecordResult> {
+    const result = Number(
+      await this.#redis.vqbBatchRecord(
+        this.#keys.outcomes(outcome.batchId),
+        this.#keys.batch(outcome.batchId),
+        outcome.plate,
+        JSON.stringify(outcome),
+        outcome.status,
+        String(outcome.finishedAt),
+        outcome.possibleDuplicate ? '1' : '0',
+      ),
+    );
     return result === 0 ? 'exists' : result === 2 ? 'batch-finished' : 'recorded';
   }
 
@@ -84,8 +71,4 @@ export class OutcomeStore {
     }
     return removed;
   }
-}
-
-interface RecordCommand {
-  vqbRecordOutcome(...args: string[]): Promise<unknown>;
 }

@@ -1,10 +1,7 @@
-// Short, readable renderings shared by the commands (status, run's progress line, retry).
-import type { BatchInfo } from '../queue/batches.js';
-import type { LineState } from '../queue/line.js';
+// Short, readable renderings for a terminal (status, run's progress line, retry).
+import type { BatchInfo } from '../queue/batch/store.js';
 
-export function clock(ms: number): string {
-  return new Date(ms).toTimeString().slice(0, 8);
-}
+export { clock, describeLine } from './line.js';
 
 export function duration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return '?';
@@ -13,19 +10,6 @@ export function duration(ms: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
   const h = Math.floor(s / 3600);
   return h < 48 ? `${h}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : `${Math.floor(h / 24)}d${h % 24}h`;
-}
-
-/** Why nothing (or less) is moving, in words an operator can act on; undefined when all is well. */
-export function describeLine(state: LineState): string | undefined {
-  if (state.pause) return `paused: ${state.pause.message}`;
-  if (state.paused) return 'paused (run `vqb resume`)';
-  if (state.budgetUntil !== undefined) {
-    return `creates wait: the spending cap per ${state.budgetReason} is reached until ${new Date(state.budgetUntil).toISOString()} (raise it with \`vqb budget\`; polls go on)`;
-  }
-  if (state.limitedUntil !== undefined) {
-    return state.limitReason === 'quota' ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}` : `rate limited until ${clock(state.limitedUntil)}`;
-  }
-  return undefined;
 }
 
 export function describeCounts(b: BatchInfo): string {
@@ -43,7 +27,7 @@ export function describeBatch(b: BatchInfo): string {
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
   const lines = [
-    `batch ${b.id} (${b.source}: ${b.name}) — ${state}`,
+    `batch ${b.id} (${b.source}: ${b.name}${b.account !== 'default' ? `; account ${b.account}` : ''}${b.priority !== 'normal' ? `; ${b.priority}` : ''}${b.weight !== 1 ? `; weight ${b.weight}` : ''}) — ${state}`,
     `  ${describeCounts(b)}`,
     `  cost: ${c.creates} creates, ${c.polls} polls, ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];

@@ -1,0 +1,78 @@
+// Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
+// the HTTP API and the library all show. Pure functions of the stored state.
+import type { AccountLineState } from '../queue/accounts.js';
+import type { BatchInfo } from '../queue/batch/store.js';
+
+export type WaitReason = 'paused' | 'rate_limit' | 'quota' | 'budget';
+
+export interface Waiting {
+  reason: WaitReason;
+  /** The key failure's code, when a key failure paused the account. */
+  code?: string;
+  message: string;
+  /** ISO time the wait ends, when known. */
+  until?: string;
+}
+
+export function clock(ms: number): string {
+  return new Date(ms).toTimeString().slice(0, 8);
+}
+
+function resumeHint(account: string): string {
+  return account === 'default' ? '`vqb resume`' : `\`vqb resume --account ${account}\``;
+}
+
+/** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
+export function waitingOf(state: AccountLineState): Waiting | undefined {
+  if (state.pause) return { reason: 'paused', code: state.pause.code, message: `paused: ${state.pause.message}` };
+  if (state.paused) return { reason: 'paused', message: `paused (run ${resumeHint(state.account)})` };
+  if (state.budgetUntil !== undefined) {
+    return {
+      reason: 'budget',
+      message: `creates wait: the spending cap per ${state.budgetReason} is reached until ${new Date(state.budgetUntil).toISOString()} (raise it with \`vqb budget\`; polls go on)`,
+      until: new Date(state.budgetUntil).toISOString(),
+    };
+  }
+  if (state.limitedUntil !== undefined) {
+    const quota = state.limitReason === 'quota';
+    return {
+      reason: quota ? 'quota' : 'rate_limit',
+      message: quota ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}` : `rate limited until ${clock(state.limitedUntil)}`,
+      until: new Date(state.limitedUntil).toISOString(),
+    };
+  }
+  return undefined;
+}
+
+export function describeLine(state: AccountLineState): string | undefined {
+  return waitingOf(state)?.message;
+}
+
+/** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */
+export function batchWaiting(info: BatchInfo, line: AccountLineState): Waiting | undefined {
+  if (info.finishedAt !== undefined) return undefined;
+  const waiting = waitingOf(line);
+  if (waiting !== undefined || info.blocked !== 'budget') return waiting;
+  return { reason: 'budget', message: `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise it with \`vqb budget ${info.id} --max-creates N\`)` };
+}
+
+/** Requests a plate costs before any has finished: one create and, usually, one poll. */
+const DEFAULT_REQUESTS_PER_PLATE = 2;
+
+/**
+ * Time left: the batch's remaining plates × requests per plate (as seen so far in the batch), at
+ * its share of the account's rate, after any wait imposed on the account. Undefined when
+ * finished, paused or held by a cap (no end in sight until someone acts).
+ */
+export function estimateEta(info: BatchInfo, line: AccountLineState, perSecond: number, share: number, now: number): { seconds: number; at: string } | undefined {
+  if (info.finishedAt !== undefined || line.paused || line.pause || info.blocked !== undefined) return undefined;
+  const c = info.counts;
+  const finished = c.done + c.failed;
+  const remaining = Math.max(0, c.enqueued - finished);
+  const perPlate = finished > 0 ? Math.max(1, (c.creates + c.polls) / finished) : DEFAULT_REQUESTS_PER_PLATE;
+  // A batch with no creates waiting (share 0) only has polls left: they go at the account's rate.
+  const perMs = (perSecond / 1_000) * (share > 0 ? share : 1);
+  const waitMs = Math.max(0, (line.budgetUntil ?? now) - now, (line.limitedUntil ?? now) - now);
+  const ms = waitMs + (remaining * perPlate) / perMs;
+  return { seconds: Math.ceil(ms / 1000), at: new Date(now + ms).toISOString() };
+}

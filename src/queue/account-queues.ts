@@ -1,0 +1,95 @@
+// One BullMQ queue per account: BullMQ's pause and rate-limit switches are per queue, so an
+// account whose key failed or that must wait for a 429 stops alone while the others run on from
+// the same workers. A job is one (batch, plate), id `<batch>.<plate>`, so adding it twice is a
+// no-op in Redis itself.
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Account, Config } from '../config.js';
+import type { PlateJobData, PriorityClass } from './types.js';
+
+export const JOB_NAME = 'plate';
+
+/**
+ * BullMQ serves lower numbers first and jobs without a priority before any prioritized job, so
+ * every job carries one. Interactive look-ups (a person waiting on a screen) come first, creates
+ * and polls alike; then polls (already paid for); then the creates of normal and bulk batches.
+ */
+export const PRIORITY = { interactive: 1, poll: 2, normal: 3, bulk: 4 } as const;
+
+export function createPriority(cls: PriorityClass): number {
+  return PRIORITY[cls];
+}
+
+export function pollPriority(cls: PriorityClass): number {
+  return cls === 'interactive' ? PRIORITY.interactive : PRIORITY.poll;
+}
+
+export type PlateQueue = Queue<PlateJobData, unknown, string>;
+
+export function jobIdFor(batchId: string, plate: string): string {
+  return `${batchId}.${plate}`;
+}
+
+export function queueNameFor(config: Pick<Config, 'queueName'>, accountId: string): string {
+  return `${config.queueName}.${accountId}`;
+}
+
+export function defaultJobOptions(config: Pick<Config, 'attempts' | 'backoffMs' | 'keepFailedMs'>): JobsOptions {
+  return {
+    attempts: config.attempts,
+    backoff: { type: 'exponential', delay: config.backoffMs, jitter: 0.5 },
+    // Outcomes are stored separately before a job finishes, so finished jobs are only kept for
+    // the dashboard: a bounded number, for a bounded time.
+    removeOnComplete: { age: 3_600, count: 1_000 },
+    removeOnFail: { age: Math.ceil(config.keepFailedMs / 1000) },
+  };
+}
+
+export function newJobData(account: Account, batchId: string, plate: string, cls: PriorityClass): PlateJobData {
+  return { account: account.id, batchId, plate, product: account.product, cls, step: 'create', polls: 0, requests: 0 };
+}
+
+/** The queues of every configured account, opened on one connection. */
+export class AccountQueues {
+  readonly #queues = new Map<string, PlateQueue>();
+
+  constructor(config: Config, connection: Redis) {
+    for (const account of config.accounts) {
+      this.#queues.set(
+        account.id,
+        new Queue<PlateJobData, unknown, string>(queueNameFor(config, account.id), {
+          connection,
+          prefix: config.prefix,
+          defaultJobOptions: defaultJobOptions(config),
+        }),
+      );
+    }
+  }
+
+  for(accountId: string): PlateQueue {
+    const queue = this.#queues.get(accountId);
+    if (!queue) throw new Error(`no queue for account ${accountId}`);
+    return queue;
+  }
+
+  all(): PlateQueue[] {
+    return [...this.#queues.values()];
+  }
+
+  entries(): [string, PlateQueue][] {
+    return [...this.#queues.entries()];
+  }
+
+  /** Job counts summed over every account's queue. */
+  async counts(...types: string[]): Promise<Record<string, number>> {
+    const sum: Record<string, number> = {};
+    for (const queue of this.all()) {
+      for (const [state, n] of Object.entries(await queue.getJobCounts(...(types as never[])))) sum[state] = (sum[state] ?? 0) + n;
+    }
+    return sum;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all().map((q) => q.close()));
+  }
+}

@@ -1,0 +1,189 @@
+// An account's line: whether its requests may go out now, and if not why. Paused because its key
+// cannot work (every job would fail the same way), held because the upstream asked it to wait
+// (429, quota), or holding its creates at a spending cap. Pacing lives here too: every request of
+// the account takes a slot on one schedule in Redis, shared by every worker on every machine.
+// This module alone reads and writes the account's line and pace hashes.
+import type { Redis } from 'ioredis';
+import { pacingIntervalMs, type Account } from '../accounts.js';
+import type { PlateQueue } from './account-queues.js';
+import type { VqbKeys } from './keys.js';
+import { type Scripted, withScripts } from './scripts.js';
+
+export type LimitReason = 'rate_limit' | 'quota';
+
+/** The pause code `vqb pause` records: an operator's decision, which `vqb run` never lifts by itself. */
+export const OPERATOR_PAUSE = 'PAUSED_BY_OPERATOR';
+
+export interface AccountPause {
+  code: string;
+  message: string;
+  at: number;
+}
+
+export interface AccountLineState {
+  account: string;
+  /** The account's queue is paused (by a key failure or an operator). */
+  paused: boolean;
+  /** Why, when a key failure (or an operator with a reason) paused it. */
+  pause?: AccountPause;
+  /** Epoch ms until which no request of the account goes out, when the upstream asked to wait. */
+  limitedUntil?: number;
+  limitReason?: LimitReason;
+  /** Epoch ms until which creates wait because the account's spending cap (day or month) is reached. */
+  budgetUntil?: number;
+  budgetReason?: 'day' | 'month';
+  /** The configured limit, e.g. `300/min`. */
+  rateLimit: string;
+}
+
+export type Slot = { reserved: true; waitMs: number; tat: string } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
+
+const SCRIPTS = ['pace-acquire', 'pace-release', 'pace-hold', 'pace-adapt', 'account-pause'] as const;
+
+export class AccountLine {
+  readonly account: Account;
+  readonly queue: PlateQueue;
+  /** The gap between two requests of the account, ms. */
+  readonly intervalMs: number;
+  readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
+  readonly #keys: VqbKeys;
+  readonly #now: () => number;
+
+  constructor(account: Account, queue: PlateQueue, redis: Redis, keys: VqbKeys, jitterMs: number, now: () => number = Date.now) {
+    this.account = account;
+    this.queue = queue;
+    this.intervalMs = pacingIntervalMs(account, jitterMs);
+    this.#redis = withScripts(redis, SCRIPTS);
+    this.#keys = keys;
+    this.#now = now;
+  }
+
+  get #line(): string {
+    return this.#keys.account(this.account.id);
+  }
+
+  get #pace(): string {
+    return this.#keys.pace(this.account.id);
+  }
+
+  /**
+   * The account's next request slot, reserved when it is at most `horizonMs` away: sleep
+   * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away.
+   */
+  async slot(horizonMs: number): Promise<Slot> {
+    const [reserved, wait, reason, tat] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs)) as [number, string, 'pace' | 'hold', string];
+    const waitMs = Math.max(0, Number(wait));
+    return reserved === 1 ? { reserved: true, waitMs, tat } : { reserved: false, waitMs, reason };
+  }
+
+  /** Gives back a reserved slot the caller will not use, if none was reserved after it. */
+  async releaseSlot(slot: Extract<Slot, { reserved: true }>): Promise<void> {
+    await this.#redis.vqbPaceRelease(this.#pace, slot.tat, this.intervalMs);
+  }
+
+  /**
+   * No request of the account goes out for `ms`, unless a longer hold is in force; no worker
+   * takes the account's jobs meanwhile. True when this call set or lengthened the hold.
+   */
+  async hold(ms: number, reason: LimitReason): Promise<boolean> {
+    const wait = Math.max(1, Math.ceil(ms));
+    const until = Number(await this.#redis.vqbPaceHold(this.#pace, this.#line, wait, reason));
+    await this.stopTaking(wait);
+    return until > 0;
+  }
+
+  /** BullMQ's switch: no worker takes a job of this account for `ms`. */
+  async stopTaking(ms: number): Promise<void> {
+    await this.queue.rateLimit(Math.max(1, Math.ceil(ms)));
+  }
+
+  /** Feeds one upstream answer to the adaptive spacing; returns the extra spacing in force, ms. */
+  async adapt(event: '429' | 'ok'): Promise<number> {
+    return Number(await this.#redis.vqbPaceAdapt(this.#pace, event, this.intervalMs, Math.max(1_000, this.intervalMs * 20)));
+  }
+
+  /** Consecutive 429s without a hint, for backoff shared by every worker; 0 resets it. */
+  async streak(reset = false): Promise<number> {
+    if (reset) {
+      await this.#redis.hdel(this.#pace, 'streak');
+      return 0;
+    }
+    return this.#redis.hincrby(this.#pace, 'streak', 1);
+  }
+
+  /** Pauses the account for every worker; true when this call recorded a new reason. */
+  async pause(code: string, message: string): Promise<boolean> {
+    const isNew = Number(await this.#redis.vqbAccountPause(this.#line, code, message, this.#now())) === 1;
+    await this.queue.pause();
+    return isNew;
+  }
+
+  /** Operator resume: clears the recorded reason and lets every worker take the account's jobs again. */
+  async resume(): Promise<void> {
+    await this.#redis.hdel(this.#line, 'code', 'message', 'at');
+    await this.queue.resume();
+  }
+
+  /** Creates wait for a spending cap's reset; true when this call recorded it. */
+  async holdCreates(until: number, reason: 'day' | 'month'): Promise<boolean> {
+    const before = await this.#redis.hget(this.#line, 'budgetUntil');
+    if (before === String(until)) return false;
+    await this.#redis.hset(this.#line, 'budgetUntil', String(until), 'budgetReason', reason);
+    return true;
+  }
+
+  /** Operator pause, with the reason shown by status. */
+  async pauseByOperator(message = 'paused by an operator'): Promise<void> {
+    await this.pause(OPERATOR_PAUSE, message);
+  }
+
+  async releaseCreates(): Promise<void> {
+    await this.#redis.hdel(this.#line, 'budgetUntil', 'budgetReason');
+  }
+
+  async state(): Promise<AccountLineState> {
+    const [fields, paused] = await Promise.all([this.#redis.hgetall(this.#line), this.queue.isPaused()]);
+    const now = this.#now();
+    const state: AccountLineState = { account: this.account.id, paused, rateLimit: this.account.rateLimit.text };
+    if (fields.code) state.pause = { code: fields.code, message: fields.message ?? '', at: Number(fields.at) };
+    const until = Number(fields.limitedUntil);
+    if (Number.isFinite(until) && until > now) {
+      state.limitedUntil = until;
+      state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
+    }
+    const budgetUntil = Number(fields.budgetUntil);
+    if (Number.isFinite(budgetUntil) && budgetUntil > now) {
+      state.budgetUntil = budgetUntil;
+      state.budgetReason = fields.budgetReason === 'month' ? 'month' : 'day';
+    }
+    return state;
+  }
+}
+
+/** The lines of every configured account. */
+export class AccountLines {
+  readonly #lines = new Map<string, AccountLine>();
+
+  constructor(lines: Iterable<AccountLine>) {
+    for (const line of lines) this.#lines.set(line.account.id, line);
+  }
+
+  for(accountId: string): AccountLine {
+    const line = this.#lines.get(accountId);
+    if (!line) throw new Error(`no line for account ${accountId}`);
+    return line;
+  }
+
+  all(): AccountLine[] {
+    return [...this.#lines.values()];
+  }
+
+  states(): Promise<AccountLineState[]> {
+    return Promise.all(this.all().map((l) => l.state()));
+  }
+
+  /** The accounts named, or all of them when none is. */
+  pick(accountId?: string): AccountLine[] {
+    return accountId === undefined ? this.all() : [this.for(accountId)];
+  }
+}

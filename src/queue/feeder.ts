@@ -1,0 +1,65 @@
+// Turns the scheduler's picks into BullMQ jobs, a few at a time: each account's queue holds about
+// two seconds of its rate in creates, so a batch that arrives now is served within that, and a
+// million plates queued cost a million list entries, not a million jobs. Every worker process
+// runs the feeder on a timer; producers call it once after an ingest so an interactive plate is
+// on the queue at once.
+import { perSecond, type Account } from '../accounts.js';
+import { createPriority, JOB_NAME, jobIdFor, newJobData, type AccountQueues } from './account-queues.js';
+import type { Picked, Scheduler } from './scheduler.js';
+
+/** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
+const STAGED_STALE_MS = 30_000;
+
+export class Feeder {
+  readonly #scheduler: Scheduler;
+  readonly #queues: AccountQueues;
+  readonly #accounts: ReadonlyMap<string, Account>;
+  readonly #now: () => number;
+
+  constructor(scheduler: Scheduler, queues: AccountQueues, accounts: readonly Account[], now: () => number = Date.now) {
+    this.#scheduler = scheduler;
+    this.#queues = queues;
+    this.#accounts = new Map(accounts.map((a) => [a.id, a]));
+    this.#now = now;
+  }
+
+  /** Creates an account keeps on its queue: two seconds of its rate, at least 4. */
+  target(account: Account): number {
+    return Math.min(1_000, Math.max(4, Math.ceil(perSecond(account) * 2)));
+  }
+
+  /** Tops the account's queue up to its target; returns how many plates became jobs. */
+  async feed(accountId: string): Promise<number> {
+    const account = this.#account(accountId);
+    const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait', 'paused' as 'wait');
+    const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0) + (counts.paused ?? 0);
+    const picked = await this.#scheduler.pick(accountId, this.target(account) - queued, this.#now());
+    await this.#add(account, picked);
+    return picked.length;
+  }
+
+  /** Adds the jobs of picks whose feeder died before it could. */
+  async recover(accountId: string): Promise<number> {
+    const stale = await this.#scheduler.staleStaged(accountId, STAGED_STALE_MS, this.#now());
+    await this.#add(this.#account(accountId), stale);
+    return stale.length;
+  }
+
+  async #add(account: Account, picked: readonly Picked[]): Promise<void> {
+    if (picked.length === 0) return;
+    await this.#queues.for(account.id).addBulk(
+      picked.map((p) => ({
+        name: JOB_NAME,
+        data: newJobData(account, p.batchId, p.plate, p.cls),
+        opts: { jobId: jobIdFor(p.batchId, p.plate), priority: createPriority(p.cls) },
+      })),
+    );
+    await this.#scheduler.unstage(account.id, picked);
+  }
+
+  #account(accountId: string): Account {
+    const account = this.#accounts.get(accountId);
+    if (!account) throw new Error(`no account ${accountId}`);
+    return account;
+  }
+}

@@ -1,0 +1,41 @@
+// Letting held creates go on when a spending cap is raised. A batch at its own cap was taken out of
+// the scheduler and the few jobs it had on the queue sleep in `delayed`; an account at its day or
+// month cap stopped being fed and its fed creates sleep until the reset. Raising the cap wakes
+// them here.
+import type { QueueServices } from './services.js';
+import type { PlateJobData } from './types.js';
+
+type Services = Pick<QueueServices, 'queues' | 'scheduler' | 'budget' | 'lines' | 'batches'>;
+
+/** Wakes the creates of every job on the account's queue held as `heldBy` (and, for a batch, only that batch's). */
+async function wakeHeld(services: Services, accountId: string, match: (data: PlateJobData) => boolean): Promise<number> {
+  const queue = services.queues.for(accountId);
+  let woken = 0;
+  for (let start = 0; ; start += 500) {
+    const jobs = await queue.getDelayed(start, start + 499);
+    for (const job of jobs) {
+      if (job && match(job.data)) {
+        const { heldBy: _, ...data } = job.data;
+        await job.updateData(data);
+        await job.promote().catch(() => undefined);
+        woken++;
+      }
+    }
+    if (jobs.length < 500) break;
+  }
+  return woken;
+}
+
+/** The batch's cap was raised or removed: it is scheduled again and its held jobs go on. Returns how many woke. */
+export async function releaseBatchHold(services: Services, batchId: string): Promise<number> {
+  const info = await services.batches.get(batchId);
+  await services.budget.setHeld(batchId, false);
+  await services.scheduler.enlist(info.account, batchId, info.priority, info.weight);
+  return wakeHeld(services, info.account, (d) => d.batchId === batchId && d.heldBy === 'batch');
+}
+
+/** The account's day or month cap was raised or removed: its creates go on. Returns how many woke. */
+export async function releaseAccountHold(services: Services, accountId: string): Promise<number> {
+  await services.lines.for(accountId).releaseCreates();
+  return wakeHeld(services, accountId, (d) => d.heldBy === 'day' || d.heldBy === 'month');
+}

@@ -1,0 +1,139 @@
+// The name of every Redis key vqb owns, and which module owns it. All keys start with the
+// configured prefix (default `{vqb}`), so one hash slot holds them in Redis Cluster and a Lua
+// script may touch several at once. A structure is read and written only by its owner module;
+// `test/unit/ownership.test.ts` checks that no other module names it.
+//
+// | key                              | type   | owner                     |
+// |----------------------------------|--------|---------------------------|
+// | batches, batch:<id>              | zset, hash | queue/batches.ts      |
+// | batch:<id>:rows, :outcomes       | list, hash | queue/batches.ts      |
+// | batch:<id>:ingest                | string | queue/batches.ts (ingest lock) |
+// | account:<id>                     | hash   | queue/accounts.ts (the account's line) |
+// | account:<id>:pace                | hash   | queue/accounts.ts (pacing)  |
+// | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
+// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:<account>:feeding | | queue/scheduler.ts |
+// | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
+// | cost:<day>, cost:batch:<id>      | hash   | queue/costs.ts            |
+// | learn:<product>                  | hash   | workers/poll-schedule.ts  |
+// | reuse:<plate>                    | string | queue/reuse.ts            |
+// | inbox:<name>                     | hash   | producers/inbox*.ts       |
+// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
+
+export interface KeySettings {
+  prefix: string;
+  queueName: string;
+}
+
+export class VqbKeys {
+  readonly base: string;
+
+  constructor(settings: KeySettings) {
+    this.base = `${settings.prefix}:${settings.queueName}:vqb`;
+  }
+
+  // --- queue/batches.ts
+  get batches(): string {
+    return `${this.base}:batches`;
+  }
+
+  batch(batchId: string): string {
+    return `${this.base}:batch:${batchId}`;
+  }
+
+  outcomes(batchId: string): string {
+    return `${this.base}:batch:${batchId}:outcomes`;
+  }
+
+  rows(batchId: string): string {
+    return `${this.base}:batch:${batchId}:rows`;
+  }
+
+  ingestLock(batchId: string): string {
+    return `${this.base}:batch:${batchId}:ingest`;
+  }
+
+  // --- queue/accounts.ts
+  account(accountId: string): string {
+    return `${this.base}:account:${accountId}`;
+  }
+
+  pace(accountId: string): string {
+    return `${this.base}:account:${accountId}:pace`;
+  }
+
+  // --- queue/inflight.ts
+  inflight(accountId: string): string {
+    return `${this.base}:inflight:${accountId}`;
+  }
+
+  inflightByBatch(accountId: string): string {
+    return `${this.base}:inflight:${accountId}:batches`;
+  }
+
+  // --- queue/scheduler.ts
+  schedClass(accountId: string, cls: string): string {
+    return `${this.base}:sched:${accountId}:${cls}`;
+  }
+
+  get schedWeights(): string {
+    return `${this.base}:sched:weights`;
+  }
+
+  /** The prefix of the per-batch lists of plates waiting to be created (the script appends the id). */
+  get pendingPrefix(): string {
+    return `${this.base}:sched:pending:`;
+  }
+
+  pending(batchId: string): string {
+    return `${this.pendingPrefix}${batchId}`;
+  }
+
+  staged(accountId: string): string {
+    return `${this.base}:sched:${accountId}:staged`;
+  }
+
+  feedLock(accountId: string): string {
+    return `${this.base}:sched:${accountId}:feeding`;
+  }
+
+  // --- queue/budget.ts
+  spendDay(accountId: string, day: string): string {
+    return `${this.base}:spend:${accountId}:d:${day}`;
+  }
+
+  spendMonth(accountId: string, month: string): string {
+    return `${this.base}:spend:${accountId}:m:${month}`;
+  }
+
+  budget(accountId: string): string {
+    return `${this.base}:budget:${accountId}`;
+  }
+
+  batchBudget(batchId: string): string {
+    return `${this.base}:budget:batch:${batchId}`;
+  }
+
+  // --- queue/costs.ts
+  costDay(day: string): string {
+    return `${this.base}:cost:${day}`;
+  }
+
+  batchCosts(batchId: string): string {
+    return `${this.base}:cost:batch:${batchId}`;
+  }
+
+  // --- workers/poll-schedule.ts
+  learner(product: string): string {
+    return `${this.base}:learn:${product}`;
+  }
+
+  // --- queue/reuse.ts
+  reuse(plate: string): string {
+    return `${this.base}:reuse:${plate}`;
+  }
+
+  // --- producers/inbox*.ts
+  inbox(name: string): string {
+    return `${this.base}:inbox:${name}`;
+  }
+}

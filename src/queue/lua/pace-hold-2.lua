@@ -1,0 +1,13 @@
+--[[
+  Holds every request of the account for ARGV[1] ms, unless a longer hold is in force: a 429
+  asking for 1 s must not cut short a quota hold of 6 h set by another worker (queue/accounts.ts).
+    KEYS[1] the account's pace hash; KEYS[2] the account's line hash (for status)
+    ARGV[1] ms; ARGV[2] reason: rate_limit | quota
+  Returns the epoch ms the hold ends when this call set or lengthened it, else 0.
+]]
+local t = redis.call('TIME')
+local untilMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+if tonumber(redis.call('HGET', KEYS[1], 'hold') or '0') >= untilMs then return 0 end
+redis.call('HSET', KEYS[1], 'hold', tostring(untilMs))
+redis.call('HSET', KEYS[2], 'limitedUntil', tostring(untilMs), 'limitReason', ARGV[2])
+return untilMs

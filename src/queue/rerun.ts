@@ -1,0 +1,63 @@
+// Running a batch's failed plates again. A plate that has a queryId resumes polling that query (it
+// was paid for); it is created anew only when asked (`recreate`), since that pays again, and then
+// it goes back to the scheduler like any plate waiting to be created.
+import { accountOf } from '../config.js';
+import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
+import type { QueueServices } from './services.js';
+import type { PlateJobData } from './types.js';
+
+export interface RerunResult {
+  retried: number;
+  /** Of those, plates that will be created (and paid for) again. */
+  recreated: number;
+  /** Failed plates whose job is still running; left alone. */
+  skipped: number;
+}
+
+/** @deprecated name kept for the library's users: see rerunFailed. */
+export type RetryResult = RerunResult;
+
+export async function rerunFailed(services: QueueServices, batchId: string, options: { recreate?: boolean; now?: () => number } = {}): Promise<RerunResult> {
+  const { batches, outcomes, queues, scheduler, config } = services;
+  const info = await batches.get(batchId);
+  const account = accountOf(config, info.account);
+  const queue = queues.for(account.id);
+  const now = options.now ?? Date.now;
+  const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
+  const failed = [];
+  for await (const outcome of outcomes.scan(batchId)) if (outcome.status === 'failed') failed.push(outcome);
+
+  const recreate: string[] = [];
+  for (const outcome of failed) {
+    const jobId = jobIdFor(batchId, outcome.plate);
+    const job = await queue.getJob(jobId);
+    if (job && (await job.isActive())) {
+      result.skipped++;
+      continue;
+    }
+    await job?.remove();
+    await outcomes.removeFailed(batchId, [outcome.plate]);
+    result.retried++;
+    if (options.recreate === true || !outcome.queryId) {
+      recreate.push(outcome.plate);
+      continue;
+    }
+    const data: PlateJobData = {
+      ...newJobData(account, batchId, outcome.plate, info.priority),
+      step: 'poll',
+      queryId: outcome.queryId,
+      ...(outcome.createdAt ? { createdAt: outcome.createdAt } : {}),
+      pollDeadline: now() + config.poll.deadlineMs,
+      polls: 1, // not a first poll: the learner only learns from first polls
+      requests: outcome.requests,
+    };
+    await queue.add('plate', data, { jobId, priority: pollPriority(info.priority) });
+  }
+  if (recreate.length > 0) {
+    await scheduler.push(batchId, recreate);
+    await scheduler.enlist(account.id, batchId, info.priority, info.weight);
+    await services.feeder.feed(account.id);
+  }
+  result.recreated = recreate.length;
+  return result;
+}

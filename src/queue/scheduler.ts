@@ -1,0 +1,105 @@
+// Which plate an account creates next. Plates waiting to be created are not BullMQ jobs: each
+// batch keeps them in a compact list (about 10 bytes a plate instead of a job's kilobyte), and
+// the feeder (queue/feeder.ts) turns a few at a time into jobs, as the account's pace needs them.
+// The choice is fair: classes in order (interactive, normal, bulk), and within a class stride
+// scheduling by weight, a newcomer sharing from the moment it arrives. This module alone reads and
+// writes the class sets, the weights, the pending lists and the staged set.
+import type { Redis } from 'ioredis';
+import type { VqbKeys } from './keys.js';
+import { type Scripted, withScripts } from './scripts.js';
+import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
+
+export interface Picked {
+  cls: PriorityClass;
+  batchId: string;
+  plate: string;
+}
+
+export interface BatchShare {
+  batchId: string;
+  cls: PriorityClass;
+  weight: number;
+  /** Share of the account's creates the batch gets now (0 while a higher class has creates waiting). */
+  share: number;
+}
+
+const SCRIPTS = ['sched-enlist', 'sched-pick'] as const;
+
+function member(p: Picked): string {
+  return `${PRIORITY_CLASSES.indexOf(p.cls) + 1}:${p.batchId}.${p.plate}`;
+}
+
+function parseMember(m: string): Picked | undefined {
+  const match = /^(\d):(.*)\.([A-Z0-9]+)$/.exec(m);
+  const cls = match ? PRIORITY_CLASSES[Number(match[1]) - 1] : undefined;
+  return match && cls ? { cls, batchId: match[2]!, plate: match[3]! } : undefined;
+}
+
+export class Scheduler {
+  readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
+  readonly #keys: VqbKeys;
+
+  constructor(redis: Redis, keys: VqbKeys) {
+    this.#redis = withScripts(redis, SCRIPTS);
+    this.#keys = keys;
+  }
+
+  /** Appends plates to the batch's waiting list (ingest calls enlist after it). */
+  async push(batchId: string, plates: readonly string[]): Promise<void> {
+    if (plates.length > 0) await this.#redis.rpush(this.#keys.pending(batchId), ...plates);
+  }
+
+  /** The batch takes part in its account's scheduling (again); a no-op while it already does. */
+  async enlist(accountId: string, batchId: string, cls: PriorityClass, weight: number): Promise<void> {
+    await this.#redis.vqbSchedEnlist(this.#keys.schedClass(accountId, cls), this.#keys.schedWeights, batchId, weight);
+  }
+
+  /** The batch gets no more creates until enlisted again (held at its spending cap). */
+  async delist(accountId: string, batchId: string, cls: PriorityClass): Promise<void> {
+    await this.#redis.zrem(this.#keys.schedClass(accountId, cls), batchId);
+  }
+
+  /** Takes up to `n` plates to create next, staged until `unstage` says their jobs exist. */
+  async pick(accountId: string, n: number, now: number): Promise<Picked[]> {
+    if (n <= 0) return [];
+    const keys = [...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)), this.#keys.schedWeights, this.#keys.staged(accountId)];
+    const flat = (await this.#redis.vqbSchedPick(...keys, n, this.#keys.pendingPrefix, now)) as (number | string)[];
+    const picked: Picked[] = [];
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      picked.push({ cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!, batchId: String(flat[i + 1]), plate: String(flat[i + 2]) });
+    }
+    return picked;
+  }
+
+  async unstage(accountId: string, picked: readonly Picked[]): Promise<void> {
+    if (picked.length > 0) await this.#redis.zrem(this.#keys.staged(accountId), ...picked.map(member));
+  }
+
+  /** Plates picked more than `olderThanMs` ago whose jobs may never have been added (a crash in between). */
+  async staleStaged(accountId: string, olderThanMs: number, now: number): Promise<Picked[]> {
+    const members = await this.#redis.zrangebyscore(this.#keys.staged(accountId), 0, now - olderThanMs, 'LIMIT', 0, 1_000);
+    return members.map(parseMember).filter((p): p is Picked => p !== undefined);
+  }
+
+  /** Plates of the batch still waiting to be fed. */
+  async waiting(batchId: string): Promise<number> {
+    return this.#redis.llen(this.#keys.pending(batchId));
+  }
+
+  /** Every batch of the account with creates waiting, with its weight and current share. */
+  async shares(accountId: string): Promise<BatchShare[]> {
+    const out: BatchShare[] = [];
+    let served = false;
+    for (const cls of PRIORITY_CLASSES) {
+      const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
+      if (ids.length === 0) continue;
+      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map((w) => Number(w ?? 1) || 1);
+      const total = weights.reduce((a, b) => a + b, 0);
+      ids.forEach((batchId, i) => {
+        out.push({ batchId, cls, weight: weights[i]!, share: served ? 0 : weights[i]! / total });
+      });
+      served = true;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,175 @@
+// Flow control of one account, as the processor sees it: may this request go out now, and what
+// to do when the upstream or a cap says no. It asks the modules that own the state (the account's
+// line and pace, the in-flight cap, the spending caps, the scheduler) and returns what the
+// processor should do with the job; it never touches a job itself.
+import type { Logger } from 'pino';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import type { AccountLine, LimitReason } from '../src/queue/accounts.js';
+import type { Budget } from '../src/queue/budget.js';
+import type { InFlight } from '../src/queue/inflight.js';
+import type { Scheduler } from '../src/queue/scheduler.js';
+import type { PlateJobData } from '../src/queue/types.js';
+import type { QuotaSnapshot } from '../src/upstream/client.js';
+import { QUOTA_WAIT_MS, type AnyUpstreamError, type RateLimitedError } from '../src/upstream/errors.js';
+import { backoffDelay } from '../src/upstream/timing.js';
+import { adviceFor } from './actions.js';
+
+/** What the processor does next with a job that wants to send a request. */
+export type Admission =
+  /** Sleep `waitMs` (the reserved slot), then send. */
+  | { go: true; waitMs: number }
+  /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
+  | { go: false; why: 'later'; retryInMs: number }
+  /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
+  | { go: false; why: 'inflight'; retryInMs: number }
+  /** A spending cap is reached: the job waits until `until` (the batch's cap: until it is raised). */
+  | { go: false; why: 'cap'; heldBy: 'batch' | 'day' | 'month'; until: number };
+
+export interface FlowDeps {
+  line: AccountLine;
+  inflight: InFlight;
+  budget: Budget;
+  scheduler: Scheduler;
+  logger: Logger;
+  metrics?: WorkerMetrics;
+  now?: () => number;
+  random?: () => number;
+}
+
+/** A batch held at its own cap waits this long at most before it looks again (`vqb budget` wakes it sooner). */
+const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
+
+export class AccountFlow {
+  readonly #d: FlowDeps;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #metrics: WorkerMetrics;
+  /** How far ahead a slot may be reserved: one interval plus the time a woken worker takes to ask. */
+  readonly horizonMs: number;
+  /** The shared adaptive spacing as last seen here (ms), and when it was read. */
+  #extra = { ms: 0, at: 0 };
+  #inStreak = false;
+
+  constructor(deps: FlowDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? Date.now;
+    this.#random = deps.random ?? Math.random;
+    this.#metrics = deps.metrics ?? noMetrics;
+    this.horizonMs = Math.max(deps.line.intervalMs, 20) + 20;
+  }
+
+  get accountId(): string {
+    return this.#d.line.account.id;
+  }
+
+  /** A poll: only the pace decides. */
+  async admitPoll(): Promise<Admission> {
+    const slot = await this.#d.line.slot(this.horizonMs);
+    return slot.reserved ? { go: true, waitMs: slot.waitMs } : { go: false, why: 'later', retryInMs: slot.waitMs - this.horizonMs };
+  }
+
+  /** A create: the pace, then the in-flight cap, then the spending caps (reserved before sending). */
+  async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
+    const slot = await this.#d.line.slot(this.horizonMs);
+    if (!slot.reserved) return { go: false, why: 'later', retryInMs: slot.waitMs - this.horizonMs };
+    const now = this.#now();
+    if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, now))) {
+      await this.#d.line.releaseSlot(slot);
+      // Polls (a higher priority) drain the pipeline meanwhile.
+      return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };
+    }
+    const verdict = await this.#d.budget.reserve(this.accountId, data.batchId);
+    if (verdict === 'ok') return { go: true, waitMs: slot.waitMs };
+    await this.#d.line.releaseSlot(slot);
+    await this.#d.inflight.release(this.accountId, jobId, data.batchId);
+    return { go: false, why: 'cap', heldBy: verdict, until: await this.#holdAtCap(data, verdict) };
+  }
+
+  /** A create that certainly did not happen gives back its in-flight slot and its cap unit. */
+  async refundCreate(jobId: string, data: PlateJobData): Promise<void> {
+    await this.#d.inflight.release(this.accountId, jobId, data.batchId);
+    await this.#d.budget.refund(this.accountId, data.batchId);
+  }
+
+  /**
+   * After any answer: eases the adaptive spacing, and when the upstream says the budget is gone
+   * until a reset further away than one rate window (a daily quota), holds the account until
+   * then instead of drawing 429s. Resets within the window are left to the pacing: at steady
+   * state a smooth pace runs the window's budget to 0 on every request, and X-RateLimit-Reset
+   * has whole-second precision (holding until it cost 40 % of the pace in the benchmark).
+   */
+  async onAnswer(quota: QuotaSnapshot | undefined, log: Logger): Promise<void> {
+    if (this.#inStreak) {
+      this.#inStreak = false;
+      await this.#d.line.streak(true);
+    }
+    const now = this.#now();
+    // While the spacing is widened every answer eases it; otherwise look once a second whether another worker widened it.
+    if (this.#extra.ms > 0 || now - this.#extra.at > 1_000) this.#extra = { ms: await this.#d.line.adapt('ok'), at: now };
+    this.#metrics.quota(quota);
+    if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
+    const wait = quota.resetAt - now;
+    // +1 s: X-RateLimit-Reset is whole seconds, so a slot freeing 50 ms from now may read as a reset up to a second later.
+    if (wait <= this.#d.line.account.rateLimit.durationMs + 1_000) return;
+    const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
+    if (await this.#d.line.hold(wait, reason)) {
+      this.#metrics.waited(reason, wait);
+      log.info({ account: this.accountId, waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() }, 'upstream budget used up: the account holds until it resets');
+    }
+  }
+
+  /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */
+  async onRateLimited(err: RateLimitedError, reason: LimitReason, log: Logger): Promise<void> {
+    this.#extra = { ms: await this.#d.line.adapt('429'), at: this.#now() };
+    const ms = err.retryAfterMs ?? (await this.#noHintBackoff());
+    if (await this.#d.line.hold(ms, reason)) {
+      this.#metrics.waited(reason, ms);
+      const fields = { account: this.accountId, code: err.code, waitMs: ms, reason, until: new Date(this.#now() + ms).toISOString(), spacingMs: Math.round(this.#extra.ms) };
+      // A sub-second wait is the adaptive spacing at work, not news; a longer one is a decision.
+      if (ms >= 1_000) log.warn(fields, 'upstream asked to wait: the account holds');
+      else log.debug(fields, 'upstream asked to wait');
+    }
+    await this.#d.line.stopTaking(ms);
+  }
+
+  /** A key failure: the account pauses for every worker, once, with what to do. */
+  async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
+    const advice = adviceFor(err, this.accountId);
+    if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
+      this.#metrics.waited('key', 0);
+      log.fatal({ account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
+    }
+  }
+
+  /** No worker takes the account's jobs for `ms` (the job that asked goes back to the queue). */
+  async stopTaking(ms: number): Promise<void> {
+    await this.#d.line.stopTaking(ms);
+  }
+
+  /**
+   * A spending cap is reached: the plate waits, it never fails. A batch cap takes the batch out
+   * of the scheduler until the cap is raised; an account cap holds every create of the account
+   * (the feeder stops) until the UTC reset. Returns until when the job should sleep.
+   */
+  async #holdAtCap(data: PlateJobData, verdict: 'batch' | 'day' | 'month'): Promise<number> {
+    const log = this.#d.logger.child({ account: this.accountId, batchId: data.batchId });
+    if (verdict === 'batch') {
+      if (await this.#d.budget.setHeld(data.batchId, true)) {
+        await this.#d.scheduler.delist(this.accountId, data.batchId, data.cls);
+        log.info('batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
+      }
+      return this.#now() + BATCH_CAP_HOLD_MS;
+    }
+    const until = this.#d.budget.resetsAt(verdict);
+    if (await this.#d.line.holdCreates(until, verdict)) {
+      log.info({ reason: verdict, until: new Date(until).toISOString() }, `spending cap per ${verdict} reached: the account's creates wait for the reset (polls go on)`);
+    }
+    return until;
+  }
+
+  async #noHintBackoff(): Promise<number> {
+    this.#inStreak = true;
+    const streak = await this.#d.line.streak();
+    return backoffDelay(streak - 1, 1_000, 5 * 60_000, this.#random);
+  }
+}

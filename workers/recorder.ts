@@ -1,0 +1,90 @@
+// Where a plate's work is written down: its terminal outcome (before the job completes, so a paid
+// result survives any crash after it arrived), the in-flight slot it gives back, the cost
+// counters, the reuse store, the metrics. The processor calls this and nothing below it.
+import type { Job } from 'bullmq';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
+import type { BatchStore } from '../src/queue/batch/store.js';
+import type { CostField, CostLedger } from '../src/queue/costs.js';
+import type { InFlight } from '../src/queue/inflight.js';
+import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
+import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
+
+export interface RecorderDeps {
+  outcomes: OutcomeStore;
+  batches: BatchStore;
+  inflight: InFlight;
+  costs: CostLedger;
+  reuse: ReuseStore;
+  metrics?: WorkerMetrics;
+  now?: () => number;
+}
+
+type PlateJob = Job<PlateJobData, unknown, string>;
+
+export class Recorder {
+  readonly #d: RecorderDeps;
+  readonly #now: () => number;
+  readonly #metrics: WorkerMetrics;
+  /** Per-batch reuse windows, read at most once a second per process. */
+  readonly #reuseWindows = new Map<string, { at: number; ms: number }>();
+
+  constructor(deps: RecorderDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? Date.now;
+    this.#metrics = deps.metrics ?? noMetrics;
+  }
+
+  /** The plate already has an outcome (a resumed batch, a job added again): give back its slot. */
+  async finishedBefore(job: PlateJob): Promise<boolean> {
+    const { account, batchId, plate } = job.data;
+    if (!(await this.#d.outcomes.has(batchId, plate))) return false;
+    await this.#d.inflight.release(account, job.id!, batchId);
+    return true;
+  }
+
+  count(batchId: string, field: CostField): Promise<void> {
+    return this.#d.costs.count(batchId, field);
+  }
+
+  /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */
+  async reusable(data: PlateJobData): Promise<(StoredResult & { ageMs: number }) | undefined> {
+    const now = this.#now();
+    let window = this.#reuseWindows.get(data.batchId);
+    if (!window || now - window.at >= 1_000) {
+      window = { at: now, ms: await this.#d.batches.reuseWindow(data.batchId) };
+      this.#reuseWindows.set(data.batchId, window);
+    }
+    return this.#d.reuse.find(data.plate, window.ms, now);
+  }
+
+  /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
+  async record(job: PlateJob, data: PlateJobData, error: OutcomeError | undefined, result?: unknown, extra: Partial<Outcome> = {}): Promise<RecordResult> {
+    const outcome: Outcome = {
+      batchId: data.batchId,
+      plate: data.plate,
+      status: error ? 'failed' : 'done',
+      ...(data.queryId ? { queryId: data.queryId } : {}),
+      ...(result !== undefined ? { result } : {}),
+      ...(error ? { error } : {}),
+      enqueuedAt: job.timestamp,
+      ...(data.createdAt ? { createdAt: data.createdAt } : {}),
+      finishedAt: this.#now(),
+      requests: data.requests,
+      polls: data.polls,
+      attempts: job.attemptsMade + 1,
+      ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
+      ...extra,
+    };
+    const recorded = await this.#d.outcomes.record(outcome);
+    await this.#d.inflight.release(data.account, job.id!, data.batchId);
+    if (recorded !== 'exists') {
+      this.#metrics.finished(outcome);
+      if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');
+      if (outcome.status === 'done' && !outcome.reused) {
+        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
+      }
+    }
+    return recorded;
+  }
+}
