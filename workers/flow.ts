@@ -65,13 +65,22 @@ export class AccountFlow {
   /** A poll: only the pace decides. */
   async admitPoll(): Promise<Admission> {
     const slot = await this.#d.line.slot(this.horizonMs);
-    return slot.reserved ? { go: true, waitMs: slot.waitMs } : { go: false, why: 'later', retryInMs: slot.waitMs - this.horizonMs };
+    return slot.reserved ? { go: true, waitMs: slot.waitMs } : this.#later(slot.waitMs);
+  }
+
+  /**
+   * The next slot is beyond the horizon: no worker asks again until it is half a horizon away, so
+   * the one that then reserves it still has half a horizon to wake and send, and the few that ask
+   * in between do not churn the queue once per millisecond.
+   */
+  #later(waitMs: number): Admission {
+    return { go: false, why: 'later', retryInMs: Math.max(1, waitMs - this.horizonMs / 2) };
   }
 
   /** A create: the pace, then the in-flight cap, then the spending caps (reserved before sending). */
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
     const slot = await this.#d.line.slot(this.horizonMs);
-    if (!slot.reserved) return { go: false, why: 'later', retryInMs: slot.waitMs - this.horizonMs };
+    if (!slot.reserved) return this.#later(slot.waitMs);
     const now = this.#now();
     if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, now))) {
       await this.#d.line.releaseSlot(slot);

@@ -148,6 +148,7 @@ export class PlateProcessor {
 
   /** Acts on the flow control's answer: returns when the request may go out, throws what BullMQ should do otherwise. */
   async #admitted(admission: Admission, job: PlateJob, token: string | undefined): Promise<void> {
+    if (process.env.VQB_DEBUG_ADMIT) { const g = globalThis as unknown as { __adm?: Record<string, number> }; g.__adm ??= {}; const k = admission.go ? 'go' : admission.why; g.__adm[k] = (g.__adm[k] ?? 0) + 1; if (admission.go) g.__adm.waitSum = (g.__adm.waitSum ?? 0) + admission.waitMs; else if (admission.why === 'later') g.__adm.retrySum = (g.__adm.retrySum ?? 0) + admission.retryInMs; }
     if (admission.go) {
       if (admission.waitMs > 0) await sleep(admission.waitMs);
       return;

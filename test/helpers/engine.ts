@@ -7,6 +7,8 @@ import type { Config, Overrides } from '../../src/config.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
 import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
+import type { KeySpec } from '../../src/simulator/options.js';
+import type { PriorityClass } from '../../src/queue/types.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
 import { captureLogs, type CapturedLogs } from './logs.js';
@@ -23,18 +25,54 @@ export interface Harness {
   keyFile: string;
   workers: WorkerHandle[];
   startWorker(): WorkerHandle;
-  enqueue(batchId: string, plates: string[]): Promise<void>;
+  /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
+  enqueue(batchId: string, plates: string[], options?: { account?: string; priority?: PriorityClass; weight?: number }): Promise<void>;
   waitForBatch(batchId: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startHarness(options: { sim?: Partial<SimulatorOptions>; config?: Overrides; label?: string; workers?: number } = {}): Promise<Harness> {
+/** An account of the harness: its own key in the simulator (with the key spec's limits) and in a key file. */
+export interface HarnessAccount {
+  id: string;
+  /** The simulator's view of the key: its own rate limit, quota, expiry. */
+  key?: Partial<KeySpec>;
+  /** vqb's view: the account's configured rate limit (default: VQ_RATE_LIMIT). */
+  rateLimit?: string;
+  maxCreatesPerDay?: number;
+  tokens?: string[];
+}
+
+export function accountKey(id: string): string {
+  return `test-key-${id}-0123456789abcdef`;
+}
+
+export async function startHarness(
+  options: { sim?: Partial<SimulatorOptions>; config?: Overrides; label?: string; workers?: number; accounts?: HarnessAccount[] } = {},
+): Promise<Harness> {
   const redis = await redisTestContext(options.label);
-  const sim = await startSimulator({ completionMs: [100, 300], rateLimit: '1000/s', keys: [{ key: TEST_KEY }], ...options.sim });
+  const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({ ...a.key, key: accountKey(a.id) }));
+  const sim = await startSimulator({ completionMs: [100, 300], rateLimit: '1000/s', keys: [{ key: TEST_KEY }, ...accountKeys], ...options.sim });
   const dir = await mkdtemp(join(tmpdir(), 'vqb-test-'));
   const keyFile = join(dir, 'api-key');
   await writeFile(keyFile, `${TEST_KEY}\n`);
-  const config = testConfig(redis.prefix, { VQ_BASE_URL: sim.url, VQ_API_KEY_FILE: keyFile, VQ_OUT_DIR: join(dir, 'out'), ...options.config });
+  const accountsFile: Overrides = {};
+  if (options.accounts) {
+    const accounts = [];
+    for (const a of options.accounts) {
+      const file = join(dir, `key-${a.id}`);
+      await writeFile(file, `${accountKey(a.id)}\n`);
+      accounts.push({
+        id: a.id,
+        apiKeyFile: file,
+        ...(a.rateLimit ? { rateLimit: a.rateLimit } : {}),
+        ...(a.maxCreatesPerDay !== undefined ? { maxCreatesPerDay: a.maxCreatesPerDay } : {}),
+        ...(a.tokens ? { tokens: a.tokens } : {}),
+      });
+    }
+    accountsFile.VQ_ACCOUNTS_FILE = join(dir, 'accounts.json');
+    await writeFile(accountsFile.VQ_ACCOUNTS_FILE, JSON.stringify({ accounts }));
+  }
+  const config = testConfig(redis.prefix, { VQ_BASE_URL: sim.url, VQ_API_KEY_FILE: keyFile, VQ_OUT_DIR: join(dir, 'out'), ...accountsFile, ...options.config });
   const services = await openQueueServices(config);
   const logs = captureLogs();
   const workers: WorkerHandle[] = [];
@@ -51,8 +89,17 @@ export async function startHarness(options: { sim?: Partial<SimulatorOptions>; c
       workers.push(handle);
       return handle;
     },
-    async enqueue(batchId, plates) {
-      await services.batches.open({ id: batchId, source: 'library', name: batchId, product: config.product });
+    async enqueue(batchId, plates, options = {}) {
+      const account = options.account ?? config.accounts[0]!.id;
+      const { info } = await services.batches.open({
+        id: batchId,
+        account,
+        priority: options.priority ?? 'normal',
+        weight: options.weight ?? 1,
+        source: 'library',
+        name: batchId,
+        product: config.product,
+      });
       const seen = new Map<string, number>();
       const rows: IngestRow[] = plates.map((plate, i) => {
         const first = seen.get(plate);
@@ -60,8 +107,9 @@ export async function startHarness(options: { sim?: Partial<SimulatorOptions>; c
         seen.set(plate, i + 1);
         return { row: i + 1, input: plate, extra: [], kind: 'queued', plate };
       });
-      for (let i = 0; i < rows.length; i += 500) await services.batches.addRows(batchId, config.product, rows.slice(i, i + 500));
+      for (let i = 0; i < rows.length; i += 500) await services.batches.addRows(info, rows.slice(i, i + 500));
       await services.batches.seal(batchId);
+      await services.feeder.feed(account);
     },
     async waitForBatch(batchId, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;

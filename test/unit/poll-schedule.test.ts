@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../workers/poll-schedule.js';
-import { actionFor } from '../../workers/actions.js';
+import { decide, decideJobFailure, STALLED_REASON } from '../../workers/actions.js';
 import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
-import { limiterFor } from '../../workers/worker.js';
+import { pacingIntervalMs } from '../../src/accounts.js';
 import { loadConfig } from '../../src/config.js';
 
 const poll = { initialMs: 1000, intervalMs: 500, maxIntervalMs: 4000, deadlineMs: 60_000, adaptive: true, quantile: 0.9 };
@@ -42,23 +42,52 @@ describe('poll schedule', () => {
 
 describe('failure → queue action table', () => {
   it.each([
-    [new InvalidKeyError('x'), 'pause-line'],
-    [new ExpiredKeyError('x'), 'pause-line'],
-    [new PermissionError('create', 'x'), 'pause-line'],
+    [new InvalidKeyError('x'), 'pause-account'],
+    [new ExpiredKeyError('x'), 'pause-account'],
+    [new PermissionError('create', 'x'), 'pause-account'],
     [new RateLimitedError('x', 1000), 'wait'],
     [new TransientError('HTTP_503', 503, 'x'), 'retry'],
     [new BadResponseError('get', 200, 'x'), 'retry'],
     [new BadResponseError('create', 201, 'x'), 'fail'],
     [new PermanentError(400, 'x', 'INVALID_PLATE'), 'fail'],
   ] as const)('%s → %s', (error, action) => {
-    expect(actionFor(error)).toBe(action);
+    expect(decide(error).action).toBe(action);
   });
 });
 
 describe('pacing', () => {
-  it('smooth mode spaces starts evenly with a margin; window mode is BullMQ as is', () => {
-    expect(limiterFor(loadConfig({ VQ_RATE_LIMIT: '60/min' }))).toEqual({ max: 1, duration: 1020 });
-    expect(limiterFor(loadConfig({ VQ_RATE_LIMIT: '20/s', VQ_PACING_MARGIN: '0' }))).toEqual({ max: 1, duration: 50 });
-    expect(limiterFor(loadConfig({ VQ_RATE_LIMIT: '300/min', VQ_PACING: 'window' }))).toEqual({ max: 300, duration: 60_000 });
+  it('N requests span the window plus the jitter allowance: the margin is a fixed time, not a share of the rate', () => {
+    const interval = (rate: string, jitter = '25ms') => {
+      const config = loadConfig({ VQ_RATE_LIMIT: rate, VQ_PACING_JITTER: jitter });
+      return pacingIntervalMs(config.accounts[0]!, config.pacingJitterMs);
+    };
+    expect(interval('60/min')).toBeCloseTo(1000.417, 2);
+    expect(interval('20/s')).toBeCloseTo(51.25, 2);
+    expect(interval('300/min', '0ms')).toBe(200);
+    // The cost of the margin: under 0.1 % at per-minute limits, 2.4 % at 20/s.
+    expect(1000 / interval('60/min')).toBeGreaterThan(0.999);
+    expect(50 / interval('20/s')).toBeGreaterThan(0.97);
+  });
+});
+
+describe('failure table', () => {
+  it('decides refunds: a create answered or refused before sending is refunded; one that may have been sent is not', () => {
+    expect(decide(new TransientError('HTTP_503', 503, 'x')).refundCreate).toBe(true);
+    expect(decide(new TransientError('CONNECTION_REFUSED', 0, 'x')).refundCreate).toBe(true);
+    expect(decide(new TransientError('CONNECTION_RESET', 0, 'x')).refundCreate).toBe(false);
+    expect(decide(new TransientError('REQUEST_TIMEOUT', 0, 'x')).refundCreate).toBe(false);
+    expect(decide(new BadResponseError('create', 201, 'x')).refundCreate).toBe(false);
+    expect(decide(new RateLimitedError('x', 1000)).refundCreate).toBe(true);
+  });
+
+  it('tells a used-up quota from the per-window rate by the scope read from the answer', () => {
+    expect(decide(new RateLimitedError('x', 1000, 'rate')).waitReason).toBe('rate_limit');
+    expect(decide(new RateLimitedError('x', 6 * 3_600_000, 'quota')).waitReason).toBe('quota');
+  });
+
+  it("records BullMQ's own failures: stalled too often at once, anything else on the last attempt only", () => {
+    expect(decideJobFailure(STALLED_REASON, true)).toBe('JOB_STALLED');
+    expect(decideJobFailure('boom', true)).toBeUndefined();
+    expect(decideJobFailure('boom', false)).toBe('INTERNAL_ERROR');
   });
 });
