@@ -139,17 +139,19 @@ export class SimulatorEngine {
     if (quotaState && quotaState.retryAfterMs > 0) {
       this.stats.quotaExceeded += 1;
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
+      this.stats.keyRateLimited(record.label);
       return { reply: tooMany('Daily quota exceeded', quotaState.retryAfterMs, headers), headers };
     }
     if (rate && rate.retryAfterMs > 0) {
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
+      this.stats.keyRateLimited(record.label);
       return { reply: tooMany('Rate limit exceeded', rate.retryAfterMs, headers), headers };
     }
 
     const rateAfter = limiter?.take(now);
     const quotaAfter = quotaLimit === null ? undefined : quota.take(now, quotaLimit, quotaWindow);
     const duration = limiter?.durationMs ?? parseRateLimit(this.options.rateLimit)?.durationMs ?? 60_000;
-    this.stats.countedRequest(record.key, now, duration);
+    this.stats.countedRequest(record.label, now, duration);
     return { headers: rateHeaders(this.options.rateLimitHeaders, limiter, rateAfter, quotaLimit, quotaAfter) };
   }
 

@@ -4,6 +4,8 @@ import { PERMISSIONS, type KeySpec, type Permission, type Plan } from './options
 
 export interface KeyRecord {
   key: string;
+  /** Names the key in stats (never the key itself). */
+  label: string;
   permissions: ReadonlySet<Permission>;
   /** ms since the epoch; null = never expires. */
   expiresAtMs: number | null;
@@ -44,6 +46,7 @@ export class KeyStore {
   add(spec: KeySpec): KeyInfo {
     const record: KeyRecord = {
       key: spec.key,
+      label: spec.label ?? this.#keys.get(spec.key)?.label ?? `key${this.#keys.size + 1}`,
       permissions: new Set(spec.permissions ?? PERMISSIONS),
       expiresAtMs: spec.expiresAt === undefined ? null : toEpochMs(spec.expiresAt),
       revoked: false,

@@ -27,6 +27,8 @@ export type Plan = keyof typeof PLANS;
 
 export interface KeySpec {
   key: string;
+  /** Names the key in stats (`byKey`); default `key1`, `key2`… in the order listed. */
+  label?: string;
   /** Default: all four permissions. */
   permissions?: Permission[];
   /** Milliseconds since the epoch or an ISO date; absent = never expires. */
@@ -121,6 +123,7 @@ const plate = z.string().transform((v, ctx) => {
 
 export const keySpecSchema = z.strictObject({
   key: z.string().min(1),
+  label: z.string().min(1).max(64).optional(),
   permissions: z.array(z.enum(PERMISSIONS as [Permission, ...Permission[]])).optional(),
   expiresAt: z.union([z.number(), z.iso.datetime({ offset: true })]).optional(),
   plan: z.enum(Object.keys(PLANS) as [Plan, ...Plan[]]).optional(),

@@ -30,9 +30,20 @@ export interface SimulatorStats {
   /** ms since the epoch. */
   firstRequestAt: number | null;
   lastRequestAt: number | null;
+  /** Per key, by its label (the key spec's `label`, else `key1`, `key2`… in the order listed): never the key itself. */
+  byKey: Record<string, KeyStats>;
   /** Only with `?plates=1` / `stats({ plates: true })`. */
   createsByPlate?: Record<string, number>;
   getsByQuery?: { max: number; total: number; queries: number };
+}
+
+export interface KeyStats {
+  counted: number;
+  rateLimited: number;
+  maxInWindow: number;
+  /** ms since the epoch of the first and last counted request. */
+  firstAt: number | null;
+  lastAt: number | null;
 }
 
 /** Creates per plate, keyed by the packed plate (a small integer, so the Map stays compact). */
@@ -119,6 +130,21 @@ export class StatsCollector {
   plates = new PlateCounter();
   getsByQuery = new IndexCounter();
   readonly #windows = new Map<string, WindowCounter>();
+  readonly #byKey = new Map<string, KeyStats>();
+
+  #keyStats(label: string): KeyStats {
+    let stats = this.#byKey.get(label);
+    if (!stats) {
+      stats = { counted: 0, rateLimited: 0, maxInWindow: 0, firstAt: null, lastAt: null };
+      this.#byKey.set(label, stats);
+    }
+    return stats;
+  }
+
+  /** A 429 sent to the key with this label. */
+  keyRateLimited(label: string): void {
+    this.#keyStats(label).rateLimited += 1;
+  }
 
   request(now: number): void {
     this.requests += 1;
@@ -126,15 +152,20 @@ export class StatsCollector {
     this.lastRequestAt = now;
   }
 
-  countedRequest(key: string, now: number, durationMs: number): void {
+  countedRequest(label: string, now: number, durationMs: number): void {
     this.counted += 1;
-    let window = this.#windows.get(key);
+    let window = this.#windows.get(label);
     if (!window) {
       window = new WindowCounter();
-      this.#windows.set(key, window);
+      this.#windows.set(label, window);
     }
     const inWindow = window.push(now, durationMs);
     if (inWindow > this.maxInWindow) this.maxInWindow = inWindow;
+    const key = this.#keyStats(label);
+    key.counted += 1;
+    key.firstAt ??= now;
+    key.lastAt = now;
+    if (inWindow > key.maxInWindow) key.maxInWindow = inWindow;
   }
 
   created(packedPlate: number, status: string): void {
@@ -170,6 +201,7 @@ export class StatsCollector {
       maxInWindow: this.maxInWindow,
       firstRequestAt: this.firstRequestAt,
       lastRequestAt: this.lastRequestAt,
+      byKey: Object.fromEntries([...this.#byKey].map(([label, stats]) => [label, { ...stats }])),
     };
     if (withPlates) {
       out.createsByPlate = this.plates.toRecord();

@@ -50,7 +50,7 @@ export async function startHarness(
   options: { sim?: Partial<SimulatorOptions>; config?: Overrides; label?: string; workers?: number; accounts?: HarnessAccount[] } = {},
 ): Promise<Harness> {
   const redis = await redisTestContext(options.label);
-  const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({ ...a.key, key: accountKey(a.id) }));
+  const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({ ...a.key, key: accountKey(a.id), label: a.id }));
   const sim = await startSimulator({ completionMs: [100, 300], rateLimit: '1000/s', keys: [{ key: TEST_KEY }, ...accountKeys], ...options.sim });
   const dir = await mkdtemp(join(tmpdir(), 'vqb-test-'));
   const keyFile = join(dir, 'api-key');
