@@ -2,13 +2,13 @@
 // Every route here needs a service token (the onRequest hook runs before any body is read).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../../../config.js';
-import type { BatchStore } from '../../../queue/batches.js';
-import { retryFailed } from '../../../queue/retry.js';
-import type { QueueServices } from '../../../queue/services.js';
-import { estimateCost } from '../../dry-run.js';
-import { batchIdFor, digestOf, ingest, type IngestResult } from '../../ingest.js';
-import { ingestList, toInputRows } from '../../list.js';
+import type { Config } from '../../config.js';
+import type { BatchStore } from '../../queue/batches.js';
+import { retryFailed } from '../../queue/retry.js';
+import type { QueueServices } from '../../queue/services.js';
+import { estimateCost } from '../../producers/dry-run.js';
+import { batchIdFor, digestOf, ingest, type IngestResult } from '../../producers/ingest.js';
+import { ingestList, toInputRows } from '../../producers/list.js';
 import type { TokenAuth } from '../auth.js';
 import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
 import { ApiError } from '../errors.js';

@@ -1,9 +1,9 @@
 // How batches and the line look to API clients: progress, why nothing moves, and a rough ETA.
 // Pure functions of stored state, the configured rate and `now`.
-import type { Config } from '../../config.js';
-import { describeLine } from '../../commands/format.js';
-import type { BatchInfo } from '../../queue/batches.js';
-import type { LineState } from '../../queue/line.js';
+import type { Config } from '../config.js';
+import { describeLine } from '../commands/format.js';
+import type { BatchInfo } from '../queue/batches.js';
+import type { LineState } from '../queue/line.js';
 import type { BatchView, HealthReply, Waiting } from './schemas.js';
 
 /** Requests a plate costs before any has finished: one create and, usually, one poll. */
