@@ -15,7 +15,6 @@ import { InputError, isVqbError } from '../errors.js';
 import { decideHeader, uniqueNames } from './csv-header.js';
 import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, assertNoNul, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
 
-export { PlateDeduper, type DedupResult } from './csv-dedup.js';
 export { detectDelimiter } from './csv-sniff.js';
 export { findPlateHeader, headerKey } from './csv-header.js';
 

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batches.js';
 import type { QueueServices } from '../queue/services.js';
-import { PlateDeduper } from './csv-dedup.js';
+import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './csv.js';
 
 const CHUNK = 1_000;

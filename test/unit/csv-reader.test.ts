@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
-import { PlateDeduper, readPlateCsv, type CsvReadOptions, type InputRow } from '../../src/producers/csv.js';
+import { readPlateCsv, type CsvReadOptions, type InputRow } from '../../src/producers/csv.js';
+import { PlateDeduper } from '../../src/producers/dedup.js';
 
 const fixture = (name: string) => createReadStream(fileURLToPath(new URL(`../fixtures/csv/${name}`, import.meta.url)));
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { PlateTable, plateCode } from '../../src/producers/plate-set.js';
-import { PlateDeduper } from '../../src/producers/csv-dedup.js';
+import { PlateMap, plateCode } from '../../src/producers/plate-map.js';
+import { PlateDeduper } from '../../src/producers/dedup.js';
 
-describe('PlateTable', () => {
+describe('PlateMap', () => {
   it('packs every valid plate into a distinct 32-bit code', () => {
     expect(plateCode('AAA0000')).toBe(0);
     expect(plateCode('ZZZ9Z99')).toBe(632_735_999);
@@ -14,7 +14,7 @@ describe('PlateTable', () => {
   });
 
   it('stores, finds and grows past its first size without losing anything', () => {
-    const table = new PlateTable(4);
+    const table = new PlateMap(4);
     for (let i = 0; i < 50_000; i++) expect(table.add(i * 12_653, i + 1)).toBe(true);
     expect(table.size).toBe(50_000);
     expect(table.add(12_653 * 7, 0)).toBe(false);
