@@ -14,6 +14,7 @@ import { parse, type Parser } from 'csv-parse';
 import { InputError, isVqbError } from '../errors.js';
 import { decideHeader, uniqueNames } from './csv-header.js';
 import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, assertNoNul, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
+import type { InputRow } from './types.js';
 
 export { detectDelimiter } from './csv-sniff.js';
 export { findPlateHeader, headerKey } from './csv-header.js';
@@ -29,15 +30,6 @@ export interface CsvReadOptions {
    * UTF-8 bytes for the field being read plus characters for the fields before it.
    */
   maxRowBytes?: number;
-}
-
-export interface InputRow {
-  /** 1-based data row; blank records are counted (and skipped), the header is not. */
-  row: number;
-  /** The plate cell as given (decoded, not trimmed). */
-  input: string;
-  /** Every other column by header name (colN, 1-based, without a header or past the header's width). */
-  extra: Record<string, string>;
 }
 
 export interface CsvHeaderInfo {

@@ -5,7 +5,7 @@
 import type { QueueServices } from '../queue/services.js';
 import { ReuseStore } from '../queue/reuse.js';
 import { PlateDeduper } from './dedup.js';
-import type { InputRow } from './csv.js';
+import type { InputRow } from './types.js';
 
 export interface CostEstimate {
   batchId: string;

@@ -7,7 +7,7 @@ import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batches.js';
 import type { QueueServices } from '../queue/services.js';
 import { PlateDeduper } from './dedup.js';
-import type { InputRow } from './csv.js';
+import type { InputRow } from './types.js';
 
 const CHUNK = 1_000;
 

@@ -3,8 +3,8 @@
 import { InputError } from '../errors.js';
 import type { BatchSource } from '../queue/batches.js';
 import type { QueueServices } from '../queue/services.js';
-import type { InputRow } from './csv.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from './ingest.js';
+import type { InputRow } from './types.js';
 
 export type PlateRow = { plate: string } & Record<string, string | number | boolean | null | undefined>;
 export type PlateInput = string | PlateRow;

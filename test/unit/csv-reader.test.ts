@@ -2,8 +2,9 @@ import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
-import { readPlateCsv, type CsvReadOptions, type InputRow } from '../../src/producers/csv.js';
+import { readPlateCsv, type CsvReadOptions } from '../../src/producers/csv.js';
 import { PlateDeduper } from '../../src/producers/dedup.js';
+import type { InputRow } from '../../src/producers/types.js';
 
 const fixture = (name: string) => createReadStream(fileURLToPath(new URL(`../fixtures/csv/${name}`, import.meta.url)));
 
