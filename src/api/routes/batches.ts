@@ -7,8 +7,8 @@ import type { BatchStore } from '../../queue/batches.js';
 import { retryFailed } from '../../queue/retry.js';
 import type { QueueServices } from '../../queue/services.js';
 import { estimateCost } from '../../producers/dry-run.js';
-import { batchIdFor, digestOf, ingest, type IngestResult } from '../../producers/ingest.js';
-import { ingestList, toInputRows } from '../../producers/list.js';
+import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
+import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
 import type { TokenAuth } from '../auth.js';
 import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
 import { ApiError } from '../errors.js';
@@ -109,7 +109,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         };
         if (body.dryRun) {
           const { rows } = toInputRows(body.plates);
-          const id = options.batchId ?? batchIdFor(options.name ?? 'api', digestOf([JSON.stringify(rows)]), options.force === true);
+          const id = listBatchId(rows, { batchId: options.batchId, name: options.name ?? 'api', force: options.force });
           return reply.code(200).send(await dryRun(id, rows, options.reuseWithinMs));
         }
         result = await ingestOnce(() => ingestList(services, body.plates, options));
