@@ -10,35 +10,33 @@ import { createInboxWatcher, isForceName, type InboxWatcher } from '../../src/pr
 import { pathIn } from '../../src/producers/inbox-files.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
 import type { IngestRow } from '../../src/queue/batches.js';
-import { sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, type HarnessOptions, sleep, useHarness } from '../helpers/engine.js';
 
 const STABLE_MS = 200;
 
-let h: Harness | undefined;
+const harness = useHarness();
 let base: string | undefined;
 const watchers: InboxWatcher[] = [];
 
+// Runs before the harness closes (vitest runs later hooks first).
 afterEach(async () => {
   await Promise.all(watchers.splice(0).map((w) => w.stop()));
-  await h?.close();
-  h = undefined;
   if (base) await rm(base, { recursive: true, force: true });
   base = undefined;
 });
 
-async function setup(label: string, sim: Parameters<typeof startHarness>[0] = {}) {
+async function setup(label: string, sim: HarnessOptions = {}) {
   base = await mkdtemp(join(tmpdir(), 'vqb-inbox-'));
   const root = join(base, 'root');
-  h = await startHarness({ label, ...sim, config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' } });
-  const harness = h;
+  const h = await harness.start({ label, ...sim, config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' } });
   const newWatcher = () => {
-    const w = createInboxWatcher({ services: harness.services, config: harness.config, logger: harness.logs.logger });
+    const w = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
     watchers.push(w);
     return w;
   };
   const dir = (sub: string) => join(root, sub);
   const ls = async (sub: string) => (await readdir(dir(sub)).catch(() => [] as string[])).sort();
-  return { h: harness, base, root, dir, ls, watcher: newWatcher(), newWatcher };
+  return { h, base, root, dir, ls, watcher: newWatcher(), newWatcher };
 }
 
 function csv(plates: string[]): string {
