@@ -71,6 +71,17 @@ function exportLines(text: string): string[][] {
     .map((l) => l.split(';'));
 }
 
+/** Waits until no plate job is waiting, delayed or running: whatever was queued has been sent upstream. */
+async function queueIdle(h: Harness, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+    if (Object.values(counts).every((n) => n === 0)) return;
+    if (Date.now() > deadline) throw new Error(`the queue is not idle: ${JSON.stringify(counts)}`);
+    await sleep(100);
+  }
+}
+
 function logsMatching(harness: Harness, pattern: RegExp): Record<string, unknown>[] {
   return harness.logs.lines.filter((l) => pattern.test(String(l.msg)));
 }
@@ -182,7 +193,8 @@ describe('inbox drop folder', () => {
     expect(logsMatching(h, /^inbox: failed /)).toHaveLength(5);
     expect(await ls('archive')).toHaveLength(1);
     // Only the good file became a batch: the NUL file queued nothing before its bad bytes were found.
-    await sleep(500);
+    await h.waitForBatch(idFor('good.csv', good));
+    await queueIdle(h);
     const { batches } = await h.services.batches.list();
     expect(batches.map((b) => b.id)).toEqual([idFor('good.csv', good)]);
     expect(h.sim.stats().creates).toBe(2);
@@ -209,7 +221,7 @@ describe('inbox drop folder', () => {
     expect(await ls('archive')).toHaveLength(2);
     expect(await ls('outbox')).toContain(`${batchId}.csv`); // the batch was finished: exported in the same scan
     expect((await h.services.batches.list()).total).toBe(1);
-    await sleep(300);
+    await queueIdle(h);
     expect(h.sim.stats().creates).toBe(3);
 
     expect(isForceName('force-frota.csv') && isForceName('frota.FORCE.csv') && !isForceName('forcefrota.csv')).toBe(true);
