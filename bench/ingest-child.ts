@@ -1,14 +1,20 @@
 // One ingest measurement in a process of its own, so the peak RSS is the ingest's alone:
-//   vqb: the real path of `vqb run` — readPlateCsv on a file stream, then ingest() into a batch;
-//   raw: BullMQ queue.addBulk of the same jobs (same data, same options, chunks of 1,000), the
-//        floor any producer on BullMQ pays.
+//   vqb:   the real path of `vqb run` — readPlateCsv on a file stream, then ingest() into a batch;
+//   raw:   BullMQ queue.addBulk of the same jobs (same data, same options, chunks of 1,000), the
+//          floor any producer on BullMQ pays;
+//   read:  readPlateCsv alone over the same file, every row read and dropped (no Redis);
+//   dedup: the PlateDeduper ingest uses, fed `rows` distinct plates; its heap after a full
+//          collection, minus before, is what the table keeps per plate.
 // Forked by the bench with {type:'start', job}; answers {type:'result'}. No workers run.
 import { createReadStream } from 'node:fs';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { loadConfig } from '../src/config.js';
 import { readPlateCsv } from '../src/producers/csv.js';
+import { PlateDeduper } from '../src/producers/dedup.js';
 import { ingest } from '../src/producers/ingest.js';
 import { AccountQueues, JOB_NAME, jobIdFor, newJobData } from '../src/queue/account-queues.js';
 import { connectRedis } from '../src/queue/redis.js';
@@ -16,7 +22,7 @@ import { openQueueServices } from '../src/queue/services.js';
 import { plateAt } from './common.js';
 
 export interface IngestJob {
-  mode: 'vqb' | 'raw';
+  mode: 'vqb' | 'raw' | 'read' | 'dedup';
   csv: string;
   rows: number;
   prefix: string;
@@ -35,6 +41,8 @@ export interface IngestResult {
   sampledPeakRssBytes: number;
   /** RSS just before the measured work began (module loading, Redis connection). */
   startRssBytes: number;
+  /** dedup only: heapUsed + arrayBuffers after a full collection, minus the same before. */
+  retainedBytes?: number;
 }
 
 export const BATCH_ID = 'bench-ingest';
@@ -46,6 +54,26 @@ async function run(job: IngestJob): Promise<IngestResult> {
     sampled = Math.max(sampled, process.memoryUsage().rss);
   }, 20);
   try {
+    if (job.mode === 'read') {
+      const startRssBytes = process.memoryUsage().rss;
+      const t0 = performance.now();
+      const { rows } = await readPlateCsv(createReadStream(job.csv));
+      let count = 0;
+      for await (const _ of rows) count++;
+      return finish(job, performance.now() - t0, count, startRssBytes);
+    }
+    if (job.mode === 'dedup') {
+      const retained = heapAfterCollection();
+      const startRssBytes = process.memoryUsage().rss;
+      const before = retained();
+      const t0 = performance.now();
+      const deduper = new PlateDeduper();
+      for (let i = 0; i < job.rows; i++) deduper.check({ row: i + 1, input: plateAt(i) });
+      const ms = performance.now() - t0;
+      const retainedBytes = retained() - before;
+      if (deduper.size !== job.rows) throw new Error(`the deduper kept ${deduper.size} of ${job.rows} distinct plates`);
+      return { ...finish(job, ms, deduper.size, startRssBytes), retainedBytes };
+    }
     if (job.mode === 'vqb') {
       const services = await openQueueServices(config);
       const startRssBytes = process.memoryUsage().rss;
@@ -82,6 +110,18 @@ async function run(job: IngestJob): Promise<IngestResult> {
     sampled = Math.max(sampled, process.memoryUsage().rss);
     return { type: 'result', mode: j.mode, ms, rows: j.rows, jobs, peakRssBytes: process.resourceUsage().maxRSS * 1024, sampledPeakRssBytes: sampled, startRssBytes };
   }
+}
+
+/** Reads heapUsed + arrayBuffers after two full collections (gc exposed at run time). */
+function heapAfterCollection(): () => number {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  return () => {
+    gc();
+    gc();
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers;
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href && process.send) {

@@ -3,7 +3,7 @@
 import { writeFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MachineInfo } from './common.js';
-import type { IngestFigures } from './ingest.js';
+import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { BatchResult, WindowResult } from './upstream.js';
 
 export interface BenchResults {
@@ -16,7 +16,8 @@ export interface BenchResults {
   pacing?: { vqb?: WindowResult; peer?: WindowResult };
   overload?: { vqb?: WindowResult; peer?: WindowResult };
   makespan?: { lowerBoundS: number; vqb?: BatchResult; peer?: BatchResult };
-  ingest?: { vqb: IngestFigures; raw: IngestFigures };
+  /** reader and dedup are absent from runs made before they were measured. */
+  ingest?: { vqb: IngestFigures; raw: IngestFigures; reader?: ReaderFigures; dedup?: DedupFigures };
   errors: string[];
 }
 
@@ -90,6 +91,17 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
     rows.push(row('ingest ÷ raw addBulk', vqb.rowsPerS / raw.rowsPerS, undefined, fixed(2), { text: '≥ 0.7', ok: (x) => x >= 0.7 }));
     rows.push(row('ingest peak RSS, MB (raw addBulk)', vqb.peakRssMB, raw.peakRssMB, int, { text: '≤ 250', ok: (x) => x <= 250 }));
     rows.push(row('Redis bytes per queued plate (raw job)', vqb.redisBytesPerJob, raw.redisBytesPerJob, int));
+    const { reader, dedup } = r.ingest;
+    if (reader) {
+      const rowsText = reader.rows.toLocaleString('en');
+      rows.push(row(`CSV reader alone, ${rowsText} rows: peak RSS, MB`, reader.peakRssMB, undefined, int));
+      rows.push(row(`CSV reader alone, ${rowsText} rows: RSS added while reading, MB`, reader.addedRssMB, undefined, int, { text: '≤ 200', ok: (x) => x <= 200 }));
+    }
+    if (dedup) {
+      rows.push(
+        row(`dedup table, ${dedup.plates.toLocaleString('en')} distinct plates: bytes per plate`, dedup.bytesPerPlate, undefined, fixed(1), { text: '≤ 60', ok: (x) => x <= 60 }),
+      );
+    }
   }
   return rows;
 }
@@ -139,6 +151,12 @@ export const METHOD = `## How each figure is measured
   plate = \`INFO memory\` used_memory after − before, ÷ jobs enqueued (includes the batch's stored input
   rows for vqb); the Redis server is shared, so other clients' writes during the step would show
   here. Each prefix is deleted, and lazy freeing awaited, before the next step.
+- **CSV reader alone.** Another child reads the same file with \`readPlateCsv\` and drops each row
+  (no dedup, no Redis). Peak RSS is its \`getrusage\` maxRSS; "added" subtracts the RSS just before
+  reading began (module loading).
+- **Dedup table.** Another child feeds the \`PlateDeduper\` ingest uses as many distinct plates as
+  the CSV has rows, generated on the fly; bytes per plate = (\`heapUsed + arrayBuffers\` after two
+  forced collections − the same before) ÷ distinct plates, so only what the table keeps counts.
 `;
 
 function command(r: BenchResults): string {

@@ -8,8 +8,7 @@
 import { loadConfig, type Config, type Overrides } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { estimateCost, type CostEstimate } from './producers/dry-run.js';
-import { batchIdFor, digestOf } from './producers/ingest.js';
-import { ingestList, toInputRows, type ListOptions, type PlateInput } from './producers/list.js';
+import { ingestList, listBatchId, toInputRows, type ListOptions, type PlateInput } from './producers/list.js';
 import type { BatchInfo } from './queue/batch/store.js';
 import type { AccountLineState } from './queue/accounts.js';
 import { batchContext } from './queue/batch-status.js';
@@ -151,7 +150,7 @@ export class Vqb {
   async estimate(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<CostEstimate> {
     const { rows } = toInputRows(plates);
     const name = options.name ?? options.source ?? 'library';
-    const id = options.batchId ?? batchIdFor(name, digestOf([JSON.stringify(rows)]), options.force === true);
+    const id = listBatchId(rows, { batchId: options.batchId, name, force: options.force });
     return estimateCost(this.services, id, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
   }
 

@@ -1,8 +1,10 @@
 // The README's first command: a whole batch against the simulator, end to end, in under a minute.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Command } from '../cli.js';
+import type { Command, CommandContext } from '../cli.js';
+import { isVqbError, VqbError } from '../errors.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../queue/redis.js';
+import { INSTALL_HINT, probePort, startThrowawayRedis } from '../redis-server.js';
 import { startSimulator } from '../simulator/index.js';
 import { runFile } from './run.js';
 
@@ -15,37 +17,75 @@ export const demoCommand: Command = {
   Starts the upstream simulator on a free port (key demo-key, 40 requests/s, queries taking
   1–3 s, the plates in samples/fail-plates.txt failing upstream), checks Redis, runs
   \`vqb run\` on the sample CSV under the Redis prefix ${DEMO_PREFIX} (cleared first, so the demo
-  always pays its simulated creates afresh) and prints where the exports are.`,
+  always pays its simulated creates afresh) and prints where the exports are.
+  When REDIS_URL is not set and nothing listens on the default address, the demo starts a
+  throwaway redis-server (free port, temporary directory, nothing saved) and stops it at the end.`,
   options: { file: { type: 'string' } },
   async run(ctx) {
-    const failPlates = readFileSync(`${SAMPLES}fail-plates.txt`, 'utf8').split(/\s+/).filter(Boolean);
-    const sim = await startSimulator({ rateLimit: '40/s', window: 'sliding', completionMs: [1_000, 3_000], failPlates });
+    const redisServer = await demoRedis(ctx);
     try {
-      const config = ctx.configWith({
-        VQ_BASE_URL: sim.url,
-        VQ_API_KEY: 'demo-key',
-        VQ_PREFIX: DEMO_PREFIX,
-        VQ_RATE_LIMIT: '40/s',
-        VQ_POLL_INITIAL: '2s',
-        VQ_POLL_INTERVAL: '500ms',
-        VQ_CONCURRENCY: '8',
-      });
-      const redis = connectRedis(config.redisUrl, { failFast: true });
-      try {
-        await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
-        // Only the demo's own keys: a user's real queues under other prefixes are never touched.
-        await deleteKeysByPrefix(redis, `${DEMO_PREFIX}:`);
-      } finally {
-        redis.disconnect();
-      }
-      ctx.print(`simulator on ${sim.url}; Redis at ${config.redisUrl}; limit ${config.rateLimit.text}`);
-      const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
-      const outcome = await runFile(ctx, config, file, {});
-      const s = sim.stats();
-      ctx.print(`upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`);
-      return outcome.code;
+      return await runDemo(ctx, redisServer.url);
     } finally {
-      await sim.close();
+      await redisServer.close();
     }
   },
 };
+
+async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promise<number> {
+  const failPlates = readFileSync(`${SAMPLES}fail-plates.txt`, 'utf8').split(/\s+/).filter(Boolean);
+  const sim = await startSimulator({ rateLimit: '40/s', window: 'sliding', completionMs: [1_000, 3_000], failPlates });
+  try {
+    const config = ctx.configWith({
+      ...(redisUrl !== undefined ? { REDIS_URL: redisUrl } : {}),
+      VQ_BASE_URL: sim.url,
+      VQ_API_KEY: 'demo-key',
+      VQ_PREFIX: DEMO_PREFIX,
+      VQ_RATE_LIMIT: '40/s',
+      VQ_POLL_INITIAL: '2s',
+      VQ_POLL_INTERVAL: '500ms',
+      VQ_CONCURRENCY: '8',
+    });
+    const redis = connectRedis(config.redisUrl, { failFast: true });
+    try {
+      await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
+      // Only the demo's own keys: a user's real queues under other prefixes are never touched.
+      await deleteKeysByPrefix(redis, `${DEMO_PREFIX}:`);
+    } finally {
+      redis.disconnect();
+    }
+    ctx.print(`simulator on ${sim.url}; Redis at ${config.redisUrl}; limit ${config.rateLimit.text}`);
+    const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
+    const outcome = await runFile(ctx, config, file, {});
+    const s = sim.stats();
+    ctx.print(`upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`);
+    return outcome.code;
+  } finally {
+    await sim.close();
+  }
+}
+
+/**
+ * The demo's Redis: the one the settings name or, when they name none and nothing listens on the
+ * default address, a throwaway redis-server of its own. `url` is undefined when the settings say.
+ */
+async function demoRedis(ctx: CommandContext): Promise<{ url?: string; close(): Promise<void> }> {
+  const named =
+    (ctx.io.env.REDIS_URL ?? '') !== '' || ctx.flags['redis-url'] !== undefined || ((ctx.flags.set as string[] | undefined) ?? []).some((p) => p.startsWith('REDIS_URL='));
+  const none = { close: async () => {} };
+  if (named) return none;
+  // Tests point "the default" at an address with nothing on it (6379 is the shared test Redis).
+  const defaultUrl = ctx.io.env.VQB_TEST_DEFAULT_REDIS_URL ?? ctx.config().redisUrl;
+  const { hostname, port } = new URL(defaultUrl);
+  const where = `${hostname}:${port || 6379}`;
+  if ((await probePort(hostname.replace(/^\[|\]$/g, ''), Number(port || 6379))) !== 'refused') return { url: defaultUrl, close: none.close };
+  try {
+    const server = await startThrowawayRedis();
+    ctx.print(`no Redis on ${where}: started a throwaway redis-server on ${server.url} (stopped and deleted when the demo ends)`);
+    return server;
+  } catch (err) {
+    if (isVqbError(err) && err.code === 'REDIS_SERVER_MISSING') {
+      throw new VqbError('REDIS_UNAVAILABLE', `no Redis on ${where} and redis-server is not installed: \`${INSTALL_HINT}\` (or set REDIS_URL)`);
+    }
+    throw err;
+  }
+}

@@ -1,6 +1,6 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
-import type { Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState as LineState } from '../queue/accounts.js';
 import { describeLine, duration } from '../presenters/text.js';
@@ -10,45 +10,121 @@ export interface Progress {
   finish(): void;
 }
 
-interface Sample {
+/**
+ * Plates finish in waves (a round of polls answers together, a 429 holds every worker), so the
+ * rate over the last few seconds swings several-fold and an ETA computed from it jumps. The rate
+ * used for the ETA is an exponentially weighted moving average of finished plates per second with
+ * this time constant: a wave moves it a little, a slowdown that lasts moves it all the way.
+ */
+export const RATE_TIME_CONSTANT_MS = 30_000;
+
+/** What the rate estimate keeps between samples. */
+export interface RateState {
+  /** Time (ms) and finished count of the last sample. */
   at: number;
   finished: number;
+  /** Time of the first sample. */
+  since: number;
+  /** The moving average of plates per second, started at 0 (see ratePerSecond). */
+  weighted: number;
+  tauMs: number;
 }
 
-export function createProgress(
-  out: NodeJS.WritableStream & { isTTY?: boolean; columns?: number },
-  logger: Logger,
-  options: { now?: () => number; logEveryMs?: number } = {},
-): Progress {
+/** The estimate after one more sample (time in ms, plates finished so far). Pure. */
+export function nextRate(prev: RateState | undefined, at: number, finished: number, tauMs = RATE_TIME_CONSTANT_MS): RateState {
+  if (prev === undefined) return { at, finished, since: at, weighted: 0, tauMs };
+  const dt = at - prev.at;
+  // A sample at the same instant adds nothing; its plates count in the next interval.
+  if (dt <= 0) return prev;
+  // Samples need not be evenly spaced: an interval's weight follows its length.
+  const instant = (Math.max(0, finished - prev.finished) * 1000) / dt;
+  const keep = Math.exp(-dt / prev.tauMs);
+  return { ...prev, at, finished, weighted: prev.weighted * keep + instant * (1 - keep) };
+}
+
+/**
+ * Plates per second. The average starts at 0, so early on it is divided by the weight seen so far
+ * (as Adam does): in the first seconds it is the plain average since the first sample.
+ */
+export function ratePerSecond(state: RateState): number {
+  const seen = 1 - Math.exp(-(state.at - state.since) / state.tauMs);
+  return seen > 0 ? state.weighted / seen : 0;
+}
+
+/** Milliseconds until `remaining` more plates finish at the smoothed rate; NaN while nothing has finished. */
+export function etaMs(state: RateState, remaining: number): number {
+  if (remaining <= 0) return 0;
+  const rate = ratePerSecond(state);
+  return rate > 0 ? (remaining / rate) * 1000 : Number.NaN;
+}
+
+type Terminal = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+
+const CLEAR_LINE = '\r\x1b[2K';
+
+/** The terminal line the bar is drawn on, and a way for log lines to get past it. */
+export interface StatusLine {
+  /** Draws the line again with this text. */
+  draw(text: string): void;
+  /** Leaves the line as it is and moves below it, so what is printed next starts a line of its own. */
+  end(): void;
+  /**
+   * A pino destination writing to `err`: while the line is shown, each log line first clears it
+   * and then draws it again below, so a warning never lands in the middle of the bar.
+   */
+  logs(err: NodeJS.WritableStream): DestinationStream;
+}
+
+export function createStatusLine(out: Terminal): StatusLine {
+  let shown: string | undefined;
+  return {
+    draw(text) {
+      shown = text;
+      out.write(`${CLEAR_LINE}${text}`);
+    },
+    end() {
+      if (shown !== undefined) out.write('\n');
+      shown = undefined;
+    },
+    logs(err) {
+      return {
+        write(chunk: string) {
+          if (shown === undefined) {
+            err.write(chunk);
+            return;
+          }
+          // Terminal writes are synchronous, so stdout and stderr reach the screen in this order.
+          out.write(CLEAR_LINE);
+          err.write(chunk.endsWith('\n') ? chunk : `${chunk}\n`);
+          out.write(shown);
+        },
+      };
+    },
+  };
+}
+
+export function createProgress(out: Terminal, logger: Logger, options: { now?: () => number; logEveryMs?: number; line?: StatusLine } = {}): Progress {
   const now = options.now ?? Date.now;
   const logEveryMs = options.logEveryMs ?? 5_000;
-  const samples: Sample[] = [];
+  const status = out.isTTY ? (options.line ?? createStatusLine(out)) : undefined;
+  let rate: RateState | undefined;
   let lastLog = 0;
-  let drawn = false;
-
-  function rateOf(finished: number): number {
-    const t = now();
-    samples.push({ at: t, finished });
-    while (samples.length > 2 && t - samples[0]!.at > 15_000) samples.shift();
-    const first = samples[0]!;
-    return t > first.at ? ((finished - first.finished) * 1000) / (t - first.at) : 0;
-  }
 
   return {
     update(info, line) {
       const c = info.counts;
       const finished = c.done + c.failed;
       const total = c.enqueued;
-      const rate = rateOf(finished);
-      const eta = rate > 0 ? ((total - finished) / rate) * 1000 : Number.NaN;
+      rate = nextRate(rate, now(), finished);
+      const perSecond = ratePerSecond(rate);
+      const eta = etaMs(rate, total - finished);
       const waiting = describeLine(line);
-      if (out.isTTY) {
+      if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${rate.toFixed(1)}/s ETA ${duration(eta)}${waiting ? ` — ${waiting}` : ''}`;
-        out.write(`\r\x1b[2K${text.slice(0, Math.max(40, (out.columns || 120) - 1))}`);
-        drawn = true;
+        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s ETA ${duration(eta)}${waiting ? ` — ${waiting}` : ''}`;
+        status.draw(text.slice(0, Math.max(40, (out.columns || 120) - 1)));
         return;
       }
       if (now() - lastLog >= logEveryMs || finished === total) {
@@ -60,7 +136,7 @@ export function createProgress(
             failed: c.failed,
             total,
             inflight: c.inflight,
-            ratePerSec: Number(rate.toFixed(2)),
+            ratePerSec: Number(perSecond.toFixed(2)),
             etaSec: Number.isFinite(eta) ? Math.round(eta / 1000) : null,
             ...(waiting ? { waiting } : {}),
           },
@@ -69,8 +145,7 @@ export function createProgress(
       }
     },
     finish() {
-      if (drawn) out.write('\n');
-      drawn = false;
+      status?.end();
     },
   };
 }

@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
 import { accountOf, parseDuration, requireAccountUpstream, type Account, type Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
+import { createLogger } from '../logger.js';
 import { checkCsv, readPlateCsv } from '../producers/csv.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
@@ -14,7 +15,7 @@ import { openQueueServices, type QueueServices } from '../queue/services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
 import { describeBatch, duration } from '../presenters/text.js';
-import { createProgress } from './progress.js';
+import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;
 export const EXIT_BLOCKED = 3;
@@ -53,8 +54,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     throw new InputError('INPUT_NOT_FOUND', `cannot read ${file}`);
   }
   // On a terminal the progress line says what info logs would; they would only break it up.
-  const quiet = ctx.io.stdout.isTTY === true && ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
-  const logger = ctx.logger(quiet ? { ...config, logLevel: 'warn' } : config);
+  const tty = ctx.io.stdout.isTTY === true;
+  const quiet = tty && ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
+  const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
+  // The log lines that remain (warnings) pass the progress line, which steps aside for each.
+  const statusLine = tty ? createStatusLine(ctx.io.stdout) : undefined;
+  const logger = statusLine ? createLogger({ level: logConfig.logLevel }, statusLine.logs(ctx.io.stderr)) : ctx.logger(logConfig);
   const services = options.services ?? (await openQueueServices(config));
   try {
     const name = basename(file);
@@ -107,7 +112,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     }
 
     const worker = startWorker(config, { logger });
-    const progress = createProgress(ctx.io.stdout, logger);
+    const progress = createProgress(ctx.io.stdout, logger, statusLine ? { line: statusLine } : {});
     let stopped = false;
     void ctx.io.stopSignal.then(() => {
       stopped = true;

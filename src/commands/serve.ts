@@ -2,7 +2,7 @@ import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
-import { createHttpApi } from '../producers/http/server.js';
+import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
 import { openQueueServices } from '../queue/services.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';

@@ -7,15 +7,18 @@
 // number a spreadsheet shows for it: spreadsheet row = row + 1 with a header on the first line,
 // = row without a header. Blank records (nothing but delimiters and spaces) are skipped, leaving a
 // gap in the numbering. A quoted field with line breaks is one record, as in a spreadsheet.
+//
+// csv-records.ts turns the source into records (byte pump, decoder step, parser adapter); this
+// module decides the header, names the columns and builds the rows.
 
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { parse, type Parser } from 'csv-parse';
+import type { Readable } from 'node:stream';
 import { InputError, isVqbError } from '../errors.js';
-import { decideHeader, uniqueNames } from './csv-header.js';
-import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, assertNoNul, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
+import { decideHeader, uniqueNames, type HeaderDecision } from './csv-header.js';
+import { BytePump, CsvRecords, decodeText, messageOf } from './csv-records.js';
+import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
+import type { InputRow } from './types.js';
 
-export { PlateDeduper, type DedupResult } from './csv-dedup.js';
 export { detectDelimiter } from './csv-sniff.js';
 export { findPlateHeader, headerKey } from './csv-header.js';
 
@@ -30,15 +33,6 @@ export interface CsvReadOptions {
    * UTF-8 bytes for the field being read plus characters for the fields before it.
    */
   maxRowBytes?: number;
-}
-
-export interface InputRow {
-  /** 1-based data row; blank records are counted (and skipped), the header is not. */
-  row: number;
-  /** The plate cell as given (decoded, not trimmed). */
-  input: string;
-  /** Every other column by header name (colN, 1-based, without a header or past the header's width). */
-  extra: Record<string, string>;
 }
 
 export interface CsvHeaderInfo {
@@ -67,31 +61,10 @@ export const DEFAULT_MAX_ROW_BYTES = 1024 * 1024;
 export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, options: CsvReadOptions = {}): Promise<{ header: CsvHeaderInfo; rows: AsyncIterable<InputRow> }> {
   const maxField = options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES;
   const maxRecord = Math.max(options.maxRowBytes ?? DEFAULT_MAX_ROW_BYTES, maxField);
-  const input = bufferChunks(source)[Symbol.asyncIterator]();
-  let closed = false;
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
-    // Destroy a stream directly: return() on a generator waiting for a chunk would wait with it.
-    if (source instanceof Readable) source.destroy();
-    void input.return?.(undefined).catch(() => {});
-  };
-
-  let cleanup = close;
+  const pump = new BytePump(source);
+  let cleanup = () => pump.close();
   try {
-    const firstChunks: Buffer[] = [];
-    let headBytes = 0;
-    let ended = false;
-    while (headBytes < SNIFF_BYTES) {
-      const next = await input.next();
-      if (next.done === true) {
-        ended = true;
-        break;
-      }
-      firstChunks.push(next.value);
-      headBytes += next.value.length;
-    }
-    const sniff = Buffer.concat(firstChunks);
+    const sniff = await pump.head(SNIFF_BYTES);
     if (sniff.length === 0) throw new InputError('CSV_EMPTY', 'the file is empty');
     assertLooksLikeText(sniff);
 
@@ -105,149 +78,36 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
     const decoder = new EncodingDecoder((encoding) => {
       header.encoding = encoding;
     });
-
-    async function* text(): AsyncGenerator<string> {
-      try {
-        let offset = sniff.length;
-        const first = decoder.decode(sniff);
-        if (first !== '') yield first;
-        while (!ended) {
-          const next = await input.next();
-          if (next.done === true) break;
-          assertNoNul(next.value, offset);
-          offset += next.value.length;
-          const chunk = decoder.decode(next.value);
-          if (chunk !== '') yield chunk;
-        }
-        const last = decoder.end();
-        if (last !== '') yield last;
-      } finally {
-        close();
-      }
-    }
-
-    // Records are taken out of csv-parse as it finds them (on_record) rather than read from its
-    // stream side: a parse error destroys the stream and would drop records read before it.
-    const queue: string[][] = [];
-    let head = 0;
-    const csv = parse({
-      delimiter: header.delimiter,
-      record_delimiter: ['\r\n', '\n', '\r'],
-      relax_column_count: true,
-      relax_quotes: true,
-      skip_empty_lines: false, // we skip blank records ourselves, counting them
-      max_record_size: maxRecord,
-      on_record: (record: string[]) => {
-        queue.push(record);
-        return null;
-      },
-    });
-    csv.on('error', () => {}); // taken from the write/end callbacks below
-    csv.resume();
-    const feed = (chunk: string | undefined) =>
-      new Promise<unknown>((resolve) => {
-        if (chunk !== undefined) {
-          csv.write(chunk, (err) => resolve(err ?? undefined));
-        } else {
-          csv.once('error', resolve);
-          csv.end(() => resolve(undefined));
-        }
-      });
-
-    const chunks = text();
-    let recordNo = 0;
-    let finished = false;
-    let failure: unknown;
-    /** The next record, or undefined at the end. Records before a failure come out first. */
-    const pull = async (): Promise<string[] | undefined> => {
-      for (;;) {
-        const cells = queue[head];
-        if (cells !== undefined) {
-          head++;
-          if (head === queue.length) {
-            queue.length = 0;
-            head = 0;
-          }
-          recordNo++;
-          return cells;
-        }
-        if (failure !== undefined) throw failure;
-        if (finished) return undefined;
-        try {
-          const next = await chunks.next();
-          if (next.done === true) finished = true;
-          const err = await feed(next.done === true ? undefined : next.value);
-          if (err !== undefined) failure = toInputError(err, csv, maxField, recordNo + queue.length - head + 1);
-        } catch (err) {
-          failure = toInputError(err, csv, maxField, recordNo + queue.length - head + 1);
-        }
-      }
-    };
+    const records = new CsvRecords(decodeText(pump, sniff, decoder), { delimiter: header.delimiter, maxFieldBytes: maxField, maxRecordBytes: maxRecord });
     const stop = () => {
-      csv.destroy();
-      void chunks.return(undefined).catch(() => {});
-      close();
+      records.close();
+      pump.close();
     };
     cleanup = stop;
-    const isBlank = (cells: readonly string[]) => cells.every((c) => c.trim() === '');
-    const checkSizes = (cells: readonly string[], where: string) => {
-      cells.forEach((cell, i) => {
-        if (cell.length * 3 <= maxField) return;
-        const bytes = Buffer.byteLength(cell);
-        if (bytes > maxField) {
-          throw new InputError('CSV_FIELD_TOO_LARGE', `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`);
-        }
-      });
-    };
 
     // The first two non-blank records decide the header and the plate column.
     const early: { recordNo: number; cells: string[] }[] = [];
     while (early.length < 2) {
-      const cells = await pull();
+      const cells = await records.next();
       if (cells === undefined) break;
       if (isBlank(cells)) continue;
-      checkSizes(cells, `record ${recordNo}`);
-      early.push({ recordNo, cells });
+      checkFieldSizes(cells, `record ${records.recordNo}`, maxField);
+      early.push({ recordNo: records.recordNo, cells });
     }
     const first = early[0];
     if (first === undefined) throw new InputError('CSV_EMPTY', 'the file has no rows, only blank lines');
     const decision = decideHeader(first.cells, early[1]?.cells, options.column);
     header.hasHeader = decision.hasHeader;
-    const plateIndex = decision.plateIndex;
     const offset = decision.hasHeader ? first.recordNo : 0;
     if (decision.hasHeader) early.shift();
-
-    const names = decision.hasHeader ? uniqueNames(first.cells) : [];
-    const taken = new Set(['__proto__', ...names]);
-    const width = decision.hasHeader ? names.length : first.cells.length;
-    const nameOf = (i: number): string => {
-      let name = names[i];
-      if (name !== undefined) return name;
-      for (let j = names.length; j <= i; j++) {
-        name = `col${j + 1}`;
-        while (taken.has(name)) name = `${name}_`;
-        taken.add(name);
-        names.push(name);
-        if (j !== plateIndex && j >= width) header.extraColumns.push(name);
-      }
-      return names[i] as string;
-    };
-    for (let i = 0; i < width; i++) {
-      const name = nameOf(i);
-      if (i !== plateIndex) header.extraColumns.push(name);
-    }
-    header.plateColumn = nameOf(plateIndex);
+    const columns = new ColumnNames(decision, first.cells, header.extraColumns);
+    header.plateColumn = columns.nameOf(decision.plateIndex);
 
     const toRow = (no: number, cells: string[]): InputRow | undefined => {
       if (isBlank(cells)) return undefined;
       const row = no - offset;
-      checkSizes(cells, `row ${row}`);
-      const extra: Record<string, string> = {};
-      const n = Math.max(cells.length, width);
-      for (let i = 0; i < n; i++) {
-        if (i !== plateIndex) extra[nameOf(i)] = cells[i] ?? '';
-      }
-      return { row, input: cells[plateIndex] ?? '', extra };
+      checkFieldSizes(cells, `row ${row}`, maxField);
+      return columns.row(row, cells);
     };
 
     let iterated = false;
@@ -260,9 +120,9 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
           if (row !== undefined) yield row;
         }
         for (;;) {
-          const cells = await pull();
+          const cells = await records.next();
           if (cells === undefined) return;
-          const row = toRow(recordNo, cells);
+          const row = toRow(records.recordNo, cells);
           if (row !== undefined) yield row;
         }
       } finally {
@@ -272,39 +132,72 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
     return { header, rows: { [Symbol.asyncIterator]: rows } };
   } catch (err) {
     cleanup();
-    throw isVqbError(err) ? err : new InputError('CSV_UNREADABLE', `cannot read the input: ${describe(err)}`, { cause: err });
+    throw isVqbError(err) ? err : new InputError('CSV_UNREADABLE', `cannot read the input: ${messageOf(err)}`, { cause: err });
   }
 }
 
-/** Chunks as Buffers of at most 64 KiB (views, not copies), so one huge chunk cannot fill the record queue. */
-async function* bufferChunks(source: AsyncIterable<unknown>): AsyncGenerator<Buffer> {
-  for await (const chunk of source) {
-    let buf: Buffer;
-    if (Buffer.isBuffer(chunk)) buf = chunk;
-    else if (typeof chunk === 'string') buf = Buffer.from(chunk, 'utf8');
-    else if (chunk instanceof Uint8Array) buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    else throw new InputError('CSV_UNREADABLE', `expected bytes from the input, got ${typeof chunk}`);
-    for (let i = 0; i < buf.length; i += SNIFF_BYTES) yield buf.subarray(i, i + SNIFF_BYTES);
-  }
-}
+/**
+ * Column naming: the header's names (made unique) or none, then `colN` (1-based) for every
+ * column past them, never `__proto__` and never a name already taken. Columns wider than the
+ * header are added to `extraColumns` (the header info's list) as rows reveal them.
+ */
+class ColumnNames {
+  readonly #names: string[];
+  readonly #taken: Set<string>;
+  readonly #width: number;
+  readonly #plateIndex: number;
+  readonly #extraColumns: string[];
 
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Our own errors pass through; csv-parse's become InputError with our codes. */
-function toInputError(err: unknown, parser: Parser, maxField: number, recordNo: number): unknown {
-  if (isVqbError(err)) return err;
-  const code = (err as { code?: unknown } | null)?.code;
-  if (code === 'CSV_MAX_RECORD_SIZE') {
-    // csv-parse keeps the field being read in `state.field` (a byte buffer).
-    const fieldBytes = (parser as unknown as { state?: { field?: { length?: number } } }).state?.field?.length ?? 0;
-    if (fieldBytes > maxField) {
-      return new InputError('CSV_FIELD_TOO_LARGE', `record ${recordNo}: a field larger than ${maxField} bytes (maxFieldBytes); an unclosed quote does this too`, { cause: err });
+  constructor(decision: HeaderDecision, firstCells: readonly string[], extraColumns: string[]) {
+    this.#names = decision.hasHeader ? uniqueNames(firstCells) : [];
+    this.#taken = new Set(['__proto__', ...this.#names]);
+    this.#width = decision.hasHeader ? this.#names.length : firstCells.length;
+    this.#plateIndex = decision.plateIndex;
+    this.#extraColumns = extraColumns;
+    for (let i = 0; i < this.#width; i++) {
+      const name = this.nameOf(i);
+      if (i !== this.#plateIndex) extraColumns.push(name);
     }
-    return new InputError('CSV_ROW_TOO_LARGE', `record ${recordNo}: the row is larger than maxRowBytes; an unclosed quote does this too`, { cause: err });
   }
-  return new InputError('CSV_UNREADABLE', `cannot parse the CSV at record ${recordNo}: ${describe(err)}`, { cause: err });
+
+  nameOf(i: number): string {
+    const names = this.#names;
+    let name = names[i];
+    if (name !== undefined) return name;
+    for (let j = names.length; j <= i; j++) {
+      name = `col${j + 1}`;
+      while (this.#taken.has(name)) name = `${name}_`;
+      this.#taken.add(name);
+      names.push(name);
+      if (j !== this.#plateIndex && j >= this.#width) this.#extraColumns.push(name);
+    }
+    return names[i] as string;
+  }
+
+  /** The record as an InputRow: the plate cell, and every other cell by its column's name. */
+  row(row: number, cells: readonly string[]): InputRow {
+    const extra: Record<string, string> = {};
+    const n = Math.max(cells.length, this.#width);
+    for (let i = 0; i < n; i++) {
+      if (i !== this.#plateIndex) extra[this.nameOf(i)] = cells[i] ?? '';
+    }
+    return { row, input: cells[this.#plateIndex] ?? '', extra };
+  }
+}
+
+/** Blank: nothing but delimiters and spaces. */
+function isBlank(cells: readonly string[]): boolean {
+  return cells.every((c) => c.trim() === '');
+}
+
+function checkFieldSizes(cells: readonly string[], where: string, maxField: number): void {
+  cells.forEach((cell, i) => {
+    if (cell.length * 3 <= maxField) return;
+    const bytes = Buffer.byteLength(cell);
+    if (bytes > maxField) {
+      throw new InputError('CSV_FIELD_TOO_LARGE', `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`);
+    }
+  });
 }
 
 /**

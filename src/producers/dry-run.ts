@@ -4,8 +4,8 @@
 // and against the daily spending cap.
 import type { QueueServices } from '../queue/services.js';
 import { ReuseStore } from '../queue/reuse.js';
-import { PlateDeduper } from './csv-dedup.js';
-import type { InputRow } from './csv.js';
+import { PlateDeduper } from './dedup.js';
+import type { InputRow } from './types.js';
 
 export interface CostEstimate {
   batchId: string;

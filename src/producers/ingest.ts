@@ -10,8 +10,8 @@ import { withScripts } from '../queue/scripts.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../queue/services.js';
-import { PlateDeduper } from './csv-dedup.js';
-import type { InputRow } from './csv.js';
+import { PlateDeduper } from './dedup.js';
+import type { InputRow } from './types.js';
 
 const CHUNK = 1_000;
 

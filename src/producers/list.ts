@@ -4,8 +4,8 @@ import { InputError } from '../errors.js';
 import type { BatchSource } from '../queue/batch/store.js';
 import type { QueueServices } from '../queue/services.js';
 import type { PriorityClass } from '../queue/types.js';
-import type { InputRow } from './csv.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from './ingest.js';
+import type { InputRow } from './types.js';
 
 export type PlateRow = { plate: string } & Record<string, string | number | boolean | null | undefined>;
 export type PlateInput = string | PlateRow;
@@ -43,13 +43,22 @@ export function toInputRows(items: readonly PlateInput[]): { rows: InputRow[]; e
   return { rows, extraColumns: [...columns] };
 }
 
+/**
+ * The batch id of a list of plates: `batchId` when given, else derived from the name and the rows
+ * (the same plates under the same name are the same batch; `force` makes a new one). The library's
+ * estimate and the HTTP API's dry run use it too, so they name the batch ingestList would.
+ */
+export function listBatchId(rows: readonly InputRow[], options: { batchId?: string | undefined; name: string; force?: boolean | undefined }): string {
+  return options.batchId ?? batchIdFor(options.name, digestOf([JSON.stringify(rows)]), options.force === true);
+}
+
 export async function ingestList(services: QueueServices, items: readonly PlateInput[], options: ListOptions): Promise<IngestResult> {
   if (options.batchId !== undefined && !BATCH_ID.test(options.batchId)) {
     throw new InputError('BAD_BATCH_ID', 'a batch id is 1–100 letters, digits, _ or -');
   }
   const { rows, extraColumns } = toInputRows(items);
   const name = options.name ?? options.source;
-  const id = options.batchId ?? batchIdFor(name, digestOf([JSON.stringify(rows)]), options.force === true);
+  const id = listBatchId(rows, { batchId: options.batchId, name, force: options.force });
   return ingest(
     services,
     {

@@ -9,7 +9,8 @@ import type { ExportRow, ExportSource, RejectRow } from './types.js';
 const CHUNK = 1_000;
 
 export function toExportRow(row: IngestRow, extraColumns: readonly string[], outcome: Outcome | undefined): ExportRow {
-  const extra: Record<string, string> = {};
+  // A null-prototype object: an input column named `__proto__` (or `constructor`) is a column like any other.
+  const extra = Object.create(null) as Record<string, string>;
   extraColumns.forEach((name, i) => {
     extra[name] = row.extra[i] ?? '';
   });

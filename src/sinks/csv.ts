@@ -34,9 +34,9 @@ export const DEFAULT_MAX_RESULT_COLUMNS = 1000;
 
 /**
  * Excel-friendly CSV: UTF-8 BOM (so accents open right), CRLF, fields with the delimiter, quotes or
- * line breaks quoted, and cells starting with = + - @ tab or CR prefixed with `'` so a spreadsheet
- * shows them as text instead of running them as formulas (OWASP "CSV injection"). pt-BR Excel
- * splits columns on `;`, not `,`: pass `;` for files users open by double-click.
+ * line breaks quoted. pt-BR Excel splits columns on `;`, not `,`: pass `;` for files users open by
+ * double-click. Formula escaping is not done here but by CsvLayout and rejectCells (escapeFormula),
+ * which still know whether a cell was a number or text.
  */
 export function csvStringifier(delimiter: CsvDelimiter): Stringifier {
   return stringify({
@@ -44,11 +44,26 @@ export function csvStringifier(delimiter: CsvDelimiter): Stringifier {
     record_delimiter: '\r\n',
     quote_record_delimiter: true, // a lone \n or \r inside a field must be quoted too
     bom: true,
-    escape_formulas: true,
   });
 }
 
-/** Calls `leaf` for every value of a JSON result: objects are walked, arrays kept whole (JSON text). */
+// A tab or CR first, or = + - @ (or their full-width forms, which some Excel locales read as the
+// same) after any leading whitespace: spreadsheets skip the whitespace and still run the formula.
+const FORMULA_START = /^(?:[\t\r]|\s*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
+
+/**
+ * Text a spreadsheet could run as a formula, prefixed with `'` so it shows as text (OWASP "CSV
+ * injection"). For text only: numbers from the upstream are written as they are, so -5 stays a
+ * number a spreadsheet can add up.
+ */
+export function escapeFormula(text: string): string {
+  return FORMULA_START.test(text) ? `'${text}` : text;
+}
+
+/**
+ * Calls `leaf` for every value of a JSON result: objects are walked, arrays kept whole (JSON text).
+ * Cells are escaped for the CSV: text through escapeFormula, finite numbers as they are.
+ */
 export function flattenResult(value: unknown, path: string, leaf: (path: string, cell: string) => void): void {
   if (value === undefined) return;
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
@@ -65,9 +80,10 @@ export function flattenResult(value: unknown, path: string, leaf: (path: string,
 
 function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  return JSON.stringify(value) ?? '';
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') return escapeFormula(value);
+  return escapeFormula(JSON.stringify(value) ?? '');
 }
 
 const isResultName = (name: string) => name === 'result' || name.startsWith('result.');
@@ -118,7 +134,8 @@ export class CsvLayout {
 
   /**
    * Base columns, then input columns under their own names (prefixed `input_` when a name is a
-   * base column, `result` or `result.…`, or already used), then `result.…` columns.
+   * base column, `result` or `result.…`, or already used), then `result.…` columns; each name
+   * escaped as a cell.
    */
   header(): string[] {
     const used = new Set<string>(BASE_COLUMNS);
@@ -128,35 +145,36 @@ export class CsvLayout {
       used.add(name);
       return name;
     });
-    return [...BASE_COLUMNS, ...extras, ...this.resultPaths];
+    return [...BASE_COLUMNS, ...extras, ...this.resultPaths].map(escapeFormula);
   }
 
+  /** The row's cells, escaped: what goes into the file as it is. */
   cells(row: ExportRow): string[] {
     if (this.learn(row)) this.missed = true;
     const result = new Map<string, string>();
     flattenResult(row.result, 'result', (path, cell) => result.set(path, cell));
     return [
       String(row.row),
-      row.input,
-      row.plate,
+      escapeFormula(row.input),
+      escapeFormula(row.plate),
       row.status,
-      row.queryId ?? '',
-      row.error?.code ?? '',
-      row.error?.message ?? '',
+      escapeFormula(row.queryId ?? ''),
+      escapeFormula(row.error?.code ?? ''),
+      escapeFormula(row.error?.message ?? ''),
       row.possibleDuplicate === true ? 'true' : '',
       row.duplicateOf === undefined ? '' : String(row.duplicateOf),
-      row.sameVehicleAs ?? '',
+      escapeFormula(row.sameVehicleAs ?? ''),
       row.reused === true ? 'true' : '',
       isoTime(row.enqueuedAt) ?? '',
       isoTime(row.createdAt) ?? '',
       isoTime(row.finishedAt) ?? '',
       row.requests === undefined ? '' : String(row.requests),
-      ...this.extraKeys.map((key) => (Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
+      ...this.extraKeys.map((key) => escapeFormula(Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
       ...this.resultPaths.map((path) => result.get(path) ?? ''),
     ];
   }
 }
 
 export function rejectCells(reject: RejectRow): string[] {
-  return [String(reject.row), reject.input, reject.reason, reject.message];
+  return [String(reject.row), escapeFormula(reject.input), escapeFormula(reject.reason), escapeFormula(reject.message)];
 }

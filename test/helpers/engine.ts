@@ -3,6 +3,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach } from 'vitest';
 import type { Config, Overrides } from '../../src/config.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
 import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
@@ -144,4 +145,42 @@ export function makePlates(n: number, offset = 0): string[] {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+export type HarnessOptions = NonNullable<Parameters<typeof startHarness>[0]>;
+
+export interface HarnessHolder {
+  /** Starts the harness of the running test (or file, for `useHarness('all')`); it is closed for you. */
+  start(options?: HarnessOptions): Promise<Harness>;
+  /** The harness started last and not yet closed; throws when there is none. */
+  readonly h: Harness;
+}
+
+/**
+ * The set-up and teardown every integration file needs: call it at the top of a file, start the
+ * harness inside a test (`const h = await harness.start({ … })`), and it is closed after the test
+ * (`'each'`, the default) or after the file (`'all'`), even when the test fails. Call it before the
+ * file's own `afterEach`/`afterAll`: vitest runs later hooks first, so those run while the harness
+ * (Redis, the simulator) is still up.
+ */
+export function useHarness(scope: 'each' | 'all' = 'each'): HarnessHolder {
+  let current: Harness | undefined;
+  const close = async () => {
+    const harness = current;
+    current = undefined;
+    await harness?.close();
+  };
+  if (scope === 'each') afterEach(close);
+  else afterAll(close);
+  return {
+    async start(options = {}) {
+      if (current !== undefined) throw new Error('useHarness: a harness is already running; start one per test (or per file with useHarness("all"))');
+      current = await startHarness(options);
+      return current;
+    },
+    get h() {
+      if (current === undefined) throw new Error('useHarness: no harness started');
+      return current;
+    },
+  };
 }

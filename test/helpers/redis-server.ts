@@ -1,12 +1,11 @@
 // A dedicated redis-server for tests that must change server settings or restart it (eviction
-// policy, AOF restarts): the shared Redis on 6379 is never reconfigured.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+// policy, AOF restarts): the shared Redis on 6379 is never reconfigured. Started the way `vqb demo`
+// starts its throwaway one (src/redis-server.ts).
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { freePort } from './process.js';
+import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis-server.js';
 
 export interface DedicatedRedis {
   url: string;
@@ -22,27 +21,10 @@ export async function startRedisServer(args: string[] = []): Promise<DedicatedRe
   const dir = await mkdtemp(join(tmpdir(), 'vqb-redis-'));
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...args], { stdio: 'ignore' });
-    const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    for (let i = 0; i < 100; i++) {
-      try {
-        await probe.connect();
-        await probe.ping();
-        probe.disconnect();
-        return;
-      } catch {
-        probe.disconnect();
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-    throw new Error(`redis-server on ${port} did not start`);
+    child = await spawnRedisServer({ port, dir, args: ['--save', '', ...args] });
   };
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (!child || child.exitCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill(signal);
-    await exited;
+    if (child) await stopRedisServer(child, signal);
   };
   await start();
   return {

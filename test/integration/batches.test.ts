@@ -3,20 +3,16 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/list.js';
 import { retryFailed } from '../../src/queue/retry.js';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { makePlates, useHarness } from '../helpers/engine.js';
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const harness = useHarness();
 
 describe('batches', () => {
   it('counts stay exact with three workers racing over two batches', async () => {
-    h = await startHarness({ label: 'counts', workers: 3, sim: { failRate: 0.1 }, config: { VQ_RATE_LIMIT: '300/s' } });
+    const h = await harness.start({ label: 'counts', workers: 3, sim: { failRate: 0.1 }, config: { VQ_RATE_LIMIT: '300/s' } });
     const plates = makePlates(400);
     await Promise.all([h.enqueue('b1', plates.slice(0, 250)), h.enqueue('b2', [...plates.slice(200), ...plates.slice(200, 230)])]);
     await Promise.all([h.waitForBatch('b1'), h.waitForBatch('b2')]);
@@ -39,7 +35,7 @@ describe('batches', () => {
   });
 
   it('the same content ingested twice at once is stored once (one ingest per batch across processes)', async () => {
-    h = await startHarness({ label: 'race', workers: 0 });
+    const h = await harness.start({ label: 'race', workers: 0 });
     const plates = makePlates(3_000);
     const [a, b] = await Promise.all([ingestList(h.services, plates, { source: 'api' }), ingestList(h.services, plates, { source: 'api' })]);
     expect(a.batch.id).toBe(b.batch.id);
@@ -51,7 +47,7 @@ describe('batches', () => {
 
   it('retry polls the paid query again; only --recreate pays for a new one', async () => {
     const plates = makePlates(20);
-    h = await startHarness({ label: 'retry', sim: { failPlates: [plates[3]!, plates[7]!] } });
+    const h = await harness.start({ label: 'retry', sim: { failPlates: [plates[3]!, plates[7]!] } });
     await h.enqueue('b', plates);
     await h.waitForBatch('b');
     expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 18, failed: 2 });

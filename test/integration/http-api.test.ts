@@ -10,17 +10,19 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
-import { createHttpApi } from '../../src/producers/http/server.js';
-import { estimateEta, waitingOf } from '../../src/producers/http/views.js';
+import { createHttpApi } from '../../src/api/server.js';
+import { waitingOf } from '../../src/api/views.js';
+import { estimateEta } from '../../src/presenters/line.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
 import type { QueueServices } from '../../src/queue/services.js';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 
 const TOKEN = 'svc-token-0123456789-SECRET-abcdef';
 const BODY_LIMIT = 64 * 1024;
 const MAX_PLATES = 50;
 const FAILING = 'FAL1A23';
 
+const harness = useHarness('all');
 let h: Harness;
 let base: string;
 const apps: FastifyInstance[] = [];
@@ -82,6 +84,32 @@ async function waitFinished(id: string, timeoutMs = 30_000): Promise<any> {
   }
 }
 
+/** Waits until no plate job is waiting, delayed or running (a parked job sleeps in `delayed`). */
+async function queueIdle(timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+    if (Object.values(counts).every((n) => n === 0)) return;
+    if (Date.now() > deadline) throw new Error(`the queue is not idle: ${JSON.stringify(counts)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+let markers = 0;
+
+/**
+ * A request that must cost nothing upstream, checked against one that must: a fresh plate posted
+ * after it, finished, and the queue idle. Anything the first request had queued was queued ahead
+ * of the marker, so by then it has reached the simulator; only the marker's create may be new.
+ */
+async function expectNoCreatesSince(creates: number): Promise<void> {
+  const posted = await call('/v1/batches', { json: { plates: makePlates(1, 8_000 + markers++), name: 'marker' } });
+  expect(posted.json.batch.created).toBe(true);
+  await waitFinished(posted.json.batch.id);
+  await queueIdle();
+  expect(h.sim.stats().creates).toBe(creates + 1);
+}
+
 const jsonl = (text: string): any[] =>
   text
     .trim()
@@ -90,7 +118,7 @@ const jsonl = (text: string): any[] =>
 const csvRows = (text: string): Record<string, string>[] => parse(text, { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
 
 beforeAll(async () => {
-  h = await startHarness({
+  h = await harness.start({
     label: 'http',
     sim: { failPlates: [FAILING] },
     config: { VQ_API_TOKENS: TOKEN, VQ_HTTP_BODY_LIMIT: String(BODY_LIMIT), VQ_HTTP_MAX_PLATES: String(MAX_PLATES) },
@@ -99,9 +127,9 @@ beforeAll(async () => {
   base = await serve(h.config);
 });
 
+// Runs before the harness closes (vitest runs later hooks first).
 afterAll(async () => {
   for (const app of apps) await app.close();
-  await h?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
@@ -289,8 +317,7 @@ describe('batches', () => {
     const again = await call('/v1/batches?name=frota.csv', { body, type: 'text/csv; charset=utf-8' });
     expect(again.status).toBe(202);
     expect(again.json.batch).toMatchObject({ id, created: false, finished: true, counts: { total: 5, enqueued: 2 } });
-    await new Promise((r) => setTimeout(r, 400));
-    expect(h.sim.stats().creates).toBe(creates);
+    await expectNoCreatesSince(creates);
 
     const rows = jsonl((await call(`/v1/batches/${id}/results`)).text);
     expect(rows.map((r) => [r.status, r.input_columns.cliente])).toEqual([
@@ -316,8 +343,7 @@ describe('batches', () => {
     const creates = h.sim.stats().creates;
     const again = await call('/v1/batches', { json });
     expect(again.json.batch).toMatchObject({ id: first.json.batch.id, created: false, counts: { total: 30 } });
-    await new Promise((r) => setTimeout(r, 400));
-    expect(h.sim.stats().creates).toBe(creates);
+    await expectNoCreatesSince(creates);
   });
 
   it('retries failed plates: polling again by default, creating anew with recreate', async () => {
@@ -459,15 +485,17 @@ describe('views (pure)', () => {
 
     const capped = await call('/v1/batches', { json: { plates, maxCreates: 5, batchId: 'http-capped' } });
     expect(capped.status).toBe(202);
+    // Settled: the plates over the cap are all parked (none can be created until the cap is
+    // raised) and the plates within it are finished.
+    const parked = h.services.keys.parked('http-capped');
     const deadline = Date.now() + 20_000;
     let view: any;
-    do {
+    for (;;) {
       view = (await call('/v1/batches/http-capped')).json;
-      if (view.counts.done >= 5) break;
+      if ((await h.services.redis.scard(parked)) === plates.length - 5 && view.counts.done + view.counts.failed >= 5) break;
+      if (Date.now() > deadline) throw new Error(`the capped batch did not settle: ${JSON.stringify(view.counts)}`);
       await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < deadline);
-    await new Promise((r) => setTimeout(r, 500));
-    view = (await call('/v1/batches/http-capped')).json;
+    }
     expect(view.counts).toMatchObject({ done: 5, creates: 5 });
     expect(view.finished).toBe(false);
     expect(view.waiting?.reason).toBe('budget');

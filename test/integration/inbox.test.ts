@@ -10,35 +10,33 @@ import { createInboxWatcher, isForceName, type InboxWatcher } from '../../src/pr
 import { pathIn } from '../../src/producers/inbox-files.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
-import { sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, type HarnessOptions, sleep, useHarness } from '../helpers/engine.js';
 
 const STABLE_MS = 200;
 
-let h: Harness | undefined;
+const harness = useHarness();
 let base: string | undefined;
 const watchers: InboxWatcher[] = [];
 
+// Runs before the harness closes (vitest runs later hooks first).
 afterEach(async () => {
   await Promise.all(watchers.splice(0).map((w) => w.stop()));
-  await h?.close();
-  h = undefined;
   if (base) await rm(base, { recursive: true, force: true });
   base = undefined;
 });
 
-async function setup(label: string, sim: Parameters<typeof startHarness>[0] = {}) {
+async function setup(label: string, sim: HarnessOptions = {}) {
   base = await mkdtemp(join(tmpdir(), 'vqb-inbox-'));
   const root = join(base, 'root');
-  h = await startHarness({ label, ...sim, config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' } });
-  const harness = h;
+  const h = await harness.start({ label, ...sim, config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' } });
   const newWatcher = () => {
-    const w = createInboxWatcher({ services: harness.services, config: harness.config, logger: harness.logs.logger });
+    const w = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
     watchers.push(w);
     return w;
   };
   const dir = (sub: string) => join(root, sub);
   const ls = async (sub: string) => (await readdir(dir(sub)).catch(() => [] as string[])).sort();
-  return { h: harness, base, root, dir, ls, watcher: newWatcher(), newWatcher };
+  return { h, base, root, dir, ls, watcher: newWatcher(), newWatcher };
 }
 
 function csv(plates: string[]): string {
@@ -71,6 +69,17 @@ function exportLines(text: string): string[][] {
     .trimEnd()
     .split('\r\n')
     .map((l) => l.split(';'));
+}
+
+/** Waits until no plate job is waiting, delayed or running: whatever was queued has been sent upstream. */
+async function queueIdle(h: Harness, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+    if (Object.values(counts).every((n) => n === 0)) return;
+    if (Date.now() > deadline) throw new Error(`the queue is not idle: ${JSON.stringify(counts)}`);
+    await sleep(100);
+  }
 }
 
 function logsMatching(harness: Harness, pattern: RegExp): Record<string, unknown>[] {
@@ -184,7 +193,8 @@ describe('inbox drop folder', () => {
     expect(logsMatching(h, /^inbox: failed /)).toHaveLength(5);
     expect(await ls('archive')).toHaveLength(1);
     // Only the good file became a batch: the NUL file queued nothing before its bad bytes were found.
-    await sleep(500);
+    await h.waitForBatch(idFor('good.csv', good));
+    await queueIdle(h);
     const { batches } = await h.services.batches.list();
     expect(batches.map((b) => b.id)).toEqual([idFor('good.csv', good)]);
     expect(h.sim.stats().creates).toBe(2);
@@ -211,7 +221,7 @@ describe('inbox drop folder', () => {
     expect(await ls('archive')).toHaveLength(2);
     expect(await ls('outbox')).toContain(`${batchId}.csv`); // the batch was finished: exported in the same scan
     expect((await h.services.batches.list()).total).toBe(1);
-    await sleep(300);
+    await queueIdle(h);
     expect(h.sim.stats().creates).toBe(3);
 
     expect(isForceName('force-frota.csv') && isForceName('frota.FORCE.csv') && !isForceName('forcefrota.csv')).toBe(true);

@@ -1,14 +1,10 @@
 // Prometheus metrics from a worker process, scraped over HTTP while a batch runs.
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { describe, expect, it } from 'vitest';
+import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const harness = useHarness();
 
 function value(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(series));
@@ -17,7 +13,7 @@ function value(text: string, series: string): number {
 
 describe('metrics', () => {
   it('vqb work --metrics-port: counters move while a batch runs', async () => {
-    h = await startHarness({ label: 'metrics', workers: 0, sim: { completionMs: [200, 400], rateLimit: '30/s', window: 'fixed' }, config: { VQ_RATE_LIMIT: '60/s' } });
+    const h = await harness.start({ label: 'metrics', workers: 0, sim: { completionMs: [200, 400], rateLimit: '30/s', window: 'fixed' }, config: { VQ_RATE_LIMIT: '60/s' } });
     await h.enqueue('b', makePlates(60));
     const port = await freePort();
     const { child } = spawnVqb(['work', '--metrics-port', String(port)], harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }));

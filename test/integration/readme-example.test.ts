@@ -4,22 +4,18 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/engine.js';
+import { describe, expect, it } from 'vitest';
+import { useHarness } from '../helpers/engine.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const harness = useHarness();
 
 describe('README', () => {
   it('the library example runs and does what it says', async () => {
     const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
     const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(code, 'README has the library example block').toBeDefined();
-    h = await startHarness({ label: 'readme', workers: 0 });
+    const h = await harness.start({ label: 'readme', workers: 0 });
     const dir = join(ROOT, 'out');
     await mkdir(dir, { recursive: true });
     const file = join(dir, `readme-example-${process.pid}.mjs`);

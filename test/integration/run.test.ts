@@ -1,15 +1,11 @@
 // `vqb run` and `vqb export` as a user runs them: real processes, real Redis, the simulator over HTTP.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { describe, expect, it } from 'vitest';
+import { type Harness, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const harness = useHarness();
 
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
   return spawnVqb(args, harnessEnv(h, env));
@@ -21,7 +17,7 @@ function csvFile(rows: string[]): string {
 
 describe('vqb run', () => {
   it('runs a CSV to the end: one export row per input row, formulas escaped, rebuilt exports byte-identical', async () => {
-    h = await startHarness({ label: 'run', workers: 0, sim: { failPlates: ['FAI1L00'] } });
+    const h = await harness.start({ label: 'run', workers: 0, sim: { failPlates: ['FAI1L00'] } });
     const file = join(h.config.outDir, '..', 'frota.csv');
     const rows = ['ABC1234;Ação Ltda;ok', 'abc-1234;Ação Ltda;dup', 'XYZ9Z99;=cmd|calc;formula', 'NOPE;x;bad', 'FAI1L00;y;fails', 'ABC1C34;z;same vehicle', ';;empty'];
     await writeFile(file, csvFile(rows));
@@ -66,7 +62,7 @@ describe('vqb run', () => {
   }, 60_000);
 
   it('a killed `vqb run` resumes the same batch when run again, with no extra creates', async () => {
-    h = await startHarness({ label: 'rerun', workers: 0, sim: { completionMs: [300, 800] } });
+    const h = await harness.start({ label: 'rerun', workers: 0, sim: { completionMs: [300, 800] } });
     const file = join(h.config.outDir, '..', 'big.csv');
     const plates = Array.from({ length: 300 }, (_, i) => `KIL${String(i).padStart(4, '0')};c${i};`);
     await writeFile(file, csvFile(plates));
@@ -96,7 +92,7 @@ describe('vqb run', () => {
   }, 90_000);
 
   it('Ctrl-C stops gracefully with exit 130 and a resume hint; an expired key exits 3 with the reason', async () => {
-    h = await startHarness({ label: 'stop', workers: 0, sim: { completionMs: [300, 800] } });
+    const h = await harness.start({ label: 'stop', workers: 0, sim: { completionMs: [300, 800] } });
     const file = join(h.config.outDir, '..', 'stop.csv');
     await writeFile(file, csvFile(Array.from({ length: 200 }, (_, i) => `STP${String(i).padStart(4, '0')};;`)));
     const run = vqb(h, ['run', file]);
@@ -114,7 +110,7 @@ describe('vqb run', () => {
   }, 60_000);
 
   it('a config error prints one readable line and exits 2, with no stack trace', async () => {
-    h = await startHarness({ label: 'cfg', workers: 0 });
+    const h = await harness.start({ label: 'cfg', workers: 0 });
     const { code, stdout, stderr } = await vqb(h, ['run', 'x.csv'], { VQ_RATE_LIMIT: 'fast' }).done;
     expect(code).toBe(2);
     expect(stdout).toBe('');
@@ -123,12 +119,12 @@ describe('vqb run', () => {
   });
 
   it('the operator commands answer in JSON for scripts: status, pause, resume, budget, cost, retry', async () => {
-    h = await startHarness({ label: 'ops', workers: 0, sim: { failPlates: ['OPS0001'] } });
+    const h = await harness.start({ label: 'ops', workers: 0, sim: { failPlates: ['OPS0001'] } });
     await h.enqueue('ops', ['OPS0000', 'OPS0001']);
     h.startWorker();
     await h.waitForBatch('ops');
     const json = async (args: string[]) => {
-      const r = await vqb(h!, [...args, '--json']).done;
+      const r = await vqb(h, [...args, '--json']).done;
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       return JSON.parse(r.stdout);

@@ -1,17 +1,15 @@
 // `vqb serve` as deployed: a real process with the API, the dashboard, /metrics and workers.
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const TOKEN = 'serve-test-token-0123456789';
-let h: Harness | undefined;
+const harness = useHarness();
 let child: ChildProcess | undefined;
-afterEach(async () => {
+afterEach(() => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
   child = undefined;
-  await h?.close();
-  h = undefined;
 });
 
 function metric(text: string, series: string): number {
@@ -21,7 +19,7 @@ function metric(text: string, series: string): number {
 
 describe('vqb serve', () => {
   it('dashboard behind the token, /metrics moving during a batch, clean exit on SIGTERM', async () => {
-    h = await startHarness({ label: 'serve', workers: 0 });
+    const h = await harness.start({ label: 'serve', workers: 0 });
     const port = await freePort();
     const serve = spawnVqb(['serve', '--workers', '--no-inbox'], harnessEnv(h, { VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN }));
     child = serve.child;

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
 import { runSimulate } from '../../src/simulator/main.js';
 import { seededRandom } from '../../src/simulator/vehicle.js';
+import { waitFor } from '../helpers/process.js';
 import { simCall, simClock, simCreate, simGet, type SimResponse } from '../helpers/sim-http.js';
 
 let sims: SimulatorHandle[] = [];
@@ -377,16 +378,20 @@ describe('faults', () => {
     expect(sim.stats()).toMatchObject({ duplicateCreates: 1, maxCreatesPerPlate: 2 });
   });
 
-  it('adds latencyMs before responding', async () => {
+  it('adds latencyMs before responding; a new setting applies to later requests only', async () => {
     const sim = await start({ latencyMs: [150, 150] });
     const started = performance.now();
     const res = await simCreate(sim.url, 'ABC1D23');
     expect(res.status).toBe(201);
     expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+    // A request held for a minute, then none: the later request is answered while the first waits.
+    sim.update({ latencyMs: [60_000, 60_000] });
+    const held = simCreate(sim.url, 'ABC1D24').then(() => 'held' as const);
+    held.catch(() => {}); // rejected when the simulator closes its connections after the test
+    await waitFor(async () => sim.stats().creates === 2, 5_000, 'the held create to arrive');
     sim.update({ latencyMs: [0, 0] });
-    const quick = performance.now();
-    await simCreate(sim.url, 'ABC1D23');
-    expect(performance.now() - quick).toBeLessThan(100);
+    const quick = simCreate(sim.url, 'ABC1D25').then((r) => r.status);
+    expect(await Promise.race([held, quick])).toBe(201);
   });
 });
 

@@ -2,7 +2,9 @@ import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
-import { PlateDeduper, readPlateCsv, type CsvReadOptions, type InputRow } from '../../src/producers/csv.js';
+import { readPlateCsv, type CsvReadOptions } from '../../src/producers/csv.js';
+import { PlateDeduper } from '../../src/producers/dedup.js';
+import type { InputRow } from '../../src/producers/types.js';
 
 const fixture = (name: string) => createReadStream(fileURLToPath(new URL(`../fixtures/csv/${name}`, import.meta.url)));
 
@@ -309,9 +311,11 @@ describe('readPlateCsv: garbage in, InputError out', () => {
   });
 });
 
-describe('readPlateCsv: a million rows', () => {
-  it('streams 1,000,000 rows in bounded memory', async () => {
-    const total = 1_000_000;
+// Its memory over 1,000,000 rows is a benchmark figure (npm run bench: "CSV reader alone"),
+// not a test: here, only that a long stream arrives whole and in order.
+describe('readPlateCsv: a long stream', () => {
+  it('reads 20,000 generated rows across many chunks, in order, none lost', async () => {
+    const total = 20_000;
     async function* generate(): AsyncGenerator<Buffer> {
       yield Buffer.from('placa;cidade;obs\r\n');
       for (let start = 0; start < total; start += 2000) {
@@ -320,23 +324,17 @@ describe('readPlateCsv: a million rows', () => {
         yield Buffer.from(text);
       }
     }
-    const before = process.memoryUsage().rss;
-    let peak = before;
-    const started = Date.now();
     const { header, rows } = await readPlateCsv(generate());
     let count = 0;
     let last: InputRow | undefined;
     for await (const row of rows) {
       count++;
+      expect(row.row).toBe(count);
       last = row;
-      if (count % 20_000 === 0) peak = Math.max(peak, process.memoryUsage().rss);
     }
-    const deltaMb = (peak - before) / 2 ** 20;
-    console.log(`1,000,000 rows in ${Date.now() - started} ms, peak RSS +${deltaMb.toFixed(1)} MB`);
     expect(header).toMatchObject({ delimiter: ';', encoding: 'utf-8', plateColumn: 'placa' });
     expect(count).toBe(total);
     expect(last).toEqual({ row: total, input: plateOf(total - 1), extra: { cidade: 'São Paulo', obs: `linha ${total - 1}` } });
-    expect(deltaMb).toBeLessThan(200);
   });
 });
 

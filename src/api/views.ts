@@ -1,9 +1,9 @@
 // How batches and accounts look to API clients: progress, why nothing moves, share and ETA.
 // Pure functions of stored state and `now`; the words come from presenters/line.ts, as in the CLI.
-import { batchWaiting, estimateEta, waitingOf } from '../../presenters/line.js';
-import type { AccountLineState } from '../../queue/accounts.js';
-import type { BatchContext } from '../../queue/batch-status.js';
-import type { BatchInfo } from '../../queue/batch/store.js';
+import { batchWaiting, estimateEta, waitingOf } from '../presenters/line.js';
+import type { AccountLineState } from '../queue/accounts.js';
+import type { BatchContext } from '../queue/batch-status.js';
+import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchView, HealthReply } from './schemas.js';
 
 export { waitingOf };

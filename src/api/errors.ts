@@ -3,7 +3,7 @@
 // out as they are (they are written for users); anything unexpected becomes 500 INTERNAL with the
 // request id, and its details (stack included) go to the log only.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { VqbError, isVqbError } from '../../errors.js';
+import { VqbError, isVqbError } from '../errors.js';
 
 export interface ErrorBody {
   statusCode: number;

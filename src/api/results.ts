@@ -2,11 +2,11 @@
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
 import { Readable, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import type { QueueServices } from '../../queue/services.js';
-import { batchExportSource } from '../../sinks/batch-source.js';
-import { CsvLayout, csvStringifier, type CsvDelimiter } from '../../sinks/csv.js';
-import { jsonlChunks } from '../../sinks/jsonl.js';
-import type { ExportFormat, ExportSource } from '../../sinks/types.js';
+import type { QueueServices } from '../queue/services.js';
+import { batchExportSource } from '../sinks/batch-source.js';
+import { CsvLayout, csvStringifier, type CsvDelimiter } from '../sinks/csv.js';
+import { jsonlChunks } from '../sinks/jsonl.js';
+import type { ExportFormat, ExportSource } from '../sinks/types.js';
 
 export interface ResultsBody {
   contentType: string;

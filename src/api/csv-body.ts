@@ -5,7 +5,8 @@
 // nothing. Memory is bounded by VQ_HTTP_BODY_LIMIT and VQ_HTTP_MAX_PLATES.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { readPlateCsv, type CsvHeaderInfo, type InputRow } from '../csv.js';
+import { readPlateCsv, type CsvHeaderInfo } from '../producers/csv.js';
+import type { InputRow } from '../producers/types.js';
 import { ApiError } from './errors.js';
 
 export interface CsvBody {

@@ -1,4 +1,4 @@
-// A set of valid plates with a number per plate (the row it was first seen on), for deduplicating
+// A map from valid plates to a number (the row each was first seen on), for deduplicating
 // a million rows in a few MB and without garbage: every valid plate packs into 32 bits
 // (3 letters × a digit × a digit-or-letter × 2 digits = 632,736,000 codes), kept in an
 // open-addressing table of two typed arrays. A Map of strings needed ~80 bytes per plate and left
@@ -13,7 +13,7 @@ export function plateCode(plate: string): number {
   return (((letter(0) * 676 + letter(1) * 26 + letter(2)) * 10 + digit(3)) * 36 + c4) * 100 + digit(5) * 10 + digit(6);
 }
 
-export class PlateTable {
+export class PlateMap {
   #keys: Uint32Array;
   #values: Uint32Array;
   #bits: number;

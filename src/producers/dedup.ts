@@ -4,7 +4,7 @@
 // queried, since the user asked for both, but the export says so.
 
 import { checkPlate, vehicleKey, type PlateFormat, type PlateRejectReason } from '../plates.js';
-import { PlateTable, plateCode } from './plate-set.js';
+import { PlateMap, plateCode } from './plate-map.js';
 
 export type DedupResult =
   | { kind: 'new'; plate: string; format: PlateFormat; sameVehicleAs?: string }
@@ -15,13 +15,13 @@ const OLD = /^[A-Z]{3}[0-9]{4}$/;
 const MERCOSUL_FROM_OLD = /^[A-Z]{3}[0-9][A-J][0-9]{2}$/;
 
 /**
- * Memory: 16 bytes or less per distinct plate (a PlateTable of 32-bit plate codes → first row),
+ * Memory: 16 bytes or less per distinct plate (a PlateMap of 32-bit plate codes → first row),
  * so a million distinct plates cost about 16 MB and no garbage. The same-vehicle check needs no
  * second table: toMercosul is one-to-one, so the only possible earlier twin of a plate is
  * computed, not stored.
  */
 export class PlateDeduper {
-  private readonly firstRows = new PlateTable();
+  private readonly firstRows = new PlateMap();
 
   /** Distinct valid plates seen so far. */
   get size(): number {

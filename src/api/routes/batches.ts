@@ -2,15 +2,15 @@
 // Every route here needs a service token (the onRequest hook runs before any body is read).
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../../../config.js';
-import { BatchNotFoundError } from '../../../errors.js';
-import { batchContext } from '../../../queue/batch-status.js';
-import type { BatchInfo, BatchStore } from '../../../queue/batch/store.js';
-import { rerunFailed as retryFailed } from '../../../queue/rerun.js';
-import type { QueueServices } from '../../../queue/services.js';
-import { estimateCost } from '../../dry-run.js';
-import { batchIdFor, digestOf, ingest, type IngestResult } from '../../ingest.js';
-import { ingestList, toInputRows } from '../../list.js';
+import type { Config } from '../../config.js';
+import { BatchNotFoundError } from '../../errors.js';
+import { batchContext } from '../../queue/batch-status.js';
+import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
+import { rerunFailed } from '../../queue/rerun.js';
+import type { QueueServices } from '../../queue/services.js';
+import { estimateCost } from '../../producers/dry-run.js';
+import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
+import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
 import { canSee, type Scope, type TokenAuth } from '../auth.js';
 import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
 import { ApiError } from '../errors.js';
@@ -135,7 +135,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         };
         if (body.dryRun) {
           const { rows } = toInputRows(body.plates);
-          const id = options.batchId ?? batchIdFor(options.name ?? 'api', digestOf([JSON.stringify(rows)]), options.force === true);
+          const id = listBatchId(rows, { batchId: options.batchId, name: options.name ?? 'api', force: options.force });
           return reply.code(200).send(await dryRun(id, rows, options.reuseWithinMs));
         }
         result = await ingestOnce(() => ingestList(services, body.plates, options));
@@ -244,7 +244,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     async (request, reply) => {
       const { id } = request.params;
       await visibleBatch(request, id);
-      const result = await retryFailed(services, id, { recreate: request.body?.recreate === true, now });
+      const result = await rerunFailed(services, id, { recreate: request.body?.recreate === true, now });
       request.log.info({ batchId: id, ...result }, 'failed plates queued again');
       const body: RetryReply = { batchId: id, ...result, links: { self: batchLinks(id).self } };
       return reply.code(202).send(body);

@@ -1,7 +1,7 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { QueueServices } from '../../../queue/services.js';
+import type { QueueServices } from '../../queue/services.js';
 import { HealthReply } from '../schemas.js';
 import { responseSchema } from '../validation.js';
 import { lineView } from '../views.js';

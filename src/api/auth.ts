@@ -8,8 +8,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { TokenSource } from '../../config.js';
-import type { Logger } from '../../logger.js';
+import type { TokenSource } from '../config.js';
+import type { Logger } from '../logger.js';
 import { ApiError } from './errors.js';
 
 /** Tokens shorter than this are ignored (the same floor as VQ_API_TOKENS). */

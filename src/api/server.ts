@@ -13,12 +13,12 @@
 //   GET  /admin/queues               Bull Board, behind the same token check as /v1
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from '../../config.js';
-import type { Logger } from '../../logger.js';
-import type { Metrics } from '../../metrics.js';
-import { mountDashboard } from '../../ops/dashboard.js';
-import type { QueueServices } from '../../queue/services.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { QueueServices } from '../queue/services.js';
 import { TokenAuth } from './auth.js';
+import { mountDashboard } from './dashboard.js';
 import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';
 import { v1Routes } from './routes/batches.js';
 import { healthRoutes } from './routes/health.js';

@@ -1,0 +1,140 @@
+// A redis-server process of our own. `vqb demo` starts a throwaway one when no Redis is running
+// (so the quick start needs nothing but Debian's redis-server package), and tests that must
+// restart or reconfigure Redis start theirs the same way.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { VqbError } from './errors.js';
+
+export const INSTALL_HINT = 'apt-get install redis-server';
+
+/** A TCP port nothing listens on right now (the kernel's pick). */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Whether anything accepts TCP connections on host:port: 'refused' when the host said no one
+ * listens there, 'open' when a connection was made, 'unknown' otherwise (timeout, no route).
+ */
+export async function probePort(host: string, port: number, timeoutMs = 1_000): Promise<'open' | 'refused' | 'unknown'> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (answer: 'open' | 'refused' | 'unknown') => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(timeoutMs, () => done('unknown'));
+    socket.once('connect', () => done('open'));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED' ? 'refused' : 'unknown'));
+  });
+}
+
+/**
+ * Spawns `redis-server` on 127.0.0.1:port with `dir` as its working directory and resolves once it
+ * answers PING. Throws REDIS_SERVER_MISSING when the binary is not installed, and
+ * REDIS_SERVER_FAILED when it exits or stays silent instead (port taken, bad argument).
+ */
+export async function spawnRedisServer(options: {
+  port: number;
+  dir: string;
+  args?: readonly string[];
+  timeoutMs?: number;
+  /** In a process group of its own, so a Ctrl-C meant for us does not stop it before we are done with it. */
+  detached?: boolean;
+}): Promise<ChildProcess> {
+  const { port, dir } = options;
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...(options.args ?? [])];
+  const child = spawn('redis-server', args, { stdio: 'ignore', detached: options.detached === true });
+  let failure: Error | undefined;
+  child.once('error', (err: NodeJS.ErrnoException) => {
+    failure =
+      err.code === 'ENOENT'
+        ? new VqbError('REDIS_SERVER_MISSING', `redis-server is not installed (${INSTALL_HINT})`, { cause: err })
+        : new VqbError('REDIS_SERVER_FAILED', `cannot start redis-server: ${err.message}`, { cause: err });
+  });
+  child.once('exit', (code, signal) => {
+    failure ??= new VqbError('REDIS_SERVER_FAILED', `redis-server on port ${port} exited at start (${signal ?? `code ${code}`})`);
+  });
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  try {
+    for (;;) {
+      if (failure) throw failure;
+      try {
+        await probe.connect();
+        await probe.ping();
+        return child;
+      } catch {
+        probe.disconnect();
+      }
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new VqbError('REDIS_SERVER_FAILED', `redis-server on port ${port} did not answer within ${options.timeoutMs ?? 10_000} ms`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    probe.disconnect();
+  }
+}
+
+/** Stops a redis-server started by spawnRedisServer and waits for it to exit. */
+export async function stopRedisServer(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  await exited;
+}
+
+export interface ThrowawayRedis {
+  url: string;
+  port: number;
+  /** Stops the server and deletes its directory. */
+  close(): Promise<void>;
+}
+
+/**
+ * A redis-server that keeps nothing: on a free port, in a temporary directory, no snapshots, no
+ * append-only file. Stopped by close(), and killed when this process exits if close() was never
+ * reached (a process killed with SIGKILL leaves it running: nothing can run then).
+ */
+export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
+  const dir = await mkdtemp(join(tmpdir(), 'vqb-redis-'));
+  try {
+    // Another process may take the free port before redis-server binds it: try a few.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      let child: ChildProcess;
+      try {
+        child = await spawnRedisServer({ port, dir, args: ['--save', '', '--appendonly', 'no'], detached: true });
+      } catch (err) {
+        if ((err as VqbError).code === 'REDIS_SERVER_FAILED' && attempt < 3) continue;
+        throw err;
+      }
+      const killOnExit = () => child.kill('SIGKILL');
+      process.once('exit', killOnExit);
+      return {
+        url: `redis://127.0.0.1:${port}`,
+        port,
+        async close() {
+          process.removeListener('exit', killOnExit);
+          await stopRedisServer(child);
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    }
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
