@@ -86,6 +86,15 @@ export class Scheduler {
     return this.#redis.llen(this.#keys.pending(batchId));
   }
 
+  /** Plates of the account waiting to be fed, over all its batches. */
+  async pendingTotal(accountId: string): Promise<number> {
+    let total = 0;
+    for (const cls of PRIORITY_CLASSES) {
+      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1)) total += await this.waiting(batchId);
+    }
+    return total;
+  }
+
   /** Every batch of the account with creates waiting, with its weight and current share. */
   async shares(accountId: string): Promise<BatchShare[]> {
     const out: BatchShare[] = [];

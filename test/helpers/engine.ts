@@ -10,6 +10,8 @@ import { openQueueServices, type QueueServices } from '../../src/queue/services.
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
 import type { PriorityClass } from '../../src/queue/types.js';
+import type { PlateQueue } from '../../src/queue/account-queues.js';
+import type { AccountLine } from '../../src/queue/accounts.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
 import { captureLogs, type CapturedLogs } from './logs.js';
@@ -25,6 +27,11 @@ export interface Harness {
   redis: RedisTestContext;
   keyFile: string;
   workers: WorkerHandle[];
+  /** The first account's line and queue (the only ones without VQ_ACCOUNTS_FILE). */
+  line: AccountLine;
+  queue: PlateQueue;
+  /** True when no plate is waiting to be fed, queued, between polls or running, on any account. */
+  idle(): Promise<boolean>;
   startWorker(): WorkerHandle;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
   enqueue(batchId: string, plates: string[], options?: { account?: string; priority?: PriorityClass; weight?: number }): Promise<void>;
@@ -85,6 +92,14 @@ export async function startHarness(
     redis,
     keyFile,
     workers,
+    line: services.lines.for(config.accounts[0]!.id),
+    queue: services.queues.for(config.accounts[0]!.id),
+    async idle() {
+      const counts = await services.queues.counts('wait', 'prioritized', 'delayed', 'active');
+      if (Object.values(counts).some((n) => n > 0)) return false;
+      for (const account of config.accounts) if ((await services.scheduler.pendingTotal(account.id)) > 0) return false;
+      return true;
+    },
     startWorker() {
       const handle = startWorker(config, { logger: logs.logger });
       workers.push(handle);

@@ -13,10 +13,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readPlateCsv } from '../../src/producers/csv.js';
 import { InputError } from '../../src/errors.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
-import { BadResponseError, TransientError, type UpstreamError } from '../../src/upstream/errors.js';
+import { type AnyUpstreamError, BadResponseError, TransientError, type UpstreamError } from '../../src/upstream/errors.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { mulberry32 } from '../chaos/rng.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { decide } from '../../workers/actions.js';
 
 const harness = useHarness();
 const servers: Server[] = [];
@@ -136,11 +137,13 @@ describe('vqb run: files that cannot be used', () => {
   // read in full, as a check, before anything is enqueued.
   it('a file found unusable late enqueues nothing', async () => {
     const h = await lateNul();
-    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+    const counts = await h.services.queues.counts('wait', 'prioritized', 'delayed', 'active');
     expect(
       Object.values(counts).reduce((a, b) => a + b, 0),
       `jobs left on the queue: ${JSON.stringify(counts)}`,
     ).toBe(0);
+    // Nor waiting to be fed: no batch was stored at all.
+    expect((await h.services.batches.list()).total).toBe(0);
   });
 });
 
@@ -233,7 +236,7 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
     for (const call of [c.createQuery('ABC1234'), c.getQuery('q1')]) {
       const err = await failure(call);
       expect(err).toBeInstanceOf(TransientError);
-      expect({ code: err.code, status: err.status, retryable: err.retryable }).toEqual({ code: 'HTTP_502', status: 502, retryable: true });
+      expect({ code: err.code, status: err.status, kind: err.kind }).toEqual({ code: 'HTTP_502', status: 502, kind: 'transient' });
       expect(err.message).toMatch(/502.*Bad Gateway/);
     }
     await c.close();
@@ -254,11 +257,11 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
       const c = client(url);
       const created = await failure(c.createQuery('ABC1234'));
       expect(created).toBeInstanceOf(BadResponseError);
-      expect({ code: created.code, status: created.status, retryable: created.retryable }).toEqual({ code: 'BAD_RESPONSE', status: 200, retryable: false });
+      expect({ code: created.code, status: created.status, operation: (created as BadResponseError).operation }).toEqual({ code: 'BAD_RESPONSE', status: 200, operation: 'create' });
       if (name !== 'an object without an id') {
         const polled = await failure(c.getQuery('q1'));
         expect(polled).toBeInstanceOf(BadResponseError);
-        expect(polled.retryable).toBe(true);
+        expect(decide(polled as AnyUpstreamError).action).toBe('retry');
       }
       await c.close();
     });
@@ -322,7 +325,7 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
     const started = Date.now();
     const err = await failure(c.getQuery('q1'));
     expect(err).toBeInstanceOf(TransientError);
-    expect({ code: err.code, retryable: err.retryable }).toEqual({ code: 'REQUEST_TIMEOUT', retryable: true });
+    expect({ code: err.code, kind: err.kind }).toEqual({ code: 'REQUEST_TIMEOUT', kind: 'transient' });
     // The overall bound fired (not the per-chunk idle timeout, which the trickle keeps resetting),
     // and only once it was due: 2 × requestTimeoutMs.
     expect(err.message).toContain('within 1000 ms');
@@ -339,7 +342,7 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
     const err = await failure(c.createQuery('ABC1234'));
     expect(err).toBeInstanceOf(TransientError);
     expect(['HEADERS_TIMEOUT', 'REQUEST_TIMEOUT']).toContain(err.code);
-    expect(err.retryable).toBe(true);
+    expect(err.kind).toBe('transient');
     // Given up because of the configured timeout, not before it.
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
     await c.close();

@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/list.js';
-import { retryFailed } from '../../src/queue/retry.js';
+import { rerunFailed as retryFailed } from '../../src/queue/rerun.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 
 const harness = useHarness();
@@ -31,7 +31,7 @@ describe('batches', () => {
     expect(failed).toBe(b1.counts.failed);
     // The same plate in two batches is two jobs and two creates; within a batch, one.
     expect(h.sim.stats().creates).toBe(450);
-    expect(await h.services.inflight.count()).toBe(0);
+    expect(await h.services.inflight.count('default')).toBe(0);
   });
 
   it('the same content ingested twice at once is stored once (one ingest per batch across processes)', async () => {
@@ -42,7 +42,9 @@ describe('batches', () => {
     const info = await h.services.batches.get(a.batch.id);
     expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });
     expect(await h.services.redis.llen(h.services.keys.rows(a.batch.id))).toBe(3_000);
-    expect(await h.services.queue.count()).toBe(3_000);
+    // Each plate waits once to be fed: the feeder keeps only a few seconds of the rate as jobs.
+    expect(await h.services.scheduler.waiting(a.batch.id)).toBe(3_000 - (await h.queue.count()));
+    expect(await h.queue.count()).toBe(h.services.feeder.target(h.config.accounts[0]!));
   });
 
   it('retry polls the paid query again; only --recreate pays for a new one', async () => {

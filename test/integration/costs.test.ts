@@ -1,12 +1,11 @@
 // Cost controls: dry runs, spending caps, result reuse and the cost report, against real Redis
 // and the simulator's own counters.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Budget } from '../../src/queue/budget.js';
 import { CostLedger } from '../../src/queue/costs.js';
-import { unparkBatch, wakeBudgetBlocked } from '../../src/queue/parking.js';
+import { releaseAccountHold, releaseBatchHold } from '../../src/queue/holds.js';
 import { estimateCost } from '../../src/producers/dry-run.js';
 import { ingestList, toInputRows } from '../../src/producers/list.js';
-import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -14,6 +13,12 @@ afterEach(async () => {
   await h?.close();
   h = undefined;
 });
+
+/** Nothing of the harness's first account is queued or running (what sleeps in `delayed` is held). */
+async function settled(h: Harness): Promise<boolean> {
+  const counts = await h.queue.getJobCounts('wait', 'prioritized', 'active');
+  return Object.values(counts).every((n) => n === 0);
+}
 
 describe('cost controls', () => {
   it('a dry run calls nothing upstream and predicts the create count exactly', async () => {
@@ -35,20 +40,21 @@ describe('cost controls', () => {
 
   it('a batch cap stops creates at exactly N, keeps every plate, and a raised cap finishes the batch', async () => {
     h = await startHarness({ label: 'cap', workers: 0 });
-    const { batch } = await ingestList(h.services, makePlates(60), { source: 'library', batchId: 'capped', maxCreates: 25 });
+    await ingestList(h.services, makePlates(60), { source: 'library', batchId: 'capped', maxCreates: 25 });
     h.startWorker();
-    await waitFor(async () => (await h!.services.batches.get('capped')).counts.done >= 25);
-    await sleep(1_000); // give any overshoot a chance to show
+    // Settled: the batch is held and no job of it is queued or running (the rest sleep, held).
+    await waitFor(async () => (await h!.services.batches.get('capped')).blocked === 'budget' && (await settled(h!)));
     let info = await h.services.batches.get('capped');
     expect(h.sim.stats().creates).toBe(25);
     expect(info.counts).toMatchObject({ creates: 25, done: 25, failed: 0 });
     expect(info.blocked).toBe('budget');
     expect(info.finishedAt).toBeUndefined();
-    // Held plates are off the queue: they use no limiter slot while they wait.
-    expect(await h.services.redis.scard(h.services.keys.parked('capped'))).toBe(35);
+    // Held plates are off the queue: the batch left the scheduler, so they use no pacing slot while they wait.
+    expect((await h.services.scheduler.shares('default')).map((s) => s.batchId)).not.toContain('capped');
+    expect(await h.services.scheduler.waiting('capped')).toBeGreaterThan(0);
 
-    await h.services.batches.setMaxCreates('capped', 60);
-    await unparkBatch(h.services, 'capped', batch.product);
+    await h.services.budget.setMaxCreates('capped', 60);
+    await releaseBatchHold(h.services, 'capped');
     await h.waitForBatch('capped');
     info = await h.services.batches.get('capped');
     expect(info.counts).toMatchObject({ creates: 60, done: 60, failed: 0 });
@@ -59,15 +65,14 @@ describe('cost controls', () => {
     h = await startHarness({ label: 'daycap', workers: 0, config: { VQ_MAX_CREATES_PER_DAY: '10' } });
     await ingestList(h.services, makePlates(30), { source: 'library', batchId: 'day' });
     h.startWorker();
-    await waitFor(async () => (await h!.services.batches.get('day')).counts.done >= 10);
-    await sleep(800);
+    await waitFor(async () => (await h!.line.state()).budgetReason === 'day' && (await h!.services.batches.get('day')).counts.done >= 10 && (await settled(h!)));
     expect(h.sim.stats().creates).toBe(10);
-    const line = await h.services.line.state();
+    const line = await h.line.state();
     expect(line.budgetReason).toBe('day');
     expect(line.budgetUntil).toBeGreaterThan(Date.now());
 
-    await new Budget(h.services.redis, h.services.keys, h.config.budget).setCaps({ perDay: 100 });
-    await wakeBudgetBlocked(h.services);
+    await h.services.budget.setCaps('default', { perDay: 100 });
+    await releaseAccountHold(h.services, 'default');
     await h.waitForBatch('day');
     expect(h.sim.stats().creates).toBe(30);
   });

@@ -13,6 +13,7 @@ import type { Config } from '../../src/config.js';
 import { createHttpApi } from '../../src/api/server.js';
 import { waitingOf } from '../../src/api/views.js';
 import { estimateEta } from '../../src/presenters/line.js';
+import type { AccountLineState } from '../../src/queue/accounts.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
 import type { QueueServices } from '../../src/queue/services.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
@@ -88,9 +89,8 @@ async function waitFinished(id: string, timeoutMs = 30_000): Promise<any> {
 async function queueIdle(timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
-    if (Object.values(counts).every((n) => n === 0)) return;
-    if (Date.now() > deadline) throw new Error(`the queue is not idle: ${JSON.stringify(counts)}`);
+    if (await h.idle()) return;
+    if (Date.now() > deadline) throw new Error('the queue is not idle');
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -387,10 +387,10 @@ describe('operations', () => {
     expect(ok.status).toBe(200);
     expect(ok.json).toEqual({ status: 'ok', redis: 'ok', line: { paused: false } });
 
-    await h.services.line.pause('maintenance');
+    await h.line.pauseByOperator('maintenance');
     const paused = await call('/healthz', { auth: 'none' });
     expect(paused.json).toMatchObject({ status: 'degraded', line: { paused: true, reason: expect.stringContaining('maintenance') } });
-    await h.services.line.resume();
+    await h.line.resume();
 
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
     const at = await serve(h.config, { ...h.services, redis: dead });
@@ -401,14 +401,14 @@ describe('operations', () => {
   });
 
   it('a batch says why it waits while the line is paused, and has no ETA then', async () => {
-    await h.services.line.pause('maintenance window');
+    await h.line.pauseByOperator('maintenance window');
     try {
       const posted = await call('/v1/batches', { json: { plates: makePlates(2, 500) } });
       const view = (await call(posted.json.links.self)).json;
       expect(view).toMatchObject({ finished: false, waiting: { reason: 'paused', code: 'PAUSED_BY_OPERATOR', message: expect.stringContaining('maintenance window') } });
       expect(view.eta).toBeUndefined();
     } finally {
-      await h.services.line.resume();
+      await h.line.resume();
     }
   });
 
@@ -441,10 +441,13 @@ describe('operations', () => {
 });
 
 describe('views (pure)', () => {
-  const config = { rateLimit: { max: 60, durationMs: 60_000, text: '60/min' }, pacing: 'window' as const, pacingMargin: 0 };
+  const line = (state: Partial<AccountLineState> = {}): AccountLineState => ({ account: 'default', rateLimit: '60/min', paused: false, ...state });
   const info = (counts: Partial<BatchInfo['counts']>): BatchInfo =>
     ({
       id: 'b',
+      account: 'default',
+      priority: 'normal',
+      weight: 1,
       source: 'api',
       name: 'b',
       createdAt: 0,
@@ -457,19 +460,21 @@ describe('views (pure)', () => {
     }) as BatchInfo;
 
   it('estimates the time left from the rate, requests per plate so far and any wait in force', () => {
-    // 100 plates × 2 requests at 1/s before anything finished.
-    expect(estimateEta(info({}), { paused: false }, config, 0)?.seconds).toBe(200);
+    // 100 plates × 2 requests at 1/s before anything finished, the batch alone on its account.
+    expect(estimateEta(info({}), line(), 1, 1, 0)?.seconds).toBe(200);
+    // Sharing the account with an equal batch: half the rate.
+    expect(estimateEta(info({}), line(), 1, 0.5, 0)?.seconds).toBe(400);
     // 50 left, 3 requests per finished plate so far.
-    expect(estimateEta(info({ done: 50, creates: 50, polls: 100 }), { paused: false }, config, 0)?.seconds).toBe(150);
-    expect(estimateEta(info({}), { paused: false, limitedUntil: 60_000, limitReason: 'quota' }, config, 0)?.seconds).toBe(260);
-    expect(estimateEta(info({}), { paused: true }, config, 0)).toBeUndefined();
-    expect(estimateEta({ ...info({}), finishedAt: 1 }, { paused: false }, config, 0)).toBeUndefined();
+    expect(estimateEta(info({ done: 50, creates: 50, polls: 100 }), line(), 1, 1, 0)?.seconds).toBe(150);
+    expect(estimateEta(info({}), line({ limitedUntil: 60_000, limitReason: 'quota' }), 1, 1, 0)?.seconds).toBe(260);
+    expect(estimateEta(info({}), line({ paused: true }), 1, 1, 0)).toBeUndefined();
+    expect(estimateEta({ ...info({}), finishedAt: 1 }, line(), 1, 1, 0)).toBeUndefined();
   });
 
   it('says why the line waits', () => {
-    expect(waitingOf({ paused: false })).toBeUndefined();
-    expect(waitingOf({ paused: true, pause: { code: 'EXPIRED_API_KEY', message: 'the key expired', at: 0 } })).toMatchObject({ reason: 'paused', code: 'EXPIRED_API_KEY' });
-    expect(waitingOf({ paused: false, limitedUntil: 5_000, limitReason: 'rate_limit' })).toMatchObject({ reason: 'rate_limit', until: new Date(5_000).toISOString() });
+    expect(waitingOf(line())).toBeUndefined();
+    expect(waitingOf(line({ paused: true, pause: { code: 'EXPIRED_API_KEY', message: 'the key expired', at: 0 } }))).toMatchObject({ reason: 'paused', code: 'EXPIRED_API_KEY' });
+    expect(waitingOf(line({ limitedUntil: 5_000, limitReason: 'rate_limit' }))).toMatchObject({ reason: 'rate_limit', until: new Date(5_000).toISOString() });
   });
 
   it('dryRun reports the cost and sends nothing upstream; maxCreates caps the batch', async () => {
@@ -485,14 +490,14 @@ describe('views (pure)', () => {
 
     const capped = await call('/v1/batches', { json: { plates, maxCreates: 5, batchId: 'http-capped' } });
     expect(capped.status).toBe(202);
-    // Settled: the plates over the cap are all parked (none can be created until the cap is
-    // raised) and the plates within it are finished.
-    const parked = h.services.keys.parked('http-capped');
+    // Settled: the batch is held at its cap (out of the scheduler: none of its plates can be
+    // created until the cap is raised) and the plates within it are finished.
     const deadline = Date.now() + 20_000;
     let view: any;
     for (;;) {
       view = (await call('/v1/batches/http-capped')).json;
-      if ((await h.services.redis.scard(parked)) === plates.length - 5 && view.counts.done + view.counts.failed >= 5) break;
+      const held = (await h.services.budget.forBatch('http-capped')).held;
+      if (held && view.counts.done + view.counts.failed >= 5 && view.counts.inflight === 0) break;
       if (Date.now() > deadline) throw new Error(`the capped batch did not settle: ${JSON.stringify(view.counts)}`);
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -75,9 +75,8 @@ function exportLines(text: string): string[][] {
 async function queueIdle(h: Harness, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const counts = await h.services.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
-    if (Object.values(counts).every((n) => n === 0)) return;
-    if (Date.now() > deadline) throw new Error(`the queue is not idle: ${JSON.stringify(counts)}`);
+    if (await h.idle()) return;
+    if (Date.now() > deadline) throw new Error('the queue is not idle');
     await sleep(100);
   }
 }
@@ -244,9 +243,9 @@ describe('inbox drop folder', () => {
     const name = 'retomada.csv';
     const batchId = idFor(name, content);
     // What a watcher that died after queuing its first chunk left: 10 rows stored, not sealed.
-    await h.services.batches.open({ id: batchId, source: 'inbox', name, product: h.config.product, extraColumns: ['cliente'] });
+    const { info: opened } = await h.services.batches.open({ id: batchId, account: 'default', priority: 'normal', weight: 1, source: 'inbox', name, product: h.config.product, extraColumns: ['cliente'] });
     const first: IngestRow[] = list.slice(0, 10).map((plate, i) => ({ row: i + 1, input: plate, extra: [`cliente ${i + 1}`], kind: 'queued', plate }));
-    await h.services.batches.addRows(batchId, h.config.product, first);
+    await h.services.batches.addRows(opened, first);
     await writeFile(join(dir('processing'), name), content);
     await sleep(300); // the first jobs get created meanwhile
 

@@ -109,7 +109,7 @@ describe('the query lifecycle', () => {
     const s = await sim();
     const error = await rejection(client(s.url).getQuery('no-such-query'));
     expect(error).toBeInstanceOf(PermanentError);
-    expect(error).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', retryable: false });
+    expect(error).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', kind: 'permanent' });
   });
 
   it('a plate the upstream rejects → PermanentError 400', async () => {
@@ -125,7 +125,7 @@ describe('keys and permissions', () => {
     const s = await sim({ keys: [{ key: 'soon-revoked' }] });
     const unknown = await rejection(client(s.url, 'no-such-key').createQuery('ABC1D23'));
     expect(unknown).toBeInstanceOf(InvalidKeyError);
-    expect(unknown).toMatchObject({ status: 401, code: 'INVALID_API_KEY', retryable: false });
+    expect(unknown).toMatchObject({ status: 401, code: 'INVALID_API_KEY', kind: 'invalid-key' });
 
     const c = client(s.url, 'soon-revoked');
     await c.createQuery('ABC1D23');
@@ -150,7 +150,7 @@ describe('keys and permissions', () => {
     const s = await sim({ keys: [{ key: 'viewer', permissions: ['view_queries'] }] });
     const error = await rejection(client(s.url, 'viewer').createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(PermissionError);
-    expect(error).toMatchObject({ status: 403, operation: 'create', permission: 'Run vehicle queries', retryable: false });
+    expect(error).toMatchObject({ status: 403, operation: 'create', permission: 'Run vehicle queries', kind: 'permission' });
     expect(error.message).toContain('Run vehicle queries');
   });
 
@@ -176,7 +176,7 @@ describe('limits and faults', () => {
     const retryAfterMs = (error as RateLimitedError).retryAfterMs;
     expect(retryAfterMs).toBeGreaterThan(0);
     expect(retryAfterMs).toBeLessThanOrEqual(1_000);
-    expect(error).toMatchObject({ status: 429, retryable: true });
+    expect(error).toMatchObject({ status: 429, kind: 'rate-limited' });
     expect(c.quota).toMatchObject({ limit: 2, remaining: 0 });
 
     // Waiting as told is enough.
@@ -200,7 +200,7 @@ describe('limits and faults', () => {
     const s = await sim({ dropRate: 1 });
     const error = await rejection(client(s.url).createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(TransientError);
-    expect(error).toMatchObject({ status: 0, retryable: true, code: 'CONNECTION_RESET' });
+    expect(error).toMatchObject({ status: 0, kind: 'transient', code: 'CONNECTION_RESET' });
   });
 
   it('dropAfterCreateRate 1: the create is lost (status 0) yet the upstream made the query', async () => {
@@ -254,7 +254,7 @@ describe('bodies over real HTTP', () => {
     });
     const error = await rejection(client(url, 'k', { maxBodyBytes: 4_096 }).getQuery('q'));
     expect(error).toBeInstanceOf(BadResponseError);
-    expect(error).toMatchObject({ status: 200, retryable: true, code: 'BAD_RESPONSE' });
+    expect(error).toMatchObject({ status: 200, kind: 'bad-response', code: 'BAD_RESPONSE' });
     expect(error.message).toContain('passed the 4096-byte limit');
     await connectionClosed;
   });
@@ -271,7 +271,7 @@ describe('bodies over real HTTP', () => {
     const error = await rejection(client(url, 'k', { requestTimeoutMs: 150 }).getQuery('q'));
     expect(error).toBeInstanceOf(TransientError);
     // The overall bound, not the per-chunk idle timeout (the trickle keeps resetting that one).
-    expect(error).toMatchObject({ code: 'REQUEST_TIMEOUT', retryable: true });
+    expect(error).toMatchObject({ code: 'REQUEST_TIMEOUT', kind: 'transient' });
     expect(error.message).toContain('within 300 ms');
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
   });

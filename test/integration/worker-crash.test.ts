@@ -30,7 +30,7 @@ describe('worker engine: crashes', () => {
     // Wait until the pipeline is full of stored queryIds, then kill without warning.
     for (let i = 0; i < 200 && (await h.services.batches.get('b')).counts.done < 60; i++) await sleep(50);
     const stored = new Map<string, string>();
-    for (const job of await h.services.queue.getJobs(['delayed', 'active', 'prioritized', 'wait'])) {
+    for (const job of await h.queue.getJobs(['delayed', 'active', 'prioritized', 'wait'])) {
       if (job?.data.queryId) stored.set(job.data.plate, job.data.queryId);
     }
     first.kill('SIGKILL');
@@ -68,7 +68,7 @@ describe('worker engine: crashes', () => {
     expect(code).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);
     // Nothing is left active with a lock held: a restarted worker finishes the batch at once.
-    expect(await h.services.queue.getActiveCount()).toBe(0);
+    expect(await h.queue.getActiveCount()).toBe(0);
     spawnWorker(h);
     await h.waitForBatch('b', 60_000);
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);

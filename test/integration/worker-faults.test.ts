@@ -59,7 +59,7 @@ describe('worker engine: faults', () => {
       config: { VQ_CONCURRENCY: '2', VQ_RATE_LIMIT: '200/s', VQ_POLL_INITIAL: '2s' },
     });
     await h.enqueue('b', makePlates(200));
-    const peak = sampleMax(() => h!.services.inflight.count(), 50);
+    const peak = sampleMax(() => h!.services.inflight.count('default'), 50);
     await h.waitForBatch('b', 60_000);
     const maxInFlight = await peak.stop();
     // Two slots, yet far more queries ran upstream at once: waiting ones sat in `delayed`.
@@ -74,7 +74,7 @@ describe('worker engine: faults', () => {
       config: { VQ_RATE_LIMIT: '400/s', VQ_CONCURRENCY: '16', VQ_MAX_IN_FLIGHT: '100', VQ_POLL_INITIAL: '300ms' },
     });
     await h.enqueue('b', makePlates(2_000));
-    const peak = sampleMax(() => h!.services.inflight.count(), 20);
+    const peak = sampleMax(() => h!.services.inflight.count('default'), 20);
     await h.waitForBatch('b', 120_000);
     const maxInFlight = await peak.stop();
     let firstResult = Infinity;

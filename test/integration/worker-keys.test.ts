@@ -17,15 +17,15 @@ describe('worker engine: key-level failures', () => {
     await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= 20);
     h.sim.keys.expire(TEST_KEY);
 
-    await waitFor(async () => (await h!.services.line.state()).paused);
-    const state = await h.services.line.state();
+    await waitFor(async () => (await h!.line.state()).paused);
+    const state = await h.line.state();
     expect(state.pause?.code).toBe('EXPIRED_API_KEY');
     expect(state.pause?.message).toMatch(/vqb resume/);
     await sleep(500); // let in-flight requests settle: they must be put back, not failed
     const paused = await h.services.batches.get('b');
     expect(paused.counts.failed).toBe(0);
     expect(paused.counts.done).toBeLessThan(120);
-    expect(await h.services.queue.getFailedCount()).toBe(0);
+    expect(await h.queue.getFailedCount()).toBe(0);
     const fatal = h.logs.lines.filter((l) => l.level === 60);
     expect(fatal).toHaveLength(1);
     expect(String(fatal[0]!.msg)).toMatch(/expired/);
@@ -33,7 +33,7 @@ describe('worker engine: key-level failures', () => {
     // Rotate: a new key on the upstream, the operator writes it to the key file and resumes.
     h.sim.keys.add({ key: 'rotated-key-2' });
     await writeFile(h.keyFile, 'rotated-key-2\n');
-    await h.services.line.resume();
+    await h.line.resume();
     await h.waitForBatch('b', 60_000);
 
     const done = await h.services.batches.get('b');
@@ -50,18 +50,18 @@ describe('worker engine: key-level failures', () => {
   ] as const)('a key lacking $missing pauses the line with a message naming "$named"', async ({ permissions, named }) => {
     h = await startHarness({ label: 'perm', sim: { keys: [{ key: TEST_KEY, permissions: [...permissions] }] } });
     await h.enqueue('b', makePlates(10));
-    await waitFor(async () => (await h!.services.line.state()).pause !== undefined);
-    const state = await h.services.line.state();
+    await waitFor(async () => (await h!.line.state()).pause !== undefined);
+    const state = await h.line.state();
     expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
     expect(state.pause?.message).toContain(named);
     expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
     await sleep(300);
     expect((await h.services.batches.get('b')).counts.failed).toBe(0);
-    expect(await h.services.queue.getFailedCount()).toBe(0);
+    expect(await h.queue.getFailedCount()).toBe(0);
 
     // Fix the key and resume: nothing was lost.
     h.sim.keys.add({ key: TEST_KEY });
-    await h.services.line.resume();
+    await h.line.resume();
     await h.waitForBatch('b', 30_000);
     expect((await h.services.batches.get('b')).counts.done).toBe(10);
   });

@@ -14,7 +14,7 @@ describe('worker engine: pacing and quotas', () => {
     h = await startHarness({
       label: 'smooth',
       sim: { rateLimit: '40/s', window: 'sliding' },
-      config: { VQ_RATE_LIMIT: '40/s', VQ_PACING: 'smooth', VQ_CONCURRENCY: '8' },
+      config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '8' },
     });
     await h.enqueue('b', makePlates(150));
     await h.waitForBatch('b', 60_000);

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createProgress, createStatusLine, etaMs, nextRate, type RateState } from '../../src/commands/progress.js';
 import { createLogger } from '../../src/logger.js';
-import type { BatchInfo } from '../../src/queue/batches.js';
+import type { BatchInfo } from '../../src/queue/batch/store.js';
 import { captureLogs } from '../helpers/logs.js';
 
 const TOTAL = 800;
@@ -69,7 +69,7 @@ describe('the ETA', () => {
     const reported: { at: number; finished: number; etaSec: number | null }[] = [];
     for (const [at, finished] of wavySamples()) {
       clock = at;
-      progress.update(batch(finished), { paused: false });
+      progress.update(batch(finished), { account: 'default', paused: false, rateLimit: '60/min' });
       const line = logs.lines.at(-1) as { etaSec: number | null };
       reported.push({ at, finished, etaSec: line.etaSec });
     }
@@ -85,6 +85,9 @@ describe('the ETA', () => {
 function batch(finished: number): BatchInfo {
   return {
     id: 'b',
+    account: 'default',
+    priority: 'normal',
+    weight: 1,
     source: 'file',
     name: 'b.csv',
     createdAt: 0,
@@ -137,9 +140,9 @@ describe('the progress bar on a terminal', () => {
     const status = createStatusLine(term.stdout);
     const logger = createLogger({ level: 'warn' }, status.logs(term.stderr));
     const progress = createProgress(term.stdout, logger, { now: () => 0, line: status });
-    progress.update(batch(100), { paused: false });
+    progress.update(batch(100), { account: 'default', paused: false, rateLimit: '60/min' });
     logger.warn('upstream asked to wait: all workers hold for 2000 ms');
-    progress.update(batch(200), { paused: false });
+    progress.update(batch(200), { account: 'default', paused: false, rateLimit: '60/min' });
     logger.warn('second warning');
     progress.finish();
     logger.warn('after the bar');

@@ -11,6 +11,7 @@ import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/c
 import { BadResponseError, InvalidKeyError, PermanentError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
 import { createKeyProvider, type KeyProvider } from '../../src/upstream/key.js';
 import { rejection } from '../helpers/process.js';
+import { decide } from '../../workers/actions.js';
 
 const ORIGIN = 'https://api.vehicles.test';
 const KEY = 'sk_live_9f8e7d6c5b4a';
@@ -160,7 +161,7 @@ describe('answers the client refuses', () => {
     const error = await rejection(client({ maxBodyBytes: 1_000_000 }).createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(BadResponseError);
     expect(error.message).toContain('5000000');
-    expect((error as BadResponseError).retryable).toBe(false);
+    expect(decide(error as BadResponseError).action).toBe('fail');
   });
 
   it('an undeclared (chunked) body that grows past maxBodyBytes → BadResponseError', async () => {
@@ -169,7 +170,7 @@ describe('answers the client refuses', () => {
     const error = await rejection(client({ maxBodyBytes: 1_024 }).getQuery('a'));
     expect(error).toBeInstanceOf(BadResponseError);
     expect(error.message).toContain('1024-byte limit');
-    expect((error as BadResponseError).retryable).toBe(true);
+    expect(decide(error as BadResponseError).action).toBe('retry');
   });
 
   it('the same body under the limit is accepted', async () => {
@@ -195,7 +196,7 @@ describe('answers the client refuses', () => {
     pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(201, '{"statusCode":201,"body":{"queryId":"q-1","sta');
     const error = await rejection(client().createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(BadResponseError);
-    expect(error).toMatchObject({ status: 201, code: 'BAD_RESPONSE', retryable: false });
+    expect(error).toMatchObject({ status: 201, code: 'BAD_RESPONSE', kind: 'bad-response' });
   });
 
   it('a 404 with the upstream code → PermanentError', async () => {
@@ -213,7 +214,7 @@ describe('network failures', () => {
     pool.intercept({ path: CREATE_PATH, method: 'POST' }).replyWithError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
     const error = await rejection(client().createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(TransientError);
-    expect(error).toMatchObject({ status: 0, code: 'CONNECTION_RESET', retryable: true });
+    expect(error).toMatchObject({ status: 0, code: 'CONNECTION_RESET', kind: 'transient' });
   });
 
   it('any other dispatch error → TransientError NETWORK_ERROR with status 0', async () => {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
 import { classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
+import { decide } from '../../workers/actions.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 const json = (value: unknown) => JSON.stringify(value);
@@ -88,14 +89,14 @@ describe('parseQueryBody: unusable answers', () => {
   it('no query id: BadResponseError, retryable for a get, not for a create', () => {
     const onCreate = thrown(() => parseQueryBody('create', 201, envelope(201, { status: 'PROCESSING' })));
     expect(onCreate).toBeInstanceOf(BadResponseError);
-    expect((onCreate as BadResponseError).retryable).toBe(false);
+    expect(decide(onCreate as BadResponseError).action).toBe('fail');
     expect((onCreate as BadResponseError).status).toBe(201);
     expect((onCreate as BadResponseError).code).toBe('BAD_RESPONSE');
     expect((onCreate as Error).message).toMatch(/query id/);
 
     const onGet = thrown(() => parseQueryBody('get', 200, json({ status: 'DONE' })));
     expect(onGet).toBeInstanceOf(BadResponseError);
-    expect((onGet as BadResponseError).retryable).toBe(true);
+    expect(decide(onGet as BadResponseError).action).toBe('retry');
   });
 
   it('an empty or non-scalar id is no id', () => {
@@ -118,14 +119,14 @@ describe('errorFromResponse', () => {
   it('401 INVALID_API_KEY → InvalidKeyError, not retryable', () => {
     const e = errorFromResponse('create', 401, {}, errorBody(401, 'INVALID_API_KEY', 'Invalid API key.'), NOW);
     expect(e).toBeInstanceOf(InvalidKeyError);
-    expect(e).toMatchObject({ code: 'INVALID_API_KEY', status: 401, retryable: false, message: 'Invalid API key.' });
+    expect(e).toMatchObject({ code: 'INVALID_API_KEY', status: 401, kind: 'invalid-key', message: 'Invalid API key.' });
   });
 
   it('401 EXPIRED_API_KEY → ExpiredKeyError', () => {
     const e = errorFromResponse('get', 401, {}, errorBody(401, 'EXPIRED_API_KEY', 'API key expired.'), NOW);
     expect(e).toBeInstanceOf(ExpiredKeyError);
     expect(e).not.toBeInstanceOf(InvalidKeyError);
-    expect(e).toMatchObject({ code: 'EXPIRED_API_KEY', status: 401, retryable: false });
+    expect(e).toMatchObject({ code: 'EXPIRED_API_KEY', status: 401, kind: 'expired-key' });
   });
 
   it('401 without a readable body is still a key problem', () => {
@@ -136,7 +137,7 @@ describe('errorFromResponse', () => {
     const body = errorBody(403, 'INSUFFICIENT_PERMISSIONS', 'This API key lacks a permission.');
     const create = errorFromResponse('create', 403, {}, body, NOW);
     expect(create).toBeInstanceOf(PermissionError);
-    expect(create).toMatchObject({ operation: 'create', permission: 'Run vehicle queries', status: 403, retryable: false });
+    expect(create).toMatchObject({ operation: 'create', permission: 'Run vehicle queries', status: 403, kind: 'permission' });
     expect(create.message).toContain('Run vehicle queries');
     expect(create.message).toContain('This API key lacks a permission.');
 
@@ -150,7 +151,7 @@ describe('errorFromResponse', () => {
     const body = errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded. Try again in 2 seconds.', { retryAfter: 2, retryAfterMs: 1_250 });
     const e = errorFromResponse('create', 429, { 'retry-after': '2' }, body, NOW);
     expect(e).toBeInstanceOf(RateLimitedError);
-    expect(e).toMatchObject({ status: 429, retryable: true, retryAfterMs: 1_250, code: 'RATE_LIMIT_EXCEEDED' });
+    expect(e).toMatchObject({ status: 429, kind: 'rate-limited', retryAfterMs: 1_250, code: 'RATE_LIMIT_EXCEEDED' });
 
     const provider = errorFromResponse('get', 429, { 'retry-after': '60' }, errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Try again in 60 seconds.', { retryAfter: 60 }), NOW);
     expect((provider as RateLimitedError).retryAfterMs).toBe(60_000);
@@ -163,33 +164,33 @@ describe('errorFromResponse', () => {
   it('500 JSON and 502/503 HTML → TransientError keeping the status', () => {
     const e500 = errorFromResponse('create', 500, {}, errorBody(500, 'INTERNAL_SERVER_ERROR', 'Internal server error.'), NOW);
     expect(e500).toBeInstanceOf(TransientError);
-    expect(e500).toMatchObject({ status: 500, code: 'HTTP_500', upstreamCode: 'INTERNAL_SERVER_ERROR', retryable: true });
+    expect(e500).toMatchObject({ status: 500, code: 'HTTP_500', upstreamCode: 'INTERNAL_SERVER_ERROR', kind: 'transient' });
 
     const html = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
     const e502 = errorFromResponse('get', 502, { 'content-type': 'text/html' }, html, NOW);
     expect(e502).toBeInstanceOf(TransientError);
-    expect(e502).toMatchObject({ status: 502, code: 'HTTP_502', upstreamCode: undefined, retryable: true });
+    expect(e502).toMatchObject({ status: 502, code: 'HTTP_502', upstreamCode: undefined, kind: 'transient' });
     expect(e502.message).toContain('502 Bad Gateway');
     expect(e502.message).not.toMatch(/[\r\n]/);
 
-    expect(errorFromResponse('get', 503, {}, '', NOW)).toMatchObject({ status: 503, retryable: true });
+    expect(errorFromResponse('get', 503, {}, '', NOW)).toMatchObject({ status: 503, kind: 'transient' });
     expect(errorFromResponse('get', 408, {}, '', NOW)).toBeInstanceOf(TransientError);
   });
 
   it('400 and 404 → PermanentError keeping the upstream code', () => {
     const bad = errorFromResponse('create', 400, {}, errorBody(400, 'INVALID_PLATE', 'Invalid license plate "X".'), NOW);
     expect(bad).toBeInstanceOf(PermanentError);
-    expect(bad).toMatchObject({ status: 400, code: 'INVALID_PLATE', upstreamCode: 'INVALID_PLATE', retryable: false, message: 'Invalid license plate "X".' });
+    expect(bad).toMatchObject({ status: 400, code: 'INVALID_PLATE', upstreamCode: 'INVALID_PLATE', kind: 'permanent', message: 'Invalid license plate "X".' });
 
     const missing = errorFromResponse('get', 404, {}, errorBody(404, 'QUERY_NOT_FOUND', 'No query with id "x".'), NOW);
     expect(missing).toBeInstanceOf(PermanentError);
-    expect(missing).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', retryable: false });
+    expect(missing).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', kind: 'permanent' });
   });
 
   it('an unknown 4xx code keeps its class: permanent, the code kept; without a code, HTTP_<status>', () => {
     const odd = errorFromResponse('create', 422, {}, errorBody(422, 'PLATE_BLOCKED_BY_COURT', 'Blocked.'), NOW);
     expect(odd).toBeInstanceOf(PermanentError);
-    expect(odd).toMatchObject({ status: 422, code: 'PLATE_BLOCKED_BY_COURT', upstreamCode: 'PLATE_BLOCKED_BY_COURT', retryable: false });
+    expect(odd).toMatchObject({ status: 422, code: 'PLATE_BLOCKED_BY_COURT', upstreamCode: 'PLATE_BLOCKED_BY_COURT', kind: 'permanent' });
 
     const teapot = errorFromResponse('get', 418, {}, 'I am a teapot', NOW);
     expect(teapot).toMatchObject({ status: 418, code: 'HTTP_418', upstreamCode: undefined, message: 'I am a teapot' });
