@@ -23,7 +23,6 @@ export class Budget {
   readonly #keys: VqbKeys;
   readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
-  readonly #cache = new Map<string, { at: number; caps: Caps }>();
 
   constructor(redis: Redis, keys: VqbKeys, accounts: readonly Account[], now: () => number = Date.now) {
     this.#redis = withScripts(redis, SCRIPTS);
@@ -32,17 +31,16 @@ export class Budget {
     this.#now = now;
   }
 
-  /** The account's caps: set at run time (`vqb budget`) over the configured ones; read at most once a second. */
+  /**
+   * The account's caps: set at run time (`vqb budget`) over the configured ones. Read at every
+   * reservation, not cached: a create woken because a cap was raised must see the raise, or it
+   * would be held again until the next reset.
+   */
   async caps(accountId: string): Promise<Caps> {
-    const now = this.#now();
-    const cached = this.#cache.get(accountId);
-    if (cached && now - cached.at < 1_000) return cached.caps;
     const fields = await this.#redis.hgetall(this.#keys.budget(accountId));
     const configured = this.#accounts.get(accountId);
     const pick = (stored: string | undefined, value: number | undefined) => (stored === undefined ? value : stored === '' ? undefined : Number(stored));
-    const caps = { perDay: pick(fields.perDay, configured?.perDay), perMonth: pick(fields.perMonth, configured?.perMonth) };
-    this.#cache.set(accountId, { at: now, caps });
-    return caps;
+    return { perDay: pick(fields.perDay, configured?.perDay), perMonth: pick(fields.perMonth, configured?.perMonth) };
   }
 
   /** Run-time caps of an account; `null` removes a cap, `undefined` leaves it as it is. */
@@ -50,7 +48,6 @@ export class Budget {
     for (const [field, value] of Object.entries(caps)) {
       if (value !== undefined) await this.#redis.hset(this.#keys.budget(accountId), field, value === null ? '' : String(value));
     }
-    this.#cache.delete(accountId);
   }
 
   async reserve(accountId: string, batchId: string): Promise<BudgetVerdict> {

@@ -1,5 +1,5 @@
 // Turns the scheduler's picks into BullMQ jobs, a few at a time: each account's queue holds about
-// two seconds of its rate in creates, so a batch that arrives now is served within that, and a
+// half a second of its rate in creates, so a batch that arrives now is served within that, and a
 // million plates queued cost a million list entries, not a million jobs. Every worker process
 // runs the feeder on a timer; producers call it once after an ingest so an interactive plate is
 // on the queue at once.
@@ -23,9 +23,9 @@ export class Feeder {
     this.#now = now;
   }
 
-  /** Creates an account keeps on its queue: two seconds of its rate, at least 4. */
+  /** Creates an account keeps on its queue: half a second of its rate (at least 4), a little more than one feed period needs. */
   target(account: Account): number {
-    return Math.min(1_000, Math.max(4, Math.ceil(perSecond(account) * 2)));
+    return Math.min(1_000, Math.max(4, Math.ceil(perSecond(account) * 0.5)));
   }
 
   /** Tops the account's queue up to its target; returns how many plates became jobs. */

@@ -26,6 +26,10 @@ export interface Harness {
   logs: CapturedLogs;
   redis: RedisTestContext;
   keyFile: string;
+  /** VQ_ACCOUNTS_FILE, when the harness has accounts. */
+  accountsFile?: string;
+  /** The key file of an account of the harness (write a new key there to rotate it). */
+  keyFileOf(accountId: string): string;
   workers: WorkerHandle[];
   /** The first account's line and queue (the only ones without VQ_ACCOUNTS_FILE). */
   line: AccountLine;
@@ -91,6 +95,8 @@ export async function startHarness(
     logs,
     redis,
     keyFile,
+    ...(accountsFile.VQ_ACCOUNTS_FILE ? { accountsFile: accountsFile.VQ_ACCOUNTS_FILE } : {}),
+    keyFileOf: (accountId) => join(dir, `key-${accountId}`),
     workers,
     line: services.lines.for(config.accounts[0]!.id),
     queue: services.queues.for(config.accounts[0]!.id),

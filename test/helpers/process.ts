@@ -28,6 +28,7 @@ export function harnessEnv(h: Harness, extra: Record<string, string> = {}): Reco
     VQ_PREFIX: h.config.prefix,
     VQ_BASE_URL: h.sim.url,
     VQ_API_KEY_FILE: h.keyFile,
+    ...(h.accountsFile ? { VQ_ACCOUNTS_FILE: h.accountsFile } : {}),
     VQ_OUT_DIR: h.config.outDir,
     VQ_RATE_LIMIT: '100/s',
     VQ_POLL_INITIAL: '300ms',

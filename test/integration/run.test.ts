@@ -130,9 +130,9 @@ describe('vqb run', () => {
       return JSON.parse(r.stdout);
     };
     expect(await json(['status', 'ops'])).toMatchObject({ id: 'ops', counts: { done: 1, failed: 1 } });
-    expect((await json(['pause'])).line).toMatchObject({ paused: true, pause: { code: 'PAUSED_BY_OPERATOR' } });
-    expect((await json(['status'])).line.paused).toBe(true);
-    expect((await json(['resume'])).line.paused).toBe(false);
+    expect((await json(['pause'])).accounts[0]).toMatchObject({ account: 'default', paused: true, pause: { code: 'PAUSED_BY_OPERATOR' } });
+    expect((await json(['status'])).accounts[0]).toMatchObject({ account: 'default', line: { paused: true } });
+    expect((await json(['resume'])).accounts[0].paused).toBe(false);
     expect((await json(['budget', '--per-day', '100'])).caps).toMatchObject({ perDay: 100 });
     const [today] = await json(['cost', '--days', '1']);
     expect(today.counts).toMatchObject({ creates: 2 });

@@ -1,7 +1,7 @@
 // Key-level failures stop the line, not the job: pause, say what to do, lose nothing, resume.
 import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, sleep, startHarness, TEST_KEY, type Harness } from '../helpers/engine.js';
+import { accountKey, makePlates, startHarness, TEST_KEY, type Harness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -21,7 +21,8 @@ describe('worker engine: key-level failures', () => {
     const state = await h.line.state();
     expect(state.pause?.code).toBe('EXPIRED_API_KEY');
     expect(state.pause?.message).toMatch(/vqb resume/);
-    await sleep(500); // let in-flight requests settle: they must be put back, not failed
+    // Requests in flight when the key expired settle: put back, not failed.
+    await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
     const paused = await h.services.batches.get('b');
     expect(paused.counts.failed).toBe(0);
     expect(paused.counts.done).toBeLessThan(120);
@@ -55,7 +56,7 @@ describe('worker engine: key-level failures', () => {
     expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
     expect(state.pause?.message).toContain(named);
     expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
-    await sleep(300);
+    await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
     expect((await h.services.batches.get('b')).counts.failed).toBe(0);
     expect(await h.queue.getFailedCount()).toBe(0);
 
@@ -64,5 +65,46 @@ describe('worker engine: key-level failures', () => {
     await h.line.resume();
     await h.waitForBatch('b', 30_000);
     expect((await h.services.batches.get('b')).counts.done).toBe(10);
+  });
+
+  it("one account's expired key pauses that account alone: the other keeps its full rate; rotated and resumed, the first finishes, nothing created twice", async () => {
+    h = await startHarness({
+      label: 'two-accounts',
+      accounts: [
+        { id: 'frota', rateLimit: '20/s', key: { rateLimit: '20/s' } },
+        { id: 'seguros', rateLimit: '20/s', key: { rateLimit: '20/s' } },
+      ],
+      config: { VQ_CONCURRENCY: '4' },
+      sim: { window: 'sliding' },
+    });
+    await h.enqueue('a', makePlates(120), { account: 'frota' });
+    await h.enqueue('b', makePlates(200, 1_000), { account: 'seguros' });
+    await waitFor(async () => (await h!.services.batches.get('a')).counts.done >= 20);
+    h.sim.keys.expire(accountKey('frota'));
+    const frota = h.services.lines.for('frota');
+    await waitFor(async () => (await frota.state()).pause !== undefined);
+    expect((await frota.state()).pause?.code).toBe('EXPIRED_API_KEY');
+    expect((await frota.state()).pause?.message).toContain('vqb resume --account frota');
+    expect((await h.services.lines.for('seguros').state()).paused).toBe(false);
+
+    // While frota is paused, seguros keeps going at its own rate.
+    const before = h.sim.stats().byKey.seguros!;
+    const doneBefore = (await h.services.batches.get('b')).counts.done;
+    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= doneBefore + 40);
+    const after = h.sim.stats().byKey.seguros!;
+    expect(after.counted).toBeGreaterThan(before.counted);
+    expect(after.rateLimited).toBe(0);
+    expect((await h.services.batches.get('a')).counts.failed).toBe(0);
+
+    // Rotate frota's key and resume it alone.
+    h.sim.keys.add({ key: 'rotated-frota-key', label: 'frota2' });
+    await writeFile(h.keyFileOf('frota'), 'rotated-frota-key\n');
+    await frota.resume();
+    await h.waitForBatch('a', 60_000);
+    await h.waitForBatch('b', 60_000);
+    expect((await h.services.batches.get('a')).counts).toMatchObject({ done: 120, failed: 0 });
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 200, failed: 0 });
+    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+    expect(h.logs.lines.filter((l) => l.level === 60)).toHaveLength(1);
   });
 });

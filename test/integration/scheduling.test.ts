@@ -1,0 +1,88 @@
+// Fair, multi-account scheduling on one account: batches share its rate by weight from the moment
+// each arrives, and an interactive look-up goes before anything queued.
+import { describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/list.js';
+import type { Outcome } from '../../src/queue/types.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { waitFor } from '../helpers/process.js';
+
+const harness = useHarness();
+
+async function outcomes(h: Harness, batchId: string): Promise<Outcome[]> {
+  const out: Outcome[] = [];
+  for await (const o of h.services.outcomes.scan(batchId)) out.push(o);
+  return out;
+}
+
+/**
+ * A's share of the creates in consecutive windows of `windowMs`, over the span in which both
+ * batches had creates waiting: from B's first create to the earlier of the two last creates.
+ */
+async function sharesOfA(h: Harness, a: string, b: string, windowMs: number): Promise<number[]> {
+  const times = async (id: string) => (await outcomes(h, id)).map((o) => o.createdAt!).sort((x, y) => x - y);
+  const [ta, tb] = [await times(a), await times(b)];
+  const from = tb[0]!;
+  const to = Math.min(ta.at(-1)!, tb.at(-1)!);
+  const shares: number[] = [];
+  for (let start = from; start + windowMs <= to; start += windowMs) {
+    const inWindow = (t: number[]) => t.filter((x) => x >= start && x < start + windowMs).length;
+    const [na, nb] = [inWindow(ta), inWindow(tb)];
+    shares.push(na / (na + nb));
+  }
+  return shares;
+}
+
+describe('fair shares between the batches of one account', () => {
+  it.each([
+    [1, 1, 0.5],
+    [3, 1, 0.75],
+  ])('weights %i:%i: while both have creates waiting, the first gets %f of the creates in every window (± 0.1)', async (wa, wb, expected) => {
+    const h = await harness.start({ label: `share-${wa}-${wb}`, config: { VQ_RATE_LIMIT: '100/s', VQ_CONCURRENCY: '16' }, sim: { completionMs: [100, 200] } });
+    await h.enqueue('first', makePlates(400), { weight: wa });
+    // The second arrives while the first is well under way.
+    await waitFor(async () => (await h.services.batches.get('first')).counts.creates >= 60);
+    await h.enqueue('second', makePlates(400, 1_000), { weight: wb });
+    await h.waitForBatch('first', 60_000);
+    await h.waitForBatch('second', 60_000);
+    const shares = await sharesOfA(h, 'first', 'second', 1_000);
+    expect(shares.length).toBeGreaterThanOrEqual(3);
+    for (const share of shares) expect(share).toBeGreaterThan(expected - 0.1), expect(share).toBeLessThan(expected + 0.1);
+    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+  });
+});
+
+describe('priority classes', () => {
+  it('an interactive plate submitted behind a large normal batch is created before the queued plates, and finished within its query time + 2 s', async () => {
+    const h = await harness.start({ label: 'interactive', config: { VQ_RATE_LIMIT: '20/s' }, sim: { completionMs: [800, 1_000] } });
+    await h.enqueue('fleet', makePlates(400));
+    await waitFor(async () => (await h.services.batches.get('fleet')).counts.creates >= 40);
+    const submitted = Date.now();
+    const { batch } = await ingestList(h.services, ['XYZ1A23'], { source: 'library', priority: 'interactive', name: 'screen' });
+    await h.waitForBatch(batch.id, 30_000);
+    const [outcome] = await outcomes(h, batch.id);
+    const fleetCreatedAt = (await outcomes(h, 'fleet')).map((o) => o.createdAt!);
+    // Created at once: no more than a few fleet plates (already reserved slots) went out between
+    // its submission and its create, although hundreds were queued.
+    const before = fleetCreatedAt.filter((t) => t > submitted && t < outcome!.createdAt!).length;
+    expect(before).toBeLessThanOrEqual(3);
+    expect(outcome!.finishedAt - submitted).toBeLessThan(1_000 + 2_000);
+    // The fleet was still creating then: the interactive plate did not merely run after it.
+    expect(Math.max(...fleetCreatedAt)).toBeGreaterThan(outcome!.finishedAt);
+  });
+
+  it('bulk waits for normal batches of its account; an interactive batch over VQ_INTERACTIVE_MAX is refused with a typed error', async () => {
+    const h = await harness.start({ label: 'bulk', config: { VQ_RATE_LIMIT: '100/s', VQ_INTERACTIVE_MAX: '5' } });
+    await h.enqueue('bulk', makePlates(200), { priority: 'bulk' });
+    await waitFor(async () => (await h.services.batches.get('bulk')).counts.creates >= 20);
+    await h.enqueue('normal', makePlates(100, 1_000));
+    await h.waitForBatch('normal', 60_000);
+    const normalLast = Math.max(...(await outcomes(h, 'normal')).map((o) => o.createdAt!));
+    const normalFirst = Math.min(...(await outcomes(h, 'normal')).map((o) => o.createdAt!));
+    const bulkDuring = (await outcomes(h, 'bulk')).filter((o) => o.createdAt! > normalFirst && o.createdAt! < normalLast).length;
+    // Only bulk creates already on the queue when the normal batch came went out meanwhile.
+    expect(bulkDuring).toBeLessThanOrEqual(h.services.feeder.target(h.config.accounts[0]!));
+    await h.waitForBatch('bulk', 60_000);
+
+    await expect(ingestList(h.services, makePlates(6, 5_000), { source: 'library', priority: 'interactive' })).rejects.toMatchObject({ code: 'TOO_MANY_FOR_INTERACTIVE' });
+  });
+});
