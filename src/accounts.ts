@@ -74,11 +74,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
     seen.add(a.id);
     if (a.apiKey && a.apiKeyFile) throw new ConfigError(source, `account ${a.id}: set apiKey or apiKeyFile, not both`);
     if (a.tokens && a.tokensFile) throw new ConfigError(source, `account ${a.id}: set tokens or tokensFile, not both`);
-    const apiKey: ApiKeySource | undefined = a.apiKeyFile
-      ? { kind: 'file', path: a.apiKeyFile }
-      : a.apiKey
-        ? { kind: 'inline', secret: new Secret(a.apiKey) }
-        : undefined;
+    const apiKey: ApiKeySource | undefined = a.apiKeyFile ? { kind: 'file', path: a.apiKeyFile } : a.apiKey ? { kind: 'inline', secret: new Secret(a.apiKey) } : undefined;
     const tokens: TokenSource | undefined = a.tokensFile
       ? { kind: 'file', path: a.tokensFile }
       : a.tokens

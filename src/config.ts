@@ -294,7 +294,8 @@ export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefin
 export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
   const where = account.id === 'default' ? '' : ` (account ${account.id} in VQ_ACCOUNTS_FILE)`;
   if (!account.baseUrl) throw new ConfigError(account.id === 'default' ? 'VQ_BASE_URL' : 'VQ_ACCOUNTS_FILE', `expected the upstream base URL${where}; it is not set`);
-  if (!account.apiKey) throw new ConfigError(account.id === 'default' ? 'VQ_API_KEY' : 'VQ_ACCOUNTS_FILE', `expected the upstream API key${where} (or a file holding it); none is set`);
+  if (!account.apiKey)
+    throw new ConfigError(account.id === 'default' ? 'VQ_API_KEY' : 'VQ_ACCOUNTS_FILE', `expected the upstream API key${where} (or a file holding it); none is set`);
   return { baseUrl: account.baseUrl, apiKey: account.apiKey };
 }
 

@@ -151,7 +151,10 @@ export class Vqb {
     const { rows } = toInputRows(plates);
     const name = options.name ?? options.source ?? 'library';
     const id = listBatchId(rows, { batchId: options.batchId, name, force: options.force });
-    return estimateCost(this.services, id, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
+    return estimateCost(this.services, id, rows, {
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      ...(options.account !== undefined ? { account: options.account } : {}),
+    });
   }
 
   /** A batch enqueued earlier (by any producer). */

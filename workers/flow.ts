@@ -2,6 +2,7 @@
 // to do when the upstream or a cap says no. It asks the modules that own the state (the account's
 // line and pace, the in-flight cap, the spending caps, the scheduler) and returns what the
 // processor should do with the job; it never touches a job itself.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { AccountLine, LimitReason } from '../src/queue/accounts.js';
@@ -16,8 +17,8 @@ import { adviceFor } from './actions.js';
 
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
-  /** Sleep `waitMs` (the reserved slot), then send. */
-  | { go: true; waitMs: number }
+  /** Send now: the account's slot has come. */
+  | { go: true }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -30,6 +31,8 @@ export interface FlowDeps {
   inflight: InFlight;
   budget: Budget;
   scheduler: Scheduler;
+  /** VQ_PACING_JITTER: a request woken later than half of it takes the next slot instead. */
+  jitterMs: number;
   logger: Logger;
   metrics?: WorkerMetrics;
   now?: () => number;
@@ -64,8 +67,23 @@ export class AccountFlow {
 
   /** A poll: only the pace decides. */
   async admitPoll(): Promise<Admission> {
-    const slot = await this.#d.line.slot(this.horizonMs);
-    return slot.reserved ? { go: true, waitMs: slot.waitMs } : this.#later(slot.waitMs);
+    return (await this.#paced()) ?? { go: true };
+  }
+
+  /**
+   * Waits for the account's next slot when it is within the horizon; otherwise says when to ask
+   * again. A worker woken late (a busy event loop) does not send: a late request crowds the
+   * window against the one N slots after it, so it takes the next slot instead (a slot lost,
+   * rarely; a 429 never). Returns undefined when the request may go now.
+   */
+  async #paced(): Promise<Admission | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const slot = await this.#d.line.slot(this.horizonMs);
+      if (!slot.reserved) return this.#later(slot.waitMs);
+      const due = performance.now() + slot.waitMs;
+      if (slot.waitMs > 0) await sleep(slot.waitMs);
+      if (performance.now() - due <= this.#d.jitterMs / 2 || attempt >= 2) return undefined;
+    }
   }
 
   /**
@@ -79,17 +97,15 @@ export class AccountFlow {
 
   /** A create: the pace, then the in-flight cap, then the spending caps (reserved before sending). */
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
-    const slot = await this.#d.line.slot(this.horizonMs);
-    if (!slot.reserved) return this.#later(slot.waitMs);
+    const paced = await this.#paced();
+    if (paced) return paced;
     const now = this.#now();
     if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, now))) {
-      await this.#d.line.releaseSlot(slot);
       // Polls (a higher priority) drain the pipeline meanwhile.
       return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };
     }
     const verdict = await this.#d.budget.reserve(this.accountId, data.batchId);
-    if (verdict === 'ok') return { go: true, waitMs: slot.waitMs };
-    await this.#d.line.releaseSlot(slot);
+    if (verdict === 'ok') return { go: true };
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);
     return { go: false, why: 'cap', heldBy: verdict, until: await this.#holdAtCap(data, verdict) };
   }

@@ -4,7 +4,6 @@
 // job waits in `delayed` holding no worker slot. The step and the queryId are written to the job
 // the moment a create answers, so a crash, a stall or a retry after that point polls the same
 // query instead of paying for a new one.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
@@ -15,7 +14,7 @@ import { isUpstreamError, type AnyUpstreamError } from '../src/upstream/errors.j
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide } from './actions.js';
 import type { Admission, AccountFlow } from './flow.js';
-import { nextPollDelay, type PollLearner } from './poll-schedule.js';
+import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import type { Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
@@ -148,11 +147,7 @@ export class PlateProcessor {
 
   /** Acts on the flow control's answer: returns when the request may go out, throws what BullMQ should do otherwise. */
   async #admitted(admission: Admission, job: PlateJob, token: string | undefined): Promise<void> {
-    if (process.env.VQB_DEBUG_ADMIT) { const g = globalThis as unknown as { __adm?: Record<string, number> }; g.__adm ??= {}; const k = admission.go ? 'go' : admission.why; g.__adm[k] = (g.__adm[k] ?? 0) + 1; if (admission.go) g.__adm.waitSum = (g.__adm.waitSum ?? 0) + admission.waitMs; else if (admission.why === 'later') g.__adm.retrySum = (g.__adm.retrySum ?? 0) + admission.retryInMs; }
-    if (admission.go) {
-      if (admission.waitMs > 0) await sleep(admission.waitMs);
-      return;
-    }
+    if (admission.go) return;
     switch (admission.why) {
       case 'later':
         // Back to the head of its priority, no attempt spent; no worker asks again before the slot is near.

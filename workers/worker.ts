@@ -17,7 +17,7 @@ import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
-import { PollLearner } from './poll-schedule.js';
+import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
 import { Recorder } from './recorder.js';
 
@@ -89,6 +89,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       inflight: services.inflight,
       budget: services.budget,
       scheduler: services.scheduler,
+      jitterMs: config.pacingJitterMs,
       logger,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       now,

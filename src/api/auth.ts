@@ -110,7 +110,7 @@ export class TokenAuth {
   async check(headers: IncomingHttpHeaders): Promise<Scope> {
     const sets = await Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts })));
     if (sets.every((s) => s.hashes.length === 0)) {
-      throw new ApiError(503, 'AUTH_NOT_CONFIGURED', 'this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account\'s tokens), so it serves no one');
+      throw new ApiError(503, 'AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
     }
     const token = presentedToken(headers);
     if (token === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');

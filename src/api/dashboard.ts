@@ -9,7 +9,11 @@ import type { PlateQueue } from '../queue/account-queues.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
-export async function mountDashboard(app: FastifyInstance, queues: readonly PlateQueue[], guard: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>): Promise<void> {
+export async function mountDashboard(
+  app: FastifyInstance,
+  queues: readonly PlateQueue[],
+  guard: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })), serverAdapter, options: { uiConfig: { boardTitle: 'vqb' } } });

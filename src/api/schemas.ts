@@ -43,7 +43,7 @@ export const CreateBatchBody = z
     dryRun: z.boolean().optional().describe('only report what the batch would cost: nothing is stored and no upstream request is made'),
     account: AccountId.optional().describe('the account (upstream key) the batch uses; default: the first configured (`default`)'),
     priority: Priority.optional().describe('interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal; bulk'),
-    weight: Weight.optional().describe('share of the account\'s rate relative to the other batches of its class (default 1)'),
+    weight: Weight.optional().describe("share of the account's rate relative to the other batches of its class (default 1)"),
   })
   .strict();
 export type CreateBatchBody = z.output<typeof CreateBatchBody>;
@@ -125,7 +125,7 @@ export const BatchView = z.object({
   account: z.string().describe('the account (upstream key) the batch uses'),
   priority: Priority,
   weight: z.number(),
-  share: z.number().describe('share of the account\'s creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)'),
+  share: z.number().describe("share of the account's creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)"),
   source: z.enum(['file', 'api', 'library', 'inbox']),
   product: z.string(),
   createdAt: z.iso.datetime(),
@@ -144,7 +144,7 @@ export const BatchView = z.object({
   eta: z
     .object({ seconds: z.number(), at: z.iso.datetime() })
     .optional()
-    .describe('rough estimate from the remaining plates, requests per plate so far and the batch\'s share of its account\'s rate'),
+    .describe("rough estimate from the remaining plates, requests per plate so far and the batch's share of its account's rate"),
   links: z.object({ self: z.string(), results: z.string() }),
 });
 export type BatchView = z.output<typeof BatchView>;
@@ -210,6 +210,6 @@ export const HealthReply = z.object({
       }),
     )
     .optional()
-    .describe('each account\'s line; left out when Redis is down'),
+    .describe("each account's line; left out when Redis is down"),
 });
 export type HealthReply = z.output<typeof HealthReply>;

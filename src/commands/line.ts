@@ -15,7 +15,9 @@ export const pauseCommand: Command = {
       for (const line of lines) await line.pauseByOperator(reason);
       const states = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: states }));
-      else for (const s of states) ctx.print(`paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`);
+      else
+        for (const s of states)
+          ctx.print(`paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`);
       return 0;
     });
   },

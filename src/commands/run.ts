@@ -69,7 +69,10 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
       const { rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
-      const estimate = await estimateCost(services, batchId, rows, options.reuseWithinMs === undefined ? {} : { reuseWithinMs: options.reuseWithinMs });
+      const estimate = await estimateCost(services, batchId, rows, {
+        account: account.id,
+        ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      });
       ctx.print(describeEstimate(estimate, account));
       return { code: 0, batchId };
     }

@@ -1,7 +1,9 @@
 // What a batch would cost, without calling the upstream: rows read, validated and deduplicated as
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
-// answer; polls expected from what the poll schedule has learned; time at the configured rate
-// and against the daily spending cap.
+// answer; polls expected from what the poll schedule has learned; time at the account's rate
+// and against its daily spending cap.
+import { accountOf } from '../config.js';
+import { PollLearner } from '../queue/poll-schedule.js';
 import type { QueueServices } from '../queue/services.js';
 import { ReuseStore } from '../queue/reuse.js';
 import { PlateDeduper } from './dedup.js';
@@ -33,9 +35,10 @@ export async function estimateCost(
   services: QueueServices,
   batchId: string,
   rows: AsyncIterable<InputRow> | Iterable<InputRow>,
-  options: { reuseWithinMs?: number; now?: () => number } = {},
+  options: { reuseWithinMs?: number; account?: string; now?: () => number } = {},
 ): Promise<CostEstimate> {
   const { config, redis, keys, outcomes } = services;
+  const account = accountOf(config, options.account);
   const now = (options.now ?? Date.now)();
   const deduper = new PlateDeduper();
   let total = 0;
@@ -67,13 +70,12 @@ export async function estimateCost(
 
   const plates = deduper.size;
   const creates = plates - alreadyFinished - reusable;
-  const learned = await redis.hgetall(keys.learner(config.product));
-  const samples = Number(learned.pending ?? 0) + Number(learned.finished ?? 0);
-  const pendingShare = samples > 0 ? Number(learned.pending ?? 0) / samples : 1 - config.poll.quantile;
+  const learned = await new PollLearner(redis, keys, config.poll).snapshot(account.product);
+  const pendingShare = learned.samples > 0 ? learned.pendingAtFirstPoll / learned.samples : 1 - config.poll.quantile;
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
-  const perSecond = (config.rateLimit.max * 1000) / config.rateLimit.durationMs;
-  const perDay = config.budget.perDay;
+  const perSecond = (account.rateLimit.max * 1000) / account.rateLimit.durationMs;
+  const perDay = account.perDay;
   return {
     batchId,
     rows: total,

@@ -26,7 +26,7 @@ export class InboxDelivery {
 
   constructor(deps: InboxDeliveryDeps) {
     this.#deps = deps;
-    this.#pendingKey = `${deps.services.keys.base}:inbox:pending`;
+    this.#pendingKey = deps.services.keys.inbox('pending');
   }
 
   /** Batches whose exports are written when they finish (as of the last pass). */

@@ -44,7 +44,7 @@ export class InboxIntake {
 
   constructor(deps: InboxIntakeDeps) {
     this.#deps = deps;
-    this.#processingKey = `${deps.services.keys.base}:inbox:processing`;
+    this.#processingKey = deps.services.keys.inbox('processing');
     this.#observer = new InboxObserver({ stableMs: deps.stableMs, log: deps.log });
   }
 

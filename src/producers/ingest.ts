@@ -6,7 +6,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { accountOf } from '../config.js';
 import { InputError } from '../errors.js';
 import { foldAccents } from '../plates.js';
-import { withScripts } from '../queue/scripts.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../queue/services.js';
@@ -78,7 +77,7 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not
   // both store its rows: one ingests, the other waits and then finds the batch sealed.
-  const lock = await acquireIngestLock(services, options.id);
+  const lock = await batches.lockIngest(options.id);
   try {
     const current = await batches.get(options.id);
     if (current.sealed) return { batch: current, created };
@@ -109,7 +108,10 @@ async function ingestRows(
     const judged = judge(deduper, row, options.extraColumns ?? []);
     if (seen++ < skip) continue;
     if (judged.kind === 'queued' && ++queued > config.interactiveMax && batch.priority === 'interactive') {
-      throw new InputError('TOO_MANY_FOR_INTERACTIVE', `an interactive batch holds at most ${config.interactiveMax} plates (VQ_INTERACTIVE_MAX); send larger ones as normal or bulk`);
+      throw new InputError(
+        'TOO_MANY_FOR_INTERACTIVE',
+        `an interactive batch holds at most ${config.interactiveMax} plates (VQ_INTERACTIVE_MAX); send larger ones as normal or bulk`,
+      );
     }
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
@@ -122,24 +124,6 @@ async function ingestRows(
   if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
   await batches.seal(options.id);
   return batches.get(options.id);
-}
-
-const LOCK_MS = 60_000;
-
-async function acquireIngestLock(services: QueueServices, batchId: string): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
-  const { redis, keys } = services;
-  const key = keys.ingestLock(batchId);
-  const token = randomBytes(8).toString('hex');
-  // A crashed holder's lock expires after LOCK_MS; the next ingest then resumes from its rows.
-  while ((await redis.set(key, token, 'PX', LOCK_MS, 'NX')) !== 'OK') await new Promise((r) => setTimeout(r, 100));
-  return {
-    refresh: async () => {
-      await redis.pexpire(key, LOCK_MS);
-    },
-    release: async () => {
-      await withScripts(redis, ['lock-release']).vqbLockRelease(key, token);
-    },
-  };
 }
 
 function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {

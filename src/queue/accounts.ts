@@ -36,9 +36,9 @@ export interface AccountLineState {
   rateLimit: string;
 }
 
-export type Slot = { reserved: true; waitMs: number; tat: string } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
+export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
-const SCRIPTS = ['pace-acquire', 'pace-release', 'pace-hold', 'pace-adapt', 'account-pause'] as const;
+const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-adapt', 'account-pause'] as const;
 
 export class AccountLine {
   readonly account: Account;
@@ -71,14 +71,9 @@ export class AccountLine {
    * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away.
    */
   async slot(horizonMs: number): Promise<Slot> {
-    const [reserved, wait, reason, tat] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs)) as [number, string, 'pace' | 'hold', string];
+    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs)) as [number, string, 'pace' | 'hold'];
     const waitMs = Math.max(0, Number(wait));
-    return reserved === 1 ? { reserved: true, waitMs, tat } : { reserved: false, waitMs, reason };
-  }
-
-  /** Gives back a reserved slot the caller will not use, if none was reserved after it. */
-  async releaseSlot(slot: Extract<Slot, { reserved: true }>): Promise<void> {
-    await this.#redis.vqbPaceRelease(this.#pace, slot.tat, this.intervalMs);
+    return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
   }
 
   /**

@@ -14,7 +14,7 @@
 // | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:<account>:feeding | | queue/scheduler.ts |
 // | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
 // | cost:<day>, cost:batch:<id>      | hash   | queue/costs.ts            |
-// | learn:<product>                  | hash   | workers/poll-schedule.ts  |
+// | learn:<product>                  | hash   | queue/poll-schedule.ts    |
 // | reuse:<plate>                    | string | queue/reuse.ts            |
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
 // BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
@@ -122,7 +122,7 @@ export class VqbKeys {
     return `${this.base}:cost:batch:${batchId}`;
   }
 
-  // --- workers/poll-schedule.ts
+  // --- queue/poll-schedule.ts
   learner(product: string): string {
     return `${this.base}:learn:${product}`;
   }

@@ -257,7 +257,11 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
       const c = client(url);
       const created = await failure(c.createQuery('ABC1234'));
       expect(created).toBeInstanceOf(BadResponseError);
-      expect({ code: created.code, status: created.status, operation: (created as BadResponseError).operation }).toEqual({ code: 'BAD_RESPONSE', status: 200, operation: 'create' });
+      expect({ code: created.code, status: created.status, operation: (created as BadResponseError).operation }).toEqual({
+        code: 'BAD_RESPONSE',
+        status: 200,
+        operation: 'create',
+      });
       if (name !== 'an object without an id') {
         const polled = await failure(c.getQuery('q1'));
         expect(polled).toBeInstanceOf(BadResponseError);

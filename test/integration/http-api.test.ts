@@ -385,11 +385,11 @@ describe('operations', () => {
   it('/healthz says ok without a token, and 503 when Redis is unreachable', async () => {
     const ok = await call('/healthz', { auth: 'none' });
     expect(ok.status).toBe(200);
-    expect(ok.json).toEqual({ status: 'ok', redis: 'ok', line: { paused: false } });
+    expect(ok.json).toEqual({ status: 'ok', redis: 'ok', accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, paused: false }] });
 
     await h.line.pauseByOperator('maintenance');
     const paused = await call('/healthz', { auth: 'none' });
-    expect(paused.json).toMatchObject({ status: 'degraded', line: { paused: true, reason: expect.stringContaining('maintenance') } });
+    expect(paused.json).toMatchObject({ status: 'degraded', accounts: [{ paused: true, reason: expect.stringContaining('maintenance'), waiting: { reason: 'paused' } }] });
     await h.line.resume();
 
     const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });

@@ -243,7 +243,16 @@ describe('inbox drop folder', () => {
     const name = 'retomada.csv';
     const batchId = idFor(name, content);
     // What a watcher that died after queuing its first chunk left: 10 rows stored, not sealed.
-    const { info: opened } = await h.services.batches.open({ id: batchId, account: 'default', priority: 'normal', weight: 1, source: 'inbox', name, product: h.config.product, extraColumns: ['cliente'] });
+    const { info: opened } = await h.services.batches.open({
+      id: batchId,
+      account: 'default',
+      priority: 'normal',
+      weight: 1,
+      source: 'inbox',
+      name,
+      product: h.config.product,
+      extraColumns: ['cliente'],
+    });
     const first: IngestRow[] = list.slice(0, 10).map((plate, i) => ({ row: i + 1, input: plate, extra: [`cliente ${i + 1}`], kind: 'queued', plate }));
     await h.services.batches.addRows(opened, first);
     await writeFile(join(dir('processing'), name), content);

@@ -60,7 +60,7 @@ describe('vqb serve', () => {
     expect(metric(after, creates)).toBe(40);
     expect(metric(after, 'vqb_plates_finished_total{status="done"}')).toBe(40);
     expect(metric(after, 'vqb_batches{state="finished"}')).toBe(1);
-    expect(after).toContain('vqb_queue_jobs{state="delayed"}');
+    expect(after).toContain('vqb_queue_jobs{account="default",state="delayed"}');
 
     child.kill('SIGTERM');
     const { code, stderr } = await serve.done;

@@ -488,6 +488,8 @@ describe('/__stats', () => {
       maxInWindow: 4,
       firstRequestAt: Date.UTC(2030, 0, 1, 12, 0, 0, 0),
       lastRequestAt: Date.UTC(2030, 0, 1, 12, 0, 2, 0),
+      // Per key, by label (the key itself never appears in stats).
+      byKey: { key1: { counted: 9, rateLimited: 1, maxInWindow: 4, firstAt: Date.UTC(2030, 0, 1, 12, 0, 0, 0), lastAt: Date.UTC(2030, 0, 1, 12, 0, 2, 0) } },
       createsByPlate: { AAA1A11: 3, BBB2222: 1 },
       getsByQuery: { max: 3, total: 3, queries: 1 },
     });

@@ -2,7 +2,8 @@
 // never shows when a Config is logged or serialised.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseDuration, parseRateLimit, requireUpstream, Secret, type Config } from '../../src/config.js';
+import { parseAccounts } from '../../src/accounts.js';
+import { accountOf, loadConfig, parseDuration, parseRateLimit, requireUpstream, Secret, type Config } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -14,6 +15,49 @@ function configError(fn: () => unknown): ConfigError {
   }
   throw new Error('expected a ConfigError');
 }
+
+describe('accounts', () => {
+  it('without VQ_ACCOUNTS_FILE the settings form one account, default', () => {
+    const c = loadConfig({ VQ_BASE_URL: 'https://api.example.com', VQ_API_KEY: 'k', VQ_RATE_LIMIT: '5/s', VQ_MAX_CREATES_PER_DAY: '10' });
+    expect(c.accounts).toHaveLength(1);
+    expect(c.accounts[0]).toMatchObject({ id: 'default', baseUrl: 'https://api.example.com', rateLimit: { max: 5, durationMs: 1_000 }, perDay: 10, product: 'agregados' });
+  });
+
+  it("parses the issue's shape, with defaults from the environment, and names what is wrong", () => {
+    const defaults = { baseUrl: 'https://api.example.com', product: 'agregados', rateLimit: parseRateLimit('60/min')! };
+    const accounts = parseAccounts(
+      JSON.stringify({
+        accounts: [
+          { id: 'frota', apiKeyFile: '/run/secrets/frota', rateLimit: '300/min', maxCreatesPerDay: 10000 },
+          { id: 'seguros', apiKeyFile: '/run/secrets/seg', rateLimit: '60/min' },
+        ],
+      }),
+      defaults,
+    );
+    expect(accounts.map((a) => [a.id, a.rateLimit.text, a.perDay, a.baseUrl])).toEqual([
+      ['frota', '300/min', 10000, 'https://api.example.com'],
+      ['seguros', '60/min', undefined, 'https://api.example.com'],
+    ]);
+    expect(accounts[0]!.apiKey).toEqual({ kind: 'file', path: '/run/secrets/frota' });
+    for (const [text, message] of [
+      ['{', /JSON/],
+      ['{"accounts": []}', /accounts/],
+      ['{"accounts": [{"id": "Frota!"}]}', /accounts\.0\.id/],
+      ['{"accounts": [{"id": "a", "rateLimit": "fast"}]}', /rateLimit/],
+      ['{"accounts": [{"id": "a", "apiKeyFiel": "/k"}]}', /apiKeyFiel|unrecognized/i],
+      ['{"accounts": [{"id": "a"}, {"id": "a"}]}', /twice/],
+    ] as const) {
+      const error = configError(() => parseAccounts(text, defaults));
+      expect(error.variable).toBe('VQ_ACCOUNTS_FILE');
+      expect(error.message).toMatch(message);
+    }
+  });
+
+  it('an account the config does not know is a typed error listing the known ones', () => {
+    const c = loadConfig({});
+    expect(() => accountOf(c, 'nope')).toThrow(expect.objectContaining({ code: 'ACCOUNT_NOT_FOUND', message: expect.stringContaining('default') }));
+  });
+});
 
 describe('defaults', () => {
   it('an empty environment gives the documented defaults', () => {
@@ -27,8 +71,8 @@ describe('defaults', () => {
       queueName: 'vqb',
       prefix: '{vqb}',
       rateLimit: { max: 60, durationMs: 60_000, text: '60/min' },
-      pacing: 'smooth',
-      pacingMargin: 0.02,
+      pacingJitterMs: 25,
+      interactiveMax: 100,
       concurrency: 8,
       maxInFlight: 500,
       poll: { initialMs: 5_000, intervalMs: 2_000, maxIntervalMs: 15_000, deadlineMs: 300_000, adaptive: true, quantile: 0.9 },
@@ -84,7 +128,8 @@ describe('malformed variables', () => {
     ['REDIS_URL', 'localhost'],
     ['VQ_POLL_INITIAL', 'soon'],
     ['VQ_BASE_URL', 'ftp://api.example.com'],
-    ['VQ_PACING', 'bursty'],
+    ['VQ_PACING_JITTER', 'a bit'],
+    ['VQ_INTERACTIVE_MAX', '100000'],
     ['VQ_POLL_ADAPTIVE', 'maybe'],
     ['LOG_LEVEL', 'loud'],
   ])('%s=%j → ConfigError naming %s', (name, value) => {

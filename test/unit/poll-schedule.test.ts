@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../workers/poll-schedule.js';
+import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
 import { decide, decideJobFailure, STALLED_REASON } from '../../workers/actions.js';
 import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
 import { pacingIntervalMs } from '../../src/accounts.js';

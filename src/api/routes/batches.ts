@@ -34,9 +34,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
   const ingestOnce = serialized();
-  const dryRun = async (id: string, rows: Parameters<typeof estimateCost>[2], reuseWithinMs: number | undefined): Promise<DryRunReply> => ({
+  const dryRun = async (id: string, rows: Parameters<typeof estimateCost>[2], options: { reuseWithinMs?: number; account: string }): Promise<DryRunReply> => ({
     dryRun: true,
-    estimate: await estimateCost(services, id, rows, reuseWithinMs === undefined ? {} : { reuseWithinMs }),
+    estimate: await estimateCost(services, id, rows, options),
   });
 
   // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
@@ -118,7 +118,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           ...(query.priority !== undefined ? { priority: query.priority } : {}),
           ...(query.weight !== undefined ? { weight: query.weight } : {}),
         };
-        if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget.reuseWithinMs));
+        if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
         result = await ingestOnce(() => ingest(services, { id, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
       } else {
         const options = {
@@ -136,7 +136,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         if (body.dryRun) {
           const { rows } = toInputRows(body.plates);
           const id = listBatchId(rows, { batchId: options.batchId, name: options.name ?? 'api', force: options.force });
-          return reply.code(200).send(await dryRun(id, rows, options.reuseWithinMs));
+          return reply.code(200).send(await dryRun(id, rows, options));
         }
         result = await ingestOnce(() => ingestList(services, body.plates, options));
       }

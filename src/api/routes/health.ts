@@ -32,7 +32,7 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
     '/healthz',
     {
       schema: {
-        summary: 'Liveness and each account\'s line',
+        summary: "Liveness and each account's line",
         description:
           "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
         tags: ['operations'],

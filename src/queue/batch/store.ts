@@ -3,6 +3,7 @@
 // the scheduler's list until the feeder makes them jobs. Counts move only in Lua scripts or MULTI
 // blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
 // reads and writes a batch's hash, rows and outcomes.
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { BatchNotFoundError } from '../../errors.js';
 import type { CostLedger } from '../costs.js';
@@ -81,6 +82,8 @@ export interface NewBatch {
   reuseWithinMs?: number;
 }
 
+const INGEST_LOCK_MS = 60_000;
+
 const COUNT_FIELDS = ['total', 'enqueued', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates'] as const;
 
 /** What a batch's view reads from the modules that own the rest of its state. */
@@ -92,13 +95,13 @@ export interface BatchStoreDeps {
 }
 
 export class BatchStore {
-  readonly #redis: Scripted<'batch-seal'>;
+  readonly #redis: Scripted<'batch-seal' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #deps: BatchStoreDeps;
   readonly #now: () => number;
 
   constructor(redis: Redis, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
-    this.#redis = withScripts(redis, ['batch-seal']);
+    this.#redis = withScripts(redis, ['batch-seal', 'lock-release']);
     this.#keys = keys;
     this.#deps = deps;
     this.#now = now;
@@ -132,6 +135,25 @@ export class BatchStore {
     return { created, info: await this.get(batch.id) };
   }
 
+  /**
+   * One ingest of a batch at a time, across processes: two producers given the same content at
+   * once (two API servers, a retried request) must not both store its rows. A crashed holder's
+   * lock expires after INGEST_LOCK_MS; the next ingest then resumes from its rows.
+   */
+  async lockIngest(batchId: string): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
+    const key = this.#keys.ingestLock(batchId);
+    const token = randomBytes(8).toString('hex');
+    while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') await new Promise((r) => setTimeout(r, 100));
+    return {
+      refresh: async () => {
+        await this.#redis.pexpire(key, INGEST_LOCK_MS);
+      },
+      release: async () => {
+        await this.#redis.vqbLockRelease(key, token);
+      },
+    };
+  }
+
   /** Plates with a stored result this recent are answered from it (0: reuse is off for the batch). */
   async reuseWindow(batchId: string): Promise<number> {
     return Number((await this.#redis.hget(this.#keys.batch(batchId), 'reuseWithinMs')) ?? 0);
@@ -151,7 +173,10 @@ export class BatchStore {
   async addRows(batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>, rows: readonly IngestRow[]): Promise<void> {
     if (rows.length === 0) return;
     const queued = rows.filter((r) => r.kind === 'queued');
-    await this.#deps.scheduler.push(batch.id, queued.map((r) => r.plate));
+    await this.#deps.scheduler.push(
+      batch.id,
+      queued.map((r) => r.plate),
+    );
     const key = this.#keys.batch(batch.id);
     const multi = this.#redis.multi().rpush(this.#keys.rows(batch.id), ...rows.map(encodeRow));
     multi.hincrby(key, 'total', rows.length);
@@ -186,11 +211,7 @@ export class BatchStore {
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
     const account = f.account ?? 'default';
-    const [costs, inflight, budget] = await Promise.all([
-      this.#deps.costs.forBatch(batchId),
-      this.#deps.inflight.forBatch(account, batchId),
-      this.#deps.budget.forBatch(batchId),
-    ]);
+    const [costs, inflight, budget] = await Promise.all([this.#deps.costs.forBatch(batchId), this.#deps.inflight.forBatch(account, batchId), this.#deps.budget.forBatch(batchId)]);
     const counts = { ...Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])), ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     return {

@@ -6,8 +6,8 @@
             extra (adaptive spacing added to the interval, ms)
     ARGV[1] pacing interval, ms (decimals allowed)
     ARGV[2] horizon, ms: only a slot at most this far away is reserved
-  Returns {reserved 1|0, wait ms, 'pace'|'hold', tat after the reservation}: reserved → the
-  caller sleeps `wait` and sends; not reserved → nothing changed, the slot is `wait` away.
+  Returns {reserved 1|0, wait ms, 'pace'|'hold'}: reserved → the caller sleeps `wait` and sends;
+  not reserved → nothing changed, the slot is `wait` away.
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
@@ -20,7 +20,6 @@ if hold > start then
   reason = 'hold'
 end
 local wait = start - now
-if wait > tonumber(ARGV[2]) then return {0, tostring(wait), reason, ''} end
-local tat = tostring(start + tonumber(ARGV[1]) + tonumber(f[3] or '0'))
-redis.call('HSET', KEYS[1], 'tat', tat)
-return {1, tostring(wait), reason, tat}
+if wait > tonumber(ARGV[2]) then return {0, tostring(wait), reason} end
+redis.call('HSET', KEYS[1], 'tat', tostring(start + tonumber(ARGV[1]) + tonumber(f[3] or '0')))
+return {1, tostring(wait), reason}

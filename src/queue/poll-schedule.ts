@@ -8,10 +8,10 @@
 // (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
 // Later polls back off exponentially up to a cap.
 import type { Redis } from 'ioredis';
-import type { Config } from '../src/config.js';
-import type { VqbKeys } from '../src/queue/keys.js';
-import { type Scripted, withScripts } from '../src/queue/scripts.js';
-import { backoffDelay } from '../src/upstream/timing.js';
+import type { Config } from '../config.js';
+import type { VqbKeys } from './keys.js';
+import { type Scripted, withScripts } from './scripts.js';
+import { backoffDelay } from '../upstream/timing.js';
 
 export type PollSettings = Config['poll'];
 

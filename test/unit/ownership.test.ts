@@ -1,0 +1,92 @@
+// One owner per Redis structure, and Lua in files: the checks issue 11 asks anyone to be able to
+// run with grep, run here on every test run. A key name (VqbKeys method) may appear only in its
+// owner module; a Lua script only in src/queue/lua/, each with a header naming its KEYS and ARGV.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '../..');
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(join(ROOT, path)).isDirectory() ? sources(path) : name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const CODE = [...sources('src'), ...sources('workers')];
+
+/** Key-name methods of VqbKeys → the module (file or folder) that alone may name them. */
+const OWNERS: Record<string, string> = {
+  batches: 'src/queue/batch/',
+  batch: 'src/queue/batch/',
+  outcomes: 'src/queue/batch/',
+  rows: 'src/queue/batch/',
+  ingestLock: 'src/queue/batch/',
+  account: 'src/queue/accounts.ts',
+  pace: 'src/queue/accounts.ts',
+  inflight: 'src/queue/inflight.ts',
+  inflightByBatch: 'src/queue/inflight.ts',
+  schedClass: 'src/queue/scheduler.ts',
+  schedWeights: 'src/queue/scheduler.ts',
+  pendingPrefix: 'src/queue/scheduler.ts',
+  pending: 'src/queue/scheduler.ts',
+  staged: 'src/queue/scheduler.ts',
+  feedLock: 'src/queue/scheduler.ts',
+  spendDay: 'src/queue/budget.ts',
+  spendMonth: 'src/queue/budget.ts',
+  budget: 'src/queue/budget.ts',
+  batchBudget: 'src/queue/budget.ts',
+  costDay: 'src/queue/costs.ts',
+  batchCosts: 'src/queue/costs.ts',
+  learner: 'src/queue/poll-schedule.ts',
+  reuse: 'src/queue/reuse.ts',
+  inbox: 'src/producers/inbox-',
+};
+
+describe('one owner per Redis structure', () => {
+  it('every key name is used only by its owner module', () => {
+    const strays: string[] = [];
+    for (const file of CODE) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const match of text.matchAll(/\bkeys\.([A-Za-z]+)\b/g)) {
+        const owner = OWNERS[match[1]!];
+        if (owner !== undefined && !file.startsWith(owner)) strays.push(`${file}: keys.${match[1]}`);
+      }
+      // A key built by hand from the base would dodge the check.
+      if (/keys\.base\b/.test(text) && file !== 'src/queue/keys.ts') strays.push(`${file}: keys.base`);
+    }
+    expect(strays).toEqual([]);
+  });
+
+  it('every VqbKeys method has an owner listed here', () => {
+    const keys = readFileSync(join(ROOT, 'src/queue/keys.ts'), 'utf8');
+    const methods = [...keys.matchAll(/^ {2}(?:get )?([a-zA-Z]+)\(/gm)].map((m) => m[1]!).filter((m) => m !== 'constructor');
+    expect(methods.filter((m) => OWNERS[m] === undefined)).toEqual([]);
+  });
+});
+
+describe('Lua scripts live in files with a KEYS/ARGV header', () => {
+  const dir = 'src/queue/lua';
+  const scripts = readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.lua'));
+
+  it('no TypeScript module defines or evaluates Lua inline', () => {
+    const inline = CODE.filter((file) => /defineCommand\(|\.eval\(|\.evalsha\(|redis\.call\(/.test(readFileSync(join(ROOT, file), 'utf8')));
+    expect(inline.map((f) => relative(ROOT, join(ROOT, f)))).toEqual(['src/queue/scripts.ts']);
+  });
+
+  it.each(scripts)('%s: named <name>-<keys>.lua, a header naming each KEYS[i] it uses and its ARGV, and no KEYS beyond its count', (file) => {
+    const text = readFileSync(join(ROOT, dir, file), 'utf8');
+    const count = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
+    const body = text.slice(text.indexOf(']]') + 2);
+    const used = new Set([...body.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
+    expect(header, 'a --[[ ]] header first').not.toBe('');
+    for (const i of used) {
+      expect(i, `KEYS[${i}] within the declared ${count}`).toBeLessThanOrEqual(count);
+    }
+    // The header names the keys (KEYS[1], or KEYS[1..3]) and says what ARGV holds, when it takes any.
+    for (let i = 1; i <= count; i++) expect(header).toMatch(new RegExp(`KEYS\\[(${i}|\\d\\.\\.\\d)\\]`));
+    if (/ARGV\[/.test(body)) expect(header).toMatch(/ARGV\[/);
+  });
+});
