@@ -61,6 +61,28 @@ export async function usedMemory(redis: Redis): Promise<number> {
   return Number(infoField(await redis.info('memory'), 'used_memory') ?? NaN);
 }
 
+/**
+ * Bytes Redis reports for the keys under `prefix` (`MEMORY USAGE … SAMPLES 0`, every element
+ * counted), summed by the group `groupOf` names for each key. Independent of other clients' writes,
+ * unlike used_memory; it leaves out the allocator's and Redis's own overhead.
+ */
+export async function keyBytes(redis: Redis, prefix: string, groupOf: (key: string) => string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+    cursor = next;
+    const pipeline = redis.pipeline();
+    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', 0);
+    const replies = (await pipeline.exec()) ?? [];
+    keys.forEach((key, i) => {
+      const group = groupOf(key);
+      out[group] = (out[group] ?? 0) + Number(replies[i]?.[1] ?? 0);
+    });
+  } while (cursor !== '0');
+  return out;
+}
+
 /** Waits until UNLINKed keys are really freed, so the next memory reading starts clean. */
 export async function settleMemory(redis: Redis, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REDIS_URL, benchPrefix, deleteByPrefix, plateAt, settleMemory, usedMemory } from './common.js';
+import { REDIS_URL, benchPrefix, deleteByPrefix, keyBytes, plateAt, settleMemory, usedMemory } from './common.js';
 import type { IngestJob, IngestResult } from './ingest-child.js';
 import { forkIpc } from './procs.js';
 import type { StepContext } from './upstream.js';
@@ -26,6 +26,18 @@ export interface IngestFigures {
   startRssMB: number;
   /** Redis used_memory after minus before, per job enqueued. */
   redisBytesPerJob: number;
+  /**
+   * vqb only: MEMORY USAGE of the prefix's keys per plate, by part: the scheduler's waiting list,
+   * the stored input rows, and the rest (batch hash, the account's queue and its few fed jobs).
+   */
+  keyBytesPerPlate?: Record<string, number>;
+}
+
+/** Which part of a queued batch a key holds (for the vqb breakdown). */
+function partOf(key: string): string {
+  if (/:sched:pending:/.test(key)) return 'waiting list';
+  if (/:batch:[^:]+:rows$/.test(key)) return 'input rows';
+  return 'rest';
 }
 
 /** readPlateCsv alone over the same file: rows read and dropped, no Redis. */
@@ -73,6 +85,7 @@ async function measureOne(ctx: StepContext, mode: IngestJob['mode'], csv: string
     const job: IngestJob = { mode, csv, rows, prefix, redisUrl: REDIS_URL };
     const r = await child.ask<IngestResult>({ type: 'start', job }, 'result');
     const after = await usedMemory(ctx.redis);
+    const parts = mode === 'vqb' ? await keyBytes(ctx.redis, prefix, partOf) : undefined;
     const mb = (bytes: number) => bytes / 2 ** 20;
     return {
       rows: r.rows,
@@ -83,6 +96,7 @@ async function measureOne(ctx: StepContext, mode: IngestJob['mode'], csv: string
       sampledPeakRssMB: mb(r.sampledPeakRssBytes),
       startRssMB: mb(r.startRssBytes),
       redisBytesPerJob: (after - before) / Math.max(1, r.jobs),
+      ...(parts ? { keyBytesPerPlate: Object.fromEntries(Object.entries(parts).map(([part, bytes]) => [part, bytes / Math.max(1, r.jobs)])) } : {}),
     };
   } finally {
     await child.stop();

@@ -4,9 +4,12 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import type { SimulatorStats } from '../src/simulator/index.js';
+import type { SimulatorOptions, SimulatorStats } from '../src/simulator/index.js';
 
 export const VQB_BIN = fileURLToPath(new URL('../../bin/vqb.js', import.meta.url));
 
@@ -117,6 +120,29 @@ export async function startSimChild(flags: string[]): Promise<SimChild> {
     reset: async () => void (await call('POST', '/__admin/reset')),
     stop: () => stopChild(child, 5_000),
   };
+}
+
+/**
+ * A simulator configured by a `--config` file (keys with their own labels and rate limits, which
+ * flags cannot express); the file lives in a temp directory removed when the simulator stops.
+ */
+export async function startSimChildWithConfig(options: Partial<SimulatorOptions>): Promise<SimChild> {
+  const dir = await mkdtemp(join(tmpdir(), 'vqb-bench-sim-'));
+  const path = join(dir, 'simulator.json');
+  await writeFile(path, JSON.stringify(options));
+  try {
+    const sim = await startSimChild(['--config', path]);
+    return {
+      ...sim,
+      stop: async () => {
+        await sim.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

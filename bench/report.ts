@@ -1,9 +1,12 @@
-// One table from one run: each figure for vqb and the peer, the target it is read against (✓/✗,
-// never asserted), printed and written to results.json and RESULTS.md with the machine and settings.
+// The tables of one run, each figure with the target it is read against (✓/✗, never asserted):
+// vqb beside the naive peer, then vqb's scheduling and per-account pacing alone; printed and
+// written to results.json and RESULTS.md with the machine and settings.
 import { writeFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MachineInfo } from './common.js';
+import type { AccountPacingRun } from './accounts.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
+import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
 
 export interface BenchResults {
@@ -16,6 +19,14 @@ export interface BenchResults {
   pacing?: { vqb?: WindowResult; peer?: WindowResult };
   overload?: { vqb?: WindowResult; peer?: WindowResult };
   makespan?: { lowerBoundS: number; vqb?: BatchResult; peer?: BatchResult };
+  interactive?: InteractiveResult;
+  shares?: { equal?: ShareResult; weighted?: ShareResult };
+  /** Two accounts served by the same three workers. */
+  accounts?: AccountPacingRun;
+  /** Four workers on one account. */
+  scaleOut?: AccountPacingRun;
+  /** One account at a per-minute limit, over a long window. */
+  perMinute?: AccountPacingRun;
   /** reader and dedup are absent from runs made before they were measured. */
   ingest?: { vqb: IngestFigures; raw: IngestFigures; reader?: ReaderFigures; dedup?: DedupFigures };
   errors: string[];
@@ -27,6 +38,14 @@ interface Row {
   peer: string;
   target: string;
   /** undefined: no target, or nothing measured. */
+  met?: boolean;
+}
+
+/** A figure of vqb alone (no peer runs these). */
+interface VqbRow {
+  figure: string;
+  value: string;
+  target: string;
   met?: boolean;
 }
 
@@ -90,7 +109,11 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
     rows.push({ ...row('ingest rows/s (peer column: raw addBulk)', vqb.rowsPerS, raw.rowsPerS, int, { text: '≥ 15,000', ok: (x) => x >= 15_000 }) });
     rows.push(row('ingest ÷ raw addBulk', vqb.rowsPerS / raw.rowsPerS, undefined, fixed(2), { text: '≥ 0.7', ok: (x) => x >= 0.7 }));
     rows.push(row('ingest peak RSS, MB (raw addBulk)', vqb.peakRssMB, raw.peakRssMB, int, { text: '≤ 250', ok: (x) => x <= 250 }));
-    rows.push(row('Redis bytes per queued plate (raw job)', vqb.redisBytesPerJob, raw.redisBytesPerJob, int));
+    const queued = vqb.jobs.toLocaleString('en');
+    rows.push(
+      row(`Redis bytes per queued plate, ${queued} queued (peer column: a BullMQ job each)`, vqb.redisBytesPerJob, raw.redisBytesPerJob, int, { text: '≤ 600', ok: (x) => x <= 600 }),
+    );
+    for (const [part, bytes] of Object.entries(vqb.keyBytesPerPlate ?? {})) rows.push(row(`… of which (MEMORY USAGE) ${part}`, bytes, undefined, int));
     const { reader, dedup } = r.ingest;
     if (reader) {
       const rowsText = reader.rows.toLocaleString('en');
@@ -106,18 +129,100 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
   return rows;
 }
 
-const mark = (r: Row) => (r.met === undefined ? '' : r.met ? ' ✓' : ' ✗');
+function vqbRow(figure: string, value: number | undefined, format: (x: number | undefined) => string, target?: { text: string; ok: (x: number) => boolean }): VqbRow {
+  return {
+    figure,
+    value: format(value),
+    target: target?.text ?? '',
+    ...(target && value !== undefined && Number.isFinite(value) ? { met: target.ok(value) } : {}),
+  };
+}
 
-export function formatTable(rows: Row[]): string {
-  const cells = rows.map((r) => [r.figure, r.vqb, r.peer, `${r.target}${mark(r)}`]);
-  const head = ['figure', 'vqb', 'peer', 'target'];
+/** One batch's lowest and highest share over the intervals, read against its expected share ± 0.1. */
+function shareRow(figure: string, r: ShareResult, i: 0 | 1): VqbRow {
+  const [lo, hi] = [r.min[i], r.max[i]];
+  const measured = r.intervals.length > 0;
+  const e = r.expected[i];
+  return {
+    figure,
+    value: measured ? `${lo.toFixed(2)}–${hi.toFixed(2)}` : '—',
+    target: `${e.toFixed(2)} ± 0.10`,
+    ...(measured ? { met: lo >= e - 0.1 - 1e-9 && hi <= e + 0.1 + 1e-9 } : {}),
+  };
+}
+
+function pacingRows(name: string, run: AccountPacingRun | undefined, min: number): VqbRow[] {
+  if (!run) return [];
+  const one = run.accounts.length === 1;
+  return run.accounts.flatMap((a) => {
+    const who = one ? name : `${name}: ${a.id} (${a.rateLimit})`;
+    return [
+      vqbRow(`${who}: requests/s ÷ limit`, a.ofLimit, fixed(3), { text: `≥ ${min}`, ok: (x) => x >= min }),
+      vqbRow(`${who}: 429s`, a.rateLimited, int, { text: '0', ok: (x) => x === 0 }),
+    ];
+  });
+}
+
+export function vqbRows(r: BenchResults): VqbRow[] {
+  const rows: VqbRow[] = [];
+  if (r.interactive) {
+    const { interactive: i, normal: n, bulkPlates, rateLimited } = r.interactive;
+    const under = `under a ${bulkPlates.toLocaleString('en')}-plate normal batch`;
+    rows.push(vqbRow(`interactive 1-plate batch ${under}: submit → result stored, s (median of ${i.samples})`, i.medianLatencyS, fixed(2)));
+    rows.push(vqbRow('… the upstream completion time of its query, s (median)', i.medianCompletionS, fixed(2)));
+    rows.push(vqbRow('… result stored − upstream completion time, s (worst)', i.worstExcessS, fixed(2), { text: '≤ 2', ok: (x) => x <= 2 }));
+    rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', i.worstToCreateS, fixed(2)));
+    rows.push(vqbRow('… of which upstream completed → result stored, s (worst)', i.worstAfterCompletionS, fixed(2)));
+    rows.push(vqbRow(`normal 1-plate batch submitted at the same moment: submit → result stored, s (median of ${n.samples})`, n.medianLatencyS, fixed(2)));
+    rows.push(vqbRow('… result stored − upstream completion time, s (worst)', n.worstExcessS, fixed(2)));
+    rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', n.worstToCreateS, fixed(2)));
+    rows.push(vqbRow('429s during the interactive run', rateLimited, int, { text: '0', ok: (x) => x === 0 }));
+  }
+  for (const [name, res] of [
+    ['equal weights', r.shares?.equal],
+    ['weights 3:1', r.shares?.weighted],
+  ] as const) {
+    if (!res) continue;
+    const every = `share of the creates in each ${res.intervalS.toFixed(0)} s interval while both wait (${res.intervals.length})`;
+    rows.push(shareRow(`${name}, second batch ${res.offsetS.toFixed(0)} s later: first batch's (weight ${res.weights[0]}) ${every}, min–max`, res, 0));
+    rows.push(shareRow(`${name}: second batch's (weight ${res.weights[1]}) ${every}, min–max`, res, 1));
+    rows.push(vqbRow(`${name}: second batch's submit → its first create, s`, res.secondFirstCreateS, fixed(2)));
+  }
+  rows.push(...pacingRows(`two accounts, ${r.accounts?.workers ?? 3} workers`, r.accounts, 0.97));
+  rows.push(...pacingRows(`${r.scaleOut?.workers ?? 4} workers, one account at ${r.scaleOut?.accounts[0]?.rateLimit ?? ''}`, r.scaleOut, 0.97));
+  const minute = r.perMinute?.accounts[0];
+  rows.push(...pacingRows(`one account at ${minute?.rateLimit ?? ''}, ${(r.perMinute?.seconds ?? 0).toFixed(0)} s of steady load`, r.perMinute, 0.99));
+  return rows;
+}
+
+const mark = (r: { met?: boolean }) => (r.met === undefined ? '' : r.met ? ' ✓' : ' ✗');
+
+function textTable(head: string[], cells: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  ');
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
 }
 
+export function formatTable(rows: Row[]): string {
+  return textTable(
+    ['figure', 'vqb', 'peer', 'target'],
+    rows.map((r) => [r.figure, r.vqb, r.peer, `${r.target}${mark(r)}`]),
+  );
+}
+
+export function formatVqbTable(rows: VqbRow[]): string {
+  return textTable(
+    ['figure', 'vqb', 'target'],
+    rows.map((r) => [r.figure, r.value, `${r.target}${mark(r)}`]),
+  );
+}
+
 function markdownTable(rows: Row[]): string {
   return ['| figure | vqb | peer | target |', '|---|---:|---:|---|', ...rows.map((r) => `| ${r.figure} | ${r.vqb} | ${r.peer} | ${r.target}${mark(r)} |`)].join('\n');
+}
+
+function markdownVqbTable(rows: VqbRow[]): string {
+  return ['| figure | vqb | target |', '|---|---:|---|', ...rows.map((r) => `| ${r.figure} | ${r.value} | ${r.target}${mark(r)} |`)].join('\n');
 }
 
 export const METHOD = `## How each figure is measured
@@ -125,9 +230,10 @@ export const METHOD = `## How each figure is measured
 - **Processes.** The upstream simulator runs as \`vqb simulate\` in a child process (sliding window of
   R requests/s per key, completion uniform in [2 s, 6 s]); its \`GET /__stats\` is the source of every
   request count, and \`POST /__admin/reset\` clears stats and limiter state before each run. vqb's
-  workers run as \`vqb work\` in a child process configured by environment (as in production: default
-  smooth pacing, VQ_CONCURRENCY 8, adaptive first poll, info-level logs); the bench process only
-  enqueues through the library API (\`createVqb().enqueue\`) and watches the batch. The peer
+  workers run as \`vqb work\` child processes configured by environment (as in production: each
+  account's requests spaced (window + VQ_PACING_JITTER) ÷ limit apart on one schedule in Redis,
+  VQ_CONCURRENCY 8, adaptive first poll, info-level logs); the bench process only enqueues through
+  the library API (\`createVqb().enqueue\`) and reads batches and outcomes back. The peer
   (\`bench/peer.ts\`) runs in a child process too. Every vqb run uses a fresh \`{vqbbench-…}\` prefix
   (so the poll learner starts cold each run) that is deleted afterwards.
 - **Pacing at R.** A backlog larger than the window can drain is enqueued; the window opens a few
@@ -143,14 +249,47 @@ export const METHOD = `## How each figure is measured
   2N ÷ R + 6 s (the slowest completion). Worker CPU = user + system CPU of the \`vqb work\` process
   (from \`/proc/<pid>/stat\`) between the enqueue and the end of the batch, so the simulator's and
   the orchestrator's share are outside it by construction.
+- **Interactive under bulk load.** One worker process, one account at R (the simulator above). A
+  5,000-plate \`normal\` batch is enqueued; some seconds after its first request (15 s in the full
+  run), while thousands of its creates wait, a 1-plate \`interactive\` batch and a 1-plate
+  \`normal\` batch are submitted at the same moment; once both are stored, the next pair follows
+  (5 pairs; the large batch is never finished, its keys are deleted). Each plate's latency is
+  submit (just before \`enqueue\`) → its outcome's \`finishedAt\`; the upstream completion time is
+  the simulator's \`completedAt − createdAt\` for that query, read from the stored result, and
+  the target is latency ≤ completion + 2 s (issue 12; the old single line took 98.7 s behind a
+  1,000-plate batch). "Submit → create" uses the simulator's \`createdAt\` (one pacing interval
+  at R is (1,000 + 25) ÷ 20 ≈ 51 ms); "completed → stored" is poll timing plus recording.
+- **Shares.** One worker process, one account at R. A first \`normal\` batch is enqueued, a second
+  30 s later (10 s in quick runs) while the first still has creates waiting; both run to the end.
+  From the outcomes' \`createdAt\` (ours: when the create's answer arrived), the time from the
+  second batch's submit to the last create of whichever batch ran out of creates first is cut into
+  whole 30 s intervals (10 s quick); each batch's share of an interval is its creates ÷ both
+  batches' creates in it; the table shows each batch's lowest and highest share, read against
+  weight ÷ sum of weights ± 0.1. Batch sizes follow from about R ÷ 2 creates a second so that both
+  still wait after three intervals (two quick). Run once with weights 1:1, once 3:1 (the first
+  batch weight 3).
+- **Per-account pacing.** Each run starts a simulator of its own from a \`--config\` file: one key per
+  account with its own limit (sliding window, the same completion times), labelled with the account
+  id so \`/__stats\` counts each key apart (\`byKey\`). vqb gets the same accounts (a
+  VQ_ACCOUNTS_FILE; a single \`default\` account from the environment) and every account a backlog
+  larger than the run can drain. The window opens a few seconds after every key sent its first
+  request; requests/s ÷ limit = the key's counted requests in the window ÷ its length ÷ the limit
+  per second; 429s are the key's over the whole run. Runs: two accounts at 10/s and 20/s served by
+  the same three \`vqb work\` processes (60 s window); four processes on one account at 20/s (60 s);
+  one process on one account at 300/min (150 s of steady load; 30 s quick). The pacing interval
+  alone caps the first two at 1,000 ÷ 1,025 = 0.976 of the limit and the third at
+  60,000 ÷ 60,025 = 0.9996.
 - **Ingest.** A CSV (\`placa;cliente\`, CRLF, distinct valid Mercosul plates) generated to a temp file;
   a child process runs \`readPlateCsv(createReadStream(file))\` + \`ingest()\` into one batch (no
   workers), another child runs BullMQ \`queue.addBulk\` of the same jobs (same data and job options,
   chunks of 1,000). Rows/s excludes process start and the Redis connection. Peak RSS is the child's
   \`getrusage\` maxRSS (a 20 ms \`memoryUsage().rss\` sampler agrees, see results.json). Redis bytes per
-  plate = \`INFO memory\` used_memory after − before, ÷ jobs enqueued (includes the batch's stored input
-  rows for vqb); the Redis server is shared, so other clients' writes during the step would show
-  here. Each prefix is deleted, and lazy freeing awaited, before the next step.
+  plate = \`INFO memory\` used_memory after − before, ÷ plates queued (for vqb: the batch's stored
+  input rows, the scheduler's waiting list and the few jobs the feeder made; no worker runs, so
+  every plate stays queued); the Redis server is shared, so other clients' writes during the step
+  would show here. The "of which" rows are \`MEMORY USAGE … SAMPLES 0\` of the prefix's keys,
+  grouped, ÷ plates: they do not depend on other clients, and leave out allocator overhead. Each
+  prefix is deleted, and lazy freeing awaited, before the next step.
 - **CSV reader alone.** Another child reads the same file with \`readPlateCsv\` and drops each row
   (no dedup, no Redis). Peak RSS is its \`getrusage\` maxRSS; "added" subtracts the RSS just before
   reading began (module loading).
@@ -170,6 +309,12 @@ function workerLogSection(r: BenchResults): string {
     ['pacing at R', r.pacing?.vqb?.workerLog],
     ['configured at 2R', r.overload?.vqb?.workerLog],
     ['batch', r.makespan?.vqb?.workerLog],
+    ['interactive under bulk load', r.interactive?.workerLog],
+    ['shares, equal weights', r.shares?.equal?.workerLog],
+    ['shares, weights 3:1', r.shares?.weighted?.workerLog],
+    ['two accounts', r.accounts?.workerLog],
+    ['four workers', r.scaleOut?.workerLog],
+    ['per-minute limit', r.perMinute?.workerLog],
   ];
   const lines = runs
     .filter((x): x is [string, Record<string, number>] => x[1] !== undefined)
@@ -186,9 +331,10 @@ function workerLogSection(r: BenchResults): string {
 
 export async function writeResults(results: BenchResults, rate: number, jsonPath: string, mdPath: string): Promise<string> {
   const rows = tableRows(results, rate);
-  const table = formatTable(rows);
+  const own = vqbRows(results);
+  const table = [rows.length > 0 ? formatTable(rows) : '', own.length > 0 ? formatVqbTable(own) : ''].filter(Boolean).join('\n\n');
   await mkdir(dirname(jsonPath), { recursive: true });
-  await writeFile(jsonPath, `${JSON.stringify({ ...results, table: rows }, null, 2)}\n`);
+  await writeFile(jsonPath, `${JSON.stringify({ ...results, table: rows, vqbTable: own }, null, 2)}\n`);
   const m = results.machine;
   const md = [
     '# vqb benchmarks',
@@ -197,8 +343,8 @@ export async function writeResults(results: BenchResults, rate: number, jsonPath
     '',
     `**Machine:** ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB; Node ${m.node}; Redis ${m.redis}; ${m.platform}.`,
     '',
-    markdownTable(rows),
-    '',
+    ...(rows.length > 0 ? ['## vqb and a naive peer under the same upstream', '', markdownTable(rows), ''] : []),
+    ...(own.length > 0 ? ['## Scheduling and per-account pacing (vqb alone)', '', markdownVqbTable(own), ''] : []),
     workerLogSection(results),
     results.errors.length > 0 ? `**Steps that failed:**\n\n${results.errors.map((e) => `- ${e}`).join('\n')}\n` : '',
     '## Settings',

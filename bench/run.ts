@@ -1,32 +1,70 @@
-// `npm run bench [-- --quick] [-- --only pacing,overload,makespan,ingest]`: vqb against a naive
-// peer under the same simulated upstream, reported as ratios from one run. A full run writes
+// `npm run bench [-- --quick] [-- --only pacing,overload,…]`: vqb against a naive peer under the
+// same simulated upstream, then vqb's scheduling (an interactive plate under bulk load, shares
+// between batches), its pacing per account, and Redis per queued plate, as ratios from one run. A full run writes
 // bench/results.json and bench/RESULTS.md; --quick and --only runs write to out/bench/ instead, so
 // a smoke test never overwrites the figures of a real run.
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
+import { measureAccountPacing } from './accounts.js';
 import { measureIngest } from './ingest.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { writeResults, type BenchResults } from './report.js';
+import { measureInteractive, measureShares } from './scheduling.js';
 import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
 
-const STEPS = ['pacing', 'overload', 'makespan', 'ingest'] as const;
+const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest'] as const;
 type Step = (typeof STEPS)[number];
-const ALIASES: Record<string, Step[]> = { requests: ['makespan'], footprint: ['makespan', 'ingest'], cpu: ['makespan'], memory: ['ingest'] };
+const ALIASES: Record<string, Step[]> = {
+  requests: ['makespan'],
+  footprint: ['makespan', 'ingest'],
+  cpu: ['makespan'],
+  memory: ['ingest'],
+  queued: ['ingest'],
+  scheduling: ['interactive', 'shares'],
+  'per-account': ['accounts', 'scaleout', 'minute'],
+};
 
 const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]]
-  --quick   scaled down (10 s windows, 200-plate batch, 50k-row ingest) for smoke tests
-  --only    run only these steps (requests → makespan, footprint → makespan + ingest)`;
+  --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest) for smoke tests
+  --only    run only these steps (requests → makespan, footprint → makespan + ingest, memory and
+            queued → ingest, scheduling → interactive + shares, per-account → accounts + scaleout + minute)`;
 
 /** R, the upstream's limit in requests per second, and the simulated completion range. */
 const R = 20;
 const COMPLETION_MS: [number, number] = [2_000, 6_000];
 
+/** The per-account pacing runs: each account's key has this limit at the simulator, and vqb is configured with it. */
+const TWO_ACCOUNTS = [
+  { id: 'slow', rateLimit: '10/s' },
+  { id: 'fast', rateLimit: '20/s' },
+];
+const SCALE_OUT = { id: 'default', rateLimit: `${R}/s` };
+const PER_MINUTE = { id: 'minute', rateLimit: '300/min' };
+
 function scale(quick: boolean) {
   return quick
-    ? { warmupMs: 2_000, windowMs: 10_000, backlogPlates: 300, batchPlates: 200, ingestRows: 50_000 }
-    : { warmupMs: 3_000, windowMs: 60_000, backlogPlates: 1_500, batchPlates: 1_000, ingestRows: 1_000_000 };
+    ? {
+        warmupMs: 2_000,
+        windowMs: 10_000,
+        backlogPlates: 300,
+        batchPlates: 200,
+        ingestRows: 100_000,
+        interactive: { bulkPlates: 5_000, warmupMs: 5_000, rounds: 2, gapMs: 1_000 },
+        shares: { offsetMs: 10_000, intervalMs: 10_000, intervals: 2 },
+        perMinute: { warmupMs: 3_000, windowMs: 30_000 },
+      }
+    : {
+        warmupMs: 3_000,
+        windowMs: 60_000,
+        backlogPlates: 1_500,
+        batchPlates: 1_000,
+        ingestRows: 1_000_000,
+        interactive: { bulkPlates: 5_000, warmupMs: 15_000, rounds: 5, gapMs: 2_000 },
+        shares: { offsetMs: 30_000, intervalMs: 30_000, intervals: 3 },
+        perMinute: { warmupMs: 5_000, windowMs: 150_000 },
+      };
 }
 
 function selectedSteps(only: string | undefined): Step[] {
@@ -111,6 +149,11 @@ async function main(): Promise<number> {
       },
       pacing: { warmupMs: s.warmupMs, windowMs: s.windowMs, backlogPlates: s.backlogPlates },
       batch: { plates: s.batchPlates, lowerBound: '2 × plates ÷ R + 6 s' },
+      interactive: { ...s.interactive, workers: 1, rateLimit: `${R}/s` },
+      shares: { ...s.shares, workers: 1, rateLimit: `${R}/s`, weights: [[1, 1], [3, 1]] },
+      accounts: { workers: 3, accounts: TWO_ACCOUNTS, window: 'sliding', warmupMs: s.warmupMs, windowMs: s.windowMs },
+      scaleout: { workers: 4, accounts: [SCALE_OUT], window: 'sliding', warmupMs: s.warmupMs, windowMs: s.windowMs },
+      minute: { workers: 1, accounts: [PER_MINUTE], window: 'sliding', ...s.perMinute },
       ingest: { rows: s.ingestRows, chunk: 1_000 },
     },
     errors: [],
@@ -179,6 +222,41 @@ async function main(): Promise<number> {
               await attempt(`batch of ${s.batchPlates}: peer`, () => measureBatch(ctx, spec('peer', 'batch-peer', R, s.batchPlates), timeoutMs)),
             ),
           };
+          break;
+        }
+        case 'interactive': {
+          const interactive = await attempt(`interactive 1-plate batches under a ${s.interactive.bulkPlates.toLocaleString('en')}-plate batch`, () =>
+            measureInteractive(ctx, { rate: R, ...s.interactive }),
+          );
+          if (interactive) results.interactive = interactive;
+          break;
+        }
+        case 'shares': {
+          const run = (weights: [number, number]) => attempt(`shares, weights ${weights.join(':')}`, () => measureShares(ctx, `shares-${weights.join('to')}`, { rate: R, weights, ...s.shares }));
+          const equal = await run([1, 1]);
+          const weighted = await run([3, 1]);
+          results.shares = { ...(equal ? { equal } : {}), ...(weighted ? { weighted } : {}) };
+          break;
+        }
+        case 'accounts': {
+          const run = await attempt('two accounts (10/s, 20/s), three workers', () =>
+            measureAccountPacing(ctx, { label: 'accounts', workers: 3, accounts: TWO_ACCOUNTS, warmupMs: s.warmupMs, windowMs: s.windowMs, completionMs: COMPLETION_MS }),
+          );
+          if (run) results.accounts = run;
+          break;
+        }
+        case 'scaleout': {
+          const run = await attempt(`four workers, one account at ${R}/s`, () =>
+            measureAccountPacing(ctx, { label: 'scaleout', workers: 4, accounts: [SCALE_OUT], warmupMs: s.warmupMs, windowMs: s.windowMs, completionMs: COMPLETION_MS }),
+          );
+          if (run) results.scaleOut = run;
+          break;
+        }
+        case 'minute': {
+          const run = await attempt('one account at 300/min', () =>
+            measureAccountPacing(ctx, { label: 'minute', workers: 1, accounts: [PER_MINUTE], ...s.perMinute, completionMs: COMPLETION_MS }),
+          );
+          if (run) results.perMinute = run;
           break;
         }
         case 'ingest': {

@@ -3,11 +3,11 @@
 // for a fixed measuring window under a standing backlog, or for one whole batch.
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
-import { createVqb } from '../src/index.js';
 import type { SimulatorStats } from '../src/simulator/index.js';
-import { BENCH_KEY, REDIS_URL, benchPrefix, deleteByPrefix, platesFrom, sleep } from './common.js';
+import { BENCH_KEY, platesFrom, sleep } from './common.js';
+import { startFleet } from './fleet.js';
 import type { PeerOptions, PeerProgress } from './peer.js';
-import { forkIpc, startWorkerChild, type SimChild } from './procs.js';
+import { forkIpc, type SimChild } from './procs.js';
 
 export const PEER_MODULE = fileURLToPath(new URL('./peer.js', import.meta.url));
 
@@ -79,34 +79,13 @@ async function startRunner(ctx: StepContext, spec: ClientSpec): Promise<Runner> 
   const from = ctx.allocatePlates(spec.plates);
   if (spec.who === 'peer') return startPeer(ctx, spec, from);
 
-  const prefix = benchPrefix(spec.label);
-  const settings = {
-    REDIS_URL,
-    VQ_PREFIX: prefix,
-    VQ_BASE_URL: ctx.sim.url,
-    VQ_API_KEY: BENCH_KEY,
-    VQ_RATE_LIMIT: `${spec.rate}/s`,
-  };
-  const cleanup = async () => {
-    const removed = await deleteByPrefix(ctx.redis, prefix);
-    ctx.log(`    removed ${removed} keys under ${prefix}`);
-  };
-  let worker: Awaited<ReturnType<typeof startWorkerChild>> | undefined;
-  let vqb: Awaited<ReturnType<typeof createVqb>> | undefined;
-  try {
-    worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info' });
-    vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' }, workers: false });
-  } catch (err) {
-    await worker?.stop();
-    await vqb?.close();
-    await cleanup();
-    throw err;
-  }
-  const w = worker;
-  const v = vqb;
-  const cpu0 = w.cpuSeconds();
+  const fleet = await startFleet(ctx, { label: spec.label, workers: 1, upstreamUrl: ctx.sim.url, accounts: [{ id: 'default', key: BENCH_KEY, rateLimit: `${spec.rate}/s` }] });
+  const cpu0 = fleet.cpuSeconds();
   const t0 = Date.now();
-  const batch = await v.enqueue(platesFrom(from, spec.plates), { name: spec.label, batchId: spec.label });
+  const batch = await fleet.vqb.enqueue(platesFrom(from, spec.plates), { name: spec.label, batchId: spec.label }).catch(async (err: unknown) => {
+    await fleet.stop();
+    throw err;
+  });
   return {
     async progress() {
       const c = (await batch.info()).counts;
@@ -116,13 +95,9 @@ async function startRunner(ctx: StepContext, spec: ClientSpec): Promise<Runner> 
       const info = await batch.done({ pollMs: 100, timeoutMs });
       return { wallMs: (info.finishedAt ?? Date.now()) - t0, finished: info.counts.done + info.counts.failed };
     },
-    cpuSeconds: () => w.cpuSeconds() - cpu0,
-    workerLog: () => Object.fromEntries([...w.messages].filter(([msg]) => !msg.endsWith('worker started'))),
-    async stop() {
-      await w.stop();
-      await v.close();
-      await cleanup();
-    },
+    cpuSeconds: () => fleet.cpuSeconds() - cpu0,
+    workerLog: () => fleet.workerLog(),
+    stop: () => fleet.stop(),
   };
 }
 

@@ -34,7 +34,7 @@ export const resumeCommand: Command = {
       for (const line of lines) await line.resume();
       const after = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
-      else before.forEach((b) => ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`));
+      else for (const b of before) ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`);
       return 0;
     });
   },

@@ -1,9 +1,12 @@
-// Proof under failure. One batch, three `vqb work` processes, a dedicated Redis with AOF, and a
-// seeded schedule of faults: workers SIGKILLed and restarted, Redis restarted (SIGTERM or SIGKILL),
-// 5xx storms, dropped connections, slow answers, the key expiring and being rotated, and the export
-// directory made unusable while `vqb export` runs. Afterwards every promise is checked from the
-// outside: one outcome per plate, one create per plate unless flagged "possible duplicate", an empty
-// queue, exports that match the outcomes, and the API key nowhere.
+// Proof under failure. Two accounts (each its own upstream key and rate), normal and bulk batches
+// split across them, small interactive batches submitted while the faults run, three `vqb work`
+// processes, a dedicated Redis with AOF, and a seeded schedule of faults: workers SIGKILLed and
+// restarted, Redis restarted (SIGTERM or SIGKILL), 5xx storms, dropped connections, slow answers,
+// one account's key expiring and being rotated (the other account must keep creating meanwhile),
+// and the export directory made unusable while `vqb export` runs. Afterwards every promise is
+// checked from the outside: one outcome per plate, one create per plate unless flagged "possible
+// duplicate", interactive batches done before the bulk work queued ahead of them, empty queues and
+// scheduler lists on both accounts, exports that match the outcomes, and no key anywhere.
 //
 // Redis durability: AOF with `appendfsync always` writes and fsyncs every write before Redis
 // replies, so a SIGKILLed Redis loses nothing it acknowledged (a SIGTERMed one loses nothing
@@ -12,6 +15,7 @@
 //
 //   npm run build && npx vitest run --config test/chaos/vitest.config.ts        (CI size)
 //   CHAOS_FULL=1 …   1,000 plates, ≥ 10 kills     CHAOS_SEED=n …   replay a schedule
+//   CHAOS_LOG_DIR=dir …   keep what every vqb process wrote (one file each)
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,26 +28,38 @@ import { openQueueServices, type QueueServices } from '../../src/queue/services.
 import type { Outcome } from '../../src/queue/types.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
 import { testConfig } from '../helpers/config.js';
-import { makePlates, sleep } from '../helpers/engine.js';
+import { sleep } from '../helpers/engine.js';
 import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
 import { canaryNeedles, findIn, scanDir, scanRedis, type Leak } from './leaks.js';
+import { bulkBatches, chaosAccounts, interactiveBatch, type ChaosAccount, type PlannedBatch } from './plan.js';
 import { ProcessLog, type VqbProcess } from './procs.js';
 import { mulberry32, shuffle, uniform } from './rng.js';
 
 const FULL = process.env.CHAOS_FULL === '1';
 const SEED = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : randomInt(1, 2 ** 31);
+// The two rates add up to what one account ran at before accounts, so a run takes as long.
 const SIZE = FULL
-  ? { plates: 1_000, killEvents: 10, redisRestarts: 3, storms: 2, rate: '12/s', finishMs: 10 * 60_000 }
-  : { plates: 300, killEvents: 4, redisRestarts: 2, storms: 1, rate: '10/s', finishMs: 4 * 60_000 };
+  ? { plates: 1_000, killEvents: 10, redisRestarts: 3, storms: 2, interactive: 5, rates: ['7/s', '5/s'] as const, finishMs: 10 * 60_000 }
+  : { plates: 300, killEvents: 4, redisRestarts: 2, storms: 1, interactive: 3, rates: ['6/s', '4/s'] as const, finishMs: 4 * 60_000 };
 const WORKERS = 3;
+/** An interactive batch must finish before every batch of its account with at least this many plates still waiting when it arrived. */
+const AHEAD_MIN_WAITING = 30;
 
-type EventKind = 'kill' | 'redis' | 'storm-5xx' | 'storm-drop' | 'storm-slow' | 'key-rotation' | 'export-unwritable';
+type EventKind = 'kill' | 'redis' | 'storm-5xx' | 'storm-drop' | 'storm-slow' | 'key-rotation' | 'export-unwritable' | 'interactive';
+
+interface Submitted {
+  batch: PlannedBatch;
+  at: number;
+  /** Batches of the same account with many plates waiting when it arrived. */
+  ahead: string[];
+}
 
 interface Summary {
   seed: number;
   size: string;
   plates: number;
   inputRows: number;
+  batches: number;
   kills: number;
   redisRestarts: { SIGTERM: number; SIGKILL: number };
   storms: Record<string, number>;
@@ -66,16 +82,19 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
   let sim: SimulatorHandle | undefined;
   let services: QueueServices | undefined;
   let dir: string | undefined;
+  let sampling = false;
 
   afterAll(async () => {
+    sampling = false;
     await procs.killAll();
+    if (process.env.CHAOS_LOG_DIR) await procs.saveTo(process.env.CHAOS_LOG_DIR);
     await services?.close().catch(() => {});
     await sim?.close();
     await redis?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it(`a ${SIZE.plates}-plate batch survives kills, Redis restarts, upstream storms, key rotation and an unwritable export dir`, async () => {
+  it(`${SIZE.plates} plates on two accounts, with interactive batches among the bulk ones, survive kills, Redis restarts, upstream storms, a key rotation and an unwritable export dir`, async () => {
     const started = Date.now();
     const rng = mulberry32(SEED);
     const at = () => `+${((Date.now() - started) / 1000).toFixed(1)}s`;
@@ -83,26 +102,32 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const note = (line: string) => timeline.push(`${at()} ${line}`);
     console.log(`chaos: seed ${SEED} (${FULL ? 'full' : 'CI'} size; replay with CHAOS_SEED=${SEED})`);
 
-    // --- the line: dedicated Redis with AOF, the simulator, the key file, the input ------------
+    // --- the line: dedicated Redis with AOF, the simulator, two accounts, the input ------------
     redis = await startRedisServer(['--appendonly', 'yes', '--appendfsync', 'always']);
     dir = await mkdtemp(join(tmpdir(), 'vqb-chaos-'));
     const outDir = join(dir, 'out');
-    const keyFile = join(dir, 'api-key');
-    const keys = [`sk-live-SECRET-canary-${randomBytes(8).toString('hex')}`, `sk-live-SECRET-canary-${randomBytes(8).toString('hex')}`] as const;
-    await writeFile(keyFile, `${keys[0]}\n`);
+    const accounts = chaosAccounts(SIZE.rates);
+    const keyFileOf = (id: string) => join(dir!, `key-${id}`);
+    for (const a of accounts) await writeFile(keyFileOf(a.id), `${a.keys[0]}\n`);
+    const accountsFile = join(dir, 'accounts.json');
+    await writeFile(accountsFile, JSON.stringify({ accounts: accounts.map((a) => ({ id: a.id, apiKeyFile: keyFileOf(a.id), rateLimit: a.rate })) }));
 
-    const valid = makePlates(SIZE.plates, 40_000);
+    const bulk = bulkBatches(SEED, accounts, SIZE.plates);
+    const valid = bulk.flatMap((b) => b.valid);
     const failPlates = valid.filter((_, i) => i % 97 === 13); // ~1 %: queries that end FAILED upstream
-    sim = await startSimulator({ completionMs: [300, 1_500], rateLimit: '1000/s', keys: [{ key: keys[0] }], failPlates }, { random: mulberry32(SEED ^ 0x5eed) });
+    // Each account's key has the account's own limit upstream (sliding window), as a real plan would.
+    sim = await startSimulator(
+      { completionMs: [300, 1_500], rateLimit: '1000/s', window: 'sliding', keys: accounts.map((a) => ({ key: a.keys[0], label: a.id, rateLimit: a.rate })), failPlates },
+      { random: mulberry32(SEED ^ 0x5eed) },
+    );
     const prefix = `{vqbchaos-${randomBytes(3).toString('hex')}}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       REDIS_URL: redis.url,
       VQ_PREFIX: prefix,
       VQ_BASE_URL: sim.url,
-      VQ_API_KEY_FILE: keyFile,
+      VQ_ACCOUNTS_FILE: accountsFile,
       VQ_OUT_DIR: outDir,
-      VQ_RATE_LIMIT: SIZE.rate,
       VQ_CONCURRENCY: '8',
       VQ_POLL_INITIAL: '500ms',
       VQ_POLL_INTERVAL: '300ms',
@@ -115,25 +140,30 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       VQ_STALLED_INTERVAL: '1s',
       VQ_CONNECT_TIMEOUT: '1s',
       VQ_REQUEST_TIMEOUT: '1500ms',
+      // Each key's upstream limit is the account's own rate, in a sliding window: two cores shared by
+      // three workers, Redis, the simulator and the test delay a paced request by more than the
+      // default 25 ms now and then, which the upstream would count as one request too many.
+      VQ_PACING_JITTER: '50ms',
       LOG_LEVEL: 'info',
     };
-    // The producer's Config must match: attempts and backoff are job options set at enqueue time.
+    // The producer's Config must match: attempts and backoff are job options set when a plate is fed.
     const { PATH: _path, ...settings } = env;
     const config: Config = testConfig(prefix, settings);
     services = await openQueueServices(config);
     const s = services;
-    s.queue.on('error', () => {}); // Redis restarts are expected here; commands are retried below
+    for (const queue of s.queues.all()) queue.on('error', () => {}); // Redis restarts are expected here; commands are retried below
 
-    // Input rows as a user would send them: valid plates, repeats in other spellings, non-plates.
-    const inputs: string[] = [];
-    valid.forEach((plate, i) => {
-      inputs.push(plate);
-      if (i % 50 === 7) inputs.push(`${plate.slice(0, 3).toLowerCase()}-${plate.slice(3)}`);
-      if (i % 60 === 11) inputs.push(i % 120 === 11 ? 'NOPE' : `${plate.slice(0, 6)}`);
-    });
-    const batchId = `chaos-${SEED}`;
-    await ingest(s, { id: batchId, source: 'library', name: 'chaos' }, rowsFromPlates(inputs));
-    note(`ingested ${inputs.length} rows (${valid.length} distinct valid plates)`);
+    const accountOfPlate = new Map<string, string>();
+    for (const b of bulk) {
+      for (const plate of b.valid) accountOfPlate.set(plate, b.account);
+      await ingest(s, { id: b.id, source: 'library', name: b.id, account: b.account, priority: b.priority, weight: b.weight }, rowsFromPlates(b.inputs));
+    }
+    const submitted: Submitted[] = [];
+    const all = () => [...bulk, ...submitted.map((i) => i.batch)];
+    const inputRows = () => all().reduce((n, b) => n + b.inputs.length, 0);
+    note(
+      `ingested ${bulk.length} batches, ${inputRows()} rows (${valid.length} distinct valid plates): ${bulk.map((b) => `${b.account}/${b.priority}×${b.weight} ${b.valid.length}`).join(', ')}`,
+    );
 
     // Redis may be restarting under any of these: ask again until it answers.
     async function retrying<T>(fn: () => Promise<T>, what: string, ms = 60_000): Promise<T> {
@@ -147,8 +177,17 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         }
       }
     }
-    const batch = () => retrying(() => s.batches.get(batchId), 'batch state');
-    const finished = async () => (await batch()).finishedAt !== undefined;
+    const batchInfo = (id: string) => retrying(() => s.batches.get(id), `batch ${id}`);
+    const allFinished = async () => {
+      for (const b of all()) if ((await batchInfo(b.id)).finishedAt === undefined) return false;
+      return true;
+    };
+    /** Plates of the account the simulator created, repeats included. */
+    const createsOf = (accountId: string) => {
+      let n = 0;
+      for (const [plate, count] of Object.entries(sim!.stats({ plates: true }).createsByPlate ?? {})) if (accountOfPlate.get(plate) === accountId) n += count;
+      return n;
+    };
 
     // --- workers ------------------------------------------------------------------------------
     const workers: VqbProcess[] = [];
@@ -156,13 +195,28 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       workers[slot] = procs.spawn(`worker-${slot}`, ['work'], env);
     };
     for (let i = 0; i < WORKERS; i++) spawnWorker(i);
+    note(`${WORKERS} workers started`);
+
+    // 429s are not a failure here (the account holds and goes on), but when they come says why.
+    sampling = true;
+    const sampler = (async () => {
+      const seen: Record<string, number> = {};
+      while (sampling) {
+        for (const [label, k] of Object.entries(sim!.stats().byKey)) {
+          if (k.rateLimited > (seen[label] ?? 0)) note(`429 ×${k.rateLimited - (seen[label] ?? 0)} to ${label}`);
+          seen[label] = k.rateLimited;
+        }
+        await sleep(250);
+      }
+    })();
 
     // --- the schedule -------------------------------------------------------------------------
     const summary: Summary = {
       seed: SEED,
       size: FULL ? 'full' : 'CI',
       plates: valid.length,
-      inputRows: inputs.length,
+      inputRows: 0,
+      batches: 0,
       kills: 0,
       redisRestarts: { SIGTERM: 0, SIGKILL: 0 },
       storms: {},
@@ -184,10 +238,18 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       ...Array<EventKind>(SIZE.storms).fill('storm-5xx'),
       ...Array<EventKind>(SIZE.storms).fill('storm-drop'),
       ...Array<EventKind>(SIZE.storms).fill('storm-slow'),
+      ...Array<EventKind>(SIZE.interactive).fill('interactive'),
       'key-rotation',
       'export-unwritable',
     ]);
-    let currentKey = 0;
+    // The rotation comes in the first half, while the other account still has plenty to create.
+    const rotationAt = plan.indexOf('key-rotation');
+    const half = Math.floor(plan.length / 2);
+    if (rotationAt >= half) {
+      const to = Math.floor(rng() * half);
+      [plan[rotationAt], plan[to]] = [plan[to]!, plan[rotationAt]!];
+    }
+    const [rotated, other] = (rng() < 0.5 ? [accounts[0], accounts[1]] : [accounts[1], accounts[0]]) as [ChaosAccount, ChaosAccount];
 
     const events: Record<EventKind, () => Promise<void>> = {
       async kill() {
@@ -222,27 +284,67 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         // Past VQ_REQUEST_TIMEOUT: some answers arrive after the client gave up (creates made upstream).
         await storm('slow', { latencyMs: [800, 2_500] }, { latencyMs: [0, 0] });
       },
+      async interactive() {
+        // A person waiting on a screen: 1 to 5 plates, submitted through the library while bulk work is queued.
+        const batch = interactiveBatch(SEED, submitted.length, rng, accounts);
+        await retrying(() => s.redis.ping(), 'Redis'); // ingest takes a lock: start it on a connection that answers
+        const ahead: string[] = [];
+        for (const b of bulk) {
+          if (b.account === batch.account && (await retrying(() => s.scheduler.waiting(b.id), 'waiting')) >= AHEAD_MIN_WAITING) ahead.push(b.id);
+        }
+        const entry: Submitted = { batch, at: Date.now(), ahead };
+        for (const plate of batch.valid) accountOfPlate.set(plate, batch.account);
+        submitted.push(entry);
+        await retrying(
+          () => ingest(s, { id: batch.id, source: 'library', name: batch.id, account: batch.account, priority: 'interactive' }, rowsFromPlates(batch.inputs)),
+          `ingest ${batch.id}`,
+        );
+        note(`interactive batch ${batch.id}: ${batch.valid.length} plate(s) on ${batch.account}, ahead of ${ahead.length} batch(es) with ≥ ${AHEAD_MIN_WAITING} plates waiting`);
+      },
       async 'key-rotation'() {
-        const old = keys[currentKey]!;
-        sim!.keys.expire(old);
-        note('key expired upstream');
-        const paused = await waitFor(async () => (await retrying(() => s.line.state(), 'line')).pause, 30_000);
-        expect(paused?.code, 'an expired key pauses the line').toBe('EXPIRED_API_KEY');
-        note(`line paused: ${paused!.code}`);
-        await sleep(uniform(rng, 500, 2_000));
-        currentKey = 1;
-        sim!.keys.add({ key: keys[currentKey]! });
+        const line = s.lines.for(rotated.id);
+        sim!.keys.expire(rotated.keys[0]);
+        note(`${rotated.id}'s key expired upstream`);
+        const paused = await waitFor(async () => (await line.state()).pause, 30_000, `${rotated.id} paused`);
+        expect(paused.code, 'an expired key pauses its account').toBe('EXPIRED_API_KEY');
+        expect(paused.message).toContain(`vqb resume --account ${rotated.id}`);
+        note(`${rotated.id} paused: ${paused.code}`);
+
+        // The other account runs on meanwhile: its line is not paused and it keeps creating.
+        expect((await retrying(() => s.lines.for(other.id).state(), 'line')).paused, `${other.id} is not paused with ${rotated.id}`).toBe(false);
+        const pausedAt = Date.now();
+        const creates0 = createsOf(other.id);
+        const counted0 = sim!.stats().byKey[other.id]?.counted ?? 0;
+        const pending = await retrying(() => s.scheduler.pendingTotal(other.id), 'pending');
+        await waitFor(
+          async () => (createsOf(other.id) >= creates0 + 3 ? true : undefined),
+          20_000,
+          `${other.id} creating while ${rotated.id} is paused (${pending} plates waiting)`,
+        );
+        await sleep(uniform(rng, 0, 1_000));
+        const created = createsOf(other.id) - creates0;
+        const requests = (sim!.stats().byKey[other.id]?.counted ?? 0) - counted0;
+        const seconds = (Date.now() - pausedAt) / 1000;
+        expect((await retrying(() => line.state(), 'line')).paused, `${rotated.id} stays paused until an operator resumes it`).toBe(true);
+        note(
+          `while ${rotated.id} was paused, ${other.id} made ${created} creates, ${requests} requests in ${seconds.toFixed(1)} s (${(requests / seconds).toFixed(1)}/s of ${other.rate})`,
+        );
+
+        sim!.keys.add({ key: rotated.keys[1], label: `${rotated.id}-rotated`, rateLimit: rotated.rate });
         // Written as an operator's tooling would: a new file renamed over the old one.
-        await writeFile(`${keyFile}.new`, `${keys[currentKey]}\n`);
+        const keyFile = keyFileOf(rotated.id);
+        await writeFile(`${keyFile}.new`, `${rotated.keys[1]}\n`);
         await rename(`${keyFile}.new`, keyFile);
-        const resumed = await procs.run('resume', ['resume'], env);
+        const resumed = await procs.run('resume', ['resume', '--account', rotated.id], env);
         expect(resumed.code, resumed.stderr).toBe(0);
-        const state = await retrying(() => s.line.state(), 'line');
+        const state = await retrying(() => line.state(), 'line');
         expect(state.paused).toBe(false);
+        expect(state.pause).toBeUndefined();
         summary.keyRotations++;
-        note('new key written to VQ_API_KEY_FILE, `vqb resume` → line running');
+        note(`new key written to ${rotated.id}'s apiKeyFile, \`vqb resume --account ${rotated.id}\` → running`);
       },
       async 'export-unwritable'() {
+        const batchId = bulk[0]!.id;
         // We run as root, so chmod would not stop a write: put a regular file where the directory was.
         const hadDir = await stat(outDir).then(
           (st) => st.isDirectory(),
@@ -278,44 +380,58 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       summary.storms[kind] = (summary.storms[kind] ?? 0) + 1;
     }
 
-    // Let the pipeline fill before the first fault.
-    await waitFor(async () => ((await batch()).counts.done >= 10 ? true : undefined), 60_000);
-    // Spread the faults over about two thirds of the batch's expected length (≈ 2.2 requests a
-    // plate at the configured rate), so the last third also runs on a line that was just hit.
-    const expectedS = (valid.length * 2.2) / Number(SIZE.rate.split('/')[0]);
+    // Let the pipeline fill on both accounts before the first fault.
+    for (const a of accounts) {
+      const first = bulk.find((b) => b.account === a.id)!;
+      await waitFor(async () => ((await batchInfo(first.id)).counts.done >= 5 ? true : undefined), 60_000, `first plates of ${a.id} done`);
+    }
+    // Spread the faults over about two thirds of the expected length (≈ 2.2 requests a plate at
+    // the account's rate, the slower account), so the last third also runs on a line just hit.
+    const expectedS = Math.max(...accounts.map((a) => (bulk.filter((b) => b.account === a.id).reduce((n, b) => n + b.valid.length, 0) * 2.2) / Number(a.rate.split('/')[0])));
     const meanGapMs = Math.max(1_500, ((0.65 * expectedS) / plan.length - 1.5) * 1_000);
     let cutShort = false;
     for (const kind of plan) {
       await sleep(uniform(rng, 0.5 * meanGapMs, 1.5 * meanGapMs));
-      if (await finished()) {
+      if (await allFinished()) {
         cutShort = true;
         break;
       }
       await events[kind]();
     }
     summary.chaosS = Math.round((Date.now() - started) / 1000);
-    expect(cutShort, `the batch finished before the schedule ran out (lower VQ_RATE_LIMIT); ${timeline.join('\n')}`).toBe(false);
-    note('schedule done; waiting for the batch');
+    expect(cutShort, `the batches finished before the schedule ran out (lower the accounts' rates); ${timeline.join('\n')}`).toBe(false);
+    note('schedule done; waiting for the batches');
 
-    // --- the batch finishes on its own ----------------------------------------------------------
+    // --- the batches finish on their own --------------------------------------------------------
     const deadline = started + SIZE.finishMs;
-    while (!(await finished())) {
+    while (!(await allFinished())) {
       if (Date.now() > deadline) {
-        const info = await batch();
-        const counts = await s.queue.getJobCounts();
-        throw new Error(`batch not finished after ${SIZE.finishMs / 1000} s: ${JSON.stringify(info.counts)} queue ${JSON.stringify(counts)}\n${timeline.join('\n')}`);
+        const infos = await Promise.all(all().map(async (b) => `${b.id} ${JSON.stringify((await batchInfo(b.id)).counts)}`));
+        const counts = await Promise.all(s.queues.entries().map(async ([id, q]) => `${id} ${JSON.stringify(await q.getJobCounts())}`));
+        throw new Error(`batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\n${timeline.join('\n')}`);
       }
       await sleep(500);
     }
-    note('batch finished');
-    // The last outcomes land just before their jobs complete: give the queue a moment to settle.
-    const busy = ['wait', 'prioritized', 'delayed', 'active', 'waiting-children'] as const;
-    const settled = await waitFor(async () => {
-      const counts = await s.queue.getJobCounts(...busy);
-      return Object.values(counts).every((n) => n === 0) ? counts : undefined;
-    }, 30_000).catch(() => undefined);
-    const counts = await s.queue.getJobCounts(...busy, 'failed', 'completed');
-    expect(settled, `jobs left unfinished: ${JSON.stringify(counts)}`).toBeDefined();
+    note('every batch finished');
+    sampling = false;
+    await sampler;
+    // The last outcomes land just before their jobs complete: give the queues a moment to settle.
+    const busy = ['wait', 'paused', 'prioritized', 'delayed', 'active', 'waiting-children'] as const;
+    const leftOver = async () => {
+      const counts = await s.queues.counts(...busy);
+      const waiting = await Promise.all(accounts.map(async (a) => [a.id, await s.scheduler.pendingTotal(a.id)] as const));
+      return { counts, waiting: Object.fromEntries(waiting) };
+    };
+    const settled = await waitFor(
+      async () => {
+        const left = await leftOver();
+        return [...Object.values(left.counts), ...Object.values(left.waiting)].every((n) => n === 0) ? left : undefined;
+      },
+      30_000,
+      'queues settled',
+    ).catch(() => undefined);
+    expect(settled, `jobs or plates left unfinished: ${JSON.stringify(await leftOver())}`).toBeDefined();
+    for (const state of await s.lines.states()) expect(state.paused, `account ${state.account} paused at the end`).toBe(false);
     for (const w of workers) await procs.kill(w, 'SIGTERM');
     for (const w of workers) expect((await w.exited).code, `worker ${w.output.pid} exits cleanly on SIGTERM`).toBe(0);
     expect(
@@ -324,71 +440,108 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     ).toEqual([]);
 
     // --- one outcome per valid plate, one create per plate unless flagged -----------------------
-    const outcomes = new Map<string, Outcome>();
-    for await (const o of s.outcomes.scan(batchId)) {
-      expect(outcomes.has(o.plate), `two outcomes for ${o.plate}`).toBe(false);
-      outcomes.set(o.plate, o);
+    const outcomesOf = new Map<string, Map<string, Outcome>>();
+    const infoOf = new Map<string, Awaited<ReturnType<typeof s.batches.get>>>();
+    const allOutcomes: Outcome[] = [];
+    for (const b of all()) {
+      const outcomes = new Map<string, Outcome>();
+      for await (const o of s.outcomes.scan(b.id)) {
+        expect(outcomes.has(o.plate), `two outcomes for ${o.plate} in ${b.id}`).toBe(false);
+        outcomes.set(o.plate, o);
+      }
+      expect([...outcomes.keys()].sort(), b.id).toEqual([...b.valid].sort());
+      const info = await s.batches.get(b.id);
+      const failed = [...outcomes.values()].filter((o) => o.status === 'failed').length;
+      expect(info.counts, b.id).toMatchObject({ enqueued: b.valid.length, done: b.valid.length - failed, failed, inflight: 0 });
+      expect(info.counts.possibleDuplicates, b.id).toBe([...outcomes.values()].filter((o) => o.possibleDuplicate === true).length);
+      expect({ account: info.account, priority: info.priority, weight: info.weight }, b.id).toEqual({ account: b.account, priority: b.priority, weight: b.weight });
+      outcomesOf.set(b.id, outcomes);
+      infoOf.set(b.id, info);
+      allOutcomes.push(...outcomes.values());
     }
-    expect([...outcomes.keys()].sort()).toEqual([...valid].sort());
-    const info = await s.batches.get(batchId);
-    const failedOutcomes = [...outcomes.values()].filter((o) => o.status === 'failed');
-    expect(info.counts).toMatchObject({ enqueued: valid.length, done: valid.length - failedOutcomes.length, failed: failedOutcomes.length, inflight: 0 });
-    // Storms, kills and restarts never cost a plate: only the plates that fail upstream failed.
+    const failedOutcomes = allOutcomes.filter((o) => o.status === 'failed');
+    // Storms, kills, restarts and the key rotation never cost a plate: only the plates that fail upstream failed.
     expect(failedOutcomes.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual(failPlates.map((p) => `${p} VEHICLE_NOT_FOUND`).sort());
+    for (const o of allOutcomes) if (o.status === 'done') expect(o.queryId, o.plate).toBeTruthy();
 
     const stats = sim.stats({ plates: true });
     const createsByPlate = stats.createsByPlate ?? {};
-    const flagged = [...outcomes.values()].filter((o) => o.possibleDuplicate === true);
+    const flagged = allOutcomes.filter((o) => o.possibleDuplicate === true);
     const unflaggedRepeats: string[] = [];
-    for (const plate of valid) {
-      const n = createsByPlate[plate] ?? 0;
-      expect(n, `plate ${plate} was never created upstream`).toBeGreaterThanOrEqual(1);
-      if (n > 1 && outcomes.get(plate)?.possibleDuplicate !== true) unflaggedRepeats.push(`${plate}×${n}`);
+    for (const o of allOutcomes) {
+      const n = createsByPlate[o.plate] ?? 0;
+      expect(n, `plate ${o.plate} was never created upstream`).toBeGreaterThanOrEqual(1);
+      if (n > 1 && o.possibleDuplicate !== true) unflaggedRepeats.push(`${o.plate}×${n}`);
     }
     expect(unflaggedRepeats, 'plates created more than once without a "possible duplicate" flag').toEqual([]);
-    expect(info.counts.possibleDuplicates).toBe(flagged.length);
-    for (const o of outcomes.values()) if (o.status === 'done') expect(o.queryId, o.plate).toBeTruthy();
+    expect(Object.keys(createsByPlate).sort(), 'nothing but the submitted plates was created').toEqual(allOutcomes.map((o) => o.plate).sort());
 
-    // Failed jobs only for plates whose outcome is failed.
-    const failedJobs = await s.queue.getJobs(['failed'], 0, -1);
-    for (const job of failedJobs) expect(outcomes.get(job!.data.plate)?.status, `failed job ${job!.id}`).toBe('failed');
-
-    // --- the export rebuilt from Redis: one row per input row, matching the outcomes -------------
-    const exported = await procs.run('export-final', ['export', batchId], env);
-    expect(exported.code, exported.stderr).toBe(0);
-    const jsonl = (await readFile(join(outDir, `${batchId}.jsonl`), 'utf8'))
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const csv = parse(await readFile(join(outDir, `${batchId}.csv`)), { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
-    expect(jsonl).toHaveLength(inputs.length);
-    expect(csv).toHaveLength(inputs.length);
-    const firstRowOf = new Map<string, number>();
-    for (let i = 0; i < inputs.length; i++) {
-      const row = jsonl[i]!;
-      const line = csv[i]!;
-      expect(row.row).toBe(i + 1);
-      expect(row.input).toBe(inputs[i]);
-      expect(line.row).toBe(String(i + 1));
-      const plate = row.plate as string;
-      const outcome = outcomes.get(plate);
-      let status: string;
-      if (!valid.includes(plate)) status = 'rejected';
-      else if (firstRowOf.has(plate)) status = 'duplicate';
-      else {
-        firstRowOf.set(plate, i + 1);
-        status = outcome!.status;
-      }
-      expect({ row: i + 1, status: row.status, csv: line.status }).toEqual({ row: i + 1, status, csv: status });
-      if (status !== 'rejected') {
-        expect(row.queryId, `row ${i + 1}`).toBe(outcome!.queryId);
-        expect(line.query_id, `row ${i + 1}`).toBe(outcome!.queryId ?? '');
-        expect(row.possibleDuplicate === true).toBe(outcome!.possibleDuplicate === true);
+    // Failed jobs only for plates whose outcome is failed, each on its own account's queue.
+    for (const [accountId, queue] of s.queues.entries()) {
+      for (const job of await queue.getJobs(['failed'], 0, -1)) {
+        expect(job!.data.account, `failed job ${job!.id}`).toBe(accountId);
+        expect(outcomesOf.get(job!.data.batchId)?.get(job!.data.plate)?.status, `failed job ${job!.id}`).toBe('failed');
       }
     }
 
-    // --- the key, old and new, appears nowhere ------------------------------------------------
-    const needles = keys.flatMap(canaryNeedles);
+    // --- interactive batches: done before the bulk work queued ahead of them -----------------------
+    const interactiveLines: string[] = [];
+    for (const { batch, at: submittedAt, ahead } of submitted) {
+      const finishedAt = infoOf.get(batch.id)!.finishedAt!;
+      for (const id of ahead) {
+        expect(finishedAt, `interactive ${batch.id} finished before ${id}, which had ≥ ${AHEAD_MIN_WAITING} plates waiting when it arrived`).toBeLessThan(
+          infoOf.get(id)!.finishedAt!,
+        );
+      }
+      const createdBy = Math.max(...[...outcomesOf.get(batch.id)!.values()].map((o) => o.createdAt ?? Number.NaN));
+      interactiveLines.push(
+        `${batch.id} (${batch.account}, ${batch.valid.length} plate(s)): created within ${((createdBy - submittedAt) / 1000).toFixed(1)} s, done within ${((finishedAt - submittedAt) / 1000).toFixed(1)} s`,
+      );
+    }
+    expect(submitted).toHaveLength(SIZE.interactive);
+
+    // --- the exports rebuilt from Redis: one row per input row, matching the outcomes -------------
+    const exported = await Promise.all(all().map((b) => procs.run(`export-final ${b.id}`, ['export', b.id], env)));
+    for (const e of exported) expect(e.code, e.stderr).toBe(0);
+    for (const b of all()) await checkExport(b, outcomesOf.get(b.id)!);
+    note(`${exported.length} exports rebuilt and checked`);
+
+    async function checkExport(b: PlannedBatch, outcomes: Map<string, Outcome>) {
+      const jsonl = (await readFile(join(outDir, `${b.id}.jsonl`), 'utf8'))
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const csv = parse(await readFile(join(outDir, `${b.id}.csv`)), { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
+      expect(jsonl, b.id).toHaveLength(b.inputs.length);
+      expect(csv, b.id).toHaveLength(b.inputs.length);
+      const valid = new Set(b.valid);
+      const seen = new Set<string>();
+      for (let i = 0; i < b.inputs.length; i++) {
+        const row = jsonl[i]!;
+        const line = csv[i]!;
+        expect(row.row).toBe(i + 1);
+        expect(row.input).toBe(b.inputs[i]);
+        expect(line.row).toBe(String(i + 1));
+        const plate = row.plate as string;
+        const outcome = outcomes.get(plate);
+        let status: string;
+        if (!valid.has(plate)) status = 'rejected';
+        else if (seen.has(plate)) status = 'duplicate';
+        else {
+          seen.add(plate);
+          status = outcome!.status;
+        }
+        expect({ batch: b.id, row: i + 1, status: row.status, csv: line.status }).toEqual({ batch: b.id, row: i + 1, status, csv: status });
+        if (status !== 'rejected') {
+          expect(row.queryId, `${b.id} row ${i + 1}`).toBe(outcome!.queryId);
+          expect(line.query_id, `${b.id} row ${i + 1}`).toBe(outcome!.queryId ?? '');
+          expect(row.possibleDuplicate === true).toBe(outcome!.possibleDuplicate === true);
+        }
+      }
+    }
+
+    // --- no key, first or rotated, of either account appears anywhere ----------------------------
+    const needles = accounts.flatMap((a) => a.keys.flatMap(canaryNeedles));
     const leaks: Leak[] = [];
     for (const o of procs.outputs) leaks.push(...findIn(`${o.stdout}\n${o.stderr}`, needles, `output of ${o.name} (pid ${o.pid})`));
     const conn = new (await import('ioredis')).Redis(redis.url);
@@ -401,7 +554,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       conn.disconnect();
     }
     const files = await scanDir(outDir, needles);
-    expect(files.files).toBeGreaterThanOrEqual(3);
+    expect(files.files).toBeGreaterThanOrEqual(3 * all().length);
     leaks.push(...files.leaks);
     for (const o of failedOutcomes) leaks.push(...findIn(JSON.stringify(o.error), needles, `error of failed outcome ${o.plate}`));
     expect(procs.text().length, 'process output was captured').toBeGreaterThan(1_000);
@@ -409,6 +562,9 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
 
     // --- summary ----------------------------------------------------------------------------------
     Object.assign(summary, {
+      plates: allOutcomes.length,
+      inputRows: inputRows(),
+      batches: all().length,
       simFaults: stats.faults,
       possibleDuplicates: flagged.length,
       duplicateCreates: Object.values(createsByPlate).filter((n) => n > 1).length,
@@ -418,14 +574,25 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       durationS: Math.round((Date.now() - started) / 1000),
     });
     expect(summary.kills).toBeGreaterThanOrEqual(SIZE.killEvents);
+    expect(summary.keyRotations).toBe(1);
+    const perAccount = accounts.map((a) => {
+      const keys = Object.entries(stats.byKey).filter(([label]) => label === a.id || label === `${a.id}-rotated`);
+      const counted = keys.reduce((n, [, k]) => n + k.counted, 0);
+      const limited = keys.reduce((n, [, k]) => n + k.rateLimited, 0);
+      const plates = allOutcomes.filter((o) => accountOfPlate.get(o.plate) === a.id).length;
+      return `${a.id} at ${a.rate}: ${plates} plates, ${createsOf(a.id)} creates, ${counted} counted requests, ${limited} 429s${a === rotated ? ' (key rotated)' : ''}`;
+    });
     console.log(
       [
         `chaos summary (seed ${summary.seed}, ${summary.size} size, ${summary.durationS} s, chaos for the first ${summary.chaosS} s)`,
-        `  ${summary.plates} plates / ${summary.inputRows} input rows: ${summary.plates - summary.failed} done, ${summary.failed} failed (all planned FAILED plates)`,
+        `  ${summary.plates} plates / ${summary.inputRows} input rows in ${summary.batches} batches: ${summary.plates - summary.failed} done, ${summary.failed} failed (all planned FAILED plates)`,
+        ...perAccount.map((l) => `  ${l}`),
         `  ${summary.kills} worker SIGKILLs; Redis restarts: ${summary.redisRestarts.SIGTERM} SIGTERM, ${summary.redisRestarts.SIGKILL} SIGKILL`,
         `  storms: ${JSON.stringify(summary.storms)}; simulator faults: ${summary.simFaults.errors} 5xx, ${summary.simFaults.drops} drops, ${summary.simFaults.dropsAfterCreate} drops after create`,
-        `  key rotations: ${summary.keyRotations}; failed exports into an unusable dir: ${summary.exportFailures}`,
+        `  key rotations: ${summary.keyRotations} (${rotated.id}); failed exports into an unusable dir: ${summary.exportFailures}`,
         `  possible duplicates flagged: ${summary.possibleDuplicates} (plates actually created twice: ${summary.duplicateCreates}); creates ${summary.creates}, requests ${summary.requests}`,
+        '  interactive batches:',
+        ...interactiveLines.map((l) => `    ${l}`),
         '  timeline:',
         ...timeline.map((l) => `    ${l}`),
       ].join('\n'),
@@ -434,12 +601,12 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
 });
 
 /** Polls fn until it returns something other than undefined. */
-async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+async function waitFor<T>(fn: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms in vain`);
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms in vain for ${what}`);
     await sleep(200);
   }
 }

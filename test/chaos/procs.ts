@@ -3,7 +3,8 @@
 // the API key appeared in none of it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 
 export const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
 
@@ -74,6 +75,19 @@ export class ProcessLog {
 
   async killAll(): Promise<void> {
     await Promise.all([...this.running].map((p) => this.kill(p, 'SIGKILL')));
+  }
+
+  /** Writes what each process wrote to `<dir>/<n>-<name>.log`, for reading a failed run afterwards. */
+  async saveTo(dir: string): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    await Promise.all(
+      this.outputs.map((o, i) =>
+        writeFile(
+          join(dir, `${String(i).padStart(3, '0')}-${o.name.replace(/[^\w.-]+/g, '_')}.log`),
+          `# ${o.args.join(' ')} (pid ${o.pid}, exit ${o.code ?? o.signal})\n${o.stdout}\n--- stderr\n${o.stderr}`,
+        ),
+      ),
+    );
   }
 
   /** Everything every process wrote, for leak checks. */

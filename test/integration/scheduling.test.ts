@@ -46,7 +46,10 @@ describe('fair shares between the batches of one account', () => {
     await h.waitForBatch('second', 60_000);
     const shares = await sharesOfA(h, 'first', 'second', 1_000);
     expect(shares.length).toBeGreaterThanOrEqual(3);
-    for (const share of shares) expect(share).toBeGreaterThan(expected - 0.1), expect(share).toBeLessThan(expected + 0.1);
+    for (const share of shares) {
+      expect(share).toBeGreaterThan(expected - 0.1);
+      expect(share).toBeLessThan(expected + 0.1);
+    }
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
   });
 });
