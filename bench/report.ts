@@ -111,7 +111,10 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
     rows.push(row('ingest peak RSS, MB (raw addBulk)', vqb.peakRssMB, raw.peakRssMB, int, { text: '≤ 250', ok: (x) => x <= 250 }));
     const queued = vqb.jobs.toLocaleString('en');
     rows.push(
-      row(`Redis bytes per queued plate, ${queued} queued (peer column: a BullMQ job each)`, vqb.redisBytesPerJob, raw.redisBytesPerJob, int, { text: '≤ 600', ok: (x) => x <= 600 }),
+      row(`Redis bytes per queued plate, ${queued} queued (peer column: a BullMQ job each)`, vqb.redisBytesPerJob, raw.redisBytesPerJob, int, {
+        text: '≤ 600',
+        ok: (x) => x <= 600,
+      }),
     );
     for (const [part, bytes] of Object.entries(vqb.keyBytesPerPlate ?? {})) rows.push(row(`… of which (MEMORY USAGE) ${part}`, bytes, undefined, int));
     const { reader, dedup } = r.ingest;

@@ -150,7 +150,15 @@ async function main(): Promise<number> {
       pacing: { warmupMs: s.warmupMs, windowMs: s.windowMs, backlogPlates: s.backlogPlates },
       batch: { plates: s.batchPlates, lowerBound: '2 × plates ÷ R + 6 s' },
       interactive: { ...s.interactive, workers: 1, rateLimit: `${R}/s` },
-      shares: { ...s.shares, workers: 1, rateLimit: `${R}/s`, weights: [[1, 1], [3, 1]] },
+      shares: {
+        ...s.shares,
+        workers: 1,
+        rateLimit: `${R}/s`,
+        weights: [
+          [1, 1],
+          [3, 1],
+        ],
+      },
       accounts: { workers: 3, accounts: TWO_ACCOUNTS, window: 'sliding', warmupMs: s.warmupMs, windowMs: s.windowMs },
       scaleout: { workers: 4, accounts: [SCALE_OUT], window: 'sliding', warmupMs: s.warmupMs, windowMs: s.windowMs },
       minute: { workers: 1, accounts: [PER_MINUTE], window: 'sliding', ...s.perMinute },
@@ -232,7 +240,8 @@ async function main(): Promise<number> {
           break;
         }
         case 'shares': {
-          const run = (weights: [number, number]) => attempt(`shares, weights ${weights.join(':')}`, () => measureShares(ctx, `shares-${weights.join('to')}`, { rate: R, weights, ...s.shares }));
+          const run = (weights: [number, number]) =>
+            attempt(`shares, weights ${weights.join(':')}`, () => measureShares(ctx, `shares-${weights.join('to')}`, { rate: R, weights, ...s.shares }));
           const equal = await run([1, 1]);
           const weighted = await run([3, 1]);
           results.shares = { ...(equal ? { equal } : {}), ...(weighted ? { weighted } : {}) };
