@@ -17,8 +17,8 @@ import { adviceFor } from './actions.js';
 
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
-  /** Send now: the account's slot has come. */
-  | { go: true }
+  /** The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before sending. */
+  | { go: true; due: number }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -67,22 +67,37 @@ export class AccountFlow {
 
   /** A poll: only the pace decides. */
   async admitPoll(): Promise<Admission> {
-    return (await this.#paced()) ?? { go: true };
+    const slot = await this.#slot();
+    return 'why' in slot ? slot : { go: true, due: slot.due };
   }
 
   /**
-   * Waits for the account's next slot when it is within the horizon; otherwise says when to ask
-   * again. A worker woken late (a busy event loop) does not send: a late request crowds the
-   * window against the one N slots after it, so it takes the next slot instead (a slot lost,
-   * rarely; a 429 never). Returns undefined when the request may go now.
+   * The account's next slot, slept until, when it is within the horizon; otherwise when to ask
+   * again. `due` counts from before the request to Redis, so a reply that reached a busy event
+   * loop late shows as lateness too.
    */
-  async #paced(): Promise<Admission | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      const slot = await this.#d.line.slot(this.horizonMs);
-      if (!slot.reserved) return this.#later(slot.waitMs);
-      const due = performance.now() + slot.waitMs;
-      if (slot.waitMs > 0) await sleep(slot.waitMs);
-      if (performance.now() - due <= this.#d.jitterMs / 2 || attempt >= 2) return undefined;
+  async #slot(): Promise<{ due: number } | Extract<Admission, { why: 'later' }>> {
+    const asked = performance.now();
+    const slot = await this.#d.line.slot(this.horizonMs);
+    if (!slot.reserved) return this.#later(slot.waitMs);
+    const due = asked + slot.waitMs;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    return { due };
+  }
+
+  /**
+   * Called right before the request is written. A request later than half the jitter allowance
+   * (a busy event loop, a slow Redis reply) is not sent late: it would crowd the window against
+   * the one N slots after it. It takes the account's next slot instead (a slot lost, rarely; a
+   * 429 never). A hold that started meanwhile (a 429 elsewhere) is waited out here.
+   */
+  async ready(admission: Extract<Admission, { go: true }>): Promise<void> {
+    let due = admission.due;
+    while (performance.now() - due > this.#d.jitterMs / 2) {
+      const slot = await this.#slot();
+      if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
+      else due = slot.due;
     }
   }
 
@@ -91,21 +106,21 @@ export class AccountFlow {
    * the one that then reserves it still has half a horizon to wake and send, and the few that ask
    * in between do not churn the queue once per millisecond.
    */
-  #later(waitMs: number): Admission {
+  #later(waitMs: number): Extract<Admission, { why: 'later' }> {
     return { go: false, why: 'later', retryInMs: Math.max(1, waitMs - this.horizonMs / 2) };
   }
 
   /** A create: the pace, then the in-flight cap, then the spending caps (reserved before sending). */
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
-    const paced = await this.#paced();
-    if (paced) return paced;
+    const slot = await this.#slot();
+    if ('why' in slot) return slot;
     const now = this.#now();
     if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, now))) {
       // Polls (a higher priority) drain the pipeline meanwhile.
       return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };
     }
     const verdict = await this.#d.budget.reserve(this.accountId, data.batchId);
-    if (verdict === 'ok') return { go: true };
+    if (verdict === 'ok') return { go: true, due: slot.due };
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);
     return { go: false, why: 'cap', heldBy: verdict, until: await this.#holdAtCap(data, verdict) };
   }

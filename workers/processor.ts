@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
 import { pollPriority } from '../src/queue/account-queues.js';
 import type { OutcomeError, PlateJobData } from '../src/queue/types.js';
-import type { QuotaSnapshot } from '../src/upstream/client.js';
+import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { isUpstreamError, type AnyUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide } from './actions.js';
@@ -19,8 +19,8 @@ import type { Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
 export interface QueryApi {
-  createQuery(plate: string, product?: string): Promise<QueryOutcome>;
-  getQuery(queryId: string): Promise<QueryOutcome>;
+  createQuery(plate: string, product?: string, options?: SendOptions): Promise<QueryOutcome>;
+  getQuery(queryId: string, options?: SendOptions): Promise<QueryOutcome>;
   readonly quota: QuotaSnapshot | undefined;
 }
 
@@ -88,14 +88,14 @@ export class PlateProcessor {
       await this.#d.recorder.count(data.batchId, 'reused');
       return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
     }
-    await this.#admitted(await this.#d.flow.admitCreate(job.id!, data), job, token);
+    const admission = await this.#admitted(await this.#d.flow.admitCreate(job.id!, data), job, token);
 
     const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
     delete creating.heldBy;
     await job.updateData(creating);
     let answer: QueryOutcome;
     try {
-      answer = await this.#d.api.createQuery(data.plate, data.product);
+      answer = await this.#d.api.createQuery(data.plate, data.product, { ready: () => this.#d.flow.ready(admission) });
     } catch (err) {
       if (isUpstreamError(err) && decide(err).refundCreate) {
         await job.updateData({ ...creating, step: 'create' });
@@ -126,8 +126,8 @@ export class PlateProcessor {
   async #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
     const data = job.data;
     const queryId = data.queryId!;
-    await this.#admitted(await this.#d.flow.admitPoll(), job, token);
-    const answer = await this.#d.api.getQuery(queryId);
+    const admission = await this.#admitted(await this.#d.flow.admitPoll(), job, token);
+    const answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
     await this.#d.recorder.count(data.batchId, 'polls');
@@ -145,20 +145,19 @@ export class PlateProcessor {
     return this.#sleepUntil(job, token, Math.min(now + nextPollDelay(polled.polls, this.#d.config.poll, this.#random), data.pollDeadline ?? Infinity));
   }
 
-  /** Acts on the flow control's answer: returns when the request may go out, throws what BullMQ should do otherwise. */
-  async #admitted(admission: Admission, job: PlateJob, token: string | undefined): Promise<void> {
-    if (admission.go) return;
+  /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
+  async #admitted(admission: Admission, job: PlateJob, token: string | undefined): Promise<Extract<Admission, { go: true }>> {
+    if (admission.go) return admission;
     switch (admission.why) {
       case 'later':
         // Back to the head of its priority, no attempt spent; no worker asks again before the slot is near.
         await this.#d.flow.stopTaking(admission.retryInMs);
         throw Worker.RateLimitError();
       case 'inflight':
-        await this.#sleepUntil(job, token, this.#now() + admission.retryInMs);
-        return;
+        return this.#sleepUntil(job, token, this.#now() + admission.retryInMs);
       case 'cap':
         await job.updateData({ ...job.data, heldBy: admission.heldBy });
-        await this.#sleepUntil(job, token, admission.until);
+        return this.#sleepUntil(job, token, admission.until);
     }
   }
 

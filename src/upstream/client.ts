@@ -26,6 +26,11 @@ export interface UpstreamClientOptions {
   now?: () => number;
 }
 
+export interface SendOptions {
+  /** Awaited after everything else is ready, immediately before the request is written (the caller's pacing). */
+  ready?: () => Promise<void>;
+}
+
 export type RequestObserver = (event: { operation: UpstreamOperation; status: number; durationMs: number; error?: UpstreamError }) => void;
 
 const NETWORK_CODES: Record<string, string> = {
@@ -80,24 +85,25 @@ export class UpstreamClient {
     this.#observers.push(observer);
   }
 
-  createQuery(plate: string, product = 'agregados'): Promise<QueryOutcome> {
-    return this.#call('create', 'POST', `/queries/integration/${encodeURIComponent(product)}`, JSON.stringify({ keys: { licensePlate: plate } }));
+  createQuery(plate: string, product = 'agregados', options: SendOptions = {}): Promise<QueryOutcome> {
+    return this.#call('create', 'POST', `/queries/integration/${encodeURIComponent(product)}`, JSON.stringify({ keys: { licensePlate: plate } }), options);
   }
 
-  getQuery(queryId: string): Promise<QueryOutcome> {
-    return this.#call('get', 'GET', `/queries/integration/${encodeURIComponent(queryId)}`, undefined, queryId);
+  getQuery(queryId: string, options: SendOptions = {}): Promise<QueryOutcome> {
+    return this.#call('get', 'GET', `/queries/integration/${encodeURIComponent(queryId)}`, undefined, options, queryId);
   }
 
   async close(): Promise<void> {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
-  async #call(operation: UpstreamOperation, method: 'GET' | 'POST', path: string, body: string | undefined, knownQueryId?: string): Promise<QueryOutcome> {
+  async #call(operation: UpstreamOperation, method: 'GET' | 'POST', path: string, body: string | undefined, options: SendOptions, knownQueryId?: string): Promise<QueryOutcome> {
     const started = this.#now();
     let status = 0;
     let key: string | undefined;
     try {
       key = await this.#apiKey();
+      await options.ready?.();
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#basePath + path,

@@ -18,7 +18,7 @@
 //   CHAOS_LOG_DIR=dir …   keep what every vqb process wrote (one file each)
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -197,14 +197,25 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     for (let i = 0; i < WORKERS; i++) spawnWorker(i);
     note(`${WORKERS} workers started`);
 
-    // 429s are not a failure here (the account holds and goes on), but when they come says why.
+    // 429s are not a failure here (the account holds and goes on), but when they come says why;
+    // the requests each account made every 5 s show where a run spent its time.
     sampling = true;
+    const ratesOf: Record<string, number[]> = Object.fromEntries(accounts.map((a) => [a.id, []]));
     const sampler = (async () => {
       const seen: Record<string, number> = {};
+      const countedOf = (id: string) => Object.entries(sim!.stats().byKey).reduce((n, [label, k]) => n + (label.replace(/-rotated$/, '') === id ? k.counted : 0), 0);
+      let last = Object.fromEntries(accounts.map((a) => [a.id, 0]));
+      let lastAt = Date.now();
       while (sampling) {
         for (const [label, k] of Object.entries(sim!.stats().byKey)) {
           if (k.rateLimited > (seen[label] ?? 0)) note(`429 ×${k.rateLimited - (seen[label] ?? 0)} to ${label}`);
           seen[label] = k.rateLimited;
+        }
+        if (Date.now() - lastAt >= 5_000) {
+          const now = Object.fromEntries(accounts.map((a) => [a.id, countedOf(a.id)]));
+          for (const a of accounts) ratesOf[a.id]!.push((now[a.id]! - last[a.id]!) / ((Date.now() - lastAt) / 1000));
+          last = now;
+          lastAt = Date.now();
         }
         await sleep(250);
       }
@@ -587,6 +598,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         `chaos summary (seed ${summary.seed}, ${summary.size} size, ${summary.durationS} s, chaos for the first ${summary.chaosS} s)`,
         `  ${summary.plates} plates / ${summary.inputRows} input rows in ${summary.batches} batches: ${summary.plates - summary.failed} done, ${summary.failed} failed (all planned FAILED plates)`,
         ...perAccount.map((l) => `  ${l}`),
+        ...accounts.map((a) => `    ${a.id} requests/s, every 5 s: ${ratesOf[a.id]!.map((r) => r.toFixed(1)).join(' ')}`),
+        `  load average at the end: ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')} on ${cpus().length} cores`,
         `  ${summary.kills} worker SIGKILLs; Redis restarts: ${summary.redisRestarts.SIGTERM} SIGTERM, ${summary.redisRestarts.SIGKILL} SIGKILL`,
         `  storms: ${JSON.stringify(summary.storms)}; simulator faults: ${summary.simFaults.errors} 5xx, ${summary.simFaults.drops} drops, ${summary.simFaults.dropsAfterCreate} drops after create`,
         `  key rotations: ${summary.keyRotations} (${rotated.id}); failed exports into an unusable dir: ${summary.exportFailures}`,

@@ -2,6 +2,7 @@
 //   npx vitest run --config test/chaos/vitest.config.ts                  CI size (~300 plates)
 //   CHAOS_FULL=1 npx vitest run --config test/chaos/vitest.config.ts     1,000 plates, ≥ 10 kills
 //   CHAOS_SEED=123 …                                                     replay a schedule
+//   CHAOS_LOG_DIR=/tmp/chaos-logs …                                      keep every vqb process's output
 import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 

@@ -7,6 +7,12 @@ import { makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
+
+// The simulator runs in this test's process, on two cores shared with three or four workers,
+// Redis and vitest: its own event loop adds tens of ms to when it sees a request. The default
+// allowance (25 ms) is measured in the benchmark, where the simulator has a process of its own;
+// here the workers get the allowance a busy host would (the README says when to raise it).
+const BUSY_HOST = { VQ_PACING_JITTER: '50ms' };
 const children: ChildProcess[] = [];
 
 async function stopAll(): Promise<void> {
@@ -33,7 +39,7 @@ describe('scale-out', () => {
     await h.enqueue('a', makePlates(100), { account: 'frota' });
     await h.enqueue('b', makePlates(200, 1_000), { account: 'seguros' });
     try {
-      for (let i = 0; i < 3; i++) children.push(spawnVqb(['work'], harnessEnv(h, { VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
+      for (let i = 0; i < 3; i++) children.push(spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
       await h.waitForBatch('a', 90_000);
       await h.waitForBatch('b', 90_000);
     } finally {
@@ -58,7 +64,7 @@ describe('scale-out', () => {
     const h = await harness.start({ label: 'scale4', workers: 0, sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 600] } });
     await h.enqueue('b', makePlates(200));
     try {
-      for (let i = 0; i < 4; i++) children.push(spawnVqb(['work'], harnessEnv(h, { VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
+      for (let i = 0; i < 4; i++) children.push(spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
       await h.waitForBatch('b', 90_000);
     } finally {
       await stopAll();
