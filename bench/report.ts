@@ -176,9 +176,11 @@ export function vqbRows(r: BenchResults): VqbRow[] {
     rows.push(vqbRow('… result stored − upstream completion time, s (worst)', i.worstExcessS, fixed(2), { text: '≤ 2', ok: (x) => x <= 2 }));
     rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', i.worstToCreateS, fixed(2)));
     rows.push(vqbRow('… of which upstream completed → result stored, s (worst)', i.worstAfterCompletionS, fixed(2)));
+    rows.push(vqbRow("… the large batch's creates between its submit and its create (worst)", i.worstBulkCreatesBefore, int));
     rows.push(vqbRow(`normal 1-plate batch submitted at the same moment: submit → result stored, s (median of ${n.samples})`, n.medianLatencyS, fixed(2)));
     rows.push(vqbRow('… result stored − upstream completion time, s (worst)', n.worstExcessS, fixed(2)));
     rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', n.worstToCreateS, fixed(2)));
+    rows.push(vqbRow("… the large batch's creates between its submit and its create (worst; a fair share: about 1)", n.worstBulkCreatesBefore, int));
     rows.push(vqbRow('429s during the interactive run', rateLimited, int, { text: '0', ok: (x) => x === 0 }));
   }
   for (const [name, res] of [

@@ -51,7 +51,7 @@ function scale(quick: boolean) {
         backlogPlates: 300,
         batchPlates: 200,
         ingestRows: 100_000,
-        interactive: { bulkPlates: 5_000, warmupMs: 5_000, rounds: 2, gapMs: 1_000 },
+        interactive: { bulkPlates: 5_000, warmupMs: 5_000, rounds: 2, gapMs: 1_000, settleMs: 12_000 },
         shares: { offsetMs: 10_000, intervalMs: 10_000, intervals: 2 },
         perMinute: { warmupMs: 3_000, windowMs: 30_000 },
       }
@@ -61,7 +61,7 @@ function scale(quick: boolean) {
         backlogPlates: 1_500,
         batchPlates: 1_000,
         ingestRows: 1_000_000,
-        interactive: { bulkPlates: 5_000, warmupMs: 15_000, rounds: 5, gapMs: 2_000 },
+        interactive: { bulkPlates: 5_000, warmupMs: 15_000, rounds: 5, gapMs: 2_000, settleMs: 12_000 },
         shares: { offsetMs: 30_000, intervalMs: 30_000, intervals: 3 },
         perMinute: { warmupMs: 5_000, windowMs: 150_000 },
       };

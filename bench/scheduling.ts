@@ -16,6 +16,13 @@ export interface SingleLatency {
   priority: 'interactive' | 'normal';
   /** Creates of the large batch still waiting when this one was submitted. */
   bulkWaiting: number;
+  /** The account's BullMQ queue when this one was submitted (jobs fed, polls sleeping, running). */
+  queueAtSubmit: Record<string, number>;
+  /** Creates of the large batch (our createdAt) between this one's submit and its own create. */
+  bulkCreatesBefore?: number;
+  /** Epoch ms: submit, and our createdAt (the create's answer arrived). */
+  submittedAt: number;
+  createdAt: number;
   /** Submit → outcome stored (our finishedAt), s. */
   latencyS: number;
   /** Submit → the simulator received the create, s. */
@@ -37,6 +44,7 @@ export interface LatencySummary {
   worstExcessS: number;
   worstToCreateS: number;
   worstAfterCompletionS: number;
+  worstBulkCreatesBefore: number;
 }
 
 export interface InteractiveResult {
@@ -65,6 +73,7 @@ function summarize(samples: SingleLatency[]): LatencySummary {
     worstExcessS: max((s) => s.excessS),
     worstToCreateS: max((s) => s.toCreateS),
     worstAfterCompletionS: max((s) => s.afterCompletionS),
+    worstBulkCreatesBefore: max((s) => s.bulkCreatesBefore ?? NaN),
   };
 }
 
@@ -91,7 +100,13 @@ async function firstRequest(ctx: StepContext, label: string): Promise<number> {
   }
 }
 
-async function submitOne(fleet: Fleet, plate: string, batchId: string, priority: 'interactive' | 'normal', bulkWaiting: number): Promise<SingleLatency> {
+async function submitOne(
+  fleet: Fleet,
+  plate: string,
+  batchId: string,
+  priority: 'interactive' | 'normal',
+  load: Pick<SingleLatency, 'bulkWaiting' | 'queueAtSubmit'>,
+): Promise<SingleLatency> {
   const submittedAt = Date.now();
   const batch = await fleet.vqb.enqueue([plate], { batchId, priority });
   await batch.done({ pollMs: 50, timeoutMs: 300_000 });
@@ -103,7 +118,9 @@ async function submitOne(fleet: Fleet, plate: string, batchId: string, priority:
   return {
     batchId,
     priority,
-    bulkWaiting,
+    ...load,
+    submittedAt,
+    createdAt: outcome.createdAt ?? NaN,
     latencyS,
     toCreateS: (up.createdAt - submittedAt) / 1000,
     completionS,
@@ -115,7 +132,7 @@ async function submitOne(fleet: Fleet, plate: string, batchId: string, priority:
 
 export async function measureInteractive(
   ctx: StepContext,
-  spec: { rate: number; bulkPlates: number; warmupMs: number; rounds: number; gapMs: number },
+  spec: { rate: number; bulkPlates: number; warmupMs: number; rounds: number; gapMs: number; settleMs: number },
 ): Promise<InteractiveResult> {
   await ctx.sim.reset();
   const fleet = await startFleet(ctx, { label: 'interactive', workers: 1, upstreamUrl: ctx.sim.url, accounts: oneAccount(spec.rate) });
@@ -126,17 +143,25 @@ export async function measureInteractive(
     await sleep(first + spec.warmupMs - Date.now());
     const rounds: SingleLatency[] = [];
     for (let k = 0; k < spec.rounds; k++) {
-      const waiting = (await bulk.info()).counts.queued;
-      if (waiting === 0) throw new Error('the large batch has no creates waiting any more: the 1-plate batches would not be measured under load');
+      const load = {
+        bulkWaiting: (await bulk.info()).counts.queued,
+        queueAtSubmit: await fleet.vqb.services.queues.for('default').getJobCounts('prioritized', 'wait', 'active', 'delayed'),
+      };
+      if (load.bulkWaiting === 0) throw new Error('the large batch has no creates waiting any more: the 1-plate batches would not be measured under load');
       const [plateI, plateN] = platesFrom(from + spec.bulkPlates + 2 * k, 2) as [string, string];
       // Both at the same moment: the interactive one goes first in its class, the normal one takes its fair share.
-      const pair = await Promise.all([submitOne(fleet, plateI, `interactive-${k + 1}`, 'interactive', waiting), submitOne(fleet, plateN, `single-${k + 1}`, 'normal', waiting)]);
+      const pair = await Promise.all([submitOne(fleet, plateI, `interactive-${k + 1}`, 'interactive', load), submitOne(fleet, plateN, `single-${k + 1}`, 'normal', load)]);
       rounds.push(...pair);
       ctx.log(
         `    round ${k + 1}: interactive ${pair[0].latencyS.toFixed(2)} s (upstream ${pair[0].completionS.toFixed(2)} s), normal ${pair[1].latencyS.toFixed(2)} s (upstream ${pair[1].completionS.toFixed(2)} s)`,
       );
       await sleep(spec.gapMs);
     }
+    // How many of the large batch's creates each 1-plate batch waited behind: the large batch's
+    // plates created up to the last round have finished once a completion time and a poll passed.
+    await sleep(spec.settleMs);
+    const bulkCreates = await createTimes(fleet, 'bulk');
+    for (const r of rounds) r.bulkCreatesBefore = bulkCreates.filter((t) => t > r.submittedAt && t < r.createdAt).length;
     const stats = await ctx.sim.stats();
     return {
       bulkPlates: spec.bulkPlates,
