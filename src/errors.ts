@@ -1,27 +1,40 @@
 // One base class for every error vqb raises on purpose. Each subclass has a stable `code` that
 // logs, stored outcomes and API responses carry, so callers branch on `code`, never on messages.
-// `isVqbError` uses a registry symbol so the check still works when two copies of the package are
-// loaded (the same reason undici brands its errors).
-
-const kVqbError = Symbol.for('vqb.error');
+//
+// One way to tell what an error is: a brand. Every class declares `static brand =
+// Symbol.for('vqb.error.<Name>')`, and an instance carries the brands of its class and of every
+// class above it, so `isError(e, InputError)` holds for an InputError and `isError(e, VqbError)`
+// for any vqb error, even when two copies of the package are loaded (the reason undici brands its
+// errors). No `instanceof`, no name strings, no message patterns.
 
 export class VqbError extends Error {
+  static readonly brand: symbol = Symbol.for('vqb.error.VqbError');
   readonly code: string;
 
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'VqbError';
     this.code = code;
-    Object.defineProperty(this, kVqbError, { value: true });
+    for (let cls = new.target as unknown; typeof cls === 'function' && cls !== Error; cls = Object.getPrototypeOf(cls)) {
+      const brand = (cls as { brand?: unknown }).brand;
+      if (typeof brand === 'symbol' && Object.hasOwn(cls as object, 'brand')) Object.defineProperty(this, brand, { value: true });
+    }
   }
 }
 
+/** True when `value` is an instance of `cls` (or of a class below it), by brand. */
+export function isError<T extends VqbError>(value: unknown, cls: abstract new (...args: never[]) => T): value is T {
+  const brand = (cls as unknown as { brand: symbol }).brand;
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+}
+
 export function isVqbError(value: unknown): value is VqbError {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kVqbError] === true;
+  return isError(value, VqbError);
 }
 
 /** A setting is missing or malformed; start-up stops with one line naming the variable. */
 export class ConfigError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.ConfigError');
   readonly variable: string;
 
   constructor(variable: string, expected: string) {
@@ -33,6 +46,7 @@ export class ConfigError extends VqbError {
 
 /** A command was used wrongly (unknown flag, missing argument). */
 export class UsageError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.UsageError');
   constructor(message: string) {
     super('USAGE', message);
     this.name = 'UsageError';
@@ -41,6 +55,7 @@ export class UsageError extends VqbError {
 
 /** Redis could not be reached or refused our commands. */
 export class RedisUnavailableError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.RedisUnavailableError');
   constructor(url: string, cause?: unknown) {
     super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url} (set REDIS_URL)`, { cause });
     this.name = 'RedisUnavailableError';
@@ -49,6 +64,7 @@ export class RedisUnavailableError extends VqbError {
 
 /** A batch id that Redis does not know. */
 export class BatchNotFoundError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.BatchNotFoundError');
   constructor(batchId: string) {
     super('BATCH_NOT_FOUND', `no batch with id ${batchId}`);
     this.name = 'BatchNotFoundError';
@@ -57,6 +73,7 @@ export class BatchNotFoundError extends VqbError {
 
 /** Input that cannot be read as plates (not CSV, unknown column, too large). */
 export class InputError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.InputError');
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'InputError';

@@ -154,7 +154,8 @@ export class AccountFlow {
     const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
     if (await this.#d.line.hold(wait, reason)) {
       this.#metrics.waited(reason, wait);
-      log.info({ account: this.accountId, waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() }, 'upstream budget used up: the account holds until it resets');
+      const fields = { event: 'account.hold', cause: 'budget_used_up', account: this.accountId, waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() };
+      log.info(fields, 'upstream budget used up: the account holds until it resets');
     }
   }
 
@@ -164,7 +165,16 @@ export class AccountFlow {
     const ms = err.retryAfterMs ?? (await this.#noHintBackoff());
     if (await this.#d.line.hold(ms, reason)) {
       this.#metrics.waited(reason, ms);
-      const fields = { account: this.accountId, code: err.code, waitMs: ms, reason, until: new Date(this.#now() + ms).toISOString(), spacingMs: Math.round(this.#extra.ms) };
+      const fields = {
+        event: 'account.hold',
+        cause: 'rate_limited',
+        account: this.accountId,
+        code: err.code,
+        waitMs: ms,
+        reason,
+        until: new Date(this.#now() + ms).toISOString(),
+        spacingMs: Math.round(this.#extra.ms),
+      };
       // A sub-second wait is the adaptive spacing at work, not news; a longer one is a decision.
       if (ms >= 1_000) log.warn(fields, 'upstream asked to wait: the account holds');
       else log.debug(fields, 'upstream asked to wait');
@@ -177,7 +187,7 @@ export class AccountFlow {
     const advice = adviceFor(err, this.accountId);
     if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
       this.#metrics.waited('key', 0);
-      log.fatal({ account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
+      log.fatal({ event: 'account.paused', account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
     }
   }
 

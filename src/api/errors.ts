@@ -3,7 +3,7 @@
 // out as they are (they are written for users); anything unexpected becomes 500 INTERNAL with the
 // request id, and its details (stack included) go to the log only.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { VqbError, isVqbError } from '../errors.js';
+import { InputError, isError, isVqbError, VqbError } from '../errors.js';
 
 export interface ErrorBody {
   statusCode: number;
@@ -12,6 +12,7 @@ export interface ErrorBody {
 
 /** An answer we give on purpose: status, code and message go to the client unchanged. */
 export class ApiError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.ApiError');
   readonly statusCode: number;
 
   constructor(statusCode: number, code: string, message: string, options?: { cause?: unknown }) {
@@ -71,11 +72,11 @@ export function errorBody(statusCode: number, code: string, message: string): Er
 
 /** The client's view of an error, or undefined when it is unexpected (a 500 to be logged). */
 export function describeError(err: unknown): ErrorBody | undefined {
-  if (err instanceof ApiError) return errorBody(err.statusCode, err.code, err.message);
+  if (isError(err, ApiError)) return errorBody(err.statusCode, err.code, err.message);
   if (isVqbError(err)) {
     const known = VQB_CODES[err.code];
     if (known) return errorBody(known.status, known.code ?? err.code, err.message);
-    return err.name === 'InputError' ? errorBody(422, err.code, err.message) : undefined;
+    return isError(err, InputError) ? errorBody(422, err.code, err.message) : undefined;
   }
   const fastifyError = err as Partial<FastifyError> | null;
   const fastifyCode = typeof fastifyError?.code === 'string' ? FASTIFY_CODES[fastifyError.code] : undefined;

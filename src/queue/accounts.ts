@@ -89,7 +89,12 @@ export class AccountLine {
 
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
-    await this.queue.rateLimit(Math.max(1, Math.ceil(ms)));
+    const wait = Math.max(1, Math.ceil(ms));
+    await this.queue.rateLimit(wait);
+    // BullMQ puts a job with a priority back without a marker, so a worker blocked waiting for one
+    // would sleep through the end of this wait (up to its drainDelay, 5 s). A delayed marker due
+    // when the wait ends wakes one; LT keeps an earlier one (a poll coming due) in place.
+    await this.#redis.zadd(this.queue.toKey('marker'), 'LT', this.#now() + wait, '1');
   }
 
   /** Feeds one upstream answer to the adaptive spacing; returns the extra spacing in force, ms. */

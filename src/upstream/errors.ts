@@ -2,21 +2,19 @@
 // answer came) and a `kind` that names the class. What the queue does about each kind is decided
 // in one table, workers/actions.ts; nothing here says whether to retry. Messages never hold the key.
 //
-// One way to identify an error: `isUpstreamError(e)` (a registry-symbol brand, so it holds across
-// two copies of the package, as undici brands its errors), then `e.kind`.
-import { VqbError } from '../errors.js';
+// One way to identify an error: `isUpstreamError(e)` (the brand, see src/errors.ts), then `e.kind`.
+import { isError, VqbError } from '../errors.js';
 
 export type UpstreamOperation = 'create' | 'get';
 
 export type UpstreamErrorKind = 'invalid-key' | 'expired-key' | 'permission' | 'rate-limited' | 'transient' | 'permanent' | 'bad-response';
 
-const kUpstreamError = Symbol.for('vqb.upstream-error');
-
 export function isUpstreamError(value: unknown): value is AnyUpstreamError {
-  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kUpstreamError] === true;
+  return isError(value, UpstreamError);
 }
 
 export abstract class UpstreamError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.UpstreamError');
   readonly status: number;
   abstract readonly kind: UpstreamErrorKind;
   /** The upstream's own error code, when it sent one. */
@@ -27,7 +25,6 @@ export abstract class UpstreamError extends VqbError {
     this.name = 'UpstreamError';
     this.status = status;
     this.upstreamCode = upstreamCode;
-    Object.defineProperty(this, kUpstreamError, { value: true });
   }
 }
 

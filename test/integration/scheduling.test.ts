@@ -89,3 +89,20 @@ describe('priority classes', () => {
     await expect(ingestList(h.services, makePlates(6, 5_000), { source: 'library', priority: 'interactive' })).rejects.toMatchObject({ code: 'TOO_MANY_FOR_INTERACTIVE' });
   });
 });
+
+describe('the feeder', () => {
+  it('plates picked by a feeder that died before adding their jobs are added by another, and created once', async () => {
+    const h = await harness.start({ label: 'staged', workers: 0, config: { VQ_RATE_LIMIT: '10/s' } });
+    const { batch } = await ingestList(h.services, makePlates(30), { source: 'library', batchId: 'staged' });
+    // What a feeder that died between picking and adding left: its plates picked (staged), no jobs.
+    const picked = await h.services.scheduler.pick('default', 10, Date.now() - 60_000);
+    expect(picked).toHaveLength(10);
+    expect(await h.services.feeder.recover('default')).toBe(10);
+    h.startWorker();
+    await h.waitForBatch(batch.id, 30_000);
+    expect((await h.services.batches.get(batch.id)).counts).toMatchObject({ done: 30, failed: 0 });
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.creates).toBe(30);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+  });
+});

@@ -35,7 +35,8 @@ describe('worker engine: pacing and quotas', () => {
     expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
     const stats = h.sim.stats({ plates: true });
     expect(stats.maxCreatesPerPlate).toBe(1);
-    const pauses = h.logs.lines.filter((l) => String(l.msg).startsWith('upstream asked to wait')).length;
+    const holds = h.logs.lines.filter((l) => l.event === 'account.hold' && l.cause === 'rate_limited');
+    const pauses = holds.length;
     expect(pauses).toBeGreaterThan(0);
     expect(stats.rateLimited).toBeGreaterThan(0);
     // Each 429 holds every worker for Retry-After; the only other 429s are requests already in
@@ -44,7 +45,7 @@ describe('worker engine: pacing and quotas', () => {
     // The adaptive spacing settles under the upstream's real limit: 429s stay a small share.
     expect(stats.rateLimited).toBeLessThan((stats.creates + stats.gets) * 0.15);
     // Each 429 widened the gap between job starts (it shrinks again with every normal answer).
-    const spacing = h.logs.lines.filter((l) => String(l.msg).startsWith('upstream asked to wait')).map((l) => Number(l.spacingMs));
+    const spacing = holds.map((l) => Number(l.spacingMs));
     expect(Math.max(...spacing)).toBeGreaterThan(0);
     expect((await h.services.batches.get('b')).counts.rateLimited).toBe(stats.rateLimited);
   });
@@ -64,7 +65,7 @@ describe('worker engine: pacing and quotas', () => {
     expect((await h.services.batches.get('b')).counts.done).toBe(50);
     // Remaining hit 0 with the reset further than one rate window away: every worker held until
     // the reset instead of drawing 429s (only requests already on the wire can still get one).
-    expect(h.logs.lines.some((l) => String(l.msg).startsWith('upstream budget used up'))).toBe(true);
+    expect(h.logs.lines.some((l) => l.event === 'account.hold' && l.cause === 'budget_used_up')).toBe(true);
     expect(stats.rateLimited).toBeLessThanOrEqual(8);
   });
 });
