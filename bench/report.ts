@@ -116,7 +116,10 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
         ok: (x) => x <= 600,
       }),
     );
-    for (const [part, bytes] of Object.entries(vqb.keyBytesPerPlate ?? {})) rows.push(row(`… of which (MEMORY USAGE) ${part}`, bytes, undefined, int));
+    const parts = vqb.keyBytesPerPlate ?? {};
+    for (const part of ['waiting list', 'input rows', 'rest']) {
+      if (parts[part] !== undefined) rows.push(row(`… of which (MEMORY USAGE) ${part}`, parts[part], undefined, fixed(1)));
+    }
     const { reader, dedup } = r.ingest;
     if (reader) {
       const rowsText = reader.rows.toLocaleString('en');

@@ -43,14 +43,18 @@ export interface BatchCounts {
   reused: number;
 }
 
-export interface BatchInfo {
-  id: string;
+/** Where a batch's plates are scheduled. */
+export interface BatchPlacement {
   /** The account whose key and limits the batch uses. */
   account: string;
   /** interactive (a person waits), normal, bulk. */
   priority: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight: number;
+}
+
+export interface BatchInfo extends BatchPlacement {
+  id: string;
   source: BatchSource;
   name: string;
   createdAt: number;
@@ -68,11 +72,8 @@ export interface BatchInfo {
   blocked?: string;
 }
 
-export interface NewBatch {
+export interface NewBatch extends BatchPlacement {
   id: string;
-  account: string;
-  priority: PriorityClass;
-  weight: number;
   source: BatchSource;
   name: string;
   product: string;
