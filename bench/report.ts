@@ -29,6 +29,8 @@ export interface BenchResults {
   perMinute?: AccountPacingRun;
   /** reader and dedup are absent from runs made before they were measured. */
   ingest?: { vqb: IngestFigures; raw: IngestFigures; reader?: ReaderFigures; dedup?: DedupFigures };
+  /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
+  steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
 }
 
@@ -337,6 +339,13 @@ function workerLogSection(r: BenchResults): string {
   return lines.length === 0 ? '' : `**vqb worker log lines per run** (numbers in messages shown as N):\n\n${lines.join('\n')}\n`;
 }
 
+/** How long each run took, and how busy the machine was: the bench's own processes count in the load too. */
+function stepsSection(r: BenchResults): string {
+  if (!r.steps?.length) return '';
+  const lines = r.steps.map((s) => `- ${s.name}: ${s.seconds.toFixed(0)} s, load ${s.load1.toFixed(2)}`);
+  return `**Runs** (wall time; 1-minute load average at the end, on ${r.machine.cores} cores, the bench's own processes included):\n\n${lines.join('\n')}\n`;
+}
+
 export async function writeResults(results: BenchResults, rate: number, jsonPath: string, mdPath: string): Promise<string> {
   const rows = tableRows(results, rate);
   const own = vqbRows(results);
@@ -354,6 +363,7 @@ export async function writeResults(results: BenchResults, rate: number, jsonPath
     ...(rows.length > 0 ? ['## vqb and a naive peer under the same upstream', '', markdownTable(rows), ''] : []),
     ...(own.length > 0 ? ['## Scheduling and per-account pacing (vqb alone)', '', markdownVqbTable(own), ''] : []),
     workerLogSection(results),
+    stepsSection(results),
     results.errors.length > 0 ? `**Steps that failed:**\n\n${results.errors.map((e) => `- ${e}`).join('\n')}\n` : '',
     '## Settings',
     '',

@@ -3,6 +3,7 @@
 // between batches), its pacing per account, and Redis per queued plate, as ratios from one run. A full run writes
 // bench/results.json and bench/RESULTS.md; --quick and --only runs write to out/bench/ instead, so
 // a smoke test never overwrites the figures of a real run.
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
@@ -164,6 +165,7 @@ async function main(): Promise<number> {
       minute: { workers: 1, accounts: [PER_MINUTE], window: 'sliding', ...s.perMinute },
       ingest: { rows: s.ingestRows, chunk: 1_000 },
     },
+    steps: [],
     errors: [],
   };
 
@@ -193,7 +195,9 @@ async function main(): Promise<number> {
     log(`→ ${name}`);
     try {
       const value = await fn();
-      log(`  ${name}: ${((Date.now() - t) / 1000).toFixed(0)} s`);
+      const seconds = (Date.now() - t) / 1000;
+      results.steps.push({ name, seconds, load1: loadavg()[0]! });
+      log(`  ${name}: ${seconds.toFixed(0)} s`);
       return value;
     } catch (err) {
       const message = (err as Error).message ?? String(err);
