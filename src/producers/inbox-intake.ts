@@ -4,7 +4,7 @@
 // digest and batch id), so a file left there by a crash resumes under the same name and batch.
 // Each batch is handed to delivery, which writes its exports to outbox/ when it finishes.
 import { lstat, readdir } from 'node:fs/promises';
-import { InputError, isError, isVqbError, type VqbError } from '../errors.js';
+import { InputError, isError, type VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../queue/services.js';
 import { checkCsv, readPlateCsv } from './csv.js';
