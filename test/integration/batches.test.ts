@@ -1,8 +1,4 @@
 // Batches across workers: exact counts, retries that do not pay again unless asked, the demo.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/list.js';
 import { rerunFailed as retryFailed } from '../../src/queue/rerun.js';
@@ -67,31 +63,4 @@ describe('batches', () => {
     expect(h.sim.stats().creates).toBe(22);
     expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 20, failed: 0 });
   });
-});
-
-describe("the demo (the README's first command)", () => {
-  it('runs the sample batch to the end and names a CSV that opens with the right columns', async () => {
-    const out = resolve(import.meta.dirname, '../../out/test-demo');
-    const child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/vqb.js'), 'demo', '--out', out], {
-      env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    const [code] = (await once(child, 'exit')) as [number];
-    expect(code).toBe(0);
-    const csvPath = /\s(\S+\.csv)\n/.exec(stdout)?.[1];
-    expect(csvPath).toBeDefined();
-    const csv = await readFile(csvPath!, 'utf8');
-    const lines = csv
-      .replace(/^\uFEFF/, '')
-      .trimEnd()
-      .split('\r\n');
-    expect(lines[0]!.split(';').slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
-    expect(lines[0]).toContain('cliente');
-    expect(lines[0]).toContain('result.result.brand');
-    const input = await readFile(resolve(import.meta.dirname, '../../samples/plates.csv'), 'utf8');
-    expect(lines).toHaveLength(input.trimEnd().split('\r\n').length); // one row per input row (+ header each)
-    expect(stdout).toMatch(/270 done, 5 failed/);
-  }, 90_000);
 });

@@ -77,8 +77,8 @@ describe('worker engine: key-level failures', () => {
       config: { VQ_CONCURRENCY: '4' },
       sim: { window: 'sliding' },
     });
-    await h.enqueue('a', makePlates(120), { account: 'frota' });
-    await h.enqueue('b', makePlates(200, 1_000), { account: 'seguros' });
+    await h.enqueue('a', makePlates(80), { account: 'frota' });
+    await h.enqueue('b', makePlates(120, 1_000), { account: 'seguros' });
     await waitFor(async () => (await h!.services.batches.get('a')).counts.done >= 20);
     h.sim.keys.expire(accountKey('frota'));
     const frota = h.services.lines.for('frota');
@@ -90,7 +90,7 @@ describe('worker engine: key-level failures', () => {
     // While frota is paused, seguros keeps going at its own rate.
     const before = h.sim.stats().byKey.seguros!;
     const doneBefore = (await h.services.batches.get('b')).counts.done;
-    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= doneBefore + 40);
+    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= doneBefore + 20);
     const after = h.sim.stats().byKey.seguros!;
     expect(after.counted).toBeGreaterThan(before.counted);
     expect(after.rateLimited).toBe(0);
@@ -102,8 +102,8 @@ describe('worker engine: key-level failures', () => {
     await frota.resume();
     await h.waitForBatch('a', 60_000);
     await h.waitForBatch('b', 60_000);
-    expect((await h.services.batches.get('a')).counts).toMatchObject({ done: 120, failed: 0 });
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 200, failed: 0 });
+    expect((await h.services.batches.get('a')).counts).toMatchObject({ done: 80, failed: 0 });
+    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 120, failed: 0 });
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
     expect(h.logs.lines.filter((l) => l.level === 60)).toHaveLength(1);
   });
