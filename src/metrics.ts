@@ -1,19 +1,27 @@
-// Prometheus metrics (prom-client). Counters that only a worker sees (requests, 429s, outcomes)
-// live in the worker's process and are scraped from it; queue-wide gauges (depth by state, line
-// paused, batches) are read from Redis at scrape time, so any process can serve them.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+// Prometheus metrics (prom-client), served at /metrics by `vqb serve` and `vqb work --metrics-port`.
+// Three groups. The process: Node.js's default metrics under their standard names. What this
+// process's workers did: counters by account (requests, 429s, waits, outcomes), the upstream's
+// rate-limit headers as last seen, and each account's configured limit beside them, so
+// `rate(requests) / limit` needs nothing else. The state every process shares, read from Redis at
+// scrape time (`observeQueue`, registered by `serve` only, so N workers do not report it N times):
+// queues, lines, spending caps, batches. Answers OpenMetrics to a scraper that asks for it.
+import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry, collectDefaultMetrics, openMetricsContentType } from 'prom-client';
+import { type Account, perSecond } from './accounts.js';
 import type { LimitReason } from './queue/accounts.js';
 import type { QueueServices } from './queue/services.js';
 import type { Outcome } from './queue/types.js';
 import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';
 
-/** What the worker reports; a no-op implementation keeps metrics optional. */
+/** Why an account's line waits: a 429 or the upstream's quota, a spending cap, a failed key. */
+export type WaitReason = LimitReason | 'budget' | 'key';
+
+/** What the worker reports, per account; a no-op implementation keeps metrics optional. */
 export interface WorkerMetrics {
-  request(operation: UpstreamOperation, status: number): void;
-  waited(reason: LimitReason | 'key', ms: number): void;
-  finished(outcome: Outcome): void;
-  quota(snapshot: QuotaSnapshot | undefined): void;
+  request(account: string, operation: UpstreamOperation, status: number): void;
+  waited(account: string, reason: WaitReason, ms: number): void;
+  finished(account: string, outcome: Outcome): void;
+  quota(account: string, snapshot: QuotaSnapshot | undefined): void;
 }
 
 export const noMetrics: WorkerMetrics = {
@@ -23,39 +31,82 @@ export const noMetrics: WorkerMetrics = {
   quota() {},
 };
 
+/** What the queue-wide gauges read. */
+export type ObservedServices = Pick<QueueServices, 'config' | 'queues' | 'inflight' | 'lines' | 'budget' | 'batches'>;
+
+/** Unfinished batches with progress gauges: the newest this many (a label value per batch). */
+export const PROGRESS_BATCHES = 50;
+/** Batches counted by `vqb_batches`: the newest this many. */
+const COUNTED_BATCHES = 1_000;
+
+// prom-client's three gauges named like counters (promtool: "non-counter metrics should not have
+// _total suffix"); their by-type siblings (nodejs_active_handles{type}, …) sum to the same.
+const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+export interface Rendered {
+  contentType: string;
+  body: string;
+}
+
 export class Metrics implements WorkerMetrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<'operation' | 'status'>;
-  readonly #rateLimited: Counter;
-  readonly #waited: Counter<'reason'>;
-  readonly #finished: Counter<'status'>;
-  readonly #reused: Counter;
-  readonly #possibleDuplicates: Counter;
+  readonly #requests: Counter<'account' | 'operation' | 'status'>;
+  readonly #rateLimited: Counter<'account'>;
+  readonly #waited: Counter<'account' | 'reason'>;
+  readonly #finished: Counter<'account' | 'status'>;
+  readonly #reused: Counter<'account'>;
+  readonly #possibleDuplicates: Counter<'account'>;
   readonly #perPlate: Histogram;
   readonly #queryDuration: Histogram;
-  readonly #quota: Gauge;
+  readonly #upstreamLimit: Gauge<'account'>;
+  readonly #upstreamRemaining: Gauge<'account'>;
+  readonly #upstreamReset: Gauge<'account'>;
+  /** Renders OpenMetrics from the same metrics, without touching them (see `render`). */
+  readonly #openMetrics = new Registry<OpenMetricsContentType>();
 
-  constructor(options: { defaults?: boolean } = {}) {
-    if (options.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'vqb_process_' });
+  constructor(options: { accounts?: readonly Pick<Account, 'id' | 'rateLimit'>[]; defaults?: boolean } = {}) {
+    if (options.defaults !== false) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of MISNAMED_DEFAULTS) this.registry.removeSingleMetric(name);
+    }
+    this.#openMetrics.setContentType(openMetricsContentType);
     const registers = [this.registry];
     this.#requests = new Counter({
       name: 'vqb_upstream_requests_total',
-      help: 'Upstream requests by operation and HTTP status (0 = no answer)',
-      labelNames: ['operation', 'status'],
+      help: 'Upstream requests by account, operation and HTTP status (0 = no answer); all count against the account rate limit',
+      labelNames: ['account', 'operation', 'status'],
       registers,
     });
-    this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429 RATE_LIMIT_EXCEEDED', registers });
+    const limit = new Gauge({
+      name: 'vqb_account_rate_limit_requests_per_second',
+      help: "The account's configured rate limit (VQ_RATE_LIMIT or its rateLimit), in requests per second",
+      labelNames: ['account'],
+      registers,
+    });
+    for (const account of options.accounts ?? []) limit.set({ account: account.id }, perSecond(account));
+    this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429, by account', labelNames: ['account'], registers });
     this.#waited = new Counter({
       name: 'vqb_line_wait_seconds_total',
-      help: 'Time every worker was told to hold, by reason (rate_limit, quota, key)',
-      labelNames: ['reason'],
+      help: "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in full when decided; key: 0 per pause)",
+      labelNames: ['account', 'reason'],
       registers,
     });
-    this.#finished = new Counter({ name: 'vqb_plates_finished_total', help: 'Plates with a stored outcome, by status', labelNames: ['status'], registers });
-    this.#reused = new Counter({ name: 'vqb_plates_reused_total', help: 'Plates answered from a stored result within the reuse window (no upstream request)', registers });
+    this.#finished = new Counter({
+      name: 'vqb_plates_finished_total',
+      help: 'Plates with a stored outcome, by account and status',
+      labelNames: ['account', 'status'],
+      registers,
+    });
+    this.#reused = new Counter({
+      name: 'vqb_plates_reused_total',
+      help: 'Plates answered from a stored result within the reuse window (no upstream request)',
+      labelNames: ['account'],
+      registers,
+    });
     this.#possibleDuplicates = new Counter({
       name: 'vqb_possible_duplicate_charges_total',
       help: 'Plates whose create was re-sent after its answer was lost (the upstream may have charged twice)',
+      labelNames: ['account'],
       registers,
     });
     this.#perPlate = new Histogram({
@@ -70,33 +121,85 @@ export class Metrics implements WorkerMetrics {
       buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300],
       registers,
     });
-    this.#quota = new Gauge({ name: 'vqb_upstream_quota_remaining', help: 'X-RateLimit-Remaining of the latest upstream answer', registers });
+    const seen = 'of the latest upstream answer to this process';
+    this.#upstreamLimit = new Gauge({
+      name: 'vqb_upstream_ratelimit_limit',
+      help: `X-RateLimit-Limit ${seen}: the upstream's own limit per window`,
+      labelNames: ['account'],
+      registers,
+    });
+    this.#upstreamRemaining = new Gauge({
+      name: 'vqb_upstream_ratelimit_remaining',
+      help: `X-RateLimit-Remaining ${seen}: requests left in the upstream's current window`,
+      labelNames: ['account'],
+      registers,
+    });
+    this.#upstreamReset = new Gauge({
+      name: 'vqb_upstream_ratelimit_reset_timestamp_seconds',
+      help: `X-RateLimit-Reset ${seen}: when the upstream's window resets, Unix seconds`,
+      labelNames: ['account'],
+      registers,
+    });
   }
 
-  request(operation: UpstreamOperation, status: number): void {
-    this.#requests.inc({ operation, status: String(status) });
-    if (status === 429) this.#rateLimited.inc();
+  request(account: string, operation: UpstreamOperation, status: number): void {
+    this.#requests.inc({ account, operation, status: String(status) });
+    if (status === 429) this.#rateLimited.inc({ account });
   }
 
-  waited(reason: LimitReason | 'key', ms: number): void {
-    this.#waited.inc({ reason }, ms / 1000);
+  waited(account: string, reason: WaitReason, ms: number): void {
+    this.#waited.inc({ account, reason }, ms / 1000);
   }
 
-  finished(outcome: Outcome): void {
-    this.#finished.inc({ status: outcome.status });
-    if (outcome.reused) this.#reused.inc();
-    if (outcome.possibleDuplicate) this.#possibleDuplicates.inc();
+  finished(account: string, outcome: Outcome): void {
+    this.#finished.inc({ account, status: outcome.status });
+    if (outcome.reused) this.#reused.inc({ account });
+    if (outcome.possibleDuplicate) this.#possibleDuplicates.inc({ account });
     this.#perPlate.observe(outcome.requests);
     if (outcome.createdAt) this.#queryDuration.observe((outcome.finishedAt - outcome.createdAt) / 1000);
   }
 
-  quota(snapshot: QuotaSnapshot | undefined): void {
-    if (snapshot?.remaining !== undefined) this.#quota.set(snapshot.remaining);
+  quota(account: string, snapshot: QuotaSnapshot | undefined): void {
+    if (snapshot?.limit !== undefined) this.#upstreamLimit.set({ account }, snapshot.limit);
+    if (snapshot?.remaining !== undefined) this.#upstreamRemaining.set({ account }, snapshot.remaining);
+    if (snapshot?.resetAt !== undefined) this.#upstreamReset.set({ account }, Math.round(snapshot.resetAt / 1000));
+  }
+
+  /**
+   * The exposition in the format the scraper's Accept header prefers: OpenMetrics or Prometheus
+   * text. prom-client renames a registry's counters in place when it renders OpenMetrics
+   * (`x_total` becomes `x` for good, breaking the next Prometheus scrape), so OpenMetrics is
+   * rendered by a second registry from copies of each metric's values.
+   */
+  async render(accept?: string): Promise<Rendered> {
+    if (!wantsOpenMetrics(accept)) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    // Not in prom-client's types: the one-family renderer its registries use.
+    const format = this.#openMetrics as unknown as { getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string> };
+    const parts = await Promise.all(
+      this.registry.getMetricsAsArray().map((metric) => {
+        const values = (metric as unknown as { get(): Promise<{ name: string; type: string }> }).get();
+        return format.getMetricsAsString({
+          get: async () => {
+            const family = await values;
+            return family.type === 'counter' ? { ...family, name: family.name.replace(/_total$/, '') } : family;
+          },
+        });
+      }),
+    );
+    return { contentType: this.#openMetrics.contentType, body: `${parts.join('\n')}\n# EOF\n` };
   }
 
   /** Queue-wide gauges, read from Redis at each scrape. */
-  observeQueue(services: QueueServices): void {
+  observeQueue(services: ObservedServices): void {
     const registers = [this.registry];
+    const accounts = services.config.accounts.map((a) => a.id);
+    // One read per scrape for the gauges that share it (a scrape starts every collect at once).
+    const lines = perScrape(() => services.lines.states());
+    const batches = perScrape(async () => (await services.batches.list(0, COUNTED_BATCHES)).batches);
+    const spending = perScrape(() =>
+      Promise.all(accounts.map(async (account) => ({ account, spent: await services.budget.spent(account), caps: await services.budget.caps(account) }))),
+    );
+
     new Gauge({
       name: 'vqb_queue_jobs',
       help: 'Plate jobs by account and state (delayed = waiting for their next poll); plates not yet fed to the queue are not jobs',
@@ -115,16 +218,16 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account'],
       registers,
       async collect() {
-        for (const account of services.config.accounts) this.set({ account: account.id }, await services.inflight.count(account.id));
+        for (const account of accounts) this.set({ account }, await services.inflight.count(account));
       },
     });
     new Gauge({
-      name: 'vqb_line_paused',
-      help: "1 while an account's line is paused (key failure or operator) or told to wait (rate limit, quota, spending cap)",
+      name: 'vqb_line_waiting',
+      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on)",
       labelNames: ['account', 'reason'],
       registers,
       async collect() {
-        for (const line of await services.lines.states()) {
+        for (const line of await lines()) {
           const account = line.account;
           this.set({ account, reason: 'paused' }, line.paused ? 1 : 0);
           this.set({ account, reason: 'rate_limit' }, line.limitReason === 'rate_limit' ? 1 : 0);
@@ -134,16 +237,101 @@ export class Metrics implements WorkerMetrics {
       },
     });
     new Gauge({
+      name: 'vqb_line_wait_end_timestamp_seconds',
+      help: "When an account's current wait ends, Unix seconds, by reason (rate_limit, quota, budget); absent while it does not wait",
+      labelNames: ['account', 'reason'],
+      registers,
+      async collect() {
+        const states = await lines();
+        this.reset();
+        for (const line of states) {
+          if (line.limitedUntil !== undefined && line.limitReason) this.set({ account: line.account, reason: line.limitReason }, Math.round(line.limitedUntil / 1000));
+          if (line.budgetUntil !== undefined) this.set({ account: line.account, reason: 'budget' }, Math.round(line.budgetUntil / 1000));
+        }
+      },
+    });
+    new Gauge({
+      name: 'vqb_account_creates_used',
+      help: "Creates counted against the account's spending caps, by period: this UTC day or month",
+      labelNames: ['account', 'period'],
+      registers,
+      async collect() {
+        for (const { account, spent } of await spending()) {
+          this.set({ account, period: 'day' }, spent.today);
+          this.set({ account, period: 'month' }, spent.thisMonth);
+        }
+      },
+    });
+    new Gauge({
+      name: 'vqb_account_creates_cap',
+      help: "The account's spending cap in creates, by period (day, month: configured or set by vqb budget); absent when there is none",
+      labelNames: ['account', 'period'],
+      registers,
+      async collect() {
+        const all = await spending();
+        this.reset();
+        for (const { account, caps } of all) {
+          if (caps.perDay !== undefined) this.set({ account, period: 'day' }, caps.perDay);
+          if (caps.perMonth !== undefined) this.set({ account, period: 'month' }, caps.perMonth);
+        }
+      },
+    });
+    new Gauge({
       name: 'vqb_batches',
-      help: 'Batches among the newest 1000, by state',
+      help: `Batches among the newest ${COUNTED_BATCHES}, by state`,
       labelNames: ['state'],
       registers,
       async collect() {
-        const { batches } = await services.batches.list(0, 1000);
-        const finished = batches.filter((b) => b.finishedAt !== undefined).length;
+        const listed = await batches();
+        const finished = listed.filter((b) => b.finishedAt !== undefined).length;
         this.set({ state: 'finished' }, finished);
-        this.set({ state: 'running' }, batches.length - finished);
+        this.set({ state: 'running' }, listed.length - finished);
       },
     });
+    const progress = (name: string, help: string, count: (c: { enqueued: number; done: number; failed: number }) => number) =>
+      new Gauge({
+        name,
+        help: `${help}, per unfinished batch (the newest ${PROGRESS_BATCHES})`,
+        labelNames: ['batch', 'account'],
+        registers,
+        async collect() {
+          const unfinished = (await batches()).filter((b) => b.finishedAt === undefined).slice(0, PROGRESS_BATCHES);
+          this.reset();
+          for (const b of unfinished) this.set({ batch: b.id, account: b.account }, count(b.counts));
+        },
+      });
+    progress('vqb_batch_plates_enqueued', 'Distinct valid plates of the batch put on the queue', (c) => c.enqueued);
+    progress('vqb_batch_plates_finished', 'Plates of the batch with an outcome (done or failed)', (c) => c.done + c.failed);
+    progress('vqb_batch_plates_failed', 'Plates of the batch that failed', (c) => c.failed);
   }
+}
+
+/**
+ * Whether the Accept header prefers OpenMetrics to Prometheus text (Prometheus itself sends
+ * `application/openmetrics-text;version=1.0.0,…,text/plain;version=0.0.4;q=0.5,*\/*;q=0.1`).
+ * No header, or a tie, gets Prometheus text.
+ */
+export function wantsOpenMetrics(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let open = 0;
+  let text = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...params] = range.split(';').map((p) => p.trim().toLowerCase());
+    const qParam = params.find((p) => p.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2)) || 0;
+    if (type === 'application/openmetrics-text') open = Math.max(open, q);
+    else if (type === 'text/plain' || type === 'text/*' || type === '*/*') text = Math.max(text, q);
+  }
+  return open > 0 && open > text;
+}
+
+/** `read` once for every caller while a call is pending: the gauges of one scrape share one read. */
+function perScrape<T>(read: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () => {
+    pending ??= read().finally(() => {
+      pending = undefined;
+    });
+    return pending;
+  };
 }

@@ -146,14 +146,14 @@ export class AccountFlow {
     const now = this.#now();
     // While the spacing is widened every answer eases it; otherwise look once a second whether another worker widened it.
     if (this.#extra.ms > 0 || now - this.#extra.at > 1_000) this.#extra = { ms: await this.#d.line.adapt('ok'), at: now };
-    this.#metrics.quota(quota);
+    this.#metrics.quota(this.accountId, quota);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
     // +1 s: X-RateLimit-Reset is whole seconds, so a slot freeing 50 ms from now may read as a reset up to a second later.
     if (wait <= this.#d.line.account.rateLimit.durationMs + 1_000) return;
     const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
     if (await this.#d.line.hold(wait, reason)) {
-      this.#metrics.waited(reason, wait);
+      this.#metrics.waited(this.accountId, reason, wait);
       const fields = { event: 'account.hold', cause: 'budget_used_up', account: this.accountId, waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() };
       log.info(fields, 'upstream budget used up: the account holds until it resets');
     }
@@ -164,7 +164,7 @@ export class AccountFlow {
     this.#extra = { ms: await this.#d.line.adapt('429'), at: this.#now() };
     const ms = err.retryAfterMs ?? (await this.#noHintBackoff());
     if (await this.#d.line.hold(ms, reason)) {
-      this.#metrics.waited(reason, ms);
+      this.#metrics.waited(this.accountId, reason, ms);
       const fields = {
         event: 'account.hold',
         cause: 'rate_limited',
@@ -186,7 +186,7 @@ export class AccountFlow {
   async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
     const advice = adviceFor(err, this.accountId);
     if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
-      this.#metrics.waited('key', 0);
+      this.#metrics.waited(this.accountId, 'key', 0);
       log.fatal({ event: 'account.paused', account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
     }
   }
@@ -212,6 +212,7 @@ export class AccountFlow {
     }
     const until = this.#d.budget.resetsAt(verdict);
     if (await this.#d.line.holdCreates(until, verdict)) {
+      this.#metrics.waited(this.accountId, 'budget', until - this.#now());
       log.info({ reason: verdict, until: new Date(until).toISOString() }, `spending cap per ${verdict} reached: the account's creates wait for the reset (polls go on)`);
     }
     return until;

@@ -79,7 +79,7 @@ export class Recorder {
     const recorded = await this.#d.outcomes.record(outcome);
     await this.#d.inflight.release(data.account, job.id!, data.batchId);
     if (recorded !== 'exists') {
-      this.#metrics.finished(outcome);
+      this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');
       if (outcome.status === 'done' && !outcome.reused) {
         await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });

@@ -89,7 +89,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     });
     if (deps.metrics) {
       const metrics = deps.metrics;
-      client.onRequest((event) => metrics.request(event.operation, event.status));
+      client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
     }
     clients.set(account.id, client);
     const flow = new AccountFlow({

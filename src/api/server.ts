@@ -83,8 +83,11 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
   const auth = new TokenAuth([{ source: config.http.tokens }, ...config.accounts.map((a) => ({ source: a.tokens, accounts: [a.id] }))], logger);
   await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });
   if (deps.metrics) {
-    const registry = deps.metrics.registry;
-    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => reply.type(registry.contentType).send(await registry.metrics()));
+    const metrics = deps.metrics;
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      const { contentType, body } = await metrics.render(request.headers.accept);
+      return reply.type(contentType).send(body);
+    });
   }
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.

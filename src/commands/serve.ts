@@ -21,7 +21,7 @@ export const serveCommand: Command = {
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
     const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
-    const metrics = new Metrics();
+    const metrics = new Metrics({ accounts: config.accounts });
     metrics.observeQueue(services);
     let worker: WorkerHandle | undefined;
     if (ctx.flags.workers) worker = startWorker(config, { logger, metrics });

@@ -14,8 +14,8 @@ async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {
       res.writeHead(404).end();
       return;
     }
-    metrics.registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+    metrics.render(req.headers.accept).then(
+      ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType }).end(body),
       () => res.writeHead(500).end(),
     );
   });
@@ -40,7 +40,7 @@ export const workCommand: Command = {
     } finally {
       probe.disconnect();
     }
-    const metrics = config.metricsPort ? new Metrics() : undefined;
+    const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     logger.info(

@@ -2,6 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { families, parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
 import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const TOKEN = 'serve-test-token-0123456789';
@@ -11,11 +12,6 @@ afterEach(() => {
   if (child && child.exitCode === null) child.kill('SIGKILL');
   child = undefined;
 });
-
-function metric(text: string, series: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(series));
-  return line ? Number(line.slice(series.length).trim()) : 0;
-}
 
 describe('vqb serve', () => {
   it('dashboard behind the token, /metrics moving during a batch, clean exit on SIGTERM', async () => {
@@ -55,12 +51,20 @@ describe('vqb serve', () => {
       await sleep(100);
     }
     const after = await (await fetch(`${base}/metrics`)).text();
-    const creates = 'vqb_upstream_requests_total{operation="create",status="201"}';
-    expect(metric(before, creates)).toBe(0);
-    expect(metric(after, creates)).toBe(40);
-    expect(metric(after, 'vqb_plates_finished_total{status="done"}')).toBe(40);
-    expect(metric(after, 'vqb_batches{state="finished"}')).toBe(1);
+    expect(await promtoolCheck(after)).toEqual({ ok: true, output: '' });
+    const creates = { account: 'default', operation: 'create', status: '201' };
+    expect(sumOf(parseSamples(before), 'vqb_upstream_requests_total', creates)).toBe(0);
+    const samples = parseSamples(after);
+    expect(sumOf(samples, 'vqb_upstream_requests_total', creates)).toBe(40);
+    expect(sumOf(samples, 'vqb_plates_finished_total', { account: 'default', status: 'done' })).toBe(40);
+    expect(sumOf(samples, 'vqb_batches', { state: 'finished' })).toBe(1);
+    expect(sumOf(samples, 'vqb_account_creates_used', { account: 'default', period: 'day' })).toBe(40);
     expect(after).toContain('vqb_queue_jobs{account="default",state="delayed"}');
+    const open = await fetch(`${base}/metrics`, { headers: { accept: 'application/openmetrics-text; version=1.0.0' } });
+    expect(open.headers.get('content-type')).toBe('application/openmetrics-text; version=1.0.0; charset=utf-8');
+    const openText = await open.text();
+    expect(openText.endsWith('\n# EOF\n')).toBe(true);
+    expect(families(openText).get('vqb_upstream_requests')).toBe('counter');
 
     child.kill('SIGTERM');
     const { code, stderr } = await serve.done;
