@@ -71,6 +71,21 @@ export class BatchNotFoundError extends VqbError {
   }
 }
 
+/**
+ * A batch id named explicitly (API/library `batchId`, `vqb run --batch-id`) that an existing batch
+ * with other content holds: nothing is queued (the same content again is the same batch).
+ */
+export class BatchIdTakenError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.BatchIdTakenError');
+  constructor(batchId: string) {
+    super(
+      'BATCH_ID_TAKEN',
+      `batch id ${batchId} is taken by a batch with other content; send that content to resume it, or another batchId (or none: the id is then derived from the content)`,
+    );
+    this.name = 'BatchIdTakenError';
+  }
+}
+
 /** Input that cannot be read as plates (not CSV, unknown column, too large). */
 export class InputError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.InputError');

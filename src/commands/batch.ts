@@ -1,6 +1,7 @@
 // Commands on one stored batch: rebuild its exports, retry its failed plates.
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
+import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { withQueueServices } from '../queue/services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
@@ -9,7 +10,13 @@ import type { ExportFormat } from '../sinks/types.js';
 function oneBatch(args: string[], command: string): string {
   const [batchId, ...extra] = args;
   if (!batchId || extra.length > 0) throw new UsageError(`vqb ${command} takes one batch id (see \`vqb status\`)`);
-  return batchId;
+  return batchIdArg(batchId);
+}
+
+/** A batch id given on the command line, checked before it reaches a Redis key name (`x:rows` is another key of batch x). */
+export function batchIdArg(value: string): string {
+  if (!isBatchId(value)) throw new UsageError(`not a batch id: ${JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)} (${BATCH_ID_RULE}; see \`vqb status\`)`);
+  return value;
 }
 
 export const exportCommand: Command = {

@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { accountOf } from '../config.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../queue/services.js';
+import { batchIdArg } from './batch.js';
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */
 function capFlag(value: unknown, flag: string): number | null | undefined {
@@ -32,7 +33,7 @@ export const budgetCommand: Command = {
     return withQueueServices(config, async (services) => {
       const { budget } = services;
       const [batchId] = ctx.args;
-      const batchInfo = batchId ? await services.batches.get(batchId) : undefined;
+      const batchInfo = batchId ? await services.batches.get(batchIdArg(batchId)) : undefined;
       const account = accountOf(config, typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account).id;
       const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
       const perDay = capFlag(ctx.flags['per-day'], 'per-day');

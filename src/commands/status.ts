@@ -1,5 +1,6 @@
 import type { Command } from '../cli.js';
 import { batchContext } from '../queue/batch-status.js';
+import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 
@@ -11,7 +12,7 @@ export const statusCommand: Command = {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
       if (batchId) {
-        const info = await services.batches.get(batchId);
+        const info = await services.batches.get(batchIdArg(batchId));
         const context = await batchContext(services, info);
         if (ctx.flags.json) ctx.print(JSON.stringify({ ...info, share: context.share, line: context.line }, null, 2));
         else {

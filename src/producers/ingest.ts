@@ -16,6 +16,8 @@ const CHUNK = 1_000;
 
 export interface IngestOptions {
   id: string;
+  /** sha256 of the content (the file's bytes, a list's rows): the same id with other content is BATCH_ID_TAKEN. */
+  digest?: string;
   source: BatchSource;
   name: string;
   metadata?: Record<string, unknown>;
@@ -73,6 +75,7 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     ...(options.extraColumns ? { extraColumns: [...options.extraColumns] } : {}),
     ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
     reuseWithinMs: options.reuseWithinMs ?? config.budget.reuseWithinMs,
+    ...(options.digest !== undefined ? { digest: options.digest } : {}),
   });
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not

@@ -1,7 +1,7 @@
 // Plates handed over as a list (library code, JSON over HTTP): plain strings, or rows with a
 // `plate` field and any other fields, which are carried through to the exports like CSV columns.
 import { InputError } from '../errors.js';
-import type { BatchSource } from '../queue/batch/store.js';
+import { BATCH_ID_RULE, isBatchId, type BatchSource } from '../queue/batch/store.js';
 import type { QueueServices } from '../queue/services.js';
 import type { PriorityClass } from '../queue/types.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from './ingest.js';
@@ -26,8 +26,6 @@ export interface ListOptions {
   weight?: number;
 }
 
-const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
-
 export function toInputRows(items: readonly PlateInput[]): { rows: InputRow[]; extraColumns: string[] } {
   const columns = new Set<string>();
   const rows = items.map((item, i): InputRow => {
@@ -49,13 +47,16 @@ export function toInputRows(items: readonly PlateInput[]): { rows: InputRow[]; e
  * estimate and the HTTP API's dry run use it too, so they name the batch ingestList would.
  */
 export function listBatchId(rows: readonly InputRow[], options: { batchId?: string | undefined; name: string; force?: boolean | undefined }): string {
-  return options.batchId ?? batchIdFor(options.name, digestOf([JSON.stringify(rows)]), options.force === true);
+  return options.batchId ?? batchIdFor(options.name, listDigest(rows), options.force === true);
+}
+
+/** The digest of a list's content: its rows, plates and carried fields, in order. */
+export function listDigest(rows: readonly InputRow[]): string {
+  return digestOf([JSON.stringify(rows)]);
 }
 
 export async function ingestList(services: QueueServices, items: readonly PlateInput[], options: ListOptions): Promise<IngestResult> {
-  if (options.batchId !== undefined && !BATCH_ID.test(options.batchId)) {
-    throw new InputError('BAD_BATCH_ID', 'a batch id is 1–100 letters, digits, _ or -');
-  }
+  if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
   const { rows, extraColumns } = toInputRows(items);
   const name = options.name ?? options.source;
   const id = listBatchId(rows, { batchId: options.batchId, name, force: options.force });
@@ -63,6 +64,8 @@ export async function ingestList(services: QueueServices, items: readonly PlateI
     services,
     {
       id,
+      // A named batchId given other plates than its batch holds is refused (BATCH_ID_TAKEN).
+      digest: listDigest(rows),
       source: options.source,
       name,
       extraColumns,

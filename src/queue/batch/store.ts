@@ -5,7 +5,7 @@
 // reads and writes a batch's hash, rows and outcomes.
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { BatchNotFoundError } from '../../errors.js';
+import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { CostLedger } from '../costs.js';
 import type { Budget } from '../budget.js';
 import type { InFlight } from '../inflight.js';
@@ -18,6 +18,18 @@ import { encodeRow, decodeRow, type IngestRow } from './rows.js';
 export { encodeRow, decodeRow, type IngestRow, type StoredRow } from './rows.js';
 
 export type BatchSource = 'file' | 'api' | 'library' | 'inbox';
+
+/**
+ * What a batch id may be: what ingest derives (`<name>-<digest>`) and what a caller may name
+ * (`batchId`, `--batch-id`). The id is part of Redis key names, so anything else (`x:rows` names
+ * another structure of batch `x`) is refused before it reaches a key: not found, or BAD_BATCH_ID.
+ */
+export const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
+export const BATCH_ID_RULE = 'a batch id is 1–100 letters, digits, _ or -';
+
+export function isBatchId(id: string): boolean {
+  return BATCH_ID.test(id);
+}
 
 export interface BatchCounts {
   /** Input rows read. */
@@ -81,6 +93,11 @@ export interface NewBatch extends BatchPlacement {
   extraColumns?: string[];
   maxCreates?: number;
   reuseWithinMs?: number;
+  /**
+   * The digest of the batch's content (its rows or file), stored at creation. Opening the id
+   * again with another digest is BATCH_ID_TAKEN; without one, nothing is compared.
+   */
+  digest?: string;
 }
 
 const INGEST_LOCK_MS = 60_000;
@@ -96,23 +113,29 @@ export interface BatchStoreDeps {
 }
 
 export class BatchStore {
-  readonly #redis: Scripted<'batch-seal' | 'lock-release'>;
+  readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #deps: BatchStoreDeps;
   readonly #now: () => number;
 
   constructor(redis: Redis, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
-    this.#redis = withScripts(redis, ['batch-seal', 'lock-release']);
+    this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'lock-release']);
     this.#keys = keys;
     this.#deps = deps;
     this.#now = now;
   }
 
-  /** Creates the batch, or finds the one with this id (same input → same batch, nothing paid twice). */
+  /**
+   * Creates the batch, or finds the one with this id (same input → same batch, nothing paid twice).
+   * Throws BatchIdTakenError when the batch was created from other content (both digests known).
+   */
   async open(batch: NewBatch): Promise<{ created: boolean; info: BatchInfo }> {
+    if (!isBatchId(batch.id)) throw new InputError('BAD_BATCH_ID', `${BATCH_ID_RULE}; got ${JSON.stringify(batch.id)}`);
     const key = this.#keys.batch(batch.id);
     const createdAt = this.#now();
-    const created = (await this.#redis.hsetnx(key, 'createdAt', String(createdAt))) === 1;
+    const [flag, stored] = (await this.#redis.vqbBatchOpen(key, createdAt, batch.digest ?? '')) as [number, string];
+    const created = Number(flag) === 1;
+    if (!created && batch.digest !== undefined && stored !== '' && stored !== batch.digest) throw new BatchIdTakenError(batch.id);
     if (created) {
       await this.#redis
         .multi()
@@ -203,11 +226,20 @@ export class BatchStore {
     return result === 2 || (await this.get(batchId)).finishedAt !== undefined;
   }
 
+  /** Throws BatchIdTakenError when the batch was created from content with another digest (as open does). */
+  async assertContent(batchId: string, digest: string): Promise<void> {
+    if (!isBatchId(batchId)) return;
+    const stored = await this.#redis.hget(this.#keys.batch(batchId), 'digest');
+    if (stored !== null && stored !== '' && stored !== digest) throw new BatchIdTakenError(batchId);
+  }
+
   async exists(batchId: string): Promise<boolean> {
+    if (!isBatchId(batchId)) return false;
     return (await this.#redis.exists(this.#keys.batch(batchId))) === 1;
   }
 
   async get(batchId: string): Promise<BatchInfo> {
+    if (!isBatchId(batchId)) throw new BatchNotFoundError(batchId);
     const f = await this.#redis.hgetall(this.#keys.batch(batchId));
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
@@ -250,6 +282,7 @@ export class BatchStore {
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */
   async *rows(batchId: string, chunk = 1_000): AsyncIterable<IngestRow> {
+    if (!isBatchId(batchId)) return;
     const key = this.#keys.rows(batchId);
     for (let start = 0; ; start += chunk) {
       const raws = await this.#redis.lrange(key, start, start + chunk - 1);
