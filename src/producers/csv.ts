@@ -98,6 +98,12 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
     if (first === undefined) throw new InputError('CSV_EMPTY', 'the file has no rows, only blank lines');
     const decision = decideHeader(first.cells, early[1]?.cells, options.column);
     header.hasHeader = decision.hasHeader;
+    // `early` holds every non-blank record when there are fewer than two: a header alone is a
+    // file of no rows, refused like an empty one (it would be a finished batch of nothing).
+    if (decision.hasHeader && early.length === 1) {
+      const names = first.cells.slice(0, 5).map((c) => (c.length > 40 ? `${c.slice(0, 40)}…` : c.trim()));
+      throw new InputError('CSV_EMPTY', `the file has a header (${names.join(', ')}${first.cells.length > 5 ? ', …' : ''}) but no rows`);
+    }
     const offset = decision.hasHeader ? first.recordNo : 0;
     if (decision.hasHeader) early.shift();
     const columns = new ColumnNames(decision, first.cells, header.extraColumns);
