@@ -5,11 +5,18 @@
 // equal lengths whatever was sent, and every configured token is compared, so the time says nothing
 // about which one matched or how much of it. No tokens configured means no access at all, never
 // open access. A tokens file is re-read when it changes (rotation without a restart).
+//
+// An upstream key is never a service token: a client holding it could call the upstream directly
+// and spend the account's quota. A configured token equal to any account's key stops start-up
+// (ConfigError); one added to a tokens file later is refused like an unknown token (the answer
+// does not say why, so it cannot be used to check a guessed key) and logged as a warning.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { TokenSource } from '../config.js';
+import type { ApiKeySource, Config, TokenSource } from '../config.js';
+import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { createKeyProvider, type KeyProvider } from '../upstream/key.js';
 import { ApiError } from './errors.js';
 
 /** Tokens shorter than this are ignored (the same floor as VQ_API_TOKENS). */
@@ -94,13 +101,59 @@ export interface TokenGrant {
   source: TokenSource | undefined;
   /** The accounts the tokens are scoped to; undefined: administrators (every account). */
   accounts?: readonly string[];
+  /** Where the tokens are configured, for a start-up error (VQ_API_TOKENS, VQ_ACCOUNTS_FILE…). */
+  setting?: string;
+}
+
+/** An account's upstream key, which no token may equal. */
+export interface UpstreamKey {
+  account: string;
+  source: ApiKeySource;
 }
 
 export class TokenAuth {
-  readonly #sets: { set: TokenSet; accounts: readonly string[] | undefined }[];
+  readonly #sets: { set: TokenSet; accounts: readonly string[] | undefined; setting: string }[];
+  readonly #keys: { account: string; read: KeyProvider }[];
+  readonly #logger: Logger;
 
-  constructor(grants: readonly TokenGrant[], logger: Logger) {
-    this.#sets = grants.flatMap((g) => (g.source ? [{ set: new TokenSet(g.source, logger), accounts: g.accounts }] : []));
+  constructor(grants: readonly TokenGrant[], logger: Logger, keys: readonly UpstreamKey[] = []) {
+    this.#sets = grants.flatMap((g) => (g.source ? [{ set: new TokenSet(g.source, logger), accounts: g.accounts, setting: g.setting ?? 'service tokens' }] : []));
+    this.#keys = keys.map((k) => ({ account: k.account, read: createKeyProvider(k.source) }));
+    this.#logger = logger;
+  }
+
+  /**
+   * The tokens of a Config: administrators' (VQ_API_TOKENS[_FILE]) and each account's, checked
+   * against every account's upstream key. Throws ConfigError when a configured token is a key.
+   */
+  static async fromConfig(config: Pick<Config, 'http' | 'accounts'>, logger: Logger): Promise<TokenAuth> {
+    const admin = config.http.tokens?.kind === 'file' ? 'VQ_API_TOKENS_FILE' : 'VQ_API_TOKENS';
+    const auth = new TokenAuth(
+      [
+        { source: config.http.tokens, setting: admin },
+        ...config.accounts.map((a) => ({ source: a.tokens, accounts: [a.id], setting: `VQ_ACCOUNTS_FILE (account ${a.id}'s tokens)` })),
+      ],
+      logger,
+      config.accounts.flatMap((a) => (a.apiKey ? [{ account: a.id, source: a.apiKey }] : [])),
+    );
+    const keys = await auth.#keyHashes();
+    for (const s of auth.#sets) {
+      const hashes = await s.set.current();
+      const clash = keys.find((k) => hashes.some((h) => timingSafeEqual(h, k.hash)));
+      if (clash) {
+        throw new ConfigError(
+          s.setting,
+          `a service token is the upstream key of account ${clash.account}; the upstream key must never be a service token (anyone holding it can spend the account's quota directly): give clients tokens of their own`,
+        );
+      }
+    }
+    return auth;
+  }
+
+  /** The upstream keys as they are now (a key file is re-read when it changes); an unreadable one is skipped. */
+  async #keyHashes(): Promise<{ account: string; hash: Buffer }[]> {
+    const read = await Promise.all(this.#keys.map(async (k) => ({ account: k.account, key: await k.read().catch(() => undefined) })));
+    return read.flatMap((k) => (k.key === undefined || k.key === '' ? [] : [{ account: k.account, hash: sha256(k.key) }]));
   }
 
   /**
@@ -108,7 +161,7 @@ export class TokenAuth {
    * Every configured token is compared (a token listed under two accounts sees both).
    */
   async check(headers: IncomingHttpHeaders): Promise<Scope> {
-    const sets = await Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts })));
+    const [sets, keys] = await Promise.all([Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts }))), this.#keyHashes()]);
     if (sets.every((s) => s.hashes.length === 0)) {
       throw new ApiError(503, 'AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
     }
@@ -123,7 +176,17 @@ export class TokenAuth {
       if (s.accounts === undefined) admin = true;
       else for (const a of s.accounts) accounts.add(a);
     }
-    if (!matched) throw new ApiError(401, 'UNAUTHORIZED', 'the service token is not valid');
+    // Compared whatever the outcome above, so the time does not tell a key from a token.
+    const isKey = matchesAny(
+      token,
+      keys.map((k) => k.hash),
+    );
+    if (isKey)
+      this.#logger.warn(
+        { code: 'UPSTREAM_KEY_AS_TOKEN' },
+        'refused a request that presented an upstream key as its service token (is the key in a tokens file? has it reached a client?)',
+      );
+    if (!matched || isKey) throw new ApiError(401, 'UNAUTHORIZED', 'the service token is not valid');
     return admin ? { admin: true } : { admin: false, accounts: [...accounts] };
   }
 }

@@ -28,6 +28,7 @@ export class ApiError extends VqbError {
  */
 const VQB_CODES: Record<string, { status: number; code?: string }> = {
   BATCH_NOT_FOUND: { status: 404, code: 'NOT_FOUND' },
+  BATCH_ID_TAKEN: { status: 409 },
   ACCOUNT_NOT_FOUND: { status: 404 },
   BAD_WEIGHT: { status: 400 },
   BAD_BATCH_ID: { status: 400 },
@@ -57,14 +58,22 @@ const FASTIFY_CODES: Record<string, { status: number; code: string; message?: st
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'BAD_REQUEST',
   401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
   406: 'NOT_ACCEPTABLE',
+  408: 'REQUEST_TIMEOUT',
+  409: 'CONFLICT',
   413: 'PAYLOAD_TOO_LARGE',
   414: 'URI_TOO_LONG',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   431: 'HEADERS_TOO_LARGE',
 };
+
+/** Our code for a 4xx status, when we have one. */
+export function codeForStatus(status: number): string | undefined {
+  return CODE_BY_STATUS[status];
+}
 
 export function errorBody(statusCode: number, code: string, message: string): ErrorBody {
   return { statusCode, error: { code, message } };
@@ -95,9 +104,33 @@ export function errorCodeOf(request: FastifyRequest): string | undefined {
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, body: ErrorBody): FastifyReply {
+  prepareError(request, reply, body);
+  return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
+}
+
+/**
+ * The same answer from inside an onSend hook (the dashboard's own errors): headers set, the code
+ * noted for the log line, and the payload to send in place of the one given.
+ */
+export function errorPayload(request: FastifyRequest, reply: FastifyReply, body: ErrorBody): string {
+  prepareError(request, reply, body);
+  void reply.code(body.statusCode).type('application/json; charset=utf-8');
+  return JSON.stringify(body);
+}
+
+function prepareError(request: FastifyRequest, reply: FastifyReply, body: ErrorBody): void {
   errorCodes.set(request, body.error.code);
   if (body.statusCode === 401) void reply.header('www-authenticate', 'Bearer');
-  return reply.code(body.statusCode).type('application/json; charset=utf-8').send(body);
+  // Answered before the body arrived in full (a 401 from the token check, a 413): close the
+  // connection after the answer, rather than read the rest of a body nobody will use (Node would
+  // read it to keep the connection, however slowly it comes).
+  if (bodyPending(request)) void reply.header('connection', 'close');
+}
+
+function bodyPending(request: FastifyRequest): boolean {
+  const { headers } = request;
+  const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+  return hasBody && !request.raw.complete;
 }
 
 /**

@@ -22,6 +22,7 @@ import { mountDashboard } from './dashboard.js';
 import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';
 import { v1Routes } from './routes/batches.js';
 import { healthRoutes } from './routes/health.js';
+import { loggedUrl, serverOptions } from './transport.js';
 
 export interface HttpApiDeps {
   services: QueueServices;
@@ -44,6 +45,8 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     // One line per request, written in onResponse below (fastify's default is two).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.http.bodyLimit,
+    // Request and idle timeouts, and Node's parser errors in our error shape (transport.ts).
+    ...serverOptions(config.http),
     // While closing, requests in flight finish; new ones get our error shape from the handler.
     return503OnClosing: false,
     // Errors fastify raises before routing (a malformed URL) answer in our shape too.
@@ -59,7 +62,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
 
   app.addHook('onResponse', async (request, reply) => {
     const code = errorCodeOf(request);
-    const line = { method: request.method, url: request.url, statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(code ? { code } : {}) };
+    const line = { method: request.method, url: loggedUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(code ? { code } : {}) };
     // Probes hit /healthz every few seconds: only its failures are worth an info line.
     if (request.url === '/healthz' && reply.statusCode === 200) request.log.debug(line, 'request');
     else request.log.info(line, 'request');
@@ -80,7 +83,8 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
 
   healthRoutes(app, services);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  const auth = new TokenAuth([{ source: config.http.tokens }, ...config.accounts.map((a) => ({ source: a.tokens, accounts: [a.id] }))], logger);
+  // Throws ConfigError when a configured service token is an upstream key.
+  const auth = await TokenAuth.fromConfig(config, logger);
   await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });
   if (deps.metrics) {
     const metrics = deps.metrics;

@@ -25,7 +25,11 @@ export const serveCommand: Command = {
     metrics.observeQueue(services);
     let worker: WorkerHandle | undefined;
     if (ctx.flags.workers) worker = startWorker(config, { logger, metrics });
-    const app = await createHttpApi({ services, config, logger, metrics });
+    // A start-up error (a service token that is an upstream key) lets go of Redis and the workers.
+    const app = await createHttpApi({ services, config, logger, metrics }).catch(async (err: unknown) => {
+      await Promise.all([worker?.close(), services.close()]);
+      throw err;
+    });
     const inbox = ctx.flags['no-inbox'] ? undefined : createInboxWatcher({ services, config, logger });
     try {
       const address = await app.listen({ host: config.http.host, port: config.http.port });

@@ -61,6 +61,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   };
   const view = async (info: BatchInfo, at: number): Promise<BatchView> => batchView(info, await batchContext(services, info), at);
 
+  // No route here takes text/plain: without fastify's default parser for it, such a body is 415
+  // (with it, a string body passed validation meant for JSON and failed in the handler).
+  app.removeContentTypeParser('text/plain');
   // A CSV body is handed over as the raw stream: readCsvBody meters and parses it as it arrives.
   app.addContentTypeParser(CSV_TYPES, (request, payload, done) => {
     if (request.routeOptions.url !== '/v1/batches') {
@@ -119,7 +122,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           ...(query.weight !== undefined ? { weight: query.weight } : {}),
         };
         if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
-        result = await ingestOnce(() => ingest(services, { id, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
+        result = await ingestOnce(() => ingest(services, { id, digest: csv.digest, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
       } else {
         const options = {
           source: 'api' as const,
