@@ -9,6 +9,7 @@ import { checkCsv, readPlateCsv } from '../producers/csv.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
 import { OPERATOR_PAUSE } from '../queue/accounts.js';
+import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
@@ -46,6 +47,7 @@ function csvColumn(column: string | undefined): { column?: string | number } {
 }
 
 export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
+  if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
   const account = accountOf(config, options.account);
   if (!options.dryRun) requireAccountUpstream(account);
   try {
@@ -85,6 +87,8 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       await line.resume();
     }
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
+    // A --batch-id that another file's batch holds: nothing of this file is queued under it.
+    if (existing) await services.batches.assertContent(batchId, digest);
     if (existing?.sealed) {
       ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
@@ -98,6 +102,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
         services,
         {
           id: batchId,
+          digest,
           source: 'file',
           name,
           extraColumns: header.extraColumns,
@@ -121,9 +126,19 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       stopped = true;
     });
     let code = 0;
+    // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
+    let saidPaused = false;
+    const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
     try {
       for (;;) {
         const [info, now] = await Promise.all([services.batches.get(batchId), line.state()]);
+        const operatorPause = now.pause?.code === OPERATOR_PAUSE;
+        if (operatorPause && !saidPaused && info.finishedAt === undefined) {
+          const text = `account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``;
+          if (statusLine) statusLine.logs(ctx.io.stdout).write(`${text}\n`);
+          else ctx.print(text);
+        }
+        saidPaused = operatorPause;
         progress.update(info, now);
         if (info.finishedAt !== undefined) break;
         if (now.pause && now.pause.code !== OPERATOR_PAUSE) {

@@ -109,6 +109,33 @@ describe('vqb run', () => {
     expect(blocked.stderr).not.toContain('test-key-0123456789abcdef');
   }, 60_000);
 
+  it("waits under an operator's `vqb pause`, says so once, and finishes after `vqb resume`", async () => {
+    const h = await harness.start({ label: 'held', workers: 0 });
+    const file = join(h.config.outDir, '..', 'held.csv');
+    await writeFile(file, csvFile(['HLD0001;a;', 'HLD0002;b;', 'HLD0003;c;']));
+    expect((await vqb(h, ['pause']).done).code).toBe(0);
+
+    const run = vqb(h, ['run', file]);
+    let out = '';
+    run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    for (let i = 0; i < 400 && !out.includes('vqb resume'); i++) await sleep(50);
+    expect(out).toMatch(/account default is paused by an operator \(vqb pause\): waiting for `vqb resume`/);
+    // It waits: the pause stands, nothing is created, the run goes on.
+    await sleep(1_500);
+    expect((await h.line.state()).pause?.code).toBe('PAUSED_BY_OPERATOR');
+    expect(h.sim.stats().creates).toBe(0);
+    expect(run.child.exitCode).toBeNull();
+
+    expect((await vqb(h, ['resume']).done).code).toBe(0);
+    const { code, stdout, stderr } = await run.done;
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout.match(/waiting for `vqb resume`/g)).toHaveLength(1);
+    expect(stdout).not.toMatch(/resuming\b.*paused|cannot go on/);
+    expect(stdout).toMatch(/exports:/);
+    expect(h.sim.stats().creates).toBe(3);
+  }, 60_000);
+
   it('a config error prints one readable line and exits 2, with no stack trace', async () => {
     const h = await harness.start({ label: 'cfg', workers: 0 });
     const { code, stdout, stderr } = await vqb(h, ['run', 'x.csv'], { VQ_RATE_LIMIT: 'fast' }).done;
