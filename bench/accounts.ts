@@ -116,7 +116,7 @@ export async function measureAccountPacing(ctx: StepContext, spec: AccountPacing
           maxInWindow: after.maxInWindow,
           limitMax: limit.max,
           plates,
-          backlogAtEnd: (await batch.info()).counts.queued,
+          backlogAtEnd: (await batch.progress()).counts.queued,
         });
       }
       return { workers: spec.workers, seconds, accounts, workerLog: fleet.workerLog() };

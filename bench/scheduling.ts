@@ -144,7 +144,7 @@ export async function measureInteractive(
     const rounds: SingleLatency[] = [];
     for (let k = 0; k < spec.rounds; k++) {
       const load = {
-        bulkWaiting: (await bulk.info()).counts.queued,
+        bulkWaiting: (await bulk.progress()).counts.queued,
         queueAtSubmit: await fleet.vqb.services.queues.for('default').getJobCounts('prioritized', 'wait', 'active', 'delayed'),
       };
       if (load.bulkWaiting === 0) throw new Error('the large batch has no creates waiting any more: the 1-plate batches would not be measured under load');
@@ -238,7 +238,7 @@ export async function measureShares(ctx: StepContext, label: string, spec: Share
     await sleep(t0 + spec.offsetMs - Date.now());
     const tB = Date.now();
     const second = await fleet.vqb.enqueue(platesFrom(from + plates[0], plates[1]), { batchId: ids[1], priority: 'normal', weight: wb });
-    if ((await first.info()).counts.queued === 0) throw new Error(`${label}: the first batch had no creates waiting when the second arrived`);
+    if ((await first.progress()).counts.queued === 0) throw new Error(`${label}: the first batch had no creates waiting when the second arrived`);
     const timeoutMs = ((plates[0] + plates[1]) / createsPerS) * 2_000 + 60_000;
     await Promise.all([first.done({ pollMs: 250, timeoutMs }), second.done({ pollMs: 250, timeoutMs })]);
     const wallS = (Date.now() - t0) / 1000;

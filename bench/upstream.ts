@@ -88,12 +88,12 @@ async function startRunner(ctx: StepContext, spec: ClientSpec): Promise<Runner> 
   });
   return {
     async progress() {
-      const c = (await batch.info()).counts;
+      const c = (await batch.progress()).counts;
       return { finished: c.done + c.failed, backlog: c.queued };
     },
     async done(timeoutMs) {
       const info = await batch.done({ pollMs: 100, timeoutMs });
-      return { wallMs: (info.finishedAt ?? Date.now()) - t0, finished: info.counts.done + info.counts.failed };
+      return { wallMs: (info.finishedAt ? Date.parse(info.finishedAt) : Date.now()) - t0, finished: info.counts.done + info.counts.failed };
     },
     cpuSeconds: () => fleet.cpuSeconds() - cpu0,
     workerLog: () => fleet.workerLog(),

@@ -94,3 +94,12 @@ export class InputError extends VqbError {
     this.name = 'InputError';
   }
 }
+
+/** Options a function does not take (a typo such as `metadat`) or of the wrong type; nothing was stored or sent. */
+export class OptionsError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.OptionsError');
+  constructor(message: string) {
+    super('BAD_OPTIONS', message);
+    this.name = 'OptionsError';
+  }
+}

@@ -2,18 +2,23 @@
 //
 //   const vqb = await createVqb({ settings: { VQ_BASE_URL, VQ_API_KEY_FILE }, workers: true });
 //   const batch = await vqb.enqueue(['ABC1D23', { plate: 'XYZ9876', customer: '42' }], { metadata: { by: 'me' } });
-//   for await (const row of batch.results()) console.log(row.plate, row.status);
 //   await batch.done();
+//   for await (const row of batch.results()) console.log(row.plate, row.status);
 //   await vqb.close();
+//
+// A batch looks the same here as in the HTTP API and `vqb status --json` (BatchView), and
+// `enqueue` takes the options the API's JSON body does, checked by the same schema.
+import type { z } from 'zod';
 import { loadConfig, type Config, type Overrides } from './config.js';
+import { OptionsError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 import { estimateCost, type CostEstimate } from './producers/dry-run.js';
-import { ingestList, listBatchId, toInputRows, type ListOptions, type PlateInput } from './producers/list.js';
-import type { BatchInfo } from './queue/batch/store.js';
+import { ingestList, listBatchId, toInputRows, type PlateInput } from './producers/list.js';
 import type { AccountLineState } from './queue/accounts.js';
 import { batchContext } from './queue/batch-status.js';
-import { batchWaiting, estimateEta } from './presenters/line.js';
+import { batchView } from './presenters/batch-view.js';
 import { rerunFailed, type RerunResult } from './queue/rerun.js';
+import { EnqueueOptions, type BatchView } from './schemas/batch.js';
 import { openQueueServices, type QueueServices } from './queue/services.js';
 import { batchExportSource } from './sinks/batch-source.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
@@ -21,10 +26,11 @@ import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
 import { startWorker, type WorkerHandle } from '../workers/worker.js';
 
 export { loadConfig, type Config, type Overrides } from './config.js';
-export { VqbError, isVqbError, ConfigError, InputError, BatchNotFoundError, RedisUnavailableError } from './errors.js';
+export { VqbError, isVqbError, ConfigError, InputError, OptionsError, BatchNotFoundError, RedisUnavailableError } from './errors.js';
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
-export type { BatchInfo, BatchCounts } from './queue/batch/store.js';
+export type { BatchView, BatchCounts, BatchOptions, EnqueueOptions, Waiting } from './schemas/batch.js';
+export type { ResultRow, UpstreamResult } from './schemas/result-row.js';
 export type { AccountLineState } from './queue/accounts.js';
 export type { PriorityClass } from './queue/types.js';
 export type { CostEstimate } from './producers/dry-run.js';
@@ -42,27 +48,24 @@ export interface CreateVqbOptions {
   workers?: boolean;
 }
 
-export interface EnqueueOptions extends Partial<Omit<ListOptions, 'source'>> {
-  source?: ListOptions['source'];
+/**
+ * The options, checked before anything is stored or sent: an unknown key (a typo such as
+ * `metadat`) or a wrong type throws OptionsError (code BAD_OPTIONS), naming it.
+ */
+function checkOptions(options: unknown): z.output<typeof EnqueueOptions> {
+  const parsed = EnqueueOptions.safeParse(options ?? {});
+  if (parsed.success) return parsed.data;
+  const known = Object.keys(EnqueueOptions.shape).join(', ');
+  const issues = parsed.error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (the options: ${known})`;
+    return `${['options', ...issue.path.map(String)].join('.')}: ${issue.message}`;
+  });
+  throw new OptionsError(issues.join('; '));
 }
 
-export interface BatchProgress {
-  id: string;
-  finished: boolean;
-  total: number;
-  done: number;
-  failed: number;
-  inflight: number;
-  queued: number;
-  rejected: number;
-  duplicates: number;
-  account: string;
-  /** Share of the account's creates the batch gets now, 0–1. */
-  share: number;
-  /** Why the batch is not moving, when it is not (account paused, rate limited, quota, a spending cap). */
-  waiting?: string;
-  /** Rough estimate of the time left, seconds. */
-  etaSeconds?: number;
+/** `{a: undefined}` → `{}`: an option given as undefined is an option not given. */
+function withoutUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
 }
 
 export class Batch {
@@ -74,31 +77,13 @@ export class Batch {
     this.#services = services;
   }
 
-  info(): Promise<BatchInfo> {
-    return this.#services.batches.get(this.id);
-  }
-
-  async progress(): Promise<BatchProgress> {
-    const info = await this.info();
-    const context = await batchContext(this.#services, info);
-    const c = info.counts;
-    const waiting = batchWaiting(info, context.line)?.message;
-    const eta = estimateEta(info, context.line, context.perSecond, context.share, Date.now());
-    return {
-      id: this.id,
-      finished: info.finishedAt !== undefined,
-      total: c.enqueued,
-      done: c.done,
-      failed: c.failed,
-      inflight: c.inflight,
-      queued: c.queued,
-      rejected: c.rejected,
-      duplicates: c.duplicates,
-      account: info.account,
-      share: context.share,
-      ...(waiting ? { waiting } : {}),
-      ...(eta ? { etaSeconds: eta.seconds } : {}),
-    };
+  /**
+   * The batch now, as `GET /v1/batches/:id` and `vqb status <batch> --json` show it: counts,
+   * progress, its account, its share of the account's creates, why it waits and an ETA.
+   */
+  async progress(): Promise<BatchView> {
+    const info = await this.#services.batches.get(this.id);
+    return batchView(info, await batchContext(this.#services, info), Date.now());
   }
 
   /** One row per input row, in input order, as they stand now (unfinished plates are `pending`). */
@@ -107,12 +92,12 @@ export class Batch {
     yield* source.rows();
   }
 
-  /** Resolves when every plate has an outcome. Rejects on `signal` or after `timeoutMs`. */
-  async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchInfo> {
+  /** Resolves with the finished batch when every plate has an outcome. Rejects on `signal` or after `timeoutMs`. */
+  async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchView> {
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
     for (;;) {
-      const info = await this.info();
-      if (info.finishedAt !== undefined) return info;
+      const info = await this.#services.batches.get(this.id);
+      if (info.finishedAt !== undefined) return batchView(info, await batchContext(this.#services, info), Date.now());
       options.signal?.throwIfAborted();
       if (Date.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, options.pollMs ?? 250));
@@ -142,18 +127,20 @@ export class Vqb {
 
   /** Validates, dedups and enqueues; the same plates again resume the same batch unless `force`. */
   async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
-    const { batch } = await ingestList(this.services, plates, { ...options, source: options.source ?? 'library' });
+    const checked = checkOptions(options);
+    const { batch } = await ingestList(this.services, plates, { ...withoutUndefined(checked), source: checked.source ?? 'library' });
     return new Batch(batch.id, this.services);
   }
 
   /** A dry run: what enqueueing these plates would cost, without storing or calling anything. */
   async estimate(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<CostEstimate> {
+    const checked = checkOptions(options);
     const { rows } = toInputRows(plates);
-    const name = options.name ?? options.source ?? 'library';
-    const id = listBatchId(rows, { batchId: options.batchId, name, force: options.force });
+    const name = checked.name ?? checked.source ?? 'library';
+    const id = listBatchId(rows, { batchId: checked.batchId, name, force: checked.force });
     return estimateCost(this.services, id, rows, {
-      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-      ...(options.account !== undefined ? { account: options.account } : {}),
+      ...(checked.reuseWithinMs !== undefined ? { reuseWithinMs: checked.reuseWithinMs } : {}),
+      ...(checked.account !== undefined ? { account: checked.account } : {}),
     });
   }
 

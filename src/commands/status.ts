@@ -1,4 +1,5 @@
 import type { Command } from '../cli.js';
+import { batchView } from '../presenters/batch-view.js';
 import { batchContext } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
@@ -14,7 +15,8 @@ export const statusCommand: Command = {
       if (batchId) {
         const info = await services.batches.get(batchIdArg(batchId));
         const context = await batchContext(services, info);
-        if (ctx.flags.json) ctx.print(JSON.stringify({ ...info, share: context.share, line: context.line }, null, 2));
+        // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
+        if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info));
           ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}; this batch gets ${Math.round(context.share * 100)} % of its creates now`);
@@ -36,7 +38,9 @@ export const statusCommand: Command = {
       );
       const recent = await services.batches.list(0, limit);
       if (ctx.flags.json) {
-        ctx.print(JSON.stringify({ accounts, batches: recent }, null, 2));
+        const now = Date.now();
+        const batches = await Promise.all(recent.batches.map(async (b) => batchView(b, await batchContext(services, b), now)));
+        ctx.print(JSON.stringify({ accounts, batches: { total: recent.total, batches } }, null, 2));
         return 0;
       }
       for (const a of accounts) {

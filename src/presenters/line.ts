@@ -2,17 +2,10 @@
 // the HTTP API and the library all show. Pure functions of the stored state.
 import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { Waiting } from '../schemas/batch.js';
 
-export type WaitReason = 'paused' | 'rate_limit' | 'quota' | 'budget';
-
-export interface Waiting {
-  reason: WaitReason;
-  /** The key failure's code, when a key failure paused the account. */
-  code?: string;
-  message: string;
-  /** ISO time the wait ends, when known. */
-  until?: string;
-}
+export type { Waiting };
+export type WaitReason = Waiting['reason'];
 
 export function clock(ms: number): string {
   return new Date(ms).toTimeString().slice(0, 8);

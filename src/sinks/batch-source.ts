@@ -4,6 +4,7 @@
 import type { BatchStore, IngestRow } from '../queue/batch/store.js';
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import type { Outcome } from '../queue/types.js';
+import type { UpstreamResult } from '../schemas/result-row.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
 
 const CHUNK = 1_000;
@@ -21,7 +22,7 @@ export function toExportRow(row: IngestRow, extraColumns: readonly string[], out
   const fromOutcome: Partial<ExportRow> = outcome
     ? {
         ...(outcome.queryId ? { queryId: outcome.queryId } : {}),
-        ...(outcome.status === 'done' && outcome.result !== undefined ? { result: outcome.result } : {}),
+        ...(outcome.status === 'done' && isBody(outcome.result) ? { result: outcome.result } : {}),
         ...(outcome.error ? { error: { code: outcome.error.code, message: outcome.error.message } } : {}),
         ...(outcome.possibleDuplicate ? { possibleDuplicate: true } : {}),
         ...(outcome.reused ? { reused: true } : {}),
@@ -41,6 +42,14 @@ export function toExportRow(row: IngestRow, extraColumns: readonly string[], out
     ...(outcome ? { requests: outcome.requests } : {}),
     ...(row.sameVehicleAs ? { sameVehicleAs: row.sameVehicleAs } : {}),
   };
+}
+
+/**
+ * A done plate's stored result is the upstream's body of the finished query: an object, with the
+ * status that finished it (upstream/response.ts keeps nothing else as a result).
+ */
+function isBody(result: unknown): result is UpstreamResult {
+  return typeof result === 'object' && result !== null && !Array.isArray(result);
 }
 
 export async function batchExportSource(batches: BatchStore, outcomes: OutcomeStore, batchId: string): Promise<ExportSource> {

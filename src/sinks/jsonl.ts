@@ -1,6 +1,7 @@
 // One JSON object per input row, keys in a fixed order, so the same stored outcomes always give
 // the same bytes (the export carries no timestamp of its own).
 
+import type { ResultRow } from '../schemas/result-row.js';
 import type { ExportRow } from './types.js';
 
 /** Epoch ms → ISO 8601; anything that is not a finite number is left out. */
@@ -29,7 +30,8 @@ export function orderedExtra(extra: Record<string, string>, extraColumns: readon
  * input_columns. Absent values are left out. Ends with '\n'.
  */
 export function jsonlLine(row: ExportRow, extraColumns: readonly string[]): string {
-  const out = {
+  // Typed as the published row (ResultRow in /openapi.json): a field added here must be added there.
+  const out: ResultRow = {
     row: row.row,
     input: row.input,
     plate: row.plate,

@@ -1,8 +1,9 @@
 // The seam between stored outcomes and wherever users read them. The worker never calls a sink:
 // batches are exported from Redis (on finish, or on demand), so a new sink (webhook, object
 // storage) is a new implementation of ExportSink and nothing else.
+import type { RowStatus, UpstreamResult } from '../schemas/result-row.js';
 
-export type RowStatus = 'done' | 'failed' | 'rejected' | 'duplicate' | 'pending';
+export type { RowStatus, UpstreamResult };
 
 /** One input row joined with its outcome. Exports hold exactly one of these per input row. */
 export interface ExportRow {
@@ -15,7 +16,7 @@ export interface ExportRow {
   status: RowStatus;
   queryId?: string;
   /** The upstream's body for a finished query (duplicate rows carry the first row's result). */
-  result?: unknown;
+  result?: UpstreamResult;
   error?: { code: string; message: string };
   /** For duplicate rows: the row that was enqueued. */
   duplicateOf?: number;

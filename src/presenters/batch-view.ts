@@ -1,0 +1,43 @@
+// A batch as every front door shows it (src/schemas/batch.ts): the HTTP API's batch, the library's
+// `batch.progress()` and `vqb status <batch> --json` are this one object. A pure function of the
+// stored batch, what its status reads beyond it (its account's line, its share) and `now`.
+import type { BatchContext } from '../queue/batch-status.js';
+import type { BatchInfo } from '../queue/batch/store.js';
+import type { BatchView } from '../schemas/batch.js';
+import { batchWaiting, estimateEta } from './line.js';
+
+/** Where the HTTP API serves a batch and its results. */
+export function batchLinks(id: string): BatchView['links'] {
+  const self = `/v1/batches/${encodeURIComponent(id)}`;
+  return { self, results: `${self}/results` };
+}
+
+export function batchView(info: BatchInfo, context: BatchContext, now: number): BatchView {
+  const c = info.counts;
+  const finishedPlates = c.done + c.failed;
+  const percent = c.enqueued === 0 ? (info.sealed ? 100 : 0) : Math.floor((finishedPlates / c.enqueued) * 1000) / 10;
+  const waiting = batchWaiting(info, context.line);
+  const eta = estimateEta(info, context.line, context.perSecond, context.share, now);
+  return {
+    id: info.id,
+    name: info.name,
+    account: info.account,
+    priority: info.priority,
+    weight: info.weight,
+    share: Math.round(context.share * 1000) / 1000,
+    source: info.source,
+    product: info.product,
+    createdAt: new Date(info.createdAt).toISOString(),
+    ...(info.finishedAt !== undefined ? { finishedAt: new Date(info.finishedAt).toISOString() } : {}),
+    sealed: info.sealed,
+    finished: info.finishedAt !== undefined,
+    metadata: info.metadata,
+    extraColumns: info.extraColumns,
+    ...(info.maxCreates !== undefined ? { maxCreates: info.maxCreates } : {}),
+    counts: { ...c },
+    progress: { percent, finished: finishedPlates, of: c.enqueued },
+    ...(waiting ? { waiting } : {}),
+    ...(eta ? { eta } : {}),
+    links: batchLinks(info.id),
+  };
+}

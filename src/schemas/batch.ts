@@ -1,0 +1,112 @@
+// A batch, described once in zod for every front door: the options a new batch takes (the HTTP
+// API's JSON body and form fields, the library's `enqueue`) and how a batch looks
+// (`GET /v1/batches/:id`, `batch.progress()`, `vqb status <batch> --json`: the same object, times
+// in ISO 8601). The HTTP API validates with these, /openapi.json publishes them (named in
+// src/api/openapi.ts), and the library's types are inferred from them.
+import { z } from 'zod';
+
+export const AccountId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
+export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('interactive: a person waits; normal; bulk');
+export const Weight = z.number().int().min(1).max(1_000);
+export const BatchSource = z.enum(['file', 'api', 'library', 'inbox']);
+
+const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()]);
+
+/**
+ * How a new batch is stored and scheduled, whichever door it comes through. Strict: an unknown
+ * option (a typo such as `metadat`) is an error, never silently dropped before a paid create.
+ */
+export const BatchOptions = z
+  .object({
+    account: AccountId.optional().describe('the account (upstream key) the batch uses; default: the first configured (`default`)'),
+    priority: Priority.optional().describe('interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal (default); bulk'),
+    weight: Weight.optional().describe("share of the account's rate relative to the other batches of its class (default 1)"),
+    metadata: z
+      .record(z.string().max(100), scalar)
+      .refine((m) => Object.keys(m).length <= 50, 'at most 50 metadata fields')
+      .optional()
+      .describe('flat key/value pairs kept with the batch (values: string, number, boolean or null)'),
+    batchId: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,100}$/, '1–100 letters, digits, _ or -')
+      .optional()
+      .describe('use this id instead of one derived from the content'),
+    name: z.string().min(1).max(100).optional().describe('shown in status and used in the derived batch id'),
+    force: z.boolean().optional().describe('a new batch even if the same plates were sent before (pays again)'),
+    maxCreates: z.number().int().min(0).optional().describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
+    reuseWithinMs: z.number().int().min(0).optional().describe('answer plates from results stored this recently (ms) by any batch, free'),
+  })
+  .strict();
+export type BatchOptions = z.input<typeof BatchOptions>;
+
+/** The library's `enqueue` and `estimate` options: a batch's options, and which door it came through. */
+export const EnqueueOptions = BatchOptions.extend({
+  source: BatchSource.optional().describe('which door the batch came through (default `library`)'),
+}).strict();
+export type EnqueueOptions = z.input<typeof EnqueueOptions>;
+
+const count = z.number().int();
+
+export const BatchCounts = z
+  .object({
+    total: count.describe('input rows'),
+    enqueued: count.describe('distinct valid plates put on the queue'),
+    queued: count.describe('enqueued plates not created yet'),
+    inflight: count.describe('created upstream, not finished'),
+    done: count,
+    failed: count,
+    rejected: count.describe('invalid plates, never sent upstream'),
+    duplicates: count.describe('rows repeating an earlier plate of the batch'),
+    possibleDuplicates: count.describe('plates the upstream may have charged twice'),
+    creates: count.describe('queries created upstream'),
+    polls: count,
+    rateLimited: count.describe('requests the upstream answered 429'),
+    reused: count.describe('plates answered from a stored result, free'),
+  })
+  .catchall(count.describe('counters added later'));
+export type BatchCounts = z.output<typeof BatchCounts>;
+
+export const Waiting = z.object({
+  reason: z.enum(['paused', 'budget', 'rate_limit', 'quota']),
+  code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
+  message: z.string().describe('what happens and what to do, in words'),
+  until: z.iso.datetime().optional().describe('when the wait ends, when known'),
+});
+export type Waiting = z.output<typeof Waiting>;
+
+export const BatchLinks = z.object({
+  self: z.string().describe('this batch in the HTTP API (`vqb serve`)'),
+  results: z.string().describe('its results in the HTTP API'),
+});
+
+export const BatchView = z.object({
+  id: z.string(),
+  name: z.string(),
+  account: z.string().describe('the account (upstream key) the batch uses'),
+  priority: Priority,
+  weight: z.number().int(),
+  share: z.number().describe("share of the account's creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)"),
+  source: BatchSource,
+  product: z.string(),
+  createdAt: z.iso.datetime(),
+  finishedAt: z.iso.datetime().optional(),
+  sealed: z.boolean().describe('every input row is stored'),
+  finished: z.boolean().describe('every plate has an outcome'),
+  metadata: z.record(z.string(), z.unknown()),
+  extraColumns: z.array(z.string()).describe('the input columns besides the plate, carried to the results'),
+  maxCreates: count.optional().describe("the batch's cap on creates, when it has one"),
+  counts: BatchCounts,
+  progress: z.object({
+    percent: z.number().describe('finished plates (done + failed) per enqueued plate, 0–100'),
+    finished: count,
+    of: count,
+  }),
+  waiting: Waiting.optional().describe('why nothing moves, while the batch is unfinished'),
+  eta: z
+    .object({ seconds: z.number().int(), at: z.iso.datetime() })
+    .optional()
+    .describe("rough estimate from the remaining plates, requests per plate so far and the batch's share of its account's rate"),
+  links: BatchLinks,
+});
+/** A batch as every front door shows it: the HTTP API, the library and `vqb status --json`. */
+export type BatchView = z.output<typeof BatchView>;
