@@ -24,23 +24,63 @@ export function tooManyPlates(limit: number): ApiError {
   return new ApiError(413, 'TOO_MANY_PLATES', `more than ${limit} plates in one request (VQ_HTTP_MAX_PLATES); split the list`);
 }
 
+/**
+ * A CSV that a client sent as a JSON string: `"placa\nABC1D23\n…"`, quotes around it and its line
+ * breaks escaped. A generated client does this with a string body (its serializer JSON-encodes
+ * whatever it is given). Read as CSV it is one quoted cell, a batch of no plates; it is refused.
+ */
+export function csvJsonEncoded(): ApiError {
+  return new ApiError(
+    400,
+    'CSV_JSON_ENCODED',
+    'the body is a JSON string, not CSV (a client JSON-encoded the file): send the file\'s bytes as they are (text/csv with a body serializer that passes the text through, or multipart/form-data with the file as `file`), or JSON {"plates": [...]}',
+  );
+}
+
+/** True for a body that is one JSON string holding line breaks (see csvJsonEncoded); `text` may be cut short. */
+export function looksJsonEncoded(text: string): boolean {
+  const t = text.replace(/^\uFEFF/, '').trim();
+  if (!t.startsWith('"') || /[\r\n]/.test(t)) return false;
+  try {
+    const value: unknown = JSON.parse(t);
+    return typeof value === 'string' && /[\r\n]/.test(value);
+  } catch {
+    // Cut short by an error or the size limit: an escaped line break on one line says enough.
+    return /\\[rn]/.test(t);
+  }
+}
+
 export async function readCsvBody(body: Readable, options: { bodyLimit: number; maxPlates: number; column?: string }): Promise<CsvBody> {
   const hash = createHash('sha256');
   let bytes = 0;
+  // The body while it is one line (a JSON-encoded CSV has no raw line break): bounded by bodyLimit.
+  let oneLine: Buffer[] | undefined = [];
   async function* metered(): AsyncGenerator<Buffer> {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       bytes += chunk.length;
+      if (oneLine !== undefined) {
+        if (chunk.includes(0x0a) || chunk.includes(0x0d)) oneLine = undefined;
+        else oneLine.push(chunk);
+      }
       if (bytes > options.bodyLimit) throw bodyTooLarge(options.bodyLimit);
       hash.update(chunk);
       yield chunk;
     }
   }
+  const jsonEncoded = () => oneLine !== undefined && looksJsonEncoded(Buffer.concat(oneLine).toString('utf8'));
   const column = options.column === undefined ? undefined : /^\d+$/.test(options.column) ? Number(options.column) : options.column;
-  const { header, rows } = await readPlateCsv(metered(), column === undefined ? {} : { column });
+  let header: CsvHeaderInfo;
   const collected: InputRow[] = [];
-  for await (const row of rows) {
-    if (collected.length >= options.maxPlates) throw tooManyPlates(options.maxPlates);
-    collected.push(row);
+  try {
+    const csv = await readPlateCsv(metered(), column === undefined ? {} : { column });
+    header = csv.header;
+    for await (const row of csv.rows) {
+      if (collected.length >= options.maxPlates) throw tooManyPlates(options.maxPlates);
+      collected.push(row);
+    }
+  } catch (err) {
+    throw jsonEncoded() ? csvJsonEncoded() : err;
   }
+  if (jsonEncoded()) throw csvJsonEncoded();
   return { digest: hash.digest('hex'), header, rows: collected };
 }

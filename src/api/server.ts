@@ -4,14 +4,13 @@
 //
 //   GET  /healthz                    no token: Redis and the line
 //   GET  /openapi.json               no token: the OpenAPI 3 document
-//   POST /v1/batches                 JSON plates or a text/csv body → 202 the batch
+//   POST /v1/batches                 JSON plates, a text/csv body or a multipart CSV upload → 202 the batch
 //   GET  /v1/batches                 newest first, ?offset&limit
 //   GET  /v1/batches/:id             counts, progress, waiting, ETA
 //   GET  /v1/batches/:id/results     ?format=jsonl|csv, streamed
 //   POST /v1/batches/:id/retry       {recreate?}
 //   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given)
 //   GET  /admin/queues               Bull Board, behind the same token check as /v1
-import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -20,6 +19,7 @@ import type { QueueServices } from '../queue/services.js';
 import { TokenAuth } from './auth.js';
 import { mountDashboard } from './dashboard.js';
 import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';
+import { openApiRoute, registerOpenApi } from './openapi.js';
 import { v1Routes } from './routes/batches.js';
 import { healthRoutes } from './routes/health.js';
 import { loggedUrl, serverOptions } from './transport.js';
@@ -68,21 +68,10 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     else request.log.info(line, 'request');
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'vqb', version: '1', description: "Bulk Brazilian vehicle look-ups, paced under the upstream's limits. Errors: `{statusCode, error: {code, message}}`." },
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'a service token (VQ_API_TOKENS / VQ_API_TOKENS_FILE)' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'the same service token, as a header' },
-        },
-      },
-    },
-  });
+  await registerOpenApi(app);
 
   healthRoutes(app, services);
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  openApiRoute(app);
   // Throws ConfigError when a configured service token is an upstream key.
   const auth = await TokenAuth.fromConfig(config, logger);
   await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });

@@ -5,7 +5,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from './errors.js';
-import { ErrorReply } from './schemas.js';
+import { jsonReply } from './openapi.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -14,12 +14,8 @@ export function requestSchema(schema: z.ZodType): JsonSchema {
   return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input' }) as JsonSchema;
 }
 
-export function responseSchema(schema: z.ZodType, description: string): JsonSchema {
-  return { ...(z.toJSONSchema(schema, { target: 'openapi-3.0' }) as JsonSchema), description };
-}
-
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'BAD_REQUEST (unreadable body), VALIDATION_FAILED (wrong fields or types), or an input code such as BAD_BATCH_ID',
+  400: 'BAD_REQUEST (unreadable body), VALIDATION_FAILED (wrong fields or types), CSV_JSON_ENCODED (a CSV sent as a JSON string), or an input code such as BAD_BATCH_ID',
   401: 'UNAUTHORIZED: no service token, or not a valid one',
   404: 'NOT_FOUND: no such batch',
   413: 'PAYLOAD_TOO_LARGE (VQ_HTTP_BODY_LIMIT) or TOO_MANY_PLATES (VQ_HTTP_MAX_PLATES)',
@@ -31,7 +27,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 /** Error responses for the document, all in the upstream's error shape. */
 export function errorResponses(...statuses: number[]): Record<number, JsonSchema> {
-  return Object.fromEntries(statuses.map((status) => [status, responseSchema(ErrorReply, ERROR_DESCRIPTIONS[status] ?? 'error')]));
+  return Object.fromEntries(statuses.map((status) => [status, jsonReply('Error', ERROR_DESCRIPTIONS[status] ?? 'error')]));
 }
 
 type Part = 'body' | 'querystring' | 'params' | 'headers';

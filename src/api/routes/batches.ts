@@ -12,11 +12,25 @@ import { estimateCost } from '../../producers/dry-run.js';
 import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
 import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
 import { canSee, type Scope, type TokenAuth } from '../auth.js';
-import { bodyTooLarge, readCsvBody, tooManyPlates } from '../csv-body.js';
+import { bodyTooLarge, csvJsonEncoded, readCsvBody, tooManyPlates } from '../csv-body.js';
+import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../csv-upload.js';
 import { ApiError } from '../errors.js';
+import { jsonReply, ref } from '../openapi.js';
 import { batchResults } from '../results.js';
-import { BatchParams, BatchView, CreateBatchBody, CreateBatchQuery, CreateBatchReply, DryRunReply, ListQuery, ListReply, ResultsQuery, RetryBody, RetryReply } from '../schemas.js';
-import { errorResponses, requestSchema, responseSchema, zodValidator } from '../validation.js';
+import {
+  BatchParams,
+  type BatchView,
+  CreateBatchBody,
+  CreateBatchQuery,
+  type CreateBatchReply,
+  type DryRunReply,
+  ListQuery,
+  type ListReply,
+  ResultsQuery,
+  RetryBody,
+  type RetryReply,
+} from '../schemas.js';
+import { errorResponses, requestSchema, zodValidator } from '../validation.js';
 import { batchLinks, batchView } from '../views.js';
 
 export interface V1Options {
@@ -64,6 +78,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   // No route here takes text/plain: without fastify's default parser for it, such a body is 415
   // (with it, a string body passed validation meant for JSON and failed in the handler).
   app.removeContentTypeParser('text/plain');
+  await registerCsvUploads(app, { bodyLimit, uploadRoute: '/v1/batches' });
   // A CSV body is handed over as the raw stream: readCsvBody meters and parses it as it arrives.
   app.addContentTypeParser(CSV_TYPES, (request, payload, done) => {
     if (request.routeOptions.url !== '/v1/batches') {
@@ -81,28 +96,33 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     '/batches',
     {
       schema: {
+        operationId: 'createBatch',
         summary: 'Enqueue plates as a new batch (or find the batch this same content made before)',
         description:
-          'JSON `{plates, metadata?, batchId?, force?, name?}`, or a CSV file as `text/csv` (options in the query). ' +
+          'JSON `{plates, …options}` (`CreateBatchBody`); or a CSV file, as a `multipart/form-data` upload (the file as `file`, options as fields: `CreateBatchForm`) ' +
+          'or as a `text/csv` body (its bytes as they are, options in the query string). A CSV sent as a JSON string is refused (400 `CSV_JSON_ENCODED`). ' +
           'The batch id is derived from the content: the same content again answers the same batch with `created: false` and enqueues nothing.',
         tags: ['batches'],
         security: SECURITY,
         querystring: requestSchema(CreateBatchQuery),
         body: {
           content: {
-            'application/json': { schema: requestSchema(CreateBatchBody) },
+            'application/json': { schema: ref('CreateBatchBody') },
+            'multipart/form-data': { schema: ref('CreateBatchForm') },
             'text/csv': { schema: { type: 'string', format: 'binary', description: 'a CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header' } },
           },
         },
         response: {
-          200: responseSchema(DryRunReply, 'dryRun: what the batch would cost; nothing stored, nothing sent upstream'),
-          202: responseSchema(CreateBatchReply, 'accepted: the batch, its first rejects and links'),
+          200: jsonReply('DryRunReply', 'dryRun: what the batch would cost; nothing stored, nothing sent upstream'),
+          202: jsonReply('CreateBatchReply', 'accepted: the batch, its first rejects and links'),
           ...errorResponses(400, 401, 413, 415, 422, 503),
         },
       },
       validatorCompiler: zodValidator({ querystring: CreateBatchQuery, body: CreateBatchBody }),
       // Before validation, so a huge list is refused without checking every item.
       preValidation: async (request) => {
+        // A generated client's text body, JSON-encoded under application/json: not a list of plates.
+        if (typeof request.body === 'string' && /[\r\n]/.test(request.body)) throw csvJsonEncoded();
         const body = request.body as { plates?: unknown } | null | undefined;
         if (body && !(body instanceof Readable) && Array.isArray(body.plates) && body.plates.length > maxPlates) throw tooManyPlates(maxPlates);
       },
@@ -110,18 +130,22 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     async (request, reply) => {
       const { body, query } = request;
       let result: IngestResult;
-      if (body instanceof Readable) {
-        const csv = await readCsvBody(body, { bodyLimit, maxPlates, ...(query.column !== undefined ? { column: query.column } : {}) });
-        const name = query.name ?? 'api';
-        const id = batchIdFor(name, csv.digest, query.force === true);
+      if (body instanceof Readable || request.isMultipart()) {
+        // A CSV: a text/csv body with its options in the query, or a form's `file` with its fields.
+        const column = query.column !== undefined ? { column: query.column } : {};
+        const upload: CsvUpload =
+          body instanceof Readable ? { csv: await readCsvBody(body, { bodyLimit, maxPlates, ...column }), options: query } : await readCsvUpload(request, { bodyLimit, maxPlates });
+        const { csv, options: csvOptions } = upload;
+        const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
+        const id = batchIdFor(name, csv.digest, csvOptions.force === true);
         const budget = {
-          ...(query.maxCreates !== undefined ? { maxCreates: query.maxCreates } : {}),
-          ...(query.reuseWithinMs !== undefined ? { reuseWithinMs: query.reuseWithinMs } : {}),
-          account: accountFor(request, query.account),
-          ...(query.priority !== undefined ? { priority: query.priority } : {}),
-          ...(query.weight !== undefined ? { weight: query.weight } : {}),
+          ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
+          ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
+          account: accountFor(request, csvOptions.account),
+          ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
+          ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
         };
-        if (query.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
+        if (csvOptions.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
         result = await ingestOnce(() => ingest(services, { id, digest: csv.digest, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
       } else {
         const options = {
@@ -159,11 +183,12 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     '/batches',
     {
       schema: {
+        operationId: 'listBatches',
         summary: 'List batches, newest first',
         tags: ['batches'],
         security: SECURITY,
         querystring: requestSchema(ListQuery),
-        response: { 200: responseSchema(ListReply, 'a page of batches'), ...errorResponses(400, 401, 503) },
+        response: { 200: jsonReply('BatchList', 'a page of batches'), ...errorResponses(400, 401, 503) },
       },
       validatorCompiler: zodValidator({ querystring: ListQuery }),
     },
@@ -190,11 +215,12 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     '/batches/:id',
     {
       schema: {
+        operationId: 'getBatch',
         summary: 'A batch: counts, progress, why it waits, a rough ETA',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
-        response: { 200: responseSchema(BatchView, 'the batch'), ...errorResponses(401, 404, 503) },
+        response: { 200: jsonReply('Batch', 'the batch'), ...errorResponses(400, 401, 404, 503) },
       },
       validatorCompiler: zodValidator({ params: BatchParams }),
     },
@@ -207,16 +233,22 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     '/batches/:id/results',
     {
       schema: {
+        operationId: 'getBatchResults',
         summary: "One row per input row, streamed; unfinished plates are 'pending'",
-        description: "jsonl: the JSONL export's objects; csv: the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER).",
+        description:
+          "`format=jsonl` (default): `application/x-ndjson`, one `ResultRow` JSON object per line (the schema given is a line's), as the JSONL export. " +
+          "`format=csv`: `text/csv`, the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER; result fields as `result.a.b`).",
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
         querystring: requestSchema(ResultsQuery),
         response: {
           200: {
-            description: 'the rows, in input order',
-            content: { 'application/x-ndjson': { schema: { type: 'string' } }, 'text/csv': { schema: { type: 'string' } } },
+            description: 'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv',
+            content: {
+              'application/x-ndjson': { schema: ref('ResultRow') },
+              'text/csv': { schema: { type: 'string', description: 'the CSV export: a header row, then one row per input row' } },
+            },
           },
           ...errorResponses(400, 401, 404, 503),
         },
@@ -234,13 +266,14 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     '/batches/:id/retry',
     {
       schema: {
+        operationId: 'retryBatch',
         summary: 'Run the failed plates again',
         description: 'Plates with a queryId poll that query again (no charge); `recreate: true` creates every failed plate anew (a charge each).',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
-        body: requestSchema(RetryBody),
-        response: { 202: responseSchema(RetryReply, 'the failed plates are queued again'), ...errorResponses(400, 401, 404, 415, 503) },
+        body: { content: { 'application/json': { schema: ref('RetryBody') } } },
+        response: { 202: jsonReply('RetryReply', 'the failed plates are queued again'), ...errorResponses(400, 401, 404, 415, 503) },
       },
       validatorCompiler: zodValidator({ params: BatchParams, body: RetryBody }),
     },

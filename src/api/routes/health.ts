@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { QueueServices } from '../../queue/services.js';
-import { HealthReply } from '../schemas.js';
-import { responseSchema } from '../validation.js';
+import { jsonReply } from '../openapi.js';
+import type { HealthReply } from '../schemas.js';
 import { lineView } from '../views.js';
 
 const PING_TIMEOUT_MS = 1_000;
@@ -35,8 +35,14 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
         summary: "Liveness and each account's line",
         description:
           "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+        operationId: 'getHealth',
         tags: ['operations'],
-        response: { 200: responseSchema(HealthReply, 'Redis answers'), 503: responseSchema(HealthReply, 'Redis is unreachable') },
+        security: [],
+        response: {
+          200: jsonReply('Health', 'Redis answers'),
+          '4xx': jsonReply('Error', 'BAD_REQUEST (an unreadable URL), HEADERS_TOO_LARGE'),
+          503: jsonReply('Health', 'Redis is unreachable'),
+        },
       },
     },
     async (_request, reply) => {
