@@ -417,9 +417,11 @@ describe('operations', () => {
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/batches', '/v1/batches/{id}', '/v1/batches/{id}/results', '/v1/batches/{id}/retry', '/healthz']));
     const post = doc.paths['/v1/batches'].post;
-    expect(Object.keys(post.requestBody.content)).toEqual(['application/json', 'text/csv']);
-    expect(post.requestBody.content['application/json'].schema.properties.plates.type).toBe('array');
-    expect(post.responses['202'].content['application/json'].schema.properties.batch).toBeDefined();
+    expect(Object.keys(post.requestBody.content)).toEqual(['application/json', 'multipart/form-data', 'text/csv']);
+    expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchBody' });
+    expect(doc.components.schemas.CreateBatchBody.properties.plates.type).toBe('array');
+    expect(post.responses['202'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchReply' });
+    expect(doc.components.schemas.CreateBatchReply.properties.batch).toBeDefined();
     expect(post.responses['413']).toBeDefined();
     expect(doc.paths['/v1/batches'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['offset', 'limit']);
     expect(doc.components.securitySchemes).toMatchObject({ bearer: { scheme: 'bearer' }, apiKey: { name: 'x-api-key' } });

@@ -1,25 +1,57 @@
 // The library example in the README, run as a user would: extracted from README.md, executed with
-// node against the built package (self-referenced as 'vqb'), the simulator and real Redis.
-import { spawn } from 'node:child_process';
+// node against the built package (self-referenced as 'vqb'), the simulator and real Redis; and
+// type-checked as a TypeScript user's code against the built declarations (dist/*.d.ts).
+import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from '../helpers/engine.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const harness = useHarness();
 
+async function example(): Promise<string> {
+  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+  const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
+  expect(code, 'README has the library example block').toBeDefined();
+  return code!;
+}
+
 describe('README', () => {
+  it('the library example type-checks as TypeScript against the built declarations (strict, skipLibCheck false)', async () => {
+    await mkdir(join(ROOT, 'out'), { recursive: true });
+    // Inside the package, so 'vqb' resolves to itself through package.json "exports" (dist/src/index.d.ts).
+    const dir = await mkdtemp(join(ROOT, 'out', 'readme-types-'));
+    try {
+      await writeFile(join(dir, 'example.mts'), await example());
+      const compilerOptions = {
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        skipLibCheck: false,
+        noEmit: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        types: ['node'],
+      };
+      await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['example.mts'] }));
+      const tsc = await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir]).catch((err: { stdout: string }) => err);
+      expect(tsc.stdout).toBe('');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('the library example runs and does what it says', async () => {
-    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-    const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
-    expect(code, 'README has the library example block').toBeDefined();
+    const code = await example();
     const h = await harness.start({ label: 'readme', workers: 0 });
     const dir = join(ROOT, 'out');
     await mkdir(dir, { recursive: true });
     const file = join(dir, `readme-example-${process.pid}.mjs`);
-    await writeFile(file, code!);
+    await writeFile(file, code);
     const child = spawn(process.execPath, [file], {
       cwd: ROOT,
       env: {
