@@ -101,7 +101,7 @@ function withoutId(schema: JsonSchema): JsonSchema {
 }
 
 /** Noise a reader and a generator do without: a date-time's regex, the safe-integer bounds of every int. */
-function tidy(schema: JsonSchema, io: 'input' | 'output'): void {
+export function tidy(schema: JsonSchema, io: 'input' | 'output'): void {
   if (schema.format === 'date-time') delete schema.pattern;
   if (schema.maximum === Number.MAX_SAFE_INTEGER) delete schema.maximum;
   if (schema.minimum === Number.MIN_SAFE_INTEGER) delete schema.minimum;

@@ -5,13 +5,13 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from './errors.js';
-import { jsonReply } from './openapi.js';
+import { jsonReply, tidy } from './openapi.js';
 
 type JsonSchema = Record<string, unknown>;
 
 /** A request part's schema for the document: its input side, so defaulted fields read as optional. */
 export function requestSchema(schema: z.ZodType): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input' }) as JsonSchema;
+  return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', override: ({ jsonSchema }) => tidy(jsonSchema as JsonSchema, 'input') }) as JsonSchema;
 }
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
