@@ -37,7 +37,15 @@ async function csvRecords(path: string): Promise<{ header: string[]; records: Re
 }
 
 type Result = NonNullable<ExportRow['result']>;
-const done = (extra: Record<string, string>, result: unknown): ExportRow => ({ row: 1, input: 'ABC1234', plate: 'ABC1234', status: 'done', queryId: 'q-1', result: result as Result, extra });
+const done = (extra: Record<string, string>, result: unknown): ExportRow => ({
+  row: 1,
+  input: 'ABC1234',
+  plate: 'ABC1234',
+  status: 'done',
+  queryId: 'q-1',
+  result: result as Result,
+  extra,
+});
 
 describe('export escaping', () => {
   it('writes numbers from upstream as numbers, negative ones included', async () => {
