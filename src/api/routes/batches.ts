@@ -115,7 +115,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         response: {
           200: jsonReply('DryRunReply', 'dryRun: what the batch would cost; nothing stored, nothing sent upstream'),
           202: jsonReply('CreateBatchReply', 'accepted: the batch, its first rejects and links'),
-          ...errorResponses(400, 401, 413, 415, 422, 503),
+          ...errorResponses(400, 401, 404, 409, 413, 415, 422, 503),
         },
       },
       validatorCompiler: zodValidator({ querystring: CreateBatchQuery, body: CreateBatchBody }),
