@@ -17,6 +17,7 @@ import type { AccountLineState } from '../../src/queue/accounts.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
 import type { QueueServices } from '../../src/queue/services.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
 
 const TOKEN = 'svc-token-0123456789-SECRET-abcdef';
 const BODY_LIMIT = 64 * 1024;
@@ -36,42 +37,8 @@ async function serve(config: Config, services: QueueServices = h.services): Prom
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
-
-async function call(
-  path: string,
-  options: { method?: string; json?: unknown; body?: string | Uint8Array; type?: string; auth?: 'bearer' | 'x-api-key' | 'none'; token?: string; at?: string } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  const token = options.token ?? TOKEN;
-  if ((options.auth ?? 'bearer') === 'bearer') headers.authorization = `Bearer ${token}`;
-  if (options.auth === 'x-api-key') headers['x-api-key'] = token;
-  let body: string | Uint8Array | undefined = options.body;
-  if (options.json !== undefined) {
-    body = JSON.stringify(options.json);
-    headers['content-type'] = 'application/json';
-  }
-  if (options.type) headers['content-type'] = options.type;
-  const res = await fetch(`${options.at ?? base}${path}`, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-function expectError(answer: Answer, status: number, code: string): void {
-  expect({ status: answer.status, body: answer.json }).toMatchObject({ status, body: { statusCode: status, error: { code, message: expect.any(String) } } });
-  expect(Object.keys(answer.json).sort()).toEqual(['error', 'statusCode']);
-  expect(answer.text).not.toMatch(/\bat .+\.(ts|js):\d+/); // no stack trace
+function call(path: string, options: CallOptions = {}): Promise<Answer> {
+  return apiCall(base, TOKEN, path, options);
 }
 
 async function waitFinished(id: string, timeoutMs = 30_000): Promise<any> {

@@ -16,6 +16,7 @@ import { ConfigError, isError } from '../../src/errors.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
 import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
 import { type Harness, makePlates, sleep, TEST_KEY, useHarness } from '../helpers/engine.js';
+import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const TOKEN = 'svc-token-defects-0123456789-abcdef';
@@ -35,49 +36,8 @@ async function serve(config: Config = h.config, services: QueueServices = h.serv
   return { base: `http://127.0.0.1:${port}`, port };
 }
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  json: any;
-}
-
-async function call(
-  path: string,
-  options: { method?: string; json?: unknown; body?: string; type?: string; token?: string | null; at?: string; header?: 'x-api-key' } = {},
-): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  const token = options.token === undefined ? TOKEN : options.token;
-  if (token !== null) {
-    if (options.header === 'x-api-key') headers['x-api-key'] = token;
-    else headers.authorization = `Bearer ${token}`;
-  }
-  let body = options.body;
-  if (options.json !== undefined) {
-    body = JSON.stringify(options.json);
-    headers['content-type'] = 'application/json';
-  }
-  if (options.type) headers['content-type'] = options.type;
-  const res = await fetch(`${options.at ?? base}${path}`, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json };
-}
-
-/** Our error shape, exactly: `{statusCode, error: {code, message}}`, no stack. */
-function expectError(answer: Pick<Answer, 'status' | 'json' | 'text'>, status: number, code?: string): void {
-  expect({ status: answer.status, body: answer.json }).toMatchObject({
-    status,
-    body: { statusCode: status, error: { code: code ?? expect.stringMatching(/^[A-Z][A-Z0-9_]+$/), message: expect.any(String) } },
-  });
-  expect(Object.keys(answer.json).sort()).toEqual(['error', 'statusCode']);
-  expect(Object.keys(answer.json.error).sort()).toEqual(['code', 'message']);
-  expect(answer.text).not.toMatch(/\bat .+\.(ts|js):\d+/);
+function call(path: string, options: CallOptions = {}): Promise<Answer> {
+  return apiCall(base, TOKEN, path, options);
 }
 
 async function batchTotal(): Promise<number> {
