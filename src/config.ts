@@ -128,6 +128,10 @@ export const SETTINGS = {
   VQ_POLL_DEADLINE: { schema: duration.default(300_000), help: 'give up polling a query after this long (POLL_TIMEOUT, queryId kept)' },
   VQ_POLL_ADAPTIVE: { schema: bool.default(true), help: 'learn time-to-complete (shared in Redis) and aim the first poll at it' },
   VQ_POLL_QUANTILE: { schema: z.coerce.number().min(0.5).max(0.99).default(0.9), help: 'adaptive: share of queries that should be finished at the first poll' },
+  VQ_POLL_INTERACTIVE: {
+    schema: duration.default(1_000),
+    help: 'interactive plates are polled this soon after the create and this often after (a person waits; polls cost quota, but such batches are small)',
+  },
   VQ_ATTEMPTS: { schema: int(1, 100).default(8), help: 'tries for transient failures (5xx, resets, timeouts) before a job fails' },
   VQ_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay after a transient failure (exponential, with jitter)' },
   VQ_RECREATE_UNCERTAIN: { schema: bool.default(true), help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")' },
@@ -188,6 +192,8 @@ export interface Config {
     deadlineMs: number;
     adaptive: boolean;
     quantile: number;
+    /** Interactive plates: first poll at most this soon, then this often. */
+    interactiveMs: number;
   };
   attempts: number;
   backoffMs: number;
@@ -268,6 +274,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       deadlineMs: v.VQ_POLL_DEADLINE,
       adaptive: v.VQ_POLL_ADAPTIVE,
       quantile: v.VQ_POLL_QUANTILE,
+      interactiveMs: v.VQ_POLL_INTERACTIVE,
     },
     attempts: v.VQ_ATTEMPTS,
     backoffMs: v.VQ_BACKOFF,

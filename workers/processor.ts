@@ -118,7 +118,9 @@ export class PlateProcessor {
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 
-    const delay = await this.#d.learner.firstPollDelay(data.product);
+    // A person waits for an interactive plate: poll it soon and often rather than at the quantile.
+    const learned = await this.#d.learner.firstPollDelay(data.product);
+    const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
     await job.changePriority({ priority: pollPriority(data.cls) });
     return this.#sleepUntil(job, token, createdAt + delay);
   }
@@ -142,7 +144,8 @@ export class PlateProcessor {
       return this.#failWith(job, polled, { code: 'POLL_TIMEOUT', message: `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls` }, log);
     }
     await job.updateData({ ...polled, lastPendingAt: now });
-    return this.#sleepUntil(job, token, Math.min(now + nextPollDelay(polled.polls, this.#d.config.poll, this.#random), data.pollDeadline ?? Infinity));
+    const next = data.cls === 'interactive' ? this.#d.config.poll.interactiveMs : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
+    return this.#sleepUntil(job, token, Math.min(now + next, data.pollDeadline ?? Infinity));
   }
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */

@@ -56,7 +56,9 @@ describe('fair shares between the batches of one account', () => {
 
 describe('priority classes', () => {
   it('an interactive plate submitted behind a large normal batch is created before the queued plates, and finished within its query time + 2 s', async () => {
-    const h = await harness.start({ label: 'interactive', config: { VQ_RATE_LIMIT: '20/s' }, sim: { completionMs: [800, 1_000] } });
+    // The first poll of a normal plate waits for what the schedule learned (5 s before anything is
+    // learned); an interactive plate is polled every second, so it is stored soon after it finishes.
+    const h = await harness.start({ label: 'interactive', config: { VQ_RATE_LIMIT: '20/s', VQ_POLL_INITIAL: '5s' }, sim: { completionMs: [800, 1_000] } });
     await h.enqueue('fleet', makePlates(400));
     await waitFor(async () => (await h.services.batches.get('fleet')).counts.creates >= 40);
     const submitted = Date.now();

@@ -75,7 +75,7 @@ describe('defaults', () => {
       interactiveMax: 100,
       concurrency: 8,
       maxInFlight: 500,
-      poll: { initialMs: 5_000, intervalMs: 2_000, maxIntervalMs: 15_000, deadlineMs: 300_000, adaptive: true, quantile: 0.9 },
+      poll: { initialMs: 5_000, intervalMs: 2_000, maxIntervalMs: 15_000, deadlineMs: 300_000, adaptive: true, quantile: 0.9, interactiveMs: 1_000 },
       attempts: 8,
       backoffMs: 1_000,
       recreateUncertain: true,

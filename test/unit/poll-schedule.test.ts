@@ -5,7 +5,7 @@ import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, Per
 import { pacingIntervalMs } from '../../src/accounts.js';
 import { loadConfig } from '../../src/config.js';
 
-const poll = { initialMs: 1000, intervalMs: 500, maxIntervalMs: 4000, deadlineMs: 60_000, adaptive: true, quantile: 0.9 };
+const poll = { initialMs: 1000, intervalMs: 500, maxIntervalMs: 4000, deadlineMs: 60_000, adaptive: true, quantile: 0.9, interactiveMs: 1000 };
 
 describe('poll schedule', () => {
   it('settles where a share q of first polls find the query finished', () => {
