@@ -10,6 +10,9 @@ import type { Picked, Scheduler } from './scheduler.js';
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
 const STAGED_STALE_MS = 30_000;
 
+/** Interactive plates fed per feed call at most, whatever the queue holds (VQ_INTERACTIVE_MAX is at most 500). */
+const INTERACTIVE_AT_ONCE = 500;
+
 export class Feeder {
   readonly #scheduler: Scheduler;
   readonly #queues: AccountQueues;
@@ -28,14 +31,20 @@ export class Feeder {
     return Math.min(1_000, Math.max(4, Math.ceil(perSecond(account) * 0.5)));
   }
 
-  /** Tops the account's queue up to its target; returns how many plates became jobs. */
+  /**
+   * Puts every interactive plate on the queue at once (a person waits; they go before anything
+   * queued, and they are few), then tops the account's queue up to its target with the others.
+   * Returns how many plates became jobs.
+   */
   async feed(accountId: string): Promise<number> {
     const account = this.#account(accountId);
+    const interactive = await this.#scheduler.pick(accountId, INTERACTIVE_AT_ONCE, this.#now(), true);
+    await this.#add(account, interactive);
     const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait', 'paused' as 'wait');
     const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0) + (counts.paused ?? 0);
     const picked = await this.#scheduler.pick(accountId, this.target(account) - queued, this.#now());
     await this.#add(account, picked);
-    return picked.length;
+    return interactive.length + picked.length;
   }
 
   /** Adds the jobs of picks whose feeder died before it could. */

@@ -59,11 +59,14 @@ export class Scheduler {
     await this.#redis.zrem(this.#keys.schedClass(accountId, cls), batchId);
   }
 
-  /** Takes up to `n` plates to create next, staged until `unstage` says their jobs exist. */
-  async pick(accountId: string, n: number, now: number): Promise<Picked[]> {
+  /**
+   * Takes up to `n` plates to create next, staged until `unstage` says their jobs exist; with
+   * `interactiveOnly`, only plates of interactive batches.
+   */
+  async pick(accountId: string, n: number, now: number, interactiveOnly = false): Promise<Picked[]> {
     if (n <= 0) return [];
     const keys = [...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)), this.#keys.schedWeights, this.#keys.staged(accountId)];
-    const flat = (await this.#redis.vqbSchedPick(...keys, n, this.#keys.pendingPrefix, now)) as (number | string)[];
+    const flat = (await this.#redis.vqbSchedPick(...keys, n, this.#keys.pendingPrefix, now, interactiveOnly ? 1 : PRIORITY_CLASSES.length)) as (number | string)[];
     const picked: Picked[] = [];
     for (let i = 0; i + 2 < flat.length; i += 3) {
       picked.push({ cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!, batchId: String(flat[i + 1]), plate: String(flat[i + 2]) });

@@ -5,13 +5,14 @@
   until their jobs exist, so a crash in between loses none.
     KEYS[1..3] the account's class zsets (interactive, normal, bulk); KEYS[4] hash batch -> weight;
     KEYS[5] the account's staged zset (member '<class>:<batch>.<plate>', score: when picked)
-    ARGV[1] how many; ARGV[2] prefix of the per-batch pending lists; ARGV[3] now, epoch ms
+    ARGV[1] how many; ARGV[2] prefix of the per-batch pending lists; ARGV[3] now, epoch ms;
+    ARGV[4] how many classes to serve, from the first (1: interactive only; 3: all)
   Returns a flat list: class index (1..3), batch id, plate, class index, batch id, plate, ...
 ]]
 local n = tonumber(ARGV[1])
 local out = {}
 local picked = 0
-for c = 1, 3 do
+for c = 1, tonumber(ARGV[4]) do
   while picked < n do
     local head = redis.call('ZRANGE', KEYS[c], 0, 0, 'WITHSCORES')
     if #head == 0 then break end
