@@ -11,7 +11,7 @@
 // | account:<id>                     | hash   | queue/accounts.ts (the account's line) |
 // | account:<id>:pace                | hash   | queue/accounts.ts (pacing)  |
 // | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
-// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:<account>:feeding | | queue/scheduler.ts |
+// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged | | queue/scheduler.ts |
 // | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
 // | cost:<day>, cost:batch:<id>      | hash   | queue/costs.ts            |
 // | learn:<product>                  | hash   | queue/poll-schedule.ts    |
@@ -92,9 +92,6 @@ export class VqbKeys {
     return `${this.base}:sched:${accountId}:staged`;
   }
 
-  feedLock(accountId: string): string {
-    return `${this.base}:sched:${accountId}:feeding`;
-  }
 
   // --- queue/budget.ts
   spendDay(accountId: string, day: string): string {

@@ -14,9 +14,6 @@ export interface RerunResult {
   skipped: number;
 }
 
-/** @deprecated name kept for the library's users: see rerunFailed. */
-export type RetryResult = RerunResult;
-
 export async function rerunFailed(services: QueueServices, batchId: string, options: { recreate?: boolean; now?: () => number } = {}): Promise<RerunResult> {
   const { batches, outcomes, queues, scheduler, config } = services;
   const info = await batches.get(batchId);
