@@ -92,7 +92,6 @@ export class VqbKeys {
     return `${this.base}:sched:${accountId}:staged`;
   }
 
-
   // --- queue/budget.ts
   spendDay(accountId: string, day: string): string {
     return `${this.base}:spend:${accountId}:d:${day}`;
