@@ -303,20 +303,14 @@ export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefin
 
 /** Workers call the upstream for every account: each needs a base URL and a key. */
 export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
-  const where = account.id === 'default' ? '' : ` (account ${account.id} in VQ_ACCOUNTS_FILE)`;
-  if (!account.baseUrl) throw new ConfigError(account.id === 'default' ? 'VQ_BASE_URL' : 'VQ_ACCOUNTS_FILE', `expected the upstream base URL${where}; it is not set`);
-  if (!account.apiKey)
-    throw new ConfigError(account.id === 'default' ? 'VQ_API_KEY' : 'VQ_ACCOUNTS_FILE', `expected the upstream API key${where} (or a file holding it); none is set`);
-  return { baseUrl: account.baseUrl, apiKey: account.apiKey };
-}
-
-/** Commands that call the upstream need both of these; the others (simulate, status) do not. */
-export function requireUpstream(config: Config): { baseUrl: string; apiKey: ApiKeySource } {
-  if (config.accounts.length > 0 && config.accounts[0]!.id !== 'default') {
-    for (const account of config.accounts) requireAccountUpstream(account);
-    return requireAccountUpstream(config.accounts[0]!);
+  const fromEnv = account.id === 'default';
+  if (!account.baseUrl) {
+    if (fromEnv) throw new ConfigError('VQ_BASE_URL', 'expected the upstream base URL, e.g. https://api.example.com; it is not set');
+    throw new ConfigError('VQ_ACCOUNTS_FILE', `expected the upstream base URL of account ${account.id} (baseUrl, or VQ_BASE_URL); it is not set`);
   }
-  if (!config.baseUrl) throw new ConfigError('VQ_BASE_URL', 'expected the upstream base URL, e.g. https://api.example.com; it is not set');
-  if (!config.apiKey) throw new ConfigError('VQ_API_KEY', 'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set');
-  return { baseUrl: config.baseUrl, apiKey: config.apiKey };
+  if (!account.apiKey) {
+    if (fromEnv) throw new ConfigError('VQ_API_KEY', 'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set');
+    throw new ConfigError('VQ_ACCOUNTS_FILE', `expected the upstream API key of account ${account.id} (apiKeyFile or apiKey); neither is set`);
+  }
+  return { baseUrl: account.baseUrl, apiKey: account.apiKey };
 }

@@ -1,6 +1,6 @@
 import type { Command } from '../cli.js';
 import { batchView } from '../presenters/batch-view.js';
-import { batchContext } from '../queue/batch-status.js';
+import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
@@ -29,7 +29,7 @@ export const statusCommand: Command = {
           const id = line.account.id;
           const [state, jobs, inflight, shares] = await Promise.all([
             line.state(),
-            line.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed', 'paused' as 'waiting'),
+            line.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'),
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);
@@ -39,7 +39,7 @@ export const statusCommand: Command = {
       const recent = await services.batches.list(0, limit);
       if (ctx.flags.json) {
         const now = Date.now();
-        const batches = await Promise.all(recent.batches.map(async (b) => batchView(b, await batchContext(services, b), now)));
+        const batches = (await batchContexts(services, recent.batches)).map((context, i) => batchView(recent.batches[i]!, context, now));
         ctx.print(JSON.stringify({ accounts, batches: { total: recent.total, batches } }, null, 2));
         return 0;
       }
@@ -47,7 +47,7 @@ export const statusCommand: Command = {
         const j = a.jobs;
         ctx.print(`account ${a.account} (${a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
         ctx.print(
-          `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0) + (j.paused ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
+          `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
         for (const s of a.shares) ctx.print(`  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`);
       }

@@ -14,7 +14,30 @@ export interface BatchContext {
 }
 
 export async function batchContext(services: Pick<QueueServices, 'lines' | 'scheduler'>, info: BatchInfo): Promise<BatchContext> {
-  const line = services.lines.for(info.account);
-  const [state, shares] = await Promise.all([line.state(), services.scheduler.shares(info.account)]);
-  return { line: state, share: shares.find((s) => s.batchId === info.id)?.share ?? 0, perSecond: perSecond(line.account) };
+  const [context] = await batchContexts(services, [info]);
+  return context!;
+}
+
+/** The contexts of many batches, reading each account's line and shares once (a page of batches shares a few accounts). */
+export async function batchContexts(services: Pick<QueueServices, 'lines' | 'scheduler'>, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
+  const accounts = new Map<string, Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number }>>();
+  const read = (accountId: string) => {
+    let found = accounts.get(accountId);
+    if (!found) {
+      const line = services.lines.for(accountId);
+      found = Promise.all([line.state(), services.scheduler.shares(accountId)]).then(([state, shares]) => ({
+        state,
+        shares: new Map(shares.map((s) => [s.batchId, s.share])),
+        perSecond: perSecond(line.account),
+      }));
+      accounts.set(accountId, found);
+    }
+    return found;
+  };
+  return Promise.all(
+    infos.map(async (info) => {
+      const account = await read(info.account);
+      return { line: account.state, share: account.shares.get(info.id) ?? 0, perSecond: account.perSecond };
+    }),
+  );
 }

@@ -40,8 +40,8 @@ export class Feeder {
     const account = this.#account(accountId);
     const interactive = await this.#scheduler.pick(accountId, INTERACTIVE_AT_ONCE, this.#now(), true);
     await this.#add(account, interactive);
-    const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait', 'paused' as 'wait');
-    const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0) + (counts.paused ?? 0);
+    const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait');
+    const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0);
     const picked = await this.#scheduler.pick(accountId, this.target(account) - queued, this.#now());
     await this.#add(account, picked);
     return interactive.length + picked.length;

@@ -3,7 +3,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAccounts } from '../../src/accounts.js';
-import { accountOf, loadConfig, parseDuration, parseRateLimit, requireUpstream, Secret, type Config } from '../../src/config.js';
+import { accountOf, loadConfig, parseDuration, parseRateLimit, requireAccountUpstream, Secret, type Config } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -232,20 +232,27 @@ describe('parseDuration', () => {
   });
 });
 
-describe('requireUpstream', () => {
+describe('requireAccountUpstream', () => {
   it('names VQ_BASE_URL when it is missing', () => {
-    const error = configError(() => requireUpstream(loadConfig({ VQ_API_KEY: 'k' })));
+    const error = configError(() => requireAccountUpstream(loadConfig({ VQ_API_KEY: 'k' }).accounts[0]!));
     expect(error.variable).toBe('VQ_BASE_URL');
   });
 
   it('names VQ_API_KEY (and mentions the file option) when no key is set', () => {
-    const error = configError(() => requireUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com' })));
+    const error = configError(() => requireAccountUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com' }).accounts[0]!));
     expect(error.variable).toBe('VQ_API_KEY');
     expect(error.message).toContain('VQ_API_KEY_FILE');
   });
 
   it('returns both when set', () => {
-    const up = requireUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com/', VQ_API_KEY_FILE: '/k' }));
+    const up = requireAccountUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com/', VQ_API_KEY_FILE: '/k' }).accounts[0]!);
     expect(up).toEqual({ baseUrl: 'https://api.example.com', apiKey: { kind: 'file', path: '/k' } });
+  });
+
+  it('names the account and VQ_ACCOUNTS_FILE for an account of the file without a key', () => {
+    const [account] = parseAccounts('{"accounts": [{"id": "frota"}]}', { baseUrl: 'https://api.example.com', product: 'agregados', rateLimit: parseRateLimit('60/min')! });
+    const error = configError(() => requireAccountUpstream(account!));
+    expect(error.variable).toBe('VQ_ACCOUNTS_FILE');
+    expect(error.message).toContain('frota');
   });
 });

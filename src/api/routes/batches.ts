@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { BatchNotFoundError } from '../../errors.js';
-import { batchContext } from '../../queue/batch-status.js';
+import { batchContext, batchContexts } from '../../queue/batch-status.js';
 import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
 import { rerunFailed } from '../../queue/rerun.js';
 import type { QueueServices } from '../../queue/services.js';
@@ -202,7 +202,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         total,
         offset,
         limit,
-        batches: await Promise.all(batches.map((b) => view(b, at))),
+        batches: (await batchContexts(services, batches)).map((context, i) => batchView(batches[i]!, context, at)),
         links: {
           ...(offset + limit < total ? { next: page(offset + limit) } : {}),
           ...(offset > 0 ? { prev: page(Math.max(0, offset - limit)) } : {}),
