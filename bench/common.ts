@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queue/redis.js';
 import { deleteKeysByPrefix } from '../src/queue/redis.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,7 +48,7 @@ export function connect(): Redis {
 }
 
 /** Deletes every key under `prefix` (SCAN + UNLINK), as the tests do; returns how many. */
-export async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
+export async function deleteByPrefix(redis: RedisClient, prefix: string): Promise<number> {
   const deleted = await deleteKeysByPrefix(redis, prefix);
   prefixesInUse.delete(prefix);
   return deleted;
@@ -57,7 +58,7 @@ function infoField(info: string, name: string): string | undefined {
   return new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
 }
 
-export async function usedMemory(redis: Redis): Promise<number> {
+export async function usedMemory(redis: RedisClient): Promise<number> {
   return Number(infoField(await redis.info('memory'), 'used_memory') ?? NaN);
 }
 
@@ -66,7 +67,7 @@ export async function usedMemory(redis: Redis): Promise<number> {
  * counted), summed by the group `groupOf` names for each key. Independent of other clients' writes,
  * unlike used_memory; it leaves out the allocator's and Redis's own overhead.
  */
-export async function keyBytes(redis: Redis, prefix: string, groupOf: (key: string) => string): Promise<Record<string, number>> {
+export async function keyBytes(redis: RedisClient, prefix: string, groupOf: (key: string) => string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   let cursor = '0';
   do {
@@ -84,7 +85,7 @@ export async function keyBytes(redis: Redis, prefix: string, groupOf: (key: stri
 }
 
 /** Waits until UNLINKed keys are really freed, so the next memory reading starts clean. */
-export async function settleMemory(redis: Redis, timeoutMs = 60_000): Promise<void> {
+export async function settleMemory(redis: RedisClient, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (Number(infoField(await redis.info('memory'), 'lazyfree_pending_objects') ?? 0) === 0) return;
@@ -101,7 +102,7 @@ export interface MachineInfo {
   platform: string;
 }
 
-export async function machineInfo(redis: Redis): Promise<MachineInfo> {
+export async function machineInfo(redis: RedisClient): Promise<MachineInfo> {
   const list = cpus();
   return {
     cpuModel: list[0]?.model.trim() ?? 'unknown',

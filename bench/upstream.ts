@@ -2,7 +2,7 @@
 // plates enqueued through the library API here) or of the naive peer (a child of its own), either
 // for a fixed measuring window under a standing backlog, or for one whole batch.
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queue/redis.js';
 import type { SimulatorStats } from '../src/simulator/index.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
 import { startFleet } from './fleet.js';
@@ -13,7 +13,7 @@ export const PEER_MODULE = fileURLToPath(new URL('./peer.js', import.meta.url));
 
 export interface StepContext {
   sim: SimChild;
-  redis: Redis;
+  redis: RedisClient;
   /** A range of plates no earlier step used (the simulator counts creates per plate). */
   allocatePlates(count: number): number;
   log(line: string): void;

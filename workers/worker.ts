@@ -3,7 +3,7 @@
 // account's queue topped up from the scheduler; and the stores the processor writes to.
 // `vqb work`, `vqb run`, `vqb serve --workers` and the library all use it.
 import { UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queue/redis.js';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { requireAccountUpstream, type Config } from '../src/config.js';
@@ -63,8 +63,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const now = deps.now ?? Date.now;
   for (const account of config.accounts) requireAccountUpstream(account);
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
-  const commands: Redis = connectRedis(config.redisUrl, { name: 'vqb-worker-commands' });
-  const blocking: Redis = connectRedis(config.redisUrl, { name: 'vqb-worker' });
+  const commands: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker-commands' });
+  const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
   const services = queueServicesOn(config, commands, now);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   const recorder = new Recorder({

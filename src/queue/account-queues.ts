@@ -3,7 +3,7 @@
 // the same workers. A job is one (batch, plate), id `<batch>.<plate>`, so adding it twice is a
 // no-op in Redis itself.
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Account, Config } from '../config.js';
 import type { PlateJobData, PriorityClass } from './types.js';
 
@@ -53,7 +53,7 @@ export function newJobData(account: Account, batchId: string, plate: string, cls
 export class AccountQueues {
   readonly #queues = new Map<string, PlateQueue>();
 
-  constructor(config: Config, connection: Redis) {
+  constructor(config: Config, connection: RedisClient) {
     for (const account of config.accounts) {
       this.#queues.set(
         account.id,

@@ -3,7 +3,7 @@
 // (429, quota), or holding its creates at a spending cap. Pacing lives here too: every request of
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
 // This module alone reads and writes the account's line and pace hashes.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { pacingIntervalMs, type Account } from '../accounts.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
@@ -49,7 +49,7 @@ export class AccountLine {
   readonly #keys: VqbKeys;
   readonly #now: () => number;
 
-  constructor(account: Account, queue: PlateQueue, redis: Redis, keys: VqbKeys, jitterMs: number, now: () => number = Date.now) {
+  constructor(account: Account, queue: PlateQueue, redis: RedisClient, keys: VqbKeys, jitterMs: number, now: () => number = Date.now) {
     this.account = account;
     this.queue = queue;
     this.intervalMs = pacingIntervalMs(account, jitterMs);

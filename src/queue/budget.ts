@@ -3,7 +3,7 @@
 // certainly did not happen, so a cap of N stops creates at exactly N. Reaching a cap never fails a
 // plate: the plate waits and goes on when the cap is raised or resets. This module alone reads
 // and writes the spend counters, the run-time caps and each batch's budget hash.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Account } from '../accounts.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
 import type { VqbKeys } from './keys.js';
@@ -24,7 +24,7 @@ export class Budget {
   readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
 
-  constructor(redis: Redis, keys: VqbKeys, accounts: readonly Account[], now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, accounts: readonly Account[], now: () => number = Date.now) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
     this.#accounts = new Map(accounts.map((a) => [a.id, a]));

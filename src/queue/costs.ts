@@ -1,7 +1,7 @@
 // What the upstream may bill us for, counted per batch and per UTC day: queries created, polls,
 // 429s received, results reused instead of paid, and possible duplicate charges. This module alone
 // reads and writes the cost hashes: one per batch, and one per day kept for 400 days.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 
 export type CostField = 'creates' | 'polls' | 'rateLimited' | 'reused' | 'possibleDuplicates';
@@ -36,11 +36,11 @@ export function emptyCosts(): CostCounts {
 }
 
 export class CostLedger {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
 
-  constructor(redis: Redis, keys: VqbKeys, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
     this.#redis = redis;
     this.#keys = keys;
     this.#now = now;

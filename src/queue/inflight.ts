@@ -2,7 +2,7 @@
 // Holding the pipeline short keeps results flowing early in a large batch and bounds what a quota
 // stop strands. A slot is taken just before a create and given back when the plate's outcome is
 // stored or when the create did not happen. This module alone reads and writes the in-flight sets.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
 
@@ -15,7 +15,7 @@ export class InFlight {
   readonly #jobPrefix: (accountId: string) => string;
 
   /** `jobPrefix` turns an account's job id into its BullMQ key (queue.toKey('')). */
-  constructor(redis: Redis, keys: VqbKeys, cap: number, jobPrefix: (accountId: string) => string) {
+  constructor(redis: RedisClient, keys: VqbKeys, cap: number, jobPrefix: (accountId: string) => string) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
     this.#cap = cap;

@@ -7,7 +7,7 @@
 // scheduled under an older estimate; a sample only moves the estimate when it was taken near it
 // (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
 // Later polls back off exponentially up to a cap.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Config } from '../config.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
@@ -61,7 +61,7 @@ export class PollLearner {
   readonly #now: () => number;
   readonly #cache = new Map<string, { at: number; ms: number }>();
 
-  constructor(redis: Redis, keys: VqbKeys, poll: PollSettings, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, poll: PollSettings, now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['learn-observe']);
     this.#keys = keys;
     this.#poll = poll;

@@ -1,7 +1,10 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { RedisUnavailableError, VqbError } from '../errors.js';
+
+/** A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share one hash slot, so every command and script works on either. */
+export type RedisClient = Redis | Cluster;
 
 export interface RedisSettings {
   redisUrl: string;
@@ -27,7 +30,7 @@ export function connectRedis(url: string, options: { failFast?: boolean; name?: 
 }
 
 /** Resolves once Redis answers PING, or throws a RedisUnavailableError naming REDIS_URL. */
-export async function checkRedis(redis: Redis, url: string, timeoutMs = 3_000): Promise<void> {
+export async function checkRedis(redis: RedisClient, url: string, timeoutMs = 3_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -47,7 +50,7 @@ export async function checkRedis(redis: Redis, url: string, timeoutMs = 3_000): 
  * Evicted keys are lost paid results: anything but `noeviction` is refused unless the operator
  * says otherwise. Managed Redis services may forbid CONFIG; then INFO memory tells the policy.
  */
-export async function checkEvictionPolicy(redis: Redis): Promise<string | undefined> {
+export async function checkEvictionPolicy(redis: RedisClient): Promise<string | undefined> {
   try {
     const [, policy] = (await redis.config('GET', 'maxmemory-policy')) as [string, string];
     return policy;
@@ -61,7 +64,7 @@ export async function checkEvictionPolicy(redis: Redis): Promise<string | undefi
  * Start-up check shared by every command that uses the queue: Redis answers (else one line naming
  * REDIS_URL), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
  */
-export async function preflightRedis(redis: Redis, settings: { redisUrl: string; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
+export async function preflightRedis(redis: RedisClient, settings: { redisUrl: string; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
   await checkRedis(redis, settings.redisUrl);
   const policy = await checkEvictionPolicy(redis);
   if (policy === undefined || policy === 'noeviction') return;
@@ -71,7 +74,7 @@ export async function preflightRedis(redis: Redis, settings: { redisUrl: string;
 }
 
 /** Deletes every key whose name starts with `prefix` (SCAN + UNLINK, bounded memory); returns how many. */
-export async function deleteKeysByPrefix(redis: Redis, prefix: string): Promise<number> {
+export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Promise<number> {
   let cursor = '0';
   let deleted = 0;
   do {

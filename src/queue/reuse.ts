@@ -1,6 +1,6 @@
 // Results kept per normalised plate so that a later batch may answer from them instead of paying
 // again (opt-in per batch with a window such as 24h). Each entry expires after VQ_REUSE_KEEP.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 
 export interface StoredResult {
@@ -11,11 +11,11 @@ export interface StoredResult {
 }
 
 export class ReuseStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
   readonly #keepMs: number;
 
-  constructor(redis: Redis, keys: VqbKeys, keepMs: number) {
+  constructor(redis: RedisClient, keys: VqbKeys, keepMs: number) {
     this.#redis = redis;
     this.#keys = keys;
     this.#keepMs = keepMs;

@@ -4,7 +4,7 @@
 // The choice is fair: classes in order (interactive, normal, bulk), and within a class stride
 // scheduling by weight, a newcomer sharing from the moment it arrives. This module alone reads and
 // writes the class sets, the weights, the pending lists and the staged set.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
 import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
@@ -39,7 +39,7 @@ export class Scheduler {
   readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
   readonly #keys: VqbKeys;
 
-  constructor(redis: Redis, keys: VqbKeys) {
+  constructor(redis: RedisClient, keys: VqbKeys) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
   }
@@ -81,7 +81,7 @@ export class Scheduler {
   /** Plates picked more than `olderThanMs` ago whose jobs may never have been added (a crash in between). */
   async staleStaged(accountId: string, olderThanMs: number, now: number): Promise<Picked[]> {
     const members = await this.#redis.zrangebyscore(this.#keys.staged(accountId), 0, now - olderThanMs, 'LIMIT', 0, 1_000);
-    return members.map(parseMember).filter((p): p is Picked => p !== undefined);
+    return members.map((m: string) => parseMember(m)).filter((p): p is Picked => p !== undefined);
   }
 
   /** Plates of the batch still waiting to be fed. */
@@ -105,9 +105,9 @@ export class Scheduler {
     for (const cls of PRIORITY_CLASSES) {
       const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
       if (ids.length === 0) continue;
-      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map((w) => Number(w ?? 1) || 1);
-      const total = weights.reduce((a, b) => a + b, 0);
-      ids.forEach((batchId, i) => {
+      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map((w: string | null) => Number(w ?? 1) || 1);
+      const total = weights.reduce((a: number, b: number) => a + b, 0);
+      ids.forEach((batchId: string, i: number) => {
         out.push({ batchId, cls, weight: weights[i]!, share: served ? 0 : weights[i]! / total });
       });
       served = true;

@@ -3,7 +3,7 @@
 // disk once per process and defined on each connection that needs them, so ioredis sends
 // EVALSHA and loads a script only when Redis does not know it yet.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 const DIR = new URL('./lua/', import.meta.url);
 
@@ -33,10 +33,10 @@ export function commandName(script: string): string {
 type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${Capitalize<H>}${CamelCase<T>}` : Capitalize<S>;
 
 /** A connection with the named scripts defined: `pace-acquire` is `vqbPaceAcquire(...keys, ...args)`. */
-export type Scripted<T extends string> = Redis & { [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number)[]) => Promise<unknown> };
+export type Scripted<T extends string> = RedisClient & { [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number)[]) => Promise<unknown> };
 
 /** Defines the named scripts on `redis` (once per connection) and returns it typed with them. */
-export function withScripts<const T extends string>(redis: Redis, names: readonly T[]): Scripted<T> {
+export function withScripts<const T extends string>(redis: RedisClient, names: readonly T[]): Scripted<T> {
   const all = scripts();
   for (const name of names) {
     const command = commandName(name);

@@ -1,6 +1,6 @@
 // The queue-side parts every producer, command and worker needs, opened once from a Config and
 // closed together: the Redis connection, each account's queue and line, and the stores over them.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Config } from '../config.js';
 import { AccountQueues } from './account-queues.js';
 import { AccountLine, AccountLines } from './accounts.js';
@@ -16,7 +16,7 @@ import { Scheduler } from './scheduler.js';
 
 export interface QueueServices {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   keys: VqbKeys;
   queues: AccountQueues;
   lines: AccountLines;
@@ -31,7 +31,7 @@ export interface QueueServices {
 }
 
 /** Builds the services over an open connection (a worker process shares its command connection). */
-export function queueServicesOn(config: Config, redis: Redis, now: () => number = Date.now): Omit<QueueServices, 'close'> {
+export function queueServicesOn(config: Config, redis: RedisClient, now: () => number = Date.now): Omit<QueueServices, 'close'> {
   const keys = new VqbKeys(config);
   const queues = new AccountQueues(config, redis);
   const scheduler = new Scheduler(redis, keys);

@@ -3,7 +3,7 @@
 // every file under a directory. Used by the chaos suite and test/integration/secrets.test.ts.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/queue/redis.js';
 
 export interface Leak {
   where: string;
@@ -37,7 +37,7 @@ export interface RedisScan {
 }
 
 /** SCAN + TYPE + the whole value of every key matching `${prefix}*`. */
-export async function scanRedis(redis: Redis, prefix: string, needles: readonly string[]): Promise<RedisScan> {
+export async function scanRedis(redis: RedisClient, prefix: string, needles: readonly string[]): Promise<RedisScan> {
   const result: RedisScan = { keys: 0, byType: {}, leaks: [] };
   let cursor = '0';
   do {

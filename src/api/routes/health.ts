@@ -1,6 +1,6 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queue/redis.js';
 import type { QueueServices } from '../../queue/services.js';
 import { jsonReply } from '../openapi.js';
 import type { HealthReply } from '../schemas.js';
@@ -9,7 +9,7 @@ import { lineView } from '../views.js';
 const PING_TIMEOUT_MS = 1_000;
 
 /** True when Redis answers PING within the timeout; a client that is not connected is not asked. */
-export async function redisAnswers(redis: Redis, timeoutMs = PING_TIMEOUT_MS): Promise<boolean> {
+export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_MS): Promise<boolean> {
   if (redis.status !== 'ready') return false;
   let timer: NodeJS.Timeout | undefined;
   try {

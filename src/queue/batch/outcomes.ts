@@ -3,7 +3,7 @@
 // written only if none exists, and in the same step the batch counts move and the batch is marked
 // finished when its last plate lands. Counts therefore stay exact with any number of workers,
 // retries and restarts.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import type { VqbKeys } from '../keys.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { Outcome } from '../types.js';
@@ -14,7 +14,7 @@ export class OutcomeStore {
   readonly #redis: Scripted<'batch-record'>;
   readonly #keys: VqbKeys;
 
-  constructor(redis: Redis, keys: VqbKeys) {
+  constructor(redis: RedisClient, keys: VqbKeys) {
     this.#redis = withScripts(redis, ['batch-record']);
     this.#keys = keys;
   }
@@ -48,7 +48,7 @@ export class OutcomeStore {
   async getMany(batchId: string, plates: readonly string[]): Promise<(Outcome | undefined)[]> {
     if (plates.length === 0) return [];
     const raws = await this.#redis.hmget(this.#keys.outcomes(batchId), ...plates);
-    return raws.map((raw) => (raw ? (JSON.parse(raw) as Outcome) : undefined));
+    return raws.map((raw: string | null) => (raw ? (JSON.parse(raw) as Outcome) : undefined));
   }
 
   /** Every stored outcome of a batch, streamed with HSCAN (bounded memory). */

@@ -4,7 +4,7 @@
 // blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
 // reads and writes a batch's hash, rows and outcomes.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis.js';
 import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { CostLedger } from '../costs.js';
 import type { Budget } from '../budget.js';
@@ -118,7 +118,7 @@ export class BatchStore {
   readonly #deps: BatchStoreDeps;
   readonly #now: () => number;
 
-  constructor(redis: Redis, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'lock-release']);
     this.#keys = keys;
     this.#deps = deps;
@@ -271,13 +271,13 @@ export class BatchStore {
   async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
     if (accounts === undefined) {
       const [total, ids] = await Promise.all([this.#redis.zcard(this.#keys.batches), this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1)]);
-      return { total, batches: await Promise.all(ids.map((id) => this.get(id))) };
+      return { total, batches: await Promise.all(ids.map((id: string) => this.get(id))) };
     }
     // A scoped reader: filter by account (batches are counted in hundreds, not millions).
     const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
-    const owners = ids.length === 0 ? [] : await Promise.all(ids.map((id) => this.#redis.hget(this.#keys.batch(id), 'account')));
-    const mine = ids.filter((_, i) => accounts.includes(owners[i] ?? 'default'));
-    return { total: mine.length, batches: await Promise.all(mine.slice(offset, offset + limit).map((id) => this.get(id))) };
+    const owners = ids.length === 0 ? [] : await Promise.all(ids.map((id: string) => this.#redis.hget(this.#keys.batch(id), 'account')));
+    const mine = ids.filter((_: string, i: number) => accounts.includes(owners[i] ?? 'default'));
+    return { total: mine.length, batches: await Promise.all(mine.slice(offset, offset + limit).map((id: string) => this.get(id))) };
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */
