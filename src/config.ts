@@ -163,6 +163,19 @@ export const SETTINGS = {
   VQ_METRICS_PORT: { schema: int(1, 65535).optional(), help: '`vqb work` serves Prometheus metrics on this port (off when unset)' },
   VQ_INBOX_POLL: { schema: duration.default(1_000), help: 'how often the drop folder is scanned' },
   VQ_INBOX_STABLE: { schema: duration.default(2_000), help: 'a dropped file is taken once its size has not changed for this long' },
+  VQ_RETAIN: {
+    schema: z.string().transform((v, ctx) => {
+      if (['off', 'never', 'forever'].includes(v.trim().toLowerCase())) return 0;
+      const ms = parseDuration(v);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'a duration such as 30d or 12h, or off' });
+        return z.NEVER;
+      }
+      return ms;
+    }).default(30 * 86_400_000),
+    help: 'a finished batch stays in Redis this long, then its exports are archived (verified) to VQ_ARCHIVE_DIR and its keys deleted by the workers\' sweep (0 or off: keep in Redis for ever)',
+  },
+  VQ_ARCHIVE_DIR: { schema: z.string().min(1).optional(), help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up' },
   VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
 } as const;
@@ -205,6 +218,8 @@ export interface Config {
   csvDelimiter: ',' | ';' | '\t';
   root: string;
   keepFailedMs: number;
+  /** Finished batches older than retainMs (0: never) are archived to archiveDir and deleted from Redis. */
+  retention: { retainMs: number; archiveDir: string };
   http: { host: string; port: number; bodyLimit: number; maxPlates: number; requestTimeoutMs: number; tokens: TokenSource | undefined };
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
@@ -286,6 +301,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
     root: v.VQ_ROOT,
     keepFailedMs: v.VQ_KEEP_FAILED,
+    retention: { retainMs: v.VQ_RETAIN, archiveDir: v.VQ_ARCHIVE_DIR ?? `${v.VQ_ROOT}/batches` },
     http: { host: v.VQ_HTTP_HOST, port: v.VQ_HTTP_PORT, bodyLimit: v.VQ_HTTP_BODY_LIMIT, maxPlates: v.VQ_HTTP_MAX_PLATES, requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT, tokens },
     inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
     metricsPort: v.VQ_METRICS_PORT,

@@ -103,3 +103,24 @@ export class OptionsError extends VqbError {
     this.name = 'OptionsError';
   }
 }
+
+/** A delete or prune of a batch whose plates are still running (pass cancel to stop it first). */
+export class BatchRunningError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.BatchRunningError');
+  constructor(batchId: string, detail: string) {
+    super('BATCH_RUNNING', `batch ${batchId} is still running (${detail}); wait for it to finish, or cancel it (vqb delete --cancel, DELETE …?cancel=true)`);
+    this.name = 'BatchRunningError';
+  }
+}
+
+/**
+ * A batch's archive could not be written or did not read back as written: nothing of the batch
+ * was deleted from Redis, and the message says why.
+ */
+export class ArchiveError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.ArchiveError');
+  constructor(batchId: string, why: string, options?: { cause?: unknown }) {
+    super('ARCHIVE_FAILED', `batch ${batchId} was not archived, nothing was deleted: ${why}`, options);
+    this.name = 'ArchiveError';
+  }
+}

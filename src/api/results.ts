@@ -3,7 +3,8 @@
 import { Readable, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { QueueServices } from '../queue/services.js';
-import { batchExportSource } from '../sinks/batch-source.js';
+import type { BatchArchive } from '../sinks/archive.js';
+import { exportSourceFor } from '../sinks/export.js';
 import { CsvLayout, csvStringifier, type CsvDelimiter } from '../sinks/csv.js';
 import { jsonlChunks } from '../sinks/jsonl.js';
 import type { ExportFormat, ExportSource } from '../sinks/types.js';
@@ -21,8 +22,10 @@ export async function batchResults(
   format: ExportFormat,
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
+  archive?: BatchArchive,
 ): Promise<ResultsBody> {
-  const source = await batchExportSource(services.batches, services.outcomes, batchId);
+  // An archived batch (deleted from Redis by retention) streams from its archive.
+  const source = await exportSourceFor(services, batchId, archive);
   const fileName = `${batchId.replace(/[^A-Za-z0-9._-]/g, '_')}.${format}`;
   if (format === 'jsonl') {
     return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };

@@ -3,6 +3,7 @@
 // stored batch, what its status reads beyond it (its account's line, its share) and `now`.
 import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { ArchiveManifest } from '../sinks/archive.js';
 import type { BatchView } from '../schemas/batch.js';
 import { batchWaiting, estimateEta } from './line.js';
 
@@ -31,6 +32,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     ...(info.finishedAt !== undefined ? { finishedAt: new Date(info.finishedAt).toISOString() } : {}),
     sealed: info.sealed,
     finished: info.finishedAt !== undefined,
+    state: info.finishedAt !== undefined ? 'finished' : 'running',
     metadata: info.metadata,
     extraColumns: info.extraColumns,
     ...(info.maxCreates !== undefined ? { maxCreates: info.maxCreates } : {}),
@@ -40,4 +42,10 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     ...(eta ? { eta } : {}),
     links: batchLinks(info.id),
   };
+}
+
+/** An archived batch, from its manifest: the batch as it was when archived, nothing waiting, no share. */
+export function archivedBatchView(manifest: ArchiveManifest, now: number): BatchView {
+  const line = { account: manifest.batch.account, paused: false, rateLimit: '' };
+  return { ...batchView(manifest.batch, { line, share: 0, perSecond: 0 }, now), state: 'archived', archivedAt: new Date(manifest.archivedAt).toISOString() };
 }

@@ -97,4 +97,9 @@ export class Budget {
     const key = this.#keys.batchBudget(batchId);
     return held ? (await this.#redis.hsetnx(key, 'held', '1')) === 1 : (await this.#redis.hdel(key, 'held')) === 1;
   }
+
+  /** Deletes the batch's budget hash (retention; the account's spend counters stay). */
+  async forget(batchId: string): Promise<void> {
+    await this.#redis.del(this.#keys.batchBudget(batchId));
+  }
 }

@@ -77,4 +77,9 @@ export class CostLedger {
     }
     return out;
   }
+
+  /** Deletes the batch's counters (retention; the day counters stay, they are not the batch's). */
+  async forget(batchId: string): Promise<void> {
+    await this.#redis.del(this.#keys.batchCosts(batchId));
+  }
 }

@@ -40,4 +40,12 @@ export class InFlight {
   async forBatch(accountId: string, batchId: string): Promise<number> {
     return Number((await this.#redis.hget(this.#keys.inflightByBatch(accountId), batchId)) ?? 0);
   }
+
+  /** Removes the batch's slot count and any slot still listed for its jobs (retention). */
+  async forget(accountId: string, batchId: string): Promise<void> {
+    const mine = (await this.#redis.zrange(this.#keys.inflight(accountId), 0, -1)).filter((m: string) => m.startsWith(`${batchId}.`));
+    const multi = this.#redis.multi().hdel(this.#keys.inflightByBatch(accountId), batchId);
+    if (mine.length > 0) multi.zrem(this.#keys.inflight(accountId), ...mine);
+    await multi.exec();
+  }
 }

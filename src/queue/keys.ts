@@ -17,6 +17,7 @@
 // | learn:<product>                  | hash   | queue/poll-schedule.ts    |
 // | reuse:<plate>                    | string | queue/reuse.ts            |
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
+// | retention:lock                   | string | queue/retention.ts (one sweep at a time) |
 // BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
 
 export interface KeySettings {
@@ -131,5 +132,10 @@ export class VqbKeys {
   // --- producers/inbox*.ts
   inbox(name: string): string {
     return `${this.base}:inbox:${name}`;
+  }
+
+  // --- queue/retention.ts
+  get retentionLock(): string {
+    return `${this.base}:retention:lock`;
   }
 }

@@ -114,4 +114,27 @@ export class Scheduler {
     }
     return out;
   }
+
+  /**
+   * Takes every plate of the batch still waiting to be fed, at once, and takes the batch out of
+   * its account's scheduling: these plates will never become jobs (a cancel). Plates already picked
+   * are not among them; they become jobs and run.
+   */
+  async drop(accountId: string, batchId: string): Promise<string[]> {
+    const multi = this.#redis.multi().lrange(this.#keys.pending(batchId), 0, -1).del(this.#keys.pending(batchId));
+    for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
+    const replies = (await multi.exec()) ?? [];
+    const [err, plates] = replies[0] ?? [null, []];
+    if (err) throw err;
+    return plates as string[];
+  }
+
+  /** Removes every trace of the batch from the account's scheduling (retention). */
+  async forget(accountId: string, batchId: string): Promise<void> {
+    const multi = this.#redis.multi().del(this.#keys.pending(batchId)).hdel(this.#keys.schedWeights, batchId);
+    for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
+    await multi.exec();
+    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter((m: string) => parseMember(m)?.batchId === batchId);
+    if (staged.length > 0) await this.#redis.zrem(this.#keys.staged(accountId), ...staged);
+  }
 }

@@ -3,9 +3,11 @@
 import type { Config } from '../config.js';
 import type { BatchStore } from '../queue/batch/store.js';
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
+import { BatchNotFoundError } from '../errors.js';
+import { BatchArchive } from './archive.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
-import type { ExportFormat, ExportResult, ExportSink } from './types.js';
+import type { ExportFormat, ExportResult, ExportSink, ExportSource } from './types.js';
 
 export const ALL_FORMATS: readonly ExportFormat[] = ['csv', 'jsonl'];
 
@@ -18,6 +20,22 @@ export async function exportBatch(
   sink: ExportSink,
   batchId: string,
   formats: readonly ExportFormat[] = ALL_FORMATS,
+  archive?: BatchArchive,
 ): Promise<ExportResult> {
-  return sink.write(await batchExportSource(stores.batches, stores.outcomes, batchId), formats);
+  return sink.write(await exportSourceFor(stores, batchId, archive), formats);
+}
+
+/**
+ * A batch's rows from Redis while it is there, else from its archive (retention deleted it from
+ * Redis): every export format and the HTTP results read either the same way.
+ */
+export async function exportSourceFor(stores: { batches: BatchStore; outcomes: OutcomeStore }, batchId: string, archive?: BatchArchive): Promise<ExportSource> {
+  if (archive === undefined || (await stores.batches.exists(batchId))) return batchExportSource(stores.batches, stores.outcomes, batchId);
+  const manifest = await archive.manifest(batchId);
+  if (manifest === undefined) throw new BatchNotFoundError(batchId);
+  return archive.source(manifest);
+}
+
+export function archiveFor(config: Pick<Config, 'retention' | 'csvDelimiter'>, now?: () => number): BatchArchive {
+  return new BatchArchive({ dir: config.retention.archiveDir, csvDelimiter: config.csvDelimiter, ...(now ? { now } : {}) });
 }

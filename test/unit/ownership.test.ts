@@ -41,6 +41,7 @@ const OWNERS: Record<string, string> = {
   learner: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
   inbox: 'src/producers/inbox-',
+  retentionLock: 'src/queue/retention.ts',
 };
 
 describe('one owner per Redis structure', () => {

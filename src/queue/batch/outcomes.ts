@@ -71,4 +71,9 @@ export class OutcomeStore {
     }
     return removed;
   }
+
+  /** Deletes every stored outcome of the batch (retention, after its archive was verified). */
+  async forget(batchId: string): Promise<void> {
+    await this.#redis.del(this.#keys.outcomes(batchId));
+  }
 }

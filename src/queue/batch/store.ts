@@ -290,4 +290,31 @@ export class BatchStore {
       if (raws.length < chunk) return;
     }
   }
+
+  // --- retention (queue/retention.ts orchestrates; each owner forgets its own keys)
+
+  /** Every stored batch with what retention needs to decide: when it finished, and whether a delete was asked. */
+  async retentionCandidates(): Promise<{ id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]> {
+    const ids = await this.#redis.zrange(this.#keys.batches, 0, -1);
+    const fields = await Promise.all(ids.map((id: string) => this.#redis.hmget(this.#keys.batch(id), 'account', 'finishedAt', 'deleteRequested')));
+    return ids.map((id: string, i: number) => {
+      const [account, finishedAt, deleteRequested] = fields[i] ?? [];
+      return { id, account: account ?? 'default', ...(finishedAt ? { finishedAt: Number(finishedAt) } : {}), deleteRequested: deleteRequested === '1' };
+    });
+  }
+
+  /** A delete was asked while plates were still running (`--cancel`): the sweep archives the batch once it finishes. */
+  async requestDelete(batchId: string): Promise<void> {
+    await this.#redis.hset(this.#keys.batch(batchId), 'deleteRequested', '1');
+  }
+
+  /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
+  async forget(batchId: string): Promise<void> {
+    if (!isBatchId(batchId)) return;
+    await this.#redis
+      .multi()
+      .del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId))
+      .zrem(this.#keys.batches, batchId)
+      .exec();
+  }
 }
