@@ -130,6 +130,36 @@ export const RetryReply = z.object({
 });
 export type RetryReply = z.output<typeof RetryReply>;
 
+export const DeleteQuery = z.object({
+  cancel: z
+    .enum(['true', 'false', '1', '0'])
+    .transform((v) => v === 'true' || v === '1')
+    .default(false)
+    .describe('stop a running batch first: plates not yet sent are dropped (CANCELLED, no charge); created ones run to the end'),
+});
+export type DeleteQuery = z.output<typeof DeleteQuery>;
+
+export const ArchiveFile = z.object({
+  name: z.string(),
+  kind: z.enum(['jsonl', 'csv', 'rejects']),
+  bytes: count,
+  sha256: z.string(),
+  rows: count.describe('data rows (a CSV header not counted)'),
+  schema: z.string().describe('what a row is, with a version: ResultRow/1, csv-export/1, rejects-csv/1'),
+});
+
+export const DeleteReply = z.object({
+  batchId: z.string(),
+  state: z.enum(['archived', 'cancelling']).describe('archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish'),
+  alreadyArchived: z.boolean().optional(),
+  archivedAt: z.iso.datetime().optional(),
+  files: z.array(ArchiveFile).optional().describe('the archive: same files as `vqb export`, checked by sha256 and row count'),
+  dropped: count.optional().describe('cancelling: plates dropped before they were sent (no charge)'),
+  running: count.optional().describe('cancelling: created plates still running (paid; their results are kept)'),
+  links: z.object({ self: z.string(), results: z.string() }),
+});
+export type DeleteReply = z.output<typeof DeleteReply>;
+
 /** An account's line: running, paused (why), waiting (for what, until when). */
 export const AccountLine = z.object({
   account: z.string(),

@@ -4,7 +4,7 @@ import { waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { AccountLine } from './schemas.js';
 
-export { batchLinks, batchView } from '../presenters/batch-view.js';
+export { archivedBatchView, batchLinks, batchView } from '../presenters/batch-view.js';
 export { waitingOf };
 
 export function lineView(line: AccountLineState): AccountLine {

@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { withQueueServices } from '../queue/services.js';
-import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { ALL_FORMATS, archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
 
 function oneBatch(args: string[], command: string): string {
@@ -23,7 +23,8 @@ export const exportCommand: Command = {
   summary: "write (or rebuild) a batch's exports from the stored outcomes",
   usage: `vqb export <batch> [--format csv|jsonl|all] [--out DIR] [--json]
   Rebuilds <out>/<batch>.csv, <batch>.jsonl and <batch>.rejects.csv from Redis at any time; a
-  batch still running exports its finished rows and marks the rest "pending".`,
+  batch still running exports its finished rows and marks the rest "pending". An archived batch
+  (pruned from Redis) is exported from its archive in VQ_ARCHIVE_DIR.`,
   options: { format: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const batchId = oneBatch(ctx.args, 'export');
@@ -32,7 +33,7 @@ export const exportCommand: Command = {
     const formats: readonly ExportFormat[] = format === 'all' ? ALL_FORMATS : [format as ExportFormat];
     const config = ctx.config();
     return withQueueServices(config, async (services) => {
-      const result = await exportBatch(services, fileSinkFor(config), batchId, formats);
+      const result = await exportBatch(services, fileSinkFor(config), batchId, formats, archiveFor(config));
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else for (const path of Object.values(result.files)) ctx.print(path);
       return 0;

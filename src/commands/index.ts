@@ -4,6 +4,7 @@ import { exportCommand, retryCommand } from './batch.js';
 import { budgetCommand, costCommand } from './budget.js';
 import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
+import { deleteCommand, pruneCommand } from './retention.js';
 import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
@@ -23,4 +24,6 @@ export const COMMANDS: Record<string, Command> = {
   retry: retryCommand,
   budget: budgetCommand,
   cost: costCommand,
+  prune: pruneCommand,
+  delete: deleteCommand,
 };

@@ -5,6 +5,8 @@ import { Metrics } from '../metrics.js';
 import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
 import { openQueueServices } from '../queue/services.js';
+import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
+import { archiveFor } from '../sinks/export.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 
 export const serveCommand: Command = {
@@ -24,7 +26,13 @@ export const serveCommand: Command = {
     const metrics = new Metrics({ accounts: config.accounts });
     metrics.observeQueue(services);
     let worker: WorkerHandle | undefined;
-    if (ctx.flags.workers) worker = startWorker(config, { logger, metrics });
+    let sweep: { stop(): void } | undefined;
+    if (ctx.flags.workers) {
+      worker = startWorker(config, { logger, metrics });
+      // The workers' retention sweep (vqb work runs it too; a Redis lock lets one process at a time).
+      const retention = new Retention(services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
+      sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
+    }
     // A start-up error (a service token that is an upstream key) lets go of Redis and the workers.
     const app = await createHttpApi({ services, config, logger, metrics }).catch(async (err: unknown) => {
       await Promise.all([worker?.close(), services.close()]);
@@ -42,6 +50,7 @@ export const serveCommand: Command = {
         logger.error({ timeoutMs }, 'did not stop in time; exiting');
         process.exit(1);
       }, timeoutMs);
+      sweep?.stop();
       await Promise.all([app.close(), inbox?.stop(), worker?.close()]);
       clearTimeout(timer);
       return 0;

@@ -1,5 +1,6 @@
 import type { Command } from '../cli.js';
-import { batchView } from '../presenters/batch-view.js';
+import { archivedBatchView, batchView } from '../presenters/batch-view.js';
+import { archiveFor } from '../sinks/export.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
@@ -13,7 +14,18 @@ export const statusCommand: Command = {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
       if (batchId) {
-        const info = await services.batches.get(batchIdArg(batchId));
+        const id = batchIdArg(batchId);
+        if (!(await services.batches.exists(id))) {
+          // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
+          const manifest = await archiveFor(services.config).manifest(id);
+          if (manifest !== undefined) {
+            const view = archivedBatchView(manifest, Date.now());
+            if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
+            else ctx.print(`${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ${archiveFor(services.config).folder(id)} (no longer in Redis)`);
+            return 0;
+          }
+        }
+        const info = await services.batches.get(id);
         const context = await batchContext(services, info);
         // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));

@@ -5,6 +5,8 @@ import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
 import { connectRedis, preflightRedis } from '../queue/redis.js';
 import { pacingIntervalMs } from '../accounts.js';
+import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
+import { archiveFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
@@ -42,6 +44,9 @@ export const workCommand: Command = {
     }
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
+    // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.
+    const retention = new Retention(handle.services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
+    const sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     logger.info(
       {
@@ -59,6 +64,7 @@ export const workCommand: Command = {
       logger.error({ timeoutMs }, 'running jobs did not finish in time; exiting (their jobs will be picked up again)');
       process.exit(1);
     }, timeoutMs);
+    sweep.stop();
     await handle.close();
     metricsServer?.close();
     clearTimeout(timer);

@@ -7,6 +7,8 @@ import { BatchNotFoundError } from '../../errors.js';
 import { batchContext, batchContexts } from '../../queue/batch-status.js';
 import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
 import { rerunFailed } from '../../queue/rerun.js';
+import { Retention } from '../../queue/retention.js';
+import { archiveFor } from '../../sinks/export.js';
 import type { QueueServices } from '../../queue/services.js';
 import { estimateCost } from '../../producers/dry-run.js';
 import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
@@ -23,6 +25,8 @@ import {
   CreateBatchBody,
   CreateBatchQuery,
   type CreateBatchReply,
+  DeleteQuery,
+  type DeleteReply,
   type DryRunReply,
   ListQuery,
   type ListReply,
@@ -31,7 +35,7 @@ import {
   type RetryReply,
 } from '../schemas.js';
 import { errorResponses, requestSchema, zodValidator } from '../validation.js';
-import { batchLinks, batchView } from '../views.js';
+import { archivedBatchView, batchLinks, batchView } from '../views.js';
 
 export interface V1Options {
   services: QueueServices;
@@ -72,6 +76,16 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted ?? '')} for this token`);
     }
     return id;
+  };
+  // Retention: batches pruned from Redis answer from their archive (read-only: status and results).
+  const archive = archiveFor(config, now);
+  const retention = new Retention(services, archive, { retainMs: config.retention.retainMs, now, logger: app.log });
+  /** The archive's manifest of a batch no longer in Redis that this token may see; undefined when it is in Redis. */
+  const visibleArchive = async (request: object, id: string) => {
+    if (await services.batches.exists(id)) return undefined;
+    const manifest = await archive.manifest(id);
+    if (manifest === undefined || !canSee(scopeOf(request), manifest.batch.account)) throw new BatchNotFoundError(id);
+    return manifest;
   };
   const view = async (info: BatchInfo, at: number): Promise<BatchView> => batchView(info, await batchContext(services, info), at);
 
@@ -225,6 +239,8 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       validatorCompiler: zodValidator({ params: BatchParams }),
     },
     async (request): Promise<BatchView> => {
+      const manifest = await visibleArchive(request, request.params.id);
+      if (manifest !== undefined) return archivedBatchView(manifest, now());
       return view(await visibleBatch(request, request.params.id), now());
     },
   );
@@ -256,9 +272,47 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       validatorCompiler: zodValidator({ params: BatchParams, querystring: ResultsQuery }),
     },
     async (request, reply) => {
-      await visibleBatch(request, request.params.id);
-      const results = await batchResults(services, request.params.id, request.query.format, config.csvDelimiter, request.log);
+      if ((await visibleArchive(request, request.params.id)) === undefined) await visibleBatch(request, request.params.id);
+      const results = await batchResults(services, request.params.id, request.query.format, config.csvDelimiter, request.log, archive);
       return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
+    },
+  );
+
+  app.delete<{ Params: BatchParams; Querystring: DeleteQuery }>(
+    '/batches/:id',
+    {
+      schema: {
+        operationId: 'deleteBatch',
+        summary: 'Archive a finished batch and delete it from Redis (its results stay downloadable)',
+        description:
+          'The exports and a manifest are written to the archive folder (VQ_ARCHIVE_DIR) and read back (sha256, row counts) before any Redis key of the batch is deleted. ' +
+          'A running batch is refused (409 `BATCH_RUNNING`) unless `cancel=true`: plates not yet sent are dropped (outcome `CANCELLED`, no charge); ' +
+          'plates already created run to the end (202 `cancelling`) and the batch is archived once they have. An archive that cannot be written or verified deletes nothing (500 `ARCHIVE_FAILED`).',
+        tags: ['batches'],
+        security: SECURITY,
+        params: requestSchema(BatchParams),
+        querystring: requestSchema(DeleteQuery),
+        response: {
+          200: jsonReply('DeleteReply', 'archived and deleted from Redis (or archived before)'),
+          202: jsonReply('DeleteReply', 'cancelled: created plates still run; archived when they finish'),
+          ...errorResponses(400, 401, 404, 409, 500, 503),
+        },
+      },
+      validatorCompiler: zodValidator({ params: BatchParams, querystring: DeleteQuery }),
+    },
+    async (request, reply) => {
+      const { id } = request.params;
+      // Scoped tokens delete only their accounts' batches (others answer 404, as if absent).
+      if ((await visibleArchive(request, id)) === undefined) await visibleBatch(request, id);
+      const result = await retention.delete(id, { cancel: request.query.cancel });
+      const links = batchLinks(id);
+      if (result.state === 'cancelling') {
+        const body: DeleteReply = { batchId: id, state: 'cancelling', dropped: result.dropped, running: result.running, links };
+        return reply.code(202).send(body);
+      }
+      request.log.info({ batchId: id, folder: result.folder, alreadyArchived: result.alreadyArchived }, 'batch deleted (archived)');
+      const body: DeleteReply = { batchId: id, state: 'archived', alreadyArchived: result.alreadyArchived, archivedAt: new Date(result.archivedAt).toISOString(), files: result.files, links };
+      return reply.code(200).send(body);
     },
   );
 
