@@ -164,18 +164,24 @@ export const SETTINGS = {
   VQ_INBOX_POLL: { schema: duration.default(1_000), help: 'how often the drop folder is scanned' },
   VQ_INBOX_STABLE: { schema: duration.default(2_000), help: 'a dropped file is taken once its size has not changed for this long' },
   VQ_RETAIN: {
-    schema: z.string().transform((v, ctx) => {
-      if (['off', 'never', 'forever'].includes(v.trim().toLowerCase())) return 0;
-      const ms = parseDuration(v);
-      if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: 'a duration such as 30d or 12h, or off' });
-        return z.NEVER;
-      }
-      return ms;
-    }).default(30 * 86_400_000),
-    help: 'a finished batch stays in Redis this long, then its exports are archived (verified) to VQ_ARCHIVE_DIR and its keys deleted by the workers\' sweep (0 or off: keep in Redis for ever)',
+    schema: z
+      .string()
+      .transform((v, ctx) => {
+        if (['off', 'never', 'forever'].includes(v.trim().toLowerCase())) return 0;
+        const ms = parseDuration(v);
+        if (ms === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'a duration such as 30d or 12h, or off' });
+          return z.NEVER;
+        }
+        return ms;
+      })
+      .default(30 * 86_400_000),
+    help: "a finished batch stays in Redis this long, then its exports are archived (verified) to VQ_ARCHIVE_DIR and its keys deleted by the workers' sweep (0 or off: keep in Redis for ever)",
   },
-  VQ_ARCHIVE_DIR: { schema: z.string().min(1).optional(), help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up' },
+  VQ_ARCHIVE_DIR: {
+    schema: z.string().min(1).optional(),
+    help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up',
+  },
   VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
 } as const;

@@ -150,7 +150,9 @@ export const ArchiveFile = z.object({
 
 export const DeleteReply = z.object({
   batchId: z.string(),
-  state: z.enum(['archived', 'cancelling']).describe('archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish'),
+  state: z
+    .enum(['archived', 'cancelling'])
+    .describe('archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish'),
   alreadyArchived: z.boolean().optional(),
   archivedAt: z.iso.datetime().optional(),
   files: z.array(ArchiveFile).optional().describe('the archive: same files as `vqb export`, checked by sha256 and row count'),

@@ -39,8 +39,11 @@ export const pruneCommand: Command = {
         return result.failed.length > 0 ? 1 : 0;
       }
       const verb = dryRun ? 'would archive and delete' : 'archiving';
-      ctx.print(`${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${Math.round(olderThanMs / 1000)} s ago)` : ''}`);
-      for (const c of result.candidates) ctx.print(`  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, finished ${new Date(c.finishedAt).toISOString()}${c.reason === 'delete' ? ' (delete asked)' : ''}`);
+      ctx.print(
+        `${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${Math.round(olderThanMs / 1000)} s ago)` : ''}`,
+      );
+      for (const c of result.candidates)
+        ctx.print(`  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, finished ${new Date(c.finishedAt).toISOString()}${c.reason === 'delete' ? ' (delete asked)' : ''}`);
       for (const a of result.archived) ctx.print(`  archived ${a.batchId} → ${a.folder}`);
       for (const f of result.failed) ctx.print(`  NOT pruned ${f.batchId} (${f.code}): ${f.message}`);
       return result.failed.length > 0 ? 1 : 0;
@@ -65,7 +68,9 @@ export const deleteCommand: Command = {
       const result = await retentionOf(services).delete(batchId, { cancel: ctx.flags.cancel === true });
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else if (result.state === 'cancelling') {
-        ctx.print(`batch ${batchId} cancelled: ${result.dropped} unsent plates dropped; ${result.running} created plates still running. It is archived and deleted once they finish.`);
+        ctx.print(
+          `batch ${batchId} cancelled: ${result.dropped} unsent plates dropped; ${result.running} created plates still running. It is archived and deleted once they finish.`,
+        );
       } else ctx.print(`batch ${batchId} ${result.alreadyArchived ? 'was already archived' : 'archived and deleted from Redis'}: ${result.folder}`);
       return 0;
     });

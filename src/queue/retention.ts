@@ -48,9 +48,7 @@ export interface ArchivedBatch {
   archivedAt: number;
 }
 
-export type DeleteResult =
-  | ({ state: 'archived'; alreadyArchived: boolean } & ArchivedBatch)
-  | { state: 'cancelling'; batchId: string; dropped: number; running: number };
+export type DeleteResult = ({ state: 'archived'; alreadyArchived: boolean } & ArchivedBatch) | { state: 'cancelling'; batchId: string; dropped: number; running: number };
 
 export interface PruneResult {
   dryRun: boolean;
@@ -161,9 +159,9 @@ export class Retention {
     const now = this.#now();
     for (let i = 0; i < plates.length; i += CHUNK) {
       await Promise.all(
-        plates.slice(i, i + CHUNK).map((plate) =>
-          this.#s.outcomes.record({ batchId, plate, status: 'failed', error: { ...CANCELLED }, finishedAt: now, requests: 0, polls: 0, attempts: 0 }),
-        ),
+        plates
+          .slice(i, i + CHUNK)
+          .map((plate) => this.#s.outcomes.record({ batchId, plate, status: 'failed', error: { ...CANCELLED }, finishedAt: now, requests: 0, polls: 0, attempts: 0 })),
       );
     }
     const after = await this.#s.batches.get(batchId);

@@ -92,9 +92,7 @@ export const BatchView = z.object({
   finishedAt: z.iso.datetime().optional(),
   sealed: z.boolean().describe('every input row is stored'),
   finished: z.boolean().describe('every plate has an outcome'),
-  state: z
-    .enum(['running', 'finished', 'archived'])
-    .describe('archived: finished, kept in the archive folder only (results still download); counts are those at archiving'),
+  state: z.enum(['running', 'finished', 'archived']).describe('archived: finished, kept in the archive folder only (results still download); counts are those at archiving'),
   archivedAt: z.iso.datetime().optional().describe('when the batch was archived and deleted from Redis'),
   metadata: z.record(z.string(), z.unknown()),
   extraColumns: z.array(z.string()).describe('the input columns besides the plate, carried to the results'),

@@ -164,7 +164,13 @@ export class BatchArchive {
     const names = await readdir(this.dir).catch(() => [] as string[]);
     const ids: string[] = [];
     for (const name of names.filter((n) => SAFE_ID.test(n)).sort()) {
-      if (await stat(join(this.folder(name), MANIFEST)).then(() => true, () => false)) ids.push(name);
+      if (
+        await stat(join(this.folder(name), MANIFEST)).then(
+          () => true,
+          () => false,
+        )
+      )
+        ids.push(name);
     }
     return ids;
   }

@@ -311,7 +311,14 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         return reply.code(202).send(body);
       }
       request.log.info({ batchId: id, folder: result.folder, alreadyArchived: result.alreadyArchived }, 'batch deleted (archived)');
-      const body: DeleteReply = { batchId: id, state: 'archived', alreadyArchived: result.alreadyArchived, archivedAt: new Date(result.archivedAt).toISOString(), files: result.files, links };
+      const body: DeleteReply = {
+        batchId: id,
+        state: 'archived',
+        alreadyArchived: result.alreadyArchived,
+        archivedAt: new Date(result.archivedAt).toISOString(),
+        files: result.files,
+        links,
+      };
       return reply.code(200).send(body);
     },
   );

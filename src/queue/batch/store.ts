@@ -311,10 +311,6 @@ export class BatchStore {
   /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
   async forget(batchId: string): Promise<void> {
     if (!isBatchId(batchId)) return;
-    await this.#redis
-      .multi()
-      .del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId))
-      .zrem(this.#keys.batches, batchId)
-      .exec();
+    await this.#redis.multi().del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId)).zrem(this.#keys.batches, batchId).exec();
   }
 }
