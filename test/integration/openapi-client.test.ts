@@ -78,6 +78,7 @@ describe('the document', () => {
       'get /v1/batches/{id}': 'getBatch',
       'get /v1/batches/{id}/results': 'getBatchResults',
       'post /v1/batches/{id}/retry': 'retryBatch',
+      'delete /v1/batches/{id}': 'deleteBatch',
     });
     expect(Object.keys(doc.components.schemas)).toEqual(
       expect.arrayContaining(['Batch', 'BatchCounts', 'Error', 'ResultRow', 'AccountLine', 'CreateBatchBody', 'CreateBatchForm', 'CreateBatchReply', 'BatchList', 'Health']),
@@ -86,6 +87,10 @@ describe('the document', () => {
     const getBatch = doc.paths['/v1/batches/{id}'].get;
     expect(json(getBatch.responses['200'])).toEqual({ $ref: '#/components/schemas/Batch' });
     expect(json(getBatch.responses['404'])).toEqual({ $ref: '#/components/schemas/Error' });
+    const deleteBatch = doc.paths['/v1/batches/{id}'].delete;
+    expect(json(deleteBatch.responses['200'])).toEqual({ $ref: '#/components/schemas/DeleteReply' });
+    expect(json(deleteBatch.responses['409'])).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(doc.components.schemas.Batch.properties.state).toMatchObject({ enum: ['running', 'finished', 'archived'] });
     expect(doc.components.schemas.Batch.properties.counts).toEqual({ $ref: '#/components/schemas/BatchCounts' });
     expect(doc.components.schemas.Batch.properties.createdAt).toMatchObject({ type: 'string', format: 'date-time' });
     expect(doc.components.schemas.BatchList.properties.batches.items).toEqual({ $ref: '#/components/schemas/Batch' });

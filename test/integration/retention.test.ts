@@ -21,7 +21,7 @@ import { BatchArchive } from '../../src/sinks/archive.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
-import { waitFor } from '../helpers/process.js';
+import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 
 const TOKEN = 'svc-token-retention-0123456789abcdef';
 const DAY = 86_400_000;
@@ -291,5 +291,26 @@ describe('retention', () => {
     // With a good folder the same batch goes.
     expect((await retention.archiveAndForget(id)).batchId).toBe(id);
     expect(await keysNaming(h.services.redis, id)).toEqual([]);
+  });
+
+  it('`vqb work` sweeps on its own: a batch past VQ_RETAIN is archived and deleted, one process at a time (needs `npm run build`)', async () => {
+    const archiveDir = join(dir, 'a5');
+    const h = await harness.start({ label: 'ret5', sim: { failPlates: ['FAL1A23'] }, config: settings(archiveDir) });
+    const id = await finishedBatch(h, 'swept');
+    await h.workers[0]!.close();
+    // Two sweeps at once: the lock lets one run, the other answers undefined.
+    const retention = new Retention(h.services, archiveFor(h.config), { retainMs: 0 });
+    const both = await Promise.all([retention.sweep(), retention.sweep()]);
+    expect(both.filter((r) => r === undefined)).toHaveLength(1);
+
+    const worker = spawnVqb(['work'], harnessEnv(h, { VQ_RETAIN: '1s', VQ_ARCHIVE_DIR: archiveDir }));
+    try {
+      await waitFor(async () => !(await h.services.batches.exists(id)), 30_000, 'the sweep of vqb work');
+      expect(JSON.parse(await readFile(join(archiveDir, id, 'manifest.json'), 'utf8'))).toMatchObject({ batchId: id, batch: { counts: { total: 9 } } });
+      expect(await keysNaming(h.services.redis, id)).toEqual([]);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.done;
+    }
   });
 });
