@@ -28,7 +28,7 @@ export const pruneCommand: Command = {
       olderThanMs = parseDuration(String(ctx.flags['older-than']));
       if (olderThanMs === undefined) throw new UsageError('--older-than takes a duration such as 30d, 12h or 0s');
     }
-    if (olderThanMs === undefined && !ctx.flags['dry-run'] && ctx.flags['older-than'] === undefined) {
+    if (olderThanMs === undefined && !ctx.flags.json) {
       ctx.print('VQ_RETAIN is off: only batches whose delete was asked are pruned (give --older-than D for others)');
     }
     const dryRun = ctx.flags['dry-run'] === true;

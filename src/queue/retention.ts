@@ -9,7 +9,7 @@
 // deletion and archived, results included, once its last plate lands (by the sweep, or the next
 // delete). This module alone names the sweep's lock.
 import { randomBytes } from 'node:crypto';
-import { ArchiveError, BatchNotFoundError, BatchRunningError, isError } from '../errors.js';
+import { ArchiveError, BatchNotFoundError, BatchRunningError } from '../errors.js';
 import type { ArchiveFile, ArchiveManifest, BatchArchive } from '../sinks/archive.js';
 import { batchExportSource } from '../sinks/batch-source.js';
 import { jobIdFor } from './account-queues.js';
@@ -246,6 +246,3 @@ export function sweepInterval(retainMs: number): number {
   return retainMs <= 0 ? 3_600_000 : Math.max(1_000, Math.min(3_600_000, Math.floor(retainMs / 4)));
 }
 
-export function isBatchRunning(err: unknown): boolean {
-  return isError(err, BatchRunningError);
-}
