@@ -51,6 +51,10 @@ export const pruneCommand: Command = {
   },
 };
 
+function mb(bytes: number): string {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.ceil(bytes / 1e3)} kB`;
+}
+
 export const deleteCommand: Command = {
   summary: 'archive one batch and delete it from Redis (refused while it runs, unless --cancel)',
   usage: `vqb delete <batch> [--cancel] [--json]

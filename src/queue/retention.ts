@@ -39,6 +39,8 @@ export interface PruneCandidate {
   reason: 'retention' | 'delete';
   rows: number;
   plates: number;
+  /** Redis bytes its rows, outcomes and hash take (an estimate: MEMORY USAGE, sampled). */
+  bytes: number;
 }
 
 export interface ArchivedBatch {
@@ -92,7 +94,8 @@ export class Retention {
       if (reason === undefined) continue;
       const info = await this.#s.batches.get(c.id).catch(() => undefined);
       if (info === undefined) continue;
-      out.push({ batchId: c.id, account: c.account, finishedAt: c.finishedAt, reason, rows: info.counts.total, plates: info.counts.enqueued });
+      const bytes = await this.#s.batches.memoryUsage(c.id);
+      out.push({ batchId: c.id, account: c.account, finishedAt: c.finishedAt, reason, rows: info.counts.total, plates: info.counts.enqueued, bytes });
     }
     return out;
   }
@@ -245,4 +248,3 @@ export function startRetentionSweep(retention: Retention, options: { everyMs: nu
 export function sweepInterval(retainMs: number): number {
   return retainMs <= 0 ? 3_600_000 : Math.max(1_000, Math.min(3_600_000, Math.floor(retainMs / 4)));
 }
-

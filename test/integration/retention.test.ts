@@ -225,9 +225,10 @@ describe('retention', () => {
     const before = await snapshot();
     const dry = await cli(h, ['prune', '--older-than', '0s', '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain(`would archive and delete ${id}: 9 rows, 7 plates`);
+    expect(dry.stdout).toContain(`would archive and delete ${id}: 9 rows, 7 plates, about `);
     const json = JSON.parse((await cli(h, ['prune', '--older-than', '0s', '--dry-run', '--json'])).stdout);
-    expect(json).toMatchObject({ dryRun: true, candidates: [{ batchId: id, rows: 9 }], archived: [] });
+    expect(json).toMatchObject({ dryRun: true, candidates: [{ batchId: id, rows: 9, bytes: expect.any(Number) }], archived: [] });
+    expect(json.candidates[0].bytes).toBeGreaterThan(1_000);
     expect(await snapshot()).toEqual(before);
     expect(await readdir(archiveDir).catch(() => [])).toEqual([]);
 
