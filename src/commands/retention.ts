@@ -42,8 +42,12 @@ export const pruneCommand: Command = {
       ctx.print(
         `${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${Math.round(olderThanMs / 1000)} s ago)` : ''}`,
       );
-      for (const c of result.candidates)
-        ctx.print(`  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, finished ${new Date(c.finishedAt).toISOString()}${c.reason === 'delete' ? ' (delete asked)' : ''}`);
+      for (const c of result.candidates) {
+        ctx.print(
+          `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of Redis, finished ${new Date(c.finishedAt).toISOString()}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
+        );
+      }
+      if (result.candidates.length > 1) ctx.print(`  about ${mb(result.candidates.reduce((sum, c) => sum + c.bytes, 0))} of Redis in all`);
       for (const a of result.archived) ctx.print(`  archived ${a.batchId} → ${a.folder}`);
       for (const f of result.failed) ctx.print(`  NOT pruned ${f.batchId} (${f.code}): ${f.message}`);
       return result.failed.length > 0 ? 1 : 0;
