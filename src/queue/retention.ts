@@ -10,7 +10,7 @@
 // delete). This module alone names the sweep's lock.
 import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from '../errors.js';
-import type { ArchiveFile, ArchiveManifest, BatchArchive } from '../sinks/archive.js';
+import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from '../sinks/archive.js';
 import { batchExportSource } from '../sinks/batch-source.js';
 import { jobIdFor } from './account-queues.js';
 import type { BatchInfo } from './batch/store.js';
@@ -181,8 +181,14 @@ export class Retention {
     const info = await this.#s.batches.get(batchId);
     if (info.finishedAt === undefined) throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
     const expected = { rows: info.counts.total, outcomes: info.counts.done + info.counts.failed, rejected: info.counts.rejected };
-    await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info);
-    const manifest = await this.#archive.verify(batchId, expected);
+    // An archive of this very state may exist: a prune that crashed part-way through forgetting
+    // (its outcomes may be gone already). It is kept when it still reads back right; rewriting it
+    // from a half-deleted batch would replace a good archive with a bad one.
+    let manifest = await this.#reusable(info, expected);
+    if (manifest === undefined) {
+      await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info);
+      manifest = await this.#archive.verify(batchId, expected);
+    }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
     const now = await this.#s.batches.get(batchId);
     if (now.finishedAt === undefined || now.counts.done !== info.counts.done || now.counts.failed !== info.counts.failed || now.counts.total !== info.counts.total) {
@@ -191,6 +197,14 @@ export class Retention {
     await this.#forget(info);
     this.#logger?.info({ batchId, folder: this.#archive.folder(batchId), files: manifest.files.length, rows: expected.rows }, 'batch archived and deleted from Redis');
     return archived(this.#archive, manifest);
+  }
+
+  async #reusable(info: BatchInfo, expected: ArchiveExpectation): Promise<ArchiveManifest | undefined> {
+    const existing = await this.#archive.manifest(info.id).catch(() => undefined);
+    if (existing === undefined) return undefined;
+    const was = existing.batch;
+    const same = was.finishedAt === info.finishedAt && (['total', 'done', 'failed', 'rejected'] as const).every((k) => was.counts[k] === info.counts[k]);
+    return same ? this.#archive.verify(info.id, expected).catch(() => undefined) : undefined;
   }
 
   /** Every Redis key of the batch, each removed by its owner; the batch's entry last, so a crash part-way leaves it listed and the next prune finishes the job. */

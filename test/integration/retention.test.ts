@@ -289,9 +289,14 @@ describe('retention', () => {
     await archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info);
     await expect(archive.verify(id, { ...expected, outcomes: 8 })).rejects.toMatchObject({ message: expect.stringMatching(/has 7 outcomes, Redis holds 8/) });
     expect(await keysNaming(h.services.redis, id)).toEqual(keys);
-    // With a good folder the same batch goes.
+    // A prune that crashed part-way through forgetting (outcomes gone, the batch still listed): the
+    // next one keeps the good archive rather than rewrite it from what is left, and finishes.
+    const good = await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8');
+    await h.services.outcomes.forget(id);
     expect((await retention.archiveAndForget(id)).batchId).toBe(id);
     expect(await keysNaming(h.services.redis, id)).toEqual([]);
+    expect(await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8')).toBe(good);
+    expect(good.split('\n').filter((l) => l.includes('"status":"done"'))).toHaveLength(6);
   });
 
   it('`vqb work` sweeps on its own: a batch past VQ_RETAIN is archived and deleted, one process at a time (needs `npm run build`)', async () => {
