@@ -186,8 +186,8 @@ export class Retention {
     // from a half-deleted batch would replace a good archive with a bad one.
     let manifest = await this.#reusable(info, expected);
     if (manifest === undefined) {
-      await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info);
-      manifest = await this.#archive.verify(batchId, expected);
+      // Written under a temporary name, renamed into place, then read back (verify) before anything is deleted.
+      manifest = await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info, expected);
     }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
     const now = await this.#s.batches.get(batchId);

@@ -80,9 +80,11 @@ export class BatchArchive {
   /**
    * Writes the batch's exports and manifest under a temporary name, then renames the folder into
    * place (replacing an earlier archive of the same batch: Redis still held the batch, so it is
-   * the newer truth). Throws ArchiveError, with nothing half-written left under the final name.
+   * the newer truth). With `expected`, the archive is verified in place (see verify) before the one
+   * it replaced is removed; if it does not read back right, the earlier one is put back. Throws
+   * ArchiveError, with nothing half-written left under the final name.
    */
-  async write(source: ExportSource, info: BatchInfo): Promise<ArchiveManifest> {
+  async write(source: ExportSource, info: BatchInfo, expected?: ArchiveExpectation): Promise<ArchiveManifest> {
     const id = source.batchId;
     if (!SAFE_ID.test(id)) throw new ArchiveError(id, 'the id cannot be used as a folder name');
     const tmp = join(this.dir, `.${id}.tmp-${randomBytes(6).toString('hex')}`);
@@ -106,6 +108,18 @@ export class BatchArchive {
         },
       );
       await rename(tmp, final);
+      if (expected !== undefined) {
+        try {
+          await this.verify(id, expected);
+        } catch (err) {
+          // The archive it replaced was complete when written: put it back rather than leave a bad one.
+          if (replaced) {
+            await rm(final, { recursive: true, force: true });
+            await rename(old, final);
+          }
+          throw err;
+        }
+      }
       if (replaced) await rm(old, { recursive: true, force: true });
       return manifest;
     } catch (err) {

@@ -18,6 +18,7 @@ import { ingestList } from '../../src/producers/list.js';
 import { Retention } from '../../src/queue/retention.js';
 import type { RedisClient } from '../../src/queue/redis.js';
 import { BatchArchive } from '../../src/sinks/archive.js';
+import { batchExportSource } from '../../src/sinks/batch-source.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
@@ -280,7 +281,6 @@ describe('retention', () => {
     const archive = new BatchArchive({ dir: archiveDir, csvDelimiter: h.config.csvDelimiter });
     const info = await h.services.batches.get(id);
     const retention = new Retention(h.services, archive, { retainMs: 0 });
-    const { batchExportSource } = await import('../../src/sinks/batch-source.js');
     await archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info);
     await writeFile(join(archiveDir, id, `${id}.csv`), 'tampered');
     const expected = { rows: 9, outcomes: 7, rejected: 1 };
@@ -293,6 +293,12 @@ describe('retention', () => {
     // next one keeps the good archive rather than rewrite it from what is left, and finishes.
     const good = await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8');
     await h.services.outcomes.forget(id);
+    // Rewriting it from what is left fails verification (rows pending) and puts the good one back.
+    await expect(archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info, expected)).rejects.toMatchObject({
+      code: 'ARCHIVE_FAILED',
+      message: expect.stringMatching(/rows are still pending/),
+    });
+    expect(await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8')).toBe(good);
     expect((await retention.archiveAndForget(id)).batchId).toBe(id);
     expect(await keysNaming(h.services.redis, id)).toEqual([]);
     expect(await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8')).toBe(good);
