@@ -317,7 +317,7 @@ export class BatchStore {
   /** Roughly what the batch's hash, rows and outcomes take in Redis (MEMORY USAGE, sampled: cheap, an estimate). */
   async memoryUsage(batchId: string): Promise<number> {
     const keys = [this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.outcomes(batchId)];
-    const sizes = await Promise.all(keys.map((key) => this.#redis.call('MEMORY', 'USAGE', key) as Promise<number | null>));
+    const sizes = await Promise.all(keys.map((key) => this.#redis.memory('USAGE', key) as Promise<number | null>));
     return sizes.reduce<number>((sum, n) => sum + Number(n ?? 0), 0);
   }
 }
