@@ -124,3 +124,19 @@ export class ArchiveError extends VqbError {
     this.name = 'ArchiveError';
   }
 }
+
+/**
+ * Content whose batch was archived and deleted from Redis (retention) sent again: nothing is
+ * queued, so nothing is paid twice; its results are served from the archive.
+ */
+export class BatchArchivedError extends InputError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.BatchArchivedError');
+  constructor(batchId: string) {
+    // An InputError: the drop folder moves such a file to failed/ with the reason, instead of retrying it.
+    super(
+      'BATCH_ARCHIVED',
+      `batch ${batchId} (this same content) was archived: its results are in the archive (vqb export ${batchId}, GET /v1/batches/${batchId}/results); send it with force to look the plates up again (a new charge each)`,
+    );
+    this.name = 'BatchArchivedError';
+  }
+}

@@ -30,6 +30,7 @@ const VQB_CODES: Record<string, { status: number; code?: string }> = {
   BATCH_NOT_FOUND: { status: 404, code: 'NOT_FOUND' },
   BATCH_ID_TAKEN: { status: 409 },
   BATCH_RUNNING: { status: 409 },
+  BATCH_ARCHIVED: { status: 409 },
   ARCHIVE_FAILED: { status: 500 },
   ACCOUNT_NOT_FOUND: { status: 404 },
   BAD_WEIGHT: { status: 400 },

@@ -4,13 +4,14 @@
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { createHash, randomBytes } from 'node:crypto';
 import { accountOf } from '../config.js';
-import { InputError } from '../errors.js';
+import { BatchArchivedError, InputError } from '../errors.js';
 import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../queue/services.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';
+import { archiveFor } from '../sinks/export.js';
 
 const CHUNK = 1_000;
 
@@ -63,6 +64,8 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
   const account = accountOf(config, options.account);
   const weight = options.weight ?? 1;
   if (!Number.isInteger(weight) || weight < 1 || weight > 1_000) throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
+  // The same content after its batch was archived (retention) must not pay again.
+  if (!(await batches.exists(options.id)) && (await archiveFor(config).manifest(options.id)) !== undefined) throw new BatchArchivedError(options.id);
   const { created, info } = await batches.open({
     id: options.id,
     account: account.id,

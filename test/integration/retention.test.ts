@@ -155,6 +155,20 @@ describe('retention', () => {
       const status = await cli(h, ['status', id, '--json']);
       expect(JSON.parse(status.stdout)).toMatchObject({ id, state: 'archived', counts: { done: 6 } });
 
+      // The same content again does not pay again: BATCH_ARCHIVED, nothing queued.
+      const rows = (await api.call(`/v1/batches/${id}/results`)).text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      await expect(
+        ingestList(
+          h.services,
+          rows.map((r) => ({ plate: r.input, ...r.input_columns })),
+          { source: 'library', name: 'old' },
+        ),
+      ).rejects.toMatchObject({ code: 'BATCH_ARCHIVED' });
+      expect(await h.services.batches.exists(id)).toBe(false);
+
       // The running batch: never pruned, at any age, by the sweep, prune or delete.
       const running = await keysNaming(h.services.redis, 'still-running');
       expect(running.length).toBeGreaterThan(0);
