@@ -50,6 +50,8 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     // One line per request, written in onResponse below (fastify's default is two).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.http.bodyLimit,
+    // Only the configured proxies' X-Forwarded-* count (request.protocol: the console's Secure cookie).
+    ...(config.http.trustProxy ? { trustProxy: config.http.trustProxy } : {}),
     // Request and idle timeouts, and Node's parser errors in our error shape (transport.ts).
     ...serverOptions(config.http),
     // While closing, requests in flight finish; new ones get our error shape from the handler.

@@ -198,7 +198,12 @@ export function pickLang(cookie: string | undefined, acceptLanguage: string | un
     .split(',')
     .map((part, i) => {
       const [tag = '', ...params] = part.trim().split(';');
-      const q = Number(params.find((p) => p.trim().startsWith('q='))?.trim().slice(2) ?? '1');
+      const q = Number(
+        params
+          .find((p) => p.trim().startsWith('q='))
+          ?.trim()
+          .slice(2) ?? '1',
+      );
       return { tag: tag.toLowerCase(), q: Number.isFinite(q) ? q : 0, i };
     })
     .filter((r) => r.tag !== '' && r.q > 0)

@@ -40,6 +40,7 @@ import { ApiError, describeError } from '../api/errors.js';
 import { batchResults } from '../api/results.js';
 import { ResultsQuery } from '../api/schemas.js';
 import { batchView } from '../presenters/batch-view.js';
+import type { BatchView } from '../schemas/batch.js';
 import { CONTENT_SECURITY_POLICY, CSS, JS } from './assets.js';
 import { LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
 import { ASSET_CSS, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
@@ -148,7 +149,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     });
 
     scope.setErrorHandler(async (err, request, reply) => {
-      if (err instanceof SignInNeeded) return reply.redirect(request.method === 'GET' && request.url !== '/' ? `/sign-in?back=${encodeURIComponent(request.url)}` : '/sign-in', 303);
+      if (err instanceof SignInNeeded)
+        return reply.redirect(request.method === 'GET' && request.url !== '/' ? `/sign-in?back=${encodeURIComponent(request.url)}` : '/sign-in', 303);
       const body = describeError(err) ?? { statusCode: 500, error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` } };
       if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
       const ctx = context(request, await resolve(request).catch(() => undefined));
@@ -251,7 +253,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const tick = async () => {
         try {
           const at = now();
-          let views;
+          let views: BatchView[];
           if (one !== undefined) {
             const info = await services.batches.get(one);
             views = [batchView(info, await batchContext(services, info), at)];
@@ -301,11 +303,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         yield [...REJECT_COLUMNS];
         for await (const reject of source.rejects()) yield rejectCells(reject);
       })();
-      pipeline(
-        Readable.from(records),
-        stringifier,
-        (err) => err && request.log.warn({ batchId: info.id, err: err.message }, 'rejects stream failed'),
-      );
+      pipeline(Readable.from(records), stringifier, (err) => err && request.log.warn({ batchId: info.id, err: err.message }, 'rejects stream failed'));
       const fileName = `${info.id.replace(/[^A-Za-z0-9._-]/g, '_')}.rejects.csv`;
       return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${fileName}"`).send(stringifier);
     });
@@ -358,7 +356,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           const upload = await readCsvUpload(request, { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates });
           const { csv, options } = upload;
           const account = options.account ?? accounts[0];
-          if (account === undefined || !accounts.includes(account)) throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
+          if (account === undefined || !accounts.includes(account))
+            throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
           const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
           const force = options.force === true;
           const batchId = batchIdFor(name, csv.digest, force);
@@ -424,7 +423,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           upload.rows,
         ),
       );
-      request.log.info({ batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' }, created ? 'batch enqueued' : 'batch already known');
+      request.log.info(
+        { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' },
+        created ? 'batch enqueued' : 'batch already known',
+      );
       return reply.redirect(`/batches/${encodeURIComponent(batch.id)}`, 303);
     });
   });

@@ -112,7 +112,7 @@ describe('web console in Chromium', () => {
     expect((await h.services.batches.get(batchId)).account).toBe('seguros');
     await shot(page, '04-batch-running');
     // Live updates (server-sent events) bring the page to 100 % without a reload.
-    await page.waitForFunction(() => document.querySelector('[data-field=percent]')?.textContent === '100 %', undefined, { timeout: 60_000 });
+    await page.waitForFunction("document.querySelector('[data-field=percent]')?.textContent === '100 %'", undefined, { timeout: 60_000 });
     expect(await page.textContent('[data-field=state]')).toBe('finished');
     await shot(page, '05-batch-finished');
 
