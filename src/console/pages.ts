@@ -101,7 +101,7 @@ export function listPage(ctx: PageContext, views: readonly BatchView[], lines: r
     return html`<tr data-batch="${view.id}">
 <th scope="row"><a href="/batches/${encodeURIComponent(view.id)}">${view.name}</a><br><span class="muted">${view.id}</span></th>
 <td>${view.account}</td>
-<td class="num"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent">${f.percent}</span></td>
+<td class="num"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
 ${cell(f, 'counts', 'num')}
 ${cell(f, 'eta', 'num')}
 ${cell(f, 'waiting', 'wait')}
@@ -117,7 +117,7 @@ ${flashBox(flash)}
 ${
   views.length === 0
     ? html`<p>${t('list.empty')}</p>`
-    : html`<table data-live="/events" aria-live="polite" aria-describedby="live-note">
+    : html`<table data-live="/events" aria-describedby="live-note">
 <caption class="muted" id="live-note">${t('list.live')}</caption>
 <thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
 <tbody>${rows}</tbody>
@@ -163,8 +163,8 @@ export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineSt
 <h1>${t('batch.title', { id: view.name })}</h1>
 <p class="muted">${view.id} · ${view.account}</p>
 ${flashBox(flash)}
-<div data-batch="${view.id}" data-live="/events?batch=${id}" aria-live="polite">
-<p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent">${f.percent}</strong> · <span data-field="state">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
+<div data-batch="${view.id}" data-live="/events?batch=${id}">
+<p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p class="wait">${t('col.waiting')}: <span data-field="waiting">${f.waiting}</span></p>
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">

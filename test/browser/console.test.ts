@@ -95,6 +95,15 @@ describe('web console in Chromium', () => {
 
     await page.click('a[href="/upload"] >> nth=0');
     await page.selectOption('#account', 'seguros');
+    // Drag and drop: a file dropped on the zone becomes the form's file.
+    await page.dispatchEvent('[data-drop]', 'drop', {
+      // A string: the test is compiled without the DOM's types.
+      dataTransfer: await page.evaluateHandle(
+        "(() => { const t = new DataTransfer(); t.items.add(new File(['placa\\nABC1D23\\n'], 'dropped.csv', { type: 'text/csv' })); return t; })()",
+      ),
+    });
+    expect(await page.textContent('[data-file-name]')).toBe('dropped.csv');
+    expect(await page.$eval('#file', (input) => (input as unknown as { files: { length: number } }).files.length)).toBe(1);
     await page.setInputFiles('#file', SAMPLE);
     await Promise.all([page.waitForURL(/\/upload\/[0-9a-f]{32}$/), page.click('form[enctype] button[type=submit]')]);
     const estimate = async (field: string) => Number((await page.textContent(`[data-estimate=${field}]`))?.replace(/\D/g, ''));
@@ -112,7 +121,7 @@ describe('web console in Chromium', () => {
     expect((await h.services.batches.get(batchId)).account).toBe('seguros');
     await shot(page, '04-batch-running');
     // Live updates (server-sent events) bring the page to 100 % without a reload.
-    await page.waitForFunction("document.querySelector('[data-field=percent]')?.textContent === '100 %'", undefined, { timeout: 60_000 });
+    await expect.poll(() => page.textContent('[data-field=percent]'), { timeout: 60_000, interval: 200 }).toBe('100 %');
     expect(await page.textContent('[data-field=state]')).toBe('finished');
     await shot(page, '05-batch-finished');
 
@@ -135,7 +144,10 @@ describe('web console in Chromium', () => {
 
   it("a scoped token does not see another account's batch", async () => {
     const { context, page } = await newPage({ locale: 'pt-BR' });
-    await signIn(page, FROTA);
+    // With the keyboard alone: the token field has the focus; Enter sends the form.
+    await page.goto(`${base}/`);
+    await page.keyboard.type(FROTA);
+    await Promise.all([page.waitForURL(`${base}/`), page.keyboard.press('Enter')]);
     expect(await page.getAttribute('html', 'lang')).toBe('pt-BR');
     expect(await page.textContent('main')).not.toContain(batchId);
     expect(await page.$('a[href="/admin/queues"]')).toBeNull();
