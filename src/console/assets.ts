@@ -42,11 +42,15 @@ dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
 .actions { display: flex; gap: .75rem; flex-wrap: wrap; align-items: center; margin: 1rem 0; }
 .actions form { margin: 0; }
 .wait { color: var(--bad); }
+/* Said only where the script runs (without it, the Refresh link updates the page). */
+.live-note { display: none; }
+.js .live-note { display: table-caption; }
 `;
 
 export const JS = `
 'use strict';
 (function () {
+  document.documentElement.classList.add('js');
   // Drag and drop onto the upload form: the dropped file becomes the file input's file, and the
   // form is sent as it would be without this script.
   var drop = document.querySelector('[data-drop]');

@@ -118,7 +118,7 @@ ${
   views.length === 0
     ? html`<p>${t('list.empty')}</p>`
     : html`<table data-live="/events" aria-describedby="live-note">
-<caption class="muted" id="live-note">${t('list.live')}</caption>
+<caption class="muted live-note" id="live-note">${t('list.live')}</caption>
 <thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
 <tbody>${rows}</tbody>
 </table>`

@@ -38,10 +38,12 @@ import { type Scope, sha256, type TokenAuth, canSee } from '../api/auth.js';
 import { readCsvUpload, registerCsvUploads } from '../api/csv-upload.js';
 import { ApiError, describeError } from '../api/errors.js';
 import { batchResults } from '../api/results.js';
+import { serialized } from '../api/routes/batches.js';
 import { ResultsQuery } from '../api/schemas.js';
 import { batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
 import { CONTENT_SECURITY_POLICY, CSS, JS } from './assets.js';
+import { type OpenStreams, streamEvents } from './events.js';
 import { LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
 import { ASSET_CSS, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
 import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
@@ -65,9 +67,6 @@ export const RESULT_FORMATS: readonly string[] = ResultsQuery.shape.format.unwra
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;
-/** How often the live updates look at the batches, and send what changed. */
-const EVENT_INTERVAL_MS = 1_000;
-const HEARTBEAT_MS = 15_000;
 
 interface Signed {
   session: Session;
@@ -99,7 +98,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     return found;
   };
 
-  const streams = new Set<{ end(): void }>();
+  const streams: OpenStreams = new Set();
   // Live updates never end by themselves: close them so the server can stop.
   app.addHook('preClose', async () => {
     for (const stream of streams) stream.end();
@@ -225,55 +224,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const one = request.query.batch;
       if (one !== undefined) await visibleBatch(signed, one);
       const ctx = context(request, signed);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store',
-        'x-content-type-options': 'nosniff',
-        'content-security-policy': CONTENT_SECURITY_POLICY,
+      await streamEvents(request, reply, streams, 'batches', async () => {
+        let views: BatchView[];
+        if (one !== undefined) {
+          const info = await services.batches.get(one);
+          views = [batchView(info, await batchContext(services, info), now())];
+        } else views = (await listViews(signed.scope)).views;
+        return JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx) })));
       });
-      let last = '';
-      let closed = false;
-      let timer: NodeJS.Timeout | undefined;
-      let lastWrite = Date.now();
-      const stream = {
-        end() {
-          closed = true;
-          clearTimeout(timer);
-          res.end();
-        },
-      };
-      streams.add(stream);
-      request.raw.on('close', () => {
-        closed = true;
-        clearTimeout(timer);
-        streams.delete(stream);
-      });
-      const tick = async () => {
-        try {
-          const at = now();
-          let views: BatchView[];
-          if (one !== undefined) {
-            const info = await services.batches.get(one);
-            views = [batchView(info, await batchContext(services, info), at)];
-          } else views = (await listViews(signed.scope)).views;
-          const data = JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx) })));
-          if (closed) return;
-          if (data !== last) {
-            res.write(`event: batches\ndata: ${data}\n\n`);
-            last = data;
-            lastWrite = Date.now();
-          } else if (Date.now() - lastWrite >= HEARTBEAT_MS) {
-            res.write(': still here\n\n');
-            lastWrite = Date.now();
-          }
-        } catch (err) {
-          request.log.warn({ err: (err as Error).message }, 'console live update failed');
-        }
-        if (!closed) timer = setTimeout(tick, EVENT_INTERVAL_MS);
-      };
-      await tick();
     });
 
     scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/batches/:id', async (request, reply) => {
@@ -453,14 +411,4 @@ function flashOf(ctx: PageContext, query: Record<string, string | undefined>): s
   if (query.paused) return ctx.t('flash.paused', { account: query.paused.slice(0, 40) });
   if (query.resumed) return ctx.t('flash.resumed', { account: query.resumed.slice(0, 40) });
   return undefined;
-}
-
-/** One ingest at a time in this process (as the API's POST /v1/batches): two confirms of the same content store its rows once. */
-function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (fn) => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => {});
-    return run;
-  };
 }

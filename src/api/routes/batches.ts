@@ -305,7 +305,7 @@ async function firstRejects(batches: BatchStore, batchId: string, rejected: numb
  * would otherwise both find the batch unsealed and store its rows twice. Within one process only;
  * the upstream pace, not ingest, bounds throughput, so the queueing costs nothing that matters.
  */
-function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
+export function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
   return (fn) => {
     const run = tail.then(fn, fn);
