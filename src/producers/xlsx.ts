@@ -55,7 +55,7 @@ export interface XlsxHeaderInfo extends PlateHeader {
 }
 
 export interface XlsxPlates {
-  /** sha256 of the file's bytes, hex: names the batch as a CSV's digest does. */
+  /** sha256 of the file's bytes and the sheet's name, hex: names the batch as a CSV's digest does. */
   digest: string;
   header: XlsxHeaderInfo;
   rows: AsyncIterable<InputRow>;
@@ -108,8 +108,9 @@ export async function readPlateXlsx(source: Buffer | Readable | AsyncIterable<Bu
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_XLSX_BYTES;
     const bytes = Buffer.isBuffer(source) ? source : await collectBytes(source, maxBytes);
     if (bytes.length > maxBytes) throw xlsxTooLarge(maxBytes);
-    const digest = createHash('sha256').update(bytes).digest('hex');
     const sheet = await loadSheet(bytes, options.sheet);
+    // The sheet read is part of the content: another sheet of the same workbook is another batch.
+    const digest = createHash('sha256').update(bytes).update(`\0sheet=${sheet.name}`).digest('hex');
     const header: XlsxHeaderInfo = { format: 'xlsx', sheet: sheet.name, sheets: sheet.sheets, hasHeader: false, plateColumn: '', extraColumns: [] };
     const records = new SheetRecords(sheet.worksheet);
     const column = options.column !== undefined ? { column: options.column } : {};

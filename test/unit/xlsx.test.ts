@@ -93,7 +93,8 @@ describe('readPlateXlsx', () => {
     const second = await readAll(bytes, { sheet: 'segunda' });
     expect(second.header).toMatchObject({ sheet: 'Segunda', plateColumn: 'plate', extraColumns: ['note'] });
     expect(second.rows.map((r) => r.input)).toEqual(['SEC0N01', 'SEC0N02']);
-    expect(second.digest).toBe(first.digest);
+    expect(second.digest).not.toBe(first.digest); // another sheet, another batch
+    expect((await readAll(bytes, { sheet: 'Frota' })).digest).toBe(first.digest);
   });
 
   it('finds the plate column by content when there is no header, and takes --column', async () => {
