@@ -40,6 +40,7 @@ const VQB_CODES: Record<string, { status: number; code?: string }> = {
   CSV_FIELD_TOO_LARGE: { status: 422 },
   CSV_ROW_TOO_LARGE: { status: 422 },
   CSV_NO_PLATE_COLUMN: { status: 422 },
+  XLSX_TOO_LARGE: { status: 413 },
   REDIS_UNAVAILABLE: { status: 503 },
 };
 

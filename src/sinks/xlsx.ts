@@ -54,7 +54,8 @@ export async function writeXlsx(out: Writable, input: XlsxExportInput): Promise<
 }
 
 function addTyped(sheet: ExcelJS.Worksheet, values: readonly CellValue[]): void {
-  const row = sheet.addRow(values.map((v) => (typeof v === 'string' && v.length > MAX_CELL_CHARS ? v.slice(0, MAX_CELL_CHARS) : v)));
+  // An empty text is an empty cell, as a spreadsheet has it (the CSV's "" between two delimiters).
+  const row = sheet.addRow(values.map((v) => (v === '' ? null : typeof v === 'string' && v.length > MAX_CELL_CHARS ? v.slice(0, MAX_CELL_CHARS) : v)));
   values.forEach((v, i) => {
     if (v instanceof Date) row.getCell(i + 1).numFmt = DATE_FORMAT;
   });
