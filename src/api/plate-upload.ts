@@ -21,7 +21,12 @@ export interface PlateUploadOptions {
  * missing). A workbook is an .xlsx name, the .xlsx media type, or bytes starting as a zip; anything
  * else is read as CSV. Errors are ours: 413 PAYLOAD_TOO_LARGE / TOO_MANY_PLATES, CSV_… or XLSX_….
  */
-export async function readPlateUpload(body: Readable | AsyncIterable<Buffer>, fileName: string | undefined, contentType: string | undefined, options: PlateUploadOptions): Promise<CsvBody> {
+export async function readPlateUpload(
+  body: Readable | AsyncIterable<Buffer>,
+  fileName: string | undefined,
+  contentType: string | undefined,
+  options: PlateUploadOptions,
+): Promise<CsvBody> {
   const { head, rest } = await peek(body);
   if (!isXlsxInput({ fileName, contentType, head })) {
     const column = options.column !== undefined ? { column: options.column } : {};

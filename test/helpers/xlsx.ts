@@ -12,7 +12,15 @@ export async function exceljsWorkbook(): Promise<Buffer> {
   const ws = wb.addWorksheet('Placas');
   ws.addRow(['id', 'PLACA', 'valor', 'calculado', 'data', 'ok', 'nota']);
   ws.addRow([1234567, 'EXC1A23', 10.25, { formula: 'C2*2', result: 20.5 }, new Date(Date.UTC(2024, 2, 1)), true, '=HYPERLINK("http://x")']);
-  ws.addRow([2, { richText: [{ text: 'EXC' }, { font: { bold: true }, text: '2B34' }] }, 3, { formula: '1+1', result: 999 }, new Date(Date.UTC(2024, 2, 1, 10, 30)), false, '+55 11']);
+  ws.addRow([
+    2,
+    { richText: [{ text: 'EXC' }, { font: { bold: true }, text: '2B34' }] },
+    3,
+    { formula: '1+1', result: 999 },
+    new Date(Date.UTC(2024, 2, 1, 10, 30)),
+    false,
+    '+55 11',
+  ]);
   ws.addRow([]);
   ws.addRow([4, 'exc-3456', -1, { formula: 'NOW()', result: 'cached' }, null, null, '@user']);
   ws.getColumn(5).numFmt = 'dd/mm/yyyy hh:mm';

@@ -108,7 +108,7 @@ async function waitFinished(id: string): Promise<void> {
 describe('vqb run file.xlsx', () => {
   const vqb = (args: string[]) => spawnVqb(args, harnessEnv(h, { VQ_CSV_DELIMITER: ';' })).done;
 
-  it('runs the LibreOffice workbook: first sheet, plates as text, extra columns carried; the .xlsx export has the CSV export\'s rows', async () => {
+  it("runs the LibreOffice workbook: first sheet, plates as text, extra columns carried; the .xlsx export has the CSV export's rows", async () => {
     const file = join(dir, 'frota.xlsx');
     await writeFile(file, libreoffice);
     const run = await vqb(['run', file]);
@@ -187,7 +187,7 @@ describe('vqb run file.xlsx', () => {
 });
 
 describe('POST /v1/batches with a workbook', () => {
-  it('takes the .xlsx media type; ?dryRun estimates; results?format=xlsx has the CSV results\' rows', async () => {
+  it("takes the .xlsx media type; ?dryRun estimates; results?format=xlsx has the CSV results' rows", async () => {
     const creates = h.sim.stats().creates;
     const dry = await call('/v1/batches?dryRun=true&name=api-lo', { body: libreoffice, type: XLSX });
     expect(dry.status).toBe(200);
