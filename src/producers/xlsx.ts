@@ -156,7 +156,7 @@ async function loadSheet(bytes: Buffer, wanted: string | undefined): Promise<{ w
 }
 
 /**
- * Refuses a zip whose entries declare more inflated bytes than MAX_INFLATE_RATIO times the file
+ * Refuses a zip that holds no xl/workbook.xml (a zipped CSV, a .docx), and one whose entries declare more inflated bytes than MAX_INFLATE_RATIO times the file
  * (at least 64 MiB), read from the central directory before anything is inflated. The zip reader
  * checks each entry against its declared size, so a lying entry fails there instead.
  */
@@ -166,10 +166,20 @@ function checkInflatedSize(bytes: Buffer): void {
   const entries = bytes.readUInt16LE(eocd + 10);
   let at = bytes.readUInt32LE(eocd + 16);
   let inflated = 0;
+  const names: string[] = [];
   for (let i = 0; i < entries; i++) {
-    if (at + 46 > bytes.length || bytes.readUInt32LE(at) !== 0x02014b50) break; // zip64 or damaged: left to the zip reader
+    if (at + 46 > bytes.length || bytes.readUInt32LE(at) !== 0x02014b50) return; // zip64 or damaged: left to the zip reader
     inflated += bytes.readUInt32LE(at + 24);
-    at += 46 + bytes.readUInt16LE(at + 28) + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
+    const nameLength = bytes.readUInt16LE(at + 28);
+    names.push(bytes.toString('utf8', at + 46, at + 46 + nameLength));
+    at += 46 + nameLength + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
+  }
+  if (!names.includes('xl/workbook.xml')) {
+    const shown = names.slice(0, 3).map((n) => JSON.stringify(n.length > 60 ? `${n.slice(0, 60)}…` : n));
+    throw new InputError(
+      'XLSX_INVALID',
+      `a zip archive, but not an Excel workbook (it holds ${shown.join(', ')}${names.length > 3 ? ', …' : ''}): unzip it, or save the sheet as .xlsx or CSV`,
+    );
   }
   const limit = Math.max(64 * 1024 * 1024, bytes.length * MAX_INFLATE_RATIO);
   if (inflated > limit) {

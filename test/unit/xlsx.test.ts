@@ -130,7 +130,8 @@ describe('readPlateXlsx', () => {
     expect(await errorCode(readPlateXlsx(good.subarray(0, good.length >> 1)))).toBe('XLSX_INVALID');
     expect(await errorCode(readPlateXlsx(encryptedWorkbook()))).toBe('XLSX_ENCRYPTED');
     expect(await errorCode(readPlateXlsx(oldXls()))).toBe('XLSX_INVALID');
-    expect(await errorCode(readPlateXlsx(await zipOf({ 'hello.txt': 'not a workbook' })))).toBe('XLSX_NO_SHEET');
+    expect(await errorCode(readPlateXlsx(await zipOf({ 'plates.csv': 'placa\nABC1234\n' })))).toBe('XLSX_INVALID');
+    expect(await errorCode(readPlateXlsx(await workbook(() => {})))).toBe('XLSX_NO_SHEET');
     expect(await errorCode(readPlateXlsx(good, { sheet: 'Nope' }))).toBe('XLSX_SHEET_NOT_FOUND');
     expect(await errorCode(readPlateXlsx(await workbook((wb) => wb.addWorksheet('vazia'))))).toBe('XLSX_EMPTY');
     expect(await errorCode(readPlateXlsx(await workbook((wb) => wb.addWorksheet('so cabecalho').addRow(['placa', 'nome']))))).toBe('XLSX_EMPTY');
@@ -146,7 +147,7 @@ describe('readPlateXlsx', () => {
   });
 
   it('refuses a zip bomb from its declared sizes, before inflating it', async () => {
-    const bomb = await zipOf({ 'xl/worksheets/sheet1.xml': ' '.repeat(1024 * 1024) });
+    const bomb = await zipOf({ 'xl/workbook.xml': ' '.repeat(1024 * 1024) });
     // What a bomb declares: ~1 GiB inflated from a few KiB (the central directory's size field).
     const central = bomb.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
     bomb.writeUInt32LE(1 << 30, central + 24);
