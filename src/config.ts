@@ -160,6 +160,10 @@ export const SETTINGS = {
     schema: duration.pipe(z.number().min(100, 'at least 100ms')).default(30_000),
     help: 'time a client has to send a whole request to the HTTP API, headers and body (408 and the connection closed after)',
   },
+  VQ_HTTP_TRUST_PROXY: {
+    schema: z.string().min(1).optional(),
+    help: 'comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-Proto/-For `vqb serve` believes (the console cookie is Secure when the proxy says https)',
+  },
   VQ_METRICS_PORT: { schema: int(1, 65535).optional(), help: '`vqb work` serves Prometheus metrics on this port (off when unset)' },
   VQ_INBOX_POLL: { schema: duration.default(1_000), help: 'how often the drop folder is scanned' },
   VQ_INBOX_STABLE: { schema: duration.default(2_000), help: 'a dropped file is taken once its size has not changed for this long' },
@@ -226,7 +230,7 @@ export interface Config {
   keepFailedMs: number;
   /** Finished batches older than retainMs (0: never) are archived to archiveDir and deleted from Redis. */
   retention: { retainMs: number; archiveDir: string };
-  http: { host: string; port: number; bodyLimit: number; maxPlates: number; requestTimeoutMs: number; tokens: TokenSource | undefined };
+  http: { host: string; port: number; bodyLimit: number; maxPlates: number; requestTimeoutMs: number; tokens: TokenSource | undefined; trustProxy?: string[] };
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -308,7 +312,21 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     root: v.VQ_ROOT,
     keepFailedMs: v.VQ_KEEP_FAILED,
     retention: { retainMs: v.VQ_RETAIN, archiveDir: v.VQ_ARCHIVE_DIR ?? `${v.VQ_ROOT}/batches` },
-    http: { host: v.VQ_HTTP_HOST, port: v.VQ_HTTP_PORT, bodyLimit: v.VQ_HTTP_BODY_LIMIT, maxPlates: v.VQ_HTTP_MAX_PLATES, requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT, tokens },
+    http: {
+      host: v.VQ_HTTP_HOST,
+      port: v.VQ_HTTP_PORT,
+      bodyLimit: v.VQ_HTTP_BODY_LIMIT,
+      maxPlates: v.VQ_HTTP_MAX_PLATES,
+      requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT,
+      tokens,
+      ...(v.VQ_HTTP_TRUST_PROXY
+        ? {
+            trustProxy: v.VQ_HTTP_TRUST_PROXY.split(',')
+              .map((p) => p.trim())
+              .filter((p) => p !== ''),
+          }
+        : {}),
+    },
     inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
     metricsPort: v.VQ_METRICS_PORT,
     logLevel: v.LOG_LEVEL,

@@ -22,7 +22,7 @@ import { ApiError } from './errors.js';
 /** Tokens shorter than this are ignored (the same floor as VQ_API_TOKENS). */
 export const MIN_TOKEN_LENGTH = 16;
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+export const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 /** The token a request presents, or undefined. A non-Bearer Authorization header presents none. */
 export function presentedToken(headers: IncomingHttpHeaders): string | undefined {
@@ -37,7 +37,11 @@ export function presentedToken(headers: IncomingHttpHeaders): string | undefined
 
 /** True when `token` is one of `hashes`; compares against all of them, in constant time each. */
 export function matchesAny(token: string, hashes: readonly Buffer[]): boolean {
-  const presented = sha256(token);
+  return matchesDigest(sha256(token), hashes);
+}
+
+/** True when a token's sha256 is one of `hashes` (the console's session keeps only the digest). */
+export function matchesDigest(presented: Buffer, hashes: readonly Buffer[]): boolean {
   let found = false;
   for (const hash of hashes) found = timingSafeEqual(presented, hash) || found;
   return found;
@@ -161,24 +165,33 @@ export class TokenAuth {
    * Every configured token is compared (a token listed under two accounts sees both).
    */
   async check(headers: IncomingHttpHeaders): Promise<Scope> {
+    const token = presentedToken(headers);
+    return this.checkDigest(token === undefined ? undefined : sha256(token));
+  }
+
+  /**
+   * The same check for a token's sha256: the console signs in with a token and keeps only its
+   * digest in the session, checked again on every request (a token removed from the
+   * configuration ends its sessions at once).
+   */
+  async checkDigest(digest: Buffer | undefined): Promise<Scope> {
     const [sets, keys] = await Promise.all([Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts }))), this.#keyHashes()]);
     if (sets.every((s) => s.hashes.length === 0)) {
       throw new ApiError(503, 'AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
     }
-    const token = presentedToken(headers);
-    if (token === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
+    if (digest === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
     let admin = false;
     let matched = false;
     const accounts = new Set<string>();
     for (const s of sets) {
-      if (!matchesAny(token, s.hashes)) continue;
+      if (!matchesDigest(digest, s.hashes)) continue;
       matched = true;
       if (s.accounts === undefined) admin = true;
       else for (const a of s.accounts) accounts.add(a);
     }
     // Compared whatever the outcome above, so the time does not tell a key from a token.
-    const isKey = matchesAny(
-      token,
+    const isKey = matchesDigest(
+      digest,
       keys.map((k) => k.hash),
     );
     if (isKey)

@@ -6,13 +6,15 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { readPlateCsv, type CsvHeaderInfo } from '../producers/csv.js';
+import type { XlsxHeaderInfo } from '../producers/xlsx.js';
 import type { InputRow } from '../producers/types.js';
 import { ApiError } from './errors.js';
 
 export interface CsvBody {
   /** sha256 of the body's bytes, hex. */
   digest: string;
-  header: CsvHeaderInfo;
+  /** A CSV's header, or an .xlsx upload's (plate-upload.ts reads both into this shape). */
+  header: CsvHeaderInfo | XlsxHeaderInfo;
   rows: InputRow[];
 }
 
@@ -50,7 +52,7 @@ export function looksJsonEncoded(text: string): boolean {
   }
 }
 
-export async function readCsvBody(body: Readable, options: { bodyLimit: number; maxPlates: number; column?: string }): Promise<CsvBody> {
+export async function readCsvBody(body: Readable | AsyncIterable<Buffer>, options: { bodyLimit: number; maxPlates: number; column?: string }): Promise<CsvBody> {
   const hash = createHash('sha256');
   let bytes = 0;
   // The body while it is one line (a JSON-encoded CSV has no raw line break): bounded by bodyLimit.

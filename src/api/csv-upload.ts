@@ -1,12 +1,14 @@
-// A CSV uploaded as multipart/form-data, as browsers and generated clients send a file: its `file`
-// part streams through the same reader as a text/csv body (readCsvBody: metered, hashed, collected
-// before anything is enqueued), and the other fields are the options a text/csv body takes in its
+// A CSV or .xlsx uploaded as multipart/form-data, as browsers and generated clients send a file:
+// its `file` part goes through the same reader as a text/csv or .xlsx body (readPlateUpload:
+// metered, hashed, collected before anything is enqueued; a workbook told by the part's name,
+// media type or zip magic bytes), and the other fields are the options such a body takes in its
 // query string, checked by the same schema (strictly: an unknown field is an error).
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isVqbError } from '../errors.js';
-import { readCsvBody, type CsvBody } from './csv-body.js';
+import type { CsvBody } from './csv-body.js';
 import { ApiError } from './errors.js';
+import { readPlateUpload } from './plate-upload.js';
 import { CreateBatchFormFields, type CreateBatchQuery } from './schemas.js';
 import { validationError } from './validation.js';
 
@@ -38,7 +40,7 @@ export async function registerCsvUploads(app: FastifyInstance, options: { bodyLi
   });
 }
 
-/** Reads the form: the options fields (any order, but `column` before the file) and the `file` part. */
+/** Reads the form: the options fields (any order, but `column` and `sheet` before the file) and the `file` part. */
 export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit: number; maxPlates: number }): Promise<CsvUpload> {
   const fields: Record<string, string> = Object.create(null) as Record<string, string>;
   let csv: CsvBody | undefined;
@@ -46,13 +48,19 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
   try {
     for await (const part of request.parts()) {
       if (part.type === 'file') {
-        if (part.fieldname !== FILE_FIELD) throw formError(`the CSV goes in the \`${FILE_FIELD}\` part, not ${JSON.stringify(part.fieldname)}`);
-        const column = fields.column;
-        csv = await readCsvBody(part.file, { ...limits, ...(column !== undefined ? { column } : {}) });
+        if (part.fieldname !== FILE_FIELD) throw formError(`the file goes in the \`${FILE_FIELD}\` part, not ${JSON.stringify(part.fieldname)}`);
+        const { column, sheet } = fields;
+        csv = await readPlateUpload(part.file, part.filename || undefined, part.mimetype || undefined, {
+          ...limits,
+          ...(column !== undefined ? { column } : {}),
+          ...(sheet !== undefined ? { sheet } : {}),
+        });
         if (part.filename) fileName = part.filename;
         continue;
       }
-      if (part.fieldname === 'column' && csv !== undefined) throw formError('send the `column` field before the `file` part: the file is read as it arrives');
+      if ((part.fieldname === 'column' || part.fieldname === 'sheet') && csv !== undefined) {
+        throw formError(`send the \`${part.fieldname}\` field before the \`file\` part: the file is read as it arrives`);
+      }
       if (part.fieldname in fields) throw formError(`the field ${JSON.stringify(part.fieldname)} is sent twice`);
       if (part.valueTruncated) throw formError(`the field ${JSON.stringify(part.fieldname)} is too long`);
       fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
@@ -60,7 +68,7 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
   } catch (err) {
     throw unreadable(err);
   }
-  if (csv === undefined) throw formError(`no \`${FILE_FIELD}\` part: send the CSV as the form's \`${FILE_FIELD}\``);
+  if (csv === undefined) throw formError(`no \`${FILE_FIELD}\` part: send the CSV or .xlsx as the form's \`${FILE_FIELD}\``);
   const parsed = CreateBatchFormFields.safeParse({ ...fields });
   if (!parsed.success) throw validationError('form', parsed.error);
   return { csv, options: parsed.data, ...(fileName !== undefined ? { fileName } : {}) };

@@ -1,6 +1,7 @@
 // Bull Board, the queue dashboard, mounted in the API server at /admin/queues: one queue per
 // account, read-only (its retry and clean bypass vqb's records: a retried plate must go through
-// `vqb retry`), behind the same service-token check as the API (`guard`). Bull Board answers its
+// `vqb retry` or the console's retry), behind the same service-token check as the API or the
+// console's session (`guard`), with no link to another site (its page's Google Fonts are cut). Bull Board answers its
 // own errors in its own shape; they are rewritten into ours on the way out, as every other error
 // of the API is, and a failure inside it is logged, its details not sent.
 import { createBullBoard } from '@bull-board/api';
@@ -11,6 +12,15 @@ import type { PlateQueue } from '../queue/account-queues.js';
 import { codeForStatus, errorBody, errorCodeOf, errorPayload, type ErrorBody } from './errors.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
+
+/** Only our own origin; Bull Board's React sets inline styles. */
+export const DASHBOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
+
+/** The page without `<link>`s to other origins (Bull Board's Google Fonts stylesheet). */
+export function withoutForeignLinks(page: string): string {
+  return page.replace(/<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>\s*/gi, '');
+}
 
 export async function mountDashboard(
   app: FastifyInstance,
@@ -24,6 +34,11 @@ export async function mountDashboard(
     async (scope) => {
       scope.addHook('onRequest', guard);
       scope.addHook('onSend', async (request, reply, payload) => {
+        reply.header('content-security-policy', DASHBOARD_CSP);
+        reply.header('x-frame-options', 'DENY');
+        // Bull Board's page links fonts from Google: the browser would tell a third party who opens
+        // the dashboard, and when. Without them it falls back to the system's sans-serif.
+        if (typeof payload === 'string' && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return withoutForeignLinks(payload);
         // Our own answers (the guard's, not-found) are marked already.
         if (reply.statusCode < 400 || errorCodeOf(request) !== undefined) return payload;
         const body = dashboardError(reply.statusCode, payload);

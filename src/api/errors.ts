@@ -43,13 +43,14 @@ const VQB_CODES: Record<string, { status: number; code?: string }> = {
   CSV_FIELD_TOO_LARGE: { status: 422 },
   CSV_ROW_TOO_LARGE: { status: 422 },
   CSV_NO_PLATE_COLUMN: { status: 422 },
+  XLSX_TOO_LARGE: { status: 413 },
   REDIS_UNAVAILABLE: { status: 503 },
 };
 
 /** Fastify's own errors (body parsing, validation) → our codes. */
 const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send application/json, or text/csv to POST /v1/batches' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send application/json, or text/csv or .xlsx to POST /v1/batches' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'BAD_REQUEST', message: 'the body is not valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'BAD_REQUEST' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'BAD_REQUEST' },

@@ -1,6 +1,6 @@
 // A batch's results as a streamed response, in the file sink's formats (jsonl.ts and csv.ts do the
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
-import { Readable, pipeline } from 'node:stream';
+import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { QueueServices } from '../queue/services.js';
 import type { BatchArchive } from '../sinks/archive.js';
@@ -8,6 +8,7 @@ import { exportSourceFor } from '../sinks/export.js';
 import { CsvLayout, csvStringifier, type CsvDelimiter } from '../sinks/csv.js';
 import { jsonlChunks } from '../sinks/jsonl.js';
 import type { ExportFormat, ExportSource } from '../sinks/types.js';
+import { XLSX_CONTENT_TYPE, writeXlsx } from '../sinks/xlsx.js';
 
 export interface ResultsBody {
   contentType: string;
@@ -29,6 +30,18 @@ export async function batchResults(
   const fileName = `${batchId.replace(/[^A-Za-z0-9._-]/g, '_')}.${format}`;
   if (format === 'jsonl') {
     return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };
+  }
+  if (format === 'xlsx') {
+    const layout = new CsvLayout(source.extraColumns);
+    for await (const row of source.rows()) layout.learn(row);
+    const body = new PassThrough();
+    // Written while the response is sent; a failure half way cuts the response, as for the CSV.
+    // (exceljs's zip stream does not wait for a slow client: what it has not taken is buffered.)
+    writeXlsx(body, { layout, rows: source.rows(), rejects: source.rejects(), cutToHeader: true }).catch((err: unknown) => {
+      logger.warn({ batchId, err: err instanceof Error ? err.message : String(err) }, 'results stream failed');
+      body.destroy(err instanceof Error ? err : new Error(String(err)));
+    });
+    return { contentType: XLSX_CONTENT_TYPE, fileName, body };
   }
   const records = await csvRecords(source);
   const stringifier = csvStringifier(delimiter);

@@ -44,12 +44,16 @@ export const CreateBatchQuery = z.object({
   account: AccountId.optional().describe('the account (upstream key) the batch uses'),
   priority: Priority.optional().describe('interactive, normal or bulk'),
   weight: z.coerce.number().int().min(1).max(1_000).optional().describe('share relative to the other batches of its class'),
+  sheet: z.string().min(1).max(200).optional().describe('an .xlsx upload: the sheet to read, by name (default: the first visible sheet)'),
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
 
 /** A multipart/form-data upload: the CSV as the `file` part, the same options as fields (an unknown field is an error). */
 export const CreateBatchForm = CreateBatchQuery.extend({
-  file: z.string().meta({ format: 'binary' }).describe('the CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header'),
+  file: z
+    .string()
+    .meta({ format: 'binary' })
+    .describe('the CSV file (`;`, `,` or tab, UTF-8 or Windows-1252, with or without a header) or an Excel .xlsx workbook (told by its name, media type or content)'),
 }).strict();
 /** The fields of a form, validated once the file part was read. */
 export const CreateBatchFormFields = CreateBatchQuery.strict();
@@ -64,7 +68,10 @@ export const BatchParams = z.object({ id: z.string().min(1).max(200) });
 export type BatchParams = z.output<typeof BatchParams>;
 
 export const ResultsQuery = z.object({
-  format: z.enum(['jsonl', 'csv']).default('jsonl').describe("jsonl: one JSON object per input row; csv: the file export's columns"),
+  format: z
+    .enum(['jsonl', 'csv', 'xlsx'])
+    .default('jsonl')
+    .describe("jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook"),
 });
 export type ResultsQuery = z.output<typeof ResultsQuery>;
 

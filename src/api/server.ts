@@ -10,7 +10,9 @@
 //   GET  /v1/batches/:id/results     ?format=jsonl|csv, streamed
 //   POST /v1/batches/:id/retry       {recreate?}
 //   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given)
-//   GET  /admin/queues               Bull Board, behind the same token check as /v1
+//   GET  /admin/queues               Bull Board, read-only, behind the same token check as /v1 or an
+//                                    administrator's console session
+//   GET  /, /batches/:id, /upload …  the web console (src/console/routes.ts), behind its session
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -23,6 +25,7 @@ import { openApiRoute, registerOpenApi } from './openapi.js';
 import { v1Routes } from './routes/batches.js';
 import { healthRoutes } from './routes/health.js';
 import { loggedUrl, serverOptions } from './transport.js';
+import { type ConsoleHandle, registerConsole } from '../console/routes.js';
 
 export interface HttpApiDeps {
   services: QueueServices;
@@ -32,6 +35,8 @@ export interface HttpApiDeps {
   metrics?: Metrics;
   /** Mount Bull Board at /admin/queues (default true). */
   dashboard?: boolean;
+  /** Serve the web console at / (default true). */
+  console?: boolean;
   now?: () => number;
 }
 
@@ -45,6 +50,8 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     // One line per request, written in onResponse below (fastify's default is two).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.http.bodyLimit,
+    // Only the configured proxies' X-Forwarded-* count (request.protocol: the console's Secure cookie).
+    ...(config.http.trustProxy ? { trustProxy: config.http.trustProxy } : {}),
     // Request and idle timeouts, and Node's parser errors in our error shape (transport.ts).
     ...serverOptions(config.http),
     // While closing, requests in flight finish; new ones get our error shape from the handler.
@@ -82,13 +89,22 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
       return reply.type(contentType).send(body);
     });
   }
+  let consoleHandle: ConsoleHandle | undefined;
+  if (deps.console !== false) consoleHandle = await registerConsole(app, { services, config, auth, logger, now });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
     await mountDashboard(app, services.queues.all(), async (request, reply) => {
       try {
+        // A browser comes with the console's session; a client with a token in a header.
+        const session = await consoleHandle?.sessionScope(request);
+        const scope = session ?? (await auth.check(request.headers));
         // The dashboard shows every account's queue: administrators only.
-        const scope = await auth.check(request.headers);
         if (!scope.admin) return sendError(request, reply, errorBody(404, 'NOT_FOUND', 'not found'));
+        // It is read-only; with a cookie, nothing but reading is accepted at all (no request a
+        // cookie carries can change anything here).
+        if (session && request.method !== 'GET' && request.method !== 'HEAD') {
+          return sendError(request, reply, errorBody(403, 'QUEUE_READ_ONLY', 'the queue dashboard is read-only: retry failed plates in the console or with `vqb retry`'));
+        }
       } catch (err) {
         return sendError(request, reply, describeError(err) ?? errorBody(500, 'INTERNAL', 'internal error'));
       }

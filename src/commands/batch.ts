@@ -21,15 +21,16 @@ export function batchIdArg(value: string): string {
 
 export const exportCommand: Command = {
   summary: "write (or rebuild) a batch's exports from the stored outcomes",
-  usage: `vqb export <batch> [--format csv|jsonl|all] [--out DIR] [--json]
+  usage: `vqb export <batch> [--format csv|jsonl|xlsx|all] [--out DIR] [--json]
   Rebuilds <out>/<batch>.csv, <batch>.jsonl and <batch>.rejects.csv from Redis at any time; a
-  batch still running exports its finished rows and marks the rest "pending". An archived batch
-  (pruned from Redis) is exported from its archive in VQ_ARCHIVE_DIR.`,
+  batch still running exports its finished rows and marks the rest "pending". --format xlsx
+  writes <batch>.xlsx: the CSV's columns and rows as typed cells, rejects on a second sheet. An
+  archived batch (pruned from Redis) is exported from its archive in VQ_ARCHIVE_DIR.`,
   options: { format: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const batchId = oneBatch(ctx.args, 'export');
     const format = String(ctx.flags.format ?? 'all');
-    if (!['csv', 'jsonl', 'all'].includes(format)) throw new UsageError('--format is csv, jsonl or all');
+    if (!['csv', 'jsonl', 'xlsx', 'all'].includes(format)) throw new UsageError('--format is csv, jsonl, xlsx or all');
     const formats: readonly ExportFormat[] = format === 'all' ? ALL_FORMATS : [format as ExportFormat];
     const config = ctx.config();
     return withQueueServices(config, async (services) => {

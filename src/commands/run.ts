@@ -1,11 +1,10 @@
-import { createReadStream } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
 import { accountOf, parseDuration, requireAccountUpstream, type Account, type Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { checkCsv, readPlateCsv } from '../producers/csv.js';
+import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileOptions } from '../producers/plate-file.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
 import { OPERATOR_PAUSE } from '../queue/accounts.js';
@@ -13,7 +12,7 @@ import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
-import { exportBatch, fileSinkFor } from '../sinks/export.js';
+import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
 import { describeBatch, duration } from '../presenters/text.js';
 import { createProgress, createStatusLine } from './progress.js';
@@ -24,12 +23,14 @@ export const EXIT_BLOCKED = 3;
 export interface RunOutcome {
   code: number;
   batchId: string;
-  files?: { csv?: string; jsonl?: string; rejects?: string };
+  files?: { csv?: string; jsonl?: string; rejects?: string; xlsx?: string };
 }
 
 /** Ingests the file (or resumes its batch), works it with in-process workers, and exports it. */
 export interface RunOptions {
   column?: string;
+  /** An .xlsx file's sheet, by name (default: the first visible). */
+  sheet?: string;
   force?: boolean;
   batchId?: string;
   maxCreates?: number;
@@ -41,9 +42,12 @@ export interface RunOptions {
   services?: QueueServices;
 }
 
-function csvColumn(column: string | undefined): { column?: string | number } {
-  if (column === undefined) return {};
-  return { column: /^\d+$/.test(column) ? Number(column) : column };
+function readOptions(options: RunOptions): PlateFileOptions {
+  const { column, sheet } = options;
+  return {
+    ...(column !== undefined ? { column: /^\d+$/.test(column) ? Number(column) : column } : {}),
+    ...(sheet !== undefined ? { sheet } : {}),
+  };
 }
 
 export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
@@ -67,10 +71,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     const name = basename(file);
     // The whole file is read once first: an unusable file fails here, before anything is queued
     // (and paid for), and its sha256 names the batch.
-    const digest = await checkCsv(createReadStream(file), csvColumn(options.column));
+    const format = await plateFileFormat(file);
+    if (options.sheet !== undefined && format !== 'xlsx') throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
+    const digest = await checkPlateFile(file, format, readOptions(options));
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
-      const { rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
+      const { rows } = await readPlateFile(file, format, readOptions(options));
       const estimate = await estimateCost(services, batchId, rows, {
         account: account.id,
         ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
@@ -97,7 +103,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
         if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
       }
     } else {
-      const { header, rows } = await readPlateCsv(createReadStream(file), csvColumn(options.column));
+      const { header, rows } = await readPlateFile(file, format, readOptions(options));
       const { batch } = await ingest(
         services,
         {
@@ -163,9 +169,10 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       ctx.print(`nothing is lost: run the same command again to resume batch ${batchId}`);
       return { code, batchId };
     }
-    const result = await exportBatch(services, fileSinkFor(config), batchId);
+    // A workbook in, a workbook out too (beside the CSV and JSONL every batch gets).
+    const result = await exportBatch(services, fileSinkFor(config), batchId, format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS);
     ctx.print(describeBatch(await services.batches.get(batchId)));
-    ctx.print(`exports:\n  ${result.files.csv}\n  ${result.files.jsonl}\n  ${result.files.rejects}`);
+    ctx.print(`exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`);
     return { code: 0, batchId, files: result.files };
   } finally {
     if (!options.services) await services.close();
@@ -215,14 +222,16 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
 }
 
 export const runCommand: Command = {
-  summary: 'the main job: enqueue a CSV of plates, work it here with progress, write the exports',
-  usage: `vqb run <file.csv> [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
+  summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
+  usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
              [--dry-run] [--max-creates N] [--reuse-within 24h]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
-  <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome.
+  <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome. An Excel .xlsx (told by
+  its extension or content) is read from its first visible sheet, or --sheet NAME, with the same
+  header rules, and also exported as <batch>.xlsx.
   Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission);
   130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
@@ -234,6 +243,7 @@ export const runCommand: Command = {
   --weight N      share of the account's rate relative to the other batches of its class (default 1)`,
   options: {
     column: { type: 'string' },
+    sheet: { type: 'string' },
     force: { type: 'boolean' },
     'batch-id': { type: 'string' },
     'dry-run': { type: 'boolean' },
@@ -245,9 +255,10 @@ export const runCommand: Command = {
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
-    if (!file || extra.length > 0) throw new UsageError('vqb run takes one CSV file (see `vqb run --help`)');
+    if (!file || extra.length > 0) throw new UsageError('vqb run takes one CSV or .xlsx file (see `vqb run --help`)');
     const outcome = await runFile(ctx, ctx.config(), file, {
       ...(typeof ctx.flags.column === 'string' ? { column: ctx.flags.column } : {}),
+      ...(typeof ctx.flags.sheet === 'string' ? { sheet: ctx.flags.sheet } : {}),
       force: ctx.flags.force === true,
       dryRun: ctx.flags['dry-run'] === true,
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),

@@ -10,10 +10,11 @@ import { archiveFor } from '../sinks/export.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 
 export const serveCommand: Command = {
-  summary: 'the HTTP API, the drop folder, /metrics and the queue dashboard (optionally workers too)',
+  summary: 'the HTTP API, the web console, the drop folder, /metrics and the queue dashboard (optionally workers too)',
   usage: `vqb serve [--no-inbox] [--workers] [--shutdown-timeout 30s]
   HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT: /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
-  /healthz, /openapi.json, /metrics, /admin/queues. Watches <VQ_ROOT>/inbox/ unless --no-inbox.
+  /healthz, /openapi.json, /metrics, /admin/queues, and the web console at / (sign in with a
+  service token). Watches <VQ_ROOT>/inbox/ unless --no-inbox.
   --workers also runs workers in this process (a one-box setup); otherwise run \`vqb work\`.
   SIGTERM/SIGINT: stop taking requests and files, finish what is running, exit.`,
   options: { 'no-inbox': { type: 'boolean' }, workers: { type: 'boolean' }, 'shutdown-timeout': { type: 'string' } },

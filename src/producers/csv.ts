@@ -85,61 +85,102 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
     };
     cleanup = stop;
 
-    // The first two non-blank records decide the header and the plate column.
-    const early: { recordNo: number; cells: string[] }[] = [];
-    while (early.length < 2) {
-      const cells = await records.next();
-      if (cells === undefined) break;
-      if (isBlank(cells)) continue;
-      checkFieldSizes(cells, `record ${records.recordNo}`, maxField);
-      early.push({ recordNo: records.recordNo, cells });
-    }
-    const first = early[0];
-    if (first === undefined) throw new InputError('CSV_EMPTY', 'the file has no rows, only blank lines');
-    const decision = decideHeader(first.cells, early[1]?.cells, options.column);
-    header.hasHeader = decision.hasHeader;
-    // `early` holds every non-blank record when there are fewer than two: a header alone is a
-    // file of no rows, refused like an empty one (it would be a finished batch of nothing).
-    if (decision.hasHeader && early.length === 1) {
-      const names = first.cells.slice(0, 5).map((c) => (c.length > 40 ? `${c.slice(0, 40)}…` : c.trim()));
-      throw new InputError('CSV_EMPTY', `the file has a header (${names.join(', ')}${first.cells.length > 5 ? ', …' : ''}) but no rows`);
-    }
-    const offset = decision.hasHeader ? first.recordNo : 0;
-    if (decision.hasHeader) early.shift();
-    const columns = new ColumnNames(decision, first.cells, header.extraColumns);
-    header.plateColumn = columns.nameOf(decision.plateIndex);
-
-    const toRow = (no: number, cells: string[]): InputRow | undefined => {
-      if (isBlank(cells)) return undefined;
-      const row = no - offset;
-      checkFieldSizes(cells, `row ${row}`, maxField);
-      return columns.row(row, cells);
-    };
-
-    let iterated = false;
-    async function* rows(): AsyncGenerator<InputRow> {
-      if (iterated) throw new Error('readPlateCsv: rows can be iterated only once');
-      iterated = true;
-      try {
-        for (const { recordNo: no, cells } of early.splice(0)) {
-          const row = toRow(no, cells);
-          if (row !== undefined) yield row;
-        }
-        for (;;) {
-          const cells = await records.next();
-          if (cells === undefined) return;
-          const row = toRow(records.recordNo, cells);
-          if (row !== undefined) yield row;
-        }
-      } finally {
-        stop();
-      }
-    }
-    return { header, rows: { [Symbol.asyncIterator]: rows } };
+    const rows = await plateRows(records, { ...(options.column !== undefined ? { column: options.column } : {}), maxFieldBytes: maxField }, header, stop);
+    return { header, rows };
   } catch (err) {
     cleanup();
     throw isVqbError(err) ? err : new InputError('CSV_UNREADABLE', `cannot read the input: ${messageOf(err)}`, { cause: err });
   }
+}
+
+/** Records of a plate file, one at a time: CSV records from csv-parse, or a sheet's rows. */
+export interface PlateRecords {
+  /** The next record (its cells as text), or undefined at the end. */
+  next(): Promise<string[] | undefined>;
+  /** The number of the record last returned by next(), counting from 1 (blank records included). */
+  readonly recordNo: number;
+}
+
+/** What the header decision fills in: the parts of CsvHeaderInfo (and XlsxHeaderInfo) every format shares. */
+export interface PlateHeader {
+  hasHeader: boolean;
+  plateColumn: string;
+  extraColumns: string[];
+}
+
+/**
+ * The header rules every plate file follows, whatever its format: the first two non-blank records
+ * decide the header and the plate column (csv-header.ts), columns are named (ColumnNames), blank
+ * records are skipped but counted. Fills `header` in place and resolves once it is known; the rows
+ * may be iterated once, and `stop` is called when they end or the caller breaks out. `format`
+ * prefixes the error codes (CSV_EMPTY, XLSX_EMPTY, …).
+ */
+export async function plateRows(
+  records: PlateRecords,
+  options: { column?: string | number; maxFieldBytes: number; format?: 'CSV' | 'XLSX' },
+  header: PlateHeader,
+  stop: () => void,
+): Promise<AsyncIterable<InputRow>> {
+  const format = options.format ?? 'CSV';
+  const maxField = options.maxFieldBytes;
+  const what = format === 'CSV' ? 'the file' : 'the sheet';
+  const early: { recordNo: number; cells: string[] }[] = [];
+  while (early.length < 2) {
+    const cells = await records.next();
+    if (cells === undefined) break;
+    if (isBlank(cells)) continue;
+    checkFieldSizes(cells, `record ${records.recordNo}`, maxField, format);
+    early.push({ recordNo: records.recordNo, cells });
+  }
+  const first = early[0];
+  if (first === undefined) throw new InputError(`${format}_EMPTY`, `${what} has no rows, only blank lines`);
+  let decision: HeaderDecision;
+  try {
+    decision = decideHeader(first.cells, early[1]?.cells, options.column);
+  } catch (err) {
+    // The rules are the CSV's; the code names the format the user sent.
+    if (format !== 'CSV' && isVqbError(err) && err.code.startsWith('CSV_')) throw new InputError(err.code.replace(/^CSV_/, `${format}_`), err.message, { cause: err });
+    throw err;
+  }
+  header.hasHeader = decision.hasHeader;
+  // `early` holds every non-blank record when there are fewer than two: a header alone is a
+  // file of no rows, refused like an empty one (it would be a finished batch of nothing).
+  if (decision.hasHeader && early.length === 1) {
+    const names = first.cells.slice(0, 5).map((c) => (c.length > 40 ? `${c.slice(0, 40)}…` : c.trim()));
+    throw new InputError(`${format}_EMPTY`, `${what} has a header (${names.join(', ')}${first.cells.length > 5 ? ', …' : ''}) but no rows`);
+  }
+  const offset = decision.hasHeader ? first.recordNo : 0;
+  if (decision.hasHeader) early.shift();
+  const columns = new ColumnNames(decision, first.cells, header.extraColumns);
+  header.plateColumn = columns.nameOf(decision.plateIndex);
+
+  const toRow = (no: number, cells: string[]): InputRow | undefined => {
+    if (isBlank(cells)) return undefined;
+    const row = no - offset;
+    checkFieldSizes(cells, `row ${row}`, maxField, format);
+    return columns.row(row, cells);
+  };
+
+  let iterated = false;
+  async function* rows(): AsyncGenerator<InputRow> {
+    if (iterated) throw new Error('plateRows: rows can be iterated only once');
+    iterated = true;
+    try {
+      for (const { recordNo: no, cells } of early.splice(0)) {
+        const row = toRow(no, cells);
+        if (row !== undefined) yield row;
+      }
+      for (;;) {
+        const cells = await records.next();
+        if (cells === undefined) return;
+        const row = toRow(records.recordNo, cells);
+        if (row !== undefined) yield row;
+      }
+    } finally {
+      stop();
+    }
+  }
+  return { [Symbol.asyncIterator]: rows };
 }
 
 /**
@@ -196,12 +237,12 @@ function isBlank(cells: readonly string[]): boolean {
   return cells.every((c) => c.trim() === '');
 }
 
-function checkFieldSizes(cells: readonly string[], where: string, maxField: number): void {
+function checkFieldSizes(cells: readonly string[], where: string, maxField: number, format: 'CSV' | 'XLSX'): void {
   cells.forEach((cell, i) => {
     if (cell.length * 3 <= maxField) return;
     const bytes = Buffer.byteLength(cell);
     if (bytes > maxField) {
-      throw new InputError('CSV_FIELD_TOO_LARGE', `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`);
+      throw new InputError(`${format}_FIELD_TOO_LARGE`, `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`);
     }
   });
 }

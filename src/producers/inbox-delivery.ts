@@ -5,7 +5,8 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../queue/services.js';
-import { exportBatch, fileSinkFor } from '../sinks/export.js';
+import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import type { ExportFormat } from '../sinks/types.js';
 import type { InboxErrors } from './inbox-errors.js';
 import type { InboxLayout } from './inbox-files.js';
 
@@ -38,9 +39,12 @@ export class InboxDelivery {
     return this.#exported;
   }
 
-  /** Remembers that `batchId`, made from `file`, is exported to outbox/ once it finishes. */
-  async expect(batchId: string, file: string): Promise<void> {
-    await this.#deps.services.redis.hset(this.#pendingKey, batchId, JSON.stringify({ file }));
+  /**
+   * Remembers that `batchId`, made from `file`, is exported to outbox/ once it finishes: CSV and
+   * JSONL always, plus `also` (`xlsx` for a dropped workbook).
+   */
+  async expect(batchId: string, file: string, also: readonly ExportFormat[] = []): Promise<void> {
+    await this.#deps.services.redis.hset(this.#pendingKey, batchId, JSON.stringify(also.length > 0 ? { file, also } : { file }));
   }
 
   /** Writes the exports of every pending batch that has finished. */
@@ -58,7 +62,8 @@ export class InboxDelivery {
         }
         const info = await services.batches.get(batchId);
         if (info.finishedAt === undefined) continue;
-        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId);
+        const record = JSON.parse((await services.redis.hget(this.#pendingKey, batchId)) ?? '{}') as { also?: ExportFormat[] };
+        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId, [...ALL_FORMATS, ...(record.also ?? [])]);
         await services.redis.hdel(this.#pendingKey, batchId);
         this.#pending--;
         this.#exported++;

@@ -11,7 +11,7 @@ export const INBOX_DIRS = ['inbox', 'processing', 'archive', 'failed', 'outbox']
 export type InboxDir = (typeof INBOX_DIRS)[number];
 
 /** Extensions read as plate lists (case-insensitive); anything else goes to failed/. */
-export const INBOX_EXTENSIONS: readonly string[] = ['.csv', '.txt', '.tsv'];
+export const INBOX_EXTENSIONS: readonly string[] = ['.csv', '.txt', '.tsv', '.xlsx'];
 
 /** Longest file name most file systems take, in bytes. */
 const MAX_NAME_BYTES = 255;
@@ -170,6 +170,13 @@ const ADVICE: Record<string, string> = {
   CSV_UNREADABLE: 'Open it in a text editor to check that it is a plain CSV file, save it again from the spreadsheet as CSV and drop that file.',
   INBOX_UNSUPPORTED_TYPE: `Only ${INBOX_EXTENSIONS.join(', ')} files are read: export the sheet as CSV and drop that file.`,
   INBOX_NOT_A_FILE: 'Drop a copy of the file itself, not a link to it.',
+  XLSX_INVALID: 'Open it in Excel or LibreOffice and save it again as an Excel workbook (.xlsx) or as "CSV UTF-8", and drop that file.',
+  XLSX_ENCRYPTED: 'Remove the password (Excel: File > Info > Protect Workbook), save it and drop that file.',
+  XLSX_TOO_LARGE: 'Save the sheet as "CSV UTF-8" (read as a stream, no size limit) or split it, and drop that file.',
+  XLSX_NO_SHEET: 'Save it again from Excel or LibreOffice as an Excel workbook (.xlsx) with the plates on the first sheet.',
+  XLSX_EMPTY: 'Put the plates on the first sheet (the drop folder reads the first visible sheet) and drop the file again.',
+  XLSX_NO_PLATE_COLUMN: 'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
+  XLSX_FIELD_TOO_LARGE: 'A cell holds more text than a plate list needs: check the row named above and drop the file again.',
 };
 
 /** One readable paragraph: what happened, the code, and what to do. */

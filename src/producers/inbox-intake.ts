@@ -1,5 +1,5 @@
 // The drop folder's intake: stable files are moved from inbox/ to processing/, read in full
-// (hashed and checked as CSV), ingested as a batch and archived, or moved to failed/ with a report.
+// (hashed and checked as CSV or .xlsx), ingested as a batch and archived, or moved to failed/ with a report.
 // Redis remembers each file in processing/ (the `inbox:processing` hash: its original name, inode,
 // digest and batch id), so a file left there by a crash resumes under the same name and batch.
 // Each batch is handed to delivery, which writes its exports to outbox/ when it finishes.
@@ -7,10 +7,10 @@ import { lstat, readdir } from 'node:fs/promises';
 import { InputError, isError, type VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../queue/services.js';
-import { checkCsv, readPlateCsv } from './csv.js';
+import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileFormat } from './plate-file.js';
 import type { InboxDelivery } from './inbox-delivery.js';
 import type { InboxErrors } from './inbox-errors.js';
-import { errorReport, fileChunks, hasInboxExtension, isForceName, moveInto, pathIn, stamp, writeErrorReport, type InboxLayout } from './inbox-files.js';
+import { INBOX_EXTENSIONS, errorReport, fileChunks, hasInboxExtension, isForceName, moveInto, pathIn, stamp, writeErrorReport, type InboxLayout } from './inbox-files.js';
 import { InboxObserver } from './inbox-stable.js';
 import { batchIdFor, ingest } from './ingest.js';
 
@@ -88,7 +88,7 @@ export class InboxIntake {
     const { services, log, errors } = this.#deps;
     try {
       if (!hasInboxExtension(name)) {
-        await this.#fail(layout, path, name, 'INBOX_UNSUPPORTED_TYPE', `the extension of "${name}" is not one of .csv, .txt, .tsv`);
+        await this.#fail(layout, path, name, 'INBOX_UNSUPPORTED_TYPE', `the extension of "${name}" is not one of ${INBOX_EXTENSIONS.join(', ')}`);
         return;
       }
       // The record is written before the move, so a crash right after it still knows the name
@@ -124,8 +124,10 @@ export class InboxIntake {
       name = known?.name ?? procName;
 
       let digest: string;
+      let format: PlateFileFormat;
       try {
-        digest = await checkFile(path);
+        format = await plateFileFormat(path, { name, chunks: fileChunks });
+        digest = await checkPlateFile(path, format, { chunks: fileChunks });
       } catch (err) {
         if (!isInputError(err)) throw err;
         await this.#fail(layout, path, name, err.code, err.message);
@@ -141,7 +143,7 @@ export class InboxIntake {
       if (existing?.sealed) {
         blog.info({ file: name }, `inbox: ${JSON.stringify(name)} is batch ${batchId}, already ingested: nothing queued again`);
       } else {
-        const { header, rows } = await readPlateCsv(fileChunks(path));
+        const { header, rows } = await readPlateFile(path, format, { chunks: fileChunks });
         const { batch, created } = await ingest(services, { id: batchId, digest, source: 'inbox', name, metadata: { file: name }, extraColumns: header.extraColumns }, rows);
         const c = batch.counts;
         blog.info(
@@ -149,7 +151,7 @@ export class InboxIntake {
           `inbox: ingested ${JSON.stringify(name)} as batch ${batchId}${created ? '' : ' (resumed)'}: ${c.total} rows, ${c.enqueued} plates queued`,
         );
       }
-      await delivery.expect(batchId, name);
+      await delivery.expect(batchId, name, format === 'xlsx' ? ['xlsx'] : []);
       const archived = await moveInto(layout, path, 'archive', name, { prefix: `${stamp(now())}-` });
       await services.redis.hdel(this.#processingKey, procName);
       errors.clear(`processing:${procName}`);
@@ -172,11 +174,6 @@ export class InboxIntake {
     this.#failed++;
     this.#deps.log.info({ file, code, failed: failedName, report }, `inbox: failed ${JSON.stringify(file)}: ${message} [${code}]`);
   }
-}
-
-/** Reads the whole file once as a plate CSV while hashing it; an unreadable file throws InputError. */
-function checkFile(path: string): Promise<string> {
-  return checkCsv(fileChunks(path));
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,13 +1,15 @@
-// The drop folder: operators drop CSV files into <VQ_ROOT>/inbox/, each becomes a batch, and its
+// The drop folder: operators drop CSV or Excel (.xlsx) files into <VQ_ROOT>/inbox/, each becomes a batch, and its
 // exports come back in <VQ_ROOT>/outbox/ once every plate has an outcome. Polling (readdir +
 // lstat every VQ_INBOX_POLL), no file-system events, so it works the same on Docker volumes and
 // network shares.
 //
-//   inbox/       drop files here: .csv, .txt or .tsv (any case); other extensions go to failed/
+//   inbox/       drop files here: .csv, .txt, .tsv or .xlsx (any case; a workbook's first visible
+//                sheet is read); other extensions go to failed/
 //   processing/  a taken file while it is hashed and ingested (left here by a crash: resumed)
 //   archive/     ingested files, as YYYYMMDD-HHMMSS-<name> (UTC time of archiving)
 //   failed/      files that could not be read, each with <name>.error.txt saying why and what to do
-//   outbox/      <batch>.csv, <batch>.jsonl, <batch>.rejects.csv, written when the batch finishes
+//   outbox/      <batch>.csv, <batch>.jsonl, <batch>.rejects.csv (and <batch>.xlsx for a dropped
+//                workbook), written when the batch finishes
 //
 // Naming conventions:
 // - A file is taken once its size and modification time have not changed for VQ_INBOX_STABLE.
@@ -22,7 +24,7 @@
 // - A name already taken in processing/, archive/ or failed/ gets `~2`, `~3`, … before its
 //   extension; nothing is overwritten. Over-long names are shortened to fit.
 //
-// Every file is read in full (hashed and checked as CSV) before anything is queued, so a file
+// Every file is read in full (hashed and checked as CSV or .xlsx) before anything is queued, so a file
 // that turns out to be unreadable halfway costs nothing. Run one watcher per VQ_ROOT.
 //
 // This module runs the loop; inbox-intake.ts takes files and ingests them, inbox-delivery.ts

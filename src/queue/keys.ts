@@ -17,6 +17,8 @@
 // | learn:<product>                  | hash   | queue/poll-schedule.ts    |
 // | reuse:<plate>                    | string | queue/reuse.ts            |
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
+// | console:session:<sha256 of id>   | hash   | console/sessions.ts       |
+// | console:upload:<id>              | string | console/uploads.ts (staged before confirm) |
 // | retention:lock                   | string | queue/retention.ts (one sweep at a time) |
 // BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
 
@@ -132,6 +134,16 @@ export class VqbKeys {
   // --- producers/inbox*.ts
   inbox(name: string): string {
     return `${this.base}:inbox:${name}`;
+  }
+
+  // --- console/sessions.ts
+  consoleSession(idHash: string): string {
+    return `${this.base}:console:session:${idHash}`;
+  }
+
+  // --- console/uploads.ts
+  consoleUpload(id: string): string {
+    return `${this.base}:console:upload:${id}`;
   }
 
   // --- queue/retention.ts

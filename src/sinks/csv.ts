@@ -65,6 +65,17 @@ export function escapeFormula(text: string): string {
  * Cells are escaped for the CSV: text through escapeFormula, finite numbers as they are.
  */
 export function flattenResult(value: unknown, path: string, leaf: (path: string, cell: string) => void): void {
+  flattenValues(value, path, (p, v) => leaf(p, cellText(v)));
+}
+
+/** A cell of a typed export (.xlsx): text, a number, a boolean, a date, or empty. */
+export type CellValue = string | number | boolean | Date | null;
+
+/**
+ * flattenResult's walk with each leaf as its typed value: finite numbers and booleans stay what
+ * they are, arrays and other values become JSON text, an empty object '{}'. Nothing escaped.
+ */
+export function flattenValues(value: unknown, path: string, leaf: (path: string, value: CellValue) => void): void {
   if (value === undefined) return;
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const keys = Object.keys(value);
@@ -72,10 +83,13 @@ export function flattenResult(value: unknown, path: string, leaf: (path: string,
       leaf(path, '{}');
       return;
     }
-    for (const key of keys) flattenResult((value as Record<string, unknown>)[key], `${path}.${key}`, leaf);
+    for (const key of keys) flattenValues((value as Record<string, unknown>)[key], `${path}.${key}`, leaf);
     return;
   }
-  leaf(path, cellText(value));
+  if (value === null) leaf(path, null);
+  else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' || typeof value === 'string') leaf(path, value);
+  else if (typeof value === 'bigint') leaf(path, String(value));
+  else leaf(path, JSON.stringify(value) ?? '');
 }
 
 function cellText(value: unknown): string {
@@ -138,6 +152,11 @@ export class CsvLayout {
    * escaped as a cell.
    */
   header(): string[] {
+    return this.names().map(escapeFormula);
+  }
+
+  /** The header's names as they are (header() escapes them for the CSV). */
+  names(): string[] {
     const used = new Set<string>(BASE_COLUMNS);
     const extras = this.extraKeys.map((key) => {
       let name = key;
@@ -145,7 +164,38 @@ export class CsvLayout {
       used.add(name);
       return name;
     });
-    return [...BASE_COLUMNS, ...extras, ...this.resultPaths].map(escapeFormula);
+    return [...BASE_COLUMNS, ...extras, ...this.resultPaths];
+  }
+
+  /**
+   * The row's cells typed, for a spreadsheet: the same columns as cells(), numbers as numbers,
+   * times as Dates, flags as booleans, text unescaped (a typed writer stores text as text, so
+   * nothing in it can become a formula).
+   */
+  values(row: ExportRow): CellValue[] {
+    if (this.learn(row)) this.missed = true;
+    const result = new Map<string, CellValue>();
+    flattenValues(row.result, 'result', (path, value) => result.set(path, value));
+    const time = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms) ? new Date(ms) : null);
+    return [
+      row.row,
+      row.input,
+      row.plate,
+      row.status,
+      row.queryId ?? null,
+      row.error?.code ?? null,
+      row.error?.message ?? null,
+      row.possibleDuplicate === true ? true : null,
+      row.duplicateOf ?? null,
+      row.sameVehicleAs ?? null,
+      row.reused === true ? true : null,
+      time(row.enqueuedAt),
+      time(row.createdAt),
+      time(row.finishedAt),
+      row.requests ?? null,
+      ...this.extraKeys.map((key) => (Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
+      ...this.resultPaths.map((path) => result.get(path) ?? null),
+    ];
   }
 
   /** The row's cells, escaped: what goes into the file as it is. */

@@ -1,21 +1,23 @@
-// Exports as files in one directory: <batchId>.jsonl, <batchId>.csv and <batchId>.rejects.csv.
+// Exports as files in one directory: <batchId>.jsonl, <batchId>.csv and <batchId>.rejects.csv,
+// and <batchId>.xlsx (results and rejects as two sheets) when asked for.
 // Each file is written under a hidden temporary name in the same directory and renamed over the
 // final name only once every requested file is complete, so a reader never sees half a file and a
 // failed export leaves the previous one in place. Rows are streamed with backpressure (pipeline),
 // so memory does not grow with the batch.
 //
 // Passes over source.rows(): the first writes the JSONL (if asked) while learning the CSV's result
-// columns; the second writes the CSV. Without JSONL the first pass only learns.
+// columns; the second writes the CSV, a third the .xlsx. Without JSONL the first pass only learns.
 
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Readable, type Transform, type Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import { isVqbError, VqbError } from '../errors.js';
 import { CsvLayout, REJECT_COLUMNS, csvStringifier, rejectCells, type CsvDelimiter } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
+import { writeXlsx } from './xlsx.js';
 import type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource, RejectRow } from './types.js';
 
 /** The file operations FileSink needs; tests may pass one that fails on purpose. */
@@ -79,7 +81,7 @@ export class FileSink implements ExportSink {
     };
 
     try {
-      const layout = formats.includes('csv') ? new CsvLayout(source.extraColumns, this.maxResultColumns) : undefined;
+      const layout = formats.includes('csv') || formats.includes('xlsx') ? new CsvLayout(source.extraColumns, this.maxResultColumns) : undefined;
       if (formats.includes('jsonl')) {
         const file = stage(`${id}.jsonl`);
         await this.writeFile(
@@ -94,7 +96,7 @@ export class FileSink implements ExportSink {
         for await (const row of source.rows()) layout.learn(row);
       }
 
-      if (layout !== undefined) {
+      if (layout !== undefined && formats.includes('csv')) {
         const csv = stage(`${id}.csv`);
         for (let attempt = 1; ; attempt++) {
           layout.missed = false;
@@ -109,6 +111,29 @@ export class FileSink implements ExportSink {
         const rejects = stage(`${id}.rejects.csv`);
         await this.writeFile(rejects.tmp, rejectRecords(source.rejects()), csvStringifier(this.delimiter));
         files.rejects = rejects.final;
+      }
+
+      if (layout !== undefined && formats.includes('xlsx')) {
+        const xlsx = stage(`${id}.xlsx`);
+        for (let attempt = 1; ; attempt++) {
+          layout.missed = false;
+          rows = 0;
+          const out = this.fs.createWriteStream(xlsx.tmp, { flags: 'w', flush: true });
+          const closed = finished(out);
+          closed.catch(() => {}); // awaited below; an early failure must not be unhandled meanwhile
+          try {
+            await writeXlsx(out, { layout, rows: source.rows(), rejects: source.rejects(), onRow: count });
+          } catch (err) {
+            out.destroy();
+            throw err;
+          }
+          await closed;
+          if (!layout.missed) break;
+          if (attempt >= CSV_ATTEMPTS) {
+            throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
+          }
+        }
+        files.xlsx = xlsx.final;
       }
 
       for (const { tmp, final } of staged) await this.fs.rename(tmp, final);

@@ -51,11 +51,11 @@ export interface ExportSource {
   rejects(): AsyncIterable<RejectRow>;
 }
 
-export type ExportFormat = 'csv' | 'jsonl';
+export type ExportFormat = 'csv' | 'jsonl' | 'xlsx';
 
 export interface ExportResult {
   /** Absolute paths written, by kind. */
-  files: { csv?: string; jsonl?: string; rejects?: string };
+  files: { csv?: string; jsonl?: string; rejects?: string; xlsx?: string };
   rows: number;
 }
 

@@ -384,7 +384,12 @@ describe('operations', () => {
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/batches', '/v1/batches/{id}', '/v1/batches/{id}/results', '/v1/batches/{id}/retry', '/healthz']));
     const post = doc.paths['/v1/batches'].post;
-    expect(Object.keys(post.requestBody.content)).toEqual(['application/json', 'multipart/form-data', 'text/csv']);
+    expect(Object.keys(post.requestBody.content)).toEqual([
+      'application/json',
+      'multipart/form-data',
+      'text/csv',
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+    ]);
     expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchBody' });
     expect(doc.components.schemas.CreateBatchBody.properties.plates.type).toBe('array');
     expect(post.responses['202'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchReply' });

@@ -174,9 +174,9 @@ describe('inbox drop folder', () => {
     expect(await ls('processing')).toEqual([]);
     const expected: Record<string, RegExp> = {
       'random.csv': /\[CSV_BINARY\]/,
-      'planilha.csv': /ZIP archive.*\[CSV_BINARY\].*CSV UTF-8/,
+      'planilha.csv': /\.xlsx workbook.*\[XLSX_INVALID\].*CSV UTF-8/, // zip bytes: read as a workbook, whatever the name
       'nul.csv': /NUL byte.*\[CSV_BINARY\]/,
-      'notes.xlsx': /\[INBOX_UNSUPPORTED_TYPE\]/,
+      'notes.xlsx': /not a zip archive.*\[XLSX_INVALID\]/,
       'vazio.csv': /only blank lines \[CSV_EMPTY\]/,
     };
     expect(await ls('failed')).toEqual(

@@ -104,7 +104,13 @@ describe('the document', () => {
     });
     // A CSV upload, as JSON's sibling; the JSON body is strict, as the server is.
     const create = doc.paths['/v1/batches'].post;
-    expect(Object.keys(create.requestBody.content).sort()).toEqual(['application/json', 'multipart/form-data', 'text/csv']);
+    expect(Object.keys(create.requestBody.content).sort()).toEqual([
+      'application/json',
+      'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+      'multipart/form-data',
+      'text/csv',
+    ]);
+    expect(results['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'].schema).toMatchObject({ type: 'string', format: 'binary' });
     expect(create.requestBody.content['multipart/form-data'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchForm' });
     expect(doc.components.schemas.CreateBatchForm).toMatchObject({ required: ['file'], properties: { file: { type: 'string', format: 'binary' }, column: { type: 'string' } } });
     expect(doc.components.schemas.CreateBatchBody).toMatchObject({ additionalProperties: false, required: ['plates'] });

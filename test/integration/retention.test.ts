@@ -23,6 +23,7 @@ import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { sheetValues } from '../helpers/xlsx.js';
 
 const TOKEN = 'svc-token-retention-0123456789abcdef';
 const DAY = 86_400_000;
@@ -74,11 +75,14 @@ async function cli(h: Harness, args: string[], env: Record<string, string> = {})
   return { code, stdout: out, stderr: err };
 }
 
-async function serve(h: Harness, config: Config = h.config): Promise<{ app: FastifyInstance; call(path: string, options?: CallOptions): ReturnType<typeof apiCall> }> {
+async function serve(
+  h: Harness,
+  config: Config = h.config,
+): Promise<{ app: FastifyInstance; base: string; call(path: string, options?: CallOptions): ReturnType<typeof apiCall> }> {
   const app = await createHttpApi({ services: h.services, config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  return { app, call: (path, options) => apiCall(base, TOKEN, path, options) };
+  return { app, base, call: (path, options) => apiCall(base, TOKEN, path, options) };
 }
 
 function settings(archiveDir: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -110,7 +114,11 @@ describe('retention', () => {
         jsonl: (await api.call(`/v1/batches/${id}/results?format=jsonl`)).text,
         csv: (await api.call(`/v1/batches/${id}/results?format=csv`)).text,
         view: (await api.call(`/v1/batches/${id}`)).json,
+        xlsx: await sheetValues(
+          Buffer.from(await (await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer()),
+        ),
       };
+      expect(before.xlsx).toHaveLength(10);
       expect(before.jsonl.trim().split('\n')).toHaveLength(9);
       expect(before.view).toMatchObject({ state: 'finished', counts: { total: 9, done: 6, failed: 1, rejected: 1, duplicates: 1 } });
       expect(await keysNaming(h.services.redis, id)).not.toEqual([]);
@@ -145,6 +153,9 @@ describe('retention', () => {
       // Still served: HTTP results (both formats) and the batch, from the archive.
       expect((await api.call(`/v1/batches/${id}/results?format=jsonl`)).text).toBe(before.jsonl);
       expect((await api.call(`/v1/batches/${id}/results?format=csv`)).text).toBe(before.csv);
+      const xlsx = await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(xlsx.status).toBe(200);
+      expect(await sheetValues(Buffer.from(await xlsx.arrayBuffer()))).toEqual(before.xlsx);
       const view = await api.call(`/v1/batches/${id}`);
       expect(view.status).toBe(200);
       expect(view.json).toMatchObject({ id, state: 'archived', finished: true, counts: before.view.counts, archivedAt: expect.any(String) });

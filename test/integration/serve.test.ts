@@ -28,6 +28,10 @@ describe('vqb serve', () => {
       }
     }
     const auth = { authorization: `Bearer ${TOKEN}` };
+    // The web console is served at /: a browser without a session is sent to sign in.
+    const front = await fetch(`${base}/`, { redirect: 'manual' });
+    expect({ status: front.status, location: front.headers.get('location') }).toEqual({ status: 303, location: '/sign-in' });
+    expect(await (await fetch(`${base}/sign-in`)).text()).toContain('name="token"');
     const denied = await fetch(`${base}/admin/queues`);
     expect(denied.status).toBe(401);
     expect(await denied.json()).toMatchObject({ statusCode: 401, error: { code: 'UNAUTHORIZED' } });

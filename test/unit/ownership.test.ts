@@ -41,6 +41,8 @@ const OWNERS: Record<string, string> = {
   learner: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
   inbox: 'src/producers/inbox-',
+  consoleSession: 'src/console/sessions.ts',
+  consoleUpload: 'src/console/uploads.ts',
   retentionLock: 'src/queue/retention.ts',
 };
 

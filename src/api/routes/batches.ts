@@ -14,9 +14,11 @@ import { estimateCost } from '../../producers/dry-run.js';
 import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
 import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
 import { canSee, type Scope, type TokenAuth } from '../auth.js';
-import { bodyTooLarge, csvJsonEncoded, readCsvBody, tooManyPlates } from '../csv-body.js';
+import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../csv-body.js';
 import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../csv-upload.js';
 import { ApiError } from '../errors.js';
+import { readPlateUpload } from '../plate-upload.js';
+import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
 import { jsonReply, ref } from '../openapi.js';
 import { batchResults } from '../results.js';
 import {
@@ -46,6 +48,8 @@ export interface V1Options {
 
 const SECURITY = [{ bearer: [] }, { apiKey: [] }];
 const CSV_TYPES = ['text/csv', 'application/csv'];
+/** The raw file bodies POST /v1/batches takes: a CSV, or an Excel workbook. */
+const FILE_TYPES = [...CSV_TYPES, XLSX_MEDIA_TYPE];
 const MAX_REJECTS = 100;
 
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
@@ -93,10 +97,10 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   // (with it, a string body passed validation meant for JSON and failed in the handler).
   app.removeContentTypeParser('text/plain');
   await registerCsvUploads(app, { bodyLimit, uploadRoute: '/v1/batches' });
-  // A CSV body is handed over as the raw stream: readCsvBody meters and parses it as it arrives.
-  app.addContentTypeParser(CSV_TYPES, (request, payload, done) => {
+  // A CSV or .xlsx body is handed over as the raw stream: readPlateUpload meters and reads it.
+  app.addContentTypeParser(FILE_TYPES, (request, payload, done) => {
     if (request.routeOptions.url !== '/v1/batches') {
-      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv; send application/json'), undefined);
+      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'), undefined);
       return;
     }
     if (Number(request.headers['content-length']) > bodyLimit) {
@@ -113,8 +117,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         operationId: 'createBatch',
         summary: 'Enqueue plates as a new batch (or find the batch this same content made before)',
         description:
-          'JSON `{plates, …options}` (`CreateBatchBody`); or a CSV file, as a `multipart/form-data` upload (the file as `file`, options as fields: `CreateBatchForm`) ' +
-          'or as a `text/csv` body (its bytes as they are, options in the query string). A CSV sent as a JSON string is refused (400 `CSV_JSON_ENCODED`). ' +
+          'JSON `{plates, …options}` (`CreateBatchBody`); or a CSV or Excel .xlsx file, as a `multipart/form-data` upload (the file as `file`, options as fields: `CreateBatchForm`) ' +
+          'or as a `text/csv` or `application/vnd.openxmlformats-officedocument.spreadsheetml.sheet` body (its bytes as they are, options in the query string). ' +
+          'A workbook is read from its first visible sheet, or the one named by `sheet`; formulas give their cached results, never evaluated. A CSV sent as a JSON string is refused (400 `CSV_JSON_ENCODED`). ' +
           'The batch id is derived from the content: the same content again answers the same batch with `created: false` and enqueues nothing.',
         tags: ['batches'],
         security: SECURITY,
@@ -124,6 +129,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
             'application/json': { schema: ref('CreateBatchBody') },
             'multipart/form-data': { schema: ref('CreateBatchForm') },
             'text/csv': { schema: { type: 'string', format: 'binary', description: 'a CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header' } },
+            [XLSX_MEDIA_TYPE]: {
+              schema: { type: 'string', format: 'binary', description: 'an Excel .xlsx workbook: its first visible sheet, or `sheet`; the same header rules as a CSV' },
+            },
           },
         },
         response: {
@@ -145,10 +153,12 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       const { body, query } = request;
       let result: IngestResult;
       if (body instanceof Readable || request.isMultipart()) {
-        // A CSV: a text/csv body with its options in the query, or a form's `file` with its fields.
-        const column = query.column !== undefined ? { column: query.column } : {};
+        // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
+        const fileOptions = { bodyLimit, maxPlates, ...(query.column !== undefined ? { column: query.column } : {}), ...(query.sheet !== undefined ? { sheet: query.sheet } : {}) };
         const upload: CsvUpload =
-          body instanceof Readable ? { csv: await readCsvBody(body, { bodyLimit, maxPlates, ...column }), options: query } : await readCsvUpload(request, { bodyLimit, maxPlates });
+          body instanceof Readable
+            ? { csv: await readPlateUpload(body, undefined, request.headers['content-type'], fileOptions), options: query }
+            : await readCsvUpload(request, { bodyLimit, maxPlates });
         const { csv, options: csvOptions } = upload;
         const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
         const id = batchIdFor(name, csv.digest, csvOptions.force === true);
@@ -253,17 +263,19 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         summary: "One row per input row, streamed; unfinished plates are 'pending'",
         description:
           "`format=jsonl` (default): `application/x-ndjson`, one `ResultRow` JSON object per line (the schema given is a line's), as the JSONL export. " +
-          "`format=csv`: `text/csv`, the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER; result fields as `result.a.b`).",
+          "`format=csv`: `text/csv`, the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER; result fields as `result.a.b`). " +
+          '`format=xlsx`: an Excel workbook, the same columns and rows as typed cells (numbers, dates, booleans, text; never a formula) on sheet `results`, rejected rows on sheet `rejects`.',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
         querystring: requestSchema(ResultsQuery),
         response: {
           200: {
-            description: 'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv',
+            description: 'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv; or an .xlsx workbook',
             content: {
               'application/x-ndjson': { schema: ref('ResultRow') },
               'text/csv': { schema: { type: 'string', description: 'the CSV export: a header row, then one row per input row' } },
+              [XLSX_MEDIA_TYPE]: { schema: { type: 'string', format: 'binary', description: 'the .xlsx export: sheets `results` and `rejects`' } },
             },
           },
           ...errorResponses(400, 401, 404, 503),
@@ -366,7 +378,7 @@ async function firstRejects(batches: BatchStore, batchId: string, rejected: numb
  * would otherwise both find the batch unsealed and store its rows twice. Within one process only;
  * the upstream pace, not ingest, bounds throughput, so the queueing costs nothing that matters.
  */
-function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
+export function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
   return (fn) => {
     const run = tail.then(fn, fn);

@@ -1,0 +1,93 @@
+// The console's only style sheet and script, served by vqb itself (/console/app.css,
+// /console/app.js): no build step, nothing fetched from another site. The pages work without the
+// script; it adds drag and drop on the upload form and live progress (server-sent events).
+
+/** Every console page: only our own origin, no inline script or style, no framing. */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+export const CSS = `
+:root { --ink: #1d2430; --muted: #566173; --line: #d5dae1; --accent: #0b5fce; --bad: #b3261e; --good: #1b7f3b; --bg: #f7f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: var(--bg); }
+a { color: var(--accent); }
+:focus-visible { outline: 3px solid #f5a623; outline-offset: 2px; }
+.skip { position: absolute; left: -9999px; }
+.skip:focus { left: 1rem; top: 1rem; background: #fff; padding: .5rem; z-index: 1; }
+header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .75rem 1.5rem; background: #fff; border-bottom: 1px solid var(--line); }
+header .brand { font-weight: 700; margin-right: auto; }
+header nav { display: flex; gap: 1rem; flex-wrap: wrap; align-items: center; }
+header form { margin: 0; }
+main { max-width: 72rem; margin: 0 auto; padding: 1.5rem; }
+h1 { font-size: 1.5rem; margin: 0 0 1rem; }
+h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; padding: .5rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); font-size: .9rem; }
+td.num { font-variant-numeric: tabular-nums; }
+progress { width: 8rem; height: 1rem; vertical-align: middle; }
+button, .button { font: inherit; padding: .45rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 4px; cursor: pointer; text-decoration: none; display: inline-block; }
+button.secondary, .button.secondary { background: #fff; color: var(--accent); }
+button.link { background: none; border: none; color: var(--accent); padding: 0; text-decoration: underline; }
+label { display: block; font-weight: 600; margin: .75rem 0 .25rem; }
+input[type=password], input[type=text], select { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; min-width: 20rem; max-width: 100%; }
+.help, .muted { color: var(--muted); font-size: .9rem; }
+.flash { padding: .6rem .9rem; border-radius: 4px; background: #e6f4ea; border: 1px solid var(--good); }
+.error { padding: .6rem .9rem; border-radius: 4px; background: #fdecea; border: 1px solid var(--bad); }
+.drop { border: 2px dashed var(--muted); border-radius: 6px; padding: 1.5rem; background: #fff; }
+.drop.over { border-color: var(--accent); background: #eef4fd; }
+dl.counts { display: grid; grid-template-columns: max-content auto; gap: .25rem 1rem; background: #fff; padding: 1rem; border: 1px solid var(--line); }
+dl.counts dt { color: var(--muted); }
+dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
+.actions { display: flex; gap: .75rem; flex-wrap: wrap; align-items: center; margin: 1rem 0; }
+.actions form { margin: 0; }
+.wait { color: var(--bad); }
+/* Said only where the script runs (without it, the Refresh link updates the page). */
+.live-note { display: none; }
+.js .live-note { display: table-caption; }
+`;
+
+export const JS = `
+'use strict';
+(function () {
+  document.documentElement.classList.add('js');
+  // Drag and drop onto the upload form: the dropped file becomes the file input's file, and the
+  // form is sent as it would be without this script.
+  var drop = document.querySelector('[data-drop]');
+  if (drop) {
+    var input = drop.querySelector('input[type=file]');
+    var name = drop.querySelector('[data-file-name]');
+    var show = function () { if (name && input.files.length) name.textContent = input.files[0].name; };
+    input.addEventListener('change', show);
+    ['dragenter', 'dragover'].forEach(function (type) {
+      drop.addEventListener(type, function (e) { e.preventDefault(); drop.classList.add('over'); });
+    });
+    ['dragleave', 'drop'].forEach(function (type) {
+      drop.addEventListener(type, function () { drop.classList.remove('over'); });
+    });
+    drop.addEventListener('drop', function (e) {
+      e.preventDefault();
+      if (e.dataTransfer && e.dataTransfer.files.length) { input.files = e.dataTransfer.files; show(); }
+    });
+  }
+
+  // Live progress: the server sends the same fields the page shows, by batch id.
+  var live = document.querySelector('[data-live]');
+  if (live && window.EventSource) {
+    var source = new EventSource(live.getAttribute('data-live'));
+    source.addEventListener('batches', function (event) {
+      var batches = JSON.parse(event.data);
+      batches.forEach(function (b) {
+        var row = document.querySelector('[data-batch="' + CSS.escape(b.id) + '"]');
+        if (!row) return;
+        Object.keys(b.fields).forEach(function (field) {
+          var cell = row.querySelector('[data-field="' + field + '"]');
+          if (cell && cell.textContent !== b.fields[field]) cell.textContent = b.fields[field];
+        });
+        var bar = row.querySelector('progress');
+        if (bar) bar.value = b.percent;
+      });
+    });
+  }
+})();
+`;

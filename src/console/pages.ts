@@ -1,0 +1,237 @@
+// The console's pages: small functions from data to HTML (html.ts escapes every value). Every page
+// works without JavaScript; forms post to the server and the server redirects (POST → 303 → GET).
+// Progress numbers carry `data-field` names that the live updates (app.js) fill in.
+import type { CostEstimate } from '../producers/dry-run.js';
+import { waitingOf } from '../presenters/line.js';
+import type { AccountLineState } from '../queue/accounts.js';
+import type { BatchView } from '../schemas/batch.js';
+import { type Html, html } from './html.js';
+import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
+
+export interface PageContext {
+  lang: Lang;
+  t: Translate;
+  /** The page's own path and query, for the language switch to come back to. */
+  path: string;
+  /** Signed in: the session's CSRF token and whether the token is an administrator's. */
+  session?: { csrf: string; admin: boolean };
+}
+
+export const ASSET_CSS = '/console/app.css';
+export const ASSET_JS = '/console/app.js';
+
+export function layout(ctx: PageContext, title: string, body: Html): string {
+  const { t, lang, session } = ctx;
+  const other: Lang = lang === 'en' ? 'pt-BR' : 'en';
+  const switchHref = `/lang?to=${other}&back=${encodeURIComponent(ctx.path)}`;
+  return html`<!doctype html>
+<html lang="${lang}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">
+<title>${title} · ${t('app.title')}</title>
+<link rel="stylesheet" href="${ASSET_CSS}">
+<script src="${ASSET_JS}" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">${t('nav.skip')}</a>
+<header>
+<span class="brand">${t('app.title')}</span>
+<nav aria-label="${t('app.title')}">
+${session ? html`<a href="/">${t('nav.batches')}</a> <a href="/upload">${t('nav.upload')}</a>${session.admin ? html` <a href="/admin/queues">${t('nav.dashboard')}</a>` : ''}` : ''}
+<a href="${switchHref}" lang="${other}" hreflang="${other}" data-lang-switch>${t('nav.switch')}</a>
+${session ? html`<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${session.csrf}"><button type="submit" class="link">${t('nav.signOut')}</button></form>` : ''}
+</nav>
+</header>
+<main id="main" tabindex="-1">
+${body}
+</main>
+</body>
+</html>
+`.text;
+}
+
+export function signInPage(ctx: PageContext, error?: string): string {
+  const { t } = ctx;
+  return layout(
+    ctx,
+    t('signIn.title'),
+    html`<h1>${t('signIn.title')}</h1>
+${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="/sign-in">
+<label for="token">${t('signIn.token')}</label>
+<input type="password" id="token" name="token" autocomplete="current-password" required aria-describedby="token-help" autofocus>
+<p class="help" id="token-help">${t('signIn.help')}</p>
+<button type="submit">${t('signIn.submit')}</button>
+</form>`,
+  );
+}
+
+/** The numbers of a batch that change while it runs, by `data-field` name; the live updates send the same. */
+export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'>): Record<string, string> {
+  const { t, lang } = ctx;
+  const c = view.counts;
+  const n = (x: number) => formatNumber(lang, x);
+  return {
+    percent: `${n(view.progress.percent)} %`,
+    counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
+    eta: view.eta ? formatSeconds(view.eta.seconds) : t('none'),
+    waiting: view.waiting ? `${t(`wait.${view.waiting.reason}` as Key)}: ${view.waiting.message}` : t('none'),
+    state: t(view.finished ? 'state.finished' : view.sealed ? 'state.running' : 'state.ingesting'),
+    done: n(c.done),
+    failed: n(c.failed),
+    inflight: n(c.inflight),
+    queued: n(c.queued),
+    creates: n(c.creates),
+    polls: n(c.polls),
+  };
+}
+
+const cell = (fields: Record<string, string>, name: string, cls = '') => html`<td class="${cls}" data-field="${name}">${fields[name] ?? ''}</td>`;
+
+export function flashBox(flash: string | undefined): Html | string {
+  return flash ? html`<p class="flash" role="status">${flash}</p>` : '';
+}
+
+export function listPage(ctx: PageContext, views: readonly BatchView[], lines: readonly AccountLineState[], flash?: string): string {
+  const { t } = ctx;
+  const rows = views.map((view) => {
+    const f = batchFields(view, ctx);
+    return html`<tr data-batch="${view.id}">
+<th scope="row"><a href="/batches/${encodeURIComponent(view.id)}">${view.name}</a><br><span class="muted">${view.id}</span></th>
+<td>${view.account}</td>
+<td class="num"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
+${cell(f, 'counts', 'num')}
+${cell(f, 'eta', 'num')}
+${cell(f, 'waiting', 'wait')}
+${cell(f, 'state')}
+</tr>`;
+  });
+  return layout(
+    ctx,
+    t('list.title'),
+    html`<h1>${t('list.title')}</h1>
+${flashBox(flash)}
+<div class="actions"><a class="button secondary" href="/">${t('list.refresh')}</a> <a class="button" href="/upload">${t('nav.upload')}</a></div>
+${
+  views.length === 0
+    ? html`<p>${t('list.empty')}</p>`
+    : html`<table data-live="/events" aria-describedby="live-note">
+<caption class="muted live-note" id="live-note">${t('list.live')}</caption>
+<thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
+<tbody>${rows}</tbody>
+</table>`
+}
+${linesSection(ctx, lines)}`,
+  );
+}
+
+function linesSection(ctx: PageContext, lines: readonly AccountLineState[]): Html {
+  const { t } = ctx;
+  if (lines.length === 0) return html``;
+  return html`<h2>${t('lines.title')}</h2>
+<table>
+<thead><tr><th scope="col">${t('col.account')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.waiting')}</th><th scope="col"></th></tr></thead>
+<tbody>${lines.map((line) => lineRow(ctx, line))}</tbody>
+</table>`;
+}
+
+function lineRow(ctx: PageContext, line: AccountLineState): Html {
+  const { t } = ctx;
+  const waiting = waitingOf(line);
+  const action = line.paused ? 'resume' : 'pause';
+  return html`<tr data-account="${line.account}">
+<th scope="row">${line.account} <span class="muted">(${line.rateLimit})</span></th>
+<td>${t(line.paused ? 'line.paused' : 'line.running')}</td>
+<td class="wait">${waiting ? `${t(`wait.${waiting.reason}` as Key)}: ${waiting.message}` : t('none')}</td>
+<td><form method="post" action="/accounts/${encodeURIComponent(line.account)}/${action}?back=${encodeURIComponent(ctx.path)}"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit" class="secondary">${t(line.paused ? 'line.resume' : 'line.pause', { account: line.account })}</button></form></td>
+</tr>`;
+}
+
+export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineState, formats: readonly string[], flash?: string): string {
+  const { t } = ctx;
+  const f = batchFields(view, ctx);
+  const id = encodeURIComponent(view.id);
+  const c = view.counts;
+  const count = (key: Key, field: string | undefined, value: number) =>
+    html`<dt>${t(key)}</dt><dd${field ? html` data-field="${field}"` : ''}>${field ? (f[field] ?? '') : formatNumber(ctx.lang, value)}</dd>`;
+  return layout(
+    ctx,
+    t('batch.title', { id: view.name }),
+    html`<p><a href="/">← ${t('batch.back')}</a></p>
+<h1>${t('batch.title', { id: view.name })}</h1>
+<p class="muted">${view.id} · ${view.account}</p>
+${flashBox(flash)}
+<div data-batch="${view.id}" data-live="/events?batch=${id}">
+<p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
+<p class="wait">${t('col.waiting')}: <span data-field="waiting">${f.waiting}</span></p>
+<h2>${t('batch.counts')}</h2>
+<dl class="counts">
+${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}
+</dl>
+</div>
+<h2>${t('batch.downloads')}</h2>
+<ul>
+${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${format}" download>${format.toUpperCase()}</a></li>`)}
+<li><a href="/batches/${id}/rejects" download>${t('batch.rejects')}</a></li>
+</ul>
+<div class="actions">
+${
+  c.failed > 0
+    ? html`<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('batch.retry', { n: c.failed })}</button></form>`
+    : html`<span class="muted">${t('batch.noFailed')}</span>`
+}
+</div>
+${linesSection(ctx, [line])}`,
+  );
+}
+
+export function uploadPage(ctx: PageContext, accounts: readonly string[], error?: string): string {
+  const { t } = ctx;
+  return layout(
+    ctx,
+    t('upload.title'),
+    html`<h1>${t('upload.title')}</h1>
+${error ? html`<p class="error" role="alert">${error}</p>` : ''}
+<form method="post" action="/upload?csrf=${encodeURIComponent(ctx.session?.csrf ?? '')}" enctype="multipart/form-data">
+${
+  accounts.length > 1
+    ? html`<label for="account">${t('upload.account')}</label><select id="account" name="account">${accounts.map((a) => html`<option value="${a}">${a}</option>`)}</select>`
+    : ''
+}
+<div class="drop" data-drop>
+<p>${t('upload.drop')}</p>
+<label for="file">${t('upload.file')}</label>
+<input type="file" id="file" name="file" required accept=".csv,.txt,.xlsx,text/csv,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" aria-describedby="file-help">
+<p class="help" id="file-help">${t('upload.help')} <span data-file-name aria-live="polite"></span></p>
+</div>
+<p><button type="submit">${t('upload.submit')}</button></p>
+</form>`,
+  );
+}
+
+export function estimatePage(ctx: PageContext, stageId: string, name: string, account: string, e: CostEstimate): string {
+  const { t, lang } = ctx;
+  const n = (x: number) => formatNumber(lang, x);
+  const item = (key: Key, value: string, field: string) => html`<dt>${t(key)}</dt><dd data-estimate="${field}">${value}</dd>`;
+  return layout(
+    ctx,
+    t('estimate.title', { name }),
+    html`<h1>${t('estimate.title', { name })}</h1>
+<p>${t('estimate.intro')}</p>
+<p class="muted">${e.batchId} · ${account}</p>
+<dl class="counts">
+${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}
+</dl>
+<div class="actions">
+<form method="post" action="/upload/${stageId}/confirm"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('estimate.confirm')}</button></form>
+<a class="button secondary" href="/upload">${t('estimate.cancel')}</a>
+</div>`,
+  );
+}
+
+export function errorPage(ctx: PageContext, message: string): string {
+  const { t } = ctx;
+  return layout(ctx, t('error.title'), html`<h1>${t('error.title')}</h1><p class="error" role="alert">${message}</p><p><a href="/">${t('error.back')}</a></p>`);
+}

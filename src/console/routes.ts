@@ -1,0 +1,414 @@
+// The web console, a front door beside the HTTP API (`vqb serve` mounts both): sign in with a
+// service token, follow batches live, upload a file, see its estimate, confirm, download results,
+// retry failed plates, pause and resume an account. Server-rendered (pages.ts); the same stores,
+// presenters and readers as the API, so the console shows and does exactly what /v1 does.
+//
+//   GET  /sign-in, POST /sign-in        the token form → a session cookie
+//   POST /sign-out                      deletes the session
+//   GET  /                              batches (newest first) and the accounts' lines
+//   GET  /events[?batch=id]             server-sent events: the numbers of the batches shown
+//   GET  /batches/:id                   one batch; /results?format=…, /rejects downloads
+//   POST /batches/:id/retry             vqb's retry of the failed plates (rerunFailed)
+//   POST /accounts/:id/pause|resume     the account's line (AccountLine)
+//   GET  /upload, POST /upload          the file form → the estimate (nothing enqueued)
+//   GET  /upload/:stage, POST …/confirm the estimate → the batch
+//   GET  /lang?to=en|pt-BR&back=/…      the language switch (a cookie)
+//   GET  /console/app.css, app.js       the only assets
+//
+// Sessions: sessions.ts. CSRF: the cookie is SameSite=Strict, and every POST carries the
+// session's CSRF token (a form field; in the query string for the multipart upload, checked before
+// its body is read).
+import { timingSafeEqual } from 'node:crypto';
+import { pipeline, Readable } from 'node:stream';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.js';
+import { BatchNotFoundError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { estimateCost } from '../producers/dry-run.js';
+import { batchIdFor, ingest } from '../producers/ingest.js';
+import { batchContext, batchContexts } from '../queue/batch-status.js';
+import type { BatchInfo } from '../queue/batch/store.js';
+import { rerunFailed } from '../queue/rerun.js';
+import type { QueueServices } from '../queue/services.js';
+import { batchExportSource } from '../sinks/batch-source.js';
+import { csvStringifier, REJECT_COLUMNS, rejectCells } from '../sinks/csv.js';
+import { type Scope, sha256, type TokenAuth, canSee } from '../api/auth.js';
+import { readCsvUpload, registerCsvUploads } from '../api/csv-upload.js';
+import { ApiError, describeError } from '../api/errors.js';
+import { batchResults } from '../api/results.js';
+import { serialized } from '../api/routes/batches.js';
+import { ResultsQuery } from '../api/schemas.js';
+import { batchView } from '../presenters/batch-view.js';
+import type { BatchView } from '../schemas/batch.js';
+import { CONTENT_SECURITY_POLICY, CSS, JS } from './assets.js';
+import { type OpenStreams, streamEvents } from './events.js';
+import { LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
+import { ASSET_CSS, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
+import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
+import { StagedUploads } from './uploads.js';
+
+export interface ConsoleDeps {
+  services: QueueServices;
+  config: Config;
+  auth: TokenAuth;
+  logger: Logger;
+  now: () => number;
+}
+
+export interface ConsoleHandle {
+  /** The scope of the request's console session, or undefined (no cookie, expired, token revoked). */
+  sessionScope(request: FastifyRequest): Promise<Scope | undefined>;
+}
+
+/** Formats the results route offers: the API's own list (ResultsQuery), so a new format appears here by itself. */
+export const RESULT_FORMATS: readonly string[] = ResultsQuery.shape.format.unwrap().options;
+
+/** Batches the list page (and its live updates) show. */
+const LIST_LIMIT = 50;
+
+interface Signed {
+  session: Session;
+  scope: Scope;
+}
+
+export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<ConsoleHandle> {
+  const { services, config, auth, now } = deps;
+  const sessions = new SessionStore(services.redis, services.keys);
+  const uploads = new StagedUploads(services.redis, services.keys);
+  // Global (fastify-plugin): the dashboard's guard reads the session cookie too.
+  await app.register(cookie);
+
+  const signedIn = new WeakMap<FastifyRequest, Signed | null>();
+  const resolve = async (request: FastifyRequest): Promise<Signed | undefined> => {
+    const known = signedIn.get(request);
+    if (known !== undefined) return known ?? undefined;
+    let found: Signed | undefined;
+    const session = await sessions.get(request.cookies[SESSION_COOKIE]);
+    if (session) {
+      try {
+        found = { session, scope: await auth.checkDigest(session.tokenDigest) };
+      } catch {
+        // The token was removed (or no tokens remain): the session ends with it.
+        await sessions.delete(session.id);
+      }
+    }
+    signedIn.set(request, found ?? null);
+    return found;
+  };
+
+  const streams: OpenStreams = new Set();
+  // Live updates never end by themselves: close them so the server can stop.
+  app.addHook('preClose', async () => {
+    for (const stream of streams) stream.end();
+  });
+
+  await app.register(async (scope) => {
+    await scope.register(formbody, { bodyLimit: 16_384 });
+    await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
+
+    const langOf = (request: FastifyRequest): Lang => pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
+    const context = (request: FastifyRequest, signed?: Signed): PageContext => {
+      const lang = langOf(request);
+      return {
+        lang,
+        t: translator(lang),
+        path: request.url,
+        ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
+      };
+    };
+    const page = (reply: FastifyReply, body: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body);
+    const required = async (request: FastifyRequest): Promise<Signed> => {
+      const signed = await resolve(request);
+      if (!signed) throw new SignInNeeded();
+      return signed;
+    };
+    const checkCsrf = (signed: Signed, sent: unknown) => {
+      const expected = Buffer.from(signed.session.csrf);
+      const got = Buffer.from(typeof sent === 'string' ? sent : '');
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ApiError(403, 'CSRF', translator('en')('error.csrf'));
+    };
+    const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
+    const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
+      const info = await services.batches.get(id);
+      if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
+      return info;
+    };
+    const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
+    const ingestOnce = serialized();
+
+    scope.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('x-frame-options', 'DENY');
+      reply.header('referrer-policy', 'same-origin');
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      return payload;
+    });
+
+    scope.setErrorHandler(async (err, request, reply) => {
+      if (err instanceof SignInNeeded)
+        return reply.redirect(request.method === 'GET' && request.url !== '/' ? `/sign-in?back=${encodeURIComponent(request.url)}` : '/sign-in', 303);
+      const body = describeError(err) ?? { statusCode: 500, error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` } };
+      if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
+      const ctx = context(request, await resolve(request).catch(() => undefined));
+      const message = body.statusCode === 404 ? `${ctx.t('error.notFound')} (${body.error.message})` : body.error.code === 'CSRF' ? ctx.t('error.csrf') : body.error.message;
+      return page(reply, errorPage(ctx, message), body.statusCode);
+    });
+
+    scope.get(ASSET_CSS, async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS));
+    scope.get(ASSET_JS, async (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS));
+
+    scope.get<{ Querystring: { to?: string; back?: string } }>('/lang', async (request, reply) => {
+      const to = LANGS.find((l) => l === request.query.to);
+      if (to) reply.setCookie(LANG_COOKIE, to, { path: '/', sameSite: 'lax', httpOnly: true, maxAge: 365 * 86_400, secure: request.protocol === 'https' });
+      return reply.redirect(localPath(request.query.back), 303);
+    });
+
+    scope.get<{ Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
+      if (await resolve(request)) return reply.redirect(localPath(request.query.back), 303);
+      return page(reply, signInPage(context(request)));
+    });
+
+    scope.post<{ Body: { token?: unknown }; Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
+      const token = typeof request.body?.token === 'string' ? request.body.token.trim() : '';
+      const ctx = context(request);
+      let signedScope: Scope;
+      try {
+        signedScope = await auth.checkDigest(token === '' ? undefined : sha256(token));
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        request.log.info({ code }, 'console sign-in refused');
+        return page(reply, signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')), code === 'AUTH_NOT_CONFIGURED' ? 503 : 401);
+      }
+      const session = await sessions.create(sha256(token));
+      request.log.info({ admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts }, 'console signed in');
+      reply.setCookie(SESSION_COOKIE, session.id, {
+        path: '/',
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: request.protocol === 'https',
+        maxAge: Math.floor(SESSION_TTL_MS / 1000),
+      });
+      return reply.redirect(localPath(request.query.back), 303);
+    });
+
+    scope.post('/sign-out', async (request, reply) => {
+      const signed = await required(request);
+      checkCsrf(signed, formCsrf(request));
+      await sessions.delete(signed.session.id);
+      reply.clearCookie(SESSION_COOKIE, { path: '/' });
+      request.log.info('console signed out');
+      return reply.redirect('/sign-in', 303);
+    });
+
+    scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
+      const signed = await required(request);
+      const ctx = context(request, signed);
+      const { views, lines } = await listViews(signed.scope);
+      return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query)));
+    });
+
+    const listViews = async (s: Scope) => {
+      const { batches } = await services.batches.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
+      const at = now();
+      const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
+      const lines = await Promise.all(accountsOf(s).map((id) => services.lines.for(id).state()));
+      return { views, lines };
+    };
+
+    scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
+      const signed = await resolve(request);
+      if (!signed) throw new ApiError(401, 'UNAUTHORIZED', 'sign in first');
+      const one = request.query.batch;
+      if (one !== undefined) await visibleBatch(signed, one);
+      const ctx = context(request, signed);
+      await streamEvents(request, reply, streams, 'batches', async () => {
+        let views: BatchView[];
+        if (one !== undefined) {
+          const info = await services.batches.get(one);
+          views = [batchView(info, await batchContext(services, info), now())];
+        } else views = (await listViews(signed.scope)).views;
+        return JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx) })));
+      });
+    });
+
+    scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/batches/:id', async (request, reply) => {
+      const signed = await required(request);
+      const info = await visibleBatch(signed, request.params.id);
+      const view = batchView(info, await batchContext(services, info), now());
+      const ctx = context(request, signed);
+      const line = await services.lines.for(info.account).state();
+      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query)));
+    });
+
+    scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/batches/:id/results', async (request, reply) => {
+      const signed = await required(request);
+      await visibleBatch(signed, request.params.id);
+      const query = ResultsQuery.safeParse(request.query);
+      if (!query.success) throw new ApiError(400, 'VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
+      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log);
+      return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
+    });
+
+    scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
+      const signed = await required(request);
+      const info = await visibleBatch(signed, request.params.id);
+      const source = await batchExportSource(services.batches, services.outcomes, info.id);
+      const stringifier = csvStringifier(config.csvDelimiter);
+      const records = (async function* () {
+        yield [...REJECT_COLUMNS];
+        for await (const reject of source.rejects()) yield rejectCells(reject);
+      })();
+      pipeline(Readable.from(records), stringifier, (err) => err && request.log.warn({ batchId: info.id, err: err.message }, 'rejects stream failed'));
+      const fileName = `${info.id.replace(/[^A-Za-z0-9._-]/g, '_')}.rejects.csv`;
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${fileName}"`).send(stringifier);
+    });
+
+    scope.post<{ Params: { id: string } }>('/batches/:id/retry', async (request, reply) => {
+      const signed = await required(request);
+      checkCsrf(signed, formCsrf(request));
+      const { id } = request.params;
+      await visibleBatch(signed, id);
+      const result = await rerunFailed(services, id, { now });
+      request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
+      return reply.redirect(`/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`, 303);
+    });
+
+    scope.post<{ Params: { account: string; action: string }; Querystring: { back?: string } }>('/accounts/:account/:action', async (request, reply) => {
+      const signed = await required(request);
+      checkCsrf(signed, formCsrf(request));
+      const { account, action } = request.params;
+      if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError(404, 'NOT_FOUND', `no account ${account}`);
+      const line = services.lines.for(account);
+      if (action === 'pause') await line.pauseByOperator('paused in the console');
+      else await line.resume();
+      request.log.info({ account, via: 'console' }, action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator');
+      const back = new URL(localPath(request.query.back), 'http://console.invalid');
+      for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);
+      back.searchParams.set(action === 'pause' ? 'paused' : 'resumed', account);
+      return reply.redirect(`${back.pathname}${back.search}`, 303);
+    });
+
+    scope.get('/upload', async (request, reply) => {
+      const signed = await required(request);
+      return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
+    });
+
+    scope.post<{ Querystring: { csrf?: string } }>(
+      '/upload',
+      {
+        // Before the body is read: a forged upload is refused without reading the file.
+        onRequest: async (request) => {
+          checkCsrf(await required(request), request.query.csrf);
+        },
+      },
+      async (request, reply) => {
+        const signed = await required(request);
+        const ctx = context(request, signed);
+        const accounts = accountsOf(signed.scope);
+        let staged: string;
+        try {
+          // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
+          const upload = await readCsvUpload(request, { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates });
+          const { csv, options } = upload;
+          const account = options.account ?? accounts[0];
+          if (account === undefined || !accounts.includes(account))
+            throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
+          const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
+          const force = options.force === true;
+          const batchId = batchIdFor(name, csv.digest, force);
+          const reuse = options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {};
+          const estimate = await estimateCost(services, batchId, csv.rows, { account, ...reuse });
+          staged = await uploads.put({
+            owner: idHash(signed.session.id),
+            batchId,
+            name,
+            digest: csv.digest,
+            account,
+            extraColumns: [...csv.header.extraColumns],
+            force,
+            ...reuse,
+            ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+            ...(options.priority !== undefined ? { priority: options.priority } : {}),
+            ...(options.weight !== undefined ? { weight: options.weight } : {}),
+            estimate,
+            rows: csv.rows,
+          });
+          request.log.info({ batchId, rows: estimate.rows, creates: estimate.creates, via: 'console' }, 'upload staged for confirmation');
+        } catch (err) {
+          const body = describeError(err);
+          if (!body || body.statusCode >= 500) throw err;
+          return page(reply, uploadPage(ctx, accounts, body.error.message), body.statusCode);
+        }
+        return reply.redirect(`/upload/${staged}`, 303);
+      },
+    );
+
+    scope.get<{ Params: { stage: string } }>('/upload/:stage', async (request, reply) => {
+      const signed = await required(request);
+      const ctx = context(request, signed);
+      const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
+      if (!upload) return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
+      return page(reply, estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate));
+    });
+
+    scope.post<{ Params: { stage: string } }>('/upload/:stage/confirm', async (request, reply) => {
+      const signed = await required(request);
+      checkCsrf(signed, formCsrf(request));
+      const ctx = context(request, signed);
+      const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
+      // Taken once: a double click confirms one batch.
+      if (!upload || !accountsOf(signed.scope).includes(upload.account) || !(await uploads.take(request.params.stage))) {
+        return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
+      }
+      const { batch, created } = await ingestOnce(() =>
+        ingest(
+          services,
+          {
+            id: upload.batchId,
+            digest: upload.digest,
+            source: 'api',
+            name: upload.name,
+            extraColumns: upload.extraColumns,
+            account: upload.account,
+            ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
+            ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
+            ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
+            ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
+          },
+          upload.rows,
+        ),
+      );
+      request.log.info(
+        { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' },
+        created ? 'batch enqueued' : 'batch already known',
+      );
+      return reply.redirect(`/batches/${encodeURIComponent(batch.id)}`, 303);
+    });
+  });
+
+  return {
+    async sessionScope(request) {
+      return (await resolve(request))?.scope;
+    },
+  };
+}
+
+/** Thrown by a page that needs a session: the error handler sends the browser to sign in. */
+class SignInNeeded extends Error {}
+
+/** A path on this site to go back to; anything else (another origin, `//host`) is `/`. */
+export function localPath(back: string | undefined): string {
+  return typeof back === 'string' && /^\/(?![/\\])/.test(back) && !/[\r\n]/.test(back) ? back : '/';
+}
+
+function flashOf(ctx: PageContext, query: Record<string, string | undefined>): string | undefined {
+  const num = (v: string | undefined) => (v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined);
+  const retried = num(query.retried);
+  if (retried !== undefined) return ctx.t('flash.retried', { n: retried, recreated: num(query.recreated) ?? 0, skipped: num(query.skipped) ?? 0 });
+  if (query.paused) return ctx.t('flash.paused', { account: query.paused.slice(0, 40) });
+  if (query.resumed) return ctx.t('flash.resumed', { account: query.resumed.slice(0, 40) });
+  return undefined;
+}

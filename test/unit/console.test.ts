@@ -1,0 +1,40 @@
+// The console's pure parts: escaping, the language choice, where a redirect may go.
+import { describe, expect, it } from 'vitest';
+import { html, raw } from '../../src/console/html.js';
+import { pickLang, translator } from '../../src/console/i18n.js';
+import { localPath } from '../../src/console/routes.js';
+
+describe('console html', () => {
+  it('escapes every value, nested templates and arrays pass as markup', () => {
+    const name = `<script>alert("x")</script>&'`;
+    expect(html`<p title="${name}">${name}</p>`.text).toBe(
+      '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</p>',
+    );
+    expect(html`<ul>${['a<', 'b'].map((x) => html`<li>${x}</li>`)}</ul>`.text).toBe('<ul><li>a&lt;</li><li>b</li></ul>');
+    expect(html`${undefined}${null}${false}${0}${raw('<br>')}`.text).toBe('0<br>');
+  });
+});
+
+describe('console language', () => {
+  it('the cookie first, then Accept-Language by q, then pt-BR', () => {
+    expect(pickLang('en', 'pt-BR')).toBe('en');
+    expect(pickLang(undefined, 'en-US,en;q=0.9')).toBe('en');
+    expect(pickLang(undefined, 'fr;q=1, en;q=0.5, pt;q=0.8')).toBe('pt-BR');
+    expect(pickLang(undefined, 'de, fr')).toBe('pt-BR');
+    expect(pickLang('xx', undefined)).toBe('pt-BR');
+    expect(pickLang(undefined, 'en;q=0')).toBe('pt-BR');
+  });
+
+  it('both dictionaries fill in their variables', () => {
+    expect(translator('en')('batch.retry', { n: 3 })).toBe('Retry the 3 failed plates');
+    expect(translator('pt-BR')('batch.retry', { n: 3 })).toBe('Tentar de novo as 3 placas com falha');
+  });
+});
+
+describe('console redirects', () => {
+  it('go only to a path of this site', () => {
+    expect(localPath('/batches/x?y=1')).toBe('/batches/x?y=1');
+    for (const bad of ['//evil.example/', '/\\evil.example', 'https://evil.example/', 'javascript:alert(1)', '', undefined, '/a\r\nSet-Cookie: x'])
+      expect(localPath(bad)).toBe('/');
+  });
+});
