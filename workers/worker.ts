@@ -20,6 +20,7 @@ import { AccountFlow } from './flow.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
 import { Recorder } from './recorder.js';
+import { startWebhookWorker } from './webhooks.js';
 
 /**
  * BullMQ's limiter as a coarse gate in front of the exact pace: it lets one job of the account
@@ -44,6 +45,8 @@ export interface WorkerDeps {
   logger: Logger;
   /** Injected to share a pool or to reach a test server; by default each client makes its own. */
   dispatcher?: Dispatcher;
+  /** For webhook deliveries (tests); by default undici's global dispatcher. */
+  webhookDispatcher?: Dispatcher;
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
@@ -51,6 +54,8 @@ export interface WorkerDeps {
 
 export interface WorkerHandle {
   workers: Worker<PlateJobData, JobResult, string>[];
+  /** The webhook deliveries' worker (none without VQ_WEBHOOK_SECRET). */
+  webhookWorker: ReturnType<typeof startWebhookWorker>;
   services: Omit<QueueServices, 'close'>;
   clients: Map<string, UpstreamClient>;
   learner: PollLearner;
@@ -67,6 +72,34 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
   const services = queueServicesOn(config, commands, now);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
+  // Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
+  // never allowed to fail the plate's job (its outcome is stored already).
+  const onBatchFinished = async (batchId: string) => {
+    try {
+      const id = await services.webhooks.batchFinished(batchId);
+      if (id) logger.info({ batchId, webhookId: id }, 'webhook batch.finished emitted');
+    } catch (err) {
+      logger.error({ err, batchId }, 'could not emit the batch.finished webhook');
+    }
+  };
+  const onPaused = async (accountId: string) => {
+    try {
+      const pause = (await services.lines.for(accountId).state()).pause;
+      if (!pause) return;
+      const ids = await services.webhooks.accountPaused(accountId, pause);
+      if (ids.length > 0) logger.info({ account: accountId, webhookIds: ids }, 'webhook account.paused emitted');
+    } catch (err) {
+      logger.error({ err, account: accountId }, 'could not emit the account.paused webhook');
+    }
+  };
+  const webhookWorker = startWebhookWorker(config, {
+    connection: blocking,
+    deliveries: services.webhooks.deliveries,
+    logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.webhookDispatcher ? { dispatcher: deps.webhookDispatcher } : {}),
+    now,
+  });
   const recorder = new Recorder({
     outcomes: services.outcomes,
     batches: services.batches,
@@ -75,6 +108,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
+    onBatchFinished,
   });
   const clients = new Map<string, UpstreamClient>();
   const workers = config.accounts.map((account) => {
@@ -102,6 +136,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       now,
       ...(deps.random ? { random: deps.random } : {}),
+      onPaused,
     });
     const processor = new PlateProcessor({
       config,
@@ -162,6 +197,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   let closing: Promise<void> | undefined;
   return {
     workers,
+    webhookWorker,
     services,
     clients,
     learner,
@@ -169,9 +205,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       closing ??= (async () => {
         clearInterval(feedTimer);
         clearInterval(recoverTimer);
-        await Promise.all(workers.map((w) => w.close()));
+        await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();
+        await services.webhooks.close();
         await Promise.allSettled([commands.quit(), blocking.quit()]);
       })();
       return closing;

@@ -17,7 +17,9 @@
 // | learn:<product>                  | hash   | queue/poll-schedule.ts    |
 // | reuse:<plate>                    | string | queue/reuse.ts            |
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
-// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
+// | batch:<id>:webhooks              | hash   | sinks/webhooks/ (deliveries of the batch's events) |
+// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`) and of the
+// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`).
 
 export interface KeySettings {
   prefix: string;
@@ -131,5 +133,10 @@ export class VqbKeys {
   // --- producers/inbox*.ts
   inbox(name: string): string {
     return `${this.base}:inbox:${name}`;
+  }
+
+  // --- sinks/webhooks/
+  batchWebhooks(batchId: string): string {
+    return `${this.base}:batch:${batchId}:webhooks`;
   }
 }

@@ -41,6 +41,7 @@ const OWNERS: Record<string, string> = {
   learner: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
   inbox: 'src/producers/inbox-',
+  batchWebhooks: 'src/sinks/webhooks/',
 };
 
 describe('one owner per Redis structure', () => {

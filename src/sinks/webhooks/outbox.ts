@@ -1,0 +1,117 @@
+// Emitting an event: one BullMQ job per (event, target) on the webhooks' own queue
+// `<VQ_QUEUE>.webhooks` (same prefix, same hash tag), never on an account's plate queue, so a slow
+// or failing receiver holds up nothing but its own deliveries. The job id is the webhook-id,
+// derived from the event: whichever process notices the event first adds the job, and any other
+// that notices it too adds nothing (BullMQ keeps one job per id).
+import { Queue } from 'bullmq';
+import type { Config } from '../../config.js';
+import type { AccountPause } from '../../queue/accounts.js';
+import type { BatchStore } from '../../queue/batch/store.js';
+import type { RedisClient } from '../../queue/redis.js';
+import type { VqbKeys } from '../../queue/keys.js';
+import { type DeliveryRecord, DeliveryLog } from './deliveries.js';
+import { accountPausedEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
+
+export const WEBHOOK_JOB = 'webhook';
+
+export interface WebhookJobData {
+  /** The webhook-id (also the job id). */
+  id: string;
+  type: WebhookEventType;
+  url: string;
+  /** The batch whose status shows this delivery, when it is for a batch. */
+  batchId?: string;
+  /** The payload, fixed when the event is emitted: every attempt sends the same bytes. */
+  body: string;
+}
+
+export function webhookQueueName(config: Pick<Config, 'queueName'>): string {
+  return `${config.queueName}.webhooks`;
+}
+
+/** Finished delivery jobs are kept this long: an event noticed again within it is not sent again. */
+const KEEP_SECONDS = 7 * 86_400;
+
+export class WebhookOutbox {
+  readonly deliveries: DeliveryLog;
+  readonly #config: Config;
+  readonly #redis: RedisClient;
+  readonly #batches: BatchStore;
+  readonly #now: () => number;
+  #queue: Queue<WebhookJobData, unknown, string> | undefined;
+
+  constructor(config: Config, redis: RedisClient, keys: VqbKeys, batches: BatchStore, now: () => number = Date.now) {
+    this.#config = config;
+    this.#redis = redis;
+    this.#batches = batches;
+    this.#now = now;
+    this.deliveries = new DeliveryLog(redis, keys);
+  }
+
+  /** Opened on first use: most processes that open the services never emit anything. */
+  get queue(): Queue<WebhookJobData, unknown, string> {
+    this.#queue ??= new Queue<WebhookJobData, unknown, string>(webhookQueueName(this.#config), {
+      connection: this.#redis,
+      prefix: this.#config.prefix,
+      defaultJobOptions: {
+        attempts: this.#config.webhooks.attempts,
+        backoff: { type: 'exponential', delay: this.#config.webhooks.backoffMs },
+        removeOnComplete: { age: KEEP_SECONDS },
+        removeOnFail: { age: KEEP_SECONDS },
+      },
+    });
+    return this.#queue;
+  }
+
+  /**
+   * The batch finished: its callbackUrl, if it has one, gets `batch.finished`. Safe to call from
+   * every process that sees the batch finish (and again after a crash): one delivery per finish.
+   * A batch finished again after a retry of its failed plates is a new event.
+   */
+  async batchFinished(batchId: string): Promise<string | undefined> {
+    const info = await this.#batches.get(batchId);
+    const url = info.callbackUrl;
+    if (url === undefined || info.finishedAt === undefined) return undefined;
+    const event = batchFinishedEvent({ ...info, finishedAt: info.finishedAt }, this.#config.webhooks.publicUrl);
+    const id = messageId('batch.finished', batchId, String(info.finishedAt), url);
+    await this.#send(id, event, url, batchId);
+    return id;
+  }
+
+  /**
+   * A key-level failure paused the account: every unfinished batch of the account with a
+   * callbackUrl gets `account.paused` (a person must act before it can finish), and so does
+   * VQ_WEBHOOK_URL. Returns the webhook-ids.
+   */
+  async accountPaused(accountId: string, pause: AccountPause): Promise<string[]> {
+    const { publicUrl, url: globalUrl } = this.#config.webhooks;
+    const ids: string[] = [];
+    const { batches } = await this.#batches.list(0, Number.MAX_SAFE_INTEGER, [accountId]);
+    for (const info of batches) {
+      const url = info.callbackUrl;
+      if (info.finishedAt !== undefined || url === undefined) continue;
+      const id = messageId('account.paused', accountId, String(pause.at), info.id, url);
+      await this.#send(id, accountPausedEvent(accountId, pause, info.id, publicUrl), url, info.id);
+      ids.push(id);
+    }
+    if (globalUrl !== undefined) {
+      const id = messageId('account.paused', accountId, String(pause.at), '', globalUrl);
+      await this.#send(id, accountPausedEvent(accountId, pause, undefined, publicUrl), globalUrl, undefined);
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  async #send(id: string, event: WebhookEvent, url: string, batchId: string | undefined): Promise<void> {
+    if (batchId !== undefined) {
+      const record: DeliveryRecord = { id, event: event.type, url, state: 'pending', attempts: 0, createdAt: this.#now() };
+      await this.deliveries.emitted(batchId, record);
+    }
+    const data: WebhookJobData = { id, type: event.type, url, ...(batchId !== undefined ? { batchId } : {}), body: JSON.stringify(event) };
+    await this.queue.add(WEBHOOK_JOB, data, { jobId: id });
+  }
+
+  async close(): Promise<void> {
+    await this.#queue?.close();
+  }
+}
