@@ -38,8 +38,19 @@ export async function startReceiver(secret: string, answer: Answerer = () => 204
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const headers = { 'webhook-id': String(req.headers['webhook-id'] ?? ''), 'webhook-timestamp': String(req.headers['webhook-timestamp'] ?? ''), 'webhook-signature': String(req.headers['webhook-signature'] ?? '') };
-      const delivery: Delivery = { id: headers['webhook-id'], timestamp: Number(headers['webhook-timestamp']), signature: headers['webhook-signature'], body, payload: undefined, path: req.url ?? '' };
+      const headers = {
+        'webhook-id': String(req.headers['webhook-id'] ?? ''),
+        'webhook-timestamp': String(req.headers['webhook-timestamp'] ?? ''),
+        'webhook-signature': String(req.headers['webhook-signature'] ?? ''),
+      };
+      const delivery: Delivery = {
+        id: headers['webhook-id'],
+        timestamp: Number(headers['webhook-timestamp']),
+        signature: headers['webhook-signature'],
+        body,
+        payload: undefined,
+        path: req.url ?? '',
+      };
       try {
         delivery.payload = verifier.verify(body, headers);
       } catch (err) {

@@ -79,7 +79,13 @@ describe('webhooks: batch.finished', () => {
     expect(delivery!.payload).toMatchObject({
       type: 'batch.finished',
       timestamp: expect.any(String),
-      data: { batchId: id, name: 'hooks', account: 'default', counts: { total: 6, enqueued: 5, done: 5, failed: 0, rejected: 1 }, links: { results: `${PUBLIC_URL}/v1/batches/${id}/results` } },
+      data: {
+        batchId: id,
+        name: 'hooks',
+        account: 'default',
+        counts: { total: 6, enqueued: 5, done: 5, failed: 0, rejected: 1 },
+        links: { results: `${PUBLIC_URL}/v1/batches/${id}/results` },
+      },
     });
 
     await waitFor(async () => (await batchStatus(h, id)).webhooks?.[0]?.state === 'delivered');
@@ -88,7 +94,17 @@ describe('webhooks: batch.finished', () => {
     // The counts of the event are the batch's, as its status shows them.
     expect(delivery!.payload.data.counts).toEqual(view.counts);
     expect(view.webhooks).toEqual([
-      { id: delivery!.id, event: 'batch.finished', url: rx.url, state: 'delivered', attempts: 1, lastStatus: 204, lastAttemptAt: expect.any(String), deliveredAt: expect.any(String), createdAt: expect.any(String) },
+      {
+        id: delivery!.id,
+        event: 'batch.finished',
+        url: rx.url,
+        state: 'delivered',
+        attempts: 1,
+        lastStatus: 204,
+        lastAttemptAt: expect.any(String),
+        deliveredAt: expect.any(String),
+        createdAt: expect.any(String),
+      },
     ]);
 
     // Noticed again (another worker, a restart): the same job id, nothing sent twice.
@@ -263,7 +279,7 @@ describe('vqb run --notify', () => {
     const env = harnessEnv(h, { VQ_WEBHOOK_SECRET: SECRET, VQ_WEBHOOK_ALLOW: '127.0.0.1' });
 
     const refused = await spawnVqb(['run', file, '--notify', 'http://evil.test/hook'], env).done;
-    expect(refused.code).not.toBe(0);
+    expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/VQ_WEBHOOK_ALLOW/);
     expect((await h.services.batches.list()).total).toBe(0);
 
