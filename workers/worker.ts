@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import { requireAccountUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
+import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
 import { connectRedis } from '../src/queue/redis.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
@@ -40,6 +41,7 @@ export function gateFor(intervalMs: number): { max: number; duration: number } {
 /** How often each process tops up the account queues from the scheduler. */
 const FEED_EVERY_MS = 200;
 const RECOVER_EVERY_MS = 10_000;
+const WEBHOOK_SWEEP_MS = 60_000;
 
 export interface WorkerDeps {
   logger: Logger;
@@ -194,6 +196,22 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     }
   }, RECOVER_EVERY_MS);
 
+  // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
+  const sweepWebhooks = async () => {
+    if (config.webhooks.secret === undefined) return;
+    const pauses = (await services.lines.states()).flatMap((state) =>
+      state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
+    );
+    const ids = await services.webhooks.sweep(pauses);
+    if (ids.length > 0) logger.info({ webhookIds: ids }, 'webhooks emitted that were noticed but not sent (a process stopped in between)');
+  };
+  let sweeping: Promise<void> = Promise.resolve();
+  const sweep = () => {
+    sweeping = sweepWebhooks().catch((err: unknown) => logger.error({ err }, 'could not look for unsent webhooks'));
+  };
+  sweep();
+  const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+
   let closing: Promise<void> | undefined;
   return {
     workers,
@@ -205,6 +223,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       closing ??= (async () => {
         clearInterval(feedTimer);
         clearInterval(recoverTimer);
+        clearInterval(sweepTimer);
+        await sweeping;
         await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();

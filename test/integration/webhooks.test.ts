@@ -3,7 +3,8 @@
 // customer's application would. Retries keep the webhook-id; a receiver that never answers holds
 // up nothing; account.paused arrives when the key expires; bad targets are refused up front.
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -12,6 +13,7 @@ import { createHttpApi } from '../../src/api/server.js';
 import { type Config, loadConfig, type Overrides } from '../../src/config.js';
 import { isError, ConfigError } from '../../src/errors.js';
 import { Batch, createVqb } from '../../src/index.js';
+import { createInboxWatcher } from '../../src/producers/inbox.js';
 import { ingestList } from '../../src/producers/list.js';
 import { hostAllowed } from '../../src/sinks/webhooks/target.js';
 import { type Harness, makePlates, TEST_KEY, useHarness } from '../helpers/engine.js';
@@ -160,6 +162,52 @@ describe('webhooks: batch.finished', () => {
     expect((await batchStatus(h, batch.id)).webhooks?.[0]).toMatchObject({ state: 'retrying', lastError: expect.stringMatching(/no answer within 1000 ms/) });
     await rx.waitFor(2);
     expect(new Set(rx.deliveries.map((d) => d.id)).size).toBe(1);
+  });
+});
+
+describe('webhooks: nothing lost to a crash', () => {
+  it('a batch finished by a process that stopped before emitting (the Lua ran, no job was added) is sent by the next worker that starts', async () => {
+    const rx = await receiver();
+    const h = await harness.start({ label: 'wh-sweep', config: settings(), workers: 0 });
+    const plates = makePlates(2);
+    const { batch } = await ingestList(h.services, plates, { source: 'library', callbackUrl: rx.url });
+    // What a worker does up to its crash: the outcomes recorded, the batch finished by the script.
+    for (const plate of plates) await h.services.outcomes.record({ batchId: batch.id, plate, status: 'done', finishedAt: Date.now(), requests: 2, polls: 1, attempts: 1 });
+    expect((await h.services.batches.get(batch.id)).finishedAt).toBeDefined();
+    expect(await h.services.webhooks.queue.getJobCounts('waiting', 'completed')).toEqual({ waiting: 0, completed: 0 });
+
+    h.startWorker();
+    const [delivery] = await rx.waitFor(1);
+    expect(delivery!.verifyError).toBeUndefined();
+    expect(delivery!.payload).toMatchObject({ type: 'batch.finished', data: { batchId: batch.id, counts: { done: 2 } } });
+  });
+});
+
+describe('webhooks: the drop folder', () => {
+  it('a file dropped in the inbox becomes a batch whose batch.finished goes to VQ_INBOX_NOTIFY_URL', async () => {
+    const rx = await receiver();
+    const root = await mkdtemp(join(tmpdir(), 'vqb-wh-inbox-'));
+    try {
+      const h = await harness.start({ label: 'wh-inbox', config: settings({ VQ_ROOT: root, VQ_INBOX_NOTIFY_URL: rx.url, VQ_INBOX_STABLE: '100ms' }) });
+      const watcher = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
+      try {
+        await mkdir(join(root, 'inbox'), { recursive: true });
+        // Written as .part and renamed when complete: taken at the next scan.
+        await writeFile(join(root, 'inbox', 'frota.csv.part'), 'placa;cliente\r\nABC1234;1\r\nXYZ9Z99;2\r\n');
+        await rename(join(root, 'inbox', 'frota.csv.part'), join(root, 'inbox', 'frota.csv'));
+        await waitFor(async () => {
+          await watcher.scanOnce();
+          return (await h.services.batches.list()).total === 1;
+        });
+        const [delivery] = await rx.waitFor(1);
+        expect(delivery!.verifyError).toBeUndefined();
+        expect(delivery!.payload).toMatchObject({ type: 'batch.finished', data: { source: 'inbox', name: 'frota.csv', counts: { enqueued: 2, done: 2 } } });
+      } finally {
+        await watcher.stop();
+      }
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
 

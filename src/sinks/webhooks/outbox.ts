@@ -83,7 +83,7 @@ export class WebhookOutbox {
    * callbackUrl gets `account.paused` (a person must act before it can finish), and so does
    * VQ_WEBHOOK_URL. Returns the webhook-ids.
    */
-  async accountPaused(accountId: string, pause: AccountPause): Promise<string[]> {
+  async accountPaused(accountId: string, pause: AccountPause, onlyNew = false): Promise<string[]> {
     const { publicUrl, url: globalUrl } = this.#config.webhooks;
     const ids: string[] = [];
     const { batches } = await this.#batches.list(0, Number.MAX_SAFE_INTEGER, [accountId]);
@@ -91,15 +91,37 @@ export class WebhookOutbox {
       const url = info.callbackUrl;
       if (info.finishedAt !== undefined || url === undefined) continue;
       const id = messageId('account.paused', accountId, String(pause.at), info.id, url);
+      if (onlyNew && (await this.deliveries.get(info.id, id)) !== undefined) continue;
       await this.#send(id, accountPausedEvent(accountId, pause, info.id, publicUrl), url, info.id);
       ids.push(id);
     }
     if (globalUrl !== undefined) {
       const id = messageId('account.paused', accountId, String(pause.at), '', globalUrl);
+      // No delivery log without a batch: BullMQ's job (kept 7 days) is the record.
+      if (onlyNew && (await this.queue.getJobState(id)) !== 'unknown') return ids;
       await this.#send(id, accountPausedEvent(accountId, pause, undefined, publicUrl), globalUrl, undefined);
       ids.push(id);
     }
     return ids;
+  }
+
+  /**
+   * Emits what a process that crashed at the wrong moment (after the batch finished or the account
+   * paused, before its job was added) left unsent: the newest `limit` batches, and every account
+   * paused by a key failure. Everything it emits has its derived id, so what was sent is not sent
+   * again. Returns the webhook-ids it added.
+   */
+  async sweep(pauses: readonly { account: string; pause: AccountPause }[], limit = 50): Promise<string[]> {
+    const added: string[] = [];
+    const { batches } = await this.#batches.list(0, limit);
+    for (const info of batches) {
+      if (info.finishedAt === undefined || info.callbackUrl === undefined) continue;
+      const id = messageId('batch.finished', info.id, String(info.finishedAt), info.callbackUrl);
+      if ((await this.deliveries.get(info.id, id)) !== undefined) continue;
+      if ((await this.batchFinished(info.id)) === id) added.push(id);
+    }
+    for (const { account, pause } of pauses) added.push(...(await this.accountPaused(account, pause, true)));
+    return added;
   }
 
   async #send(id: string, event: WebhookEvent, url: string, batchId: string | undefined): Promise<void> {
