@@ -199,9 +199,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
   const sweepWebhooks = async () => {
     if (config.webhooks.secret === undefined) return;
-    const pauses = (await services.lines.states()).flatMap((state) =>
-      state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
-    );
+    const pauses = (await services.lines.states()).flatMap((state) => (state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : []));
     const ids = await services.webhooks.sweep(pauses);
     if (ids.length > 0) logger.info({ webhookIds: ids }, 'webhooks emitted that were noticed but not sent (a process stopped in between)');
   };
