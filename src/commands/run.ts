@@ -94,7 +94,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
     // A --batch-id that another file's batch holds: nothing of this file is queued under it.
     if (existing) await services.batches.assertContent(batchId, digest);
-    if (existing && callbackUrl !== undefined && existing.callbackUrl !== callbackUrl) await services.batches.setCallbackUrl(batchId, callbackUrl);
+    if (existing && callbackUrl !== undefined) await services.webhooks.retarget(batchId, callbackUrl);
     if (existing?.sealed) {
       ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {

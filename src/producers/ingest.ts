@@ -82,6 +82,11 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     ...(options.digest !== undefined ? { digest: options.digest } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
+  // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
+  if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {
+    await services.webhooks.retarget(info.id, callbackUrl);
+    info.callbackUrl = callbackUrl;
+  }
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not
   // both store its rows: one ingests, the other waits and then finds the batch sealed.

@@ -115,6 +115,15 @@ describe('webhooks: batch.finished', () => {
     expect(counts).toMatchObject({ completed: 1, waiting: 0, delayed: 0, active: 0, prioritized: 0 });
     expect(rx.deliveries).toHaveLength(1);
 
+    // The same content again with another callbackUrl: the same (finished) batch, and the new receiver is told.
+    const other = await receiver();
+    const again = await call('/v1/batches', { json: { plates: [...makePlates(5), 'NOPE'], name: 'hooks', callbackUrl: other.url } });
+    expect(again.json.batch).toMatchObject({ id, created: false, callbackUrl: other.url });
+    const [toOther] = await other.waitFor(1);
+    expect(toOther!.verifyError).toBeUndefined();
+    expect(toOther!.payload.data.batchId).toBe(id);
+    expect(rx.deliveries).toHaveLength(1);
+
     // The secret is in no log line and no config dump.
     const secretBody = SECRET.slice('whsec_'.length);
     expect(JSON.stringify(h.config)).not.toContain(secretBody);
@@ -341,5 +350,16 @@ describe('vqb run --notify', () => {
 
     const status = await spawnVqb(['status', delivery!.payload.data.batchId, '--json'], env).done;
     expect(JSON.parse(status.stdout).webhooks[0]).toMatchObject({ id: delivery!.id, state: 'delivered', attempts: 1 });
+
+    // The same file again (the finished batch, resumed) with another --notify URL: that one is told too.
+    const other = await receiver();
+    const again = await spawnVqb(['run', file, '--notify', other.url], env).done;
+    expect(again.code).toBe(0);
+    const [second] = await other.waitFor(1);
+    expect(second!.verifyError).toBeUndefined();
+    expect(second!.payload.data.batchId).toBe(delivery!.payload.data.batchId);
+    expect(second!.id).not.toBe(delivery!.id);
+    expect(again.stdout).toContain(`webhook batch.finished delivered to ${other.url}`);
+    expect(rx.deliveries).toHaveLength(1);
   });
 });

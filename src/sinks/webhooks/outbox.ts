@@ -79,6 +79,18 @@ export class WebhookOutbox {
   }
 
   /**
+   * The batch exists and is given another callbackUrl (its content sent again with one, `vqb run
+   * --notify` resuming it): stored, and if the batch has finished already, the new receiver is
+   * told now (a new delivery: the id covers the receiver).
+   */
+  async retarget(batchId: string, url: string): Promise<void> {
+    const info = await this.#batches.get(batchId);
+    if (info.callbackUrl === url) return;
+    await this.#batches.setCallbackUrl(batchId, url);
+    if (info.finishedAt !== undefined) await this.batchFinished(batchId);
+  }
+
+  /**
    * A key-level failure paused the account: every unfinished batch of the account with a
    * callbackUrl gets `account.paused` (a person must act before it can finish), and so does
    * VQ_WEBHOOK_URL. Returns the webhook-ids.
