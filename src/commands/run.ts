@@ -89,7 +89,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       // Running the command again is how a user says "I fixed the key": try once more. An
       // operator's `vqb pause` is theirs to lift.
       ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
-      await line.resume();
+      await services.webhooks.accountResumed(account.id, await line.resume());
     }
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
     // A --batch-id that another file's batch holds: nothing of this file is queued under it.

@@ -91,7 +91,7 @@ export const BatchLinks = z.object({
 
 export const WebhookDelivery = z.object({
   id: z.string().describe('the webhook-id, the same on every attempt'),
-  event: z.enum(['batch.finished', 'account.paused']),
+  event: z.enum(['batch.finished', 'account.paused', 'account.resumed']),
   url: z.string(),
   state: z.enum(['pending', 'retrying', 'delivered', 'failed']),
   attempts: count,

@@ -220,8 +220,8 @@ describe('webhooks: the drop folder', () => {
   });
 });
 
-describe('webhooks: account.paused', () => {
-  it("an expired key pauses the account: each waiting batch's callbackUrl and VQ_WEBHOOK_URL get account.paused with the advice", async () => {
+describe('webhooks: account.paused and account.resumed', () => {
+  it("an expired key pauses the account: each waiting batch's callbackUrl and VQ_WEBHOOK_URL get account.paused with the advice, and account.resumed when it goes on", async () => {
     const rx = await receiver();
     const h = await harness.start({
       label: 'wh-paused',
@@ -247,6 +247,26 @@ describe('webhooks: account.paused', () => {
     expect(view.waiting?.code).toBe('EXPIRED_API_KEY');
     // Paused once, told once.
     expect(rx.deliveries.filter((d) => d.payload?.type === 'account.paused')).toHaveLength(2);
+
+    // The key rotated and the account resumed (as `vqb resume` does): the same receivers hear it, and the batch finishes.
+    h.sim.keys.add({ key: 'rotated-key-2' });
+    await writeFile(h.keyFile, 'rotated-key-2\n');
+    const vqb = await createVqb({ config: h.config, logger: h.logs.logger });
+    try {
+      await vqb.resume();
+    } finally {
+      await vqb.close();
+    }
+    const resumed = await rx.waitFor(2, (d) => d.payload?.type === 'account.resumed');
+    for (const d of resumed) expect(d.verifyError).toBeUndefined();
+    expect(resumed.find((d) => d.path === '/hooks')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY', batchId: batch.id, resumedAt: expect.any(String) });
+    expect(resumed.find((d) => d.path === '/global')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY' });
+    const [finished] = await rx.waitFor(1, (d) => d.payload?.type === 'batch.finished');
+    expect(finished!.payload.data.counts).toMatchObject({ enqueued: 120, done: 120, failed: 0 });
+
+    // An operator's own pause and resume send nothing.
+    await h.line.pauseByOperator();
+    expect(await h.services.webhooks.accountResumed('default', await h.line.resume())).toEqual([]);
   });
 });
 

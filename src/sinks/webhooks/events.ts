@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { AccountPause } from '../../queue/accounts.js';
 import type { BatchCounts, BatchInfo } from '../../queue/batch/store.js';
 
-export type WebhookEventType = 'batch.finished' | 'account.paused';
+export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
 
 export interface BatchFinishedData {
   batchId: string;
@@ -26,6 +26,8 @@ export interface AccountPausedData {
   /** What happened and what to do (the advice `vqb status` shows). */
   message: string;
   pausedAt: string;
+  /** account.resumed: when the pause was lifted. */
+  resumedAt?: string;
   /** The batch this delivery is for (its callbackUrl), when it is for one. */
   batchId?: string;
   links?: { self: string; results: string };
@@ -66,15 +68,23 @@ export function batchFinishedEvent(info: BatchInfo & { finishedAt: number }, pub
   };
 }
 
-export function accountPausedEvent(account: string, pause: AccountPause, batchId: string | undefined, publicUrl: string | undefined): WebhookEvent<'account.paused'> {
+/** account.paused (at the pause), or account.resumed (`resumedAt` given: the pause it ended). */
+export function accountEvent(
+  account: string,
+  pause: AccountPause,
+  batchId: string | undefined,
+  publicUrl: string | undefined,
+  resumedAt?: number,
+): WebhookEvent<'account.paused' | 'account.resumed'> {
   return {
-    type: 'account.paused',
-    timestamp: new Date(pause.at).toISOString(),
+    type: resumedAt === undefined ? 'account.paused' : 'account.resumed',
+    timestamp: new Date(resumedAt ?? pause.at).toISOString(),
     data: {
       account,
       code: pause.code,
       message: pause.message,
       pausedAt: new Date(pause.at).toISOString(),
+      ...(resumedAt !== undefined ? { resumedAt: new Date(resumedAt).toISOString() } : {}),
       ...(batchId !== undefined ? { batchId, links: publicLinks(batchId, publicUrl) } : {}),
     },
   };

@@ -5,12 +5,12 @@
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
-import type { AccountPause } from '../../queue/accounts.js';
+import { type AccountPause, OPERATOR_PAUSE } from '../../queue/accounts.js';
 import type { BatchStore } from '../../queue/batch/store.js';
 import type { RedisClient } from '../../queue/redis.js';
 import type { VqbKeys } from '../../queue/keys.js';
 import { type DeliveryRecord, DeliveryLog } from './deliveries.js';
-import { accountPausedEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
+import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
 
 export const WEBHOOK_JOB = 'webhook';
 
@@ -96,22 +96,38 @@ export class WebhookOutbox {
    * VQ_WEBHOOK_URL. Returns the webhook-ids.
    */
   async accountPaused(accountId: string, pause: AccountPause, onlyNew = false): Promise<string[]> {
+    return this.#toAccountTargets(accountId, pause, undefined, onlyNew);
+  }
+
+  /**
+   * The pause of a key failure was lifted (`vqb resume`, `vqb run` trying again): the same
+   * receivers as its account.paused learn that the batches go on. An operator's own pause and
+   * resume send nothing.
+   */
+  async accountResumed(accountId: string, lifted: AccountPause | undefined): Promise<string[]> {
+    if (lifted === undefined || lifted.code === OPERATOR_PAUSE) return [];
+    return this.#toAccountTargets(accountId, lifted, this.#now(), false);
+  }
+
+  /** Every unfinished batch of the account with a callbackUrl, and VQ_WEBHOOK_URL. */
+  async #toAccountTargets(accountId: string, pause: AccountPause, resumedAt: number | undefined, onlyNew: boolean): Promise<string[]> {
     const { publicUrl, url: globalUrl } = this.#config.webhooks;
+    const type = resumedAt === undefined ? 'account.paused' : 'account.resumed';
     const ids: string[] = [];
     const { batches } = await this.#batches.list(0, Number.MAX_SAFE_INTEGER, [accountId]);
     for (const info of batches) {
       const url = info.callbackUrl;
       if (info.finishedAt !== undefined || url === undefined) continue;
-      const id = messageId('account.paused', accountId, String(pause.at), info.id, url);
+      const id = messageId(type, accountId, String(pause.at), info.id, url);
       if (onlyNew && (await this.deliveries.get(info.id, id)) !== undefined) continue;
-      await this.#send(id, accountPausedEvent(accountId, pause, info.id, publicUrl), url, info.id);
+      await this.#send(id, accountEvent(accountId, pause, info.id, publicUrl, resumedAt), url, info.id);
       ids.push(id);
     }
     if (globalUrl !== undefined) {
-      const id = messageId('account.paused', accountId, String(pause.at), '', globalUrl);
+      const id = messageId(type, accountId, String(pause.at), '', globalUrl);
       // No delivery log without a batch: BullMQ's job (kept 7 days) is the record.
       if (onlyNew && (await this.queue.getJobState(id)) !== 'unknown') return ids;
-      await this.#send(id, accountPausedEvent(accountId, pause, undefined, publicUrl), globalUrl, undefined);
+      await this.#send(id, accountEvent(accountId, pause, undefined, publicUrl, resumedAt), globalUrl, undefined);
       ids.push(id);
     }
     return ids;
