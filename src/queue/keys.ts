@@ -19,7 +19,9 @@
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
 // | console:session:<sha256 of id>   | hash   | console/sessions.ts       |
 // | console:upload:<id>              | string | console/uploads.ts (staged before confirm) |
-// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
+// | batch:<id>:webhooks              | hash   | sinks/webhooks/ (deliveries of the batch's events) |
+// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`) and of the
+// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`).
 
 export interface KeySettings {
   prefix: string;
@@ -143,5 +145,10 @@ export class VqbKeys {
   // --- console/uploads.ts
   consoleUpload(id: string): string {
     return `${this.base}:console:upload:${id}`;
+  }
+
+  // --- sinks/webhooks/
+  batchWebhooks(batchId: string): string {
+    return `${this.base}:batch:${batchId}:webhooks`;
   }
 }
