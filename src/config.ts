@@ -1,8 +1,10 @@
 // Every setting is read here, once, from the environment plus CLI overrides, validated with zod,
 // and handed down as a frozen Config. Nothing else in the code base reads process.env.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { defaultAccount, loadAccountsFile, type Account } from './accounts.js';
 import { ConfigError, VqbError } from './errors.js';
+import { hostAllowed } from './sinks/webhooks/target.js';
 
 export type { Account } from './accounts.js';
 
@@ -187,6 +189,27 @@ export const SETTINGS = {
     help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up',
   },
   VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
+  VQ_WEBHOOK_SECRET: {
+    schema: z.string().min(1).optional(),
+    help: 'signing secret of the webhooks, `whsec_` + base64 of 24–64 random bytes (Standard Webhooks); needed for any callbackUrl',
+  },
+  VQ_WEBHOOK_SECRET_FILE: { schema: z.string().min(1).optional(), help: 'file holding the webhook secret instead of VQ_WEBHOOK_SECRET (read at start-up)' },
+  VQ_WEBHOOK_ALLOW: {
+    schema: z.string().min(1).optional(),
+    help: 'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for its subdomains); unset = any host',
+  },
+  VQ_WEBHOOK_URL: {
+    schema: z.url({ protocol: /^https?$/ }).optional(),
+    help: "receives the account-level events (account.paused) of every account, besides each waiting batch's callbackUrl",
+  },
+  VQ_WEBHOOK_ATTEMPTS: { schema: int(1, 100).default(15), help: 'tries per webhook delivery before it is given up (the same webhook-id on every try)' },
+  VQ_WEBHOOK_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay of a failed delivery, doubling each time (15 tries ≈ 4.5 h)' },
+  VQ_WEBHOOK_TIMEOUT: { schema: duration.default(10_000), help: 'time a receiver has to answer a delivery; a slower one counts as failed (and is retried)' },
+  VQ_PUBLIC_URL: {
+    schema: z.url({ protocol: /^https?$/ }).optional(),
+    help: 'public base URL of `vqb serve` (https://vqb.example.com), for absolute results links in webhooks; unset: links are paths',
+  },
+  VQ_INBOX_NOTIFY_URL: { schema: z.url({ protocol: /^https?$/ }).optional(), help: 'callbackUrl of every batch the drop folder makes' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
 } as const;
 
@@ -233,7 +256,38 @@ export interface Config {
   http: { host: string; port: number; bodyLimit: number; maxPlates: number; requestTimeoutMs: number; tokens: TokenSource | undefined; trustProxy?: string[] };
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
+  webhooks: WebhookSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export interface WebhookSettings {
+  /** The signing secret (`whsec_…`); without one no callbackUrl is accepted. */
+  secret: Secret | undefined;
+  /** Hosts deliveries may go to (`*.example.com` covers its subdomains); empty = any. */
+  allow: readonly string[];
+  /** Receives account-level events of every account. */
+  url: string | undefined;
+  attempts: number;
+  backoffMs: number;
+  timeoutMs: number;
+  /** Base of absolute links in payloads (no trailing slash); unset = links are paths. */
+  publicUrl: string | undefined;
+  /** callbackUrl of the drop folder's batches. */
+  inboxNotifyUrl: string | undefined;
+}
+
+/** `whsec_` + base64 of 24–64 bytes, as the Standard Webhooks specification asks of a secret. */
+export function parseWebhookSecret(raw: string, variable: string): Secret {
+  const text = raw.trim();
+  const body = text.startsWith('whsec_') ? text.slice(6) : undefined;
+  const bytes = body !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(body) ? Buffer.from(body, 'base64').length : 0;
+  if (bytes < 24 || bytes > 64) {
+    throw new ConfigError(
+      variable,
+      'expected a webhook secret `whsec_` + base64 of 24–64 random bytes (e.g. `echo whsec_$(openssl rand -base64 32)`); the value given is not one (not shown)',
+    );
+  }
+  return new Secret(text);
 }
 
 type Parsed = { [K in SettingName]: z.output<(typeof SETTINGS)[K]['schema']> };
@@ -274,6 +328,35 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   let apiKey: ApiKeySource | undefined;
   if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
   else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
+
+  if (v.VQ_WEBHOOK_SECRET && v.VQ_WEBHOOK_SECRET_FILE) throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', 'set either VQ_WEBHOOK_SECRET or VQ_WEBHOOK_SECRET_FILE, not both');
+  let webhookSecret: Secret | undefined;
+  if (v.VQ_WEBHOOK_SECRET) webhookSecret = parseWebhookSecret(v.VQ_WEBHOOK_SECRET, 'VQ_WEBHOOK_SECRET');
+  else if (v.VQ_WEBHOOK_SECRET_FILE) {
+    let text: string;
+    try {
+      text = readFileSync(v.VQ_WEBHOOK_SECRET_FILE, 'utf8');
+    } catch {
+      throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', `expected a readable file holding the webhook secret; cannot read ${v.VQ_WEBHOOK_SECRET_FILE}`);
+    }
+    webhookSecret = parseWebhookSecret(text, 'VQ_WEBHOOK_SECRET_FILE');
+  }
+  if ((v.VQ_WEBHOOK_URL || v.VQ_INBOX_NOTIFY_URL) && !webhookSecret) {
+    throw new ConfigError(v.VQ_WEBHOOK_URL ? 'VQ_WEBHOOK_URL' : 'VQ_INBOX_NOTIFY_URL', 'webhooks are signed: set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE) too');
+  }
+  const webhookAllow = (v.VQ_WEBHOOK_ALLOW ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  if (webhookAllow.some((h) => !/^(\*\.)?[a-z0-9.-]+(:\d+)?$|^\[[0-9a-f:.]+\](:\d+)?$/.test(h))) {
+    throw new ConfigError('VQ_WEBHOOK_ALLOW', `expected host names such as hooks.example.com or *.example.com, comma-separated; got ${JSON.stringify(v.VQ_WEBHOOK_ALLOW)}`);
+  }
+
+  for (const name of ['VQ_WEBHOOK_URL', 'VQ_INBOX_NOTIFY_URL'] as const) {
+    const url = v[name];
+    if (url !== undefined && !hostAllowed(new URL(url).host, webhookAllow))
+      throw new ConfigError(name, `expected a URL whose host is on VQ_WEBHOOK_ALLOW; ${new URL(url).host} is not`);
+  }
 
   const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
   return Object.freeze({
@@ -329,6 +412,16 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     },
     inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
     metricsPort: v.VQ_METRICS_PORT,
+    webhooks: {
+      secret: webhookSecret,
+      allow: webhookAllow,
+      url: v.VQ_WEBHOOK_URL,
+      attempts: v.VQ_WEBHOOK_ATTEMPTS,
+      backoffMs: v.VQ_WEBHOOK_BACKOFF,
+      timeoutMs: v.VQ_WEBHOOK_TIMEOUT,
+      publicUrl: v.VQ_PUBLIC_URL?.replace(/\/+$/, ''),
+      inboxNotifyUrl: v.VQ_INBOX_NOTIFY_URL,
+    },
     logLevel: v.LOG_LEVEL,
   });
 }

@@ -172,7 +172,7 @@ export class Vqb {
 
   /** Resumes one account, or every account (after a key was fixed, too). */
   async resume(account?: string): Promise<void> {
-    for (const line of this.services.lines.pick(account)) await line.resume();
+    for (const line of this.services.lines.pick(account)) await this.services.webhooks.accountResumed(line.account.id, await line.resume());
   }
 
   async close(): Promise<void> {

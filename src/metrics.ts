@@ -22,7 +22,12 @@ export interface WorkerMetrics {
   waited(account: string, reason: WaitReason, ms: number): void;
   finished(account: string, outcome: Outcome): void;
   quota(account: string, snapshot: QuotaSnapshot | undefined): void;
+  /** One webhook delivery attempt and what became of it. */
+  webhook?(event: string, result: WebhookResult): void;
 }
+
+/** delivered (2xx), retry (failed, tried again later), given_up (last attempt failed), gone (410), refused (host off the allow-list). */
+export type WebhookResult = 'delivered' | 'retry' | 'given_up' | 'gone' | 'refused';
 
 export const noMetrics: WorkerMetrics = {
   request() {},
@@ -61,6 +66,7 @@ export class Metrics implements WorkerMetrics {
   readonly #upstreamLimit: Gauge<'account'>;
   readonly #upstreamRemaining: Gauge<'account'>;
   readonly #upstreamReset: Gauge<'account'>;
+  readonly #webhooks: Counter<'event' | 'result'>;
   /** Renders OpenMetrics from the same metrics, without touching them (see `render`). */
   readonly #openMetrics = new Registry<OpenMetricsContentType>();
 
@@ -140,6 +146,16 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account'],
       registers,
     });
+    this.#webhooks = new Counter({
+      name: 'vqb_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by event and result (delivered, retry, given_up, gone, refused)',
+      labelNames: ['event', 'result'],
+      registers,
+    });
+  }
+
+  webhook(event: string, result: WebhookResult): void {
+    this.#webhooks.inc({ event, result });
   }
 
   request(account: string, operation: UpstreamOperation, status: number): void {

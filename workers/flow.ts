@@ -37,6 +37,8 @@ export interface FlowDeps {
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
+  /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
+  onPaused?: (accountId: string) => Promise<void>;
 }
 
 /** A batch held at its own cap waits this long at most before it looks again (`vqb budget` wakes it sooner). */
@@ -188,6 +190,7 @@ export class AccountFlow {
     if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
       this.#metrics.waited(this.accountId, 'key', 0);
       log.fatal({ event: 'account.paused', account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
+      await this.#d.onPaused?.(this.accountId);
     }
   }
 

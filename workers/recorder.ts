@@ -18,6 +18,8 @@ export interface RecorderDeps {
   reuse: ReuseStore;
   metrics?: WorkerMetrics;
   now?: () => number;
+  /** Told once per finish, by the process whose outcome finished the batch (it emits batch.finished). */
+  onBatchFinished?: (batchId: string) => Promise<void>;
 }
 
 type PlateJob = Job<PlateJobData, unknown, string>;
@@ -85,6 +87,7 @@ export class Recorder {
         await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
       }
     }
+    if (recorded === 'batch-finished' && this.#d.onBatchFinished) await this.#d.onBatchFinished(data.batchId);
     return recorded;
   }
 }

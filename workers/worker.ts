@@ -9,6 +9,7 @@ import type { Dispatcher } from 'undici';
 import { requireAccountUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
+import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
 import { connectRedis } from '../src/queue/redis.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
@@ -20,6 +21,7 @@ import { AccountFlow } from './flow.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
 import { Recorder } from './recorder.js';
+import { startWebhookWorker } from './webhooks.js';
 
 /**
  * BullMQ's limiter as a coarse gate in front of the exact pace: it lets one job of the account
@@ -39,11 +41,14 @@ export function gateFor(intervalMs: number): { max: number; duration: number } {
 /** How often each process tops up the account queues from the scheduler. */
 const FEED_EVERY_MS = 200;
 const RECOVER_EVERY_MS = 10_000;
+const WEBHOOK_SWEEP_MS = 60_000;
 
 export interface WorkerDeps {
   logger: Logger;
   /** Injected to share a pool or to reach a test server; by default each client makes its own. */
   dispatcher?: Dispatcher;
+  /** For webhook deliveries (tests); by default undici's global dispatcher. */
+  webhookDispatcher?: Dispatcher;
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
@@ -51,6 +56,8 @@ export interface WorkerDeps {
 
 export interface WorkerHandle {
   workers: Worker<PlateJobData, JobResult, string>[];
+  /** The webhook deliveries' worker (none without VQ_WEBHOOK_SECRET). */
+  webhookWorker: ReturnType<typeof startWebhookWorker>;
   services: Omit<QueueServices, 'close'>;
   clients: Map<string, UpstreamClient>;
   learner: PollLearner;
@@ -67,6 +74,34 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
   const services = queueServicesOn(config, commands, now);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
+  // Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
+  // never allowed to fail the plate's job (its outcome is stored already).
+  const onBatchFinished = async (batchId: string) => {
+    try {
+      const id = await services.webhooks.batchFinished(batchId);
+      if (id) logger.info({ batchId, webhookId: id }, 'webhook batch.finished emitted');
+    } catch (err) {
+      logger.error({ err, batchId }, 'could not emit the batch.finished webhook');
+    }
+  };
+  const onPaused = async (accountId: string) => {
+    try {
+      const pause = (await services.lines.for(accountId).state()).pause;
+      if (!pause) return;
+      const ids = await services.webhooks.accountPaused(accountId, pause);
+      if (ids.length > 0) logger.info({ account: accountId, webhookIds: ids }, 'webhook account.paused emitted');
+    } catch (err) {
+      logger.error({ err, account: accountId }, 'could not emit the account.paused webhook');
+    }
+  };
+  const webhookWorker = startWebhookWorker(config, {
+    connection: blocking,
+    deliveries: services.webhooks.deliveries,
+    logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.webhookDispatcher ? { dispatcher: deps.webhookDispatcher } : {}),
+    now,
+  });
   const recorder = new Recorder({
     outcomes: services.outcomes,
     batches: services.batches,
@@ -75,6 +110,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
+    onBatchFinished,
   });
   const clients = new Map<string, UpstreamClient>();
   const workers = config.accounts.map((account) => {
@@ -102,6 +138,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       now,
       ...(deps.random ? { random: deps.random } : {}),
+      onPaused,
     });
     const processor = new PlateProcessor({
       config,
@@ -159,9 +196,24 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     }
   }, RECOVER_EVERY_MS);
 
+  // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
+  const sweepWebhooks = async () => {
+    if (config.webhooks.secret === undefined) return;
+    const pauses = (await services.lines.states()).flatMap((state) => (state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : []));
+    const ids = await services.webhooks.sweep(pauses);
+    if (ids.length > 0) logger.info({ webhookIds: ids }, 'webhooks emitted that were noticed but not sent (a process stopped in between)');
+  };
+  let sweeping: Promise<void> = Promise.resolve();
+  const sweep = () => {
+    sweeping = sweepWebhooks().catch((err: unknown) => logger.error({ err }, 'could not look for unsent webhooks'));
+  };
+  sweep();
+  const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+
   let closing: Promise<void> | undefined;
   return {
     workers,
+    webhookWorker,
     services,
     clients,
     learner,
@@ -169,9 +221,12 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       closing ??= (async () => {
         clearInterval(feedTimer);
         clearInterval(recoverTimer);
-        await Promise.all(workers.map((w) => w.close()));
+        clearInterval(sweepTimer);
+        await sweeping;
+        await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();
+        await services.webhooks.close();
         await Promise.allSettled([commands.quit(), blocking.quit()]);
       })();
       return closing;

@@ -25,6 +25,7 @@ import {
   RetryReply,
   UpstreamResult,
   Waiting,
+  WebhookDelivery,
 } from './schemas.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -50,6 +51,7 @@ const ANSWERS = {
   AccountLine,
   ResultRow,
   UpstreamResult,
+  WebhookDelivery,
 } as const;
 
 export type ComponentName = keyof typeof REQUESTS | keyof typeof ANSWERS;

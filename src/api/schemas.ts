@@ -3,9 +3,9 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
-import { AccountId, BatchLinks, BatchOptions, BatchView, Priority, Waiting } from '../schemas/batch.js';
+import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, Waiting } from '../schemas/batch.js';
 
-export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, Weight } from '../schemas/batch.js';
+export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, WebhookDelivery, Weight } from '../schemas/batch.js';
 export { ResultRow, UpstreamResult } from '../schemas/result-row.js';
 
 // ---- requests ----------------------------------------------------------------------------------
@@ -45,6 +45,7 @@ export const CreateBatchQuery = z.object({
   priority: Priority.optional().describe('interactive, normal or bulk'),
   weight: z.coerce.number().int().min(1).max(1_000).optional().describe('share relative to the other batches of its class'),
   sheet: z.string().min(1).max(200).optional().describe('an .xlsx upload: the sheet to read, by name (default: the first visible sheet)'),
+  callbackUrl: CallbackUrl.optional(),
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
 

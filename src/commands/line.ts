@@ -31,7 +31,7 @@ export const resumeCommand: Command = {
     return withQueueServices(ctx.config(), async (services) => {
       const lines = services.lines.pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined);
       const before = await Promise.all(lines.map((l) => l.state()));
-      for (const line of lines) await line.resume();
+      for (const line of lines) await services.webhooks.accountResumed(line.account.id, await line.resume());
       const after = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
       else for (const b of before) ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`);

@@ -13,6 +13,7 @@ import { releaseBatchHold } from '../queue/holds.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { startWorker } from '../../workers/worker.js';
 import { describeBatch, duration } from '../presenters/text.js';
 import { createProgress, createStatusLine } from './progress.js';
@@ -39,6 +40,8 @@ export interface RunOptions {
   account?: string;
   priority?: PriorityClass;
   weight?: number;
+  /** --notify: the batch's callbackUrl (its webhooks go there). */
+  notify?: string;
   services?: QueueServices;
 }
 
@@ -54,6 +57,8 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
   const account = accountOf(config, options.account);
   if (!options.dryRun) requireAccountUpstream(account);
+  // A --notify URL this server will not call is refused before the file is even read.
+  const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
   try {
     await access(file);
   } catch {
@@ -90,11 +95,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       // Running the command again is how a user says "I fixed the key": try once more. An
       // operator's `vqb pause` is theirs to lift.
       ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
-      await line.resume();
+      await services.webhooks.accountResumed(account.id, await line.resume());
     }
     const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
     // A --batch-id that another file's batch holds: nothing of this file is queued under it.
     if (existing) await services.batches.assertContent(batchId, digest);
+    if (existing && callbackUrl !== undefined) await services.webhooks.retarget(batchId, callbackUrl);
     if (existing?.sealed) {
       ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
@@ -117,6 +123,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
+          ...(callbackUrl !== undefined ? { callbackUrl } : {}),
         },
         rows,
       );
@@ -161,6 +168,7 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
         }
         await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
       }
+      if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, batchId, config.webhooks.timeoutMs);
     } finally {
       progress.finish();
       await worker.close();
@@ -176,6 +184,32 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     return { code: 0, batchId, files: result.files };
   } finally {
     if (!options.services) await services.close();
+  }
+}
+
+/**
+ * `--notify`: the first attempt of the batch's batch.finished webhook is awaited (it is sent by
+ * this process's workers, which stop when the command ends) and its result printed. A receiver
+ * that failed is retried by any running `vqb work` or `vqb serve --workers`, under the same id.
+ */
+async function reportNotify(ctx: CommandContext, services: QueueServices, batchId: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs + 5_000;
+  for (;;) {
+    const finished = (await services.webhooks.deliveries.list(batchId)).filter((d) => d.event === 'batch.finished').at(-1);
+    if (finished && finished.state === 'delivered') {
+      ctx.print(`webhook batch.finished delivered to ${finished.url} (webhook-id ${finished.id})`);
+      return;
+    }
+    if (finished && finished.attempts > 0) {
+      const retried = finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
+      ctx.print(`webhook batch.finished not delivered to ${finished.url}: ${finished.lastError ?? finished.state}${retried}`);
+      return;
+    }
+    if (Date.now() > deadline) {
+      ctx.print(`webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a \`vqb work\` process sends it`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 
@@ -225,7 +259,7 @@ export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
-             [--dry-run] [--max-creates N] [--reuse-within 24h]
+             [--dry-run] [--max-creates N] [--reuse-within 24h] [--notify URL]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
@@ -240,7 +274,9 @@ export const runCommand: Command = {
   --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
-  --weight N      share of the account's rate relative to the other batches of its class (default 1)`,
+  --weight N      share of the account's rate relative to the other batches of its class (default 1)
+  --notify URL    send the batch's signed webhooks there (batch.finished; account.paused while it
+                  waits on a paused key); needs VQ_WEBHOOK_SECRET, and the host on VQ_WEBHOOK_ALLOW`,
   options: {
     column: { type: 'string' },
     sheet: { type: 'string' },
@@ -252,6 +288,7 @@ export const runCommand: Command = {
     account: { type: 'string' },
     priority: { type: 'string' },
     weight: { type: 'string' },
+    notify: { type: 'string' },
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
@@ -264,6 +301,7 @@ export const runCommand: Command = {
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),
       ...budgetFlags(ctx.flags),
       ...schedulingFlags(ctx.flags),
+      ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
     });
     return outcome.code;
   },

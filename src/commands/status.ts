@@ -32,6 +32,9 @@ export const statusCommand: Command = {
         else {
           ctx.print(describeBatch(info));
           ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}; this batch gets ${Math.round(context.share * 100)} % of its creates now`);
+          for (const d of context.webhooks ?? []) {
+            ctx.print(`  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${d.lastError}` : ''}`);
+          }
         }
         return 0;
       }

@@ -283,7 +283,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError(404, 'NOT_FOUND', `no account ${account}`);
       const line = services.lines.for(account);
       if (action === 'pause') await line.pauseByOperator('paused in the console');
-      else await line.resume();
+      else await services.webhooks.accountResumed(account, await line.resume());
       request.log.info({ account, via: 'console' }, action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator');
       const back = new URL(localPath(request.query.back), 'http://console.invalid');
       for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);

@@ -3,14 +3,34 @@
 // stored batch, what its status reads beyond it (its account's line, its share) and `now`.
 import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
-import type { BatchView } from '../schemas/batch.js';
+import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 import { batchWaiting, estimateEta } from './line.js';
 
 /** Where the HTTP API serves a batch and its results. */
 export function batchLinks(id: string): BatchView['links'] {
   const self = `/v1/batches/${encodeURIComponent(id)}`;
   return { self, results: `${self}/results` };
+}
+
+const iso = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : undefined);
+
+function deliveryView(d: DeliveryRecord): WebhookDelivery {
+  const lastAttemptAt = iso(d.lastAttemptAt);
+  const deliveredAt = iso(d.deliveredAt);
+  return {
+    id: d.id,
+    event: d.event,
+    url: d.url,
+    state: d.state,
+    attempts: d.attempts,
+    ...(d.lastStatus !== undefined ? { lastStatus: d.lastStatus } : {}),
+    ...(d.lastError !== undefined ? { lastError: d.lastError } : {}),
+    ...(lastAttemptAt ? { lastAttemptAt } : {}),
+    ...(deliveredAt ? { deliveredAt } : {}),
+    createdAt: new Date(d.createdAt).toISOString(),
+  };
 }
 
 export function batchView(info: BatchInfo, context: BatchContext, now: number): BatchView {
@@ -40,6 +60,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
     ...(eta ? { eta } : {}),
+    ...(info.callbackUrl !== undefined ? { callbackUrl: info.callbackUrl, webhooks: (context.webhooks ?? []).map(deliveryView) } : {}),
     links: batchLinks(info.id),
   };
 }
@@ -47,5 +68,6 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
 /** An archived batch, from its manifest: the batch as it was when archived, nothing waiting, no share. */
 export function archivedBatchView(manifest: ArchiveManifest, now: number): BatchView {
   const line = { account: manifest.batch.account, paused: false, rateLimit: '' };
-  return { ...batchView(manifest.batch, { line, share: 0, perSecond: 0 }, now), state: 'archived', archivedAt: new Date(manifest.archivedAt).toISOString() };
+  const context = { line, share: 0, perSecond: 0, ...(manifest.webhooks ? { webhooks: manifest.webhooks } : {}) };
+  return { ...batchView(manifest.batch, context, now), state: 'archived', archivedAt: new Date(manifest.archivedAt).toISOString() };
 }

@@ -144,7 +144,20 @@ export class InboxIntake {
         blog.info({ file: name }, `inbox: ${JSON.stringify(name)} is batch ${batchId}, already ingested: nothing queued again`);
       } else {
         const { header, rows } = await readPlateFile(path, format, { chunks: fileChunks });
-        const { batch, created } = await ingest(services, { id: batchId, digest, source: 'inbox', name, metadata: { file: name }, extraColumns: header.extraColumns }, rows);
+        const { batch, created } = await ingest(
+          services,
+          {
+            id: batchId,
+            digest,
+            source: 'inbox',
+            name,
+            metadata: { file: name },
+            extraColumns: header.extraColumns,
+            // VQ_INBOX_NOTIFY_URL: the drop folder's batches tell one receiver when they finish.
+            ...(services.config.webhooks.inboxNotifyUrl !== undefined ? { callbackUrl: services.config.webhooks.inboxNotifyUrl } : {}),
+          },
+          rows,
+        );
         const c = batch.counts;
         blog.info(
           { file: name, created, plateColumn: header.plateColumn, total: c.total, enqueued: c.enqueued, rejected: c.rejected, duplicates: c.duplicates },

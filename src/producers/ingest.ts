@@ -9,6 +9,7 @@ import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../queue/services.js';
+import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';
 import { archiveFor } from '../sinks/export.js';
@@ -34,6 +35,8 @@ export interface IngestOptions {
   priority?: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight?: number;
+  /** Where the batch's webhooks go (http/https, a host on VQ_WEBHOOK_ALLOW); refused before anything is stored. */
+  callbackUrl?: string;
 }
 
 export interface IngestResult {
@@ -66,6 +69,7 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
   if (!Number.isInteger(weight) || weight < 1 || weight > 1_000) throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
   // The same content after its batch was archived (retention) must not pay again.
   if (!(await batches.exists(options.id)) && (await archiveFor(config).manifest(options.id)) !== undefined) throw new BatchArchivedError(options.id);
+  const callbackUrl = options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
   const { created, info } = await batches.open({
     id: options.id,
     account: account.id,
@@ -79,7 +83,13 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
     reuseWithinMs: options.reuseWithinMs ?? config.budget.reuseWithinMs,
     ...(options.digest !== undefined ? { digest: options.digest } : {}),
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
+  // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
+  if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {
+    await services.webhooks.retarget(info.id, callbackUrl);
+    info.callbackUrl = callbackUrl;
+  }
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not
   // both store its rows: one ingests, the other waits and then finds the batch sealed.
@@ -88,6 +98,9 @@ export async function ingest(services: QueueServices, options: IngestOptions, ro
     const current = await batches.get(options.id);
     if (current.sealed) return { batch: current, created };
     const batch = await ingestRows(services, options, info, rows, lock.refresh);
+    // Every plate already had an outcome when the input ended (all rejected, all reused): the
+    // batch finished at its seal, and no worker will see it finish.
+    if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined) await services.webhooks.batchFinished(batch.id);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
     await services.feeder.feed(batch.account);
     return { batch, created };

@@ -24,6 +24,7 @@ export interface ListOptions {
   account?: string;
   priority?: PriorityClass;
   weight?: number;
+  callbackUrl?: string;
 }
 
 export function toInputRows(items: readonly PlateInput[]): { rows: InputRow[]; extraColumns: string[] } {
@@ -75,6 +76,7 @@ export async function ingestList(services: QueueServices, items: readonly PlateI
       ...(options.account !== undefined ? { account: options.account } : {}),
       ...(options.priority !== undefined ? { priority: options.priority } : {}),
       ...(options.weight !== undefined ? { weight: options.weight } : {}),
+      ...(options.callbackUrl !== undefined ? { callbackUrl: options.callbackUrl } : {}),
     },
     rows,
   );

@@ -118,10 +118,15 @@ export class AccountLine {
     return isNew;
   }
 
-  /** Operator resume: clears the recorded reason and lets every worker take the account's jobs again. */
-  async resume(): Promise<void> {
+  /**
+   * Operator resume: clears the recorded reason and lets every worker take the account's jobs
+   * again. Returns the pause it lifted, when one was recorded (for the account.resumed webhook).
+   */
+  async resume(): Promise<AccountPause | undefined> {
+    const [code, message, at] = await this.#redis.hmget(this.#line, 'code', 'message', 'at');
     await this.#redis.hdel(this.#line, 'code', 'message', 'at');
     await this.queue.resume();
+    return code ? { code, message: message ?? '', at: Number(at) } : undefined;
   }
 
   /** Creates wait for a spending cap's reset; true when this call recorded it. */

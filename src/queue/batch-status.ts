@@ -4,6 +4,7 @@ import { perSecond } from '../accounts.js';
 import type { AccountLineState } from './accounts.js';
 import type { BatchInfo } from './batch/store.js';
 import type { QueueServices } from './services.js';
+import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 
 export interface BatchContext {
   line: AccountLineState;
@@ -11,15 +12,19 @@ export interface BatchContext {
   share: number;
   /** The account's configured rate, requests per second. */
   perSecond: number;
+  /** The batch's webhook deliveries, when it has a callbackUrl. */
+  webhooks?: DeliveryRecord[];
 }
 
-export async function batchContext(services: Pick<QueueServices, 'lines' | 'scheduler'>, info: BatchInfo): Promise<BatchContext> {
+type StatusServices = Pick<QueueServices, 'lines' | 'scheduler'> & Partial<Pick<QueueServices, 'webhooks'>>;
+
+export async function batchContext(services: StatusServices, info: BatchInfo): Promise<BatchContext> {
   const [context] = await batchContexts(services, [info]);
   return context!;
 }
 
 /** The contexts of many batches, reading each account's line and shares once (a page of batches shares a few accounts). */
-export async function batchContexts(services: Pick<QueueServices, 'lines' | 'scheduler'>, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
+export async function batchContexts(services: StatusServices, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
   const accounts = new Map<string, Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number }>>();
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
@@ -36,8 +41,11 @@ export async function batchContexts(services: Pick<QueueServices, 'lines' | 'sch
   };
   return Promise.all(
     infos.map(async (info) => {
-      const account = await read(info.account);
-      return { line: account.state, share: account.shares.get(info.id) ?? 0, perSecond: account.perSecond };
+      const [account, webhooks] = await Promise.all([
+        read(info.account),
+        info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info.id) : undefined,
+      ]);
+      return { line: account.state, share: account.shares.get(info.id) ?? 0, perSecond: account.perSecond, ...(webhooks ? { webhooks } : {}) };
     }),
   );
 }

@@ -20,7 +20,9 @@
 // | console:session:<sha256 of id>   | hash   | console/sessions.ts       |
 // | console:upload:<id>              | string | console/uploads.ts (staged before confirm) |
 // | retention:lock                   | string | queue/retention.ts (one sweep at a time) |
-// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`).
+// | batch:<id>:webhooks              | hash   | sinks/webhooks/ (deliveries of the batch's events) |
+// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`) and of the
+// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`).
 
 export interface KeySettings {
   prefix: string;
@@ -144,6 +146,11 @@ export class VqbKeys {
   // --- console/uploads.ts
   consoleUpload(id: string): string {
     return `${this.base}:console:upload:${id}`;
+  }
+
+  // --- sinks/webhooks/
+  batchWebhooks(batchId: string): string {
+    return `${this.base}:batch:${batchId}:webhooks`;
   }
 
   // --- queue/retention.ts

@@ -17,7 +17,7 @@ import type { BatchInfo } from './batch/store.js';
 import type { QueueServices } from './services.js';
 import { type Scripted, withScripts } from './scripts.js';
 
-export type RetentionServices = Pick<QueueServices, 'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight'>;
+export type RetentionServices = Pick<QueueServices, 'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'>;
 
 export interface RetentionLogger {
   info(obj: object, msg: string): void;
@@ -93,7 +93,7 @@ export class Retention {
       const reason = c.deleteRequested ? 'delete' : c.finishedAt <= cutoff ? 'retention' : undefined;
       if (reason === undefined) continue;
       const info = await this.#s.batches.get(c.id).catch(() => undefined);
-      if (info === undefined) continue;
+      if (info === undefined || (await this.#deliveriesPending(c.id))) continue;
       const bytes = await this.#s.batches.memoryUsage(c.id);
       out.push({ batchId: c.id, account: c.account, finishedAt: c.finishedAt, reason, rows: info.counts.total, plates: info.counts.enqueued, bytes });
     }
@@ -181,13 +181,16 @@ export class Retention {
     const info = await this.#s.batches.get(batchId);
     if (info.finishedAt === undefined) throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
     const expected = { rows: info.counts.total, outcomes: info.counts.done + info.counts.failed, rejected: info.counts.rejected };
+    // A webhook still being attempted writes its delivery record after each try: wait until it is settled.
+    if (await this.#deliveriesPending(batchId)) throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
+    const webhooks = await this.#s.webhooks.deliveries.list(batchId);
     // An archive of this very state may exist: a prune that crashed part-way through forgetting
     // (its outcomes may be gone already). It is kept when it still reads back right; rewriting it
     // from a half-deleted batch would replace a good archive with a bad one.
     let manifest = await this.#reusable(info, expected);
     if (manifest === undefined) {
       // Written under a temporary name, renamed into place, then read back (verify) before anything is deleted.
-      manifest = await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info, expected);
+      manifest = await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info, expected, webhooks);
     }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
     const now = await this.#s.batches.get(batchId);
@@ -197,6 +200,10 @@ export class Retention {
     await this.#forget(info);
     this.#logger?.info({ batchId, folder: this.#archive.folder(batchId), files: manifest.files.length, rows: expected.rows }, 'batch archived and deleted from Redis');
     return archived(this.#archive, manifest);
+  }
+
+  async #deliveriesPending(batchId: string): Promise<boolean> {
+    return (await this.#s.webhooks.deliveries.list(batchId)).some((d) => d.state === 'pending' || d.state === 'retrying');
   }
 
   async #reusable(info: BatchInfo, expected: ArchiveExpectation): Promise<ArchiveManifest | undefined> {
@@ -226,6 +233,7 @@ export class Retention {
     await this.#s.inflight.forget(account, id);
     await this.#s.costs.forget(id);
     await this.#s.budget.forget(id);
+    await this.#s.webhooks.deliveries.forget(id);
     await this.#s.outcomes.forget(id);
     await this.#s.batches.forget(id);
   }

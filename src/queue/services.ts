@@ -13,6 +13,7 @@ import { InFlight } from './inflight.js';
 import { connectRedis, preflightRedis } from './redis.js';
 import { VqbKeys } from './keys.js';
 import { Scheduler } from './scheduler.js';
+import { WebhookOutbox } from '../sinks/webhooks/outbox.js';
 
 export interface QueueServices {
   config: Config;
@@ -27,6 +28,8 @@ export interface QueueServices {
   costs: CostLedger;
   scheduler: Scheduler;
   feeder: Feeder;
+  /** Emits webhook events (sinks/webhooks/): batch.finished, account.paused. */
+  webhooks: WebhookOutbox;
   close(): Promise<void>;
 }
 
@@ -38,19 +41,21 @@ export function queueServicesOn(config: Config, redis: RedisClient, now: () => n
   const costs = new CostLedger(redis, keys, now);
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => queues.for(account).toKey(''));
   const budget = new Budget(redis, keys, config.accounts, now);
+  const batches = new BatchStore(redis, keys, { scheduler, costs, inflight, budget }, now);
   return {
     config,
     redis,
     keys,
     queues,
     lines: new AccountLines(config.accounts.map((a) => new AccountLine(a, queues.for(a.id), redis, keys, config.pacingJitterMs, now))),
-    batches: new BatchStore(redis, keys, { scheduler, costs, inflight, budget }, now),
+    batches,
     outcomes: new OutcomeStore(redis, keys),
     inflight,
     budget,
     costs,
     scheduler,
     feeder: new Feeder(scheduler, queues, config.accounts, now),
+    webhooks: new WebhookOutbox(config, redis, keys, batches, now),
   };
 }
 
@@ -67,6 +72,7 @@ export async function openQueueServices(config: Config, options: { failFast?: bo
     ...services,
     async close() {
       await services.queues.close();
+      await services.webhooks.close();
       await redis.quit().catch(() => redis.disconnect());
     },
   };

@@ -10,6 +10,15 @@ export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('inte
 export const Weight = z.number().int().min(1).max(1_000);
 export const BatchSource = z.enum(['file', 'api', 'library', 'inbox']);
 
+/** Checked again against the server's settings (http/https only, VQ_WEBHOOK_ALLOW, a secret) before anything is stored. */
+export const CallbackUrl = z
+  .string()
+  .min(1)
+  .max(2_048)
+  .describe(
+    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, and `account.paused` while it waits on a paused account. Its host must be on VQ_WEBHOOK_ALLOW when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID",
+  );
+
 const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()]);
 
 /**
@@ -35,6 +44,7 @@ export const BatchOptions = z
     force: z.boolean().optional().describe('a new batch even if the same plates were sent before (pays again)'),
     maxCreates: z.number().int().min(0).optional().describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
     reuseWithinMs: z.number().int().min(0).optional().describe('answer plates from results stored this recently (ms) by any batch, free'),
+    callbackUrl: CallbackUrl.optional(),
   })
   .strict();
 export type BatchOptions = z.input<typeof BatchOptions>;
@@ -79,6 +89,20 @@ export const BatchLinks = z.object({
   results: z.string().describe('its results in the HTTP API'),
 });
 
+export const WebhookDelivery = z.object({
+  id: z.string().describe('the webhook-id, the same on every attempt'),
+  event: z.enum(['batch.finished', 'account.paused', 'account.resumed']),
+  url: z.string(),
+  state: z.enum(['pending', 'retrying', 'delivered', 'failed']),
+  attempts: count,
+  lastStatus: count.optional().describe("the receiver's HTTP status at the last attempt"),
+  lastError: z.string().optional().describe('why the last attempt failed'),
+  lastAttemptAt: z.iso.datetime().optional(),
+  deliveredAt: z.iso.datetime().optional(),
+  createdAt: z.iso.datetime(),
+});
+export type WebhookDelivery = z.output<typeof WebhookDelivery>;
+
 export const BatchView = z.object({
   id: z.string(),
   name: z.string(),
@@ -108,6 +132,8 @@ export const BatchView = z.object({
     .object({ seconds: z.number().int(), at: z.iso.datetime() })
     .optional()
     .describe("rough estimate from the remaining plates, requests per plate so far and the batch's share of its account's rate"),
+  callbackUrl: z.string().optional().describe("where the batch's webhooks go"),
+  webhooks: z.array(WebhookDelivery).optional().describe('the webhooks sent for this batch and what became of each, when it has a callbackUrl'),
   links: BatchLinks,
 });
 /** A batch as every front door shows it: the HTTP API, the library and `vqb status --json`. */

@@ -13,6 +13,7 @@ import { parse } from 'csv-parse';
 import { ArchiveError, isVqbError } from '../errors.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { ResultRow } from '../schemas/result-row.js';
+import type { DeliveryRecord } from './webhooks/deliveries.js';
 import type { CsvDelimiter } from './csv.js';
 import { FileSink } from './file-sink.js';
 import type { ExportFormat, ExportRow, ExportSource, RejectRow } from './types.js';
@@ -42,6 +43,8 @@ export interface ArchiveManifest {
   /** The batch as Redis last held it (counts included), for `GET /v1/batches/:id` and `vqb status`. */
   batch: BatchInfo;
   files: ArchiveFile[];
+  /** What became of the batch's webhooks (its callbackUrl), as its status showed them. */
+  webhooks?: DeliveryRecord[];
 }
 
 /** What the rows must add up to, taken from Redis before anything is deleted. */
@@ -84,7 +87,7 @@ export class BatchArchive {
    * it replaced is removed; if it does not read back right, the earlier one is put back. Throws
    * ArchiveError, with nothing half-written left under the final name.
    */
-  async write(source: ExportSource, info: BatchInfo, expected?: ArchiveExpectation): Promise<ArchiveManifest> {
+  async write(source: ExportSource, info: BatchInfo, expected?: ArchiveExpectation, webhooks?: DeliveryRecord[]): Promise<ArchiveManifest> {
     const id = source.batchId;
     if (!SAFE_ID.test(id)) throw new ArchiveError(id, 'the id cannot be used as a folder name');
     const tmp = join(this.dir, `.${id}.tmp-${randomBytes(6).toString('hex')}`);
@@ -96,7 +99,16 @@ export class BatchArchive {
         const name = path.slice(tmp.length + 1);
         files.push({ name, kind, ...(await this.#measure(join(tmp, name), kind)), schema: SCHEMAS[kind] });
       }
-      const manifest: ArchiveManifest = { format: 'vqb-batch-archive', version: 1, batchId: id, archivedAt: this.#now(), csvDelimiter: this.#delimiter, batch: info, files };
+      const manifest: ArchiveManifest = {
+        format: 'vqb-batch-archive',
+        version: 1,
+        batchId: id,
+        archivedAt: this.#now(),
+        csvDelimiter: this.#delimiter,
+        batch: info,
+        files,
+        ...(webhooks !== undefined && webhooks.length > 0 ? { webhooks } : {}),
+      };
       await writeFile(join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`, { flush: true });
       const final = this.folder(id);
       const old = join(this.dir, `.${id}.old-${randomBytes(6).toString('hex')}`);

@@ -26,6 +26,8 @@ function busy(): Metrics {
   metrics.waited('fleet', 'budget', 60_000);
   metrics.quota('fleet', { limit: 300, remaining: 12, resetAt: 1_700_000_060_000, observedAt: 1_700_000_000_000 });
   metrics.finished('fleet', { batchId: 'b', plate: 'ABC1234', status: 'done', createdAt: 1_000, finishedAt: 4_000, requests: 3, polls: 2, attempts: 1 });
+  metrics.webhook('batch.finished', 'retry');
+  metrics.webhook('batch.finished', 'delivered');
   return metrics;
 }
 
@@ -37,6 +39,12 @@ describe('metrics exposition', () => {
     const { contentType, body } = await busy().render();
     expect(contentType).toBe('text/plain; version=0.0.4; charset=utf-8');
     expect(await promtoolCheck(body)).toEqual({ ok: true, output: '' });
+  });
+
+  it('webhook deliveries are counted by event and result', async () => {
+    const samples = parseSamples((await busy().render()).body);
+    expect(sumOf(samples, 'vqb_webhook_deliveries_total', { event: 'batch.finished', result: 'delivered' })).toBe(1);
+    expect(sumOf(samples, 'vqb_webhook_deliveries_total', { event: 'batch.finished', result: 'retry' })).toBe(1);
   });
 
   it('default Node.js metrics keep their standard names; no gauge ends in _total', async () => {

@@ -43,6 +43,7 @@ const OWNERS: Record<string, string> = {
   inbox: 'src/producers/inbox-',
   consoleSession: 'src/console/sessions.ts',
   consoleUpload: 'src/console/uploads.ts',
+  batchWebhooks: 'src/sinks/webhooks/',
   retentionLock: 'src/queue/retention.ts',
 };
 

@@ -169,8 +169,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
           ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
         };
+        const notify = csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {};
         if (csvOptions.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
-        result = await ingestOnce(() => ingest(services, { id, digest: csv.digest, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget }, csv.rows));
+        result = await ingestOnce(() => ingest(services, { id, digest: csv.digest, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget, ...notify }, csv.rows));
       } else {
         const options = {
           source: 'api' as const,
@@ -183,6 +184,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           account: accountFor(request, body.account),
           ...(body.priority !== undefined ? { priority: body.priority } : {}),
           ...(body.weight !== undefined ? { weight: body.weight } : {}),
+          ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),
         };
         if (body.dryRun) {
           const { rows } = toInputRows(body.plates);

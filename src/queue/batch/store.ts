@@ -82,6 +82,8 @@ export interface BatchInfo extends BatchPlacement {
   reuseWithinMs: number;
   /** Why the batch's creates are held back, when they are ('budget'). */
   blocked?: string;
+  /** Where the batch's webhooks go (checked by sinks/webhooks/target.ts before it was stored). */
+  callbackUrl?: string;
 }
 
 export interface NewBatch extends BatchPlacement {
@@ -98,6 +100,8 @@ export interface NewBatch extends BatchPlacement {
    * again with another digest is BATCH_ID_TAKEN; without one, nothing is compared.
    */
   digest?: string;
+  /** Where the batch's webhooks go, already checked (sinks/webhooks/target.ts). */
+  callbackUrl?: string;
 }
 
 const INGEST_LOCK_MS = 60_000;
@@ -151,6 +155,7 @@ export class BatchStore {
           extraColumns: JSON.stringify(batch.extraColumns ?? []),
           ingestedRows: '0',
           reuseWithinMs: String(batch.reuseWithinMs ?? 0),
+          ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
         })
         .zadd(this.#keys.batches, createdAt, batch.id)
         .exec();
@@ -226,6 +231,12 @@ export class BatchStore {
     return result === 2 || (await this.get(batchId)).finishedAt !== undefined;
   }
 
+  /** A new callbackUrl for an existing batch (`vqb run --notify` resuming it), already checked. */
+  async setCallbackUrl(batchId: string, url: string): Promise<void> {
+    if (!(await this.exists(batchId))) throw new BatchNotFoundError(batchId);
+    await this.#redis.hset(this.#keys.batch(batchId), 'callbackUrl', url);
+  }
+
   /** Throws BatchIdTakenError when the batch was created from content with another digest (as open does). */
   async assertContent(batchId: string, digest: string): Promise<void> {
     if (!isBatchId(batchId)) return;
@@ -264,6 +275,7 @@ export class BatchStore {
       ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
       reuseWithinMs: n('reuseWithinMs'),
       ...(budget.held ? { blocked: 'budget' } : {}),
+      ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
     };
   }
 

@@ -1,0 +1,91 @@
+// The events vqb sends, in the Standard Webhooks payload shape `{type, timestamp, data}`, and
+// their message ids. An id is derived from what the event is (the batch and when it finished; the
+// account and when it was paused) and where it goes, so two workers that both notice the same
+// event make the same delivery job, and the second is a no-op.
+import { createHash } from 'node:crypto';
+import type { AccountPause } from '../../queue/accounts.js';
+import type { BatchCounts, BatchInfo } from '../../queue/batch/store.js';
+
+export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
+
+export interface BatchFinishedData {
+  batchId: string;
+  name: string;
+  account: string;
+  source: string;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+  finishedAt: string;
+  counts: BatchCounts;
+  links: { self: string; results: string };
+}
+
+export interface AccountPausedData {
+  account: string;
+  code: string;
+  /** What happened and what to do (the advice `vqb status` shows). */
+  message: string;
+  pausedAt: string;
+  /** account.resumed: when the pause was lifted. */
+  resumedAt?: string;
+  /** The batch this delivery is for (its callbackUrl), when it is for one. */
+  batchId?: string;
+  links?: { self: string; results: string };
+}
+
+export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
+  type: T;
+  timestamp: string;
+  data: T extends 'batch.finished' ? BatchFinishedData : AccountPausedData;
+}
+
+/** `msg_` + 32 hex of sha256 over the event's identity and its target: stable, unique enough. */
+export function messageId(...parts: string[]): string {
+  return `msg_${createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 32)}`;
+}
+
+/** The batch's links, absolute when a public base URL is configured (VQ_PUBLIC_URL). */
+export function publicLinks(batchId: string, publicUrl: string | undefined): { self: string; results: string } {
+  const self = `${publicUrl ?? ''}/v1/batches/${encodeURIComponent(batchId)}`;
+  return { self, results: `${self}/results` };
+}
+
+export function batchFinishedEvent(info: BatchInfo & { finishedAt: number }, publicUrl: string | undefined): WebhookEvent<'batch.finished'> {
+  return {
+    type: 'batch.finished',
+    timestamp: new Date(info.finishedAt).toISOString(),
+    data: {
+      batchId: info.id,
+      name: info.name,
+      account: info.account,
+      source: info.source,
+      metadata: info.metadata,
+      createdAt: new Date(info.createdAt).toISOString(),
+      finishedAt: new Date(info.finishedAt).toISOString(),
+      counts: { ...info.counts },
+      links: publicLinks(info.id, publicUrl),
+    },
+  };
+}
+
+/** account.paused (at the pause), or account.resumed (`resumedAt` given: the pause it ended). */
+export function accountEvent(
+  account: string,
+  pause: AccountPause,
+  batchId: string | undefined,
+  publicUrl: string | undefined,
+  resumedAt?: number,
+): WebhookEvent<'account.paused' | 'account.resumed'> {
+  return {
+    type: resumedAt === undefined ? 'account.paused' : 'account.resumed',
+    timestamp: new Date(resumedAt ?? pause.at).toISOString(),
+    data: {
+      account,
+      code: pause.code,
+      message: pause.message,
+      pausedAt: new Date(pause.at).toISOString(),
+      ...(resumedAt !== undefined ? { resumedAt: new Date(resumedAt).toISOString() } : {}),
+      ...(batchId !== undefined ? { batchId, links: publicLinks(batchId, publicUrl) } : {}),
+    },
+  };
+}
