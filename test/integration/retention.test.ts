@@ -4,6 +4,7 @@
 // while a batch runs unless cancelled, and a cancel loses no paid result; a dry run changes
 // nothing; an archive that cannot be written deletes nothing and says why. Real Redis, the
 // simulator over HTTP, the clock injected (no 30-day sleep).
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,7 @@ import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
 const TOKEN = 'svc-token-retention-0123456789abcdef';
@@ -348,6 +350,37 @@ describe('retention', () => {
     } finally {
       worker.child.kill('SIGTERM');
       await worker.done;
+    }
+  });
+
+  it('a batch with a callbackUrl waits until its webhook is settled, then its delivery records go to the manifest and leave Redis', async () => {
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    let answering = 500;
+    const rx = await startReceiver(secret, () => answering);
+    const archiveDir = join(dir, 'a6');
+    const h = await harness.start({
+      label: 'ret6',
+      config: settings(archiveDir, { VQ_WEBHOOK_SECRET: secret, VQ_WEBHOOK_ALLOW: '127.0.0.1', VQ_WEBHOOK_BACKOFF: '200ms', VQ_WEBHOOK_ATTEMPTS: '20', VQ_WEBHOOK_TIMEOUT: '1s' }),
+    });
+    const api = await serve(h);
+    try {
+      const { batch } = await ingestList(h.services, makePlates(3, 300), { source: 'library', name: 'hooked', callbackUrl: rx.url });
+      await h.waitForBatch(batch.id);
+      await rx.waitFor(1);
+      // The receiver answers 500: the delivery is retrying, so the batch is not pruned yet.
+      const retention = new Retention(h.services, archiveFor(h.config), { retainMs: 0 });
+      expect((await retention.prune({ olderThanMs: 0 })).candidates).toEqual([]);
+      await expect(retention.archiveAndForget(batch.id)).rejects.toMatchObject({ code: 'BATCH_RUNNING', message: expect.stringMatching(/webhook/) });
+      answering = 204;
+      await waitFor(async () => (await h.services.webhooks.deliveries.list(batch.id)).every((d) => d.state === 'delivered'), 30_000, 'the webhook delivered');
+
+      expect((await retention.prune({ olderThanMs: 0 })).archived.map((a) => a.batchId)).toEqual([batch.id]);
+      expect(await keysNaming(h.services.redis, batch.id)).toEqual([]);
+      const view = await api.call(`/v1/batches/${batch.id}`);
+      expect(view.json).toMatchObject({ state: 'archived', callbackUrl: rx.url, webhooks: [{ event: 'batch.finished', state: 'delivered' }] });
+    } finally {
+      await api.app.close();
+      await rx.close();
     }
   });
 });
