@@ -45,7 +45,7 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
       VQ_POLL_INTERVAL: '500ms',
       VQ_CONCURRENCY: '8',
     });
-    const redis = connectRedis(config.redisUrl, { failFast: true });
+    const redis = connectRedis(config.redis, { failFast: true });
     try {
       await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
       // Only the demo's own keys: a user's real queues under other prefixes are never touched.
