@@ -48,12 +48,15 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
       // Reads go to masters too: a replica may lag behind a result just written.
       scaleReads: 'master',
       enableOfflineQueue: true,
-      // A slot being migrated answers TRYAGAIN to a multi-key command whose keys are split
-      // between the two nodes; retry soon rather than fail the job.
+      // While vqb's slot is being migrated, a multi-key command or script whose keys are split
+      // between the two nodes is answered TRYAGAIN until the last key has moved, and a MULTI may
+      // bounce between ASK and MOVED. Every retry counts against maxRedirections: together they
+      // ride out a slot held half-moved for about 20 s (a reshard moves a slot in well under a
+      // second) instead of failing the command after 64 quick tries (ioredis's default).
       retryDelayOnTryAgain: 100,
-      retryDelayOnMoved: 0,
+      retryDelayOnMoved: 20,
       retryDelayOnClusterDown: 200,
-      maxRedirections: 64,
+      maxRedirections: 200,
       // Without this, a fail-fast command against an unreachable cluster waits forever for the
       // first slot map.
       ...(options.failFast ? { clusterRetryStrategy: (times: number) => (times > 3 ? null : 200 * times) } : {}),

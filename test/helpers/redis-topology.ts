@@ -90,7 +90,7 @@ export interface TestCluster {
    * batches of `batch` until the source holds none of its keys, then SETSLOT NODE on every master.
    * Returns how many keys moved.
    */
-  migrateSlot(slot: number, to: ClusterNode, batch?: number): Promise<number>;
+  migrateSlot(slot: number, to: ClusterNode, options?: { batch?: number; between?: () => Promise<void> }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -136,7 +136,7 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
       if (!node) throw new Error(`no owner of slot ${slot}`);
       return node;
     },
-    async migrateSlot(slot, to, batch = 20) {
+    async migrateSlot(slot, to, { batch = 20, between } = {}) {
       const from = await cluster.ownerOf(slot);
       if (from === to) return 0;
       await to.redis.cluster('SETSLOT', slot, 'IMPORTING', from.id);
@@ -147,6 +147,8 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
         if (keys.length === 0) break;
         await from.redis.migrate('127.0.0.1', to.port, '', 0, 5_000, 'REPLACE', 'KEYS', ...keys);
         moved += keys.length;
+        // Lets the caller's clients work while the slot is half moved (ASK, TRYAGAIN).
+        await between?.();
       }
       // The new owner first, then the old one, then the rest (as redis-cli --cluster reshard does).
       await to.redis.cluster('SETSLOT', slot, 'NODE', to.id);
