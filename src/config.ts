@@ -104,7 +104,10 @@ export const SETTINGS = {
   REDIS_TLS_CA_FILE: { schema: z.string().min(1).optional(), help: 'PEM file of the CA that signed the Redis server certificates (rediss://); read once at start-up' },
   REDIS_SENTINELS: { schema: z.string().min(1).optional(), help: 'sentinel mode: the sentinels, host:port comma-separated' },
   REDIS_SENTINEL_NAME: { schema: z.string().min(1).optional(), help: 'sentinel mode: the name the sentinels monitor the primary under' },
-  REDIS_SENTINEL_PASSWORD_FILE: { schema: z.string().min(1).optional(), help: 'sentinel mode: file holding the password of the sentinels themselves (requirepass of the sentinels)' },
+  REDIS_SENTINEL_PASSWORD_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'sentinel mode: file holding the password of the sentinels themselves (requirepass of the sentinels)',
+  },
   VQ_ALLOW_EVICTION: { schema: bool.default(false), help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results' },
   VQ_QUEUE: {
     schema: z

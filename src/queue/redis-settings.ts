@@ -68,7 +68,10 @@ function parseUrl(text: string): URL {
     return url;
   } catch {
     // The text may hold a password: name its shape only.
-    throw new ConfigError('REDIS_URL', `expected redis://host:port or rediss://host:port (comma-separated in cluster mode); got ${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}`);
+    throw new ConfigError(
+      'REDIS_URL',
+      `expected redis://host:port or rediss://host:port (comma-separated in cluster mode); got ${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}`,
+    );
   }
 }
 
@@ -114,7 +117,11 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
 
   if (mode !== 'sentinel') {
     for (const v of ['sentinels', 'sentinelName', 'sentinelPasswordFile'] as const) {
-      if (input[v]) throw new ConfigError({ sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME', sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE' }[v], 'only used with VQ_REDIS_MODE=sentinel');
+      if (input[v])
+        throw new ConfigError(
+          { sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME', sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE' }[v],
+          'only used with VQ_REDIS_MODE=sentinel',
+        );
     }
   }
 
@@ -125,7 +132,8 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
 
   if (mode === 'sentinel') {
     if (!input.sentinels) throw new ConfigError('REDIS_SENTINELS', 'sentinel mode needs the sentinels: REDIS_SENTINELS=host:26379,host2:26379,…');
-    if (!input.sentinelName) throw new ConfigError('REDIS_SENTINEL_NAME', 'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor <name> …), e.g. mymaster');
+    if (!input.sentinelName)
+      throw new ConfigError('REDIS_SENTINEL_NAME', 'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor <name> …), e.g. mymaster');
     const nodes = input.sentinels
       .split(',')
       .filter((s) => s.trim())
@@ -147,7 +155,10 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
     // Every key vqb and BullMQ write starts with the prefix: its hash tag puts them all in one
     // slot, which multi-key commands and Lua scripts need. Without one, they would spread.
     if (hashTagOf(input.prefix) === undefined) {
-      throw new ConfigError('VQ_PREFIX', `Redis Cluster needs a prefix with a {hash tag} so that every key lands in one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`);
+      throw new ConfigError(
+        'VQ_PREFIX',
+        `Redis Cluster needs a prefix with a {hash tag} so that every key lands in one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`,
+      );
     }
     const nodes = urls.map(nodeOf);
     return { mode, nodes, ...common, display: `cluster ${scheme}://${nodes.map(hostPort).join(',')}`, setting: 'REDIS_URL' };

@@ -104,7 +104,24 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
       await mkdir(dir);
       await startServer(
         p,
-        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '5000'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--dir',
+          dir,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          'nodes.conf',
+          '--cluster-node-timeout',
+          '5000',
+        ],
         port,
       );
       const redis = direct(port);
@@ -130,7 +147,7 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
       return nodes[0]!.redis.cluster('KEYSLOT', key);
     },
     async ownerOf(slot) {
-      const slots = (await nodes[0]!.redis.cluster('SLOTS')) as [number, number, [string, number, string]][];
+      const slots = (await nodes[0]!.redis.cluster('SLOTS')) as unknown as [number, number, [string, number, string]][];
       const range = slots.find(([from, to]) => slot >= from && slot <= to);
       const node = nodes.find((n) => n.id === range?.[2][2]);
       if (!node) throw new Error(`no owner of slot ${slot}`);
@@ -268,7 +285,23 @@ export async function startTlsRedis(): Promise<TestTlsRedis> {
     await openssl('req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '1', '-subj', '/CN=vqb test CA');
     await openssl('req', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost');
     await writeFile(f('san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-    await openssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('server.crt'), '-days', '1', '-extfile', f('san.ext'));
+    await openssl(
+      'x509',
+      '-req',
+      '-in',
+      f('server.csr'),
+      '-CA',
+      f('ca.crt'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f('server.crt'),
+      '-days',
+      '1',
+      '-extfile',
+      f('san.ext'),
+    );
     const password = `tls-test-${Math.random().toString(36).slice(2)}`;
     await writeFile(f('password'), `${password}\n`);
     const port = await freePort();
