@@ -45,15 +45,9 @@ describe('Redis Sentinel', () => {
     const createsAtFailover = h.sim.stats().creates;
 
     const { code, stdout, stderr } = await run.done;
-    console.log(
-      'STDERR',
-      stderr
-        .split('\n')
-        .map((l) => l.slice(0, 250))
-        .join('\n'),
-    );
-    console.log('STDOUT', stdout);
-    console.log('FAILOVER_AT', createsAtFailover);
+    // Locks the old primary took just before the failover are lost with it: BullMQ says so
+    // ("Missing lock", "Lock mismatch") and runs those jobs again. Those lines are JSON, nothing else.
+    for (const line of stderr.split('\n').filter(Boolean)) expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number), msg: expect.any(String) });
     expect(code).toBe(0);
     expect(createsAtFailover).toBeLessThan(n); // the failover happened while plates were still being created
 
@@ -68,7 +62,6 @@ describe('Redis Sentinel', () => {
       if ((stats.createsByPlate?.[plate] ?? 0) > 1) expect(outcome?.possibleDuplicate, `${plate} created twice but not flagged`).toBe(true);
     }
     expect(stats.creates - n).toBeLessThanOrEqual(info.counts.possibleDuplicates);
-    console.log('FIGURES', { creates: stats.creates, possibleDuplicates: info.counts.possibleDuplicates, polls: stats.gets });
   }, 300_000);
 
   it('sentinel mode without REDIS_SENTINELS or REDIS_SENTINEL_NAME is a ConfigError naming the variable', () => {
