@@ -238,7 +238,9 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     const raw = overrides[name] ?? env[name];
     const result = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
     if (!result.success) {
-      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(raw)} (${result.error.issues[0]?.message ?? 'invalid'})`);
+      // A Redis URL may hold a password: never echo it.
+      const shown = name === 'REDIS_URL' ? raw?.replace(/\/\/[^@/]*@/g, '//***@') : raw;
+      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} (${result.error.issues[0]?.message ?? 'invalid'})`);
     }
     values[name] = result.data;
   }

@@ -118,8 +118,8 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
  * primary just before a failover is lost. With no replica reachable it gives up after the timeout
  * rather than stop the line.
  */
-export async function waitForReplica(redis: { call(...args: (string | number)[]): Promise<unknown> }, timeoutMs = 1_000): Promise<number> {
-  return Number(await redis.call('WAIT', 1, timeoutMs));
+export async function waitForReplica(client: { call(...args: (string | number)[]): Promise<unknown> }, timeoutMs = 1_000): Promise<number> {
+  return Number(await client.call('WAIT', 1, timeoutMs));
 }
 
 /** The master nodes of a cluster (each checked and scanned on its own), or the one server. */
