@@ -53,7 +53,7 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
     } finally {
       redis.disconnect();
     }
-    ctx.print(`simulator on ${sim.url}; Redis at ${config.redisUrl}; limit ${config.rateLimit.text}`);
+    ctx.print(`simulator on ${sim.url}; Redis at ${config.redis.display}; limit ${config.rateLimit.text}`);
     const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
     const outcome = await runFile(ctx, config, file, {});
     const s = sim.stats();
