@@ -6,11 +6,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ConfigError, isError } from '../../src/errors.js';
+import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
+import { freePort } from '../../src/redis-server.js';
+import { openQueueServices } from '../../src/queue/services.js';
 import { hashTagOf } from '../../src/queue/redis-settings.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
 
 const harness = useHarness();
@@ -122,6 +124,13 @@ describe('Redis Cluster', () => {
     } finally {
       redis.disconnect();
     }
+  });
+
+  it('an unreachable cluster is one RedisUnavailableError naming REDIS_URL, without the password', async () => {
+    const config = loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: `redis://:hunter2@127.0.0.1:${await freePort()}` });
+    const err = await rejection(openQueueServices(config));
+    expect(isError(err, RedisUnavailableError)).toBe(true);
+    expect(err.message).toMatch(/^cannot reach Redis at cluster redis:\/\/127\.0\.0\.1:\d+ \(set REDIS_URL\)$/);
   });
 
   it('refuses a prefix without a {hash tag} in cluster mode, naming VQ_PREFIX', () => {
