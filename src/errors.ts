@@ -56,8 +56,8 @@ export class UsageError extends VqbError {
 /** Redis could not be reached or refused our commands. */
 export class RedisUnavailableError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.RedisUnavailableError');
-  constructor(url: string, cause?: unknown) {
-    super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url} (set REDIS_URL)`, { cause });
+  constructor(url: string, cause?: unknown, setting = 'REDIS_URL') {
+    super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url} (set ${setting})`, { cause });
     this.name = 'RedisUnavailableError';
   }
 }

@@ -32,6 +32,11 @@ export interface ProcessorDeps {
   learner: PollLearner;
   logger: Logger;
   clock?: { now?: () => number; random?: () => number };
+  /**
+   * Resolves once the job's last write reached a replica (Sentinel: a write only the old primary
+   * had is lost in a failover). Unset where there is no replica to wait for.
+   */
+  replicated?: () => Promise<void>;
 }
 
 export type JobResult = { status: 'done' | 'exists'; queryId?: string };
@@ -93,6 +98,9 @@ export class PlateProcessor {
     const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
     delete creating.heldBy;
     await job.updateData(creating);
+    // The "creating" mark is what flags a create re-sent after a crash or failover as a possible
+    // duplicate: it must survive a failover before the create goes out.
+    await this.#d.replicated?.();
     let answer: QueryOutcome;
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, { ready: () => this.#d.flow.ready(admission) });

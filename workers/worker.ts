@@ -10,7 +10,7 @@ import { requireAccountUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
-import { connectRedis } from '../src/queue/redis.js';
+import { connectRedis, waitForReplica } from '../src/queue/redis.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
@@ -70,8 +70,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const now = deps.now ?? Date.now;
   for (const account of config.accounts) requireAccountUpstream(account);
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
-  const commands: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker-commands' });
-  const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
+  const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
+  const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
   const services = queueServicesOn(config, commands, now);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   // Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
@@ -140,7 +140,16 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.random ? { random: deps.random } : {}),
       onPaused,
     });
+    // Sentinel: wait for the replica on the worker's own connection (WAIT covers that client's writes).
+    const replicated =
+      config.redis.mode === 'sentinel'
+        ? async (): Promise<void> => {
+            // BullMQ's client is a proxy over the ioredis connection it duplicated from ours.
+            await waitForReplica((await worker.backend.client) as unknown as RedisClient);
+          }
+        : undefined;
     const processor = new PlateProcessor({
+      ...(replicated ? { replicated } : {}),
       config,
       api: client,
       flow,
@@ -149,7 +158,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       logger,
       clock: { now, ...(deps.random ? { random: deps.random } : {}) },
     });
-    const worker = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
+    const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
       connection: blocking,
       prefix: config.prefix,
       concurrency: config.concurrency,
