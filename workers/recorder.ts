@@ -50,12 +50,16 @@ export class Recorder {
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */
   async reusable(data: PlateJobData): Promise<(StoredResult & { ageMs: number }) | undefined> {
     const now = this.#now();
-    let window = this.#reuseWindows.get(data.batchId);
+    return this.#d.reuse.find(data.plate, await this.#reuseWindow(data.batchId, now), now);
+  }
+
+  async #reuseWindow(batchId: string, now: number): Promise<number> {
+    let window = this.#reuseWindows.get(batchId);
     if (!window || now - window.at >= 1_000) {
-      window = { at: now, ms: await this.#d.batches.reuseWindow(data.batchId) };
-      this.#reuseWindows.set(data.batchId, window);
+      window = { at: now, ms: await this.#d.batches.reuseWindow(batchId) };
+      this.#reuseWindows.set(batchId, window);
     }
-    return this.#d.reuse.find(data.plate, window.ms, now);
+    return window.ms;
   }
 
   /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
@@ -81,8 +85,10 @@ export class Recorder {
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');
-      if (outcome.status === 'done' && !outcome.reused) {
-        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
+      // Kept for later batches only when reuse is on (for the deployment or for this batch).
+      if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
+        const window = await this.#reuseWindow(data.batchId, this.#now());
+        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt }, window);
       }
     }
     return recorded;

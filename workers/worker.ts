@@ -72,7 +72,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
-    reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs),
+    reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs, config.budget.reuseWithinMs),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
   });
