@@ -41,6 +41,7 @@ const VQB_CODES: Record<string, { status: number; code?: string }> = {
   CSV_ROW_TOO_LARGE: { status: 422 },
   CSV_NO_PLATE_COLUMN: { status: 422 },
   REDIS_UNAVAILABLE: { status: 503 },
+  REDIS_FULL: { status: 507 },
 };
 
 /** Fastify's own errors (body parsing, validation) → our codes. */
