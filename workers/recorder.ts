@@ -7,6 +7,7 @@ import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js'
 import type { BatchStore } from '../src/queue/batch/store.js';
 import type { CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
+import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
 
@@ -18,7 +19,13 @@ export interface RecorderDeps {
   reuse: ReuseStore;
   metrics?: WorkerMetrics;
   now?: () => number;
+  /** Told when storing waits for Redis (one log line per change of state, not per retry). */
+  health?: RedisHealth;
+  /** Waits between attempts to store an outcome while Redis is down or full (default 250 ms doubling to 5 s). */
+  storeBackoffMs?: { first: number; max: number };
 }
+
+const STORE_BACKOFF = { first: 250, max: 5_000 };
 
 type PlateJob = Job<PlateJobData, unknown, string>;
 
@@ -62,6 +69,40 @@ export class Recorder {
     return window.ms;
   }
 
+  /**
+   * Stores the outcome, waiting for Redis as long as it takes: the result is paid for and held
+   * only here, so it is never dropped and the plate is never created again. While Redis is down
+   * or full the account's line waits (reason redis_down / redis_full, in the waits metric); the
+   * job's lock may lapse meanwhile, and a second worker that takes the job over finds the
+   * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
+   */
+  #store(account: string, outcome: Outcome): Promise<RecordResult> {
+    return this.untilStored(account, () => this.#d.outcomes.record(outcome));
+  }
+
+  /**
+   * Runs a write that holds something paid for (an outcome, the query id a create returned)
+   * until Redis takes it, waiting out an outage or a full Redis with backoff. Other errors throw.
+   */
+  async untilStored<T>(account: string, write: () => Promise<T>): Promise<T> {
+    const backoff = this.#d.storeBackoffMs ?? STORE_BACKOFF;
+    let wait = backoff.first;
+    for (;;) {
+      try {
+        const stored = await write();
+        this.#d.health?.ok();
+        return stored;
+      } catch (err) {
+        const full = isRedisFull(err);
+        if (!full && !isRedisDown(err)) throw err;
+        this.#d.health?.report(err, 'outcome store');
+        this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(backoff.max, wait * 2);
+      }
+    }
+  }
+
   /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
   async record(job: PlateJob, data: PlateJobData, error: OutcomeError | undefined, result?: unknown, extra: Partial<Outcome> = {}): Promise<RecordResult> {
     const outcome: Outcome = {
@@ -80,7 +121,7 @@ export class Recorder {
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
       ...extra,
     };
-    const recorded = await this.#d.outcomes.record(outcome);
+    const recorded = await this.#store(data.account, outcome);
     await this.#d.inflight.release(data.account, job.id!, data.batchId);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);

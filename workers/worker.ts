@@ -10,6 +10,7 @@ import { requireAccountUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { connectRedis } from '../src/queue/redis.js';
+import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
@@ -47,6 +48,8 @@ export interface WorkerDeps {
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
+  /** The process's view of Redis (serve shares its own); by default the worker makes one. */
+  health?: RedisHealth;
 }
 
 export interface WorkerHandle {
@@ -54,6 +57,7 @@ export interface WorkerHandle {
   services: Omit<QueueServices, 'close'>;
   clients: Map<string, UpstreamClient>;
   learner: PollLearner;
+  health: RedisHealth;
   /** Stop taking jobs, let the running ones finish and persist, then disconnect. */
   close(): Promise<void>;
 }
@@ -65,7 +69,12 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
   const commands: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker-commands' });
   const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
+  // Both connections, every Worker and every Queue report to one health: an outage is one log
+  // line per change of state instead of a block per reconnect attempt.
+  const health = deps.health ?? new RedisHealth(logger);
+  const unwatch = [health.watch(commands), health.watch(blocking)];
   const services = queueServicesOn(config, commands, now);
+  for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   const recorder = new Recorder({
     outcomes: services.outcomes,
@@ -75,6 +84,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs, config.budget.reuseWithinMs),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
+    health,
   });
   const clients = new Map<string, UpstreamClient>();
   const workers = config.accounts.map((account) => {
@@ -132,7 +142,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         .record(job, job.data, { code, message: err.message })
         .catch((recordErr: unknown) => logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'));
     });
-    worker.on('error', (err) => logger.error({ err, account: account.id }, 'worker error'));
+    health.quiet(worker, `worker ${account.id}`);
     return worker;
   });
 
@@ -148,14 +158,18 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     if (feeding) return;
     feeding = true;
     feed()
-      .catch((err: unknown) => logger.error({ err }, 'could not feed the account queues'))
+      .catch((err: unknown) => {
+        if (!health.report(err, 'feeder')) logger.error({ err }, 'could not feed the account queues');
+      })
       .finally(() => {
         feeding = false;
       });
   }, FEED_EVERY_MS);
   const recoverTimer = setInterval(() => {
     for (const account of config.accounts) {
-      services.feeder.recover(account.id).catch((err: unknown) => logger.error({ err, account: account.id }, 'could not recover staged plates'));
+      services.feeder.recover(account.id).catch((err: unknown) => {
+        if (!health.report(err, 'feeder')) logger.error({ err, account: account.id }, 'could not recover staged plates');
+      });
     }
   }, RECOVER_EVERY_MS);
 
@@ -165,6 +179,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     services,
     clients,
     learner,
+    health,
     close() {
       closing ??= (async () => {
         clearInterval(feedTimer);
@@ -172,6 +187,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         await Promise.all(workers.map((w) => w.close()));
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();
+        for (const stop of unwatch) stop();
         await Promise.allSettled([commands.quit(), blocking.quit()]);
       })();
       return closing;
