@@ -62,6 +62,23 @@ export class RedisUnavailableError extends VqbError {
   }
 }
 
+/**
+ * Redis refused a write because it reached its maxmemory (policy noeviction). Nothing of the
+ * refused step was stored (ingest writes each chunk in one transaction), so running the same
+ * command again, once Redis has room, resumes where this one stopped.
+ */
+export class RedisFullError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.RedisFullError');
+  constructor(what: string, cause?: unknown) {
+    super(
+      'REDIS_FULL',
+      `Redis is full (used memory reached maxmemory) while ${what}; nothing of the refused step was stored: raise maxmemory (CONFIG SET maxmemory …) or free memory, then run the same command again to resume`,
+      { cause },
+    );
+    this.name = 'RedisFullError';
+  }
+}
+
 /** A batch id that Redis does not know. */
 export class BatchNotFoundError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.BatchNotFoundError');

@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
+import { RedisHealth } from '../queue/redis-health.js';
 import { openQueueServices } from '../queue/services.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 
@@ -22,10 +23,14 @@ export const serveCommand: Command = {
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
     const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
+    // One view of Redis for the process: an outage is a few JSON lines (lost, back, full).
+    const health = new RedisHealth(logger);
+    const unwatch = health.watch(services.redis);
+    for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
     const metrics = new Metrics({ accounts: config.accounts });
-    metrics.observeQueue(services);
+    metrics.observeQueue(services, health);
     let worker: WorkerHandle | undefined;
-    if (ctx.flags.workers) worker = startWorker(config, { logger, metrics });
+    if (ctx.flags.workers) worker = startWorker(config, { logger, metrics, health });
     // A start-up error (a service token that is an upstream key) lets go of Redis and the workers.
     const app = await createHttpApi({ services, config, logger, metrics }).catch(async (err: unknown) => {
       await Promise.all([worker?.close(), services.close()]);
@@ -47,6 +52,7 @@ export const serveCommand: Command = {
       clearTimeout(timer);
       return 0;
     } finally {
+      unwatch();
       await services.close();
       logger.flush();
     }
