@@ -5,6 +5,7 @@ import { writeFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MachineInfo } from './common.js';
 import type { AccountPacingRun } from './accounts.js';
+import type { FinishedFigures } from './finished.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
@@ -29,6 +30,8 @@ export interface BenchResults {
   perMinute?: AccountPacingRun;
   /** reader and dedup are absent from runs made before they were measured. */
   ingest?: { vqb: IngestFigures; raw: IngestFigures; reader?: ReaderFigures; dedup?: DedupFigures };
+  /** Redis kept per finished plate (absent from runs made before it was measured). */
+  finished?: FinishedFigures;
   /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
   steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
@@ -133,6 +136,21 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
         row(`dedup table, ${dedup.plates.toLocaleString('en')} distinct plates: bytes per plate`, dedup.bytesPerPlate, undefined, fixed(1), { text: '≤ 60', ok: (x) => x <= 60 }),
       );
     }
+  }
+  if (r.finished) {
+    const f = r.finished;
+    rows.push(
+      row(`Redis bytes per finished plate, ${f.plates.toLocaleString('en')} finished (MEMORY USAGE of the batch's keys)`, f.keyBytesTotalPerPlate, undefined, int, {
+        text: '≤ 300',
+        ok: (x) => x <= 300,
+      }),
+    );
+    rows.push(row('… used_memory after − before, per finished plate', f.redisBytesPerPlate, undefined, int));
+    for (const part of ['outcomes', 'input rows', 'rest']) {
+      if (f.keyBytesPerPlate[part] !== undefined) rows.push(row(`… of which (MEMORY USAGE) ${part}`, f.keyBytesPerPlate[part], undefined, fixed(1)));
+    }
+    rows.push(row('reuse entries written with reuse off (default)', f.reuseEntriesWhenOff, undefined, int, { text: '0', ok: (x) => x === 0 }));
+    rows.push(row('reuse entry per plate when reuse is on, bytes', f.reuseBytesPerPlate, undefined, int));
   }
   return rows;
 }

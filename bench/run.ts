@@ -9,19 +9,20 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { measureAccountPacing } from './accounts.js';
+import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { writeResults, type BenchResults } from './report.js';
 import { measureInteractive, measureShares } from './scheduling.js';
 import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
 
-const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest'] as const;
+const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished'] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
   requests: ['makespan'],
   footprint: ['makespan', 'ingest'],
   cpu: ['makespan'],
-  memory: ['ingest'],
+  memory: ['ingest', 'finished'],
   queued: ['ingest'],
   scheduling: ['interactive', 'shares'],
   'per-account': ['accounts', 'scaleout', 'minute'],
@@ -52,6 +53,7 @@ function scale(quick: boolean) {
         backlogPlates: 300,
         batchPlates: 200,
         ingestRows: 100_000,
+        finishedPlates: 5_000,
         interactive: { bulkPlates: 5_000, warmupMs: 5_000, rounds: 2, gapMs: 1_000, settleMs: 12_000 },
         shares: { offsetMs: 10_000, intervalMs: 10_000, intervals: 2 },
         perMinute: { warmupMs: 3_000, windowMs: 30_000 },
@@ -62,6 +64,7 @@ function scale(quick: boolean) {
         backlogPlates: 1_500,
         batchPlates: 1_000,
         ingestRows: 1_000_000,
+        finishedPlates: 20_000,
         interactive: { bulkPlates: 5_000, warmupMs: 15_000, rounds: 5, gapMs: 2_000, settleMs: 12_000 },
         shares: { offsetMs: 30_000, intervalMs: 30_000, intervals: 3 },
         perMinute: { warmupMs: 5_000, windowMs: 150_000 },
@@ -164,6 +167,7 @@ async function main(): Promise<number> {
       scaleout: { workers: 4, accounts: [SCALE_OUT], window: 'sliding', warmupMs: s.warmupMs, windowMs: s.windowMs },
       minute: { workers: 1, accounts: [PER_MINUTE], window: 'sliding', ...s.perMinute },
       ingest: { rows: s.ingestRows, chunk: 1_000 },
+      finished: { plates: s.finishedPlates },
     },
     steps: [],
     errors: [],
@@ -275,6 +279,11 @@ async function main(): Promise<number> {
         case 'ingest': {
           const ingest = await attempt(`ingest of ${s.ingestRows.toLocaleString('en')} rows`, () => measureIngest(ctx, s.ingestRows));
           if (ingest) results.ingest = ingest;
+          break;
+        }
+        case 'finished': {
+          const finished = await attempt(`${s.finishedPlates.toLocaleString('en')} finished plates`, () => measureFinished(ctx, s.finishedPlates));
+          if (finished) results.finished = finished;
           break;
         }
       }

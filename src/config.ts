@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { defaultAccount, loadAccountsFile, type Account } from './accounts.js';
 import { ConfigError, VqbError } from './errors.js';
+import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
 import { hostAllowed } from './sinks/webhooks/target.js';
 
 export type { Account } from './accounts.js';
@@ -95,7 +96,19 @@ export const SETTINGS = {
       .string()
       .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
       .default('redis://127.0.0.1:6379'),
-    help: 'Redis connection URL',
+    help: 'Redis connection URL (redis://[user:password@]host:port[/db], rediss:// for TLS); in cluster mode one or more seed nodes, comma-separated',
+  },
+  VQ_REDIS_MODE: {
+    schema: z.enum(['standalone', 'cluster', 'sentinel']).default('standalone'),
+    help: 'standalone (one Redis), cluster (Redis Cluster: REDIS_URL lists seed nodes) or sentinel (REDIS_SENTINELS and REDIS_SENTINEL_NAME find the primary)',
+  },
+  REDIS_PASSWORD_FILE: { schema: z.string().min(1).optional(), help: 'file holding the Redis password, instead of a password in REDIS_URL' },
+  REDIS_TLS_CA_FILE: { schema: z.string().min(1).optional(), help: 'PEM file of the CA that signed the Redis server certificates (rediss://); read once at start-up' },
+  REDIS_SENTINELS: { schema: z.string().min(1).optional(), help: 'sentinel mode: the sentinels, host:port comma-separated' },
+  REDIS_SENTINEL_NAME: { schema: z.string().min(1).optional(), help: 'sentinel mode: the name the sentinels monitor the primary under' },
+  REDIS_SENTINEL_PASSWORD_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'sentinel mode: file holding the password of the sentinels themselves (requirepass of the sentinels)',
   },
   VQ_ALLOW_EVICTION: { schema: bool.default(false), help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results' },
   VQ_QUEUE: {
@@ -221,6 +234,8 @@ export interface Config {
   apiKey: ApiKeySource | undefined;
   product: string;
   redisUrl: string;
+  /** How to connect (mode, nodes, TLS, credentials): what connectRedis takes. */
+  redis: RedisConnection;
   allowEviction: boolean;
   queueName: string;
   prefix: string;
@@ -302,7 +317,9 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     const raw = overrides[name] ?? env[name];
     const result = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
     if (!result.success) {
-      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(raw)} (${result.error.issues[0]?.message ?? 'invalid'})`);
+      // A Redis URL may hold a password: never echo it.
+      const shown = name === 'REDIS_URL' ? raw?.replace(/\/\/[^@/]*@/g, '//***@') : raw;
+      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} (${result.error.issues[0]?.message ?? 'invalid'})`);
     }
     values[name] = result.data;
   }
@@ -364,6 +381,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     apiKey,
     product: v.VQ_PRODUCT,
     redisUrl: v.REDIS_URL,
+    redis: redisConnectionFrom(v),
     allowEviction: v.VQ_ALLOW_EVICTION,
     queueName: v.VQ_QUEUE,
     prefix: v.VQ_PREFIX,
@@ -423,6 +441,19 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       inboxNotifyUrl: v.VQ_INBOX_NOTIFY_URL,
     },
     logLevel: v.LOG_LEVEL,
+  });
+}
+
+function redisConnectionFrom(v: Parsed): RedisConnection {
+  return parseRedisConnection({
+    mode: v.VQ_REDIS_MODE,
+    url: v.REDIS_URL,
+    prefix: v.VQ_PREFIX,
+    passwordFile: v.REDIS_PASSWORD_FILE,
+    caFile: v.REDIS_TLS_CA_FILE,
+    sentinels: v.REDIS_SENTINELS,
+    sentinelName: v.REDIS_SENTINEL_NAME,
+    sentinelPasswordFile: v.REDIS_SENTINEL_PASSWORD_FILE,
   });
 }
 

@@ -56,9 +56,26 @@ export class UsageError extends VqbError {
 /** Redis could not be reached or refused our commands. */
 export class RedisUnavailableError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.RedisUnavailableError');
-  constructor(url: string, cause?: unknown) {
-    super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url} (set REDIS_URL)`, { cause });
+  constructor(url: string, cause?: unknown, setting = 'REDIS_URL') {
+    super('REDIS_UNAVAILABLE', `cannot reach Redis at ${url} (set ${setting})`, { cause });
     this.name = 'RedisUnavailableError';
+  }
+}
+
+/**
+ * Redis refused a write because it reached its maxmemory (policy noeviction). Nothing of the
+ * refused step was stored (ingest writes each chunk in one transaction), so running the same
+ * command again, once Redis has room, resumes where this one stopped.
+ */
+export class RedisFullError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.RedisFullError');
+  constructor(what: string, cause?: unknown) {
+    super(
+      'REDIS_FULL',
+      `Redis is full (used memory reached maxmemory) while ${what}; nothing of the refused step was stored: raise maxmemory (CONFIG SET maxmemory …) or free memory, then run the same command again to resume`,
+      { cause },
+    );
+    this.name = 'RedisFullError';
   }
 }
 

@@ -26,7 +26,7 @@ import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
 import { startWorker, type WorkerHandle } from '../workers/worker.js';
 
 export { loadConfig, type Config, type Overrides } from './config.js';
-export { VqbError, isVqbError, ConfigError, InputError, OptionsError, BatchNotFoundError, RedisUnavailableError } from './errors.js';
+export { VqbError, isVqbError, ConfigError, InputError, OptionsError, BatchNotFoundError, RedisUnavailableError, RedisFullError } from './errors.js';
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
 export type { BatchView, BatchCounts, BatchOptions, EnqueueOptions, Waiting } from './schemas/batch.js';

@@ -14,7 +14,7 @@ import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';
 
 /** Why an account's line waits: a 429 or the upstream's quota, a spending cap, a failed key. */
-export type WaitReason = LimitReason | 'budget' | 'key';
+export type WaitReason = LimitReason | 'budget' | 'key' | 'redis_down' | 'redis_full';
 
 /** What the worker reports, per account; a no-op implementation keeps metrics optional. */
 export interface WorkerMetrics {
@@ -93,7 +93,7 @@ export class Metrics implements WorkerMetrics {
     this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429, by account', labelNames: ['account'], registers });
     this.#waited = new Counter({
       name: 'vqb_line_wait_seconds_total',
-      help: "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in full when decided; key: 0 per pause)",
+      help: "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in full when decided; key: 0 per pause; redis_down, redis_full: a paid result waiting to be stored)",
       labelNames: ['account', 'reason'],
       registers,
     });
@@ -188,25 +188,33 @@ export class Metrics implements WorkerMetrics {
    * rendered by a second registry from copies of each metric's values.
    */
   async render(accept?: string): Promise<Rendered> {
-    if (!wantsOpenMetrics(accept)) return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    if (!wantsOpenMetrics(accept)) {
+      // Family by family: a gauge read from Redis that fails or hangs (Redis down) is left out of
+      // this scrape instead of failing it, so process and upstream counters are still served.
+      const names = this.registry.getMetricsAsArray().map((metric) => metric.name);
+      const parts = await Promise.all(names.map((name) => withinScrape(this.registry.getSingleMetricAsString(name))));
+      return { contentType: this.registry.contentType, body: `${parts.filter((p) => p !== undefined).join('\n')}\n` };
+    }
     // Not in prom-client's types: the one-family renderer its registries use.
     const format = this.#openMetrics as unknown as { getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string> };
     const parts = await Promise.all(
       this.registry.getMetricsAsArray().map((metric) => {
         const values = (metric as unknown as { get(): Promise<{ name: string; type: string }> }).get();
-        return format.getMetricsAsString({
-          get: async () => {
-            const family = await values;
-            return family.type === 'counter' ? { ...family, name: family.name.replace(/_total$/, '') } : family;
-          },
-        });
+        return withinScrape(
+          format.getMetricsAsString({
+            get: async () => {
+              const family = await values;
+              return family.type === 'counter' ? { ...family, name: family.name.replace(/_total$/, '') } : family;
+            },
+          }),
+        );
       }),
     );
-    return { contentType: this.#openMetrics.contentType, body: `${parts.join('\n')}\n# EOF\n` };
+    return { contentType: this.#openMetrics.contentType, body: `${parts.filter((p) => p !== undefined).join('\n')}\n# EOF\n` };
   }
 
   /** Queue-wide gauges, read from Redis at each scrape. */
-  observeQueue(services: ObservedServices): void {
+  observeQueue(services: ObservedServices, redis?: { readonly waitReason: 'redis_down' | 'redis_full' | undefined }): void {
     const registers = [this.registry];
     const accounts = services.config.accounts.map((a) => a.id);
     // One read per scrape for the gauges that share it (a scrape starts every collect at once).
@@ -239,11 +247,21 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_line_waiting',
-      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on)",
+      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on), redis_down or redis_full (this process cannot store; paid results wait in memory)",
       labelNames: ['account', 'reason'],
       registers,
       async collect() {
-        for (const line of await lines()) {
+        // Known without Redis, so set first: while Redis is down the reads below fail and the
+        // rest of this family keeps its last values.
+        if (redis) {
+          for (const account of accounts) {
+            this.set({ account, reason: 'redis_down' }, redis.waitReason === 'redis_down' ? 1 : 0);
+            this.set({ account, reason: 'redis_full' }, redis.waitReason === 'redis_full' ? 1 : 0);
+          }
+        }
+        const states = await withinScrape(lines()).catch(() => undefined);
+        if (states === undefined) return;
+        for (const line of states) {
           const account = line.account;
           this.set({ account, reason: 'paused' }, line.paused ? 1 : 0);
           this.set({ account, reason: 'rate_limit' }, line.limitReason === 'rate_limit' ? 1 : 0);
@@ -339,6 +357,26 @@ export function wantsOpenMetrics(accept: string | undefined): boolean {
     else if (type === 'text/plain' || type === 'text/*' || type === '*/*') text = Math.max(text, q);
   }
   return open > 0 && open > text;
+}
+
+/** How long a scrape waits for a family read from Redis before leaving it out. */
+const SCRAPE_READ_MS = 1_000;
+
+/** The rendered family, or undefined when reading it failed or took longer than SCRAPE_READ_MS. */
+async function withinScrape<T>(rendering: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      rendering,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), SCRAPE_READ_MS);
+      }),
+    ]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `read` once for every caller while a call is pending: the gauges of one scrape share one read. */

@@ -12,6 +12,7 @@ import type { OutcomeError, PlateJobData } from '../src/queue/types.js';
 import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { isUpstreamError, type AnyUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
+import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import { decide } from './actions.js';
 import type { Admission, AccountFlow } from './flow.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
@@ -32,6 +33,11 @@ export interface ProcessorDeps {
   learner: PollLearner;
   logger: Logger;
   clock?: { now?: () => number; random?: () => number };
+  /**
+   * Resolves once the job's last write reached a replica (Sentinel: a write only the old primary
+   * had is lost in a failover). Unset where there is no replica to wait for.
+   */
+  replicated?: () => Promise<void>;
 }
 
 export type JobResult = { status: 'done' | 'exists'; queryId?: string };
@@ -63,7 +69,14 @@ export class PlateProcessor {
     } catch (err) {
       if (isControlFlow(err)) throw err;
       if (isUpstreamError(err)) return await this.#onUpstreamError(job, err, log);
-      // Anything else (Redis blips, bugs) is retried by BullMQ; on the last attempt, keep a record.
+      if (isRedisDown(err) || isRedisFull(err)) {
+        // Redis, not the plate: wait until it takes writes again (the job's latest data is the
+        // probe, so what it holds, a query id, is stored too), then put the job back with no
+        // attempt spent. A full Redis must never turn a paid plate into a failed one.
+        await this.#d.recorder.untilStored(data.account, () => job.updateData(job.data));
+        throw Worker.RateLimitError();
+      }
+      // Anything else (bugs) is retried by BullMQ; on the last attempt, keep a record.
       if (this.#isLastAttempt(job)) await this.#d.recorder.record(job, job.data, { code: 'INTERNAL_ERROR', message: (err as Error).message ?? String(err) });
       throw err;
     }
@@ -93,6 +106,9 @@ export class PlateProcessor {
     const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
     delete creating.heldBy;
     await job.updateData(creating);
+    // The "creating" mark is what flags a create re-sent after a crash or failover as a possible
+    // duplicate: it must survive a failover before the create goes out.
+    await this.#d.replicated?.();
     let answer: QueryOutcome;
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, { ready: () => this.#d.flow.ready(admission) });
@@ -113,8 +129,9 @@ export class PlateProcessor {
       requests: data.requests + 1,
     };
     // The write that makes "create once" hold: from here on every activation polls this queryId.
-    await job.updateData(polling);
-    await this.#d.recorder.count(data.batchId, 'creates');
+    // The create is paid for: while Redis is down or full, wait for it rather than lose the id.
+    await this.#d.recorder.untilStored(data.account, () => job.updateData(polling));
+    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates'));
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 

@@ -7,6 +7,7 @@ import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js'
 import type { BatchStore } from '../src/queue/batch/store.js';
 import type { CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
+import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
 
@@ -20,7 +21,13 @@ export interface RecorderDeps {
   now?: () => number;
   /** Told once per finish, by the process whose outcome finished the batch (it emits batch.finished). */
   onBatchFinished?: (batchId: string) => Promise<void>;
+  /** Told when storing waits for Redis (one log line per change of state, not per retry). */
+  health?: RedisHealth;
+  /** Waits between attempts to store an outcome while Redis is down or full (default 250 ms doubling to 5 s). */
+  storeBackoffMs?: { first: number; max: number };
 }
+
+const STORE_BACKOFF = { first: 250, max: 5_000 };
 
 type PlateJob = Job<PlateJobData, unknown, string>;
 
@@ -52,12 +59,50 @@ export class Recorder {
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */
   async reusable(data: PlateJobData): Promise<(StoredResult & { ageMs: number }) | undefined> {
     const now = this.#now();
-    let window = this.#reuseWindows.get(data.batchId);
+    return this.#d.reuse.find(data.plate, await this.#reuseWindow(data.batchId, now), now);
+  }
+
+  async #reuseWindow(batchId: string, now: number): Promise<number> {
+    let window = this.#reuseWindows.get(batchId);
     if (!window || now - window.at >= 1_000) {
-      window = { at: now, ms: await this.#d.batches.reuseWindow(data.batchId) };
-      this.#reuseWindows.set(data.batchId, window);
+      window = { at: now, ms: await this.#d.batches.reuseWindow(batchId) };
+      this.#reuseWindows.set(batchId, window);
     }
-    return this.#d.reuse.find(data.plate, window.ms, now);
+    return window.ms;
+  }
+
+  /**
+   * Stores the outcome, waiting for Redis as long as it takes: the result is paid for and held
+   * only here, so it is never dropped and the plate is never created again. While Redis is down
+   * or full the account's line waits (reason redis_down / redis_full, in the waits metric); the
+   * job's lock may lapse meanwhile, and a second worker that takes the job over finds the
+   * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
+   */
+  #store(account: string, outcome: Outcome): Promise<RecordResult> {
+    return this.untilStored(account, () => this.#d.outcomes.record(outcome));
+  }
+
+  /**
+   * Runs a write that holds something paid for (an outcome, the query id a create returned)
+   * until Redis takes it, waiting out an outage or a full Redis with backoff. Other errors throw.
+   */
+  async untilStored<T>(account: string, write: () => Promise<T>): Promise<T> {
+    const backoff = this.#d.storeBackoffMs ?? STORE_BACKOFF;
+    let wait = backoff.first;
+    for (;;) {
+      try {
+        const stored = await write();
+        this.#d.health?.ok();
+        return stored;
+      } catch (err) {
+        const full = isRedisFull(err);
+        if (!full && !isRedisDown(err)) throw err;
+        this.#d.health?.report(err, 'outcome store');
+        this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        wait = Math.min(backoff.max, wait * 2);
+      }
+    }
   }
 
   /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
@@ -78,13 +123,15 @@ export class Recorder {
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
       ...extra,
     };
-    const recorded = await this.#d.outcomes.record(outcome);
+    const recorded = await this.#store(data.account, outcome);
     await this.#d.inflight.release(data.account, job.id!, data.batchId);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');
-      if (outcome.status === 'done' && !outcome.reused) {
-        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt });
+      // Kept for later batches only when reuse is on (for the deployment or for this batch).
+      if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
+        const window = await this.#reuseWindow(data.batchId, this.#now());
+        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt }, window);
       }
     }
     if (recorded === 'batch-finished' && this.#d.onBatchFinished) await this.#d.onBatchFinished(data.batchId);

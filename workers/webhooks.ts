@@ -10,6 +10,7 @@
 // | 410 Gone                       | given up at once (the receiver says: stop)         |
 // | other status, no answer, error | retried with backoff; failed after the last attempt |
 // | host no longer on the list     | given up at once, nothing sent                     |
+import type { RedisHealth } from '../src/queue/redis-health.js';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -31,6 +32,8 @@ export interface WebhookWorkerDeps {
   metrics?: WorkerMetrics;
   dispatcher?: Dispatcher;
   now?: () => number;
+  /** Outages are logged by the process's one Redis health, once per change of state. */
+  health?: RedisHealth;
 }
 
 /** Starts the deliveries' worker; undefined when no secret is configured (then nothing can be emitted either). */
@@ -97,6 +100,9 @@ export function startWebhookWorker(config: Config, deps: WebhookWorkerDeps): Wor
     lockDuration: Math.max(config.locks.lockDurationMs, timeoutMs * 2),
     stalledInterval: config.locks.stalledIntervalMs,
   });
-  worker.on('error', (err) => deps.logger.error({ err }, 'webhook worker error'));
+  // Connection errors are an outage the health logs once per change of state; others are logged.
+  worker.on('error', (err) => {
+    if (!deps.health?.report(err, 'webhook worker')) deps.logger.error({ err }, 'webhook worker error');
+  });
   return worker;
 }

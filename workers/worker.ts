@@ -10,7 +10,8 @@ import { requireAccountUpstream, type Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
-import { connectRedis } from '../src/queue/redis.js';
+import { connectRedis, waitForReplica } from '../src/queue/redis.js';
+import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
@@ -52,6 +53,8 @@ export interface WorkerDeps {
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
+  /** The process's view of Redis (serve shares its own); by default the worker makes one. */
+  health?: RedisHealth;
 }
 
 export interface WorkerHandle {
@@ -61,6 +64,7 @@ export interface WorkerHandle {
   services: Omit<QueueServices, 'close'>;
   clients: Map<string, UpstreamClient>;
   learner: PollLearner;
+  health: RedisHealth;
   /** Stop taking jobs, let the running ones finish and persist, then disconnect. */
   close(): Promise<void>;
 }
@@ -70,9 +74,14 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const now = deps.now ?? Date.now;
   for (const account of config.accounts) requireAccountUpstream(account);
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
-  const commands: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker-commands' });
-  const blocking: RedisClient = connectRedis(config.redisUrl, { name: 'vqb-worker' });
+  const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
+  const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
+  // Both connections, every Worker and every Queue report to one health: an outage is one log
+  // line per change of state instead of a block per reconnect attempt.
+  const health = deps.health ?? new RedisHealth(logger);
+  const unwatch = [health.watch(commands), health.watch(blocking)];
   const services = queueServicesOn(config, commands, now);
+  for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   // Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
   // never allowed to fail the plate's job (its outcome is stored already).
@@ -98,6 +107,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     connection: blocking,
     deliveries: services.webhooks.deliveries,
     logger,
+    health,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.webhookDispatcher ? { dispatcher: deps.webhookDispatcher } : {}),
     now,
@@ -107,10 +117,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
-    reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs),
+    reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs, config.budget.reuseWithinMs),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     onBatchFinished,
+    health,
   });
   const clients = new Map<string, UpstreamClient>();
   const workers = config.accounts.map((account) => {
@@ -140,7 +151,16 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.random ? { random: deps.random } : {}),
       onPaused,
     });
+    // Sentinel: wait for the replica on the worker's own connection (WAIT covers that client's writes).
+    const replicated =
+      config.redis.mode === 'sentinel'
+        ? async (): Promise<void> => {
+            // BullMQ's client is a proxy over the ioredis connection it duplicated from ours.
+            await waitForReplica((await worker.backend.client) as unknown as RedisClient);
+          }
+        : undefined;
     const processor = new PlateProcessor({
+      ...(replicated ? { replicated } : {}),
       config,
       api: client,
       flow,
@@ -149,7 +169,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       logger,
       clock: { now, ...(deps.random ? { random: deps.random } : {}) },
     });
-    const worker = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
+    const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
       connection: blocking,
       prefix: config.prefix,
       concurrency: config.concurrency,
@@ -169,7 +189,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         .record(job, job.data, { code, message: err.message })
         .catch((recordErr: unknown) => logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'));
     });
-    worker.on('error', (err) => logger.error({ err, account: account.id }, 'worker error'));
+    health.quiet(worker, `worker ${account.id}`);
     return worker;
   });
 
@@ -185,14 +205,18 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     if (feeding) return;
     feeding = true;
     feed()
-      .catch((err: unknown) => logger.error({ err }, 'could not feed the account queues'))
+      .catch((err: unknown) => {
+        if (!health.report(err, 'feeder')) logger.error({ err }, 'could not feed the account queues');
+      })
       .finally(() => {
         feeding = false;
       });
   }, FEED_EVERY_MS);
   const recoverTimer = setInterval(() => {
     for (const account of config.accounts) {
-      services.feeder.recover(account.id).catch((err: unknown) => logger.error({ err, account: account.id }, 'could not recover staged plates'));
+      services.feeder.recover(account.id).catch((err: unknown) => {
+        if (!health.report(err, 'feeder')) logger.error({ err, account: account.id }, 'could not recover staged plates');
+      });
     }
   }, RECOVER_EVERY_MS);
 
@@ -217,6 +241,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     services,
     clients,
     learner,
+    health,
     close() {
       closing ??= (async () => {
         clearInterval(feedTimer);
@@ -227,6 +252,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();
         await services.webhooks.close();
+        for (const stop of unwatch) stop();
         await Promise.allSettled([commands.quit(), blocking.quit()]);
       })();
       return closing;

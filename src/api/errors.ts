@@ -45,6 +45,7 @@ const VQB_CODES: Record<string, { status: number; code?: string }> = {
   CSV_NO_PLATE_COLUMN: { status: 422 },
   XLSX_TOO_LARGE: { status: 413 },
   REDIS_UNAVAILABLE: { status: 503 },
+  REDIS_FULL: { status: 507 },
 };
 
 /** Fastify's own errors (body parsing, validation) → our codes. */

@@ -45,7 +45,7 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
       VQ_POLL_INTERVAL: '500ms',
       VQ_CONCURRENCY: '8',
     });
-    const redis = connectRedis(config.redisUrl, { failFast: true });
+    const redis = connectRedis(config.redis, { failFast: true });
     try {
       await preflightRedis(redis, config, (message) => ctx.io.stderr.write(`vqb: warning: ${message}\n`));
       // Only the demo's own keys: a user's real queues under other prefixes are never touched.
@@ -53,7 +53,7 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
     } finally {
       redis.disconnect();
     }
-    ctx.print(`simulator on ${sim.url}; Redis at ${config.redisUrl}; limit ${config.rateLimit.text}`);
+    ctx.print(`simulator on ${sim.url}; Redis at ${config.redis.display}; limit ${config.rateLimit.text}`);
     const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
     const outcome = await runFile(ctx, config, file, {});
     const s = sim.stats();

@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
+import { RedisHealth } from '../queue/redis-health.js';
 import { openQueueServices } from '../queue/services.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
 import { archiveFor } from '../sinks/export.js';
@@ -24,12 +25,16 @@ export const serveCommand: Command = {
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
     const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
+    // One view of Redis for the process: an outage is a few JSON lines (lost, back, full).
+    const health = new RedisHealth(logger);
+    const unwatch = health.watch(services.redis);
+    for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
     const metrics = new Metrics({ accounts: config.accounts });
-    metrics.observeQueue(services);
+    metrics.observeQueue(services, health);
     let worker: WorkerHandle | undefined;
     let sweep: { stop(): void } | undefined;
     if (ctx.flags.workers) {
-      worker = startWorker(config, { logger, metrics });
+      worker = startWorker(config, { logger, metrics, health });
       // The workers' retention sweep (vqb work runs it too; a Redis lock lets one process at a time).
       const retention = new Retention(services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
       sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
@@ -56,6 +61,7 @@ export const serveCommand: Command = {
       clearTimeout(timer);
       return 0;
     } finally {
+      unwatch();
       await services.close();
       logger.flush();
     }

@@ -36,7 +36,7 @@ export const workCommand: Command = {
   async run(ctx) {
     const config = typeof ctx.flags['metrics-port'] === 'string' ? ctx.configWith({ VQ_METRICS_PORT: ctx.flags['metrics-port'] }) : ctx.config();
     const logger = ctx.logger(config);
-    const probe = connectRedis(config.redisUrl, { failFast: true });
+    const probe = connectRedis(config.redis, { failFast: true });
     try {
       await preflightRedis(probe, config, (message) => logger.warn(message));
     } finally {

@@ -16,7 +16,12 @@ function resumeHint(account: string): string {
 }
 
 /** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
-export function waitingOf(state: AccountLineState): Waiting | undefined {
+export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis_full'): Waiting | undefined {
+  // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
+  if (redis === 'redis_down') return { reason: 'redis_down', message: 'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored' };
+  if (redis === 'redis_full') {
+    return { reason: 'redis_full', message: 'waiting for Redis: it is full (maxmemory reached); raise maxmemory or free memory, work resumes by itself' };
+  }
   if (state.pause) return { reason: 'paused', code: state.pause.code, message: `paused: ${state.pause.message}` };
   if (state.paused) return { reason: 'paused', message: `paused (run ${resumeHint(state.account)})` };
   if (state.budgetUntil !== undefined) {

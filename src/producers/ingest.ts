@@ -4,7 +4,8 @@
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { createHash, randomBytes } from 'node:crypto';
 import { accountOf } from '../config.js';
-import { BatchArchivedError, InputError } from '../errors.js';
+import { BatchArchivedError, InputError, RedisFullError, isError } from '../errors.js';
+import { isRedisFull } from '../queue/redis-health.js';
 import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
@@ -63,6 +64,17 @@ export function digestOf(parts: Iterable<string | Buffer>): string {
 }
 
 export async function ingest(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
+  try {
+    return await ingestBatch(services, options, rows);
+  } catch (err) {
+    // A full Redis is one typed error whatever step it refused: each chunk is all or nothing, so
+    // the same ingest run again (same content → same batch id) resumes after the last stored chunk.
+    if (isRedisFull(err) && !isError(err, RedisFullError)) throw new RedisFullError(`ingesting batch ${options.id}`, err);
+    throw err;
+  }
+}
+
+async function ingestBatch(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
   const { batches, config } = services;
   const account = accountOf(config, options.account);
   const weight = options.weight ?? 1;

@@ -49,6 +49,9 @@ export function newJobData(account: Account, batchId: string, plate: string, cls
   return { account: account.id, batchId, plate, product: account.product, cls, step: 'create', polls: 0, requests: 0 };
 }
 
+/** Events kept in each queue's BullMQ events stream. */
+const EVENTS_KEPT = 1_000;
+
 /** The queues of every configured account, opened on one connection. */
 export class AccountQueues {
   readonly #queues = new Map<string, PlateQueue>();
@@ -61,6 +64,10 @@ export class AccountQueues {
           connection,
           prefix: config.prefix,
           defaultJobOptions: defaultJobOptions(config),
+          // BullMQ's events stream (trimmed with XADD MAXLEN ~): nothing in vqb reads it (no
+          // QueueEvents), so 1,000 recent events for a person looking, not BullMQ's 10,000
+          // (about a megabyte of Redis per account queue).
+          streams: { events: { maxLen: EVENTS_KEPT } },
         }),
       );
     }

@@ -1,7 +1,10 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
-import { type Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { RedisUnavailableError, VqbError } from '../errors.js';
+import { parseRedisConnection, type RedisConnection } from './redis-settings.js';
+
+export type { RedisConnection, RedisMode } from './redis-settings.js';
 
 /** A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share one hash slot, so every command and script works on either. */
 export type RedisClient = Redis | Cluster;
@@ -12,25 +15,120 @@ export interface RedisSettings {
   queueName: string;
 }
 
+export interface ConnectOptions {
+  /** Short-lived commands (status, enqueue) fail fast; BullMQ workers must wait out reconnects. */
+  failFast?: boolean;
+  name?: string;
+}
+
+/** A standalone connection described by a URL alone (bench and tools that take a bare URL). */
+export function standaloneConnection(url: string): RedisConnection {
+  return parseRedisConnection({ mode: 'standalone', url, prefix: '{vqb}' });
+}
+
 /**
- * BullMQ workers need `maxRetriesPerRequest: null` (blocking commands must wait out reconnects).
- * Short-lived commands (status, enqueue) want to fail fast instead, hence `failFast`.
+ * ioredis's failoverDetector closes its subscriptions to the sentinels on disconnect() only: after
+ * quit() they keep the process alive forever (`vqb run` finished its batch and never exited). This
+ * closes them whenever the connection ends, and its duplicates (BullMQ's blocking connections)
+ * are of this class too.
  */
-export function connectRedis(url: string, options: { failFast?: boolean; name?: string } = {}): Redis {
-  const redis = new Redis(url, {
+class SentinelRedis extends Redis {
+  constructor(options: RedisOptions) {
+    super(options);
+    this.on('end', () => (this as unknown as { connector: { disconnect(): void } }).connector.disconnect());
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return new SentinelRedis({ ...this.options, ...override });
+  }
+}
+
+/**
+ * The one place vqb opens a Redis connection, in every mode. BullMQ workers need
+ * `maxRetriesPerRequest: null` (blocking commands must wait out reconnects and failovers);
+ * short-lived commands want to fail fast instead, hence `failFast`. A string is a standalone URL.
+ */
+export function connectRedis(target: RedisConnection | string, options: ConnectOptions = {}): RedisClient {
+  const settings = typeof target === 'string' ? standaloneConnection(target) : target;
+  const common: RedisOptions = {
     maxRetriesPerRequest: options.failFast ? 2 : null,
     enableOfflineQueue: true,
     connectionName: options.name ?? 'vqb',
-    lazyConnect: false,
-  });
+    ...(settings.username !== undefined ? { username: settings.username } : {}),
+    ...(settings.password ? { password: settings.password.reveal() } : {}),
+    ...(settings.tls ? { tls: settings.tls.ca ? { ca: settings.tls.ca } : {} } : {}),
+  };
+  let client: RedisClient;
+  if (settings.mode === 'cluster') {
+    const clusterOptions: ClusterOptions = {
+      redisOptions: common,
+      // Reads go to masters too: a replica may lag behind a result just written.
+      scaleReads: 'master',
+      enableOfflineQueue: true,
+      // While vqb's slot is being migrated, a multi-key command or script whose keys are split
+      // between the two nodes is answered TRYAGAIN until the last key has moved, and a MULTI may
+      // bounce between ASK and MOVED. Every retry counts against maxRedirections: together they
+      // ride out a slot held half-moved for about 20 s (a reshard moves a slot in well under a
+      // second) instead of failing the command after 64 quick tries (ioredis's default).
+      retryDelayOnTryAgain: 100,
+      retryDelayOnMoved: 20,
+      retryDelayOnClusterDown: 200,
+      maxRedirections: 200,
+      // Without this, a fail-fast command against an unreachable cluster waits forever for the
+      // first slot map.
+      ...(options.failFast ? { clusterRetryStrategy: (times: number) => (times > 3 ? null : 200 * times) } : {}),
+    };
+    client = new Cluster(
+      settings.nodes.map((n) => ({ host: n.host, port: n.port })),
+      clusterOptions,
+    );
+  } else if (settings.mode === 'sentinel') {
+    client = new SentinelRedis({
+      ...common,
+      sentinels: settings.nodes.map((n) => ({ host: n.host, port: n.port })),
+      name: settings.sentinelName!,
+      db: settings.db,
+      role: 'master',
+      ...(settings.sentinelPassword ? { sentinelPassword: settings.sentinelPassword.reveal() } : {}),
+      ...(settings.tls ? { enableTLSForSentinelMode: true, sentinelTLS: settings.tls.ca ? { ca: settings.tls.ca } : {} } : {}),
+      // Subscribe to the sentinels' +switch-master and reconnect to the new primary as soon as a
+      // failover is announced. Without it, clients keep writing to the old primary until the
+      // sentinels demote it, seconds later, and those writes are lost (seen in the failover test:
+      // a whole batch finished on the old primary, then reverted to 43 of 300).
+      failoverDetector: true,
+      // A demoted primary answers writes with READONLY until we reconnect: reconnect through
+      // the sentinels and re-send the command (2) instead of failing it.
+      reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+    });
+  } else {
+    const node = settings.nodes[0]!;
+    client = new Redis({ ...common, host: node.host, port: node.port, db: settings.db, lazyConnect: false });
+  }
   // Connection errors reach callers through their commands (and checkRedis); without a listener
-  // ioredis would also print every reconnect attempt to stderr.
-  redis.on('error', () => {});
-  return redis;
+  // ioredis would also print every reconnect attempt to stderr. Connection-state logging (one
+  // line per state change during an outage) belongs here: every connection is made above.
+  client.on('error', () => {});
+  if (client instanceof Cluster) client.on('node error', () => {});
+  return client;
 }
 
-/** Resolves once Redis answers PING, or throws a RedisUnavailableError naming REDIS_URL. */
-export async function checkRedis(redis: RedisClient, url: string, timeoutMs = 3_000): Promise<void> {
+/**
+ * Waits (at most `timeoutMs`) until a replica has every write this connection made so far, and
+ * says how many did. Replication is asynchronous: without this, a write acknowledged by the
+ * primary just before a failover is lost. With no replica reachable it gives up after the timeout
+ * rather than stop the line.
+ */
+export async function waitForReplica(client: { call(...args: (string | number)[]): Promise<unknown> }, timeoutMs = 1_000): Promise<number> {
+  return Number(await client.call('WAIT', 1, timeoutMs));
+}
+
+/** The master nodes of a cluster (each checked and scanned on its own), or the one server. */
+export function serversOf(redis: RedisClient): Redis[] {
+  return redis instanceof Cluster ? redis.nodes('master') : [redis];
+}
+
+/** Resolves once Redis answers PING, or throws a RedisUnavailableError naming where and the setting to fix. */
+export async function checkRedis(redis: RedisClient, where: string | RedisConnection, timeoutMs = 3_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -40,7 +138,8 @@ export async function checkRedis(redis: RedisClient, url: string, timeoutMs = 3_
       }),
     ]);
   } catch (err) {
-    throw new RedisUnavailableError(url.replace(/\/\/[^@/]*@/, '//***@'), err);
+    if (typeof where === 'string') throw new RedisUnavailableError(where.replace(/\/\/[^@/]*@/, '//***@'), err);
+    throw new RedisUnavailableError(where.display, err, where.setting);
   } finally {
     clearTimeout(timer);
   }
@@ -62,26 +161,46 @@ export async function checkEvictionPolicy(redis: RedisClient): Promise<string | 
 
 /**
  * Start-up check shared by every command that uses the queue: Redis answers (else one line naming
- * REDIS_URL), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
+ * the setting), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
+ * In a cluster every master is asked: the slot may move to any of them.
  */
-export async function preflightRedis(redis: RedisClient, settings: { redisUrl: string; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
-  await checkRedis(redis, settings.redisUrl);
-  const policy = await checkEvictionPolicy(redis);
-  if (policy === undefined || policy === 'noeviction') return;
-  const message = `Redis maxmemory-policy is ${policy}: under memory pressure Redis deletes keys, and a deleted key is a lost paid result or a job that never finishes. Set maxmemory-policy noeviction (or VQ_ALLOW_EVICTION=true to start anyway)`;
-  if (!settings.allowEviction) throw new VqbError('REDIS_EVICTION_POLICY', message);
-  warn(message);
+export async function preflightRedis(
+  redis: RedisClient,
+  settings: { redisUrl: string; redis?: RedisConnection; allowEviction: boolean },
+  warn: (message: string) => void = () => {},
+): Promise<void> {
+  await checkRedis(redis, settings.redis ?? settings.redisUrl);
+  for (const server of serversOf(redis)) {
+    const policy = await checkEvictionPolicy(server);
+    if (policy === undefined || policy === 'noeviction') continue;
+    const where = redis instanceof Cluster ? ` on ${server.options.host}:${server.options.port}` : '';
+    const message = `Redis maxmemory-policy is ${policy}${where}: under memory pressure Redis deletes keys, and a deleted key is a lost paid result or a job that never finishes. Set maxmemory-policy noeviction (or VQ_ALLOW_EVICTION=true to start anyway)`;
+    if (!settings.allowEviction) throw new VqbError('REDIS_EVICTION_POLICY', message);
+    warn(message);
+  }
 }
 
-/** Deletes every key whose name starts with `prefix` (SCAN + UNLINK, bounded memory); returns how many. */
+/**
+ * Deletes every key whose name starts with `prefix` (SCAN + UNLINK, bounded memory); returns how
+ * many. In a cluster, SCAN sees one node's keys only: every master is scanned, and keys are
+ * unlinked one by one on it (a multi-key UNLINK across slots is refused there).
+ */
 export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Promise<number> {
-  let cursor = '0';
   let deleted = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) deleted += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  const cluster = redis instanceof Cluster;
+  for (const server of serversOf(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await server.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length === 0) continue;
+      if (!cluster) deleted += await server.unlink(...keys);
+      else {
+        const results = (await server.pipeline(keys.map((key) => ['unlink', key])).exec()) ?? [];
+        for (const [err, n] of results) if (!err) deleted += Number(n);
+      }
+    } while (cursor !== '0');
+  }
   return deleted;
 }
 

@@ -1,5 +1,12 @@
 // Results kept per normalised plate so that a later batch may answer from them instead of paying
 // again (opt-in per batch with a window such as 24h). Each entry expires after VQ_REUSE_KEEP.
+//
+// An entry is written only when reuse is on: the deployment's default window (VQ_REUSE_WITHIN) is
+// set, or the batch that paid for the result asked for reuse itself. With reuse off (the default)
+// nothing is kept per plate: that was 584 bytes of Redis a plate, for 7 days, that nothing read.
+// Entries are packed as outcomes are (queue/compact.ts); plain-JSON entries written before are
+// still read.
+import { pack, unpack } from './compact.js';
 import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 
@@ -14,28 +21,37 @@ export class ReuseStore {
   readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
   readonly #keepMs: number;
+  readonly #defaultWithinMs: number;
 
-  constructor(redis: RedisClient, keys: VqbKeys, keepMs: number) {
+  /** `defaultWithinMs`: VQ_REUSE_WITHIN; when set, every batch's results are kept for later ones. */
+  constructor(redis: RedisClient, keys: VqbKeys, keepMs: number, defaultWithinMs = 0) {
     this.#redis = redis;
     this.#keys = keys;
     this.#keepMs = keepMs;
+    this.#defaultWithinMs = defaultWithinMs;
   }
 
   get enabled(): boolean {
     return this.#keepMs > 0;
   }
 
-  async save(plate: string, entry: StoredResult): Promise<void> {
-    if (!this.enabled) return;
-    await this.#redis.set(this.#keys.reuse(plate), JSON.stringify(entry), 'PX', this.#keepMs);
+  /** Whether a result paid for by a batch with this reuse window is kept for later batches. */
+  keeps(batchWindowMs: number): boolean {
+    return this.enabled && (this.#defaultWithinMs > 0 || batchWindowMs > 0);
+  }
+
+  /** Keeps the result when `keeps(batchWindowMs)`; otherwise writes nothing. */
+  async save(plate: string, entry: StoredResult, batchWindowMs = 0): Promise<void> {
+    if (!this.keeps(batchWindowMs)) return;
+    await this.#redis.set(this.#keys.reuse(plate), pack(entry), 'PX', this.#keepMs);
   }
 
   /** The stored result if it is at most `withinMs` old. */
   async find(plate: string, withinMs: number, now: number): Promise<(StoredResult & { ageMs: number }) | undefined> {
     if (withinMs <= 0) return undefined;
-    const raw = await this.#redis.get(this.#keys.reuse(plate));
+    const raw = await this.#redis.getBuffer(this.#keys.reuse(plate));
     if (!raw) return undefined;
-    const entry = JSON.parse(raw) as StoredResult;
+    const entry = unpack(raw) as StoredResult;
     const ageMs = now - entry.at;
     return ageMs <= withinMs ? { ...entry, ageMs } : undefined;
   }
@@ -43,7 +59,7 @@ export class ReuseStore {
   /** How many of these plates have a result within the window (for dry runs). */
   async countFresh(plates: readonly string[], withinMs: number, now: number): Promise<number> {
     if (withinMs <= 0 || plates.length === 0) return 0;
-    const raws = await this.#redis.mget(...plates.map((p) => this.#keys.reuse(p)));
-    return raws.filter((raw) => raw !== null && now - (JSON.parse(raw) as StoredResult).at <= withinMs).length;
+    const raws = await this.#redis.mgetBuffer(...plates.map((p) => this.#keys.reuse(p)));
+    return raws.filter((raw) => raw !== null && now - (unpack(raw) as StoredResult).at <= withinMs).length;
   }
 }

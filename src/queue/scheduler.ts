@@ -4,6 +4,7 @@
 // The choice is fair: classes in order (interactive, normal, bulk), and within a class stride
 // scheduling by weight, a newcomer sharing from the moment it arrives. This module alone reads and
 // writes the class sets, the weights, the pending lists and the staged set.
+import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
@@ -47,6 +48,23 @@ export class Scheduler {
   /** Appends plates to the batch's waiting list (ingest calls enlist after it). */
   async push(batchId: string, plates: readonly string[]): Promise<void> {
     if (plates.length > 0) await this.#redis.rpush(this.#keys.pending(batchId), ...plates);
+  }
+
+  /**
+   * `push` and `enlist` as commands of the caller's transaction: ingest stores a chunk's rows,
+   * counts and plates in one MULTI, so a full Redis refuses all of them or none (no plate waits
+   * whose row and count were never stored). The transaction must come from a connection this
+   * scheduler was built on (its scripts are defined there).
+   */
+  pushIn(tx: ChainableCommander, accountId: string, batchId: string, cls: PriorityClass, weight: number, plates: readonly string[]): void {
+    if (plates.length === 0) return;
+    tx.rpush(this.#keys.pending(batchId), ...plates);
+    (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
+      this.#keys.schedClass(accountId, cls),
+      this.#keys.schedWeights,
+      batchId,
+      weight,
+    );
   }
 
   /** The batch takes part in its account's scheduling (again); a no-op while it already does. */

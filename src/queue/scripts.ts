@@ -33,7 +33,7 @@ export function commandName(script: string): string {
 type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${Capitalize<H>}${CamelCase<T>}` : Capitalize<S>;
 
 /** A connection with the named scripts defined: `pace-acquire` is `vqbPaceAcquire(...keys, ...args)`. */
-export type Scripted<T extends string> = RedisClient & { [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number)[]) => Promise<unknown> };
+export type Scripted<T extends string> = RedisClient & { [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number | Buffer)[]) => Promise<unknown> };
 
 /** Defines the named scripts on `redis` (once per connection) and returns it typed with them. */
 export function withScripts<const T extends string>(redis: RedisClient, names: readonly T[]): Scripted<T> {

@@ -60,7 +60,7 @@ export function queueServicesOn(config: Config, redis: RedisClient, now: () => n
 }
 
 export async function openQueueServices(config: Config, options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void } = {}): Promise<QueueServices> {
-  const redis = connectRedis(config.redisUrl, { failFast: options.failFast ?? true, name: 'vqb-producer' });
+  const redis = connectRedis(config.redis, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
     await preflightRedis(redis, config, options.warn);
   } catch (err) {

@@ -77,7 +77,7 @@ export const BatchCounts = z
 export type BatchCounts = z.output<typeof BatchCounts>;
 
 export const Waiting = z.object({
-  reason: z.enum(['paused', 'budget', 'rate_limit', 'quota']),
+  reason: z.enum(['paused', 'budget', 'rate_limit', 'quota', 'redis_down', 'redis_full']),
   code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
   message: z.string().describe('what happens and what to do, in words'),
   until: z.iso.datetime().optional().describe('when the wait ends, when known'),

@@ -80,7 +80,8 @@ describe('cost controls', () => {
   it('inside the reuse window a second batch answers overlapping plates from stored results, free', async () => {
     h = await startHarness({ label: 'reuse' });
     const plates = makePlates(30);
-    await ingestList(h.services, plates.slice(0, 20), { source: 'library', batchId: 'first' });
+    // Results are kept for reuse only when reuse is on: here the first batch asks for it.
+    await ingestList(h.services, plates.slice(0, 20), { source: 'library', batchId: 'first', reuseWithinMs: 3_600_000 });
     await h.waitForBatch('first');
     await ingestList(h.services, plates.slice(10), { source: 'library', batchId: 'second', reuseWithinMs: 3_600_000 });
     await h.waitForBatch('second');
@@ -96,6 +97,14 @@ describe('cost controls', () => {
     await ingestList(h.services, plates.slice(0, 5), { source: 'library', batchId: 'third' });
     await h.waitForBatch('third');
     expect(h.sim.stats().creates).toBe(35);
+    // With reuse off (no default window, no window of its own) a batch keeps nothing per plate:
+    // a later batch that asks for reuse pays for these again.
+    const fresh = makePlates(5, 100);
+    await ingestList(h.services, fresh, { source: 'library', batchId: 'fourth' });
+    await h.waitForBatch('fourth');
+    await ingestList(h.services, fresh, { source: 'library', batchId: 'fifth', reuseWithinMs: 3_600_000 });
+    await h.waitForBatch('fifth');
+    expect((await h.services.batches.get('fifth')).counts).toMatchObject({ done: 5, reused: 0, creates: 5 });
   });
 
   it("the cost report equals the simulator's counters", async () => {

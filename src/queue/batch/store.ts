@@ -13,6 +13,7 @@ import type { VqbKeys } from '../keys.js';
 import type { Scheduler } from '../scheduler.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { PriorityClass } from '../types.js';
+import { execAll } from '../redis-health.js';
 import { encodeRow, decodeRow, type IngestRow } from './rows.js';
 
 export { encodeRow, decodeRow, type IngestRow, type StoredRow } from './rows.js';
@@ -194,18 +195,15 @@ export class BatchStore {
   }
 
   /**
-   * Stores a chunk of rows and hands its new plates to the scheduler. The plates go first: a
-   * crash between the two repeats them on resume, which costs nothing (a plate's job id and its
-   * stored outcome make a second feed of it a no-op), while rows and counts move in one MULTI with
-   * the ingest position, so each row is stored once.
+   * Stores a chunk of rows, moves the counts and the ingest position, and hands its new plates to
+   * the scheduler, all in one MULTI: Redis runs all of it or, when full (maxmemory reached under
+   * noeviction), refuses the whole transaction at EXEC, so no plate waits whose row and count
+   * were never stored. A refused chunk throws RedisFullError; the same ingest run again resumes
+   * from the position stored with the last chunk that was written.
    */
   async addRows(batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>, rows: readonly IngestRow[]): Promise<void> {
     if (rows.length === 0) return;
     const queued = rows.filter((r) => r.kind === 'queued');
-    await this.#deps.scheduler.push(
-      batch.id,
-      queued.map((r) => r.plate),
-    );
     const key = this.#keys.batch(batch.id);
     const multi = this.#redis.multi().rpush(this.#keys.rows(batch.id), ...rows.map(encodeRow));
     multi.hincrby(key, 'total', rows.length);
@@ -215,8 +213,15 @@ export class BatchStore {
     const rejected = rows.length - queued.length - duplicates;
     if (rejected > 0) multi.hincrby(key, 'rejected', rejected);
     if (duplicates > 0) multi.hincrby(key, 'duplicates', duplicates);
-    await multi.exec();
-    if (queued.length > 0) await this.#deps.scheduler.enlist(batch.account, batch.id, batch.priority, batch.weight);
+    this.#deps.scheduler.pushIn(
+      multi,
+      batch.account,
+      batch.id,
+      batch.priority,
+      batch.weight,
+      queued.map((r) => r.plate),
+    );
+    await execAll(multi, `storing rows ${rows[0]!.row}–${rows.at(-1)!.row} of batch ${batch.id}`);
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */

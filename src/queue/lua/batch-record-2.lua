@@ -3,7 +3,7 @@
   step (queue/batches.ts). The batch is finished when its last plate lands. This is the one
   place the "batch finished" rule lives besides batch-seal (which applies it when sealing).
     KEYS[1] the batch's outcomes hash; KEYS[2] the batch hash
-    ARGV[1] plate; ARGV[2] outcome JSON; ARGV[3] 'done' | 'failed'; ARGV[4] now, epoch ms;
+    ARGV[1] plate; ARGV[2] the outcome, packed (queue/compact.ts); ARGV[3] 'done' | 'failed'; ARGV[4] now, epoch ms;
     ARGV[5] '1' when a possible duplicate charge
   Returns 0 an outcome existed, 1 recorded, 2 recorded and the batch finished.
 ]]

@@ -60,6 +60,9 @@ export class WebhookOutbox {
         removeOnFail: { age: KEEP_SECONDS },
       },
     });
+    // A failed add() reaches its caller, and the connection's own watcher logs outages once per
+    // change of state: without a listener BullMQ would print every reconnect error to stderr.
+    this.#queue.on('error', () => {});
     return this.#queue;
   }
 

@@ -1,0 +1,173 @@
+// Whether Redis is usable right now, as this process sees it: up, down (no connection) or full
+// (it refuses writes: maxmemory reached under noeviction). Every connection and every BullMQ
+// Queue/Worker reports here instead of printing its own errors, so an outage is a few JSON log
+// lines, one per change of state ("redis connection lost", "redis connection back", "redis is
+// full"), never one per reconnect attempt or per retried command. The workers read the state to
+// say why the line waits (reason `redis_down` / `redis_full`).
+//
+// Connections are made in src/queue/redis.ts; whoever makes one calls `watchConnection` on it.
+import type { ChainableCommander } from 'ioredis';
+import type { Logger } from 'pino';
+import { RedisFullError } from '../errors.js';
+import type { RedisClient } from './redis.js';
+
+export type RedisState = 'up' | 'down' | 'full';
+
+/** The wait reason a line shows while Redis stops it. */
+export type RedisWaitReason = 'redis_down' | 'redis_full';
+
+function messagesOf(err: unknown): string[] {
+  if (typeof err !== 'object' || err === null) return [String(err)];
+  const e = err as { message?: unknown; code?: unknown; previousErrors?: unknown[]; cause?: unknown; errors?: unknown[] };
+  const own = [typeof e.message === 'string' ? e.message : '', typeof e.code === 'string' ? e.code : ''];
+  const nested = [...(e.previousErrors ?? []), ...(e.errors ?? []), ...(e.cause !== undefined && e.cause !== err ? [e.cause] : [])];
+  return [...own, ...nested.flatMap(messagesOf)];
+}
+
+/** Redis refused a write for lack of memory (`OOM command not allowed…`), possibly inside an aborted MULTI. */
+export function isRedisFull(err: unknown): boolean {
+  return messagesOf(err).some((m) => /^OOM\b|OOM command not allowed|used memory > 'maxmemory'/.test(m));
+}
+
+const DOWN =
+  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|Reached the max retries per request|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY/;
+
+/** The connection to Redis failed or Redis cannot serve yet (restarting, loading its data). */
+export function isRedisDown(err: unknown): boolean {
+  return messagesOf(err).some((m) => DOWN.test(m));
+}
+
+/**
+ * Executes a MULTI and fails if any part failed. A full Redis refuses the whole transaction at
+ * EXEC (Redis checks memory before EXEC runs any of it when the block holds a write that may
+ * grow memory; commands queued while full are refused and abort the EXEC): RedisFullError.
+ */
+export async function execAll(multi: ChainableCommander, what: string): Promise<unknown[]> {
+  let replies: [Error | null, unknown][] | null;
+  try {
+    replies = await multi.exec();
+  } catch (err) {
+    if (isRedisFull(err)) throw new RedisFullError(what, err);
+    throw err;
+  }
+  if (replies === null) throw new Error(`${what}: the transaction was aborted`);
+  const failed = replies.find(([err]) => err !== null)?.[0];
+  if (failed) throw isRedisFull(failed) ? new RedisFullError(what, failed) : failed;
+  return replies.map(([, value]) => value);
+}
+
+/** Anything that emits 'error' (an ioredis client, a BullMQ Queue or Worker). */
+interface ErrorEmitter {
+  on(event: 'error', listener: (err: Error) => void): unknown;
+}
+
+/**
+ * One process's view of Redis. `report` takes any error seen (an 'error' event, a failed
+ * command); `ok` says a command or a connection worked again. Each change of state is logged
+ * once and passed to the listeners.
+ */
+export class RedisHealth {
+  #state: RedisState = 'up';
+  readonly #log: Logger;
+  readonly #listeners = new Set<(state: RedisState) => void>();
+  /** Errors of other kinds, logged once per distinct message until Redis changes state. */
+  readonly #seen = new Set<string>();
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  get state(): RedisState {
+    return this.#state;
+  }
+
+  /** `redis_down` / `redis_full` while Redis stops the work, else undefined. */
+  get waitReason(): RedisWaitReason | undefined {
+    return this.#state === 'down' ? 'redis_down' : this.#state === 'full' ? 'redis_full' : undefined;
+  }
+
+  onState(listener: (state: RedisState) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** True when the error was Redis being down or full (then it is logged at most once per change). */
+  report(err: unknown, source?: string): boolean {
+    if (isRedisFull(err)) {
+      this.#set('full', err);
+      return true;
+    }
+    if (isRedisDown(err)) {
+      this.#set('down', err);
+      return true;
+    }
+    const message = (err as Error | undefined)?.message ?? String(err);
+    if (!this.#seen.has(message)) {
+      this.#seen.add(message);
+      this.#log.error({ err, ...(source ? { source } : {}) }, 'redis client error');
+    }
+    return false;
+  }
+
+  ok(): void {
+    this.#set('up');
+  }
+
+  #set(state: RedisState, err?: unknown): void {
+    if (state === this.#state) return;
+    const was = this.#state;
+    this.#state = state;
+    this.#seen.clear();
+    const detail = err === undefined ? {} : { reason: messagesOf(err).find((m) => m !== '') ?? String(err) };
+    if (state === 'down') this.#log.warn({ redis: state, ...detail }, 'redis connection lost; retrying in the background, paid results are kept until they are stored');
+    else if (state === 'full') {
+      this.#log.error({ redis: state, ...detail }, 'redis is full (maxmemory reached): writes are refused; raise maxmemory or free memory, work resumes by itself');
+    } else this.#log.info({ redis: state, was }, 'redis connection back');
+    for (const listener of this.#listeners) listener(state);
+  }
+
+  /** Routes an emitter's 'error' events here (BullMQ prints them to stderr when nothing listens). */
+  quiet(emitter: ErrorEmitter, source: string): void {
+    emitter.on('error', (err) => {
+      this.report(err, source);
+    });
+  }
+
+  /** Follows a connection: its errors and closes mean down, `ready` means back. */
+  watch(redis: RedisClient): () => void {
+    const onError = (err: Error) => this.report(err, 'connection');
+    const onReady = () => this.ok();
+    const onClose = () => {
+      if (this.#state === 'up' && redis.status !== 'end') this.#set('down', new Error('Connection is closed'));
+    };
+    redis.on('error', onError);
+    redis.on('ready', onReady);
+    redis.on('close', onClose);
+    return () => {
+      redis.off('error', onError);
+      redis.off('ready', onReady);
+      redis.off('close', onClose);
+    };
+  }
+}
+
+/**
+ * Follows `redis` with a health of its own (or the one given): one log line per change of state,
+ * `onState` told each change. Returns the health; call `stop` to detach.
+ */
+export function watchConnection(
+  redis: RedisClient,
+  log: Logger,
+  onState?: (state: RedisState) => void,
+  health: RedisHealth = new RedisHealth(log),
+): { health: RedisHealth; stop(): void } {
+  const detach = health.watch(redis);
+  const unlisten = onState ? health.onState(onState) : () => false;
+  return {
+    health,
+    stop() {
+      detach();
+      unlisten();
+    },
+  };
+}

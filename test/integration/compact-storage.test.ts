@@ -1,0 +1,82 @@
+// Compact storage: outcomes and reuse entries are packed (queue/compact.ts), and what was stored
+// as plain JSON before still reads the same through every reader.
+import { afterEach, describe, expect, it } from 'vitest';
+import { pack, unpack } from '../../src/queue/compact.js';
+import { OutcomeStore, encodeOutcome } from '../../src/queue/batch/outcomes.js';
+import { VqbKeys } from '../../src/queue/keys.js';
+import { ReuseStore } from '../../src/queue/reuse.js';
+import type { Outcome } from '../../src/queue/types.js';
+import { redisTestContext, type RedisTestContext } from '../helpers/redis.js';
+
+let ctx: RedisTestContext | undefined;
+afterEach(async () => {
+  await ctx?.cleanup();
+  ctx = undefined;
+});
+
+function outcome(plate: string, extra: Partial<Outcome> = {}): Outcome {
+  return {
+    batchId: 'b',
+    plate,
+    status: 'done',
+    queryId: `q-${plate}`,
+    result: { id: `q-${plate}`, status: 'COMPLETED', licensePlate: plate, result: { brand: 'FIAT', model: 'UNO MILLE', ação: 'çã' } },
+    enqueuedAt: 1_700_000_000_000,
+    createdAt: 1_700_000_001_000,
+    finishedAt: 1_700_000_009_000,
+    requests: 2,
+    polls: 1,
+    attempts: 1,
+    ...extra,
+  };
+}
+
+describe('compact storage', () => {
+  it('packs a value to less than half its JSON and reads it back exactly', () => {
+    const value = outcome('ABC1D23');
+    const packed = pack(value);
+    expect(packed.length).toBeLessThan(JSON.stringify(value).length / 2);
+    expect(unpack(packed)).toEqual(value);
+    expect(unpack(Buffer.from(JSON.stringify(value)))).toEqual(value);
+    expect(() => unpack(Buffer.from([0x07, 1, 2]))).toThrow(/unknown format 0x7/);
+  });
+
+  it('reads outcomes stored as plain JSON before, beside packed ones, through get, getMany and scan', async () => {
+    ctx = await redisTestContext('compact');
+    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'plates' });
+    const store = new OutcomeStore(ctx.redis, keys);
+    const old = outcome('OLD1A11', { status: 'failed', error: { code: 'VEHICLE_NOT_FOUND', message: 'No vehicle' } });
+    delete old.result;
+    // The old format: the whole outcome as JSON, batch id and plate included.
+    await ctx.redis.hset(keys.outcomes('b'), old.plate, JSON.stringify(old));
+    const fresh = outcome('NEW1A11', { possibleDuplicate: true });
+    expect(await store.record(fresh)).toBe('recorded');
+    expect(await store.record(fresh)).toBe('exists');
+    const stored = await ctx.redis.hgetBuffer(keys.outcomes('b'), fresh.plate);
+    expect(stored).toEqual(encodeOutcome(fresh));
+    expect(stored!.includes(Buffer.from('"batchId"'))).toBe(false);
+    expect(await store.get('b', old.plate)).toEqual(old);
+    expect(await store.get('b', fresh.plate)).toEqual(fresh);
+    expect(await store.getMany('b', [fresh.plate, 'NONE111', old.plate])).toEqual([fresh, undefined, old]);
+    const scanned: Outcome[] = [];
+    for await (const o of store.scan('b')) scanned.push(o);
+    expect(scanned.sort((a, z) => a.plate.localeCompare(z.plate))).toEqual([fresh, old]);
+  });
+
+  it('keeps a reuse entry only when reuse is on, packed, and still reads plain-JSON entries', async () => {
+    ctx = await redisTestContext('compact-reuse');
+    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'plates' });
+    const off = new ReuseStore(ctx.redis, keys, 86_400_000, 0);
+    const on = new ReuseStore(ctx.redis, keys, 86_400_000, 3_600_000);
+    const entry = { queryId: 'q1', result: { licensePlate: 'AAA1A11' }, at: 1_000 };
+    await off.save('AAA1A11', entry, 0);
+    expect(await ctx.redis.exists(keys.reuse('AAA1A11'))).toBe(0);
+    await off.save('AAA1A11', entry, 60_000); // the batch itself asked for reuse
+    expect(await off.find('AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    await on.save('BBB1B11', entry, 0);
+    expect(await on.find('BBB1B11', 10_000, 2_000)).toMatchObject({ queryId: 'q1' });
+    await ctx.redis.set(keys.reuse('CCC1C11'), JSON.stringify(entry));
+    expect(await on.find('CCC1C11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    expect(await on.countFresh(['AAA1A11', 'BBB1B11', 'CCC1C11', 'DDD1D11'], 10_000, 2_000)).toBe(3);
+  });
+});

@@ -1,0 +1,147 @@
+// Redis Cluster: a real 3-master cluster started by the test. `vqb run` is pointed at a node that
+// does NOT own vqb's slot (a plain client would answer MOVED), and the slot is migrated to another
+// master while the batch runs (SETSLOT IMPORTING/MIGRATING, MIGRATE … KEYS until the slot is empty,
+// SETSLOT NODE): the batch still finishes, each plate with one outcome and one create.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
+import { freePort } from '../../src/redis-server.js';
+import { openQueueServices } from '../../src/queue/services.js';
+import { hashTagOf } from '../../src/queue/redis-settings.js';
+import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
+import { makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
+import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
+
+const harness = useHarness();
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  cluster = await startCluster(3);
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+});
+
+const urlOf = (port: number) => `redis://127.0.0.1:${port}`;
+
+describe('Redis Cluster', () => {
+  it('a batch through `vqb run` at a node without the slot finishes across a slot migration: one outcome and one create per plate', async () => {
+    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
+    const h = await harness.start({
+      label: 'cluster',
+      workers: 0,
+      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
+      sim: { completionMs: [200, 600] },
+    });
+    const slot = await cluster.slotOf(hashTagOf(h.config.prefix)!);
+    const owner = await cluster.ownerOf(slot);
+    const elsewhere = cluster.nodes.filter((n) => n !== owner);
+    // The node the CLI is given answers MOVED for every vqb key.
+    const moved = await elsewhere[0]!.redis.get(`${h.config.prefix}:probe`).catch((err: Error) => err.message);
+    expect(moved).toMatch(/^MOVED /);
+
+    const n = 300;
+    const plates = makePlates(n, 30_000);
+    const file = join(h.config.outDir, '..', 'cluster.csv');
+    await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\n`);
+    const run = spawnVqb(
+      ['run', file],
+      harnessEnv(h, {
+        VQ_REDIS_MODE: 'cluster',
+        REDIS_URL: urlOf(elsewhere[0]!.port),
+        VQ_RATE_LIMIT: '60/s',
+        // While the slot is half moved the workers' scripts wait out TRYAGAIN (up to ~4 s here): a
+        // lock longer than that keeps their jobs (the tests' usual 2 s lock would expire: the jobs
+        // stall and are run again, still with one create each, but with error lines).
+        VQ_LOCK_DURATION: '15s',
+      }),
+      240_000,
+    );
+
+    // Mid-batch: move vqb's slot to another master, a few keys at a time, while the workers write.
+    while (h.sim.stats().creates < 60 && run.child.exitCode === null) await sleep(50);
+    expect(run.child.exitCode).toBeNull();
+    // Ten keys per MIGRATE (as redis-cli --cluster reshard does), and between two MIGRATEs the
+    // workers make one more upstream request (or a quarter second passes): they run while the slot
+    // is half moved, getting ASK and TRYAGAIN answers.
+    const requests = () => h.sim.stats().creates + h.sim.stats().gets;
+    let steps = 0;
+    const keysMoved = await cluster.migrateSlot(slot, elsewhere[1]!, {
+      batch: 10,
+      between: async () => {
+        steps++;
+        const before = requests();
+        for (let i = 0; i < 25 && requests() === before && run.child.exitCode === null; i++) await sleep(10);
+      },
+    });
+    const createsAtMigrationEnd = h.sim.stats().creates;
+    expect(keysMoved).toBeGreaterThan(0);
+    expect(steps).toBeGreaterThan(1);
+    expect((await cluster.ownerOf(slot)).port).toBe(elsewhere[1]!.port);
+
+    const { code, stdout, stderr } = await run.done;
+    expect(stderr).toBe('');
+    expect(stdout).not.toMatch(/MOVED|ASK|TRYAGAIN|CROSSSLOT/);
+    expect(code).toBe(0);
+    expect(createsAtMigrationEnd).toBeLessThan(n); // the migration happened while plates were still being created
+
+    const batchId = /batch (cluster-[0-9a-f]{12})/.exec(stdout)![1]!;
+    const info = await h.services.batches.get(batchId);
+    expect(info.counts).toMatchObject({ total: n, enqueued: n, done: n, failed: 0, possibleDuplicates: 0 });
+    for (const plate of plates) expect((await h.services.outcomes.get(batchId, plate))?.status, plate).toBe('done');
+    const stats = h.sim.stats({ plates: true });
+    expect(Object.keys(stats.createsByPlate ?? {}).sort()).toEqual([...plates].sort());
+    expect(Object.entries(stats.createsByPlate ?? {}).filter(([, c]) => c !== 1)).toEqual([]);
+    // Every key of the batch moved with the slot: the old owner holds none.
+    expect(await owner.redis.cluster('COUNTKEYSINSLOT', slot)).toBe(0);
+  }, 300_000);
+
+  it('start-up checks ask every master, and prefix deletes reach every master', async () => {
+    const config = loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: urlOf(cluster.nodes[0]!.port), VQ_PREFIX: '{vqbtest-preflight}' });
+    const redis = connectRedis(config.redis, { failFast: true });
+    try {
+      await preflightRedis(redis, config);
+      // One master that may evict is enough to refuse, and the message says which.
+      const last = cluster.nodes[2]!;
+      await last.redis.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      try {
+        await expect(preflightRedis(redis, config)).rejects.toMatchObject({
+          code: 'REDIS_EVICTION_POLICY',
+          message: expect.stringContaining(`allkeys-lru on 127.0.0.1:${last.port}`),
+        });
+      } finally {
+        await last.redis.config('SET', 'maxmemory-policy', 'noeviction');
+      }
+      // Keys of many slots (no hash tag), on every master: all deleted.
+      for (let i = 0; i < 50; i++) await redis.set(`vqbtest-spread:${i}`, 'x');
+      const perNode = await Promise.all(cluster.nodes.map((n) => n.redis.dbsize()));
+      expect(perNode.filter((c) => c > 0).length).toBe(3);
+      expect(await deleteKeysByPrefix(redis, 'vqbtest-spread:')).toBe(50);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('an unreachable cluster is one RedisUnavailableError naming REDIS_URL, without the password', async () => {
+    const config = loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: `redis://:hunter2@127.0.0.1:${await freePort()}` });
+    const err = await rejection(openQueueServices(config));
+    expect(isError(err, RedisUnavailableError)).toBe(true);
+    expect(err.message).toMatch(/^cannot reach Redis at cluster redis:\/\/127\.0\.0\.1:\d+ \(set REDIS_URL\)$/);
+  });
+
+  it('refuses a prefix without a {hash tag} in cluster mode, naming VQ_PREFIX', () => {
+    let err: unknown;
+    try {
+      loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: urlOf(cluster.nodes[0]!.port), VQ_PREFIX: 'vqb' });
+    } catch (e) {
+      err = e;
+    }
+    expect(isError(err, ConfigError)).toBe(true);
+    expect((err as ConfigError).variable).toBe('VQ_PREFIX');
+    expect((err as Error).message).toMatch(/hash tag/);
+  });
+});

@@ -1,0 +1,54 @@
+// How vqb tells a full or a lost Redis from other errors, what it answers for one, and that an
+// outage is logged once per change of state, not once per error.
+import { describe, expect, it } from 'vitest';
+import { describeError } from '../../src/api/errors.js';
+import { RedisFullError, isError } from '../../src/errors.js';
+import { RedisHealth, isRedisDown, isRedisFull } from '../../src/queue/redis-health.js';
+import { captureLogs } from '../helpers/logs.js';
+
+const OOM = "OOM command not allowed when used memory > 'maxmemory'.";
+
+describe('redis health', () => {
+  it('recognises OOM answers, also inside an aborted MULTI, and lost connections', () => {
+    expect(isRedisFull(new Error(OOM))).toBe(true);
+    // ioredis: EXEC refused, the queued commands' OOM errors in previousErrors.
+    const aborted = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new Error(OOM)] });
+    expect(isRedisFull(aborted)).toBe(true);
+    expect(isRedisFull(new Error('ERR wrong number of arguments'))).toBe(false);
+    expect(isRedisDown(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isRedisDown(new Error('Connection is closed.'))).toBe(true);
+    expect(isRedisDown(new Error(OOM))).toBe(false);
+  });
+
+  it('answers a full Redis as 507 REDIS_FULL naming maxmemory and how to resume', () => {
+    const err = new RedisFullError('ingesting batch b', new Error(OOM));
+    expect(isError(err, RedisFullError)).toBe(true);
+    const body = describeError(err);
+    expect(body).toMatchObject({ statusCode: 507, error: { code: 'REDIS_FULL' } });
+    expect(body!.error.message).toMatch(/maxmemory.*run the same command again/);
+    expect(body!.error.message).not.toContain('\n');
+  });
+
+  it('logs one line per change of state, however many errors arrive', () => {
+    const logs = captureLogs();
+    const health = new RedisHealth(logs.logger);
+    const states: string[] = [];
+    health.onState((s) => states.push(s));
+    for (let i = 0; i < 50; i++) health.report(new Error('connect ECONNREFUSED 127.0.0.1:6379'));
+    expect(health.waitReason).toBe('redis_down');
+    health.ok();
+    health.ok();
+    for (let i = 0; i < 50; i++) health.report(new Error(OOM));
+    expect(health.waitReason).toBe('redis_full');
+    health.ok();
+    for (let i = 0; i < 5; i++) health.report(new Error('ERR something else'));
+    expect(states).toEqual(['down', 'up', 'full', 'up']);
+    expect(logs.lines.map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^redis connection lost/),
+      'redis connection back',
+      expect.stringMatching(/^redis is full/),
+      'redis connection back',
+      'redis client error',
+    ]);
+  });
+});
