@@ -105,6 +105,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   });
 
   await app.register(async (scope) => {
+    // Pages for people, not part of the HTTP API's contract: kept out of /openapi.json.
+    scope.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, hide: true };
+    });
     await scope.register(formbody, { bodyLimit: 16_384 });
     await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
 
