@@ -1,8 +1,11 @@
 // Start-up checks: Redis reachable (one line naming REDIS_URL), and no eviction of paid results.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis-server.js';
 import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
@@ -35,5 +38,48 @@ describe('start-up checks', () => {
     expect(refused.stderr).toMatch(/maxmemory-policy is allkeys-lru.*noeviction/);
     const allowed = await vqb(['status'], { REDIS_URL: server.url, VQ_ALLOW_EVICTION: 'true' });
     expect(allowed.code).toBe(0);
+  });
+
+  it('`vqb work` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async () => {
+    const port = await freePort();
+    const dir = await mkdtemp(join(tmpdir(), 'vqb-preflight-'));
+    const env = {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'info',
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      VQ_PREFIX: `{vqbtest-wait-${port}}`,
+      VQ_BASE_URL: 'http://127.0.0.1:9',
+      VQ_API_KEY: 'k',
+    };
+    const child = spawn(process.execPath, [BIN, 'work'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const seen = (text: string) =>
+      new Promise<void>((done) => {
+        const check = () => out.includes(text) && done();
+        child.stdout.on('data', check);
+        child.stderr.on('data', check);
+        check();
+      });
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    try {
+      await seen('waiting for it');
+      const redis = await spawnRedisServer({ port, dir, args: ['--save', ''] });
+      try {
+        await seen('worker started');
+        child.kill('SIGTERM');
+        const [code] = (await once(child, 'exit')) as [number];
+        expect(code).toBe(0);
+        const lines = out.trim().split('\n');
+        for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+        // Said once, not once per attempt.
+        expect(lines.filter((l) => l.includes('waiting for it'))).toHaveLength(1);
+      } finally {
+        await stopRedisServer(redis);
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
