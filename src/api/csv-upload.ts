@@ -40,8 +40,11 @@ export async function registerCsvUploads(app: FastifyInstance, options: { bodyLi
   });
 }
 
-/** Reads the form: the options fields (any order, but `column` and `sheet` before the file) and the `file` part. */
-export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit: number; maxPlates: number }): Promise<CsvUpload> {
+/**
+ * Reads the form: the options fields (any order, but `column` and `sheet` before the file) and the `file` part.
+ * `blankFieldsAbsent`: an empty field counts as not sent (an HTML form sends every input, filled or not).
+ */
+export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit: number; maxPlates: number }, options: { blankFieldsAbsent?: boolean } = {}): Promise<CsvUpload> {
   const fields: Record<string, string> = Object.create(null) as Record<string, string>;
   let csv: CsvBody | undefined;
   let fileName: string | undefined;
@@ -63,7 +66,9 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
       }
       if (part.fieldname in fields) throw formError(`the field ${JSON.stringify(part.fieldname)} is sent twice`);
       if (part.valueTruncated) throw formError(`the field ${JSON.stringify(part.fieldname)} is too long`);
-      fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
+      const value = typeof part.value === 'string' ? part.value : String(part.value);
+      if (options.blankFieldsAbsent && value.trim() === '') continue;
+      fields[part.fieldname] = value;
     }
   } catch (err) {
     throw unreadable(err);

@@ -26,6 +26,7 @@ import { v1Routes } from './routes/batches.js';
 import { healthRoutes } from './routes/health.js';
 import { loggedUrl, serverOptions } from './transport.js';
 import { type ConsoleHandle, registerConsole } from '../console/routes.js';
+import type { RedisHealth } from '../queue/redis-health.js';
 
 export interface HttpApiDeps {
   services: QueueServices;
@@ -37,6 +38,8 @@ export interface HttpApiDeps {
   dashboard?: boolean;
   /** Serve the web console at / (default true). */
   console?: boolean;
+  /** This process's view of Redis (full, down): the console shows it as why a line waits. */
+  health?: Pick<RedisHealth, 'waitReason'>;
   now?: () => number;
 }
 
@@ -90,7 +93,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     });
   }
   let consoleHandle: ConsoleHandle | undefined;
-  if (deps.console !== false) consoleHandle = await registerConsole(app, { services, config, auth, logger, now });
+  if (deps.console !== false) consoleHandle = await registerConsole(app, { services, config, auth, logger, now, ...(deps.health ? { health: deps.health } : {}) });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
     await mountDashboard(app, services.queues.all(), async (request, reply) => {

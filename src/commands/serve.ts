@@ -40,7 +40,7 @@ export const serveCommand: Command = {
       sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
     }
     // A start-up error (a service token that is an upstream key) lets go of Redis and the workers.
-    const app = await createHttpApi({ services, config, logger, metrics }).catch(async (err: unknown) => {
+    const app = await createHttpApi({ services, config, logger, metrics, health }).catch(async (err: unknown) => {
       await Promise.all([worker?.close(), services.close()]);
       throw err;
     });

@@ -4,6 +4,7 @@
 import type { CostEstimate } from '../producers/dry-run.js';
 import { waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/accounts.js';
+import type { RedisWaitReason } from '../queue/redis-health.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
@@ -78,7 +79,7 @@ export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'
     counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds) : t('none'),
     waiting: view.waiting ? `${t(`wait.${view.waiting.reason}` as Key)}: ${view.waiting.message}` : t('none'),
-    state: t(view.finished ? 'state.finished' : view.sealed ? 'state.running' : 'state.ingesting'),
+    state: t(view.state === 'archived' ? 'state.archived' : view.finished ? 'state.finished' : view.sealed ? 'state.running' : 'state.ingesting'),
     done: n(c.done),
     failed: n(c.failed),
     inflight: n(c.inflight),
@@ -94,7 +95,7 @@ export function flashBox(flash: string | undefined): Html | string {
   return flash ? html`<p class="flash" role="status">${flash}</p>` : '';
 }
 
-export function listPage(ctx: PageContext, views: readonly BatchView[], lines: readonly AccountLineState[], flash?: string): string {
+export function listPage(ctx: PageContext, views: readonly BatchView[], lines: readonly AccountLineState[], flash?: string, redis?: RedisWaitReason): string {
   const { t } = ctx;
   const rows = views.map((view) => {
     const f = batchFields(view, ctx);
@@ -123,23 +124,24 @@ ${
 <tbody>${rows}</tbody>
 </table>`
 }
-${linesSection(ctx, lines)}`,
+${linesSection(ctx, lines, redis)}`,
   );
 }
 
-function linesSection(ctx: PageContext, lines: readonly AccountLineState[]): Html {
+/** `redis`: this process cannot store (RedisHealth), which stops every line before its own reasons. */
+function linesSection(ctx: PageContext, lines: readonly AccountLineState[], redis?: RedisWaitReason): Html {
   const { t } = ctx;
   if (lines.length === 0) return html``;
   return html`<h2>${t('lines.title')}</h2>
 <table>
 <thead><tr><th scope="col">${t('col.account')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.waiting')}</th><th scope="col"></th></tr></thead>
-<tbody>${lines.map((line) => lineRow(ctx, line))}</tbody>
+<tbody>${lines.map((line) => lineRow(ctx, line, redis))}</tbody>
 </table>`;
 }
 
-function lineRow(ctx: PageContext, line: AccountLineState): Html {
+function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReason): Html {
   const { t } = ctx;
-  const waiting = waitingOf(line);
+  const waiting = waitingOf(line, redis);
   const action = line.paused ? 'resume' : 'pause';
   return html`<tr data-account="${line.account}">
 <th scope="row">${line.account} <span class="muted">(${line.rateLimit})</span></th>
@@ -149,8 +151,14 @@ function lineRow(ctx: PageContext, line: AccountLineState): Html {
 </tr>`;
 }
 
-export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineState, formats: readonly string[], flash?: string): string {
+/**
+ * One batch. `line` is its account's line, undefined for an archived batch: that one is read from
+ * its archive's manifest, and nothing about it can change any more (no live updates, no retry,
+ * no pause).
+ */
+export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineState | undefined, formats: readonly string[], flash?: string, redis?: RedisWaitReason): string {
   const { t } = ctx;
+  const archived = view.state === 'archived';
   const f = batchFields(view, ctx);
   const id = encodeURIComponent(view.id);
   const c = view.counts;
@@ -163,7 +171,8 @@ export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineSt
 <h1>${t('batch.title', { id: view.name })}</h1>
 <p class="muted">${view.id} · ${view.account}</p>
 ${flashBox(flash)}
-<div data-batch="${view.id}" data-live="/events?batch=${id}">
+${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archived', { at: view.archivedAt ?? '' })}</p>` : ''}
+<div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p class="wait">${t('col.waiting')}: <span data-field="waiting">${f.waiting}</span></p>
 <h2>${t('batch.counts')}</h2>
@@ -176,18 +185,47 @@ ${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, 
 ${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${format}" download>${format.toUpperCase()}</a></li>`)}
 <li><a href="/batches/${id}/rejects" download>${t('batch.rejects')}</a></li>
 </ul>
-<div class="actions">
+${webhooksSection(ctx, view)}
+${
+  archived
+    ? ''
+    : html`<div class="actions">
 ${
   c.failed > 0
     ? html`<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('batch.retry', { n: c.failed })}</button></form>`
     : html`<span class="muted">${t('batch.noFailed')}</span>`
 }
-</div>
-${linesSection(ctx, [line])}`,
+</div>`
+}
+${line ? linesSection(ctx, [line], redis) : ''}`,
   );
 }
 
-export function uploadPage(ctx: PageContext, accounts: readonly string[], error?: string): string {
+/** Where the batch's webhooks go and what became of each delivery (its `webhooks`, as the API shows them). */
+function webhooksSection(ctx: PageContext, view: BatchView): Html | string {
+  const { t, lang } = ctx;
+  if (view.callbackUrl === undefined) return '';
+  const deliveries = view.webhooks ?? [];
+  return html`<h2>${t('webhooks.title')}</h2>
+<p>${t('webhooks.callback')}: <code data-callback>${view.callbackUrl}</code></p>
+${
+  deliveries.length === 0
+    ? html`<p class="muted">${t('webhooks.none')}</p>`
+    : html`<table data-webhooks>
+<thead><tr><th scope="col">${t('col.event')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.attempts')}</th><th scope="col">${t('col.lastError')}</th></tr></thead>
+<tbody>${deliveries.map(
+        (d) => html`<tr data-delivery="${d.id}">
+<th scope="row"><code>${d.event}</code></th>
+<td data-delivery-state="${d.state}">${t(`delivery.${d.state}` as Key)}</td>
+<td class="num">${formatNumber(lang, d.attempts)}</td>
+<td>${d.lastError ?? (d.lastStatus !== undefined ? `HTTP ${d.lastStatus}` : t('none'))}</td>
+</tr>`,
+      )}</tbody>
+</table>`
+}`;
+}
+
+export function uploadPage(ctx: PageContext, accounts: readonly string[], error?: string, values: { callbackUrl?: string } = {}): string {
   const { t } = ctx;
   return layout(
     ctx,
@@ -206,12 +244,15 @@ ${
 <input type="file" id="file" name="file" required accept=".csv,.txt,.xlsx,text/csv,application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" aria-describedby="file-help">
 <p class="help" id="file-help">${t('upload.help')} <span data-file-name aria-live="polite"></span></p>
 </div>
+<p><label for="callbackUrl">${t('upload.callback')}</label>
+<input type="url" id="callbackUrl" name="callbackUrl" maxlength="2048" inputmode="url" autocomplete="url" aria-describedby="callback-help" value="${values.callbackUrl ?? ''}">
+<span class="help" id="callback-help">${t('upload.callbackHelp')}</span></p>
 <p><button type="submit">${t('upload.submit')}</button></p>
 </form>`,
   );
 }
 
-export function estimatePage(ctx: PageContext, stageId: string, name: string, account: string, e: CostEstimate): string {
+export function estimatePage(ctx: PageContext, stageId: string, name: string, account: string, e: CostEstimate, callbackUrl?: string): string {
   const { t, lang } = ctx;
   const n = (x: number) => formatNumber(lang, x);
   const item = (key: Key, value: string, field: string) => html`<dt>${t(key)}</dt><dd data-estimate="${field}">${value}</dd>`;
@@ -221,6 +262,7 @@ export function estimatePage(ctx: PageContext, stageId: string, name: string, ac
     html`<h1>${t('estimate.title', { name })}</h1>
 <p>${t('estimate.intro')}</p>
 <p class="muted">${e.batchId} · ${account}</p>
+${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbackUrl}</code></p>` : ''}
 <dl class="counts">
 ${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}
 </dl>

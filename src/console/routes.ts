@@ -32,7 +32,10 @@ import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import type { QueueServices } from '../queue/services.js';
-import { batchExportSource } from '../sinks/batch-source.js';
+import { archiveFor, exportSourceFor } from '../sinks/export.js';
+import type { ArchiveManifest } from '../sinks/archive.js';
+import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, checkCallbackUrl, WEBHOOK_SECRET_MISSING } from '../sinks/webhooks/target.js';
+import type { RedisHealth } from '../queue/redis-health.js';
 import { csvStringifier, REJECT_COLUMNS, rejectCells } from '../sinks/csv.js';
 import { type Scope, sha256, type TokenAuth, canSee } from '../api/auth.js';
 import { readCsvUpload, registerCsvUploads } from '../api/csv-upload.js';
@@ -40,11 +43,11 @@ import { ApiError, describeError } from '../api/errors.js';
 import { batchResults } from '../api/results.js';
 import { serialized } from '../api/routes/batches.js';
 import { ResultsQuery } from '../api/schemas.js';
-import { batchView } from '../presenters/batch-view.js';
+import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
 import { CONTENT_SECURITY_POLICY, CSS, JS } from './assets.js';
 import { type OpenStreams, streamEvents } from './events.js';
-import { LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
+import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
 import { ASSET_CSS, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
 import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
 import { StagedUploads } from './uploads.js';
@@ -55,6 +58,8 @@ export interface ConsoleDeps {
   auth: TokenAuth;
   logger: Logger;
   now: () => number;
+  /** This process's view of Redis: a full or lost Redis is why every line waits. */
+  health?: Pick<RedisHealth, 'waitReason'>;
 }
 
 export interface ConsoleHandle {
@@ -64,6 +69,9 @@ export interface ConsoleHandle {
 
 /** Formats the results route offers: the API's own list (ResultsQuery), so a new format appears here by itself. */
 export const RESULT_FORMATS: readonly string[] = ResultsQuery.shape.format.unwrap().options;
+
+/** The callbackUrl refusals (src/sinks/webhooks/target.ts) the upload page words in the operator's language. */
+const CALLBACK_REFUSALS = new Set([CALLBACK_URL_INVALID, CALLBACK_HOST_NOT_ALLOWED, WEBHOOK_SECRET_MISSING]);
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;
@@ -75,6 +83,9 @@ interface Signed {
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<ConsoleHandle> {
   const { services, config, auth, now } = deps;
+  const redisWait = () => deps.health?.waitReason;
+  // Batches retention pruned from Redis: their page and downloads answer from the archive, as /v1 does.
+  const archive = archiveFor(config, now);
   const sessions = new SessionStore(services.redis, services.keys);
   const uploads = new StagedUploads(services.redis, services.keys);
   // Global (fastify-plugin): the dashboard's guard reads the session cookie too.
@@ -138,6 +149,13 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const info = await services.batches.get(id);
       if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
       return info;
+    };
+    /** The manifest of an archived batch this session may see; undefined while the batch is in Redis. */
+    const visibleArchive = async (signed: Signed, id: string): Promise<ArchiveManifest | undefined> => {
+      if (await services.batches.exists(id)) return undefined;
+      const manifest = await archive.manifest(id);
+      if (manifest === undefined || !canSee(signed.scope, manifest.batch.account)) throw new BatchNotFoundError(id);
+      return manifest;
     };
     const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
     const ingestOnce = serialized();
@@ -211,7 +229,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const signed = await required(request);
       const ctx = context(request, signed);
       const { views, lines } = await listViews(signed.scope);
-      return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query)));
+      return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait()));
     });
 
     const listViews = async (s: Scope) => {
@@ -240,33 +258,36 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/batches/:id', async (request, reply) => {
       const signed = await required(request);
+      const ctx = context(request, signed);
+      const manifest = await visibleArchive(signed, request.params.id);
+      if (manifest !== undefined) return page(reply, batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)));
       const info = await visibleBatch(signed, request.params.id);
       const view = batchView(info, await batchContext(services, info), now());
-      const ctx = context(request, signed);
       const line = await services.lines.for(info.account).state();
-      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query)));
+      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
     });
 
     scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/batches/:id/results', async (request, reply) => {
       const signed = await required(request);
-      await visibleBatch(signed, request.params.id);
+      if ((await visibleArchive(signed, request.params.id)) === undefined) await visibleBatch(signed, request.params.id);
       const query = ResultsQuery.safeParse(request.query);
       if (!query.success) throw new ApiError(400, 'VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
-      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log);
+      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log, archive);
       return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
     });
 
     scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
       const signed = await required(request);
-      const info = await visibleBatch(signed, request.params.id);
-      const source = await batchExportSource(services.batches, services.outcomes, info.id);
+      const { id } = request.params;
+      if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
+      const source = await exportSourceFor(services, id, archive);
       const stringifier = csvStringifier(config.csvDelimiter);
       const records = (async function* () {
         yield [...REJECT_COLUMNS];
         for await (const reject of source.rejects()) yield rejectCells(reject);
       })();
-      pipeline(Readable.from(records), stringifier, (err) => err && request.log.warn({ batchId: info.id, err: err.message }, 'rejects stream failed'));
-      const fileName = `${info.id.replace(/[^A-Za-z0-9._-]/g, '_')}.rejects.csv`;
+      pipeline(Readable.from(records), stringifier, (err) => err && request.log.warn({ batchId: id, err: err.message }, 'rejects stream failed'));
+      const fileName = `${id.replace(/[^A-Za-z0-9._-]/g, '_')}.rejects.csv`;
       return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${fileName}"`).send(stringifier);
     });
 
@@ -313,10 +334,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         const ctx = context(request, signed);
         const accounts = accountsOf(signed.scope);
         let staged: string;
+        let callbackUrl: string | undefined;
         try {
           // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
-          const upload = await readCsvUpload(request, { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates });
+          const upload = await readCsvUpload(request, { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates }, { blankFieldsAbsent: true });
           const { csv, options } = upload;
+          callbackUrl = options.callbackUrl;
+          // Checked now, as ingest will check it again: a refused URL stages nothing.
+          const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
           const account = options.account ?? accounts[0];
           if (account === undefined || !accounts.includes(account))
             throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
@@ -337,6 +362,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
             ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
             ...(options.priority !== undefined ? { priority: options.priority } : {}),
             ...(options.weight !== undefined ? { weight: options.weight } : {}),
+            ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
             estimate,
             rows: csv.rows,
           });
@@ -344,7 +370,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         } catch (err) {
           const body = describeError(err);
           if (!body || body.statusCode >= 500) throw err;
-          return page(reply, uploadPage(ctx, accounts, body.error.message), body.statusCode);
+          const code = body.error.code;
+          const message = CALLBACK_REFUSALS.has(code) ? `${ctx.t(`callback.${code}` as Key)} (${body.error.message})` : body.error.message;
+          return page(reply, uploadPage(ctx, accounts, message, callbackUrl !== undefined ? { callbackUrl } : {}), body.statusCode);
         }
         return reply.redirect(`/upload/${staged}`, 303);
       },
@@ -355,7 +383,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const ctx = context(request, signed);
       const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
       if (!upload) return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
-      return page(reply, estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate));
+      return page(reply, estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate, upload.callbackUrl));
     });
 
     scope.post<{ Params: { stage: string } }>('/upload/:stage/confirm', async (request, reply) => {
@@ -381,6 +409,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
             ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
             ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
             ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
+            ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
           },
           upload.rows,
         ),

@@ -23,6 +23,8 @@ export interface StagedUpload {
   reuseWithinMs?: number;
   priority?: 'interactive' | 'normal' | 'bulk';
   weight?: number;
+  /** Already checked (checkCallbackUrl); ingest checks it again on confirm. */
+  callbackUrl?: string;
   /** What the estimate page shows. */
   estimate: CostEstimate;
   rows: InputRow[];

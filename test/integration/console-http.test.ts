@@ -1,24 +1,47 @@
 // The web console over plain HTTP (no browser): its cookie, its headers, what it refuses (a form
 // without the session's CSRF token, an upload it cannot read, someone else's staged upload) and
-// that nothing is enqueued before the operator confirms.
+// that nothing is enqueued before the operator confirms; an archived batch answered from its
+// archive; a callback URL on the upload form and the deliveries on the batch page; an .xlsx upload
+// run end to end; why an account's line waits, the Redis reasons too.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createHttpApi, type HttpApiDeps } from '../../src/api/server.js';
 import type { Config } from '../../src/config.js';
+import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
+import { ingestList } from '../../src/producers/list.js';
+import type { RedisWaitReason } from '../../src/queue/redis-health.js';
+import { Retention } from '../../src/queue/retention.js';
+import { archiveFor } from '../../src/sinks/export.js';
 import { testConfig } from '../helpers/config.js';
-import { type Harness, useHarness } from '../helpers/engine.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { startReceiver } from '../helpers/webhook-receiver.js';
+import { sheetValues } from '../helpers/xlsx.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
+const DAY = 86_400_000;
+const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+/** Fast lines: a batch of a few plates finishes in about a second. */
+const FAST = { VQ_RATE_LIMIT: '100/s', VQ_POLL_INITIAL: '200ms', VQ_POLL_INTERVAL: '100ms' };
 const harness = useHarness();
 let app: FastifyInstance | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   await app?.close();
   app = undefined;
 });
+afterAll(async () => {
+  for (const cleanup of cleanups) await cleanup();
+});
 
-async function serve(h: Harness, config: Config = h.config): Promise<string> {
-  app = await createHttpApi({ services: h.services, config, logger: h.logs.logger, dashboard: false });
+async function serve(h: Harness, config: Config = h.config, extra: Pick<HttpApiDeps, 'health'> = {}): Promise<string> {
+  app = await createHttpApi({ services: h.services, config, logger: h.logs.logger, dashboard: false, ...extra });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
@@ -169,4 +192,217 @@ describe('web console over HTTP', () => {
     expect(after.status).toBe(303);
     expect(after.headers.get('location')).toBe('/sign-in');
   });
+
+  it('an archived batch (retention pruned it, clock injected): its page answers from the manifest (archived, the same counts, no live updates, no retry or pause) and its downloads are the same rows', async () => {
+    const archiveDir = await mkdtemp(join(tmpdir(), 'vqb-console-archive-'));
+    cleanups.push(() => rm(archiveDir, { recursive: true, force: true }));
+    const h = await harness.start({
+      label: 'console-archive',
+      sim: { failPlates: ['FAL1A23'] },
+      config: { VQ_API_TOKENS: ADMIN, VQ_ARCHIVE_DIR: archiveDir, VQ_RETAIN: '30d', ...FAST },
+    });
+    const base = await serve(h);
+    const { cookie, csrf } = await signIn(base);
+    const rows = [...makePlates(4).map((plate, i) => ({ plate, cliente: `c${i}` })), { plate: 'not a plate', cliente: 'x' }, { plate: 'FAL1A23', cliente: 'y' }];
+    const { batch } = await ingestList(h.services, rows, { source: 'library', name: 'old' });
+    await h.services.feeder.feed('default');
+    await h.waitForBatch(batch.id);
+    const path = `/batches/${encodeURIComponent(batch.id)}`;
+    const get = (p: string, lang = 'en') => fetch(`${base}${p}`, { headers: { cookie, 'accept-language': lang } });
+    const downloads = async () => ({
+      csv: await (await get(`${path}/results?format=csv`)).text(),
+      jsonl: await (await get(`${path}/results?format=jsonl`)).text(),
+      rejects: await (await get(`${path}/rejects`)).text(),
+      xlsx: await sheetValues(Buffer.from(await (await get(`${path}/results?format=xlsx`)).arrayBuffer())),
+    });
+
+    const running = await (await get(path)).text();
+    expect(running).toContain(`action="${path}/retry"`);
+    expect(running).toContain(`data-live="/events?batch=`);
+    expect(running).toContain('action="/accounts/default/pause');
+    const before = await downloads();
+    expect(before.jsonl.trim().split('\n')).toHaveLength(6);
+    expect(before.xlsx).toHaveLength(7);
+    expect(before.rejects).toContain('not a plate');
+
+    const finishedAt = (await h.services.batches.get(batch.id)).finishedAt!;
+    const swept = await new Retention(h.services, archiveFor(h.config), { retainMs: h.config.retention.retainMs, now: () => finishedAt + 31 * DAY }).sweep();
+    expect(swept?.archived.map((a) => a.batchId)).toEqual([batch.id]);
+    expect(await h.services.batches.exists(batch.id)).toBe(false);
+
+    const res = await get(path);
+    expect(res.status).toBe(200);
+    const archived = await res.text();
+    expect(archived).toContain('data-archived');
+    expect(archived).toMatch(/data-field="state"[^>]*>archived</);
+    expect(archived).toMatch(/data-field="done">4</);
+    expect(archived).toMatch(/data-field="failed">1</);
+    expect(archived).toMatch(/data-field="percent"[^>]*>100 %</);
+    for (const gone of ['/retry', 'data-live', '/accounts/']) expect(archived).not.toContain(gone);
+    expect(archived).toContain(`href="${path}/results?format=xlsx"`);
+    expect(await (await get(path, 'pt-BR')).text()).toMatch(/data-field="state"[^>]*>arquivado</);
+    // The downloads, rebuilt from the archive: the same rows.
+    expect(await downloads()).toEqual(before);
+    // Nothing can be run again: a forged retry finds no batch in Redis.
+    const retry = await fetch(`${base}${path}/retry`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${csrf}` });
+    expect(retry.status).toBe(404);
+    expect(await h.services.batches.exists(batch.id)).toBe(false);
+  });
+
+  it('a callback URL on the upload form: refused ones are a readable error in the page’s language and stage nothing; a blank field is none; an accepted one reaches the batch, whose page shows each delivery', async () => {
+    const rx = await startReceiver(SECRET, () => 500);
+    cleanups.push(() => rx.close());
+    const h = await harness.start({
+      label: 'console-hooks',
+      config: {
+        VQ_API_TOKENS: ADMIN,
+        VQ_WEBHOOK_SECRET: SECRET,
+        VQ_WEBHOOK_ALLOW: '127.0.0.1',
+        VQ_WEBHOOK_BACKOFF: '50ms',
+        VQ_WEBHOOK_ATTEMPTS: '2',
+        VQ_WEBHOOK_TIMEOUT: '1s',
+        ...FAST,
+      },
+    });
+    const base = await serve(h);
+    const { cookie, csrf } = await signIn(base);
+    const file = `placa\n${makePlates(2).join('\n')}\n`;
+    const upload = (at: string, session: { cookie: string; csrf: string }, callbackUrl: string, lang = 'en') => {
+      const body = form(file);
+      body.append('callbackUrl', callbackUrl);
+      return fetch(`${at}/upload?csrf=${session.csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie, 'accept-language': lang }, body });
+    };
+    const staged = async () => (await h.services.redis.keys(h.services.keys.consoleUpload('*'))).length;
+
+    const notHttp = await upload(base, { cookie, csrf }, 'ftp://127.0.0.1/hooks');
+    expect(notHttp.status).toBe(422);
+    const notHttpPage = await notHttp.text();
+    expect(notHttpPage).toMatch(/role="alert">The callback URL is not valid: it must be an http:\/\/ or https:\/\/ address/);
+    // The operator's URL stays in the field, to be corrected.
+    expect(notHttpPage).toContain('value="ftp://127.0.0.1/hooks"');
+    const otherHost = await upload(base, { cookie, csrf }, 'https://evil.example/hooks', 'pt-BR');
+    expect(otherHost.status).toBe(422);
+    expect(await otherHost.text()).toContain('O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).');
+    const noSecretBase = await serve(h, { ...h.config, webhooks: { ...h.config.webhooks, secret: undefined } });
+    const noSecret = await upload(noSecretBase, await signIn(noSecretBase), rx.url);
+    expect(noSecret.status).toBe(422);
+    expect(await noSecret.text()).toContain('This server has no webhook secret (VQ_WEBHOOK_SECRET)');
+    await app!.close();
+    expect(await staged()).toBe(0);
+    expect((await h.services.batches.list(0, 10)).total).toBe(0);
+    const again = await serve(h);
+
+    // A browser sends the empty field: no callback.
+    const blank = await upload(again, { cookie, csrf }, '');
+    expect(blank.status).toBe(303);
+    expect(await (await fetch(`${again}${blank.headers.get('location')}`, { headers: { cookie } })).text()).not.toContain('data-callback');
+
+    const accepted = await upload(again, { cookie, csrf }, rx.url);
+    expect(accepted.status).toBe(303);
+    const stage = accepted.headers.get('location')!;
+    expect(await (await fetch(`${again}${stage}`, { headers: { cookie } })).text()).toContain(`data-callback>${rx.url}<`);
+    const confirm = await fetch(`${again}${stage}/confirm`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${csrf}`,
+    });
+    const batchPath = confirm.headers.get('location')!;
+    const id = decodeURIComponent(batchPath.slice('/batches/'.length));
+    expect((await h.services.batches.get(id)).callbackUrl).toBe(rx.url);
+    await h.waitForBatch(id);
+    // The receiver refuses both tries: the delivery ends `failed`, its last error kept.
+    await rx.waitFor(2);
+    const deadline = Date.now() + 15_000;
+    while ((await h.services.webhooks.deliveries.list(id))[0]?.state !== 'failed') {
+      if (Date.now() > deadline) throw new Error(`delivery not given up: ${JSON.stringify(await h.services.webhooks.deliveries.list(id))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const en = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'en' } })).text();
+    expect(en).toContain(`data-callback>${rx.url}<`);
+    expect(en).toMatch(
+      /<th scope="row"><code>batch\.finished<\/code><\/th>\n<td data-delivery-state="failed">failed \(gave up\)<\/td>\n<td class="num">2<\/td>\n<td>the receiver answered 500<\/td>/,
+    );
+    const pt = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'pt-BR' } })).text();
+    expect(pt).toContain('<td data-delivery-state="failed">falhou (desistiu)</td>');
+    expect(pt).toContain('>Tentativas<');
+  });
+
+  it('an .xlsx made by exceljs through the console: the estimate, confirm, the batch runs, and its XLSX download has the same rows as its CSV download', async () => {
+    const h = await harness.start({ label: 'console-xlsx', config: { VQ_API_TOKENS: ADMIN, ...FAST } });
+    const base = await serve(h);
+    const { cookie, csrf } = await signIn(base);
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Frota');
+    ws.addRow(['cliente', 'placa', 'codigo']);
+    for (const [i, plate] of makePlates(3).entries()) ws.addRow([`Cliente ${i}`, plate, 1000 + i]);
+    ws.addRow(['Sem placa', 'not a plate', 7]);
+    const body = new FormData();
+    body.append('file', new Blob([Buffer.from(await wb.xlsx.writeBuffer())], { type: XLSX_MEDIA_TYPE }), 'frota.xlsx');
+    const staged = await fetch(`${base}/upload?csrf=${csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
+    expect(staged.status).toBe(303);
+    const stage = staged.headers.get('location')!;
+    const estimate = await (await fetch(`${base}${stage}`, { headers: { cookie } })).text();
+    expect(estimate).toMatch(/data-estimate="rows">4</);
+    expect(estimate).toMatch(/data-estimate="creates">3</);
+    expect(estimate).toMatch(/data-estimate="rejected">1</);
+    const confirm = await fetch(`${base}${stage}/confirm`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${csrf}`,
+    });
+    const batchPath = confirm.headers.get('location')!;
+    const id = decodeURIComponent(batchPath.slice('/batches/'.length));
+    expect(id).toMatch(/^frota-/);
+    await h.waitForBatch(id);
+    const page = await (await fetch(`${base}${batchPath}`, { headers: { cookie } })).text();
+    expect(page).toContain(`href="${batchPath}/results?format=xlsx"`);
+
+    const csv = parse(await (await fetch(`${base}${batchPath}/results?format=csv`, { headers: { cookie } })).text(), {
+      bom: true,
+      delimiter: h.config.csvDelimiter,
+      relax_column_count: true,
+    }) as string[][];
+    const xlsxRes = await fetch(`${base}${batchPath}/results?format=xlsx`, { headers: { cookie } });
+    expect(xlsxRes.headers.get('content-type')).toContain('spreadsheetml');
+    const xlsx = await sheetValues(Buffer.from(await xlsxRes.arrayBuffer()));
+    expect(csv).toHaveLength(5);
+    expect(xlsx).toHaveLength(csv.length);
+    expect(xlsx[0]).toEqual(csv[0]);
+    expect(csv[0]).toEqual(expect.arrayContaining(['cliente', 'codigo']));
+    csv.forEach((cells, r) => {
+      const width = Math.max(cells.length, xlsx[r]!.length);
+      for (let c = 0; c < width; c++) expect(sameCell(xlsx[r]![c], cells[c] ?? ''), `row ${r + 1} col ${c + 1}: ${String(xlsx[r]![c])} / ${cells[c]}`).toBe(true);
+    });
+    expect(csv.filter((row) => row.includes('done'))).toHaveLength(3);
+  });
+
+  it('the batch page says why its account’s line waits, in both languages: Redis full or lost (this process’s health), an operator’s pause', async () => {
+    const h = await harness.start({ label: 'console-wait', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
+    await h.enqueue('waiting-batch', makePlates(2));
+    const health: { waitReason: RedisWaitReason | undefined } = { waitReason: 'redis_full' };
+    const base = await serve(h, h.config, { health });
+    const { cookie } = await signIn(base);
+    const page = async (lang: string, path = '/batches/waiting-batch') => (await fetch(`${base}${path}`, { headers: { cookie, 'accept-language': lang } })).text();
+    expect(await page('en')).toMatch(/<td class="wait">Redis full: waiting for Redis: it is full/);
+    expect(await page('pt-BR')).toMatch(/<td class="wait">Redis cheio: /);
+    expect(await page('pt-BR', '/')).toMatch(/<td class="wait">Redis cheio: /);
+    health.waitReason = 'redis_down';
+    expect(await page('en')).toMatch(/<td class="wait">Redis unreachable: /);
+    expect(await page('pt-BR')).toMatch(/<td class="wait">Redis fora do ar: /);
+    health.waitReason = undefined;
+    await h.line.pauseByOperator('paused in a test');
+    expect(await page('en')).toMatch(/<td class="wait">paused: /);
+    expect(await page('pt-BR')).toMatch(/<td class="wait">pausada: /);
+  });
 });
+
+/** An .xlsx cell against the CSV's text: the same value once typed (a date's instant; text the CSV escapes with "'"). */
+function sameCell(value: unknown, text: string): boolean {
+  if (value === null || value === undefined) return text === '';
+  if (value instanceof Date) return Math.abs(value.getTime() - Date.parse(text)) <= 1;
+  if (typeof value === 'object') return false;
+  const s = String(value);
+  return s === text || `'${s}` === text;
+}

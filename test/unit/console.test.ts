@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { localPath } from '../../src/console/routes.js';
+import { WebhookDelivery, Waiting } from '../../src/schemas/batch.js';
+import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/sinks/webhooks/target.js';
 
 describe('console html', () => {
   it('escapes every value, nested templates and arrays pass as markup', () => {
@@ -23,6 +25,21 @@ describe('console language', () => {
     expect(pickLang(undefined, 'de, fr')).toBe('pt-BR');
     expect(pickLang('xx', undefined)).toBe('pt-BR');
     expect(pickLang(undefined, 'en;q=0')).toBe('pt-BR');
+  });
+
+  it('every wait reason, delivery state and callback refusal the schemas name has words in both languages', () => {
+    const keys = [
+      ...Waiting.shape.reason.options.map((r) => `wait.${r}`),
+      ...WebhookDelivery.shape.state.options.map((s) => `delivery.${s}`),
+      ...[CALLBACK_URL_INVALID, CALLBACK_HOST_NOT_ALLOWED, WEBHOOK_SECRET_MISSING].map((c) => `callback.${c}`),
+      'state.archived',
+    ];
+    for (const lang of ['en', 'pt-BR'] as const) {
+      const t = translator(lang) as (key: string) => string;
+      for (const key of keys) expect(typeof t(key) === 'string' && t(key) !== '', `${lang} ${key}`).toBe(true);
+    }
+    expect(translator('pt-BR')('wait.redis_full')).toBe('Redis cheio');
+    expect(translator('en')('wait.redis_down')).toBe('Redis unreachable');
   });
 
   it('both dictionaries fill in their variables', () => {
