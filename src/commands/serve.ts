@@ -4,6 +4,7 @@ import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
+import { waitForRedisAtStart } from '../queue/redis.js';
 import { RedisHealth } from '../queue/redis-health.js';
 import { openQueueServices } from '../queue/services.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
@@ -24,6 +25,8 @@ export const serveCommand: Command = {
     const logger = ctx.logger(config);
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
+    // Started while Redis is away (a restart, services coming up in any order): wait for it.
+    if (!(await waitForRedisAtStart(config, logger, ctx.io.stopSignal))) return 0;
     const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
     // One view of Redis for the process: an outage is a few JSON lines (lost, back, full).
     const health = new RedisHealth(logger);

@@ -1,42 +1,13 @@
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { Command } from '../cli.js';
-import { type Config, parseDuration } from '../config.js';
-import { isError, RedisUnavailableError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
-import { connectRedis, preflightRedis } from '../queue/redis.js';
+import { waitForRedisAtStart } from '../queue/redis.js';
 import { pacingIntervalMs } from '../accounts.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
 import { archiveFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
-
-/**
- * A worker is a long-lived process: started while Redis is away (a restart, a failover, services
- * coming up in any order) it waits for Redis, saying so once, instead of exiting. A Redis that
- * answers but may evict keys is still refused at once. False when told to stop while waiting.
- */
-async function waitForRedisAtStart(config: Config, logger: Logger, stop: Promise<unknown>): Promise<boolean> {
-  let said = false;
-  for (;;) {
-    const probe = connectRedis(config.redis, { failFast: true });
-    try {
-      await preflightRedis(probe, config, (message) => logger.warn(message));
-      if (said) logger.info('redis reachable: starting');
-      return true;
-    } catch (err) {
-      if (!isError(err, RedisUnavailableError)) throw err;
-      if (!said) logger.warn({ redis: 'down' }, `${err.message}: waiting for it`);
-      said = true;
-    } finally {
-      probe.disconnect();
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const stopped = await Promise.race([stop.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), 1_000)))]);
-    clearTimeout(timer);
-    if (stopped) return false;
-  }
-}
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
 async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {

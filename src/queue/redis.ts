@@ -1,7 +1,9 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { RedisUnavailableError, VqbError } from '../errors.js';
+import { isError, RedisUnavailableError, VqbError } from '../errors.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
 import { parseRedisConnection, type RedisConnection } from './redis-settings.js';
 
 export type { RedisConnection, RedisMode } from './redis-settings.js';
@@ -205,3 +207,34 @@ export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Pr
 }
 
 export { VqbKeys } from './keys.js';
+
+/**
+ * For long-lived processes (`vqb work`, `vqb serve`): started while Redis is away (a restart, a failover, services
+ * coming up in any order) it waits for Redis, saying so once, instead of exiting. A Redis that
+ * answers but may evict keys is still refused at once. False when told to stop while waiting.
+ */
+export async function waitForRedisAtStart(
+  config: Pick<Config, 'redis' | 'redisUrl' | 'allowEviction'>,
+  logger: Pick<Logger, 'info' | 'warn'>,
+  stop: Promise<unknown>,
+): Promise<boolean> {
+  let said = false;
+  for (;;) {
+    const probe = connectRedis(config.redis, { failFast: true });
+    try {
+      await preflightRedis(probe, config, (message) => logger.warn(message));
+      if (said) logger.info('redis reachable: starting');
+      return true;
+    } catch (err) {
+      if (!isError(err, RedisUnavailableError)) throw err;
+      if (!said) logger.warn({ redis: 'down' }, `${err.message}: waiting for it`);
+      said = true;
+    } finally {
+      probe.disconnect();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([stop.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), 1_000)))]);
+    clearTimeout(timer);
+    if (stopped) return false;
+  }
+}

@@ -40,7 +40,10 @@ describe('start-up checks', () => {
     expect(allowed.code).toBe(0);
   });
 
-  it('`vqb work` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async () => {
+  it.each([
+    { command: ['work'], started: 'worker started' },
+    { command: ['serve', '--no-inbox'], started: '"msg":"serving"' },
+  ])('`vqb $command.0` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async ({ command, started }) => {
     const port = await freePort();
     const dir = await mkdtemp(join(tmpdir(), 'vqb-preflight-'));
     const env = {
@@ -51,7 +54,7 @@ describe('start-up checks', () => {
       VQ_BASE_URL: 'http://127.0.0.1:9',
       VQ_API_KEY: 'k',
     };
-    const child = spawn(process.execPath, [BIN, 'work'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...command], { env: { ...env, VQ_HTTP_PORT: String(await freePort()), VQ_ROOT: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const seen = (text: string) =>
       new Promise<void>((done) => {
@@ -66,11 +69,15 @@ describe('start-up checks', () => {
       await seen('waiting for it');
       const redis = await spawnRedisServer({ port, dir, args: ['--save', ''] });
       try {
-        await seen('worker started');
+        await seen(started);
         child.kill('SIGTERM');
         const [code] = (await once(child, 'exit')) as [number];
         expect(code).toBe(0);
-        const lines = out.trim().split('\n');
+        // serve also prints one line for people on stdout; the rest is JSON.
+        const lines = out
+          .trim()
+          .split('\n')
+          .filter((l) => !l.startsWith('vqb serving on '));
         for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
         // Said once, not once per attempt.
         expect(lines.filter((l) => l.includes('waiting for it'))).toHaveLength(1);
