@@ -136,7 +136,7 @@ export const SETTINGS = {
   },
   VQ_INTERACTIVE_MAX: { schema: int(1, 500).default(100), help: 'most plates an `interactive` batch may hold (they are served before anything else of the account)' },
   VQ_CONCURRENCY: { schema: int(1, 1000).default(8), help: 'jobs one worker process runs at once (each makes at most one request)' },
-  VQ_MAX_IN_FLIGHT: { schema: int(1).default(500), help: 'queries created but not finished, across all workers; new creates wait above it' },
+  VQ_MAX_IN_FLIGHT: { schema: int(1).default(500), help: 'queries created but not finished, per account, across all workers; new creates of the account wait above it' },
   VQ_POLL_INITIAL: { schema: duration.default(5_000), help: 'first poll after a create, before anything is learned' },
   VQ_POLL_INTERVAL: { schema: duration.default(2_000), help: 'wait after a poll that found the query still running (doubles each time)' },
   VQ_POLL_MAX_INTERVAL: { schema: duration.default(15_000), help: 'cap on the wait between polls' },

@@ -35,7 +35,7 @@ function busy(): Metrics {
 const PROMETHEUS_ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
 
 describe('metrics exposition', () => {
-  it('passes promtool check metrics with nothing to report', async () => {
+  it('after work on both accounts, passes promtool check metrics with no findings', async () => {
     const { contentType, body } = await busy().render();
     expect(contentType).toBe('text/plain; version=0.0.4; charset=utf-8');
     expect(await promtoolCheck(body)).toEqual({ ok: true, output: '' });
