@@ -40,7 +40,7 @@ export interface FileSinkOptions {
   maxResultColumns?: number;
 }
 
-/** Times the CSV is rewritten when rows gain columns between passes (a batch still running). */
+/** Times the CSV (or .xlsx) is written when rows gain columns between passes (a batch still running). */
 const CSV_ATTEMPTS = 3;
 
 const SAFE_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/;
@@ -98,15 +98,10 @@ export class FileSink implements ExportSink {
 
       if (layout !== undefined && formats.includes('csv')) {
         const csv = stage(`${id}.csv`);
-        for (let attempt = 1; ; attempt++) {
-          layout.missed = false;
+        await untilStable(id, layout, async () => {
           rows = 0;
           await this.writeFile(csv.tmp, csvRecords(layout, source.rows(), count), csvStringifier(this.delimiter));
-          if (!layout.missed) break;
-          if (attempt >= CSV_ATTEMPTS) {
-            throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
-          }
-        }
+        });
         files.csv = csv.final;
         const rejects = stage(`${id}.rejects.csv`);
         await this.writeFile(rejects.tmp, rejectRecords(source.rejects()), csvStringifier(this.delimiter));
@@ -115,8 +110,7 @@ export class FileSink implements ExportSink {
 
       if (layout !== undefined && formats.includes('xlsx')) {
         const xlsx = stage(`${id}.xlsx`);
-        for (let attempt = 1; ; attempt++) {
-          layout.missed = false;
+        await untilStable(id, layout, async () => {
           rows = 0;
           const out = this.fs.createWriteStream(xlsx.tmp, { flags: 'w', flush: true });
           const closed = finished(out);
@@ -128,11 +122,7 @@ export class FileSink implements ExportSink {
             throw err;
           }
           await closed;
-          if (!layout.missed) break;
-          if (attempt >= CSV_ATTEMPTS) {
-            throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
-          }
-        }
+        });
         files.xlsx = xlsx.final;
       }
 
@@ -151,6 +141,21 @@ export class FileSink implements ExportSink {
     const input = Readable.from(chunks);
     if (encode === undefined) await pipeline(input, out);
     else await pipeline(input, encode, out);
+  }
+}
+
+/**
+ * Writes a file with the layout's columns, again when rows gained columns the header lacked
+ * (a batch still running), at most CSV_ATTEMPTS times.
+ */
+async function untilStable(id: string, layout: CsvLayout, write: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    layout.missed = false;
+    await write();
+    if (!layout.missed) return;
+    if (attempt >= CSV_ATTEMPTS) {
+      throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
+    }
   }
 }
 

@@ -264,6 +264,23 @@ describe('FileSink', () => {
     expect(record?.at(-1)).toBe('yes');
   });
 
+  it('gives up, CSV or .xlsx, when rows gain columns on every pass, and publishes nothing', async () => {
+    for (const format of ['csv', 'xlsx'] as const) {
+      let pass = 0;
+      const restless: ExportSource = {
+        ...sourceOf(ROWS),
+        async *rows() {
+          pass++;
+          yield { ...ROWS[4], result: { [`c${pass}`]: 'x' } } as ExportRow;
+        },
+      };
+      const err = await new FileSink({ dir }).write(restless, [format]).catch((e: unknown) => e);
+      expect(isVqbError(err) && err.code).toBe('EXPORT_SOURCE_UNSTABLE');
+      expect(pass).toBe(4); // one pass to learn, three writes
+      expect(await readdir(dir)).toEqual([]);
+    }
+  });
+
   it('refuses a batch id that is not a plain file name', async () => {
     for (const batchId of ['../escape', '.hidden', 'a/b', '']) {
       const err = await new FileSink({ dir }).write(sourceOf(ROWS, [], batchId), ['csv']).catch((e: unknown) => e);
