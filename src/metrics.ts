@@ -259,7 +259,7 @@ export class Metrics implements WorkerMetrics {
             this.set({ account, reason: 'redis_full' }, redis.waitReason === 'redis_full' ? 1 : 0);
           }
         }
-        const states = await withinScrape(lines()).catch(() => undefined);
+        const states = await withinScrape(lines());
         if (states === undefined) return;
         for (const line of states) {
           const account = line.account;
