@@ -97,7 +97,7 @@ export class Recorder {
       } catch (err) {
         const full = isRedisFull(err);
         if (!full && !isRedisDown(err)) throw err;
-        this.#d.health?.report(err, 'outcome store');
+        this.#d.health?.outage(err);
         this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
         await new Promise((resolve) => setTimeout(resolve, wait));
         wait = Math.min(backoff.max, wait * 2);

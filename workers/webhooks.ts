@@ -102,7 +102,7 @@ export function startWebhookWorker(config: Config, deps: WebhookWorkerDeps): Wor
   });
   // Connection errors are an outage the health logs once per change of state; others are logged.
   worker.on('error', (err) => {
-    if (!deps.health?.report(err, 'webhook worker')) deps.logger.error({ err }, 'webhook worker error');
+    if (!deps.health?.outage(err)) deps.logger.error({ err }, 'webhook worker error');
   });
   return worker;
 }

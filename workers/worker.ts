@@ -206,7 +206,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     feeding = true;
     feed()
       .catch((err: unknown) => {
-        if (!health.report(err, 'feeder')) logger.error({ err }, 'could not feed the account queues');
+        if (!health.outage(err)) logger.error({ err }, 'could not feed the account queues');
       })
       .finally(() => {
         feeding = false;
@@ -215,7 +215,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const recoverTimer = setInterval(() => {
     for (const account of config.accounts) {
       services.feeder.recover(account.id).catch((err: unknown) => {
-        if (!health.report(err, 'feeder')) logger.error({ err, account: account.id }, 'could not recover staged plates');
+        if (!health.outage(err)) logger.error({ err, account: account.id }, 'could not recover staged plates');
       });
     }
   }, RECOVER_EVERY_MS);
@@ -229,7 +229,9 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   };
   let sweeping: Promise<void> = Promise.resolve();
   const sweep = () => {
-    sweeping = sweepWebhooks().catch((err: unknown) => logger.error({ err }, 'could not look for unsent webhooks'));
+    sweeping = sweepWebhooks().catch((err: unknown) => {
+      if (!health.outage(err)) logger.error({ err }, 'could not look for unsent webhooks');
+    });
   };
   sweep();
   const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);

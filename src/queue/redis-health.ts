@@ -5,7 +5,7 @@
 // full"), never one per reconnect attempt or per retried command. The workers read the state to
 // say why the line waits (reason `redis_down` / `redis_full`).
 //
-// Connections are made in src/queue/redis.ts; whoever makes one calls `watchConnection` on it.
+// Connections are made in src/queue/redis.ts; whoever makes one calls `health.watch` on it.
 import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
 import { RedisFullError } from '../errors.js';
@@ -91,8 +91,11 @@ export class RedisHealth {
     return () => this.#listeners.delete(listener);
   }
 
-  /** True when the error was Redis being down or full (then it is logged at most once per change). */
-  report(err: unknown, source?: string): boolean {
+  /**
+   * True when the error was Redis being down or full (then it is logged at most once per change).
+   * Other errors are left to the caller, unlogged: for callers that log them in their own words.
+   */
+  outage(err: unknown): boolean {
     if (isRedisFull(err)) {
       this.#set('full', err);
       return true;
@@ -101,6 +104,12 @@ export class RedisHealth {
       this.#set('down', err);
       return true;
     }
+    return false;
+  }
+
+  /** As `outage`, and any other error is logged too ('redis client error', once per distinct message until Redis changes state). */
+  report(err: unknown, source?: string): boolean {
+    if (this.outage(err)) return true;
     const message = (err as Error | undefined)?.message ?? String(err);
     if (!this.#seen.has(message)) {
       this.#seen.add(message);
@@ -149,25 +158,4 @@ export class RedisHealth {
       redis.off('close', onClose);
     };
   }
-}
-
-/**
- * Follows `redis` with a health of its own (or the one given): one log line per change of state,
- * `onState` told each change. Returns the health; call `stop` to detach.
- */
-export function watchConnection(
-  redis: RedisClient,
-  log: Logger,
-  onState?: (state: RedisState) => void,
-  health: RedisHealth = new RedisHealth(log),
-): { health: RedisHealth; stop(): void } {
-  const detach = health.watch(redis);
-  const unlisten = onState ? health.onState(onState) : () => false;
-  return {
-    health,
-    stop() {
-      detach();
-      unlisten();
-    },
-  };
 }

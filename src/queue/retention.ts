@@ -13,6 +13,7 @@ import { ArchiveError, BatchNotFoundError, BatchRunningError } from '../errors.j
 import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from '../sinks/archive.js';
 import { batchExportSource } from '../sinks/batch-source.js';
 import { jobIdFor } from './account-queues.js';
+import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 import type { BatchInfo } from './batch/store.js';
 import type { QueueServices } from './services.js';
 import { type Scripted, withScripts } from './scripts.js';
@@ -182,8 +183,8 @@ export class Retention {
     if (info.finishedAt === undefined) throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
     const expected = { rows: info.counts.total, outcomes: info.counts.done + info.counts.failed, rejected: info.counts.rejected };
     // A webhook still being attempted writes its delivery record after each try: wait until it is settled.
-    if (await this.#deliveriesPending(batchId)) throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
     const webhooks = await this.#s.webhooks.deliveries.list(batchId);
+    if (webhooks.some(unsettled)) throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
     // An archive of this very state may exist: a prune that crashed part-way through forgetting
     // (its outcomes may be gone already). It is kept when it still reads back right; rewriting it
     // from a half-deleted batch would replace a good archive with a bad one.
@@ -203,7 +204,7 @@ export class Retention {
   }
 
   async #deliveriesPending(batchId: string): Promise<boolean> {
-    return (await this.#s.webhooks.deliveries.list(batchId)).some((d) => d.state === 'pending' || d.state === 'retrying');
+    return (await this.#s.webhooks.deliveries.list(batchId)).some(unsettled);
   }
 
   async #reusable(info: BatchInfo, expected: ArchiveExpectation): Promise<ArchiveManifest | undefined> {
@@ -237,6 +238,11 @@ export class Retention {
     await this.#s.outcomes.forget(id);
     await this.#s.batches.forget(id);
   }
+}
+
+/** A delivery still being attempted: it writes its record again after each try. */
+function unsettled(delivery: DeliveryRecord): boolean {
+  return delivery.state === 'pending' || delivery.state === 'retrying';
 }
 
 function remaining(info: BatchInfo): number {
