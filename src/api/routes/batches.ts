@@ -55,7 +55,6 @@ const MAX_REJECTS = 100;
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
-  const ingestOnce = serialized();
   const dryRun = async (id: string, rows: Parameters<typeof estimateCost>[2], options: { reuseWithinMs?: number; account: string }): Promise<DryRunReply> => ({
     dryRun: true,
     estimate: await estimateCost(services, id, rows, options),
@@ -376,11 +375,12 @@ async function firstRejects(batches: BatchStore, batchId: string, rejected: numb
 }
 
 /**
- * Runs ingests one at a time. Two identical requests at once (a client retrying on a timeout)
- * would otherwise both find the batch unsealed and store its rows twice. Within one process only;
- * the upstream pace, not ingest, bounds throughput, so the queueing costs nothing that matters.
+ * Runs this process's ingests one at a time. Two identical requests at once (a client retrying on a
+ * timeout, the same file confirmed in the console) are already kept from storing the rows twice by
+ * ingest's own Redis lock (BatchStore.lockIngest); this queue only keeps one process from ingesting
+ * several files at once. The upstream pace, not ingest, bounds throughput, so it costs nothing that matters.
  */
-export function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
+function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
   return (fn) => {
     const run = tail.then(fn, fn);
@@ -388,3 +388,6 @@ export function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
     return run;
   };
 }
+
+/** The process's one ingest queue: POST /v1/batches and the console's confirm share it. */
+export const ingestOnce = serialized();
