@@ -11,12 +11,6 @@ export type { RedisConnection, RedisMode } from './redis-settings.js';
 /** A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share one hash slot, so every command and script works on either. */
 export type RedisClient = Redis | Cluster;
 
-export interface RedisSettings {
-  redisUrl: string;
-  prefix: string;
-  queueName: string;
-}
-
 export interface ConnectOptions {
   /** Short-lived commands (status, enqueue) fail fast; BullMQ workers must wait out reconnects. */
   failFast?: boolean;
@@ -130,7 +124,7 @@ export function serversOf(redis: RedisClient): Redis[] {
 }
 
 /** Resolves once Redis answers PING, or throws a RedisUnavailableError naming where and the setting to fix. */
-export async function checkRedis(redis: RedisClient, where: string | RedisConnection, timeoutMs = 3_000): Promise<void> {
+export async function checkRedis(redis: RedisClient, where: RedisConnection, timeoutMs = 3_000): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -140,7 +134,6 @@ export async function checkRedis(redis: RedisClient, where: string | RedisConnec
       }),
     ]);
   } catch (err) {
-    if (typeof where === 'string') throw new RedisUnavailableError(where.replace(/\/\/[^@/]*@/, '//***@'), err);
     throw new RedisUnavailableError(where.display, err, where.setting);
   } finally {
     clearTimeout(timer);
@@ -166,12 +159,8 @@ export async function checkEvictionPolicy(redis: RedisClient): Promise<string | 
  * the setting), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
  * In a cluster every master is asked: the slot may move to any of them.
  */
-export async function preflightRedis(
-  redis: RedisClient,
-  settings: { redisUrl: string; redis?: RedisConnection; allowEviction: boolean },
-  warn: (message: string) => void = () => {},
-): Promise<void> {
-  await checkRedis(redis, settings.redis ?? settings.redisUrl);
+export async function preflightRedis(redis: RedisClient, settings: { redis: RedisConnection; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
+  await checkRedis(redis, settings.redis);
   for (const server of serversOf(redis)) {
     const policy = await checkEvictionPolicy(server);
     if (policy === undefined || policy === 'noeviction') continue;
@@ -190,10 +179,11 @@ export async function preflightRedis(
 export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Promise<number> {
   let deleted = 0;
   const cluster = redis instanceof Cluster;
+  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
   for (const server of serversOf(redis)) {
     let cursor = '0';
     do {
-      const [next, keys] = await server.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+      const [next, keys] = await server.scan(cursor, 'MATCH', match, 'COUNT', 1000);
       cursor = next;
       if (keys.length === 0) continue;
       if (!cluster) deleted += await server.unlink(...keys);
@@ -213,11 +203,7 @@ export { VqbKeys } from './keys.js';
  * coming up in any order) it waits for Redis, saying so once, instead of exiting. A Redis that
  * answers but may evict keys is still refused at once. False when told to stop while waiting.
  */
-export async function waitForRedisAtStart(
-  config: Pick<Config, 'redis' | 'redisUrl' | 'allowEviction'>,
-  logger: Pick<Logger, 'info' | 'warn'>,
-  stop: Promise<unknown>,
-): Promise<boolean> {
+export async function waitForRedisAtStart(config: Pick<Config, 'redis' | 'allowEviction'>, logger: Pick<Logger, 'info' | 'warn'>, stop: Promise<unknown>): Promise<boolean> {
   let said = false;
   for (;;) {
     const probe = connectRedis(config.redis, { failFast: true });
