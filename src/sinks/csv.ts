@@ -4,7 +4,6 @@
 // stored outcomes always give the same columns and the same bytes.
 
 import { stringify, type Stringifier } from 'csv-stringify';
-import { isoTime } from './jsonl.js';
 import type { ExportRow, RejectRow } from './types.js';
 
 export type CsvDelimiter = ',' | ';' | '\t';
@@ -60,20 +59,13 @@ export function escapeFormula(text: string): string {
   return FORMULA_START.test(text) ? `'${text}` : text;
 }
 
-/**
- * Calls `leaf` for every value of a JSON result: objects are walked, arrays kept whole (JSON text).
- * Cells are escaped for the CSV: text through escapeFormula, finite numbers as they are.
- */
-export function flattenResult(value: unknown, path: string, leaf: (path: string, cell: string) => void): void {
-  flattenValues(value, path, (p, v) => leaf(p, cellText(v)));
-}
-
 /** A cell of a typed export (.xlsx): text, a number, a boolean, a date, or empty. */
 export type CellValue = string | number | boolean | Date | null;
 
 /**
- * flattenResult's walk with each leaf as its typed value: finite numbers and booleans stay what
- * they are, arrays and other values become JSON text, an empty object '{}'. Nothing escaped.
+ * Calls `leaf` for every value of a JSON result: objects are walked, arrays kept whole (JSON text).
+ * Each leaf is its typed value: finite numbers and booleans stay what they are, arrays and other
+ * values become JSON text, an empty object '{}'. Nothing escaped (csvCell escapes for the CSV).
  */
 export function flattenValues(value: unknown, path: string, leaf: (path: string, value: CellValue) => void): void {
   if (value === undefined) return;
@@ -90,14 +82,6 @@ export function flattenValues(value: unknown, path: string, leaf: (path: string,
   else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' || typeof value === 'string') leaf(path, value);
   else if (typeof value === 'bigint') leaf(path, String(value));
   else leaf(path, JSON.stringify(value) ?? '');
-}
-
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  if (typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (typeof value === 'string') return escapeFormula(value);
-  return escapeFormula(JSON.stringify(value) ?? '');
 }
 
 const isResultName = (name: string) => name === 'result' || name.startsWith('result.');
@@ -133,7 +117,7 @@ export class CsvLayout {
         added = true;
       }
     }
-    flattenResult(row.result, 'result', (path) => {
+    flattenValues(row.result, 'result', (path) => {
       if (this.resultSet.has(path)) return;
       if (this.resultPaths.length >= this.maxResultColumns) {
         this.truncated = true;
@@ -198,31 +182,18 @@ export class CsvLayout {
     ];
   }
 
-  /** The row's cells, escaped: what goes into the file as it is. */
+  /** The row's cells, escaped: what goes into the file as it is (values() as CSV text). */
   cells(row: ExportRow): string[] {
-    if (this.learn(row)) this.missed = true;
-    const result = new Map<string, string>();
-    flattenResult(row.result, 'result', (path, cell) => result.set(path, cell));
-    return [
-      String(row.row),
-      escapeFormula(row.input),
-      escapeFormula(row.plate),
-      row.status,
-      escapeFormula(row.queryId ?? ''),
-      escapeFormula(row.error?.code ?? ''),
-      escapeFormula(row.error?.message ?? ''),
-      row.possibleDuplicate === true ? 'true' : '',
-      row.duplicateOf === undefined ? '' : String(row.duplicateOf),
-      escapeFormula(row.sameVehicleAs ?? ''),
-      row.reused === true ? 'true' : '',
-      isoTime(row.enqueuedAt) ?? '',
-      isoTime(row.createdAt) ?? '',
-      isoTime(row.finishedAt) ?? '',
-      row.requests === undefined ? '' : String(row.requests),
-      ...this.extraKeys.map((key) => escapeFormula(Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
-      ...this.resultPaths.map((path) => result.get(path) ?? ''),
-    ];
+    return this.values(row).map(csvCell);
   }
+}
+
+/** A typed cell as the CSV writes it: text escaped, times ISO, empty for none. */
+function csvCell(value: CellValue): string {
+  if (value === null) return '';
+  if (typeof value === 'string') return escapeFormula(value);
+  if (value instanceof Date) return value.toISOString();
+  return String(value);
 }
 
 export function rejectCells(reject: RejectRow): string[] {
