@@ -40,7 +40,7 @@ export const serveCommand: Command = {
       worker = startWorker(config, { logger, metrics, health });
       // The workers' retention sweep (vqb work runs it too; a Redis lock lets one process at a time).
       const retention = new Retention(services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
-      sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
+      sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger, health });
     }
     // A start-up error (a service token that is an upstream key) lets go of Redis and the workers.
     const app = await createHttpApi({ services, config, logger, metrics, health }).catch(async (err: unknown) => {

@@ -45,7 +45,7 @@ export const workCommand: Command = {
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
     // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.
     const retention = new Retention(handle.services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
-    const sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger });
+    const sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger, health: handle.health });
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     logger.info(
       {

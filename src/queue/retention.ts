@@ -254,14 +254,24 @@ function archived(archive: BatchArchive, manifest: ArchiveManifest): ArchivedBat
 }
 
 /** The sweep on a timer, in worker processes: at start, then every `everyMs`. */
-export function startRetentionSweep(retention: Retention, options: { everyMs: number; logger: RetentionLogger & { error(obj: object, msg: string): void } }): { stop(): void } {
+export function startRetentionSweep(
+  retention: Retention,
+  options: {
+    everyMs: number;
+    logger: RetentionLogger & { error(obj: object, msg: string): void };
+    /** The process's Redis health: a sweep failing because Redis is away is that outage's one line, not a line per tick. */
+    health?: { outage(err: unknown): boolean };
+  },
+): { stop(): void } {
   let running = false;
   const tick = () => {
     if (running) return;
     running = true;
     retention
       .sweep()
-      .catch((err: unknown) => options.logger.error({ err }, 'retention sweep failed'))
+      .catch((err: unknown) => {
+        if (!options.health?.outage(err)) options.logger.error({ err }, 'retention sweep failed');
+      })
       .finally(() => {
         running = false;
       });
