@@ -24,6 +24,8 @@ export interface WorkerMetrics {
   quota(account: string, snapshot: QuotaSnapshot | undefined): void;
   /** One webhook delivery attempt and what became of it. */
   webhook?(event: string, result: WebhookResult): void;
+  /** A worker found it no longer held a job's lock (workers/lock-loss.ts says what it did). */
+  lockLost?(account: string, when: string): void;
 }
 
 /** delivered (2xx), retry (failed, tried again later), given_up (last attempt failed), gone (410), refused (host off the allow-list). */
@@ -67,6 +69,7 @@ export class Metrics implements WorkerMetrics {
   readonly #upstreamRemaining: Gauge<'account'>;
   readonly #upstreamReset: Gauge<'account'>;
   readonly #webhooks: Counter<'event' | 'result'>;
+  readonly #lockLost: Counter<'account' | 'when'>;
   /** Renders OpenMetrics from the same metrics, without touching them (see `render`). */
   readonly #openMetrics = new Registry<OpenMetricsContentType>();
 
@@ -152,6 +155,16 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['event', 'result'],
       registers,
     });
+    this.#lockLost = new Counter({
+      name: 'vqb_job_lock_lost_total',
+      help: 'Jobs whose lock a worker lost (paused or cut off past VQ_LOCK_DURATION), by what it had done: renewal-failed, nothing-sent, answer-stored, create-superseded, answer-dropped',
+      labelNames: ['account', 'when'],
+      registers,
+    });
+  }
+
+  lockLost(account: string, when: string): void {
+    this.#lockLost.inc({ account, when });
   }
 
   webhook(event: string, result: WebhookResult): void {

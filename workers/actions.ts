@@ -1,21 +1,29 @@
 // What the queue does about each failure. This table is the only place that decides it: the
 // processor and the worker look the failure up here and do what the decision says.
 //
-// | failure                            | action        | wait        | create refunded | why                                       |
-// |------------------------------------|---------------|-------------|-----------------|-------------------------------------------|
-// | 401 INVALID_API_KEY                | pause-account | —           | yes (answered)  | every job of the key would fail alike     |
-// | 401 EXPIRED_API_KEY                | pause-account | —           | yes             | idem; resumes after the key is rotated    |
-// | 403 INSUFFICIENT_PERMISSIONS       | pause-account | —           | yes             | idem; the message names the permission    |
-// | 429, per-window rate               | wait          | rate_limit  | yes             | the account holds for Retry-After         |
-// | 429, daily/monthly quota           | wait          | quota       | yes             | the account holds until the reset         |
-// | 5xx, 408 (answered)                | retry         | —           | yes             | transient: backoff with jitter            |
-// | refused, connect timeout           | retry         | —           | yes             | the request never left                    |
-// | reset, timeout after sending       | retry         | —           | no              | it may have been made (and paid)          |
-// | 2xx we cannot read, poll           | retry         | —           | —               | polls are safe to repeat                  |
-// | 2xx we cannot read, create         | fail          | —           | no              | a retry could pay twice; queryId unknown  |
-// | other 4xx, query FAILED            | fail          | —           | yes             | a retry would fail (and pay) again        |
-// | job stalled too often (BullMQ)     | fail          | —           | —               | recorded as JOB_STALLED                   |
-// | any other error, last attempt      | fail          | —           | —               | recorded as INTERNAL_ERROR                |
+// | failure                                  | action        | wait        | create refunded | why                                     |
+// |------------------------------------------|---------------|-------------|-----------------|-----------------------------------------|
+// | 401 INVALID_API_KEY                      | pause-account | —           | yes (answered)  | every job of the key would fail alike   |
+// | 401 EXPIRED_API_KEY                      | pause-account | —           | yes             | idem; resumes after the key is rotated  |
+// | 403 INSUFFICIENT_PERMISSIONS             | pause-account | —           | yes             | idem; the message names the permission  |
+// | 429, per-window rate                     | wait          | rate_limit  | yes             | the account holds for Retry-After       |
+// | 429, daily/monthly quota                 | wait          | quota       | yes             | the account holds until the reset       |
+// | 5xx, 408 in the upstream's error envelope| retry         | —           | yes             | the upstream itself says it failed      |
+// | 5xx without the envelope (a gateway's)   | retry         | —           | no              | proves nothing: the create may be made  |
+// | refused, connect timeout                 | retry         | —           | yes             | the request never left                  |
+// | reset, timeout after sending             | retry         | —           | no              | it may have been made (and paid)        |
+// | answer cut off (reset or stall mid-body) | retry         | —           | no              | idem: status seen, answer not read      |
+// | 2xx read whole but unusable, create      | fail          | —           | no              | made and paid; a re-send would pay for  |
+// |   (not JSON, no query id, too large)     |               |             |                 | the same garbage again                  |
+// | 2xx we cannot read, poll                 | retry         | —           | —               | polls are safe to repeat                |
+// | 404 to a poll                            | retry         | —           | —               | a new query may not be known yet        |
+// | other 4xx, query FAILED                  | fail          | —           | yes             | a retry would fail (and pay) again      |
+// | job stalled too often (BullMQ)           | fail          | —           | —               | recorded as JOB_STALLED                 |
+// | any other error, last attempt            | fail          | —           | —               | recorded as INTERNAL_ERROR              |
+//
+// A create not refunded stays marked `creating`: the next attempt re-sends it flagged possible
+// duplicate (or fails CREATE_UNCERTAIN with VQ_RECREATE_UNCERTAIN=false). Every request that
+// left counts as sent in the cost figures, whatever came back (`wasSent`).
 import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
 export type Action = 'pause-account' | 'wait' | 'retry' | 'fail';
@@ -29,7 +37,7 @@ export interface Decision {
   refundCreate: boolean;
 }
 
-/** Answered with an HTTP status, or refused before anything was sent: the create did not happen. */
+/** Refused before anything was sent: the request never reached the upstream. */
 const NOT_SENT_CODES = new Set(['CONNECTION_REFUSED', 'CONNECT_TIMEOUT']);
 
 const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> = {
@@ -37,10 +45,17 @@ const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> 
   'expired-key': () => ({ action: 'pause-account', refundCreate: true }),
   permission: () => ({ action: 'pause-account', refundCreate: true }),
   'rate-limited': (e) => ({ action: 'wait', waitReason: e.kind === 'rate-limited' && e.scope === 'quota' ? 'quota' : 'rate_limit', refundCreate: true }),
-  transient: (e) => ({ action: 'retry', refundCreate: e.status > 0 || NOT_SENT_CODES.has(e.code) }),
+  // Only the upstream's own error envelope (an upstreamCode) proves the create was not made; a
+  // status with a body we could not read whole, or a gateway's HTML 502, proves nothing.
+  transient: (e) => ({ action: 'retry', refundCreate: NOT_SENT_CODES.has(e.code) || (e.status > 0 && e.upstreamCode !== undefined) }),
   'bad-response': (e) => (e.kind === 'bad-response' && e.operation === 'get' ? { action: 'retry', refundCreate: false } : { action: 'fail', refundCreate: false }),
-  permanent: () => ({ action: 'fail', refundCreate: true }),
+  permanent: (e) => (e.kind === 'permanent' && e.operation === 'get' && e.status === 404 ? { action: 'retry', refundCreate: false } : { action: 'fail', refundCreate: true }),
 };
+
+/** Whether the request left for the upstream (and may count against its quota or bill), whatever came back. */
+export function wasSent(error: AnyUpstreamError): boolean {
+  return !NOT_SENT_CODES.has(error.code);
+}
 
 export function decide(error: AnyUpstreamError): Decision {
   return BY_KIND[error.kind](error);

@@ -127,6 +127,11 @@ export class AccountFlow {
     return { go: false, why: 'cap', heldBy: verdict, until: await this.#holdAtCap(data, verdict) };
   }
 
+  /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */
+  async refundCap(data: PlateJobData): Promise<void> {
+    await this.#d.budget.refund(this.accountId, data.batchId);
+  }
+
   /** A create that certainly did not happen gives back its in-flight slot and its cap unit. */
   async refundCreate(jobId: string, data: PlateJobData): Promise<void> {
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);

@@ -3,7 +3,10 @@
 // to do instead; after a failure the failure table (workers/actions.ts) decides. Between polls the
 // job waits in `delayed` holding no worker slot. The step and the queryId are written to the job
 // the moment a create answers, so a crash, a stall or a retry after that point polls the same
-// query instead of paying for a new one.
+// query instead of paying for a new one. Every write of the job's data goes through the fence
+// (src/queue/job-fence.ts, where the create protocol is written down as a table): a worker that
+// was paused past its lock sends no create and writes no older step over a newer one.
+import { randomUUID } from 'node:crypto';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
@@ -13,8 +16,10 @@ import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { isUpstreamError, type AnyUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
-import { decide } from './actions.js';
+import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
+import { decide, wasSent } from './actions.js';
 import type { Admission, AccountFlow } from './flow.js';
+import { lockErrorJob, type LockLoss, type LockLossWhen } from './lock-loss.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import type { Recorder } from './recorder.js';
 
@@ -31,6 +36,9 @@ export interface ProcessorDeps {
   flow: AccountFlow;
   recorder: Recorder;
   learner: PollLearner;
+  /** Every write of job data that matters goes through it. */
+  fence: JobFence;
+  lockLoss: LockLoss;
   logger: Logger;
   clock?: { now?: () => number; random?: () => number };
   /**
@@ -38,11 +46,19 @@ export interface ProcessorDeps {
    * had is lost in a failover). Unset where there is no replica to wait for.
    */
   replicated?: () => Promise<void>;
+  /**
+   * Awaited between the fencing check (the `creating` mark written under the lock) and the send:
+   * the window a pause there leaves open. Only tests set it (`VQB_TEST_STOP_AFTER_FENCE`).
+   */
+  afterFence?: () => Promise<void>;
 }
 
 export type JobResult = { status: 'done' | 'exists'; queryId?: string };
 
 type PlateJob = Job<PlateJobData, unknown, string>;
+
+/** The job is someone else's now (this worker lost its lock): BullMQ must not touch it. */
+class LostJob extends DelayedError {}
 
 /** Errors BullMQ acts on itself pass through untouched. */
 function isControlFlow(err: unknown): boolean {
@@ -73,7 +89,7 @@ export class PlateProcessor {
         // Redis, not the plate: wait until it takes writes again (the job's latest data is the
         // probe, so what it holds, a query id, is stored too), then put the job back with no
         // attempt spent. A full Redis must never turn a paid plate into a failed one.
-        await this.#d.recorder.untilStored(data.account, () => job.updateData(job.data));
+        await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, token, job.data, job.data));
         throw Worker.RateLimitError();
       }
       // Anything else (bugs) is retried by BullMQ; on the last attempt, keep a record.
@@ -103,19 +119,30 @@ export class PlateProcessor {
     }
     const admission = await this.#admitted(await this.#d.flow.admitCreate(job.id!, data), job, token);
 
-    const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
+    const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), createId: randomUUID(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
     delete creating.heldBy;
-    await job.updateData(creating);
+    // The fence: the mark is written only while this worker holds the job's lock and the job is
+    // still at the step it read. A worker paused past its lock stops here and sends nothing.
+    const fenced = await this.#d.fence.write(job, token, data, creating);
+    if (fenced !== 'ok') return this.#lostBeforeSend(job, data, fenced, log);
     // The "creating" mark is what flags a create re-sent after a crash or failover as a possible
     // duplicate: it must survive a failover before the create goes out.
     await this.#d.replicated?.();
+    await this.#d.afterFence?.();
     let answer: QueryOutcome;
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, { ready: () => this.#d.flow.ready(admission) });
     } catch (err) {
-      if (isUpstreamError(err) && decide(err).refundCreate) {
-        await job.updateData({ ...creating, step: 'create' });
-        await this.#d.flow.refundCreate(job.id!, data);
+      if (isUpstreamError(err)) {
+        const decision = decide(err);
+        if (decision.refundCreate) {
+          await this.#d.flow.refundCreate(job.id!, data);
+          // Back to `create` unless another worker has taken the job over meanwhile.
+          await this.#d.fence.write(job, token, creating, { ...creating, step: 'create' });
+        } else if (wasSent(err)) {
+          // Left, and not refused by the upstream's own answer: it may be billed.
+          await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'createsSent'));
+        }
       }
       throw err;
     }
@@ -128,28 +155,69 @@ export class PlateProcessor {
       pollDeadline: createdAt + this.#d.config.poll.deadlineMs,
       requests: data.requests + 1,
     };
+    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'));
     // The write that makes "create once" hold: from here on every activation polls this queryId.
-    // The create is paid for: while Redis is down or full, wait for it rather than lose the id.
-    await this.#d.recorder.untilStored(data.account, () => job.updateData(polling));
-    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates'));
+    // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
+    // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
+    // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
+    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling));
+    if (kept !== 'ok') {
+      // Another worker took the job over, saw the `creating` mark and sent again (flagged).
+      this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId, queryId: answer.queryId });
+      throw new LostJob();
+    }
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 
     // A person waits for an interactive plate: poll it soon and often rather than at the quantile.
     const learned = await this.#d.learner.firstPollDelay(data.product);
     const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
-    await job.changePriority({ priority: pollPriority(data.cls) });
-    return this.#sleepUntil(job, token, createdAt + delay);
+    try {
+      await job.changePriority({ priority: pollPriority(data.cls) });
+    } catch (err) {
+      this.#rethrowLockLoss(err, job, 'answer-stored');
+    }
+    return this.#sleepUntil(job, token, createdAt + delay, 'answer-stored');
+  }
+
+  /**
+   * The fence refused the `creating` mark: nothing was sent. The spending-cap unit this worker
+   * reserved is given back; its in-flight slot too when the plate is finished already (the holder
+   * released it before this worker took it again). With the lock still held but the step moved on
+   * (a rerun), the job goes back to be read afresh.
+   */
+  async #lostBeforeSend(job: PlateJob, data: PlateJobData, fenced: Exclude<FenceResult, 'ok'>, log: Logger): Promise<never> {
+    await this.#d.flow.refundCap(data);
+    await this.#d.recorder.finishedBefore(job);
+    if (fenced === 'moved-on') {
+      log.info({ step: data.step }, 'the job moved on while this worker waited for its slot: read afresh, nothing sent');
+      throw Worker.RateLimitError();
+    }
+    this.#d.lockLoss.report(data.account, job.id, 'nothing-sent', { batchId: data.batchId, ...(fenced === 'gone' ? { removed: true } : {}) });
+    throw new LostJob();
+  }
+
+  /** A BullMQ "Missing lock" error means another worker holds the job: say so once, leave the job alone. */
+  #rethrowLockLoss(err: unknown, job: PlateJob, when: LockLossWhen): never {
+    if (lockErrorJob(err) === undefined) throw err;
+    this.#d.lockLoss.report(job.data.account, job.id, when, { batchId: job.data.batchId });
+    throw new LostJob();
   }
 
   async #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(), job, token);
-    const answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
+    let answer: QueryOutcome;
+    try {
+      answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
+    } catch (err) {
+      if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited') await this.#d.recorder.count(data.batchId, 'pollsSent');
+      throw err;
+    }
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
-    await this.#d.recorder.count(data.batchId, 'polls');
+    await this.#d.recorder.count(data.batchId, 'polls', 'pollsSent');
     if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polled, answer, log);
@@ -160,9 +228,13 @@ export class PlateProcessor {
     if (data.pollDeadline !== undefined && now >= data.pollDeadline) {
       return this.#failWith(job, polled, { code: 'POLL_TIMEOUT', message: `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls` }, log);
     }
-    await job.updateData({ ...polled, lastPendingAt: now });
+    // A stale worker's answer must not overwrite what the job's holder wrote since.
+    if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now })) !== 'ok') {
+      this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId });
+      throw new LostJob();
+    }
     const next = data.cls === 'interactive' ? this.#d.config.poll.interactiveMs : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
-    return this.#sleepUntil(job, token, Math.min(now + next, data.pollDeadline ?? Infinity));
+    return this.#sleepUntil(job, token, Math.min(now + next, data.pollDeadline ?? Infinity), 'answer-stored');
   }
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
@@ -176,13 +248,20 @@ export class PlateProcessor {
       case 'inflight':
         return this.#sleepUntil(job, token, this.#now() + admission.retryInMs);
       case 'cap':
-        await job.updateData({ ...job.data, heldBy: admission.heldBy });
+        if ((await this.#d.fence.write(job, token, job.data, { ...job.data, heldBy: admission.heldBy })) !== 'ok') {
+          this.#d.lockLoss.report(job.data.account, job.id, 'nothing-sent', { batchId: job.data.batchId });
+          throw new LostJob();
+        }
         return this.#sleepUntil(job, token, admission.until);
     }
   }
 
-  async #sleepUntil(job: PlateJob, token: string | undefined, at: number): Promise<never> {
-    await job.moveToDelayed(at, token);
+  async #sleepUntil(job: PlateJob, token: string | undefined, at: number, when: LockLossWhen = 'nothing-sent'): Promise<never> {
+    try {
+      await job.moveToDelayed(at, token);
+    } catch (err) {
+      this.#rethrowLockLoss(err, job, when);
+    }
     throw new DelayedError();
   }
 

@@ -52,8 +52,8 @@ export class Recorder {
     return true;
   }
 
-  count(batchId: string, field: CostField): Promise<void> {
-    return this.#d.costs.count(batchId, field);
+  count(batchId: string, ...fields: CostField[]): Promise<void> {
+    return this.#d.costs.count(batchId, ...fields);
   }
 
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */

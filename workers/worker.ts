@@ -11,6 +11,7 @@ import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
 import { connectRedis, waitForReplica } from '../src/queue/redis.js';
+import { JobFence } from '../src/queue/job-fence.js';
 import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
@@ -19,6 +20,7 @@ import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
+import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
 import { Recorder } from './recorder.js';
@@ -55,6 +57,8 @@ export interface WorkerDeps {
   random?: () => number;
   /** The process's view of Redis (serve shares its own); by default the worker makes one. */
   health?: RedisHealth;
+  /** Tests only: awaited between a create's fencing check and its send (see PlateProcessor). */
+  afterFence?: () => Promise<void>;
 }
 
 export interface WorkerHandle {
@@ -123,6 +127,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     onBatchFinished,
     health,
   });
+  const fence = new JobFence(commands);
+  const lockLoss = new LockLoss(logger, deps.metrics);
   const clients = new Map<string, UpstreamClient>();
   const workers = config.accounts.map((account) => {
     const { baseUrl, apiKey } = requireAccountUpstream(account);
@@ -151,12 +157,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.random ? { random: deps.random } : {}),
       onPaused,
     });
-    // Sentinel: wait for the replica on the worker's own connection (WAIT covers that client's writes).
+    // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
     const replicated =
       config.redis.mode === 'sentinel'
         ? async (): Promise<void> => {
-            // BullMQ's client is a proxy over the ioredis connection it duplicated from ours.
-            await waitForReplica((await worker.backend.client) as unknown as RedisClient);
+            await waitForReplica(commands);
           }
         : undefined;
     const processor = new PlateProcessor({
@@ -166,8 +171,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       flow,
       recorder,
       learner,
+      fence,
+      lockLoss,
       logger,
       clock: { now, ...(deps.random ? { random: deps.random } : {}) },
+      ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
     });
     const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
       connection: blocking,
@@ -189,7 +197,13 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         .record(job, job.data, { code, message: err.message })
         .catch((recordErr: unknown) => logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'));
     });
-    health.quiet(worker, `worker ${account.id}`);
+    // A lost lock is its own event (one warning naming the job), not a Redis client error.
+    worker.on('lockRenewalFailed', (jobIds: string[]) => {
+      for (const jobId of jobIds) lockLoss.report(account.id, jobId, 'renewal-failed');
+    });
+    worker.on('error', (err) => {
+      if (lockErrorJob(err) === undefined) health.report(err, `worker ${account.id}`);
+    });
     return worker;
   });
 

@@ -83,12 +83,20 @@ export const costCommand: Command = {
         ctx.print(JSON.stringify(report));
         return 0;
       }
-      ctx.print('day       creates    polls   429s  reused  possible-dup  requests/plate');
+      // Sent: every request that left and may be billed, whatever came back (what the upstream's invoice counts); answered: those we read.
+      ctx.print('day       creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate');
       for (const { day, counts: c } of report) {
-        const perPlate = c.creates + c.reused > 0 ? ((c.creates + c.polls) / (c.creates + c.reused)).toFixed(2) : '-';
-        ctx.print(
-          `${day}  ${String(c.creates).padStart(7)}  ${String(c.polls).padStart(7)}  ${String(c.rateLimited).padStart(5)}  ${String(c.reused).padStart(6)}  ${String(c.possibleDuplicates).padStart(12)}  ${perPlate.padStart(14)}`,
-        );
+        const perPlate = c.creates + c.reused > 0 ? ((c.createsSent + c.pollsSent) / (c.creates + c.reused)).toFixed(2) : '-';
+        const cells = [
+          [c.createsSent, 12],
+          [c.creates, 8],
+          [c.pollsSent, 10],
+          [c.polls, 8],
+          [c.rateLimited, 5],
+          [c.reused, 6],
+          [c.possibleDuplicates, 12],
+        ] as const;
+        ctx.print(`${day}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`);
       }
       return 0;
     });

@@ -26,6 +26,23 @@ async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {
   return server;
 }
 
+/**
+ * Test hooks, off unless the variable is set (never in production): VQB_TEST_STOP_AFTER_FENCE=1
+ * stops this process (SIGSTOP) once, right after its first create passed the fencing check and
+ * before it is sent, so a test can show the next owner flags the create it sends again.
+ */
+function testHooks(): { afterFence?: () => Promise<void> } {
+  if (process.env.VQB_TEST_STOP_AFTER_FENCE !== '1') return {};
+  let stopped = false;
+  return {
+    afterFence: async () => {
+      if (stopped) return;
+      stopped = true;
+      process.kill(process.pid, 'SIGSTOP');
+    },
+  };
+}
+
 export const workCommand: Command = {
   summary: 'run workers only (start any number, on any number of machines; they share the limit)',
   usage: `vqb work [--concurrency N] [--metrics-port N] [--shutdown-timeout 30s]
@@ -42,7 +59,7 @@ export const workCommand: Command = {
       return 0;
     }
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
-    const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}) });
+    const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}), ...testHooks() });
     // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.
     const retention = new Retention(handle.services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
     const sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger, health: handle.health });

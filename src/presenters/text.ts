@@ -29,7 +29,7 @@ export function describeBatch(b: BatchInfo): string {
   const lines = [
     `batch ${b.id} (${b.source}: ${b.name}${b.account !== 'default' ? `; account ${b.account}` : ''}${b.priority !== 'normal' ? `; ${b.priority}` : ''}${b.weight !== 1 ? `; weight ${b.weight}` : ''}) — ${state}`,
     `  ${describeCounts(b)}`,
-    `  cost: ${c.creates} creates, ${c.polls} polls, ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
+    `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
   if (b.blocked === 'budget') lines.push(`  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`);
   return lines.join('\n');

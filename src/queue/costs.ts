@@ -4,8 +4,13 @@
 import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
 
-export type CostField = 'creates' | 'polls' | 'rateLimited' | 'reused' | 'possibleDuplicates';
-export const COST_FIELDS: readonly CostField[] = ['creates', 'polls', 'rateLimited', 'reused', 'possibleDuplicates'];
+/**
+ * creates / polls: answered (a query id, a status). createsSent / pollsSent: every request that
+ * left and was not refused by the upstream's own error answer (429, a key failure), whatever came
+ * back: what the upstream may bill, so the invoice can be reconciled against it.
+ */
+export type CostField = 'creates' | 'createsSent' | 'polls' | 'pollsSent' | 'rateLimited' | 'reused' | 'possibleDuplicates';
+export const COST_FIELDS: readonly CostField[] = ['creates', 'createsSent', 'polls', 'pollsSent', 'rateLimited', 'reused', 'possibleDuplicates'];
 
 export type CostCounts = Record<CostField, number>;
 
@@ -32,7 +37,7 @@ export function nextUtcMonth(now: number): number {
 }
 
 export function emptyCosts(): CostCounts {
-  return { creates: 0, polls: 0, rateLimited: 0, reused: 0, possibleDuplicates: 0 };
+  return { creates: 0, createsSent: 0, polls: 0, pollsSent: 0, rateLimited: 0, reused: 0, possibleDuplicates: 0 };
 }
 
 export class CostLedger {
@@ -46,10 +51,12 @@ export class CostLedger {
     this.#now = now;
   }
 
-  /** One more of `field`, for the batch and for today, in one round trip. */
-  async count(batchId: string, field: CostField): Promise<void> {
+  /** One more of each field, for the batch and for today, in one round trip. */
+  async count(batchId: string, ...fields: CostField[]): Promise<void> {
     const day = this.#keys.costDay(utcDay(this.#now()));
-    await this.#redis.multi().hincrby(this.#keys.batchCosts(batchId), field, 1).hincrby(day, field, 1).expire(day, DAY_TTL_S).exec();
+    const multi = this.#redis.multi();
+    for (const field of fields) multi.hincrby(this.#keys.batchCosts(batchId), field, 1).hincrby(day, field, 1);
+    await multi.expire(day, DAY_TTL_S).exec();
   }
 
   /** Only the day's counter (the batch's own count moved elsewhere, e.g. in the outcome script). */
@@ -60,8 +67,9 @@ export class CostLedger {
 
   /** A batch's counters (possibleDuplicates is counted with its outcomes, in the batch). */
   async forBatch(batchId: string): Promise<Omit<CostCounts, 'possibleDuplicates'>> {
-    const [creates, polls, rateLimited, reused] = await this.#redis.hmget(this.#keys.batchCosts(batchId), 'creates', 'polls', 'rateLimited', 'reused');
-    return { creates: Number(creates ?? 0), polls: Number(polls ?? 0), rateLimited: Number(rateLimited ?? 0), reused: Number(reused ?? 0) };
+    const fields = ['creates', 'createsSent', 'polls', 'pollsSent', 'rateLimited', 'reused'] as const;
+    const values = await this.#redis.hmget(this.#keys.batchCosts(batchId), ...fields);
+    return Object.fromEntries(fields.map((field, i) => [field, Number(values[i] ?? 0)])) as Omit<CostCounts, 'possibleDuplicates'>;
   }
 
   /** The last `days` UTC days, newest first. */

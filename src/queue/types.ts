@@ -22,6 +22,8 @@ export interface PlateJobData {
   createdAt?: number;
   /** Epoch ms when the job first entered `creating`. */
   creatingAt?: number;
+  /** Names one send of the create (queue/job-fence.ts): only its sender may store the answer. */
+  createId?: string;
   /** Epoch ms after which polling gives up (POLL_TIMEOUT). */
   pollDeadline?: number;
   /** Polls made so far for this query. */

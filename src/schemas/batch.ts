@@ -68,8 +68,10 @@ export const BatchCounts = z
     rejected: count.describe('invalid plates, never sent upstream'),
     duplicates: count.describe('rows repeating an earlier plate of the batch'),
     possibleDuplicates: count.describe('plates the upstream may have charged twice'),
-    creates: count.describe('queries created upstream'),
-    polls: count,
+    creates: count.describe('queries created upstream (answered with a query id)'),
+    createsSent: count.describe('creates that left for the upstream and may be billed, whatever came back (an answer cut off or lost included)'),
+    polls: count.describe('polls answered'),
+    pollsSent: count.describe('polls that left for the upstream, whatever came back'),
     rateLimited: count.describe('requests the upstream answered 429'),
     reused: count.describe('plates answered from a stored result, free'),
   })

@@ -101,9 +101,12 @@ export class TransientError extends UpstreamError {
 /** Any other 4xx (an invalid plate, an unknown queryId): the same request would fail again. */
 export class PermanentError extends UpstreamError {
   readonly kind = 'permanent';
-  constructor(status: number, message: string, upstreamCode?: string) {
+  /** Which call was answered so, when known (a poll's 404 may be an upstream that does not know a new query yet). */
+  readonly operation: UpstreamOperation | undefined;
+  constructor(status: number, message: string, upstreamCode?: string, operation?: UpstreamOperation) {
     super(upstreamCode ?? `HTTP_${status}`, status, message, upstreamCode);
     this.name = 'PermanentError';
+    this.operation = operation;
   }
 }
 

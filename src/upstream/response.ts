@@ -100,5 +100,5 @@ export function errorFromResponse(operation: UpstreamOperation, status: number, 
   if (status >= 500 || status === 408) {
     return new TransientError(`HTTP_${status}`, status, `the upstream answered ${status}: ${message}`, code);
   }
-  return new PermanentError(status, message, code);
+  return new PermanentError(status, message, code, operation);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
-import { decide, decideJobFailure, STALLED_REASON } from '../../workers/actions.js';
+import { decide, decideJobFailure, STALLED_REASON, wasSent } from '../../workers/actions.js';
 import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
 import { pacingIntervalMs } from '../../src/accounts.js';
 import { loadConfig } from '../../src/config.js';
@@ -72,12 +72,31 @@ describe('pacing', () => {
 
 describe('failure table', () => {
   it('decides refunds: a create answered or refused before sending is refunded; one that may have been sent is not', () => {
-    expect(decide(new TransientError('HTTP_503', 503, 'x')).refundCreate).toBe(true);
+    // Only the upstream's own error envelope proves a 5xx create was not made; a gateway's page
+    // or an answer cut off after its status proves nothing (issue 20: re-sent only flagged).
+    expect(decide(new TransientError('HTTP_503', 503, 'x', 'SERVICE_UNAVAILABLE')).refundCreate).toBe(true);
+    expect(decide(new TransientError('HTTP_502', 502, 'the upstream answered 502: <html>Bad Gateway</html>')).refundCreate).toBe(false);
+    expect(decide(new TransientError('CONNECTION_RESET', 201, 'create request failed: other side closed')).refundCreate).toBe(false);
+    expect(decide(new TransientError('BODY_TIMEOUT', 201, 'x')).refundCreate).toBe(false);
     expect(decide(new TransientError('CONNECTION_REFUSED', 0, 'x')).refundCreate).toBe(true);
     expect(decide(new TransientError('CONNECTION_RESET', 0, 'x')).refundCreate).toBe(false);
     expect(decide(new TransientError('REQUEST_TIMEOUT', 0, 'x')).refundCreate).toBe(false);
     expect(decide(new BadResponseError('create', 201, 'x')).refundCreate).toBe(false);
     expect(decide(new RateLimitedError('x', 1000)).refundCreate).toBe(true);
+  });
+
+  it('retries a poll answered 404 over its backoff (a new query may not be known yet); a create answered 404 fails', () => {
+    expect(decide(new PermanentError(404, 'query not found', 'QUERY_NOT_FOUND', 'get')).action).toBe('retry');
+    expect(decide(new PermanentError(404, 'product not found', 'PRODUCT_NOT_FOUND', 'create')).action).toBe('fail');
+    expect(decide(new PermanentError(400, 'x', 'INVALID_PLATE', 'create')).action).toBe('fail');
+  });
+
+  it('counts as sent every request that left, whatever came back', () => {
+    expect(wasSent(new TransientError('CONNECTION_REFUSED', 0, 'x'))).toBe(false);
+    expect(wasSent(new TransientError('CONNECT_TIMEOUT', 0, 'x'))).toBe(false);
+    expect(wasSent(new TransientError('CONNECTION_RESET', 201, 'x'))).toBe(true);
+    expect(wasSent(new TransientError('HEADERS_TIMEOUT', 0, 'x'))).toBe(true);
+    expect(wasSent(new BadResponseError('create', 200, 'x'))).toBe(true);
   });
 
   it('tells a used-up quota from the per-window rate by the scope read from the answer', () => {

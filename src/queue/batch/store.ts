@@ -51,6 +51,9 @@ export interface BatchCounts {
   /** Upstream requests spent: queries created, successful polls, 429s received. */
   creates: number;
   polls: number;
+  /** Requests that left and may be billed, whatever came back (creates/polls count the answered ones). */
+  createsSent: number;
+  pollsSent: number;
   rateLimited: number;
   /** Plates answered from a stored result, free. */
   reused: number;

@@ -1,0 +1,55 @@
+// The fence around a plate job's data. BullMQ hands a job to one worker at a time with a lock
+// token, but a worker that was paused (SIGSTOP, a frozen container, a blocked event loop) past its
+// lock does not know it lost the job: it wakes up holding a stale copy. Every write of job data
+// that matters goes through here, so such a worker can neither send a create (the `creating` mark
+// is written only under the lock) nor write its older step over a newer one.
+//
+// The create protocol, as each activation reads the stored step:
+//
+// | stored step | who may act                    | what a crash or pause leaves             | next activation                     |
+// |-------------|--------------------------------|------------------------------------------|-------------------------------------|
+// | create      | the lock holder: it writes     | nothing sent (the mark is written first) | creates                             |
+// |             | `creating` + a new createId    |                                          |                                     |
+// |             | under the lock, then sends     |                                          |                                     |
+// | creating    | the sender of that createId:   | a create that may have been made and     | re-sends flagged possibleDuplicate  |
+// |             | it stores the queryId (CAS on  | paid (a pause after the fence, a crash,  | (or fails CREATE_UNCERTAIN when     |
+// |             | createId, lock not needed: a   | a cut answer)                            | VQ_RECREATE_UNCERTAIN=false)        |
+// |             | paid id is kept if nobody has  |                                          |                                     |
+// |             | moved on)                      |                                          |                                     |
+// | poll        | the lock holder writes poll    | a queryId: nothing is paid twice         | polls the same queryId              |
+// |             | progress; anyone's terminal    |                                          |                                     |
+// |             | answer is stored once (HSETNX) |                                          |                                     |
+//
+// A worker whose write is refused sends nothing and leaves the job to its holder.
+import type { Job } from 'bullmq';
+import type { RedisClient } from './redis.js';
+import { type Scripted, withScripts } from './scripts.js';
+import type { JobStep, PlateJobData } from './types.js';
+
+/** ok: written. lock-lost: another worker holds the job. moved-on: the stored step is newer than the writer's. gone: the job was removed. */
+export type FenceResult = 'ok' | 'lock-lost' | 'moved-on' | 'gone';
+
+const RESULTS: Record<string, FenceResult> = { '1': 'ok', '0': 'lock-lost', '-1': 'moved-on', '-2': 'gone' };
+
+type PlateJob = Job<PlateJobData, unknown, string>;
+
+export class JobFence {
+  readonly #redis: Scripted<'job-fence'>;
+
+  constructor(redis: RedisClient) {
+    this.#redis = withScripts(redis, ['job-fence']);
+  }
+
+  /**
+   * Writes `next` as the job's data when the stored data is still at `seen`'s step and createId
+   * and, with a token, the caller still holds the job's lock. On success the job's in-memory data
+   * is `next` too.
+   */
+  async write(job: PlateJob, token: string | undefined, seen: Pick<PlateJobData, 'step' | 'createId'>, next: PlateJobData): Promise<FenceResult> {
+    const key = `${job.queueQualifiedName}:${job.id}`;
+    const raw = await this.#redis.vqbJobFence(key, `${key}:lock`, token ?? '', seen.step satisfies JobStep, seen.createId ?? '', JSON.stringify(next));
+    const result = RESULTS[String(raw)] ?? 'moved-on';
+    if (result === 'ok') job.data = next;
+    return result;
+  }
+}

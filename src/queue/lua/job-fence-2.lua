@@ -1,0 +1,23 @@
+--[[
+  Writes a plate job's data only when the writer may (queue/job-fence.ts). This is the fence
+  that keeps a paused or stale worker from sending a create, or from writing over a step another
+  worker has moved the job to since: the lock says who holds the job now, the stored step and
+  createId say what the writer last saw.
+    KEYS[1] the job's hash (BullMQ's; only its `data` field is read and written)
+    KEYS[2] the job's lock key (BullMQ's: the token of the worker that holds the job)
+    ARGV[1] the lock token the writer holds ('' = this write does not need the lock)
+    ARGV[2] the step the stored data must still be at
+    ARGV[3] the createId the stored data must still carry ('' = none)
+    ARGV[4] the new data (JSON)
+  Returns 1 written; 0 the lock is not the writer's; -1 the stored step or createId moved on;
+  -2 no such job (removed).
+]]
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+local ok, stored = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'data') or '{}')
+if not ok or type(stored) ~= 'table' then return -1 end
+local createId = stored.createId
+if type(createId) ~= 'string' then createId = '' end
+if stored.step ~= ARGV[2] or createId ~= ARGV[3] then return -1 end
+redis.call('HSET', KEYS[1], 'data', ARGV[4])
+return 1

@@ -1,0 +1,40 @@
+// A worker that lost a job's lock: it was paused (SIGSTOP, a frozen container, a long blocked event
+// loop) or cut off from Redis past VQ_LOCK_DURATION, and another worker may hold the job now. That
+// is a decision worth one warning line naming the job and what this worker did about it, never a
+// "redis client error"; the fence (src/queue/job-fence.ts) makes sure it did nothing harmful.
+import type { Logger } from 'pino';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+
+/** What the worker that lost the lock had done, as the `lockLost` label and the log line say it. */
+export type LockLossWhen = 'renewal-failed' | 'nothing-sent' | 'answer-stored' | 'create-superseded' | 'answer-dropped';
+
+const MESSAGES: Record<LockLossWhen, string> = {
+  'renewal-failed': 'lost the lock on a job (this process was paused or cut off from Redis): another worker may take it over',
+  'nothing-sent': 'another worker took the job over; nothing was sent',
+  'answer-stored': "another worker took the job over after this one's create was answered; its query id is stored, nothing is sent twice",
+  'create-superseded': 'another worker took the job over and sent the create again: the create had already been sent, the plate is flagged possible duplicate',
+  'answer-dropped': "another worker took the job over; this worker's answer was not written over the newer state",
+};
+
+const LOCK_ERROR = /^(?:could not renew lock for job|Missing lock for job) (\S+?)\.?(?:\s|$)/;
+
+/** The job id when `err` is BullMQ saying this worker no longer holds a job's lock. */
+export function lockErrorJob(err: unknown): string | undefined {
+  const message = (err as Error | undefined)?.message;
+  return typeof message === 'string' ? LOCK_ERROR.exec(message)?.[1] : undefined;
+}
+
+export class LockLoss {
+  readonly #log: Logger;
+  readonly #metrics: WorkerMetrics;
+
+  constructor(log: Logger, metrics: WorkerMetrics = noMetrics) {
+    this.#log = log;
+    this.#metrics = metrics;
+  }
+
+  report(account: string, jobId: string | undefined, when: LockLossWhen, extra: Record<string, unknown> = {}): void {
+    this.#metrics.lockLost?.(account, when);
+    this.#log.warn({ event: 'job.lock_lost', account, jobId, when, ...extra }, MESSAGES[when]);
+  }
+}
