@@ -83,7 +83,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // Both connections, every Worker and every Queue report to one health: an outage is one log
   // line per change of state instead of a block per reconnect attempt.
   const health = deps.health ?? new RedisHealth(logger);
-  const unwatch = [health.watch(commands), health.watch(blocking)];
+  const unwatch = [health.watch(commands), health.watch(blocking), health.heartbeat(commands)];
   const services = queueServicesOn(config, commands, now);
   for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);

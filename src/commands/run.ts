@@ -124,6 +124,10 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+          onLockWait: (ms) =>
+            ctx.print(
+              `waiting for another ingest of batch ${batchId} (still running, or stopped without letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
+            ),
         },
         rows,
       );

@@ -38,6 +38,8 @@ export interface IngestOptions {
   weight?: number;
   /** Where the batch's webhooks go (http/https, a host on VQ_WEBHOOK_ALLOW); refused before anything is stored. */
   callbackUrl?: string;
+  /** Told once, at once, when another ingest of the same batch holds its lock (a live one, or a stopped process's until it expires). */
+  onLockWait?: (expiresInMs: number) => void;
 }
 
 export interface IngestResult {
@@ -105,7 +107,7 @@ async function ingestBatch(services: QueueServices, options: IngestOptions, rows
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not
   // both store its rows: one ingests, the other waits and then finds the batch sealed.
-  const lock = await batches.lockIngest(options.id);
+  const lock = await batches.lockIngest(options.id, options.onLockWait);
   try {
     const current = await batches.get(options.id);
     if (current.sealed) return { batch: current, created };

@@ -142,6 +142,35 @@ export class RedisHealth {
     });
   }
 
+  /**
+   * A Redis that stops answering (paused, a blackholed link) sends no error and closes nothing: its
+   * commands just hang. One PING every `everyMs`, unanswered for `timeoutMs`, is an outage (one
+   * line, like any other); the next answer is the way back. Returns the stop function.
+   */
+  heartbeat(redis: RedisClient, everyMs = 2_000, timeoutMs = 5_000): () => void {
+    let pending = false;
+    let since = 0;
+    const timer = setInterval(() => {
+      if (pending) {
+        if (Date.now() - since > timeoutMs && this.#state === 'up') this.#set('down', new Error(`redis is not answering (no reply to PING for ${Math.round(timeoutMs / 1000)} s)`));
+        return;
+      }
+      pending = true;
+      since = Date.now();
+      redis.ping().then(
+        () => {
+          pending = false;
+          if (this.#state === 'down') this.ok();
+        },
+        () => {
+          pending = false;
+        },
+      );
+    }, everyMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   /** Follows a connection: its errors and closes mean down, `ready` means back. */
   watch(redis: RedisClient): () => void {
     const onError = (err: Error) => this.report(err, 'connection');

@@ -173,10 +173,18 @@ export class BatchStore {
    * once (two API servers, a retried request) must not both store its rows. A crashed holder's
    * lock expires after INGEST_LOCK_MS; the next ingest then resumes from its rows.
    */
-  async lockIngest(batchId: string): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
+  async lockIngest(batchId: string, onWait?: (expiresInMs: number) => void): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
     const key = this.#keys.ingestLock(batchId);
     const token = randomBytes(8).toString('hex');
-    while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') await new Promise((r) => setTimeout(r, 100));
+    let told = false;
+    while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
+      // Say at once what we wait for (a holder that died leaves its lock until it expires), once.
+      if (!told && onWait) {
+        told = true;
+        onWait(Math.max(0, await this.#redis.pttl(key)));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
     return {
       refresh: async () => {
         await this.#redis.pexpire(key, INGEST_LOCK_MS);
