@@ -5,11 +5,11 @@
 // BullMQ jobs: a finished job is removed on completion, so it keeps nothing. MEMORY USAGE per part
 // is divided by N; used_memory after − before is the cross-check. Then the same N results are
 // kept for reuse (as when VQ_REUSE_WITHIN is set) to price a reuse entry, which is written only then.
-import { loadConfig } from '../src/config.js';
+import { type Config, loadConfig } from '../src/config.js';
 import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
 import { ReuseStore } from '../src/queue/reuse.js';
-import { openQueueServices } from '../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../src/queue/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { fakeVehicle } from '../src/simulator/vehicle.js';
 import { Recorder } from '../workers/recorder.js';
@@ -50,46 +50,54 @@ function answerFor(plate: string, index: number, createdAt: number, completedAt:
   };
 }
 
+/**
+ * Stores an outcome for every plate of an ingested batch, as workers would after a successful
+ * query (the real Recorder, answers shaped as the simulator gives them), without an upstream.
+ */
+export async function finishAll(services: QueueServices, config: Config, batchId: string): Promise<void> {
+  const account = config.accounts[0]!.id;
+  const reuseOff = new ReuseStore(services.redis, services.keys, config.budget.reuseKeepMs, 0);
+  const recorder = new Recorder({ ...services, reuse: reuseOff, metrics: noMetrics });
+  let index = 0;
+  for (;;) {
+    const picked = await services.scheduler.pick(account, 1_000, Date.now());
+    if (picked.length === 0) break;
+    await Promise.all(
+      picked.map(async ({ plate, cls }) => {
+        const i = index++;
+        const finishedAt = Date.now();
+        const createdAt = finishedAt - 9_000;
+        const queryId = answerFor(plate, i, createdAt, finishedAt)['id'] as string;
+        const data: PlateJobData = { account, batchId, cls, plate, product: 'agregados', step: 'poll', queryId, createdAt, polls: 1, requests: 2 };
+        const job = { id: `${batchId}.${plate}`, timestamp: createdAt - 2_000, attemptsMade: 0 } as Parameters<Recorder['record']>[0];
+        await recorder.record(job, data, undefined, answerFor(plate, i, createdAt, finishedAt - 500));
+      }),
+    );
+    await services.scheduler.unstage(account, picked);
+  }
+  // Ingest fed the first few plates as jobs at once: record them too, and drop their jobs (a
+  // worker's finished job is removed on completion).
+  const queue = services.queues.for(account);
+  for (const job of await queue.getJobs(['waiting', 'prioritized', 'delayed'])) {
+    const plate = job.data.plate;
+    const at = Date.now();
+    const data: PlateJobData = { ...job.data, step: 'poll', queryId: `q${index}`, createdAt: at - 9_000, polls: 1, requests: 2 };
+    await recorder.record(job, data, undefined, answerFor(plate, index++, at - 9_000, at - 500));
+  }
+  await queue.drain(true);
+}
+
 export async function measureFinished(ctx: StepContext, plates: number): Promise<FinishedFigures> {
   const prefix = benchPrefix('finished');
   const config = loadConfig({}, { REDIS_URL, VQ_PREFIX: prefix, LOG_LEVEL: 'silent' });
   const services = await openQueueServices(config);
   try {
-    const account = config.accounts[0]!.id;
     const list = platesFrom(ctx.allocatePlates(plates), plates);
     await settleMemory(ctx.redis);
     const before = await usedMemory(ctx.redis);
     const batchId = 'bench-finished';
     await ingest(services, { id: batchId, source: 'library', name: 'finished' }, rowsFromPlates(list));
-    const reuseOff = new ReuseStore(services.redis, services.keys, config.budget.reuseKeepMs, 0);
-    const recorder = new Recorder({ ...services, reuse: reuseOff, metrics: noMetrics });
-    let index = 0;
-    for (;;) {
-      const picked = await services.scheduler.pick(account, 1_000, Date.now());
-      if (picked.length === 0) break;
-      await Promise.all(
-        picked.map(async ({ plate, cls }) => {
-          const i = index++;
-          const finishedAt = Date.now();
-          const createdAt = finishedAt - 9_000;
-          const queryId = answerFor(plate, i, createdAt, finishedAt)['id'] as string;
-          const data: PlateJobData = { account, batchId, cls, plate, product: 'agregados', step: 'poll', queryId, createdAt, polls: 1, requests: 2 };
-          const job = { id: `${batchId}.${plate}`, timestamp: createdAt - 2_000, attemptsMade: 0 } as Parameters<Recorder['record']>[0];
-          await recorder.record(job, data, undefined, answerFor(plate, i, createdAt, finishedAt - 500));
-        }),
-      );
-      await services.scheduler.unstage(account, picked);
-    }
-    // Ingest fed the first few plates as jobs at once: record them too, and drop their jobs (a
-    // worker's finished job is removed on completion).
-    const queue = services.queues.for(account);
-    for (const job of await queue.getJobs(['waiting', 'prioritized', 'delayed'])) {
-      const plate = job.data.plate;
-      const at = Date.now();
-      const data: PlateJobData = { ...job.data, step: 'poll', queryId: `q${index}`, createdAt: at - 9_000, polls: 1, requests: 2 };
-      await recorder.record(job, data, undefined, answerFor(plate, index++, at - 9_000, at - 500));
-    }
-    await queue.drain(true);
+    await finishAll(services, config, batchId);
     const { counts } = await services.batches.get(batchId);
     if (counts.done !== plates) throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
     const after = await usedMemory(ctx.redis);

@@ -5,6 +5,7 @@ import { writeFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MachineInfo } from './common.js';
 import type { AccountPacingRun } from './accounts.js';
+import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
@@ -32,6 +33,8 @@ export interface BenchResults {
   ingest?: { vqb: IngestFigures; raw: IngestFigures; reader?: ReaderFigures; dedup?: DedupFigures };
   /** Redis kept per finished plate (absent from runs made before it was measured). */
   finished?: FinishedFigures;
+  /** The longest event-loop block during the heaviest work a worker process does (absent from older runs). */
+  eventLoop?: EventLoopFigures;
   /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
   steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
@@ -151,6 +154,13 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
     }
     rows.push(row('reuse entries written with reuse off (default)', f.reuseEntriesWhenOff, undefined, int, { text: '0', ok: (x) => x === 0 }));
     rows.push(row('reuse entry per plate when reuse is on, bytes', f.reuseBytesPerPlate, undefined, int));
+  }
+  if (r.eventLoop) {
+    // A block near VQ_LOCK_DURATION (30 s) would let another worker take this process's jobs.
+    const lock = r.eventLoop.lockDurationMs;
+    for (const p of r.eventLoop.phases) {
+      rows.push(row(`longest event-loop block ÷ lock duration: ${p.name}`, p.maxBlockMs / lock, undefined, fixed(4), { text: '≤ 0.05', ok: (x) => x <= 0.05 }));
+    }
   }
   return rows;
 }

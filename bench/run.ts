@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { measureAccountPacing } from './accounts.js';
+import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
 import { startSimChild, stopAllChildren } from './procs.js';
@@ -16,7 +17,7 @@ import { writeResults, type BenchResults } from './report.js';
 import { measureInteractive, measureShares } from './scheduling.js';
 import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
 
-const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished'] as const;
+const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished', 'eventloop'] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
   requests: ['makespan'],
@@ -54,6 +55,7 @@ function scale(quick: boolean) {
         batchPlates: 200,
         ingestRows: 100_000,
         finishedPlates: 5_000,
+        eventLoopRows: 20_000,
         interactive: { bulkPlates: 5_000, warmupMs: 5_000, rounds: 2, gapMs: 1_000, settleMs: 12_000 },
         shares: { offsetMs: 10_000, intervalMs: 10_000, intervals: 2 },
         perMinute: { warmupMs: 3_000, windowMs: 30_000 },
@@ -65,6 +67,7 @@ function scale(quick: boolean) {
         batchPlates: 1_000,
         ingestRows: 1_000_000,
         finishedPlates: 20_000,
+        eventLoopRows: 100_000,
         interactive: { bulkPlates: 5_000, warmupMs: 15_000, rounds: 5, gapMs: 2_000, settleMs: 12_000 },
         shares: { offsetMs: 30_000, intervalMs: 30_000, intervals: 3 },
         perMinute: { warmupMs: 5_000, windowMs: 150_000 },
@@ -168,6 +171,7 @@ async function main(): Promise<number> {
       minute: { workers: 1, accounts: [PER_MINUTE], window: 'sliding', ...s.perMinute },
       ingest: { rows: s.ingestRows, chunk: 1_000 },
       finished: { plates: s.finishedPlates },
+      eventloop: { rows: s.eventLoopRows },
     },
     steps: [],
     errors: [],
@@ -284,6 +288,11 @@ async function main(): Promise<number> {
         case 'finished': {
           const finished = await attempt(`${s.finishedPlates.toLocaleString('en')} finished plates`, () => measureFinished(ctx, s.finishedPlates));
           if (finished) results.finished = finished;
+          break;
+        }
+        case 'eventloop': {
+          const loop = await attempt(`event-loop blocks over ${s.eventLoopRows.toLocaleString('en')} rows`, () => measureEventLoop(ctx, s.eventLoopRows));
+          if (loop) results.eventLoop = loop;
           break;
         }
       }

@@ -21,6 +21,7 @@ import { createKeyProvider } from '../src/upstream/key.js';
 import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
+import { watchEventLoop } from './loop-watch.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
 import { Recorder } from './recorder.js';
@@ -83,7 +84,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // Both connections, every Worker and every Queue report to one health: an outage is one log
   // line per change of state instead of a block per reconnect attempt.
   const health = deps.health ?? new RedisHealth(logger);
-  const unwatch = [health.watch(commands), health.watch(blocking), health.heartbeat(commands)];
+  const unwatch = [health.watch(commands), health.watch(blocking), health.heartbeat(commands), watchEventLoop(logger, config.locks.lockDurationMs)];
   const services = queueServicesOn(config, commands, now);
   for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);

@@ -105,6 +105,10 @@ describe('fencing', () => {
       const counts = (await h.services.batches.get('f')).counts;
       expect(counts).toMatchObject({ done: 150, failed: 0, inflight: 0 });
       let lockLosses = 0;
+      // The frozen worker says, once per pause, that it was stalled past its locks.
+      const stalls = jsonLines((await procs[0]!.done).stderr).filter((l) => l.event === 'process.stalled');
+      expect(stalls.length).toBeGreaterThanOrEqual(1);
+      expect(stalls.every((l) => l.level === 40 && Number(l.stalledMs) >= 1_500)).toBe(true);
       for (const p of procs) {
         const lines = jsonLines((await p.done).stderr);
         expect(lines.filter((l) => l.msg === 'redis client error')).toEqual([]);
