@@ -2,6 +2,7 @@
 // turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig, SETTINGS, type Config, type Overrides, type SettingName } from './config.js';
+import { errorCodeEntry } from './error-codes.js';
 import { isVqbError, UsageError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 
@@ -150,7 +151,7 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
   } catch (err) {
     if (isVqbError(err)) {
       io.stderr.write(`vqb: ${err.message}\n`);
-      return err.code === 'CONFIG_INVALID' || err.code === 'USAGE' ? 2 : 1;
+      return errorCodeEntry(err.code)?.exit ?? 1;
     }
     io.stderr.write(`vqb: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);
     return 1;

@@ -6,12 +6,14 @@
 // class above it, so `isError(e, InputError)` holds for an InputError and `isError(e, VqbError)`
 // for any vqb error, even when two copies of the package are loaded (the reason undici brands its
 // errors). No `instanceof`, no name strings, no message patterns.
+import type { ErrorCode } from './error-codes.js';
 
 export class VqbError extends Error {
   static readonly brand: symbol = Symbol.for('vqb.error.VqbError');
   readonly code: string;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  /** `code` is an entry of the one error table (src/error-codes.ts): its HTTP status and exit code live there. */
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'VqbError';
     this.code = code;
@@ -106,7 +108,7 @@ export class BatchIdTakenError extends VqbError {
 /** Input that cannot be read as plates (not CSV, unknown column, too large). */
 export class InputError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.InputError');
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'InputError';
   }

@@ -177,9 +177,9 @@ export class TokenAuth {
   async checkDigest(digest: Buffer | undefined): Promise<Scope> {
     const [sets, keys] = await Promise.all([Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts }))), this.#keyHashes()]);
     if (sets.every((s) => s.hashes.length === 0)) {
-      throw new ApiError(503, 'AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
+      throw new ApiError('AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
     }
-    if (digest === undefined) throw new ApiError(401, 'UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
+    if (digest === undefined) throw new ApiError('UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
     let admin = false;
     let matched = false;
     const accounts = new Set<string>();
@@ -199,7 +199,7 @@ export class TokenAuth {
         { code: 'UPSTREAM_KEY_AS_TOKEN' },
         'refused a request that presented an upstream key as its service token (is the key in a tokens file? has it reached a client?)',
       );
-    if (!matched || isKey) throw new ApiError(401, 'UNAUTHORIZED', 'the service token is not valid');
+    if (!matched || isKey) throw new ApiError('UNAUTHORIZED', 'the service token is not valid');
     return admin ? { admin: true } : { admin: false, accounts: [...accounts] };
   }
 }

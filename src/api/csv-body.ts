@@ -19,11 +19,11 @@ export interface CsvBody {
 }
 
 export function bodyTooLarge(limit: number): ApiError {
-  return new ApiError(413, 'PAYLOAD_TOO_LARGE', `the body is larger than ${limit} bytes (VQ_HTTP_BODY_LIMIT)`);
+  return new ApiError('PAYLOAD_TOO_LARGE', `the body is larger than ${limit} bytes (VQ_HTTP_BODY_LIMIT)`);
 }
 
 export function tooManyPlates(limit: number): ApiError {
-  return new ApiError(413, 'TOO_MANY_PLATES', `more than ${limit} plates in one request (VQ_HTTP_MAX_PLATES); split the list`);
+  return new ApiError('TOO_MANY_PLATES', `more than ${limit} plates in one request (VQ_HTTP_MAX_PLATES); split the list`);
 }
 
 /**
@@ -33,7 +33,6 @@ export function tooManyPlates(limit: number): ApiError {
  */
 export function csvJsonEncoded(): ApiError {
   return new ApiError(
-    400,
     'CSV_JSON_ENCODED',
     'the body is a JSON string, not CSV (a client JSON-encoded the file): send the file\'s bytes as they are (text/csv with a body serializer that passes the text through, or multipart/form-data with the file as `file`), or JSON {"plates": [...]}',
   );

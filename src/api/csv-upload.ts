@@ -35,7 +35,7 @@ export async function registerCsvUploads(app: FastifyInstance, options: { bodyLi
   });
   app.addHook('preValidation', async (request) => {
     if (request.isMultipart() && !(request.method === 'POST' && request.routeOptions.url === options.uploadRoute)) {
-      throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', `only POST ${options.uploadRoute} takes multipart/form-data; send application/json`);
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `only POST ${options.uploadRoute} takes multipart/form-data; send application/json`);
     }
   });
 }
@@ -80,14 +80,14 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
 }
 
 function formError(message: string): ApiError {
-  return new ApiError(400, 'BAD_FORM', message);
+  return new ApiError('BAD_FORM', message);
 }
 
 /** Our errors pass, and bugs; the form parser's (limits, a broken form) become ours. */
 function unreadable(err: unknown): unknown {
   if (isVqbError(err) || err instanceof TypeError || err instanceof ReferenceError || !(err instanceof Error)) return err;
   if ((err as { statusCode?: unknown }).statusCode === 413) {
-    return new ApiError(413, 'PAYLOAD_TOO_LARGE', `the form has too many parts or too large a part: ${err.message}`, { cause: err });
+    return new ApiError('PAYLOAD_TOO_LARGE', `the form has too many parts or too large a part: ${err.message}`, { cause: err });
   }
-  return new ApiError(400, 'BAD_FORM', `the multipart/form-data body could not be read: ${err.message}`, { cause: err });
+  return new ApiError('BAD_FORM', `the multipart/form-data body could not be read: ${err.message}`, { cause: err });
 }

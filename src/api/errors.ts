@@ -3,6 +3,7 @@
 // out as they are (they are written for users); anything unexpected becomes 500 INTERNAL with the
 // request id, and its details (stack included) go to the log only.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CODES, type ErrorCode, errorCodeEntry } from '../error-codes.js';
 import { InputError, isError, isVqbError, VqbError } from '../errors.js';
 
 export interface ErrorBody {
@@ -10,43 +11,17 @@ export interface ErrorBody {
   error: { code: string; message: string };
 }
 
-/** An answer we give on purpose: status, code and message go to the client unchanged. */
+/** An answer we give on purpose: its HTTP status is the code's, from the one error table. */
 export class ApiError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.ApiError');
   readonly statusCode: number;
 
-  constructor(statusCode: number, code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'ApiError';
-    this.statusCode = statusCode;
+    this.statusCode = ERROR_CODES[code].status;
   }
 }
-
-/**
- * Our own error codes (VqbError) → HTTP status, and the code the client sees when it differs.
- * Input that cannot be read at all is 400; input that was read but cannot be used is 422.
- */
-const VQB_CODES: Record<string, { status: number; code?: string }> = {
-  BATCH_NOT_FOUND: { status: 404, code: 'NOT_FOUND' },
-  BATCH_ID_TAKEN: { status: 409 },
-  BATCH_RUNNING: { status: 409 },
-  BATCH_ARCHIVED: { status: 409 },
-  ARCHIVE_FAILED: { status: 500 },
-  ACCOUNT_NOT_FOUND: { status: 404 },
-  BAD_WEIGHT: { status: 400 },
-  BAD_BATCH_ID: { status: 400 },
-  CSV_UNREADABLE: { status: 400 },
-  CSV_EMPTY: { status: 422 },
-  CSV_BINARY: { status: 422 },
-  CSV_UNSUPPORTED_ENCODING: { status: 422 },
-  CSV_MIXED_ENCODING: { status: 422 },
-  CSV_FIELD_TOO_LARGE: { status: 422 },
-  CSV_ROW_TOO_LARGE: { status: 422 },
-  CSV_NO_PLATE_COLUMN: { status: 422 },
-  XLSX_TOO_LARGE: { status: 413 },
-  REDIS_UNAVAILABLE: { status: 503 },
-  REDIS_FULL: { status: 507 },
-};
 
 /** Fastify's own errors (body parsing, validation) → our codes. */
 const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
@@ -86,10 +61,9 @@ export function errorBody(statusCode: number, code: string, message: string): Er
 
 /** The client's view of an error, or undefined when it is unexpected (a 500 to be logged). */
 export function describeError(err: unknown): ErrorBody | undefined {
-  if (isError(err, ApiError)) return errorBody(err.statusCode, err.code, err.message);
   if (isVqbError(err)) {
-    const known = VQB_CODES[err.code];
-    if (known) return errorBody(known.status, known.code ?? err.code, err.message);
+    const known = errorCodeEntry(err.code);
+    if (known) return errorBody(known.status, known.apiCode ?? err.code, err.message);
     return isError(err, InputError) ? errorBody(422, err.code, err.message) : undefined;
   }
   const fastifyError = err as Partial<FastifyError> | null;

@@ -56,7 +56,7 @@ export function zodValidator(parts: Partial<Record<Part, z.ZodType>>): FastifySc
 export function validationError(part: string, error: z.ZodError): ApiError {
   const issues = error.issues.slice(0, 3).map((issue) => `${pathText(part, issue.path)}: ${issue.message}`);
   const more = error.issues.length > 3 ? ` (and ${error.issues.length - 3} more)` : '';
-  return new ApiError(400, 'VALIDATION_FAILED', `${issues.join('; ')}${more}`);
+  return new ApiError('VALIDATION_FAILED', `${issues.join('; ')}${more}`);
 }
 
 function pathText(part: string, path: readonly PropertyKey[]): string {

@@ -140,7 +140,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     const checkCsrf = (signed: Signed, sent: unknown) => {
       const expected = Buffer.from(signed.session.csrf);
       const got = Buffer.from(typeof sent === 'string' ? sent : '');
-      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ApiError(403, 'CSRF', translator('en')('error.csrf'));
+      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ApiError('CSRF', translator('en')('error.csrf'));
     };
     const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
     const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
@@ -239,7 +239,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
       const signed = await resolve(request);
-      if (!signed) throw new ApiError(401, 'UNAUTHORIZED', 'sign in first');
+      if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
       const one = request.query.batch;
       if (one !== undefined) await visibleBatch(signed, one);
       const ctx = context(request, signed);
@@ -268,7 +268,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const signed = await required(request);
       if ((await visibleArchive(signed, request.params.id)) === undefined) await visibleBatch(signed, request.params.id);
       const query = ResultsQuery.safeParse(request.query);
-      if (!query.success) throw new ApiError(400, 'VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
+      if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
       const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log, archive);
       return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
     });
@@ -295,7 +295,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const signed = await required(request);
       checkCsrf(signed, formCsrf(request));
       const { account, action } = request.params;
-      if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError(404, 'NOT_FOUND', `no account ${account}`);
+      if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError('NOT_FOUND', `no account ${account}`);
       const line = services.lines.for(account);
       if (action === 'pause') await line.pauseByOperator('paused in the console');
       else await services.webhooks.accountResumed(account, await line.resume());
@@ -333,8 +333,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           // Checked now, as ingest will check it again: a refused URL stages nothing.
           const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
           const account = options.account ?? accounts[0];
-          if (account === undefined || !accounts.includes(account))
-            throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
+          if (account === undefined || !accounts.includes(account)) throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
           const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
           const force = options.force === true;
           const batchId = batchIdFor(name, csv.digest, force);

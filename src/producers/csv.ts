@@ -13,6 +13,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { isErrorCode } from '../error-codes.js';
 import { InputError, isVqbError } from '../errors.js';
 import { decideHeader, uniqueNames, type HeaderDecision } from './csv-header.js';
 import { BytePump, CsvRecords, decodeText, messageOf } from './csv-records.js';
@@ -139,7 +140,10 @@ export async function plateRows(
     decision = decideHeader(first.cells, early[1]?.cells, options.column);
   } catch (err) {
     // The rules are the CSV's; the code names the format the user sent.
-    if (format !== 'CSV' && isVqbError(err) && err.code.startsWith('CSV_')) throw new InputError(err.code.replace(/^CSV_/, `${format}_`), err.message, { cause: err });
+    if (format !== 'CSV' && isVqbError(err)) {
+      const renamed = err.code.replace(/^CSV_/, `${format}_`);
+      if (renamed !== err.code && isErrorCode(renamed)) throw new InputError(renamed, err.message, { cause: err });
+    }
     throw err;
   }
   header.hasHeader = decision.hasHeader;

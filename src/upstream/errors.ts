@@ -3,6 +3,7 @@
 // in one table, workers/actions.ts; nothing here says whether to retry. Messages never hold the key.
 //
 // One way to identify an error: `isUpstreamError(e)` (the brand, see src/errors.ts), then `e.kind`.
+import type { ErrorCode } from '../error-codes.js';
 import { isError, VqbError } from '../errors.js';
 
 export type UpstreamOperation = 'create' | 'get';
@@ -21,7 +22,9 @@ export abstract class UpstreamError extends VqbError {
   readonly upstreamCode: string | undefined;
 
   constructor(code: string, status: number, message: string, upstreamCode?: string, options?: { cause?: unknown }) {
-    super(code, message, options);
+    // The fixed codes (INVALID_API_KEY, RATE_LIMIT_EXCEEDED, BAD_RESPONSE, …) are in the error table;
+    // the upstream's own codes, HTTP_<status> and the network codes pass through as outcome codes.
+    super(code as ErrorCode, message, options);
     this.name = 'UpstreamError';
     this.status = status;
     this.upstreamCode = upstreamCode;

@@ -23,6 +23,6 @@ describe('error brands', () => {
     const fromOtherCopy = Object.assign(new Error('x'), { [Symbol.for('vqb.error.InputError')]: true, [Symbol.for('vqb.error.VqbError')]: true });
     expect(isError(fromOtherCopy, InputError)).toBe(true);
     expect(isVqbError({ name: 'VqbError', code: 'X', message: 'x' })).toBe(false);
-    expect(isVqbError(new VqbError('X', 'x'))).toBe(true);
+    expect(isVqbError(new VqbError('USAGE', 'x'))).toBe(true);
   });
 });

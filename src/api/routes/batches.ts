@@ -76,7 +76,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     const scope = scopeOf(request);
     const id = wanted ?? (scope.admin ? config.accounts[0]?.id : scope.accounts[0]);
     if (id === undefined || !canSee(scope, id) || !config.accounts.some((a) => a.id === id)) {
-      throw new ApiError(404, 'ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted ?? '')} for this token`);
+      throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted ?? '')} for this token`);
     }
     return id;
   };
@@ -99,7 +99,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   // A CSV or .xlsx body is handed over as the raw stream: readPlateUpload meters and reads it.
   app.addContentTypeParser(FILE_TYPES, (request, payload, done) => {
     if (request.routeOptions.url !== '/v1/batches') {
-      done(new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'), undefined);
+      done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'), undefined);
       return;
     }
     if (Number(request.headers['content-length']) > bodyLimit) {

@@ -1,0 +1,112 @@
+// Every error code vqb raises on purpose, defined once: what it means, the HTTP status the API
+// answers with, the exit code the CLI ends with. The error classes (src/errors.ts,
+// src/api/errors.ts, src/upstream/errors.ts) take their codes from here, the API reads the status
+// here and the CLI the exit code, so a new code cannot silently become a 422 or a 500:
+// test/unit/error-codes.test.ts fails when a thrown code has no entry.
+//
+// Input that cannot be read at all is 400; input that was read but cannot be used is 422. Exit
+// code 2 is "fix the command or its settings" (a setting, the command line, a file that is not
+// there), 1 "it ran and failed".
+
+export interface ErrorCodeEntry {
+  /** HTTP status when the API answers with this code. */
+  status: number;
+  /** CLI exit code. */
+  exit: 1 | 2;
+  /** The code the API client sees, when it differs (kept for clients written against it). */
+  apiCode?: string;
+  means: string;
+}
+
+const entry = (status: number, exit: 1 | 2, means: string, apiCode?: string): ErrorCodeEntry => ({ status, exit, means, ...(apiCode ? { apiCode } : {}) });
+
+/** The same reader codes for CSV and for .xlsx (the .xlsx reader prefixes them XLSX_). */
+const READER = {
+  EMPTY: 'the file has no rows',
+  BINARY: 'the file is not text (not a CSV)',
+  UNREADABLE: 'the file could not be read as CSV',
+  UNSUPPORTED_ENCODING: 'a text encoding vqb does not read',
+  MIXED_ENCODING: 'rows in different text encodings',
+  FIELD_TOO_LARGE: 'a field over the size limit',
+  ROW_TOO_LARGE: 'a row over the size limit',
+  NO_PLATE_COLUMN: 'no column holds plates',
+} as const;
+
+const readerCodes = <P extends string>(prefix: P) =>
+  Object.fromEntries(Object.entries(READER).map(([name, means]) => [`${prefix}_${name}`, entry(name === 'UNREADABLE' ? 400 : 422, 1, means)])) as Record<
+    `${P}_${keyof typeof READER}`,
+    ErrorCodeEntry
+  >;
+
+export const ERROR_CODES = {
+  // Settings and usage
+  CONFIG_INVALID: entry(500, 2, 'a setting is missing or malformed'),
+  USAGE: entry(400, 2, 'a command was used wrongly'),
+  BAD_OPTIONS: entry(400, 1, 'options a function does not take, or of the wrong type'),
+  // Redis
+  REDIS_UNAVAILABLE: entry(503, 1, 'Redis cannot be reached'),
+  REDIS_FULL: entry(507, 1, 'Redis reached maxmemory and refused a write'),
+  REDIS_EVICTION_POLICY: entry(503, 1, 'Redis would evict keys (maxmemory-policy is not noeviction)'),
+  REDIS_SERVER_MISSING: entry(500, 1, 'no redis-server binary for the demo'),
+  REDIS_SERVER_FAILED: entry(500, 1, 'the demo could not start its redis-server'),
+  // Batches
+  BATCH_NOT_FOUND: entry(404, 1, 'no batch with that id', 'NOT_FOUND'),
+  BATCH_ID_TAKEN: entry(409, 1, 'the batch id is held by a batch with other content'),
+  BATCH_RUNNING: entry(409, 1, 'the batch still has plates running'),
+  BATCH_ARCHIVED: entry(409, 1, 'the same content was archived; its results are in the archive'),
+  ARCHIVE_FAILED: entry(500, 1, 'an archive could not be written or did not read back'),
+  ACCOUNT_NOT_FOUND: entry(404, 1, 'no account with that id'),
+  BAD_WEIGHT: entry(400, 1, 'a weight is a whole number from 1 to 1000'),
+  BAD_BATCH_ID: entry(400, 1, 'a batch id of the wrong form'),
+  TOO_MANY_PLATES: entry(413, 1, 'more plates than one request takes'),
+  TOO_MANY_FOR_INTERACTIVE: entry(422, 1, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
+  CSV_JSON_ENCODED: entry(400, 1, 'a CSV sent as a JSON string'),
+  // Input files
+  INPUT_NOT_FOUND: entry(422, 2, 'the input file does not exist or cannot be read'),
+  ...readerCodes('CSV'),
+  ...readerCodes('XLSX'),
+  XLSX_INVALID: entry(422, 1, 'not a readable .xlsx workbook'),
+  XLSX_TOO_LARGE: entry(413, 1, 'the workbook is over the size limit'),
+  XLSX_ENCRYPTED: entry(422, 1, 'the workbook is password-protected'),
+  XLSX_NO_SHEET: entry(422, 1, 'the workbook has no sheet'),
+  XLSX_SHEET_NOT_FOUND: entry(422, 1, 'no sheet of that name'),
+  // Drop folder
+  INBOX_BAD_NAME: entry(422, 1, 'a file name the drop folder does not take'),
+  INBOX_NOT_A_FILE: entry(422, 1, 'not a regular file'),
+  INBOX_OUTSIDE_ROOT: entry(422, 1, 'a path outside the drop folder'),
+  INBOX_NAME_EXHAUSTED: entry(500, 1, 'no free name left to move the file to'),
+  // Exports
+  EXPORT_BAD_BATCH_ID: entry(400, 1, 'a batch id that cannot name an export file'),
+  EXPORT_DIR_UNUSABLE: entry(500, 1, 'the export folder cannot be written'),
+  EXPORT_SOURCE_UNSTABLE: entry(500, 1, 'the batch kept changing while its export was written'),
+  // Webhooks
+  CALLBACK_URL_INVALID: entry(422, 1, 'a callbackUrl that is not an absolute http(s) URL'),
+  CALLBACK_HOST_NOT_ALLOWED: entry(422, 1, "a callbackUrl host not on the server's allow-list"),
+  WEBHOOK_SECRET_MISSING: entry(422, 1, 'webhooks are asked for and the server has no signing secret'),
+  // The HTTP API's own answers
+  UNAUTHORIZED: entry(401, 1, 'no valid service token'),
+  AUTH_NOT_CONFIGURED: entry(503, 1, 'the server has no service tokens configured'),
+  CSRF: entry(403, 1, 'a console form without its CSRF token'),
+  NOT_FOUND: entry(404, 1, 'no such resource'),
+  BAD_FORM: entry(400, 1, 'a console form that cannot be read'),
+  VALIDATION_FAILED: entry(400, 1, 'a request that does not match the API schema'),
+  PAYLOAD_TOO_LARGE: entry(413, 1, 'a request body over the limit'),
+  UNSUPPORTED_MEDIA_TYPE: entry(415, 1, 'a content type the route does not take'),
+  // The upstream (raised by the client, recorded in outcomes; the worker acts on them, see workers/actions.ts)
+  INVALID_API_KEY: entry(502, 1, 'the upstream refused the API key'),
+  EXPIRED_API_KEY: entry(502, 1, 'the API key has expired'),
+  INSUFFICIENT_PERMISSIONS: entry(502, 1, 'the API key lacks a permission'),
+  RATE_LIMIT_EXCEEDED: entry(503, 1, 'the upstream asked to wait'),
+  BAD_RESPONSE: entry(502, 1, 'the upstream answered with a body vqb cannot use'),
+} as const satisfies Record<string, ErrorCodeEntry>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, code);
+}
+
+/** The entry of a code; codes vqb passes through from elsewhere (the upstream's own, HTTP_5xx) have none. */
+export function errorCodeEntry(code: string): ErrorCodeEntry | undefined {
+  return isErrorCode(code) ? ERROR_CODES[code] : undefined;
+}
