@@ -35,11 +35,6 @@ export function presentedToken(headers: IncomingHttpHeaders): string | undefined
   return typeof apiKey === 'string' && apiKey !== '' ? apiKey.trim() : undefined;
 }
 
-/** True when `token` is one of `hashes`; compares against all of them, in constant time each. */
-export function matchesAny(token: string, hashes: readonly Buffer[]): boolean {
-  return matchesDigest(sha256(token), hashes);
-}
-
 /** True when a token's sha256 is one of `hashes` (the console's session keeps only the digest). */
 export function matchesDigest(presented: Buffer, hashes: readonly Buffer[]): boolean {
   let found = false;

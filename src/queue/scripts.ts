@@ -1,7 +1,7 @@
 // The Lua scripts, one file each in ./lua, named `<name>-<number of keys>.lua` with a header that
 // says what KEYS and ARGV hold (BullMQ's src/commands/*.lua are the model). They are read from
-// disk once per process and defined on each connection that needs them, so ioredis sends
-// EVALSHA and loads a script only when Redis does not know it yet.
+// disk once per process (with their `--- @include` fragments) and defined on each connection that
+// needs them, so ioredis sends EVALSHA and loads a script only when Redis does not know it yet.
 import { readdirSync, readFileSync } from 'node:fs';
 import type { RedisClient } from './redis.js';
 
@@ -20,9 +20,23 @@ function scripts(): Map<string, Script> {
   for (const file of readdirSync(DIR)) {
     const match = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
     if (!match) continue;
-    cache.set(match[1]!, { numberOfKeys: Number(match[2]), lua: readFileSync(new URL(file, DIR), 'utf8') });
+    cache.set(match[1]!, { numberOfKeys: Number(match[2]), lua: withIncludes(readFileSync(new URL(file, DIR), 'utf8'), file) });
   }
   return cache;
+}
+
+/**
+ * A rule two scripts share lives once in ./lua/includes/<name>.lua and is pulled in with a line
+ * `--- @include "<name>"` (BullMQ's convention), replaced by the fragment's text when loaded.
+ */
+function withIncludes(lua: string, file: string): string {
+  return lua.replace(/^--- @include "([a-z-]+)"$/gm, (_, name: string) => {
+    try {
+      return readFileSync(new URL(`includes/${name}.lua`, DIR), 'utf8');
+    } catch {
+      throw new Error(`${file}: no Lua include ${name} in ${DIR.pathname}includes/`);
+    }
+  });
 }
 
 /** `pace-acquire` → `vqbPaceAcquire`: the command name the script gets on a connection. */

@@ -92,4 +92,11 @@ describe('Lua scripts live in files with a KEYS/ARGV header', () => {
     for (let i = 1; i <= count; i++) expect(header).toMatch(new RegExp(`KEYS\\[(${i}|\\d\\.\\.\\d)\\]`));
     if (/ARGV\[/.test(body)) expect(header).toMatch(/ARGV\[/);
   });
+
+  it('a rule shared by scripts lives once in includes/, and every include is used', () => {
+    const includes = readdirSync(join(ROOT, dir, 'includes')).map((f) => f.replace(/\.lua$/, ''));
+    const used = new Set(scripts.flatMap((file) => [...readFileSync(join(ROOT, dir, file), 'utf8').matchAll(/^--- @include "([a-z-]+)"$/gm)].map((m) => m[1]!)));
+    expect([...used].filter((name) => !includes.includes(name))).toEqual([]);
+    expect(includes.filter((name) => !used.has(name))).toEqual([]);
+  });
 });
