@@ -35,7 +35,7 @@ const accountSchema = z.strictObject({
     .optional(),
   rateLimit: z
     .string()
-    .refine((v) => parseRateLimit(v) !== undefined, 'a rate such as 60/min or 5/s')
+    .refine((v) => parseRateLimit(v) !== undefined, 'auto, auto<=300/min, or a rate such as 60/min or 5/s')
     .optional(),
   maxCreatesPerDay: z.number().int().min(0).optional(),
   maxCreatesPerMonth: z.number().int().min(0).optional(),
@@ -103,7 +103,12 @@ export function loadAccountsFile(path: string, defaults: AccountDefaults): Accou
   return parseAccounts(text, defaults);
 }
 
-/** Requests per second the account may make. */
+/** The rate is learned from the upstream (`auto`), not configured. */
+export function isAuto(account: Pick<Account, 'rateLimit'>): boolean {
+  return account.rateLimit.auto !== undefined;
+}
+
+/** Requests per second the account may make (for `auto`, the rate it starts from; the rate in force is in its line). */
 export function perSecond(account: Pick<Account, 'rateLimit'>): number {
   return (account.rateLimit.max * 1_000) / account.rateLimit.durationMs;
 }

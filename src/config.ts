@@ -41,16 +41,36 @@ export type ApiKeySource = { kind: 'inline'; secret: Secret } | { kind: 'file'; 
 export type TokenSource = { kind: 'inline'; secrets: Secret[] } | { kind: 'file'; path: string };
 
 export interface RateLimit {
+  /** For a configured rate, the exact limit; for `auto`, the rate it starts from until it learns (1/s unless `start=` says). */
   max: number;
   durationMs: number;
   /** As the user wrote it, for messages. */
   text: string;
+  /** `auto`: the rate in force is learned from the upstream's answers (queue/accounts.ts), never above the ceiling. */
+  auto?: { ceilingPerSecond?: number };
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, sec: 1_000, m: 60_000, min: 60_000, h: 3_600_000, hour: 3_600_000, d: 86_400_000, day: 86_400_000 };
 
-/** Parses `60/min`, `5/s`, `300/m`, `10/2s`, `1000/day`. */
+/**
+ * Parses `60/min`, `5/s`, `300/m`, `10/2s`, `1000/day`, and `auto` (learn it from the upstream),
+ * which may take a ceiling and a start: `auto<=300/min`, `auto,start=2/s`, `auto<=20/s,start=5/s`.
+ */
 export function parseRateLimit(text: string): RateLimit | undefined {
+  const auto = /^\s*auto\s*(?:<=\s*([^,\s]+))?\s*(?:,\s*start\s*=\s*(\S+))?\s*$/i.exec(text);
+  if (auto) {
+    const ceiling = auto[1] !== undefined ? parseFixedRate(auto[1]) : undefined;
+    const start = auto[2] !== undefined ? parseFixedRate(auto[2]) : { max: 1, durationMs: 1_000, text: '1/s' };
+    if ((auto[1] !== undefined && !ceiling) || !start) return undefined;
+    const ceilingPerSecond = ceiling ? (ceiling.max * 1_000) / ceiling.durationMs : undefined;
+    // Never start above the ceiling.
+    const capped = ceilingPerSecond !== undefined && (start.max * 1_000) / start.durationMs > ceilingPerSecond ? ceiling! : start;
+    return { max: capped.max, durationMs: capped.durationMs, text: text.trim(), auto: ceilingPerSecond !== undefined ? { ceilingPerSecond } : {} };
+  }
+  return parseFixedRate(text);
+}
+
+function parseFixedRate(text: string): RateLimit | undefined {
   const match = /^\s*(\d+)\s*\/\s*(\d*)\s*([a-z]+)\s*$/i.exec(text);
   if (!match) return undefined;
   const max = Number(match[1]);
@@ -125,7 +145,10 @@ export const SETTINGS = {
       .default('{vqb}'),
     help: 'Redis key prefix; keep the {hash tag} for Redis Cluster',
   },
-  VQ_RATE_LIMIT: { schema: z.string().default('60/min'), help: 'upstream request limit shared by all workers, e.g. 60/min, 5/s' },
+  VQ_RATE_LIMIT: {
+    schema: z.string().default('auto'),
+    help: 'upstream request limit shared by all workers: `auto` learns it from the upstream (its rate-limit headers, else its 429s), `auto<=300/min` never above; a number (60/min, 5/s) is used exactly',
+  },
   VQ_ACCOUNTS_FILE: {
     schema: z.string().min(1).optional(),
     help: 'JSON file of accounts (one upstream key each, with its own rate limit and caps); without it the settings above form one account, `default`',
@@ -326,7 +349,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   const v = values as Parsed;
 
   const rateLimit = parseRateLimit(v.VQ_RATE_LIMIT);
-  if (!rateLimit) throw new ConfigError('VQ_RATE_LIMIT', `expected a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`);
+  if (!rateLimit) throw new ConfigError('VQ_RATE_LIMIT', `expected auto, auto<=300/min or a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`);
   if (v.VQ_API_KEY && v.VQ_API_KEY_FILE) throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
   if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL) throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
 

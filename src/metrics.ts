@@ -6,7 +6,7 @@
 // scrape time (`observeQueue`, registered by `serve` only, so N workers do not report it N times):
 // queues, lines, spending caps, batches. Answers OpenMetrics to a scraper that asks for it.
 import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry, collectDefaultMetrics, openMetricsContentType } from 'prom-client';
-import { type Account, perSecond } from './accounts.js';
+import { type Account, isAuto, perSecond } from './accounts.js';
 import type { LimitReason } from './queue/accounts.js';
 import type { QueueServices } from './queue/services.js';
 import type { Outcome } from './queue/types.js';
@@ -26,6 +26,8 @@ export interface WorkerMetrics {
   webhook?(event: string, result: WebhookResult): void;
   /** A worker found it no longer held a job's lock (workers/lock-loss.ts says what it did). */
   lockLost?(account: string, when: string): void;
+  /** The account's rate in force (for `auto`, as learned), requests per second, and where it comes from. */
+  rate?(account: string, perSecond: number, source: string): void;
 }
 
 /** delivered (2xx), retry (failed, tried again later), given_up (last attempt failed), gone (410), refused (host off the allow-list). */
@@ -70,6 +72,8 @@ export class Metrics implements WorkerMetrics {
   readonly #upstreamReset: Gauge<'account'>;
   readonly #webhooks: Counter<'event' | 'result'>;
   readonly #lockLost: Counter<'account' | 'when'>;
+  readonly #rateInForce: Gauge<'account' | 'source'>;
+  readonly #rateSource = new Map<string, string>();
   /** Renders OpenMetrics from the same metrics, without touching them (see `render`). */
   readonly #openMetrics = new Registry<OpenMetricsContentType>();
 
@@ -86,13 +90,13 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account', 'operation', 'status'],
       registers,
     });
-    const limit = new Gauge({
+    this.#rateInForce = new Gauge({
       name: 'vqb_account_rate_limit_requests_per_second',
-      help: "The account's configured rate limit (VQ_RATE_LIMIT or its rateLimit), in requests per second",
-      labelNames: ['account'],
+      help: "The account's rate in force, in requests per second, by where it comes from: configured (VQ_RATE_LIMIT or its rateLimit), or for auto: start, announced (the upstream's headers), learned (429s)",
+      labelNames: ['account', 'source'],
       registers,
     });
-    for (const account of options.accounts ?? []) limit.set({ account: account.id }, perSecond(account));
+    for (const account of options.accounts ?? []) this.#rateInForce.set({ account: account.id, source: isAuto(account) ? 'start' : 'configured' }, perSecond(account));
     this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429, by account', labelNames: ['account'], registers });
     this.#waited = new Counter({
       name: 'vqb_line_wait_seconds_total',
@@ -161,6 +165,15 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account', 'when'],
       registers,
     });
+  }
+
+  rate(account: string, perSecond: number, source: string): void {
+    // One series per account: the one of the source in force.
+    const before = this.#rateSource.get(account);
+    if (before !== undefined && before !== source) this.#rateInForce.remove({ account, source: before });
+    if (before === undefined) for (const old of ['start', 'configured']) if (old !== source) this.#rateInForce.remove({ account, source: old });
+    this.#rateSource.set(account, source);
+    this.#rateInForce.set({ account, source }, perSecond);
   }
 
   lockLost(account: string, when: string): void {

@@ -4,6 +4,7 @@
 // processor should do with the job; it never touches a job itself.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { perSecond } from '../src/accounts.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { AccountLine, LimitReason } from '../src/queue/accounts.js';
 import type { Budget } from '../src/queue/budget.js';
@@ -49,18 +50,28 @@ export class AccountFlow {
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #metrics: WorkerMetrics;
-  /** How far ahead a slot may be reserved: one interval plus the time a woken worker takes to ask. */
-  readonly horizonMs: number;
-  /** The shared adaptive spacing as last seen here (ms), and when it was read. */
-  #extra = { ms: 0, at: 0 };
+  /** How far ahead a slot may be reserved: one interval (of the rate in force) plus the time a woken worker takes to ask. */
+  get horizonMs(): number {
+    return Math.max(1_000 / this.#rate, 20) + 20;
+  }
   #inStreak = false;
+  /** `auto`: when this process last fed an answer to the learned rate, the limit it last heard, the source it last logged. */
+  #learned = { at: 0, limit: undefined as number | undefined, source: undefined as string | undefined };
+  /** A configured rate far from the upstream's announced limit is said once per process. */
+  #warnedConfigured = false;
+  #rate: number;
 
   constructor(deps: FlowDeps) {
     this.#d = deps;
     this.#now = deps.now ?? Date.now;
     this.#random = deps.random ?? Math.random;
     this.#metrics = deps.metrics ?? noMetrics;
-    this.horizonMs = Math.max(deps.line.intervalMs, 20) + 20;
+    this.#rate = perSecond(deps.line.account);
+  }
+
+  /** The account's rate in force as this process last heard it (for `auto`, the learned one), requests per second. */
+  get ratePerSecond(): number {
+    return this.#rate;
   }
 
   get accountId(): string {
@@ -96,10 +107,18 @@ export class AccountFlow {
    */
   async ready(admission: Extract<Admission, { go: true }>): Promise<void> {
     let due = admission.due;
-    while (performance.now() - due > this.#d.jitterMs / 2) {
-      const slot = await this.#slot();
-      if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
-      else due = slot.due;
+    for (;;) {
+      while (performance.now() - due > this.#d.jitterMs / 2) {
+        const slot = await this.#slot();
+        if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
+        else due = slot.due;
+      }
+      // A hold set while this request slept for its slot (a 429 another request drew) is waited
+      // out here, then the request takes a slot on the schedule the hold moved.
+      const held = await this.#d.line.heldFor();
+      if (held <= 0) return;
+      await sleep(held);
+      due = -Infinity;
     }
   }
 
@@ -151,9 +170,8 @@ export class AccountFlow {
       await this.#d.line.streak(true);
     }
     const now = this.#now();
-    // While the spacing is widened every answer eases it; otherwise look once a second whether another worker widened it.
-    if (this.#extra.ms > 0 || now - this.#extra.at > 1_000) this.#extra = { ms: await this.#d.line.adapt('ok'), at: now };
     this.#metrics.quota(this.accountId, quota);
+    await this.#learnFrom(quota, log);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
     // +1 s: X-RateLimit-Reset is whole seconds, so a slot freeing 50 ms from now may read as a reset up to a second later.
@@ -166,10 +184,66 @@ export class AccountFlow {
     }
   }
 
+  /**
+   * `auto`: feeds an answer to the account's learned rate. At most every half second per process
+   * (it moves every 2 s at most), at once when the announced limit changes (a plan changed).
+   */
+  async #learnFrom(quota: QuotaSnapshot | undefined, log: Logger): Promise<void> {
+    const line = this.#d.line;
+    if (!line.auto) this.#checkConfigured(quota, log);
+    const now = this.#now();
+    const limit = quota !== undefined && now - quota.observedAt < 5_000 ? quota.limit : undefined;
+    if (now - this.#learned.at < 500 && limit === this.#learned.limit) return;
+    this.#learned.at = now;
+    this.#learned.limit = limit;
+    const rate = await line.learn('ok', limit !== undefined ? quota : undefined, this.#d.jitterMs);
+    this.#metrics.rate?.(this.accountId, rate.perSecond, rate.source);
+    this.#logRate(rate, log);
+  }
+
+  #logRate(rate: { perSecond: number; source: string; windowMs?: number; changed: boolean }, log: Logger): void {
+    this.#rate = rate.perSecond;
+    if (!rate.changed) return;
+    const fields = {
+      event: 'account.rate',
+      account: this.accountId,
+      perSecond: Math.round(rate.perSecond * 100) / 100,
+      source: rate.source,
+      ...(rate.windowMs ? { windowMs: rate.windowMs } : {}),
+    };
+    // One line when where the rate comes from changes (or the upstream announces another limit); the learning steps at debug.
+    if (rate.source !== this.#learned.source || rate.source === 'announced') log.info(fields, `rate in force: ${fields.perSecond}/s (${rate.source})`);
+    else log.debug(fields, 'learned rate moved');
+    this.#learned.source = rate.source;
+  }
+
+  /** A configured rate far above or below what the upstream announces is one warning with the value to set. */
+  #checkConfigured(quota: QuotaSnapshot | undefined, log: Logger): void {
+    if (this.#warnedConfigured || quota?.limit === undefined) return;
+    const configured = this.#d.line.account.rateLimit;
+    const announcedPerS = quota.windowMs !== undefined ? (quota.limit * 1_000) / quota.windowMs : (quota.limit * 1_000) / configured.durationMs;
+    const configuredPerS = (configured.max * 1_000) / configured.durationMs;
+    if (configuredPerS <= announcedPerS * 1.05 && configuredPerS >= announcedPerS * 0.5) return;
+    this.#warnedConfigured = true;
+    const windowMs = quota.windowMs ?? configured.durationMs;
+    const suggestion = `${quota.limit}/${windowMs === 1_000 ? 's' : windowMs === 60_000 ? 'min' : `${windowMs / 1_000}s`}`;
+    log.warn(
+      { event: 'account.rate_mismatch', account: this.accountId, configured: configured.text, announced: suggestion },
+      `the configured rate ${configured.text} is far ${configuredPerS > announcedPerS ? 'above' : 'below'} the ${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`,
+    );
+  }
+
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */
   async onRateLimited(err: RateLimitedError, reason: LimitReason, log: Logger): Promise<void> {
-    this.#extra = { ms: await this.#d.line.adapt('429'), at: this.#now() };
-    const ms = err.retryAfterMs ?? (await this.#noHintBackoff());
+    let ms = err.retryAfterMs ?? (await this.#noHintBackoff());
+    if (reason === 'rate_limit') {
+      const rate = await this.#d.line.learn('429', undefined, this.#d.jitterMs);
+      this.#metrics.rate?.(this.accountId, rate.perSecond, rate.source);
+      this.#logRate(rate, log);
+      // A learned rate already stepped down: within a per-second window the excess clears in
+      // a few intervals, so a 429 asking for "1 s" idles the account no longer than that.
+      if (rate.source === 'learned' && ms <= 1_000) ms = Math.min(ms, Math.max(50, 3_000 / rate.perSecond));
+    }
     if (await this.#d.line.hold(ms, reason)) {
       this.#metrics.waited(this.accountId, reason, ms);
       const fields = {
@@ -180,9 +254,9 @@ export class AccountFlow {
         waitMs: ms,
         reason,
         until: new Date(this.#now() + ms).toISOString(),
-        spacingMs: Math.round(this.#extra.ms),
+        ratePerSecond: Math.round(this.#rate * 100) / 100,
       };
-      // A sub-second wait is the adaptive spacing at work, not news; a longer one is a decision.
+      // A sub-second wait is the learned rate at work, not news; a longer one is a decision.
       if (ms >= 1_000) log.warn(fields, 'upstream asked to wait: the account holds');
       else log.debug(fields, 'upstream asked to wait');
     }

@@ -131,6 +131,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const clients = new Map<string, UpstreamClient>();
+  const flows = new Map<string, AccountFlow>();
   const workers = config.accounts.map((account) => {
     const { baseUrl, apiKey } = requireAccountUpstream(account);
     const client = new UpstreamClient({
@@ -158,6 +159,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       ...(deps.random ? { random: deps.random } : {}),
       onPaused,
     });
+    flows.set(account.id, flow);
     // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
     const replicated =
       config.redis.mode === 'sentinel'
@@ -182,7 +184,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       connection: blocking,
       prefix: config.prefix,
       concurrency: config.concurrency,
-      limiter: gateFor(services.lines.for(account.id).intervalMs),
+      // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
+      limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
       lockDuration: config.locks.lockDurationMs,
       stalledInterval: config.locks.stalledIntervalMs,
       maxStalledCount: config.locks.maxStalledCount,
@@ -212,7 +215,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     for (const account of config.accounts) {
       // An account holding its creates at a spending cap gets none fed: they would only sleep as delayed jobs.
       if ((await services.lines.for(account.id).state()).budgetUntil !== undefined) continue;
-      await services.feeder.feed(account.id);
+      await services.feeder.feed(account.id, flows.get(account.id)?.ratePerSecond);
     }
   };
   let feeding = false;

@@ -3,7 +3,7 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
-import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, Waiting } from '../schemas/batch.js';
+import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, RateInForce, Waiting } from '../schemas/batch.js';
 
 export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, WebhookDelivery, Weight } from '../schemas/batch.js';
 export { ResultRow, UpstreamResult } from '../schemas/result-row.js';
@@ -173,7 +173,8 @@ export type DeleteReply = z.output<typeof DeleteReply>;
 /** An account's line: running, paused (why), waiting (for what, until when). */
 export const AccountLine = z.object({
   account: z.string(),
-  rateLimit: z.string().describe('the configured request limit, e.g. `300/min`'),
+  rateLimit: z.string().describe('the configured request limit, e.g. `300/min` or `auto`'),
+  rate: RateInForce.optional().describe('the rate in force now, and where it comes from'),
   paused: z.boolean(),
   reason: z.string().optional().describe('why nothing moves, in words (waiting.message)'),
   waiting: Waiting.optional(),

@@ -4,6 +4,7 @@ import { archiveFor } from '../sinks/export.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
+import { describeRate } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 
 export const statusCommand: Command = {
@@ -60,7 +61,7 @@ export const statusCommand: Command = {
       }
       for (const a of accounts) {
         const j = a.jobs;
-        ctx.print(`account ${a.account} (${a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
+        ctx.print(`account ${a.account} (${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );

@@ -6,7 +6,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
-import { batchWaiting, estimateEta } from './line.js';
+import { batchWaiting, estimateEta, rateView } from './line.js';
 
 /** Where the HTTP API serves a batch and its results. */
 export function batchLinks(id: string): BatchView['links'] {
@@ -46,6 +46,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     priority: info.priority,
     weight: info.weight,
     share: Math.round(context.share * 1000) / 1000,
+    ...(context.line.rate ? { rate: rateView(context.line.rate, now) } : {}),
     source: info.source,
     product: info.product,
     createdAt: new Date(info.createdAt).toISOString(),

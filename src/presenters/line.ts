@@ -1,8 +1,8 @@
 // Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
 // the HTTP API and the library all show. Pure functions of the stored state.
-import type { AccountLineState } from '../queue/accounts.js';
+import type { AccountLineState, RateInForce } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
-import type { Waiting } from '../schemas/batch.js';
+import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
 
 export type { Waiting };
 export type WaitReason = Waiting['reason'];
@@ -40,6 +40,63 @@ export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis
     };
   }
   return undefined;
+}
+
+/** `300/min`, `20/s`, `2.5/s`: a rate as a person reads it, in the window it was announced in when there is one. */
+export function rateText(perSecond: number, windowMs?: number): string {
+  if (windowMs === 60_000) return `${Math.round(perSecond * 60)}/min`;
+  if (windowMs === 3_600_000) return `${Math.round(perSecond * 3_600)}/h`;
+  if (perSecond >= 10) return `${Math.round(perSecond)}/s`;
+  if (perSecond >= 1) return `${Math.round(perSecond * 10) / 10}/s`;
+  return `${Math.round(perSecond * 60 * 10) / 10}/min`;
+}
+
+function ago(ms: number): string {
+  if (ms < 90_000) return `${Math.max(1, Math.round(ms / 1_000))} s ago`;
+  if (ms < 90 * 60_000) return `${Math.round(ms / 60_000)} min ago`;
+  return `${Math.round(ms / 3_600_000)} h ago`;
+}
+
+/**
+ * The rate in force and how sure it is, for status lines: "300/min, announced by the upstream",
+ * "19/s, learned from 429s (last 429 3 min ago, last probe 40 s ago)", "1/s, learning (nothing
+ * heard yet)", "60/min, configured".
+ */
+export function describeRate(rate: RateInForce, now: number): string {
+  const value = rateText(rate.perSecond, rate.windowMs);
+  const ceiling = rate.ceilingPerSecond !== undefined ? `; at most ${rateText(rate.ceilingPerSecond)}` : '';
+  switch (rate.source) {
+    case 'configured':
+      return `${value}, configured`;
+    case 'announced':
+      return `${value}, announced by the upstream (its rate-limit headers)${ceiling}`;
+    case 'start':
+      return `${value}, learning: starting low until the upstream says more${ceiling}`;
+    case 'learned': {
+      const when = [
+        rate.last429At !== undefined ? `last 429 ${ago(now - rate.last429At)}` : undefined,
+        rate.lastProbeAt !== undefined ? `last probe ${ago(now - rate.lastProbeAt)}` : undefined,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      return `${value}, learned from 429s${when ? ` (${when})` : ''}${ceiling}`;
+    }
+  }
+}
+
+/** The rate in force as API clients and the console see it. */
+export function rateView(rate: RateInForce, now: number): RateView {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return {
+    perSecond: Math.round(rate.perSecond * 1000) / 1000,
+    source: rate.source,
+    text: describeRate(rate, now),
+    ...(rate.limit !== undefined ? { limit: rate.limit } : {}),
+    ...(rate.windowMs !== undefined ? { windowMs: rate.windowMs } : {}),
+    ...(rate.ceilingPerSecond !== undefined ? { ceilingPerSecond: rate.ceilingPerSecond } : {}),
+    ...(rate.last429At !== undefined ? { last429At: iso(rate.last429At) } : {}),
+    ...(rate.lastProbeAt !== undefined ? { lastProbeAt: iso(rate.lastProbeAt) } : {}),
+  };
 }
 
 export function describeLine(state: AccountLineState): string | undefined {

@@ -4,7 +4,8 @@
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
 // This module alone reads and writes the account's line and pace hashes.
 import type { RedisClient } from './redis.js';
-import { pacingIntervalMs, type Account } from '../accounts.js';
+import { isAuto, pacingIntervalMs, perSecond, type Account } from '../accounts.js';
+import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
@@ -32,13 +33,34 @@ export interface AccountLineState {
   /** Epoch ms until which creates wait because the account's spending cap (day or month) is reached. */
   budgetUntil?: number;
   budgetReason?: 'day' | 'month';
-  /** The configured limit, e.g. `300/min`. */
+  /** The configured limit, e.g. `300/min` or `auto`. */
   rateLimit: string;
+  /** The rate the account is paced at now, and where it comes from (absent from an archived batch's view). */
+  rate?: RateInForce;
+}
+
+/**
+ * configured: the number set (VQ_RATE_LIMIT, the accounts file). For `auto`: start (nothing heard
+ * yet), announced (the upstream's rate-limit headers say it), learned (from 429s and probing).
+ */
+export type RateSource = 'configured' | 'start' | 'announced' | 'learned';
+
+export interface RateInForce {
+  perSecond: number;
+  source: RateSource;
+  /** The upstream's announced limit and its window, when it announced one. */
+  limit?: number;
+  windowMs?: number;
+  /** `auto<=…`: never above this. */
+  ceilingPerSecond?: number;
+  /** Epoch ms of the last 429 and of the last probe above the learned rate. */
+  last429At?: number;
+  lastProbeAt?: number;
 }
 
 export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
-const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-adapt', 'account-pause'] as const;
+const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-held', 'pace-learn', 'account-pause'] as const;
 
 export class AccountLine {
   readonly account: Account;
@@ -71,7 +93,7 @@ export class AccountLine {
    * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away.
    */
   async slot(horizonMs: number): Promise<Slot> {
-    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs)) as [number, string, 'pace' | 'hold'];
+    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap')) as [number, string, 'pace' | 'hold'];
     const waitMs = Math.max(0, Number(wait));
     return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
   }
@@ -87,6 +109,11 @@ export class AccountLine {
     return until > 0;
   }
 
+  /** Ms left of the account's hold (0: none), on Redis's clock. */
+  async heldFor(): Promise<number> {
+    return Number(await this.#redis.vqbPaceHeld(this.#pace));
+  }
+
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
     const wait = Math.max(1, Math.ceil(ms));
@@ -97,9 +124,53 @@ export class AccountLine {
     await this.#redis.zadd(this.queue.toKey('marker'), 'LT', this.#now() + wait, '1');
   }
 
-  /** Feeds one upstream answer to the adaptive spacing; returns the extra spacing in force, ms. */
-  async adapt(event: '429' | 'ok'): Promise<number> {
-    return Number(await this.#redis.vqbPaceAdapt(this.#pace, event, this.intervalMs, Math.max(1_000, this.intervalMs * 20)));
+  /** The rate is learned (`auto`), not configured. */
+  get auto(): boolean {
+    return isAuto(this.account);
+  }
+
+  /**
+   * Feeds one answer to the account's learned rate (`auto` only): what it announced, or a 429.
+   * Returns the rate in force and whether this call changed it.
+   */
+  async learn(event: 'ok' | '429', said: RateLimitHeaders | undefined, jitterMs: number): Promise<{ perSecond: number; source: RateSource; windowMs?: number; changed: boolean }> {
+    // A configured rate is the user's word: nothing announced replaces it, and it is the ceiling.
+    const announced = this.auto && said?.limit !== undefined && said.limit > 0;
+    const resetIn = announced && said.resetAt !== undefined ? Math.max(0, said.resetAt - this.#now()) : undefined;
+    const ceiling = this.auto ? this.account.rateLimit.auto?.ceilingPerSecond : perSecond(this.account);
+    const [rate, source, windowMs, changed] = (await this.#redis.vqbPaceLearn(
+      this.#pace,
+      event,
+      announced ? String(said.limit) : '',
+      announced && said.windowMs !== undefined ? String(said.windowMs) : '',
+      resetIn !== undefined ? String(resetIn) : '',
+      String(perSecond(this.account)),
+      ceiling !== undefined ? String(ceiling) : '',
+      String(jitterMs),
+    )) as [string, RateSource, string, number];
+    const value = Number(rate);
+    // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.
+    const shown: RateSource = !this.auto && value >= perSecond(this.account) * 0.999 ? 'configured' : source;
+    return { perSecond: value, source: shown, ...(windowMs ? { windowMs: Number(windowMs) } : {}), changed: changed === 1 };
+  }
+
+  /** The rate the account is paced at now (for `auto`, the shared estimate), for status and ETAs. */
+  async rate(): Promise<RateInForce> {
+    const [rate, source, announced, windowMs, last429At, probeAt] = await this.#redis.hmget(this.#pace, 'rate', 'source', 'announced', 'windowMs', 'last429At', 'probeAt');
+    if (!this.auto) {
+      const configured = perSecond(this.account);
+      // Below the configured rate only while the upstream refuses it (429s); then learned, with the configured rate as ceiling.
+      if (rate === null || Number(rate) >= configured * 0.999) return { perSecond: configured, source: 'configured' };
+      return { perSecond: Number(rate), source: 'learned', ceilingPerSecond: configured, ...(last429At ? { last429At: Number(last429At) } : {}) };
+    }
+    const ceiling = this.account.rateLimit.auto?.ceilingPerSecond;
+    const out: RateInForce = { perSecond: Number(rate ?? perSecond(this.account)), source: (source as RateSource | null) ?? 'start' };
+    if (ceiling !== undefined) out.ceilingPerSecond = ceiling;
+    if (out.source === 'announced' && announced) out.limit = Number(announced);
+    if (out.source === 'announced' && windowMs) out.windowMs = Number(windowMs);
+    if (last429At) out.last429At = Number(last429At);
+    if (probeAt && Number(probeAt) > 0) out.lastProbeAt = Number(probeAt);
+    return out;
   }
 
   /** Consecutive 429s without a hint, for backoff shared by every worker; 0 resets it. */
@@ -147,9 +218,9 @@ export class AccountLine {
   }
 
   async state(): Promise<AccountLineState> {
-    const [fields, paused] = await Promise.all([this.#redis.hgetall(this.#line), this.queue.isPaused()]);
+    const [fields, paused, rate] = await Promise.all([this.#redis.hgetall(this.#line), this.queue.isPaused(), this.rate()]);
     const now = this.#now();
-    const state: AccountLineState = { account: this.account.id, paused, rateLimit: this.account.rateLimit.text };
+    const state: AccountLineState = { account: this.account.id, paused, rateLimit: this.account.rateLimit.text, rate };
     if (fields.code) state.pause = { code: fields.code, message: fields.message ?? '', at: Number(fields.at) };
     const until = Number(fields.limitedUntil);
     if (Number.isFinite(until) && until > now) {

@@ -33,7 +33,8 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
       found = Promise.all([line.state(), services.scheduler.shares(accountId)]).then(([state, shares]) => ({
         state,
         shares: new Map(shares.map((s) => [s.batchId, s.share])),
-        perSecond: perSecond(line.account),
+        // The rate in force (for `auto`, the shared estimate), so ETAs follow what is learned.
+        perSecond: state.rate?.perSecond ?? perSecond(line.account),
       }));
       accounts.set(accountId, found);
     }

@@ -26,9 +26,13 @@ export class Feeder {
     this.#now = now;
   }
 
-  /** Creates an account keeps on its queue: half a second of its rate (at least 4), a little more than one feed period needs. */
-  target(account: Account): number {
-    return Math.min(1_000, Math.max(4, Math.ceil(perSecond(account) * 0.5)));
+  /**
+   * Creates an account keeps on its queue: half a second of its rate (at least 4), a little more
+   * than one feed period needs. `ratePerSecond` is the rate in force when the caller knows it (a
+   * learned rate, `auto`); else the configured one (for `auto`, where it starts).
+   */
+  target(account: Account, ratePerSecond = perSecond(account)): number {
+    return Math.min(1_000, Math.max(4, Math.ceil(ratePerSecond * 0.5)));
   }
 
   /**
@@ -36,13 +40,13 @@ export class Feeder {
    * queued, and they are few), then tops the account's queue up to its target with the others.
    * Returns how many plates became jobs.
    */
-  async feed(accountId: string): Promise<number> {
+  async feed(accountId: string, ratePerSecond?: number): Promise<number> {
     const account = this.#account(accountId);
     const interactive = await this.#scheduler.pick(accountId, INTERACTIVE_AT_ONCE, this.#now(), true);
     await this.#add(account, interactive);
     const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait');
     const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0);
-    const picked = await this.#scheduler.pick(accountId, this.target(account) - queued, this.#now());
+    const picked = await this.#scheduler.pick(accountId, this.target(account, ratePerSecond) - queued, this.#now());
     await this.#add(account, picked);
     return interactive.length + picked.length;
   }

@@ -105,6 +105,21 @@ export const WebhookDelivery = z.object({
 });
 export type WebhookDelivery = z.output<typeof WebhookDelivery>;
 
+/** An account's rate in force: what it is paced at now and where that comes from. */
+export const RateInForce = z.object({
+  perSecond: z.number().describe('requests per second the account is paced at now'),
+  source: z
+    .enum(['configured', 'start', 'announced', 'learned'])
+    .describe('configured (a number was set); for `auto`: start, announced (the upstream said it), learned (from 429s)'),
+  text: z.string().describe('the rate and how sure it is, in words'),
+  limit: z.number().optional().describe("the upstream's announced limit per window"),
+  windowMs: z.number().optional(),
+  ceilingPerSecond: z.number().optional(),
+  last429At: z.iso.datetime().optional(),
+  lastProbeAt: z.iso.datetime().optional(),
+});
+export type RateInForce = z.output<typeof RateInForce>;
+
 export const BatchView = z.object({
   id: z.string(),
   name: z.string(),
@@ -112,6 +127,7 @@ export const BatchView = z.object({
   priority: Priority,
   weight: z.number().int(),
   share: z.number().describe("share of the account's creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)"),
+  rate: RateInForce.optional().describe("the account's rate in force now (configured, or for `auto` announced by the upstream or learned)"),
   source: BatchSource,
   product: z.string(),
   createdAt: z.iso.datetime(),

@@ -6,6 +6,8 @@ export interface RateLimitHeaders {
   remaining?: number;
   /** Epoch ms when the window resets (from X-RateLimit-Reset, Unix seconds). */
   resetAt?: number;
+  /** The window `limit` counts over, when the upstream says it (RateLimit-Policy `w=`); else inferred from resets. */
+  windowMs?: number;
 }
 
 function finiteNumber(value: string | undefined): number | undefined {
@@ -32,12 +34,59 @@ export function parseResetHeader(value: string | undefined, now: number): number
   return n < 1e9 ? now + n * 1000 : n * 1000;
 }
 
+/** `key=value` parameters of one structured-field item (`"default";q=100;w=60`), and a bare leading number as `_`. */
+function itemParams(item: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of item.split(';').map((p) => p.trim())) {
+    const pair = /^([a-z_]+)\s*=\s*"?(\d+(?:\.\d+)?)"?$/i.exec(part);
+    if (pair) out[pair[1]!.toLowerCase()] = Number(pair[2]);
+    else if (/^\d+(?:\.\d+)?$/.test(part)) out._ = Number(part);
+  }
+  return out;
+}
+
+/**
+ * The IETF httpapi rate-limit fields: `RateLimit-Policy: "default";q=100;w=60` with
+ * `RateLimit: "default";r=40;t=25` (draft 08 on), or the earlier drafts' `RateLimit-Policy: 100;w=60`
+ * with `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (delta seconds). The first policy
+ * listed is the one read. Undefined fields stay absent.
+ */
+export function parseIetfRateLimit(get: (name: string) => string | undefined, now: number): RateLimitHeaders {
+  const out: RateLimitHeaders = {};
+  const policy = get('ratelimit-policy');
+  if (policy !== undefined) {
+    const p = itemParams(policy.split(',')[0] ?? '');
+    const limit = p.q ?? p._;
+    if (limit !== undefined && limit > 0) out.limit = limit;
+    if (p.w !== undefined && p.w > 0) out.windowMs = p.w * 1_000;
+  }
+  const current = get('ratelimit');
+  if (current !== undefined) {
+    const p = itemParams(current.split(',')[0] ?? '');
+    // Draft 08+: r= remaining, t= seconds to reset; earlier drafts put limit, remaining, reset as `limit=…, remaining=…, reset=…`.
+    const remaining = p.r ?? p.remaining;
+    const reset = p.t ?? p.reset;
+    if (p.limit !== undefined && out.limit === undefined) out.limit = p.limit;
+    if (remaining !== undefined) out.remaining = remaining;
+    if (reset !== undefined) out.resetAt = now + reset * 1_000;
+  }
+  const limit = finiteNumber(get('ratelimit-limit'));
+  if (limit !== undefined && out.limit === undefined) out.limit = limit;
+  const remaining = finiteNumber(get('ratelimit-remaining'));
+  if (remaining !== undefined && out.remaining === undefined) out.remaining = remaining;
+  const reset = finiteNumber(get('ratelimit-reset'));
+  if (reset !== undefined && reset >= 0 && out.resetAt === undefined) out.resetAt = now + reset * 1_000;
+  return out;
+}
+
+/** What the upstream says of its limit: the IETF fields first, then X-RateLimit-Limit/Remaining/Reset. */
 export function parseRateLimitHeaders(headers: Record<string, string | string[] | undefined>, now: number): RateLimitHeaders {
   const get = (name: string): string | undefined => {
     const v = headers[name];
     return Array.isArray(v) ? v[0] : v;
   };
-  const out: RateLimitHeaders = {};
+  const out: RateLimitHeaders = parseIetfRateLimit(get, now);
+  if (out.limit !== undefined || out.remaining !== undefined || out.resetAt !== undefined) return out;
   const limit = finiteNumber(get('x-ratelimit-limit'));
   const remaining = finiteNumber(get('x-ratelimit-remaining'));
   const resetAt = parseResetHeader(get('x-ratelimit-reset'), now);

@@ -51,7 +51,7 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
       const lines = await services.lines.states().catch(() => undefined);
       if (lines === undefined) return reply.code(503).send(down);
       const stuck = lines.some((line) => line.paused || line.pause !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined);
-      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', accounts: lines.map(lineView) };
+      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', accounts: lines.map((line) => lineView(line)) };
       return reply.send(body);
     },
   );

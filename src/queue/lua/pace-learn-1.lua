@@ -1,0 +1,111 @@
+--[[
+  Learns the rate of an account whose limit is `auto` (queue/accounts.ts), from what its answers
+  say, into its pace hash: one estimate per account, shared by every worker on every machine,
+  read by pace-acquire (field interval) and resumed after a restart. A configured rate is learned
+  the same way with itself as the ceiling and nothing announced, so an upstream that refuses it
+  (429s) is followed below it, and the account climbs back to exactly the configured rate.
+  - Announced: the answer carried a limit (RateLimit-Policy / X-RateLimit-Limit). Adopted at once:
+    its window is the policy's `w=`, else inferred from how far the resets reach (within 2 s: per
+    second, once 2 s of answers agree; within a minute: per minute; else per hour), paced with the
+    jitter allowance exactly as a configured rate.
+  - Learned (nothing announced): slow start (x1.5 every 2 s while the rate in force is used), a 429
+    cuts it to 0.9x at most once a second and remembers where it hit; it climbs back to just under
+    that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
+    comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
+    KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, r429,
+            last429At, decreasedAt, probeAt, step, announced, windowMs, resetMax, resetSince)
+    ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
+    ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
+    ARGV[7] jitter allowance ms
+  Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
+]]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
+  'announced', 'windowMs', 'resetMax', 'resetSince')
+local startRate = tonumber(ARGV[5])
+local ceiling = tonumber(ARGV[6])
+local jitter = tonumber(ARGV[7])
+local rate = tonumber(f[1] or '') or startRate
+local source = f[2] or 'start'
+
+local function cap(r)
+  if ceiling and r > ceiling then r = ceiling end
+  if r < 0.01 then r = 0.01 end
+  return r
+end
+
+local function learned(r, fields)
+  r = cap(r)
+  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'learned', 'interval', tostring(1000 / r), 'changedAt', tostring(now), 'used', '0', unpack(fields))
+  return {tostring(r), 'learned', '', 1}
+end
+
+-- Announced: adopt at once.
+if ARGV[2] ~= '' then
+  local limit = tonumber(ARGV[2])
+  local windowMs = tonumber(ARGV[3])
+  if not windowMs then
+    local resetMax = tonumber(f[13] or '0')
+    local since = tonumber(f[14] or '')
+    if f[11] ~= ARGV[2] or not since then
+      resetMax = 0
+      since = now
+    end
+    local delta = tonumber(ARGV[4])
+    -- A reset hours away is a used-up quota, not this window.
+    if delta and delta >= 0 and delta <= 3700000 then resetMax = math.max(resetMax, delta) end
+    redis.call('HSET', KEYS[1], 'resetMax', tostring(resetMax), 'resetSince', tostring(since))
+    if resetMax <= 2000 and now - since >= 2000 then
+      windowMs = 1000
+    elseif resetMax <= 61000 then
+      windowMs = 60000
+    else
+      windowMs = 3600000
+    end
+  end
+  local r = limit * 1000 / windowMs
+  local interval = (windowMs + jitter) / limit
+  if ceiling and r > ceiling then
+    r = ceiling
+    interval = 1000 / ceiling
+  end
+  local changed = 0
+  if source ~= 'announced' or f[11] ~= ARGV[2] or f[12] ~= tostring(windowMs) then changed = 1 end
+  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'announced', 'interval', tostring(interval), 'announced', ARGV[2], 'windowMs', tostring(windowMs))
+  return {tostring(r), 'announced', tostring(windowMs), changed}
+end
+
+if ARGV[1] == '429' then
+  redis.call('HSET', KEYS[1], 'last429At', tostring(now))
+  -- An announced limit is the upstream's word: a stray 429 is left to the hold and the spacing.
+  if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
+  if now - tonumber(f[8] or '0') < 1000 then return {tostring(rate), source, '', 0} end
+  return learned(rate * 0.9, {'r429', tostring(rate), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
+end
+
+if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
+local changedAt = tonumber(f[4] or '')
+if not changedAt then
+  redis.call('HSET', KEYS[1], 'rate', tostring(cap(rate)), 'source', 'start', 'interval', tostring(1000 / cap(rate)), 'slow', '1', 'changedAt', tostring(now), 'used', '0')
+  return {tostring(cap(rate)), 'start', '', 1}
+end
+local elapsed = now - changedAt
+if elapsed < 2000 then return {tostring(rate), source, '', 0} end
+-- Only a rate that was used says anything about the limit.
+if tonumber(f[5] or '0') < 0.7 * rate * elapsed / 1000 then
+  redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0')
+  return {tostring(rate), source, '', 0}
+end
+if f[3] ~= '0' then return learned(rate * 1.5, {}) end
+local r429 = tonumber(f[6] or '')
+-- (0.999: the stored rate is rounded to 14 digits, so "at the plateau" must not read as "below it".)
+if r429 and rate < 0.97 * r429 * 0.999 then return learned(math.min(0.97 * r429, rate * 1.1), {}) end
+local probeAt = tonumber(f[9] or '0')
+local last429 = tonumber(f[7] or '0')
+local step = tonumber(f[10] or '0.03')
+local quiet = 30000
+if probeAt > last429 + 1000 then quiet = 4000 end
+if now - probeAt >= quiet then return learned(rate * (1 + step), {'probeAt', tostring(now), 'step', tostring(math.min(0.5, step * 2))}) end
+redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0')
+return {tostring(rate), source, '', 0}

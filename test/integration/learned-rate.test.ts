@@ -1,0 +1,135 @@
+// `auto`: the rate of each account is learned from what the upstream says, one estimate per
+// account shared in Redis by every process. Measured at the simulator (what it counted, what it
+// refused), on real Redis, in scaled time: per-second windows, so the minutes of the real thing
+// take seconds here (the per-minute scenarios run in `npm run bench -- --only learned`).
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
+
+const harness = useHarness();
+
+/** Requests the simulator counted and 429s it sent for one key over `ms`, per second. */
+async function measure(h: Harness, keyLabel: string, ms: number): Promise<{ perSecond: number; rateLimited: number }> {
+  const a = h.sim.stats().byKey[keyLabel] ?? { counted: 0, rateLimited: 0 };
+  await sleep(ms);
+  const b = h.sim.stats().byKey[keyLabel] ?? { counted: 0, rateLimited: 0 };
+  return { perSecond: ((b.counted - a.counted) * 1_000) / ms, rateLimited: b.rateLimited - a.rateLimited };
+}
+
+/** The rate in force as `vqb status` and the API read it. */
+async function inForce(h: Harness, account = 'default') {
+  return h.services.lines.for(account).rate();
+}
+
+describe('learned rate (auto)', () => {
+  it('20/s per-second window, no rate-limit headers, rate unset: ≥ 0.90 of the limit once learned, at most 5 429s a minute', async () => {
+    const h = await harness.start({
+      label: 'learn-429',
+      config: { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '16' },
+      sim: { rateLimit: '20/s', window: 'sliding', rateLimitHeaders: false, completionMs: [200, 500] },
+    });
+    await h.enqueue('l', makePlates(1_200));
+    await sleep(30_000);
+    const m = await measure(h, 'key1', 30_000);
+    const rate = await inForce(h);
+    console.log(`learned (no headers): ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s in 30 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`);
+    expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.9);
+    expect(m.rateLimited).toBeLessThanOrEqual(2.5);
+    expect(rate.source).toBe('learned');
+    expect(rate.perSecond).toBeLessThanOrEqual(21);
+  }, 90_000);
+
+  it('configured too high (40/s against a 20/s key, no headers): followed below it the same way', async () => {
+    const h = await harness.start({
+      label: 'learn-cap',
+      config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '16' },
+      sim: { rateLimit: '20/s', window: 'sliding', rateLimitHeaders: false, completionMs: [200, 500] },
+    });
+    await h.enqueue('c', makePlates(1_200));
+    await sleep(20_000);
+    const m = await measure(h, 'key1', 24_000);
+    const rate = await inForce(h);
+    console.log(`configured 40/s on a 20/s key: ${m.perSecond.toFixed(1)}/s, ${m.rateLimited} 429s in 24 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`);
+    expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.9);
+    expect(m.rateLimited).toBeLessThanOrEqual(2);
+    expect(rate).toMatchObject({ source: 'learned', ceilingPerSecond: 40 });
+  }, 90_000);
+
+  it('headers announce the limit: adopted at once, 0 429s', async () => {
+    const h = await harness.start({
+      label: 'learn-announced',
+      config: { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '16' },
+      sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 500] },
+    });
+    await h.enqueue('a', makePlates(600));
+    await sleep(8_000);
+    const m = await measure(h, 'key1', 15_000);
+    const rate = await inForce(h);
+    console.log(`announced: ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s; in force ${rate.perSecond.toFixed(2)}/s (${rate.source}, window ${rate.windowMs} ms)`);
+    expect(rate).toMatchObject({ source: 'announced', limit: 20, windowMs: 1_000 });
+    expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.95);
+    expect(h.sim.stats().rateLimited).toBe(0);
+  }, 60_000);
+
+  it('a limit that drops from 30/s to 10/s and back (no headers) is followed within 60 s each way', async () => {
+    const h = await harness.start({
+      label: 'learn-change',
+      config: { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '16' },
+      sim: { rateLimit: '30/s', window: 'sliding', rateLimitHeaders: false, completionMs: [200, 500] },
+    });
+    await h.enqueue('d', makePlates(3_000));
+    await sleep(22_000);
+    const before = await measure(h, 'key1', 8_000);
+    h.sim.update({ rateLimit: '10/s' });
+    await sleep(20_000);
+    const cut = await measure(h, 'key1', 10_000);
+    h.sim.update({ rateLimit: '30/s' });
+    await sleep(50_000);
+    const raised = await measure(h, 'key1', 10_000);
+    console.log(
+      `30/s: ${before.perSecond.toFixed(1)}/s; cut to 10/s, 20-30 s later: ${cut.perSecond.toFixed(1)}/s (${cut.rateLimited} 429s); back to 30/s, 50-60 s later: ${raised.perSecond.toFixed(1)}/s`,
+    );
+    expect(before.perSecond / 30).toBeGreaterThanOrEqual(0.85);
+    expect(cut.perSecond / 10).toBeGreaterThanOrEqual(0.85);
+    expect(cut.perSecond / 10).toBeLessThanOrEqual(1.05);
+    expect(raised.perSecond / 30).toBeGreaterThanOrEqual(0.85);
+  }, 150_000);
+
+  it('three `vqb work` processes share one estimate; two accounts with different unknown limits learn independently', async () => {
+    const h = await harness.start({
+      label: 'learn-shared',
+      workers: 0,
+      accounts: [
+        { id: 'frota', rateLimit: 'auto', key: { rateLimit: '8/s' } },
+        { id: 'seguros', rateLimit: 'auto', key: { rateLimit: '24/s' } },
+      ],
+      sim: { window: 'sliding', rateLimitHeaders: false, completionMs: [200, 500] },
+    });
+    await h.enqueue('f', makePlates(600), { account: 'frota' });
+    await h.enqueue('s', makePlates(1_200, 5_000), { account: 'seguros' });
+    const children: ChildProcess[] = [];
+    try {
+      for (let i = 0; i < 3; i++) children.push(spawnVqb(['work'], harnessEnv(h, { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '8', VQ_PACING_JITTER: '50ms' })).child);
+      await sleep(35_000);
+      const [frota, seguros] = await Promise.all([measure(h, 'frota', 20_000), measure(h, 'seguros', 20_000)]);
+      const [rf, rs] = await Promise.all([inForce(h, 'frota'), inForce(h, 'seguros')]);
+      console.log(
+        `3 processes: frota ${frota.perSecond.toFixed(1)}/s of 8 (${rf.perSecond.toFixed(1)} ${rf.source}), seguros ${seguros.perSecond.toFixed(1)}/s of 24 (${rs.perSecond.toFixed(1)} ${rs.source})`,
+      );
+      // One estimate per account in Redis (not one per process): each paced near its own limit.
+      expect(rf.source).toBe('learned');
+      expect(rs.source).toBe('learned');
+      expect(frota.perSecond / 8).toBeGreaterThanOrEqual(0.85);
+      expect(seguros.perSecond / 24).toBeGreaterThanOrEqual(0.85);
+      expect(rf.perSecond).toBeLessThan(rs.perSecond / 2);
+      expect(await h.services.redis.exists(h.services.keys.pace('frota'), h.services.keys.pace('seguros'))).toBe(2);
+    } finally {
+      for (const c of children) {
+        c.kill('SIGTERM');
+        await once(c, 'exit');
+      }
+    }
+  }, 120_000);
+});
