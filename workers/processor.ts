@@ -160,7 +160,7 @@ export class PlateProcessor {
     // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
     // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
     // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
-    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling));
+    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }));
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).
       this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId, queryId: answer.queryId });

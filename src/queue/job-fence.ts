@@ -15,7 +15,8 @@
 // |             | it stores the queryId (CAS on  | paid (a pause after the fence, a crash,  | (or fails CREATE_UNCERTAIN when     |
 // |             | createId, lock not needed: a   | a cut answer)                            | VQ_RECREATE_UNCERTAIN=false)        |
 // |             | paid id is kept if nobody has  |                                          |                                     |
-// |             | moved on)                      |                                          |                                     |
+// |             | moved on; also over `create`:  |                                          |                                     |
+// |             | a mark lost in a failover)     |                                          |                                     |
 // | poll        | the lock holder writes poll    | a queryId: nothing is paid twice         | polls the same queryId              |
 // |             | progress; anyone's terminal    |                                          |                                     |
 // |             | answer is stored once (HSETNX) |                                          |                                     |
@@ -45,9 +46,23 @@ export class JobFence {
    * and, with a token, the caller still holds the job's lock. On success the job's in-memory data
    * is `next` too.
    */
-  async write(job: PlateJob, token: string | undefined, seen: Pick<PlateJobData, 'step' | 'createId'>, next: PlateJobData): Promise<FenceResult> {
+  async write(
+    job: PlateJob,
+    token: string | undefined,
+    seen: Pick<PlateJobData, 'step' | 'createId'>,
+    next: PlateJobData,
+    options: { orLostMark?: boolean } = {},
+  ): Promise<FenceResult> {
     const key = `${job.queueQualifiedName}:${job.id}`;
-    const raw = await this.#redis.vqbJobFence(key, `${key}:lock`, token ?? '', seen.step satisfies JobStep, seen.createId ?? '', JSON.stringify(next));
+    const raw = await this.#redis.vqbJobFence(
+      key,
+      `${key}:lock`,
+      token ?? '',
+      seen.step satisfies JobStep,
+      seen.createId ?? '',
+      JSON.stringify(next),
+      options.orLostMark ? '1' : '0',
+    );
     const result = RESULTS[String(raw)] ?? 'moved-on';
     if (result === 'ok') job.data = next;
     return result;

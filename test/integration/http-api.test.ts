@@ -352,7 +352,11 @@ describe('operations', () => {
   it('/healthz says ok without a token, and 503 when Redis is unreachable', async () => {
     const ok = await call('/healthz', { auth: 'none' });
     expect(ok.status).toBe(200);
-    expect(ok.json).toEqual({ status: 'ok', redis: 'ok', accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, paused: false }] });
+    expect(ok.json).toEqual({
+      status: 'ok',
+      redis: 'ok',
+      accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, rate: { perSecond: 50, source: 'configured', text: '50/s, configured' }, paused: false }],
+    });
 
     await h.line.pauseByOperator('maintenance');
     const paused = await call('/healthz', { auth: 'none' });

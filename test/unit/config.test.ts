@@ -70,7 +70,8 @@ describe('defaults', () => {
       allowEviction: false,
       queueName: 'vqb',
       prefix: '{vqb}',
-      rateLimit: { max: 60, durationMs: 60_000, text: '60/min' },
+      // auto: learned from the upstream, starting at 1/s.
+      rateLimit: { max: 1, durationMs: 1_000, text: 'auto', auto: {} },
       pacingJitterMs: 25,
       interactiveMax: 100,
       concurrency: 8,

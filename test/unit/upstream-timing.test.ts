@@ -1,5 +1,6 @@
 // Pure timing: every function gets a fixed `now`, so no clock and no fake timers are needed.
 import { describe, expect, it } from 'vitest';
+import { parseRateLimit } from '../../src/config.js';
 import { backoffDelay, parseRateLimitHeaders, parseResetHeader, parseRetryAfter, retryAfterFrom429 } from '../../src/upstream/timing.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0); // 2030-01-01T12:00:00Z, a whole second
@@ -114,5 +115,37 @@ describe('backoffDelay', () => {
       expect(d).toBeGreaterThanOrEqual(exp / 2);
       expect(d).toBeLessThanOrEqual(exp);
     }
+  });
+});
+
+describe('what the upstream says of its limit', () => {
+  const now = Date.UTC(2026, 10, 24, 12, 0, 0);
+  it('reads the IETF draft fields before X-RateLimit-*: the first policy, its window, remaining and reset', () => {
+    expect(parseRateLimitHeaders({ 'ratelimit-policy': '"default";q=300;w=60, "daily";q=10000;w=86400', ratelimit: '"default";r=12;t=30' }, now)).toEqual({
+      limit: 300,
+      windowMs: 60_000,
+      remaining: 12,
+      resetAt: now + 30_000,
+    });
+    expect(parseRateLimitHeaders({ 'ratelimit-policy': '20;w=1', 'ratelimit-limit': '20', 'ratelimit-remaining': '3', 'ratelimit-reset': '1', 'x-ratelimit-limit': '99' }, now)).toEqual({
+      limit: 20,
+      windowMs: 1_000,
+      remaining: 3,
+      resetAt: now + 1_000,
+    });
+    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': '300', 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': String(now / 1000 + 40) }, now)).toEqual({
+      limit: 300,
+      remaining: 5,
+      resetAt: now + 40_000,
+    });
+  });
+
+  it('parses `auto` with a ceiling and a start; a fixed rate stays exact', () => {
+    expect(parseRateLimit('auto')).toEqual({ max: 1, durationMs: 1_000, text: 'auto', auto: {} });
+    expect(parseRateLimit('auto<=300/min')).toEqual({ max: 1, durationMs: 1_000, text: 'auto<=300/min', auto: { ceilingPerSecond: 5 } });
+    expect(parseRateLimit('auto<=20/s,start=5/s')).toMatchObject({ max: 5, durationMs: 1_000, auto: { ceilingPerSecond: 20 } });
+    expect(parseRateLimit('auto<=30/min')).toMatchObject({ max: 30, durationMs: 60_000, auto: { ceilingPerSecond: 0.5 } });
+    expect(parseRateLimit('auto<=fast')).toBeUndefined();
+    expect(parseRateLimit('60/min')).toEqual({ max: 60, durationMs: 60_000, text: '60/min' });
   });
 });

@@ -9,6 +9,8 @@
     ARGV[2] the step the stored data must still be at
     ARGV[3] the createId the stored data must still carry ('' = none)
     ARGV[4] the new data (JSON)
+    ARGV[5] '1': a stored step `create` is accepted too (a query id being stored: the `creating`
+            mark it follows was lost, e.g. in a failover, and nobody has sent since)
   Returns 1 written; 0 the lock is not the writer's; -1 the stored step or createId moved on;
   -2 no such job (removed).
 ]]
@@ -18,6 +20,7 @@ local ok, stored = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'data') or '{
 if not ok or type(stored) ~= 'table' then return -1 end
 local createId = stored.createId
 if type(createId) ~= 'string' then createId = '' end
-if stored.step ~= ARGV[2] or createId ~= ARGV[3] then return -1 end
+local lostMark = ARGV[5] == '1' and stored.step == 'create'
+if not lostMark and (stored.step ~= ARGV[2] or createId ~= ARGV[3]) then return -1 end
 redis.call('HSET', KEYS[1], 'data', ARGV[4])
 return 1
