@@ -27,7 +27,16 @@ export const SIMULATOR_USAGE = `vqb simulate [flags]   run a stand-in for the pa
   --drop-rate <0..1>           share of connections dropped without a response
   --drop-after-create-rate <0..1>  share of creates dropped after the query is created
   --max-body <bytes>           default 1048576
-  --no-rate-limit-headers      send no X-RateLimit-* headers (clients learn only from 429s)`;
+  --no-rate-limit-headers      send no X-RateLimit-* headers (clients learn only from 429s)
+  Faults after the query was made (and paid):
+  --slow-create-rate <0..1>    share of creates answered only after --slow-create (default 40s)
+  --slow-create <duration>
+  --gateway-error-after-create-rate <0..1>  share answered 502 with a gateway's HTML page
+  --cut-body-after-create-rate <0..1>       share whose 201 body is cut off by a reset
+  --truncated-body-after-create-rate <0..1> share answered 201 with truncated JSON
+  --stall-body-after-create-rate <0..1>     share whose 201 body never comes
+  --poll-not-found-once-rate <0..1>         share of queries whose first poll is a 404
+  --retry-after-date           429s carry Retry-After as an HTTP date`;
 
 const FLAGS = {
   config: { type: 'string' },
@@ -52,6 +61,14 @@ const FLAGS = {
   'drop-after-create-rate': { type: 'string' },
   'max-body': { type: 'string' },
   'no-rate-limit-headers': { type: 'boolean' },
+  'slow-create-rate': { type: 'string' },
+  'slow-create': { type: 'string' },
+  'gateway-error-after-create-rate': { type: 'string' },
+  'cut-body-after-create-rate': { type: 'string' },
+  'truncated-body-after-create-rate': { type: 'string' },
+  'stall-body-after-create-rate': { type: 'string' },
+  'poll-not-found-once-rate': { type: 'string' },
+  'retry-after-date': { type: 'boolean' },
 } as const;
 
 /** Parses `vqb simulate` flags (argv without the command name). Throws UsageError / ConfigError. */
@@ -107,6 +124,14 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('dropAfterCreateRate', num('drop-after-create-rate', values['drop-after-create-rate']));
   set('maxBodyBytes', num('max-body', values['max-body']));
   if (values['no-rate-limit-headers']) set('rateLimitHeaders', false);
+  set('slowCreateRate', num('slow-create-rate', values['slow-create-rate']));
+  set('slowCreateMs', values['slow-create'] === undefined ? undefined : duration('slow-create', values['slow-create']));
+  set('gatewayErrorAfterCreateRate', num('gateway-error-after-create-rate', values['gateway-error-after-create-rate']));
+  set('cutBodyAfterCreateRate', num('cut-body-after-create-rate', values['cut-body-after-create-rate']));
+  set('truncatedBodyAfterCreateRate', num('truncated-body-after-create-rate', values['truncated-body-after-create-rate']));
+  set('stallBodyAfterCreateRate', num('stall-body-after-create-rate', values['stall-body-after-create-rate']));
+  set('pollNotFoundOnceRate', num('poll-not-found-once-rate', values['poll-not-found-once-rate']));
+  if (values['retry-after-date']) set('retryAfterFormat', 'date');
 
   return validatePatch(out, values.config === undefined ? 'simulate flags' : `simulate flags / ${values.config}`);
 }

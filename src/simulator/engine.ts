@@ -10,7 +10,7 @@ import { chance, isForgotten, planCreate, statusAt, type QueryStatus } from './l
 import { createLimiter, retryAfterSeconds, type LimitState, type Limiter } from './limiter.js';
 import { PERMISSION_LABELS, PLANS, validatePatch, type Permission, type SimulatorOptions } from './options.js';
 import { QuotaCounter, type QuotaState } from './quota.js';
-import { errorReply, htmlReply, jsonReply, type Reply } from './reply.js';
+import { errorReply, htmlReply, jsonReply, type Reply, type Respond } from './reply.js';
 import { StatsCollector, type SimulatorStats } from './stats.js';
 import { QueryStore, packPlate } from './store.js';
 import { fakeVehicle } from './vehicle.js';
@@ -47,6 +47,8 @@ export class SimulatorEngine {
   readonly #originMs: number;
   #failPlates: Set<string>;
   #limits = new Map<string, KeyLimits>();
+  /** Queries whose first poll was decided (pollNotFoundOnceRate): a 404 comes at most once each. */
+  readonly #notFoundOnce = new Set<number>();
 
   constructor(options: SimulatorOptions, deps: EngineDeps) {
     this.options = options;
@@ -84,7 +86,7 @@ export class SimulatorEngine {
     const reply = this.#decide(request);
     if (reply.kind === 'respond') this.stats.response(reply.status);
     const [min, max] = this.options.latencyMs;
-    reply.delayMs = max > 0 ? Math.round(min + this.#deps.random() * (max - min)) : 0;
+    reply.delayMs += max > 0 ? Math.round(min + this.#deps.random() * (max - min)) : 0;
     return reply;
   }
 
@@ -109,6 +111,8 @@ export class SimulatorEngine {
     const limited = this.#admit(record, now);
     if (limited.reply) return limited.reply;
     const headers = limited.headers;
+    if (request.method === 'POST') this.stats.countedCreates += 1;
+    else this.stats.countedGets += 1;
 
     if (chance(this.options.dropRate, this.#deps.random)) {
       this.stats.faults.drops += 1;
@@ -140,12 +144,12 @@ export class SimulatorEngine {
       this.stats.quotaExceeded += 1;
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
       this.stats.keyRateLimited(record.label);
-      return { reply: tooMany('Daily quota exceeded', quotaState.retryAfterMs, headers), headers };
+      return { reply: tooMany('Daily quota exceeded', quotaState.retryAfterMs, headers, this.#retryDate(now)), headers };
     }
     if (rate && rate.retryAfterMs > 0) {
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
       this.stats.keyRateLimited(record.label);
-      return { reply: tooMany('Rate limit exceeded', rate.retryAfterMs, headers), headers };
+      return { reply: tooMany('Rate limit exceeded', rate.retryAfterMs, headers, this.#retryDate(now)), headers };
     }
 
     const rateAfter = limiter?.take(now);
@@ -153,6 +157,11 @@ export class SimulatorEngine {
     const duration = limiter?.durationMs ?? parseRateLimit(this.options.rateLimit)?.durationMs ?? 60_000;
     this.stats.countedRequest(record.label, now, duration);
     return { headers: rateHeaders(this.options.rateLimitHeaders, limiter, rateAfter, quotaLimit, quotaAfter) };
+  }
+
+  /** `now` when 429s carry Retry-After as an HTTP date. */
+  #retryDate(now: number): number | undefined {
+    return this.options.retryAfterFormat === 'date' ? now : undefined;
   }
 
   #limitsFor(record: KeyRecord): { limiter: Limiter | null; quota: QuotaCounter; quotaLimit: number | null } {
@@ -210,7 +219,34 @@ export class SimulatorEngine {
       this.stats.faults.dropsAfterCreate += 1;
       return { kind: 'drop', delayMs: 0 };
     }
-    return this.#success(201, view.body, headers);
+    return this.#afterCreate(this.#success(201, view.body, headers), headers);
+  }
+
+  /** The faults that strike once the query was made (and paid): the client cannot tell from the answer. */
+  #afterCreate(reply: Respond, headers: Record<string, string>): Reply {
+    const o = this.options;
+    const f = this.stats.faults;
+    if (chance(o.gatewayErrorAfterCreateRate, this.#deps.random)) {
+      f.gatewayErrorsAfterCreate += 1;
+      return htmlReply(502, '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n', headers);
+    }
+    if (chance(o.cutBodyAfterCreateRate, this.#deps.random)) {
+      f.cutBodiesAfterCreate += 1;
+      return { kind: 'cut', status: reply.status, headers: reply.headers, body: reply.body, sendBytes: Math.floor(reply.body.length / 2), delayMs: 0 };
+    }
+    if (chance(o.truncatedBodyAfterCreateRate, this.#deps.random)) {
+      f.truncatedBodiesAfterCreate += 1;
+      return { ...reply, body: reply.body.slice(0, Math.floor(reply.body.length / 2)) };
+    }
+    if (chance(o.stallBodyAfterCreateRate, this.#deps.random)) {
+      f.stalledBodiesAfterCreate += 1;
+      return { kind: 'stall', status: reply.status, headers: reply.headers, body: reply.body, delayMs: 0 };
+    }
+    if (chance(o.slowCreateRate, this.#deps.random)) {
+      f.slowCreates += 1;
+      return { ...reply, delayMs: o.slowCreateMs };
+    }
+    return reply;
   }
 
   #get(queryId: string, headers: Record<string, string>, now: number): Reply {
@@ -219,6 +255,13 @@ export class SimulatorEngine {
     if (index === undefined || !query || isForgotten(query, this.options.queryTtlMs, now)) {
       return errorReply(404, 'QUERY_NOT_FOUND', `No query with id "${queryId}".`, headers);
     }
+    // An upstream that does not know a just-created query yet: its first poll is a 404, once.
+    if (this.options.pollNotFoundOnceRate > 0 && !this.#notFoundOnce.has(index) && chance(this.options.pollNotFoundOnceRate, this.#deps.random)) {
+      this.#notFoundOnce.add(index);
+      this.stats.faults.pollsNotFound += 1;
+      return errorReply(404, 'QUERY_NOT_FOUND', `No query with id "${queryId}".`, headers);
+    }
+    this.#notFoundOnce.add(index);
     this.stats.got(index);
     return this.#success(200, this.#view(index, now).body, headers);
   }
@@ -238,7 +281,7 @@ export class SimulatorEngine {
     return { status, body };
   }
 
-  #success(status: number, body: Record<string, unknown>, headers: Record<string, string>): Reply {
+  #success(status: number, body: Record<string, unknown>, headers: Record<string, string>): Respond {
     return jsonReply(status, this.options.envelope ? { statusCode: status, body } : body, headers);
   }
 }
@@ -260,13 +303,15 @@ function readPlate(raw: string): { ok: true; value: unknown } | { ok: false; mes
   return { ok: true, value: (keys as Record<string, unknown>)['licensePlate'] };
 }
 
-function tooMany(what: string, retryAfterMs: number, headers: Record<string, string>): Reply {
+function tooMany(what: string, retryAfterMs: number, headers: Record<string, string>, asDate?: number): Reply {
   const seconds = retryAfterSeconds(retryAfterMs);
+  // RFC 9110 allows an HTTP date; some gateways send one (whole seconds, so it may lie a second short).
+  const retryAfter = asDate !== undefined ? new Date(asDate + seconds * 1_000).toUTCString() : String(seconds);
   return errorReply(
     429,
     'RATE_LIMIT_EXCEEDED',
     `${what}. Try again in ${seconds} seconds.`,
-    { ...headers, 'retry-after': String(seconds) },
+    { ...headers, 'retry-after': retryAfter },
     {
       retryAfter: seconds,
       // Not in the provider's contract: the exact wait, so scaled-down tests need not round to seconds.

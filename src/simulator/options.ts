@@ -77,6 +77,22 @@ export interface SimulatorOptions {
   maxBodyBytes: number;
   /** false = no X-RateLimit-* headers, as an upstream that documents none (clients then learn only from 429s). */
   rateLimitHeaders: boolean;
+  // Faults after the query was created (made, and paid), so the client cannot know it from the answer:
+  /** Share of creates answered only after `slowCreateMs` (past the client's timeout). */
+  slowCreateRate: number;
+  slowCreateMs: number;
+  /** Share of creates answered 502 with a gateway's HTML page (not the upstream's JSON envelope). */
+  gatewayErrorAfterCreateRate: number;
+  /** Share of creates whose 201 body is cut off by a connection reset part-way. */
+  cutBodyAfterCreateRate: number;
+  /** Share of creates answered 201 with a complete but truncated (unparseable) JSON body. */
+  truncatedBodyAfterCreateRate: number;
+  /** Share of creates whose 201 headers go out and whose body never comes. */
+  stallBodyAfterCreateRate: number;
+  /** Share of queries whose first poll is answered 404 QUERY_NOT_FOUND (an upstream not knowing a new query yet). */
+  pollNotFoundOnceRate: number;
+  /** `Retry-After` of a 429 as delta-seconds (default) or an HTTP date. */
+  retryAfterFormat: 'seconds' | 'date';
 }
 
 export const DEFAULT_KEYS: KeySpec[] = [
@@ -107,6 +123,14 @@ export const DEFAULT_OPTIONS: Readonly<SimulatorOptions> = Object.freeze<Simulat
   dropAfterCreateRate: 0,
   maxBodyBytes: 1_048_576,
   rateLimitHeaders: true,
+  slowCreateRate: 0,
+  slowCreateMs: 40_000,
+  gatewayErrorAfterCreateRate: 0,
+  cutBodyAfterCreateRate: 0,
+  truncatedBodyAfterCreateRate: 0,
+  stallBodyAfterCreateRate: 0,
+  pollNotFoundOnceRate: 0,
+  retryAfterFormat: 'seconds',
 });
 
 const rate = z.number().min(0).max(1);
@@ -157,6 +181,14 @@ export const optionsPatchSchema = z.strictObject({
   dropAfterCreateRate: rate.optional(),
   maxBodyBytes: z.number().int().min(1).optional(),
   rateLimitHeaders: z.boolean().optional(),
+  slowCreateRate: rate.optional(),
+  slowCreateMs: z.number().int().min(0).optional(),
+  gatewayErrorAfterCreateRate: rate.optional(),
+  cutBodyAfterCreateRate: rate.optional(),
+  truncatedBodyAfterCreateRate: rate.optional(),
+  stallBodyAfterCreateRate: rate.optional(),
+  pollNotFoundOnceRate: rate.optional(),
+  retryAfterFormat: z.enum(['seconds', 'date']).optional(),
 });
 
 /** Validates a patch and returns it with plates normalised; throws a ConfigError naming the bad field. */

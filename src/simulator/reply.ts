@@ -1,8 +1,19 @@
 // What the request handlers decide, as data: the HTTP layer (server.ts) only waits, writes or drops.
 
-export type Reply = { kind: 'respond'; status: number; headers: Record<string, string>; body: string; delayMs: number } | { kind: 'drop'; delayMs: number };
+/**
+ * respond: status, headers, body. drop: the socket is destroyed before any answer. cut: the headers
+ * and the first `sendBytes` of the body go out (Content-Length promises all of it), then the
+ * socket is destroyed. stall: the headers go out and the body never comes.
+ */
+export type Reply =
+  | { kind: 'respond'; status: number; headers: Record<string, string>; body: string; delayMs: number }
+  | { kind: 'drop'; delayMs: number }
+  | { kind: 'cut'; status: number; headers: Record<string, string>; body: string; sendBytes: number; delayMs: number }
+  | { kind: 'stall'; status: number; headers: Record<string, string>; body: string; delayMs: number };
 
-export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Reply {
+export type Respond = Extract<Reply, { kind: 'respond' }>;
+
+export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): Respond {
   return {
     kind: 'respond',
     status,

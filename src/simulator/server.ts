@@ -80,8 +80,15 @@ function carryOut(req: IncomingMessage, res: ServerResponse, reply: Reply, pendi
       req.socket.destroy();
       return;
     }
-    res.writeHead(reply.status, { ...reply.headers, 'content-length': Buffer.byteLength(reply.body) });
-    res.end(reply.body);
+    const bytes = Buffer.from(reply.body, 'utf8');
+    res.writeHead(reply.status, { ...reply.headers, 'content-length': bytes.length });
+    if (reply.kind === 'respond') {
+      res.end(bytes);
+      return;
+    }
+    // cut: part of the body, then a reset; stall: the headers only, the socket left open.
+    res.flushHeaders();
+    if (reply.kind === 'cut') res.write(bytes.subarray(0, reply.sendBytes), () => setTimeout(() => req.socket.destroy(), 20));
   };
   if (reply.delayMs <= 0) {
     act();

@@ -19,7 +19,10 @@ export interface SimulatorStats {
   rateLimited: number;
   /** The part of `rateLimited` sent because the daily quota was used up. */
   quotaExceeded: number;
-  faults: { errors: number; drops: number; dropsAfterCreate: number };
+  faults: SimulatorFaults;
+  /** Counted requests (past the key and the limits: what the upstream bills or counts) by call. */
+  countedCreates: number;
+  countedGets: number;
   /** Queries held by the store (never cleared by a reset). */
   queries: number;
   /** Plates created more than once. */
@@ -44,6 +47,19 @@ export interface KeyStats {
   /** ms since the epoch of the first and last counted request. */
   firstAt: number | null;
   lastAt: number | null;
+}
+
+/** Faults injected, by kind; the `…AfterCreate` ones follow a query that was made (and paid). */
+export interface SimulatorFaults {
+  errors: number;
+  drops: number;
+  dropsAfterCreate: number;
+  slowCreates: number;
+  gatewayErrorsAfterCreate: number;
+  cutBodiesAfterCreate: number;
+  truncatedBodiesAfterCreate: number;
+  stalledBodiesAfterCreate: number;
+  pollsNotFound: number;
 }
 
 /** Creates per plate, keyed by the packed plate (a small integer, so the Map stays compact). */
@@ -123,7 +139,19 @@ export class StatsCollector {
   quotaExceeded = 0;
   createsByStatus: Record<string, number> = {};
   responsesByStatus: Record<string, number> = {};
-  faults = { errors: 0, drops: 0, dropsAfterCreate: 0 };
+  faults: SimulatorFaults = {
+    errors: 0,
+    drops: 0,
+    dropsAfterCreate: 0,
+    slowCreates: 0,
+    gatewayErrorsAfterCreate: 0,
+    cutBodiesAfterCreate: 0,
+    truncatedBodiesAfterCreate: 0,
+    stalledBodiesAfterCreate: 0,
+    pollsNotFound: 0,
+  };
+  countedCreates = 0;
+  countedGets = 0;
   maxInWindow = 0;
   firstRequestAt: number | null = null;
   lastRequestAt: number | null = null;
@@ -195,6 +223,8 @@ export class StatsCollector {
       rateLimited: this.rateLimited,
       quotaExceeded: this.quotaExceeded,
       faults: { ...this.faults },
+      countedCreates: this.countedCreates,
+      countedGets: this.countedGets,
       queries,
       duplicateCreates: this.plates.duplicates,
       maxCreatesPerPlate: this.plates.max,
