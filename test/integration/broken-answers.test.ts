@@ -35,7 +35,12 @@ const CASES: { name: string; sim: Partial<SimulatorOptions>; expectFlagged: bool
   { name: 'a create the backend made, answered 502 with a gateway page', sim: { gatewayErrorAfterCreateRate: 0.2 }, expectFlagged: true },
   { name: 'a 201 whose body never comes (body timeout after the headers)', sim: { stallBodyAfterCreateRate: 0.15 }, expectFlagged: true },
   { name: 'a create answered after the request timeout', sim: { slowCreateRate: 0.15, slowCreateMs: 2_500 }, expectFlagged: true },
-  { name: 'a 201 with truncated JSON (read whole, unusable): failed, not paid again', sim: { truncatedBodyAfterCreateRate: 0.2 }, expectFlagged: false, failedCode: 'BAD_RESPONSE' },
+  {
+    name: 'a 201 with truncated JSON (read whole, unusable): failed, not paid again',
+    sim: { truncatedBodyAfterCreateRate: 0.2 },
+    expectFlagged: false,
+    failedCode: 'BAD_RESPONSE',
+  },
 ];
 
 describe('broken answers', () => {

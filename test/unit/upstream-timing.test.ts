@@ -127,7 +127,9 @@ describe('what the upstream says of its limit', () => {
       remaining: 12,
       resetAt: now + 30_000,
     });
-    expect(parseRateLimitHeaders({ 'ratelimit-policy': '20;w=1', 'ratelimit-limit': '20', 'ratelimit-remaining': '3', 'ratelimit-reset': '1', 'x-ratelimit-limit': '99' }, now)).toEqual({
+    expect(
+      parseRateLimitHeaders({ 'ratelimit-policy': '20;w=1', 'ratelimit-limit': '20', 'ratelimit-remaining': '3', 'ratelimit-reset': '1', 'x-ratelimit-limit': '99' }, now),
+    ).toEqual({
       limit: 20,
       windowMs: 1_000,
       remaining: 3,
