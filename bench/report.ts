@@ -7,6 +7,7 @@ import type { MachineInfo } from './common.js';
 import type { AccountPacingRun } from './accounts.js';
 import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
+import type { LearnedRun } from './learned.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
@@ -35,6 +36,8 @@ export interface BenchResults {
   finished?: FinishedFigures;
   /** The longest event-loop block during the heaviest work a worker process does (absent from older runs). */
   eventLoop?: EventLoopFigures;
+  /** `auto` against limits vqb is not told, beside the same limits configured exactly (absent from older runs). */
+  learned?: LearnedRun[];
   /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
   steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
@@ -228,6 +231,25 @@ export function vqbRows(r: BenchResults): VqbRow[] {
   }
   rows.push(...pacingRows(`two accounts, ${r.accounts?.workers ?? 3} workers`, r.accounts, 0.97));
   rows.push(...pacingRows(`${r.scaleOut?.workers ?? 4} workers, one account at ${r.scaleOut?.accounts[0]?.rateLimit ?? ''}`, r.scaleOut, 0.97));
+  for (const run of r.learned ?? []) {
+    // From minute 2 on (the first is learning): the share of the real limit and the 429s, per minute.
+    const settled = run.sharePerMinute.slice(run.minutes > 1 ? 1 : 0);
+    const limits = run.rateLimitedPerMinute.slice(run.minutes > 1 ? 1 : 0);
+    const target = run.headers || run.configured !== 'auto' ? 0.97 : 0.9;
+    rows.push(
+      vqbRow(
+        `learned: ${run.name}: share of the real limit per minute (${run.sharePerMinute.map((x) => x.toFixed(2)).join(', ')}), lowest after the first`,
+        Math.min(...settled),
+        fixed(3),
+        {
+          text: `≥ ${target}`,
+          ok: (x) => x >= target,
+        },
+      ),
+      vqbRow(`learned: ${run.name}: 429s per minute (${run.rateLimitedPerMinute.join(', ')}), most after the first`, Math.max(...limits), int, { text: '≤ 5', ok: (x) => x <= 5 }),
+      vqbRow(`learned: ${run.name}: s to ≥ 0.9 of the limit`, run.convergeS, int),
+    );
+  }
   const minute = r.perMinute?.accounts[0];
   rows.push(...pacingRows(`one account at ${minute?.rateLimit ?? ''}, ${(r.perMinute?.seconds ?? 0).toFixed(0)} s of steady load`, r.perMinute, 0.99));
   return rows;

@@ -11,13 +11,14 @@ import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from '
 import { measureAccountPacing } from './accounts.js';
 import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
+import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { measureIngest } from './ingest.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { writeResults, type BenchResults } from './report.js';
 import { measureInteractive, measureShares } from './scheduling.js';
 import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
 
-const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished', 'eventloop'] as const;
+const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished', 'eventloop', 'learned'] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
   requests: ['makespan'],
@@ -172,6 +173,7 @@ async function main(): Promise<number> {
       ingest: { rows: s.ingestRows, chunk: 1_000 },
       finished: { plates: s.finishedPlates },
       eventloop: { rows: s.eventLoopRows },
+      learned: learnedScenarios(quick).map((x) => ({ name: x.name, minutes: x.minutes })),
     },
     steps: [],
     errors: [],
@@ -288,6 +290,15 @@ async function main(): Promise<number> {
         case 'finished': {
           const finished = await attempt(`${s.finishedPlates.toLocaleString('en')} finished plates`, () => measureFinished(ctx, s.finishedPlates));
           if (finished) results.finished = finished;
+          break;
+        }
+        case 'learned': {
+          const runs: LearnedRun[] = [];
+          for (const scenario of learnedScenarios(quick)) {
+            const run = await attempt(`learned limit: ${scenario.name}`, () => measureLearned(ctx, scenario));
+            if (run) runs.push(run);
+          }
+          results.learned = runs;
           break;
         }
         case 'eventloop': {

@@ -2,7 +2,7 @@
 // works without JavaScript; forms post to the server and the server redirects (POST → 303 → GET).
 // Progress numbers carry `data-field` names that the live updates (app.js) fill in.
 import type { CostEstimate } from '../producers/dry-run.js';
-import { waitingOf } from '../presenters/line.js';
+import { rateText, waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { RedisWaitReason } from '../queue/redis-health.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -144,7 +144,7 @@ function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReas
   const waiting = waitingOf(line, redis);
   const action = line.paused ? 'resume' : 'pause';
   return html`<tr data-account="${line.account}">
-<th scope="row">${line.account} <span class="muted">(${line.rateLimit})</span></th>
+<th scope="row">${line.account} <span class="muted" data-field="rate">(${line.rate ? t(`rate.${line.rate.source}`, { rate: rateText(line.rate.perSecond, line.rate.windowMs) }) : line.rateLimit})</span></th>
 <td>${t(line.paused ? 'line.paused' : 'line.running')}</td>
 <td class="wait">${waiting ? `${t(`wait.${waiting.reason}` as Key)}: ${waiting.message}` : t('none')}</td>
 <td><form method="post" action="/accounts/${encodeURIComponent(line.account)}/${action}?back=${encodeURIComponent(ctx.path)}"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit" class="secondary">${t(line.paused ? 'line.resume' : 'line.pause', { account: line.account })}</button></form></td>
