@@ -227,10 +227,12 @@ export class AccountFlow {
     this.#warnedConfigured = true;
     const windowMs = quota.windowMs ?? configured.durationMs;
     const suggestion = `${quota.limit}/${windowMs === 1_000 ? 's' : windowMs === 60_000 ? 'min' : `${windowMs / 1_000}s`}`;
-    log.warn(
-      { event: 'account.rate_mismatch', account: this.accountId, configured: configured.text, announced: suggestion },
-      `the configured rate ${configured.text} is far ${configuredPerS > announcedPerS ? 'above' : 'below'} the ${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`,
-    );
+    const above = configuredPerS > announcedPerS;
+    const fields = { event: 'account.rate_mismatch', account: this.accountId, configured: configured.text, announced: suggestion };
+    const message = `the configured rate ${configured.text} is far ${above ? 'above' : 'below'} the ${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`;
+    // Above: 429s until vqb learns its way down. Below: the key is under-used, which may be a choice (headroom for other users of the key).
+    if (above) log.warn(fields, message);
+    else log.info(fields, message);
   }
 
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */

@@ -110,7 +110,8 @@ export const CostEstimate = z.object({
   creates: count.describe('creates the batch would send'),
   expectedPolls: count,
   expectedRequests: count,
-  secondsAtRate: count.describe('time for the requests at the configured rate limit'),
+  secondsAtRate: count.describe("time for the requests at the account's rate in force"),
+  ratePerSecond: z.number().describe("the account's rate in force (configured, or for `auto` announced or learned so far), requests per second"),
   daysAtCap: count.optional().describe('UTC days the creates need under the daily spending cap'),
 });
 

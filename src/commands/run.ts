@@ -6,6 +6,7 @@ import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileOptions } from '../producers/plate-file.js';
 import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
+import { rateText } from '../presenters/line.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
 import { OPERATOR_PAUSE } from '../queue/accounts.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
@@ -255,7 +256,7 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
     `  ${e.rows} rows: ${e.plates} distinct valid plates, ${e.rejected} rejected, ${e.duplicates} duplicates`,
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
-    `  about ${duration(e.secondsAtRate * 1000)} at ${account.rateLimit.text} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
   ].join('\n');
 }
 

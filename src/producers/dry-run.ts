@@ -27,6 +27,8 @@ export interface CostEstimate {
   expectedRequests: number;
   /** At the configured rate limit, requests only (query completion adds its own tail). */
   secondsAtRate: number;
+  /** The rate that time is at: the account's rate in force (configured, or for `auto` announced or learned so far), requests per second. */
+  ratePerSecond: number;
   /** With a per-day spending cap: UTC days the creates need. */
   daysAtCap?: number;
 }
@@ -74,7 +76,8 @@ export async function estimateCost(
   const pendingShare = learned.samples > 0 ? learned.pendingAtFirstPoll / learned.samples : 1 - config.poll.quantile;
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
-  const perSecond = (account.rateLimit.max * 1000) / account.rateLimit.durationMs;
+  // The rate in force: for `auto`, what the account has learned or been told so far.
+  const { perSecond } = await services.lines.for(account.id).rate();
   const perDay = account.perDay;
   return {
     batchId,
@@ -88,6 +91,7 @@ export async function estimateCost(
     expectedPolls,
     expectedRequests,
     secondsAtRate: Math.ceil(expectedRequests / perSecond),
+    ratePerSecond: Math.round(perSecond * 1000) / 1000,
     ...(perDay ? { daysAtCap: Math.ceil(creates / perDay) } : {}),
   };
 }

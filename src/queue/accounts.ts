@@ -147,10 +147,11 @@ export class AccountLine {
       String(perSecond(this.account)),
       ceiling !== undefined ? String(ceiling) : '',
       String(jitterMs),
+      this.auto ? 'auto' : 'cap',
     )) as [string, RateSource, string, number];
     const value = Number(rate);
     // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.
-    const shown: RateSource = !this.auto && value >= perSecond(this.account) * 0.999 ? 'configured' : source;
+    const shown: RateSource = !this.auto && (source !== 'learned' || value >= perSecond(this.account) * 0.999) ? 'configured' : source;
     return { perSecond: value, source: shown, ...(windowMs ? { windowMs: Number(windowMs) } : {}), changed: changed === 1 };
   }
 
@@ -160,7 +161,7 @@ export class AccountLine {
     if (!this.auto) {
       const configured = perSecond(this.account);
       // Below the configured rate only while the upstream refuses it (429s); then learned, with the configured rate as ceiling.
-      if (rate === null || Number(rate) >= configured * 0.999) return { perSecond: configured, source: 'configured' };
+      if (source !== 'learned' || rate === null || Number(rate) >= configured * 0.999) return { perSecond: configured, source: 'configured' };
       return { perSecond: Number(rate), source: 'learned', ceilingPerSecond: configured, ...(last429At ? { last429At: Number(last429At) } : {}) };
     }
     const ceiling = this.account.rateLimit.auto?.ceilingPerSecond;

@@ -5,6 +5,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { estimateCost } from '../../src/producers/dry-run.js';
+import { rowsFromPlates } from '../../src/producers/ingest.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
@@ -71,6 +73,20 @@ describe('learned rate (auto)', () => {
     expect(rate).toMatchObject({ source: 'announced', limit: 20, windowMs: 1_000 });
     expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.95);
     expect(h.sim.stats().rateLimited).toBe(0);
+    // Estimates use the rate in force, not where `auto` started (1/s).
+    const estimate = await estimateCost(h.services, 'estimate', rowsFromPlates(makePlates(100, 90_000)));
+    expect(estimate.ratePerSecond).toBe(20);
+    expect(estimate.secondsAtRate).toBeLessThan(estimate.expectedRequests / 10);
+  }, 60_000);
+
+  it('a configured rate far from the limit the upstream announces: one warning with the value to set', async () => {
+    const h = await harness.start({ label: 'learn-mismatch', config: { VQ_RATE_LIMIT: '40/s' }, sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 500] } });
+    await h.enqueue('m', makePlates(120));
+    await h.waitForBatch('m', 60_000);
+    const warnings = h.logs.lines.filter((l) => l.event === 'account.rate_mismatch');
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, configured: '40/s', announced: '20/s' });
+    expect(String(warnings[0]!.msg)).toContain('set 20/s');
   }, 60_000);
 
   it('a limit that drops from 30/s to 10/s and back (no headers) is followed within 60 s each way', async () => {

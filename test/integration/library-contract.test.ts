@@ -36,7 +36,8 @@ afterAll(async () => {
 });
 
 async function cliJson(args: string[]): Promise<any> {
-  const { code, stdout, stderr } = await spawnVqb(args, harnessEnv(h)).done;
+  // The CLI reads the same configuration as the library and the API (the batch view shows the account's rate).
+  const { code, stdout, stderr } = await spawnVqb(args, harnessEnv(h, { VQ_RATE_LIMIT: h.config.rateLimit.text })).done;
   expect(stderr).toBe('');
   expect(code).toBe(0);
   return JSON.parse(stdout);

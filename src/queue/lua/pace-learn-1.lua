@@ -9,23 +9,34 @@
     second, once 2 s of answers agree; within a minute: per minute; else per hour), paced with the
     jitter allowance exactly as a configured rate.
   - Learned (nothing announced): slow start (x1.5 every 2 s while the rate in force is used), a 429
-    cuts it to 0.9x at most once a second and remembers where it hit; it climbs back to just under
+    cuts it at most once a second (every 200 ms while five or more are refused), by the share
+    refused since the last step (0.5x to 0.9x), and
+    remembers where it hit; it climbs back to just under
     that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
-    KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, r429,
+    KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
             last429At, decreasedAt, probeAt, step, announced, windowMs, resetMax, resetSince)
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
-    ARGV[7] jitter allowance ms
+    ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
+    the estimate holds an interval only while it is below it)
+  A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
-  'announced', 'windowMs', 'resetMax', 'resetSince')
+  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling')
 local startRate = tonumber(ARGV[5])
 local ceiling = tonumber(ARGV[6])
 local jitter = tonumber(ARGV[7])
+local capped = ARGV[8] == 'cap'
+if (f[15] or '') ~= ARGV[6] then
+  redis.call('HDEL', KEYS[1], 'rate', 'source', 'interval', 'slow', 'changedAt', 'used', 'rej', 'r429', 'decreasedAt', 'probeAt', 'step', 'announced', 'windowMs',
+    'resetMax', 'resetSince')
+  redis.call('HSET', KEYS[1], 'ceiling', ARGV[6])
+  f = {}
+end
 local rate = tonumber(f[1] or '') or startRate
 local source = f[2] or 'start'
 
@@ -37,7 +48,13 @@ end
 
 local function learned(r, fields)
   r = cap(r)
-  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'learned', 'interval', tostring(1000 / r), 'changedAt', tostring(now), 'used', '0', unpack(fields))
+  if capped and r >= ceiling * 0.999 then
+    -- Back at the configured rate: paced exactly by it again (no interval of the estimate's own).
+    redis.call('HDEL', KEYS[1], 'interval')
+    redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'start', 'changedAt', tostring(now), 'used', '0', 'rej', '0', unpack(fields))
+    return {tostring(r), 'start', '', 1}
+  end
+  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'learned', 'interval', tostring(1000 / r), 'changedAt', tostring(now), 'used', '0', 'rej', '0', unpack(fields))
   return {tostring(r), 'learned', '', 1}
 end
 
@@ -78,23 +95,32 @@ end
 
 if ARGV[1] == '429' then
   redis.call('HSET', KEYS[1], 'last429At', tostring(now))
-  -- An announced limit is the upstream's word: a stray 429 is left to the hold and the spacing.
+  -- An announced limit is the upstream's word: a stray 429 is left to the hold.
   if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
-  if now - tonumber(f[8] or '0') < 1000 then return {tostring(rate), source, '', 0} end
-  return learned(rate * 0.9, {'r429', tostring(rate), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
+  local rejected = redis.call('HINCRBY', KEYS[1], 'rej', 1)
+  -- Once a second, or sooner when refusals pile up (a rate far too high must not run a whole second).
+  local since = now - tonumber(f[8] or '0')
+  if since < 1000 and not (since >= 200 and rejected >= 5) then return {tostring(rate), source, '', 0} end
+  -- Step down by what the upstream refused since the last step (a rate twice too high sees half
+  -- its requests refused), between 0.5x and 0.9x: far above the limit it takes two steps, not ten.
+  local used = tonumber(f[5] or '0')
+  local factor = 0.9
+  if used >= 5 then factor = math.max(0.5, math.min(0.9, (used - rejected) / used * 0.97)) end
+  return learned(rate * factor, {'r429', tostring(rate), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
 end
 
 if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
 local changedAt = tonumber(f[4] or '')
 if not changedAt then
-  redis.call('HSET', KEYS[1], 'rate', tostring(cap(rate)), 'source', 'start', 'interval', tostring(1000 / cap(rate)), 'slow', '1', 'changedAt', tostring(now), 'used', '0')
+  redis.call('HSET', KEYS[1], 'rate', tostring(cap(rate)), 'source', 'start', 'slow', '1', 'changedAt', tostring(now), 'used', '0')
+  if not capped then redis.call('HSET', KEYS[1], 'interval', tostring(1000 / cap(rate))) end
   return {tostring(cap(rate)), 'start', '', 1}
 end
 local elapsed = now - changedAt
 if elapsed < 2000 then return {tostring(rate), source, '', 0} end
 -- Only a rate that was used says anything about the limit.
 if tonumber(f[5] or '0') < 0.7 * rate * elapsed / 1000 then
-  redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0')
+  redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0', 'rej', '0')
   return {tostring(rate), source, '', 0}
 end
 if f[3] ~= '0' then return learned(rate * 1.5, {}) end
@@ -107,5 +133,5 @@ local step = tonumber(f[10] or '0.03')
 local quiet = 30000
 if probeAt > last429 + 1000 then quiet = 4000 end
 if now - probeAt >= quiet then return learned(rate * (1 + step), {'probeAt', tostring(now), 'step', tostring(math.min(0.5, step * 2))}) end
-redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0')
+redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0', 'rej', '0')
 return {tostring(rate), source, '', 0}
