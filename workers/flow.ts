@@ -158,8 +158,9 @@ export class AccountFlow {
   }
 
   /**
-   * After any answer: eases the adaptive spacing, and when the upstream says the budget is gone
-   * until a reset further away than one rate window (a daily quota), holds the account until
+   * After any answer: feeds the learned rate (`auto`, or a configured rate the upstream
+   * refused), and when the upstream says the budget is gone until a reset further away than one
+   * rate window (a daily quota), holds the account until
    * then instead of drawing 429s. Resets within the window are left to the pacing: at steady
    * state a smooth pace runs the window's budget to 0 on every request, and X-RateLimit-Reset
    * has whole-second precision (holding until it cost 40 % of the pace in the benchmark).
