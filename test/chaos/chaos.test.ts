@@ -32,7 +32,7 @@ import { sleep } from '../helpers/engine.js';
 import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
 import { canaryNeedles, findIn, scanDir, scanRedis, type Leak } from './leaks.js';
 import { bulkBatches, chaosAccounts, interactiveBatch, type ChaosAccount, type PlannedBatch } from './plan.js';
-import { ProcessLog, type VqbProcess } from './procs.js';
+import { ProcessLog, suiteEnv, type VqbProcess } from './procs.js';
 import { mulberry32, shuffle, uniform } from './rng.js';
 
 const FULL = process.env.CHAOS_FULL === '1';
@@ -121,31 +121,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       { random: mulberry32(SEED ^ 0x5eed) },
     );
     const prefix = `{vqbchaos-${randomBytes(3).toString('hex')}}`;
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      REDIS_URL: redis.url,
-      VQ_PREFIX: prefix,
-      VQ_BASE_URL: sim.url,
-      VQ_ACCOUNTS_FILE: accountsFile,
-      VQ_OUT_DIR: outDir,
-      VQ_CONCURRENCY: '8',
-      VQ_POLL_INITIAL: '500ms',
-      VQ_POLL_INTERVAL: '300ms',
-      VQ_POLL_MAX_INTERVAL: '2s',
-      VQ_POLL_DEADLINE: '3m',
-      // Storms must not exhaust retries: attempts are spent by 5xx, drops and timeouts only.
-      VQ_ATTEMPTS: '40',
-      VQ_BACKOFF: '200ms',
-      VQ_LOCK_DURATION: '2s',
-      VQ_STALLED_INTERVAL: '1s',
-      VQ_CONNECT_TIMEOUT: '1s',
-      VQ_REQUEST_TIMEOUT: '1500ms',
-      // Each key's upstream limit is the account's own rate, in a sliding window: two cores shared by
-      // three workers, Redis, the simulator and the test delay a paced request by more than the
-      // default 25 ms now and then, which the upstream would count as one request too many.
-      VQ_PACING_JITTER: '50ms',
-      LOG_LEVEL: 'info',
-    };
+    const env = suiteEnv({ redisUrl: redis.url, prefix, baseUrl: sim.url, accountsFile, outDir });
     // The producer's Config must match: attempts and backoff are job options set when a plate is fed.
     const { PATH: _path, ...settings } = env;
     const config: Config = testConfig(prefix, settings);

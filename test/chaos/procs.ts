@@ -95,3 +95,39 @@ export class ProcessLog {
     return this.outputs.map((o) => `${o.stdout}\n${o.stderr}`).join('\n');
   }
 }
+
+/**
+ * The environment of the `vqb work` processes a long suite (chaos, faults) starts: its own Redis,
+ * prefix, simulator and accounts, scaled down (polls, locks, timeouts), with retries enough that
+ * storms of 5xx, drops and timeouts never exhaust them. `extra` overrides any of it.
+ */
+export function suiteEnv(
+  parts: { redisUrl: string; prefix: string; baseUrl: string; accountsFile: string; outDir: string },
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    REDIS_URL: parts.redisUrl,
+    VQ_PREFIX: parts.prefix,
+    VQ_BASE_URL: parts.baseUrl,
+    VQ_ACCOUNTS_FILE: parts.accountsFile,
+    VQ_OUT_DIR: parts.outDir,
+    VQ_CONCURRENCY: '8',
+    VQ_POLL_INITIAL: '500ms',
+    VQ_POLL_INTERVAL: '300ms',
+    VQ_POLL_MAX_INTERVAL: '2s',
+    VQ_POLL_DEADLINE: '3m',
+    VQ_ATTEMPTS: '40',
+    VQ_BACKOFF: '200ms',
+    VQ_LOCK_DURATION: '2s',
+    VQ_STALLED_INTERVAL: '1s',
+    VQ_CONNECT_TIMEOUT: '1s',
+    VQ_REQUEST_TIMEOUT: '1500ms',
+    // Each key's upstream limit is the account's own rate, in a sliding window: two cores shared by
+    // three workers, Redis, the simulator and the test delay a paced request by more than the
+    // default 25 ms now and then, which the upstream would count as one request too many.
+    VQ_PACING_JITTER: '50ms',
+    LOG_LEVEL: 'info',
+    ...extra,
+  };
+}

@@ -20,7 +20,7 @@ import { loadConfig } from '../../src/config.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
 import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
-import { ProcessLog, type VqbProcess } from '../chaos/procs.js';
+import { ProcessLog, suiteEnv, type VqbProcess } from '../chaos/procs.js';
 import { mulberry32, uniform } from '../chaos/rng.js';
 import { makePlates, sleep } from '../helpers/engine.js';
 import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
@@ -107,27 +107,11 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
       { random: mulberry32(SEED ^ 0x5eed) },
     );
     const prefix = `{vqbfaults-${randomBytes(3).toString('hex')}}`;
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      REDIS_URL: redis.url,
-      VQ_PREFIX: prefix,
-      VQ_BASE_URL: sim.url,
-      VQ_ACCOUNTS_FILE: accountsFile,
-      VQ_OUT_DIR: join(dir, 'out'),
-      VQ_CONCURRENCY: '8',
-      VQ_POLL_INITIAL: '500ms',
-      VQ_POLL_INTERVAL: '300ms',
-      VQ_POLL_MAX_INTERVAL: '2s',
-      VQ_POLL_DEADLINE: '5m',
-      VQ_ATTEMPTS: '40',
-      VQ_BACKOFF: '200ms',
-      VQ_REQUEST_TIMEOUT: '1500ms',
-      VQ_LOCK_DURATION: `${LOCK_MS}ms`,
-      VQ_STALLED_INTERVAL: '1s',
-      VQ_MAX_STALLED: '1000',
-      VQ_PACING_JITTER: '50ms',
-      LOG_LEVEL: 'info',
-    };
+    const env = suiteEnv(
+      { redisUrl: redis.url, prefix, baseUrl: sim.url, accountsFile, outDir: join(dir, 'out') },
+      // Pauses of several seconds must not count as stalls that fail a job.
+      { VQ_POLL_DEADLINE: '5m', VQ_LOCK_DURATION: `${LOCK_MS}ms`, VQ_MAX_STALLED: '1000' },
+    );
     const config = loadConfig({}, { ...env, LOG_LEVEL: 'silent' });
     services = await openQueueServices(config);
     const plates = makePlates(SIZE.plates, 70_000);
