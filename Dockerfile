@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # Build stage: the same commands as the README and .ci/run (npm ci, npm run build).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +11,7 @@ COPY bench ./bench
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: compiled code and production dependencies only, as the unprivileged `node` user.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./
