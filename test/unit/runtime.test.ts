@@ -59,9 +59,7 @@ describe('supported runtime', () => {
   it('no installed dependency declares a Node newer than engines allows', () => {
     const packages = installed(join(ROOT, 'node_modules'));
     expect(packages.length).toBeGreaterThan(10);
-    const misfits = packages
-      .filter((p) => !semver.subset(ours, p.node, { includePrerelease: false }))
-      .map((p) => `${p.name}@${p.version} needs node ${p.node}`);
+    const misfits = packages.filter((p) => !semver.subset(ours, p.node, { includePrerelease: false })).map((p) => `${p.name}@${p.version} needs node ${p.node}`);
     expect(misfits).toEqual([]);
   });
 
