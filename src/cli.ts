@@ -98,7 +98,31 @@ function helpText(commands: Record<string, Command>): string {
   ].join('\n');
 }
 
+/**
+ * `vqb status | head -4`: the reader goes away and the next write fails with EPIPE. That is the
+ * reader's choice, not an error of ours: the rest of the output is dropped and the command ends
+ * normally (a run's workers still finish what they hold). Any other stream error is reported.
+ */
+export function ignoreClosedReader(stream: NodeJS.WritableStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE' || err.code === 'ERR_STREAM_DESTROYED') return;
+    process.stderr.write(`vqb: cannot write output: ${err.message}\n`);
+  });
+}
+
+/**
+ * node:util's parseArgs words, made plain. "--days -3" reads -3 as a flag of its own ("argument
+ * is ambiguous"); say how to give a value that starts with a dash.
+ */
+function parseErrorText(err: Error): string {
+  const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(err.message);
+  if (ambiguous) return `${ambiguous[1]} needs a value; a value starting with "-" is written ${ambiguous[1]}=-VALUE`;
+  return err.message.split('\n')[0] ?? String(err);
+}
+
 function defaultIo(): CliIo {
+  ignoreClosedReader(process.stdout);
+  ignoreClosedReader(process.stderr);
   return {
     env: process.env,
     stdout: process.stdout,
@@ -130,7 +154,7 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       try {
         parsed = parseArgs({ args: rest, options: { ...COMMON_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
       } catch (err) {
-        throw new UsageError(`${(err as Error).message.split('\n')[0]} (see \`vqb ${name} --help\`)`);
+        throw new UsageError(`${parseErrorText(err as Error)} (see \`vqb ${name} --help\`)`);
       }
       if (parsed.values.help) {
         print(`${command.usage}\n\n${COMMON_USAGE}`);

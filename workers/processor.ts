@@ -155,12 +155,14 @@ export class PlateProcessor {
       pollDeadline: createdAt + this.#d.config.poll.deadlineMs,
       requests: data.requests + 1,
     };
-    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'));
+    // The query id is paid for: while Redis waits, a stop that cannot wait writes it to a file.
+    const paid = { kind: 'queryId' as const, batchId: data.batchId, plate: data.plate, queryId: answer.queryId };
+    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'), paid);
     // The write that makes "create once" hold: from here on every activation polls this queryId.
     // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
     // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
     // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
-    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }));
+    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }), paid);
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).
       this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId, queryId: answer.queryId });

@@ -31,12 +31,30 @@ const STORE_BACKOFF = { first: 250, max: 5_000 };
 
 type PlateJob = Job<PlateJobData, unknown, string>;
 
+/**
+ * Something paid for that only this process holds while Redis does not take it: a plate's
+ * outcome, or the query id a create returned. A stop that cannot wait for Redis any longer writes
+ * these to a file (workers/worker.ts `closeWithin`) instead of dropping them.
+ */
+export interface HeldPaid {
+  kind: 'outcome' | 'queryId';
+  account: string;
+  batchId: string;
+  plate: string;
+  queryId?: string;
+  outcome?: Outcome;
+  /** When Redis first refused it (ms). */
+  since: number;
+}
+
 export class Recorder {
   readonly #d: RecorderDeps;
   readonly #now: () => number;
   readonly #metrics: WorkerMetrics;
   /** Per-batch reuse windows, read at most once a second per process. */
   readonly #reuseWindows = new Map<string, { at: number; ms: number }>();
+  /** What waits for Redis right now (see HeldPaid). */
+  readonly #held = new Set<HeldPaid>();
 
   constructor(deps: RecorderDeps) {
     this.#d = deps;
@@ -79,29 +97,42 @@ export class Recorder {
    * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
    */
   #store(account: string, outcome: Outcome): Promise<RecordResult> {
-    return this.untilStored(account, () => this.#d.outcomes.record(outcome));
+    const held = { kind: 'outcome' as const, batchId: outcome.batchId, plate: outcome.plate, ...(outcome.queryId ? { queryId: outcome.queryId } : {}), outcome };
+    return this.untilStored(account, () => this.#d.outcomes.record(outcome), held);
+  }
+
+  /** Paid things waiting for Redis in this process now. */
+  held(): HeldPaid[] {
+    return [...this.#held];
   }
 
   /**
    * Runs a write that holds something paid for (an outcome, the query id a create returned)
    * until Redis takes it, waiting out an outage or a full Redis with backoff. Other errors throw.
    */
-  async untilStored<T>(account: string, write: () => Promise<T>): Promise<T> {
+  async untilStored<T>(account: string, write: () => Promise<T>, paid?: Omit<HeldPaid, 'account' | 'since'>): Promise<T> {
     const backoff = this.#d.storeBackoffMs ?? STORE_BACKOFF;
     let wait = backoff.first;
-    for (;;) {
-      try {
-        const stored = await write();
-        this.#d.health?.ok();
-        return stored;
-      } catch (err) {
-        const full = isRedisFull(err);
-        if (!full && !isRedisDown(err)) throw err;
-        this.#d.health?.outage(err);
-        this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
-        await new Promise((resolve) => setTimeout(resolve, wait));
-        wait = Math.min(backoff.max, wait * 2);
+    // Held from the first attempt: a Redis that went away may not fail the write, only queue it.
+    const held: HeldPaid | undefined = paid !== undefined ? { ...paid, account, since: this.#now() } : undefined;
+    if (held !== undefined) this.#held.add(held);
+    try {
+      for (;;) {
+        try {
+          const stored = await write();
+          this.#d.health?.ok();
+          return stored;
+        } catch (err) {
+          const full = isRedisFull(err);
+          if (!full && !isRedisDown(err)) throw err;
+          this.#d.health?.outage(err);
+          this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
+          await new Promise((resolve) => setTimeout(resolve, wait));
+          wait = Math.min(backoff.max, wait * 2);
+        }
       }
+    } finally {
+      if (held !== undefined) this.#held.delete(held);
     }
   }
 

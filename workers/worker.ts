@@ -12,6 +12,7 @@ import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
 import { connectRedis, waitForReplica } from '../src/queue/redis.js';
 import { JobFence } from '../src/queue/job-fence.js';
+import { WorkerPresence } from '../src/queue/presence.js';
 import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
@@ -24,7 +25,7 @@ import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { PlateProcessor, type JobResult } from './processor.js';
-import { Recorder } from './recorder.js';
+import { type HeldPaid, Recorder } from './recorder.js';
 import { startWebhookWorker } from './webhooks.js';
 
 /**
@@ -72,6 +73,11 @@ export interface WorkerHandle {
   health: RedisHealth;
   /** Stop taking jobs, let the running ones finish and persist, then disconnect. */
   close(): Promise<void>;
+  /**
+   * `close`, but no longer than `ms`: past it (Redis gone, a job stuck) the connections are cut
+   * and what this process held unstored is returned, for the caller to write somewhere safe.
+   */
+  closeWithin(ms: number): Promise<{ clean: boolean; held: HeldPaid[] }>;
 }
 
 export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
@@ -254,6 +260,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   sweep();
   const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
 
+  // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
+  const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
+    if (!health.outage(err)) logger.warn({ err }, 'could not record this worker as alive');
+  });
+
   let closing: Promise<void> | undefined;
   return {
     workers,
@@ -272,10 +283,31 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         await Promise.all([...clients.values()].map((c) => c.close()));
         await services.queues.close();
         await services.webhooks.close();
+        await stopPresence();
         for (const stop of unwatch) stop();
+        health.close();
         await Promise.allSettled([commands.quit(), blocking.quit()]);
       })();
       return closing;
+    },
+    async closeWithin(ms) {
+      let timer: NodeJS.Timeout | undefined;
+      const clean = await Promise.race([
+        this.close().then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), ms);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (clean) return { clean, held: [] };
+      const held = recorder.held();
+      // Nothing more will be stored: stop every retry and reconnect, quietly.
+      health.close();
+      for (const stop of unwatch) stop();
+      for (const w of workers) void w.close(true).catch(() => undefined);
+      commands.disconnect();
+      blocking.disconnect();
+      return { clean, held };
     },
   };
 }

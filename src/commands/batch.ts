@@ -3,6 +3,7 @@ import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
+import { WorkerPresence } from '../queue/presence.js';
 import { withQueueServices } from '../queue/services.js';
 import { ALL_FORMATS, archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
@@ -53,11 +54,19 @@ export const retryCommand: Command = {
     const batchId = oneBatch(ctx.args, 'retry');
     return withQueueServices(ctx.config(), async (services) => {
       const result = await rerunFailed(services, batchId, { recreate: ctx.flags.recreate === true });
-      if (ctx.flags.json) ctx.print(JSON.stringify(result));
-      else
-        ctx.print(
-          `batch ${batchId}: ${result.retried} failed plates queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
-        );
+      const workers = await new WorkerPresence(services.redis, services.keys).alive();
+      if (ctx.flags.json) {
+        ctx.print(JSON.stringify({ ...result, workersAlive: workers }));
+        return 0;
+      }
+      const plates = result.retried === 1 ? 'failed plate' : 'failed plates';
+      ctx.print(
+        `batch ${batchId}: ${result.retried} ${plates} queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
+      );
+      if (result.retried > 0 && workers === 0) {
+        const { account } = await services.batches.get(batchId);
+        ctx.print(`no worker is running for account ${account}: start \`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`);
+      }
       return 0;
     });
   },

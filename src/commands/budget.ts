@@ -71,20 +71,33 @@ export const budgetCommand: Command = {
   },
 };
 
+/** --days: how many UTC days back, today included (7 when absent). */
+export function daysFlag(value: unknown): number {
+  if (value === undefined) return 7;
+  const n = Number(value);
+  if (!/^\d+$/.test(String(value)) || n < 1 || n > 400) throw new UsageError(`--days takes a whole number of days from 1 to 400; got ${JSON.stringify(String(value))}`);
+  return n;
+}
+
+/** `20261124` (the key's form) as `2026-11-24`. */
+function dayText(day: string): string {
+  return /^\d{8}$/.test(day) ? `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}` : day;
+}
+
 export const costCommand: Command = {
   summary: 'cost report per UTC day: creates, polls, 429s, reused, possible duplicate charges',
   usage: 'vqb cost [--days 7] [--json]   (per batch: vqb status <batch>)',
   options: { days: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
-      const days = Math.min(400, Math.max(1, Number.parseInt(String(ctx.flags.days ?? '7'), 10) || 7));
+      const days = daysFlag(ctx.flags.days);
       const report = await services.costs.days(days);
       if (ctx.flags.json) {
         ctx.print(JSON.stringify(report));
         return 0;
       }
       // Sent: every request that left and may be billed, whatever came back (what the upstream's invoice counts); answered: those we read.
-      ctx.print('day       creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate');
+      ctx.print('day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate');
       for (const { day, counts: c } of report) {
         const perPlate = c.creates + c.reused > 0 ? ((c.createsSent + c.pollsSent) / (c.creates + c.reused)).toFixed(2) : '-';
         const cells = [
@@ -96,7 +109,7 @@ export const costCommand: Command = {
           [c.reused, 6],
           [c.possibleDuplicates, 12],
         ] as const;
-        ctx.print(`${day}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`);
+        ctx.print(`${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`);
       }
       return 0;
     });

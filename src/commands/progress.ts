@@ -103,9 +103,21 @@ export function createStatusLine(out: Terminal): StatusLine {
   };
 }
 
-export function createProgress(out: Terminal, logger: Logger, options: { now?: () => number; logEveryMs?: number; line?: StatusLine } = {}): Progress {
+export interface ProgressOptions {
+  now?: () => number;
+  logEveryMs?: number;
+  line?: StatusLine;
+  /**
+   * Not a terminal, and nobody asked for logs (LOG_LEVEL unset): a plain line every
+   * `logEveryMs` goes here (the command's stdout) instead of a JSON log line, so output piped to a
+   * file or `tee` reads as one text.
+   */
+  print?: (text: string) => void;
+}
+
+export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
   const now = options.now ?? Date.now;
-  const logEveryMs = options.logEveryMs ?? 5_000;
+  const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
   const status = out.isTTY ? (options.line ?? createStatusLine(out)) : undefined;
   let rate: RateState | undefined;
   let lastLog = 0;
@@ -129,6 +141,11 @@ export function createProgress(out: Terminal, logger: Logger, options: { now?: (
       }
       if (now() - lastLog >= logEveryMs || finished === total) {
         lastLog = now();
+        if (options.print) {
+          const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
+          options.print(`progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`);
+          return;
+        }
         logger.info(
           {
             batchId: info.id,

@@ -6,6 +6,7 @@ import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Retention } from '../queue/retention.js';
 import { withQueueServices, type QueueServices } from '../queue/services.js';
+import { spanText, whenText } from '../presenters/time.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchIdArg } from './batch.js';
 
@@ -39,12 +40,10 @@ export const pruneCommand: Command = {
         return result.failed.length > 0 ? 1 : 0;
       }
       const verb = dryRun ? 'would archive and delete' : 'archiving';
-      ctx.print(
-        `${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${Math.round(olderThanMs / 1000)} s ago)` : ''}`,
-      );
+      ctx.print(`${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${spanText(olderThanMs)} ago)` : ''}`);
       for (const c of result.candidates) {
         ctx.print(
-          `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of Redis, finished ${new Date(c.finishedAt).toISOString()}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
+          `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of Redis, finished ${whenText(c.finishedAt, Date.now())}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
         );
       }
       if (result.candidates.length > 1) ctx.print(`  about ${mb(result.candidates.reduce((sum, c) => sum + c.bytes, 0))} of Redis in all`);

@@ -1,4 +1,5 @@
-import { access } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Command, CommandContext } from '../cli.js';
 import { accountOf, parseDuration, requireAccountUpstream, type Account, type Config } from '../config.js';
@@ -12,14 +13,18 @@ import { OPERATOR_PAUSE } from '../queue/accounts.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
+import { RedisHealth } from '../queue/redis-health.js';
 import { openQueueServices, type QueueServices } from '../queue/services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { writeUnstored } from '../sinks/unstored.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { startWorker } from '../../workers/worker.js';
 import { describeBatch, duration } from '../presenters/text.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;
+/** How long a stopped run waits for its running requests (--shutdown-timeout). */
+const DEFAULT_SHUTDOWN_MS = 30_000;
 export const EXIT_BLOCKED = 3;
 
 export interface RunOutcome {
@@ -43,6 +48,8 @@ export interface RunOptions {
   weight?: number;
   /** --notify: the batch's callbackUrl (its webhooks go there). */
   notify?: string;
+  /** --shutdown-timeout: how long a stop waits for running requests (default 30 s). */
+  shutdownTimeoutMs?: number;
   services?: QueueServices;
 }
 
@@ -54,25 +61,46 @@ function readOptions(options: RunOptions): PlateFileOptions {
   };
 }
 
+const UNREADABLE: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ENOTDIR: 'a part of the path is not a folder',
+  ELOOP: 'too many symbolic links',
+};
+
+/** A file that can be opened for reading, or INPUT_NOT_FOUND saying why not. */
+async function checkReadable(file: string): Promise<void> {
+  let reason: string | undefined;
+  try {
+    await access(file, constants.R_OK);
+    if ((await stat(file)).isDirectory()) reason = 'it is a folder, not a file';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    reason = `${UNREADABLE[code] ?? (err as Error).message}${code ? ` (${code})` : ''}`;
+  }
+  if (reason !== undefined) throw new InputError('INPUT_NOT_FOUND', `cannot read ${file}: ${reason}`);
+}
+
 export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
+  // The file the user typed is checked first: it is the likeliest mistake, and its reason is theirs to fix.
+  await checkReadable(file);
   const account = accountOf(config, options.account);
   if (!options.dryRun) requireAccountUpstream(account);
   // A --notify URL this server will not call is refused before the file is even read.
   const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
-  try {
-    await access(file);
-  } catch {
-    throw new InputError('INPUT_NOT_FOUND', `cannot read ${file}`);
-  }
-  // On a terminal the progress line says what info logs would; they would only break it up.
+  // The progress (a redrawn line on a terminal, a plain line every 10 s otherwise) says what info
+  // logs would; they would only break it up. LOG_LEVEL (or --log-level) set: JSON logs, as asked.
   const tty = ctx.io.stdout.isTTY === true;
-  const quiet = tty && ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
+  const quiet = ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
   const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
   // The log lines that remain (warnings) pass the progress line, which steps aside for each.
   const statusLine = tty ? createStatusLine(ctx.io.stdout) : undefined;
   const logger = statusLine ? createLogger({ level: logConfig.logLevel }, statusLine.logs(ctx.io.stderr)) : ctx.logger(logConfig);
-  const services = options.services ?? (await openQueueServices(config));
+  // One view of Redis for this process: an outage is one JSON line, not a block per retry.
+  const health = new RedisHealth(logger);
+  const services = options.services ?? (await openQueueServices(config, { health }));
   try {
     const name = basename(file);
     // The whole file is read once first: an unusable file fails here, before anything is queued
@@ -137,8 +165,8 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       );
     }
 
-    const worker = startWorker(config, { logger });
-    const progress = createProgress(ctx.io.stdout, logger, statusLine ? { line: statusLine } : {});
+    const worker = startWorker(config, { logger, health });
+    const progress = createProgress(ctx.io.stdout, logger, statusLine ? { line: statusLine } : quiet ? { print: ctx.print } : {});
     let stopped = false;
     void ctx.io.stopSignal.then(() => {
       stopped = true;
@@ -147,9 +175,20 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
     const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
+    let unstored: { path: string; count: number } | undefined;
     try {
       for (;;) {
-        const [info, now] = await Promise.all([services.batches.get(batchId), line.state()]);
+        // A stop is heard even while a read waits on a Redis that went away at the same moment.
+        const read = Promise.all([services.batches.get(batchId), line.state()]);
+        const got = stopped ? undefined : await Promise.race([read, ctx.io.stopSignal.then(() => undefined)]);
+        if (got === undefined) {
+          read.catch(() => undefined);
+          progress.finish();
+          ctx.print('stopping: letting running requests finish…');
+          code = EXIT_STOPPED;
+          break;
+        }
+        const [info, now] = got;
         const operatorPause = now.pause?.code === OPERATOR_PAUSE;
         if (operatorPause && !saidPaused && info.finishedAt === undefined) {
           const text = `account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``;
@@ -165,21 +204,26 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
           code = EXIT_BLOCKED;
           break;
         }
-        if (stopped) {
-          progress.finish();
-          ctx.print('stopping: letting running requests finish…');
-          code = EXIT_STOPPED;
-          break;
-        }
         await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
       }
       if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, batchId, config.webhooks.timeoutMs);
     } finally {
       progress.finish();
-      await worker.close();
+      // Bounded, whatever Redis does: past the timeout the connections are cut, and paid answers
+      // still waiting for Redis go to a file beside the exports.
+      const closed = await worker.closeWithin(options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS);
+      if (!closed.clean) {
+        logger.warn({ timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, held: closed.held.length }, 'running requests did not finish in time; stopped without them');
+        if (closed.held.length > 0) unstored = { path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()), count: closed.held.length };
+      }
     }
     if (code !== 0) {
-      ctx.print(`nothing is lost: run the same command again to resume batch ${batchId}`);
+      if (unstored) {
+        ctx.print(
+          `${unstored.count} paid results not stored in Redis: ${unstored.path} (keep it: each line holds the plate, its query id and any result; running the batch again without them pays for these plates again)`,
+        );
+      } else ctx.print('no paid result was left unstored');
+      ctx.print(`nothing else is lost: run the same command again to resume batch ${batchId}`);
       return { code, batchId };
     }
     // A workbook in, a workbook out too (beside the CSV and JSONL every batch gets).
@@ -188,8 +232,21 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     ctx.print(`exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`);
     return { code: 0, batchId, files: result.files };
   } finally {
-    if (!options.services) await services.close();
+    // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
+    if (!options.services) await closeWithin(services, 3_000);
   }
+}
+
+async function closeWithin(services: QueueServices, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    services.close().then(() => true),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!closed) services.redis.disconnect();
 }
 
 /**
@@ -232,6 +289,14 @@ export function schedulingFlags(flags: CommandContext['flags']): { account?: str
     out.weight = n;
   }
   return out;
+}
+
+/** --shutdown-timeout, validated. */
+function shutdownFlag(flags: CommandContext['flags']): { shutdownTimeoutMs?: number } {
+  if (typeof flags['shutdown-timeout'] !== 'string') return {};
+  const ms = parseDuration(flags['shutdown-timeout']);
+  if (ms === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s or 2m');
+  return { shutdownTimeoutMs: ms };
 }
 
 /** --max-creates and --reuse-within, validated. */
@@ -280,6 +345,9 @@ export const runCommand: Command = {
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)
+  --shutdown-timeout D  on Ctrl-C/SIGTERM, how long running requests may take to finish and be
+                  stored (default 30s); past it the run ends, and paid answers Redis did not take
+                  are written to <out>/<batch>.unstored-<time>.jsonl
   --notify URL    send the batch's signed webhooks there (batch.finished; account.paused while it
                   waits on a paused key); needs VQ_WEBHOOK_SECRET, and the host on VQ_WEBHOOK_ALLOW`,
   options: {
@@ -294,6 +362,7 @@ export const runCommand: Command = {
     priority: { type: 'string' },
     weight: { type: 'string' },
     notify: { type: 'string' },
+    'shutdown-timeout': { type: 'string' },
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
@@ -307,6 +376,7 @@ export const runCommand: Command = {
       ...budgetFlags(ctx.flags),
       ...schedulingFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
+      ...shutdownFlag(ctx.flags),
     });
     return outcome.code;
   },

@@ -7,6 +7,13 @@ import { withQueueServices } from '../queue/services.js';
 import { describeRate } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 
+/** A batch's part of its account's creates; said only of a batch that still has creates to make. */
+function shareText(finished: boolean, share: number): string {
+  if (finished) return '';
+  if (share <= 0) return '; no creates waiting in this batch (its plates are being polled or are held)';
+  return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
+}
+
 export const statusCommand: Command = {
   summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
   usage: 'vqb status [batch] [--json] [--limit N]',
@@ -32,7 +39,7 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info));
-          ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}; this batch gets ${Math.round(context.share * 100)} % of its creates now`);
+          ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`);
           for (const d of context.webhooks ?? []) {
             ctx.print(`  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${d.lastError}` : ''}`);
           }

@@ -3,6 +3,7 @@
 import type { AccountLineState, RateInForce } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
+import { dateText, relativeText } from './time.js';
 
 export type { Waiting };
 export type WaitReason = Waiting['reason'];
@@ -27,7 +28,7 @@ export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis
   if (state.budgetUntil !== undefined) {
     return {
       reason: 'budget',
-      message: `creates wait: the spending cap per ${state.budgetReason} is reached until ${new Date(state.budgetUntil).toISOString()} (raise it with \`vqb budget\`; polls go on)`,
+      message: `creates wait: the spending cap per ${state.budgetReason} is reached until ${dateText(state.budgetUntil)} (raise it with \`vqb budget\`; polls go on)`,
       until: new Date(state.budgetUntil).toISOString(),
     };
   }
@@ -51,11 +52,7 @@ export function rateText(perSecond: number, windowMs?: number): string {
   return `${Math.round(perSecond * 60 * 10) / 10}/min`;
 }
 
-function ago(ms: number): string {
-  if (ms < 90_000) return `${Math.max(1, Math.round(ms / 1_000))} s ago`;
-  if (ms < 90 * 60_000) return `${Math.round(ms / 60_000)} min ago`;
-  return `${Math.round(ms / 3_600_000)} h ago`;
-}
+const ago = (ms: number): string => relativeText(0, Math.max(ms, 1_500));
 
 /**
  * The rate in force and how sure it is, for status lines: "300/min, announced by the upstream",

@@ -1,16 +1,12 @@
 // Short, readable renderings for a terminal (status, run's progress line, retry).
 import type { BatchInfo } from '../queue/batch/store.js';
 
+import { spanText, whenText } from './time.js';
+
 export { clock, describeLine } from './line.js';
 
-export function duration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '?';
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
-  const h = Math.floor(s / 3600);
-  return h < 48 ? `${h}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : `${Math.floor(h / 24)}d${h % 24}h`;
-}
+/** A duration for a terminal line (one rule for the whole CLI: presenters/time.ts). */
+export const duration = spanText;
 
 export function describeCounts(b: BatchInfo): string {
   const c = b.counts;
@@ -22,8 +18,8 @@ export function describeCounts(b: BatchInfo): string {
   return parts.join(', ');
 }
 
-export function describeBatch(b: BatchInfo): string {
-  const state = b.finishedAt !== undefined ? `finished ${new Date(b.finishedAt).toISOString()}` : b.sealed ? 'running' : 'ingesting';
+export function describeBatch(b: BatchInfo, now = Date.now()): string {
+  const state = b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
   const lines = [

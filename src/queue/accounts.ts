@@ -9,6 +9,7 @@ import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
 import { type Scripted, withScripts } from './scripts.js';
+import { VqbError } from '../errors.js';
 
 export type LimitReason = 'rate_limit' | 'quota';
 
@@ -247,7 +248,7 @@ export class AccountLines {
 
   for(accountId: string): AccountLine {
     const line = this.#lines.get(accountId);
-    if (!line) throw new Error(`no line for account ${accountId}`);
+    if (!line) throw new VqbError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(accountId)}; configured: ${[...this.#lines.keys()].join(', ')}`);
     return line;
   }
 

@@ -154,6 +154,11 @@ export class VqbKeys {
   }
 
   // --- queue/retention.ts
+  /** Sorted set: worker processes (host:pid) by the last time each said it is alive (queue/presence.ts). */
+  get workers(): string {
+    return `${this.base}:workers`;
+  }
+
   get retentionLock(): string {
     return `${this.base}:retention:lock`;
   }

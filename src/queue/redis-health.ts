@@ -68,6 +68,7 @@ interface ErrorEmitter {
  */
 export class RedisHealth {
   #state: RedisState = 'up';
+  #closed = false;
   readonly #log: Logger;
   readonly #listeners = new Set<(state: RedisState) => void>();
   /** Errors of other kinds, logged once per distinct message until Redis changes state. */
@@ -109,6 +110,7 @@ export class RedisHealth {
 
   /** As `outage`, and any other error is logged too ('redis client error', once per distinct message until Redis changes state). */
   report(err: unknown, source?: string): boolean {
+    if (this.#closed) return true;
     if (this.outage(err)) return true;
     const message = (err as Error | undefined)?.message ?? String(err);
     if (!this.#seen.has(message)) {
@@ -122,8 +124,17 @@ export class RedisHealth {
     this.#set('up');
   }
 
+  /**
+   * The process is done with Redis (its connections are closed on purpose): what their closing
+   * emits is not an outage, and nothing more is said (`vqb work` once logged "redis connection
+   * lost" after "worker stopped").
+   */
+  close(): void {
+    this.#closed = true;
+  }
+
   #set(state: RedisState, err?: unknown): void {
-    if (state === this.#state) return;
+    if (this.#closed || state === this.#state) return;
     const was = this.#state;
     this.#state = state;
     this.#seen.clear();

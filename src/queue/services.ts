@@ -11,6 +11,7 @@ import { CostLedger } from './costs.js';
 import { Feeder } from './feeder.js';
 import { InFlight } from './inflight.js';
 import { connectRedis, preflightRedis } from './redis.js';
+import type { RedisHealth } from './redis-health.js';
 import { VqbKeys } from './keys.js';
 import { Scheduler } from './scheduler.js';
 import { WebhookOutbox } from '../sinks/webhooks/outbox.js';
@@ -59,7 +60,10 @@ export function queueServicesOn(config: Config, redis: RedisClient, now: () => n
   };
 }
 
-export async function openQueueServices(config: Config, options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void } = {}): Promise<QueueServices> {
+export async function openQueueServices(
+  config: Config,
+  options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void; health?: RedisHealth } = {},
+): Promise<QueueServices> {
   const redis = connectRedis(config.redis, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
     await preflightRedis(redis, config, options.warn);
@@ -68,9 +72,18 @@ export async function openQueueServices(config: Config, options: { failFast?: bo
     throw err;
   }
   const services = queueServicesOn(config, redis, options.now);
+  // BullMQ prints a queue's connection errors as raw multi-line blocks when nothing listens. A
+  // process with a log routes them to its RedisHealth (one JSON line per change); a short command
+  // hears of an outage from the call it awaits, so they are not repeated.
+  for (const [account, queue] of services.queues.entries()) {
+    if (options.health) options.health.quiet(queue, `queue ${account}`);
+    else queue.on('error', () => undefined);
+  }
+  const unwatch = options.health?.watch(redis);
   return {
     ...services,
     async close() {
+      unwatch?.();
       await services.queues.close();
       await services.webhooks.close();
       await redis.quit().catch(() => redis.disconnect());

@@ -163,6 +163,6 @@ describe('vqb run', () => {
     expect((await json(['budget', '--per-day', '100'])).caps).toMatchObject({ perDay: 100 });
     const [today] = await json(['cost', '--days', '1']);
     expect(today.counts).toMatchObject({ creates: 2 });
-    expect(await json(['retry', 'ops'])).toEqual({ retried: 1, recreated: 0, skipped: 0 });
+    expect(await json(['retry', 'ops'])).toEqual({ retried: 1, recreated: 0, skipped: 0, workersAlive: 1 });
   });
 });

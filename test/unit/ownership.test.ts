@@ -45,6 +45,7 @@ const OWNERS: Record<string, string> = {
   consoleUpload: 'src/console/uploads.ts',
   batchWebhooks: 'src/sinks/webhooks/',
   retentionLock: 'src/queue/retention.ts',
+  workers: 'src/queue/presence.ts',
 };
 
 describe('one owner per Redis structure', () => {

@@ -1,0 +1,51 @@
+// Which worker processes are alive, so a command that queues work (`vqb retry`, a rerun) can say
+// when nothing will take it. Each `vqb work` / `vqb serve --workers` process writes its name and
+// the time into one sorted set every BEAT_MS; a process that has not written for STALE_MS is gone
+// (a crash leaves its entry, which simply ages out). One ZADD per process every 10 s: idle cost is
+// nil beside the pacing. Owner of `keys.workers`.
+import { hostname } from 'node:os';
+import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
+
+export const BEAT_MS = 10_000;
+export const STALE_MS = 3 * BEAT_MS;
+
+export class WorkerPresence {
+  readonly #redis: RedisClient;
+  readonly #key: string;
+  readonly #now: () => number;
+  readonly name = `${hostname()}:${process.pid}`;
+
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
+    this.#redis = redis;
+    this.#key = keys.workers;
+    this.#now = now;
+  }
+
+  /** This process is alive now; entries gone stale are dropped on the way. */
+  async beat(): Promise<void> {
+    const now = this.#now();
+    await this.#redis
+      .multi()
+      .zadd(this.#key, now, this.name)
+      .zremrangebyscore(this.#key, '-inf', now - STALE_MS)
+      .exec();
+  }
+
+  /** Beats now and every BEAT_MS until the returned stop is called (which takes this process out). */
+  start(onError: (err: unknown) => void): () => Promise<void> {
+    const beat = () => void this.beat().catch(onError);
+    beat();
+    const timer = setInterval(beat, BEAT_MS);
+    timer.unref();
+    return async () => {
+      clearInterval(timer);
+      await this.#redis.zrem(this.#key, this.name).catch(() => undefined);
+    };
+  }
+
+  /** Worker processes heard from within STALE_MS. */
+  async alive(): Promise<number> {
+    return this.#redis.zcount(this.#key, this.#now() - STALE_MS, '+inf');
+  }
+}
