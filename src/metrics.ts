@@ -273,7 +273,7 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_line_waiting',
-      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on), redis_down or redis_full (this process cannot store; paid results wait in memory)",
+      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), upstream_unreachable (its last requests got no answer or a 5xx), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on), redis_down or redis_full (this process cannot store; paid results wait in memory)",
       labelNames: ['account', 'reason'],
       registers,
       async collect() {
@@ -290,6 +290,7 @@ export class Metrics implements WorkerMetrics {
         for (const line of states) {
           const account = line.account;
           this.set({ account, reason: 'paused' }, line.paused ? 1 : 0);
+          this.set({ account, reason: 'upstream_unreachable' }, line.unreachable !== undefined ? 1 : 0);
           this.set({ account, reason: 'rate_limit' }, line.limitReason === 'rate_limit' ? 1 : 0);
           this.set({ account, reason: 'quota' }, line.limitReason === 'quota' ? 1 : 0);
           this.set({ account, reason: 'budget' }, line.budgetUntil !== undefined ? 1 : 0);

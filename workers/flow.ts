@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { perSecond } from '../src/accounts.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
-import type { AccountLine, LimitReason } from '../src/queue/accounts.js';
+import { type AccountLine, type LimitReason, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
+import { dateText, spanText } from '../src/presenters/time.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { Scheduler } from '../src/queue/scheduler.js';
@@ -42,6 +43,29 @@ export interface FlowDeps {
   onPaused?: (accountId: string) => Promise<void>;
 }
 
+/** How often a process that sees only answers asks whether an outage recorded by another process ended. */
+const REACH_CHECK_MS = 5_000;
+
+/** A failure that says the upstream is not reachable or not working: no answer, or a 5xx. */
+export function isUnreachable(err: AnyUpstreamError): boolean {
+  return err.kind === 'transient' && (err.status === 0 || err.status >= 500);
+}
+
+const REASONS: Record<string, string> = {
+  CONNECTION_REFUSED: 'connection refused',
+  CONNECT_TIMEOUT: 'connection timed out',
+  CONNECTION_RESET: 'connection reset',
+  HEADERS_TIMEOUT: 'no answer in time',
+  BODY_TIMEOUT: 'the answer stalled',
+  REQUEST_TIMEOUT: 'no answer in time',
+  NETWORK_ERROR: 'network error',
+};
+
+function unreachableReason(err: AnyUpstreamError): string {
+  if (err.status >= 500) return `HTTP ${err.status}${err.upstreamCode ? ` ${err.upstreamCode}` : ''}`;
+  return REASONS[err.code] ?? err.code.toLowerCase().replaceAll('_', ' ');
+}
+
 /** A batch held at its own cap waits this long at most before it looks again (`vqb budget` wakes it sooner). */
 const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
 
@@ -60,6 +84,8 @@ export class AccountFlow {
   /** A configured rate far from the upstream's announced limit is said once per process. */
   #warnedConfigured = false;
   #rate: number;
+  /** Reachability: this process saw a failure since its last answer; when it last asked whether an outage (of any process) ended. */
+  #reach = { failed: false, checkedAt: 0 };
 
   constructor(deps: FlowDeps) {
     this.#d = deps;
@@ -166,6 +192,7 @@ export class AccountFlow {
    * has whole-second precision (holding until it cost 40 % of the pace in the benchmark).
    */
   async onAnswer(quota: QuotaSnapshot | undefined, log: Logger): Promise<void> {
+    await this.reached(log);
     if (this.#inStreak) {
       this.#inStreak = false;
       await this.#d.line.streak(true);
@@ -234,6 +261,35 @@ export class AccountFlow {
     // Above: 429s until vqb learns its way down. Below: the key is under-used, which may be a choice (headroom for other users of the key).
     if (above) log.warn(fields, message);
     else log.info(fields, message);
+  }
+
+  /**
+   * A request got no answer it could use (refused, timed out, reset, a 5xx). Every process adds to
+   * one count on the account's line; the one whose failure reaches UNREACHABLE_AFTER logs one
+   * warning, and status, /healthz, the console and vqb_line_waiting{reason="upstream_unreachable"} say so.
+   */
+  async onUnreachable(err: AnyUpstreamError, log: Logger): Promise<void> {
+    this.#reach.failed = true;
+    const reason = unreachableReason(err);
+    const { since, attempts } = await this.#d.line.upstreamFailed(reason);
+    if (attempts !== UNREACHABLE_AFTER) return;
+    const fields = { event: 'upstream.unreachable', since: new Date(since).toISOString(), attempts, reason, baseUrl: this.#d.line.account.baseUrl };
+    log.warn(fields, `upstream unreachable since ${dateText(since, this.#now())}: ${reason}; retrying, attempt ${attempts}`);
+  }
+
+  /**
+   * The upstream answered (anything, a 429 or a key failure included): an outage ends. Asked at
+   * once after this process saw a failure, else at most every REACH_CHECK_MS (another process's
+   * outage ends by the first answer anyone gets; one Redis call per process every few seconds).
+   */
+  async reached(log: Logger): Promise<void> {
+    const now = this.#now();
+    if (!this.#reach.failed && now - this.#reach.checkedAt < REACH_CHECK_MS) return;
+    this.#reach = { failed: false, checkedAt: now };
+    const ended = await this.#d.line.upstreamAnswered();
+    if (ended === undefined || ended.attempts < UNREACHABLE_AFTER) return;
+    const fields = { event: 'upstream.reachable', since: new Date(ended.since).toISOString(), downMs: now - ended.since, attempts: ended.attempts };
+    log.info(fields, `upstream reachable again after ${spanText(now - ended.since)} unreachable (${ended.attempts} failed attempts: ${ended.reason})`);
   }
 
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */

@@ -18,7 +18,7 @@ import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { decide, wasSent } from './actions.js';
-import type { Admission, AccountFlow } from './flow.js';
+import { type Admission, type AccountFlow, isUnreachable } from './flow.js';
 import { lockErrorJob, type LockLoss, type LockLossWhen } from './lock-loss.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import type { Recorder } from './recorder.js';
@@ -282,6 +282,9 @@ export class PlateProcessor {
 
   async #onUpstreamError(job: PlateJob, err: AnyUpstreamError, log: Logger): Promise<never> {
     const decision = decide(err);
+    // Reachability, shared by every process: no answer (or a 5xx) counts toward "unreachable"; any other answer ends it.
+    if (isUnreachable(err)) await this.#d.flow.onUnreachable(err, log);
+    else if (err.status > 0) await this.#d.flow.reached(log);
     switch (decision.action) {
       case 'pause-account':
         await this.#d.flow.onKeyFailure(err, log);

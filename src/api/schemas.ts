@@ -180,6 +180,16 @@ export const AccountLine = z.object({
   reason: z.string().optional().describe('why nothing moves, in words (waiting.message)'),
   waiting: Waiting.optional(),
   limitedUntil: z.iso.datetime().optional().describe('a 429 or quota wait ends then'),
+  upstream: z
+    .object({
+      state: z.enum(['ok', 'unreachable']),
+      since: z.iso.datetime().optional().describe('unreachable: the first failed request of the outage'),
+      attempts: z.number().int().optional().describe('unreachable: failed requests since then, by every worker'),
+      reason: z.string().optional().describe('the last failure, in words ("connection refused", "HTTP 502")'),
+      backAt: z.iso.datetime().optional().describe('ok: when the last outage ended (shown for 15 minutes after it)'),
+      downMs: z.number().int().optional().describe('ok: how long the last outage lasted'),
+    })
+    .describe("whether the account's upstream answers (no answer or a 5xx to 3 requests in a row: unreachable)"),
 });
 export type AccountLine = z.output<typeof AccountLine>;
 

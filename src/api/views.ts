@@ -8,7 +8,7 @@ export { archivedBatchView, batchLinks, batchView } from '../presenters/batch-vi
 export { waitingOf };
 
 export function lineView(line: AccountLineState, now: number = Date.now()): AccountLine {
-  const waiting = waitingOf(line);
+  const waiting = waitingOf(line, undefined, now);
   return {
     account: line.account,
     rateLimit: line.rateLimit,
@@ -16,5 +16,14 @@ export function lineView(line: AccountLineState, now: number = Date.now()): Acco
     paused: line.paused,
     ...(waiting !== undefined ? { reason: waiting.message, waiting } : {}),
     ...(line.limitedUntil !== undefined ? { limitedUntil: new Date(line.limitedUntil).toISOString() } : {}),
+    upstream: upstreamView(line),
   };
+}
+
+function upstreamView(line: AccountLineState): AccountLine['upstream'] {
+  const down = line.unreachable;
+  if (down !== undefined) return { state: 'unreachable', since: new Date(down.since).toISOString(), attempts: down.attempts, reason: down.reason };
+  const back = line.reachableAgain;
+  if (back !== undefined) return { state: 'ok', backAt: new Date(back.at).toISOString(), downMs: back.downMs, ...(back.reason ? { reason: back.reason } : {}) };
+  return { state: 'ok' };
 }

@@ -27,11 +27,9 @@ export const serveCommand: Command = {
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');
     // Started while Redis is away (a restart, services coming up in any order): wait for it.
     if (!(await waitForRedisAtStart(config, logger, ctx.io.stopSignal))) return 0;
-    const services = await openQueueServices(config, { warn: (message) => logger.warn(message) });
     // One view of Redis for the process: an outage is a few JSON lines (lost, back, full).
     const health = new RedisHealth(logger);
-    const unwatch = health.watch(services.redis);
-    for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
+    const services = await openQueueServices(config, { warn: (message) => logger.warn(message), health });
     const metrics = new Metrics({ accounts: config.accounts });
     metrics.observeQueue(services, health);
     let worker: WorkerHandle | undefined;
@@ -64,8 +62,8 @@ export const serveCommand: Command = {
       clearTimeout(timer);
       return 0;
     } finally {
-      unwatch();
       await services.close();
+      health.close();
       logger.flush();
     }
   },

@@ -4,7 +4,7 @@ import { archiveFor } from '../sinks/export.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
 import { withQueueServices } from '../queue/services.js';
-import { describeRate } from '../presenters/line.js';
+import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
@@ -69,6 +69,8 @@ export const statusCommand: Command = {
       for (const a of accounts) {
         const j = a.jobs;
         ctx.print(`account ${a.account} (${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
+        const recovery = describeRecovery(a.line);
+        if (recovery) ctx.print(`  ${recovery}`);
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );

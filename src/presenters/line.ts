@@ -3,7 +3,7 @@
 import type { AccountLineState, RateInForce } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
-import { dateText, relativeText } from './time.js';
+import { dateText, relativeText, spanText } from './time.js';
 
 export type { Waiting };
 export type WaitReason = Waiting['reason'];
@@ -17,7 +17,7 @@ function resumeHint(account: string): string {
 }
 
 /** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
-export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis_full'): Waiting | undefined {
+export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis_full', now = Date.now()): Waiting | undefined {
   // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
   if (redis === 'redis_down') return { reason: 'redis_down', message: 'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored' };
   if (redis === 'redis_full') {
@@ -25,6 +25,14 @@ export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis
   }
   if (state.pause) return { reason: 'paused', code: state.pause.code, message: `paused: ${state.pause.message}` };
   if (state.paused) return { reason: 'paused', message: `paused (run ${resumeHint(state.account)})` };
+  if (state.unreachable) {
+    const u = state.unreachable;
+    return {
+      reason: 'upstream_unreachable',
+      message: `upstream unreachable since ${dateText(u.since, now)} (${spanText(now - u.since)}): ${u.reason}; retrying (attempt ${u.attempts})`,
+      since: new Date(u.since).toISOString(),
+    };
+  }
   if (state.budgetUntil !== undefined) {
     return {
       reason: 'budget',
@@ -96,8 +104,15 @@ export function rateView(rate: RateInForce, now: number): RateView {
   };
 }
 
-export function describeLine(state: AccountLineState): string | undefined {
-  return waitingOf(state)?.message;
+export function describeLine(state: AccountLineState, now = Date.now()): string | undefined {
+  return waitingOf(state, undefined, now)?.message;
+}
+
+/** "upstream reachable again since 14:05 UTC (it was unreachable 3 min: connection refused)", for a while after an outage. */
+export function describeRecovery(state: AccountLineState, now = Date.now()): string | undefined {
+  const back = state.reachableAgain;
+  if (back === undefined) return undefined;
+  return `upstream reachable again since ${dateText(back.at, now)} (${relativeText(back.at, now)}; it was unreachable ${spanText(back.downMs)}${back.reason ? `: ${back.reason}` : ''})`;
 }
 
 /** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */

@@ -38,6 +38,25 @@ export interface AccountLineState {
   rateLimit: string;
   /** The rate the account is paced at now, and where it comes from (absent from an archived batch's view). */
   rate?: RateInForce;
+  /** The upstream has not answered the account's last requests (after UNREACHABLE_AFTER failures in a row). */
+  unreachable?: UpstreamOutage;
+  /** The last outage, once it ended (shown for a while: "reachable again since …"). */
+  reachableAgain?: { at: number; downMs: number; reason: string };
+}
+
+/** Failed requests in a row before the upstream counts as unreachable (one slow answer is not an outage). */
+export const UNREACHABLE_AFTER = 3;
+/** How long status keeps saying an outage ended ("reachable again since 14:05, after 3 min"). */
+const SHOW_BACK_MS = 15 * 60_000;
+
+export interface UpstreamOutage {
+  /** Epoch ms of the first failed request of the run of failures. */
+  since: number;
+  /** Failed requests since then, by every process. */
+  attempts: number;
+  /** The last failure, in words ("connection refused", "HTTP 502"). */
+  reason: string;
+  lastAt: number;
 }
 
 /**
@@ -61,7 +80,7 @@ export interface RateInForce {
 
 export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
-const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-held', 'pace-learn', 'account-pause'] as const;
+const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-held', 'pace-learn', 'account-pause', 'upstream-failed', 'upstream-answered'] as const;
 
 export class AccountLine {
   readonly account: Account;
@@ -210,6 +229,19 @@ export class AccountLine {
     return true;
   }
 
+  /** A request got no usable answer; returns the outage so far (every process adds to one count). */
+  async upstreamFailed(reason: string): Promise<{ since: number; attempts: number }> {
+    const [since, attempts] = (await this.#redis.vqbUpstreamFailed(this.#line, this.#now(), reason)) as [string, number];
+    return { since: Number(since), attempts: Number(attempts) };
+  }
+
+  /** A request was answered; returns the outage it ended, to this caller only. */
+  async upstreamAnswered(): Promise<{ since: number; attempts: number; reason: string } | undefined> {
+    const ended = (await this.#redis.vqbUpstreamAnswered(this.#line, this.#now())) as string[];
+    if (ended.length === 0) return undefined;
+    return { since: Number(ended[0]), attempts: Number(ended[1]), reason: ended[2] ?? '' };
+  }
+
   /** Operator pause, with the reason shown by status. */
   async pauseByOperator(message = 'paused by an operator'): Promise<void> {
     await this.pause(OPERATOR_PAUSE, message);
@@ -228,6 +260,11 @@ export class AccountLine {
     if (Number.isFinite(until) && until > now) {
       state.limitedUntil = until;
       state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
+    }
+    if (fields.upSince !== undefined && Number(fields.upAttempts) >= UNREACHABLE_AFTER) {
+      state.unreachable = { since: Number(fields.upSince), attempts: Number(fields.upAttempts), reason: fields.upReason ?? '', lastAt: Number(fields.upLastAt) };
+    } else if (fields.upBackAt !== undefined && now - Number(fields.upBackAt) < SHOW_BACK_MS && Number(fields.upBackAttempts) >= UNREACHABLE_AFTER) {
+      state.reachableAgain = { at: Number(fields.upBackAt), downMs: Number(fields.upDownMs), reason: fields.upBackReason ?? '' };
     }
     const budgetUntil = Number(fields.budgetUntil);
     if (Number.isFinite(budgetUntil) && budgetUntil > now) {

@@ -79,10 +79,11 @@ export const BatchCounts = z
 export type BatchCounts = z.output<typeof BatchCounts>;
 
 export const Waiting = z.object({
-  reason: z.enum(['paused', 'budget', 'rate_limit', 'quota', 'redis_down', 'redis_full']),
+  reason: z.enum(['paused', 'upstream_unreachable', 'budget', 'rate_limit', 'quota', 'redis_down', 'redis_full']),
   code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
   message: z.string().describe('what happens and what to do, in words'),
   until: z.iso.datetime().optional().describe('when the wait ends, when known'),
+  since: z.iso.datetime().optional().describe('upstream_unreachable: the first failed request of the outage'),
 });
 export type Waiting = z.output<typeof Waiting>;
 

@@ -34,7 +34,7 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
       schema: {
         summary: "Liveness and each account's line",
         description:
-          "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+          "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), its upstream is unreachable (each account's `upstream` says since when, and when it came back), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
         operationId: 'getHealth',
         tags: ['operations'],
         security: [],
@@ -50,7 +50,9 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
       if (!(await redisAnswers(services.redis))) return reply.code(503).send(down);
       const lines = await services.lines.states().catch(() => undefined);
       if (lines === undefined) return reply.code(503).send(down);
-      const stuck = lines.some((line) => line.paused || line.pause !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined);
+      const stuck = lines.some(
+        (line) => line.paused || line.pause !== undefined || line.unreachable !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined,
+      );
       const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', accounts: lines.map((line) => lineView(line)) };
       return reply.send(body);
     },
