@@ -95,6 +95,8 @@ describe('webhooks: batch.finished', () => {
     expect(view.finished).toBe(true);
     // The counts of the event are the batch's, as its status shows them.
     expect(delivery!.payload.data.counts).toEqual(view.counts);
+    // A sentence for a person, the duration in words (issue 22).
+    expect(delivery!.payload.data.summary).toMatch(/^batch \S+ finished in \d+ s: \d+ done, \d+ failed, \d+ rejected$/);
     expect(view.webhooks).toEqual([
       {
         id: delivery!.id,
@@ -261,6 +263,7 @@ describe('webhooks: account.paused and account.resumed', () => {
     for (const d of resumed) expect(d.verifyError).toBeUndefined();
     expect(resumed.find((d) => d.path === '/hooks')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY', batchId: batch.id, resumedAt: expect.any(String) });
     expect(resumed.find((d) => d.path === '/global')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY' });
+    expect(resumed[0]!.payload.data.summary).toMatch(/^account default resumed after \d+ s paused \(/);
     const [finished] = await rx.waitFor(1, (d) => d.payload?.type === 'batch.finished');
     expect(finished!.payload.data.counts).toMatchObject({ enqueued: 120, done: 120, failed: 0 });
 

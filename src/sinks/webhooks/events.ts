@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { AccountPause } from '../../queue/accounts.js';
 import type { BatchCounts, BatchInfo } from '../../queue/batch/store.js';
+import { spanText } from '../../presenters/time.js';
 
 export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
 
@@ -18,6 +19,8 @@ export interface BatchFinishedData {
   finishedAt: string;
   counts: BatchCounts;
   links: { self: string; results: string };
+  /** One sentence for a person (a chat message, an e-mail subject): durations in words. */
+  summary: string;
 }
 
 export interface AccountPausedData {
@@ -31,6 +34,8 @@ export interface AccountPausedData {
   /** The batch this delivery is for (its callbackUrl), when it is for one. */
   batchId?: string;
   links?: { self: string; results: string };
+  /** One sentence for a person; account.resumed says how long the pause lasted. */
+  summary: string;
 }
 
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
@@ -64,6 +69,7 @@ export function batchFinishedEvent(info: BatchInfo & { finishedAt: number }, pub
       finishedAt: new Date(info.finishedAt).toISOString(),
       counts: { ...info.counts },
       links: publicLinks(info.id, publicUrl),
+      summary: `batch ${info.id} finished in ${spanText(info.finishedAt - info.createdAt)}: ${info.counts.done} done, ${info.counts.failed} failed, ${info.counts.rejected} rejected`,
     },
   };
 }
@@ -86,6 +92,10 @@ export function accountEvent(
       pausedAt: new Date(pause.at).toISOString(),
       ...(resumedAt !== undefined ? { resumedAt: new Date(resumedAt).toISOString() } : {}),
       ...(batchId !== undefined ? { batchId, links: publicLinks(batchId, publicUrl) } : {}),
+      summary:
+        resumedAt === undefined
+          ? `account ${account} paused: ${pause.message}`
+          : `account ${account} resumed after ${spanText(resumedAt - pause.at)} paused (${pause.message})`,
     },
   };
 }
