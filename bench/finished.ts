@@ -9,7 +9,7 @@ import { type Config, loadConfig } from '../src/config.js';
 import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
 import { ReuseStore } from '../src/queue/reuse.js';
-import { openQueueServices, type QueueServices } from '../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../src/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { fakeVehicle } from '../src/simulator/vehicle.js';
 import { Recorder } from '../workers/recorder.js';

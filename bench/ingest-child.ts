@@ -18,7 +18,7 @@ import { PlateDeduper } from '../src/producers/dedup.js';
 import { ingest } from '../src/producers/ingest.js';
 import { AccountQueues, JOB_NAME, jobIdFor, newJobData } from '../src/queue/account-queues.js';
 import { connectRedis } from '../src/queue/redis.js';
-import { openQueueServices } from '../src/queue/services.js';
+import { openQueueServices } from '../src/services.js';
 import { plateAt } from './common.js';
 
 export interface IngestJob {

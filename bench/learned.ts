@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config.js';
 import { noMetrics } from '../src/metrics.js';
 import { createLogger } from '../src/logger.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
-import { openQueueServices } from '../src/queue/services.js';
+import { openQueueServices } from '../src/services.js';
 import { startSimulator } from '../src/simulator/index.js';
 import { startWorker } from '../workers/worker.js';
 import { REDIS_URL, benchPrefix, deleteByPrefix, platesFrom } from './common.js';

@@ -5,8 +5,8 @@
 // `default`, exactly as before accounts existed.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import type { ApiKeySource, RateLimit, TokenSource } from './config.js';
-import { parseRateLimit, Secret } from './config.js';
+import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
+import { parseRateLimit, Secret } from './setting-values.js';
 import { ConfigError } from './errors.js';
 
 export interface Account {

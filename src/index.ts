@@ -19,7 +19,7 @@ import { batchContext } from './queue/batch-status.js';
 import { batchView } from './presenters/batch-view.js';
 import { rerunFailed, type RerunResult } from './queue/rerun.js';
 import { EnqueueOptions, type BatchView } from './schemas/batch.js';
-import { openQueueServices, type QueueServices } from './queue/services.js';
+import { openQueueServices, type QueueServices } from './services.js';
 import { batchExportSource } from './sinks/batch-source.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
 import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';

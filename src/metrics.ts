@@ -8,7 +8,7 @@
 import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry, collectDefaultMetrics, openMetricsContentType } from 'prom-client';
 import { type Account, isAuto, perSecond } from './accounts.js';
 import type { LimitReason } from './queue/accounts.js';
-import type { QueueServices } from './queue/services.js';
+import type { QueueServices } from './services.js';
 import type { Outcome } from './queue/types.js';
 import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';

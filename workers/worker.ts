@@ -15,7 +15,7 @@ import { JobFence } from '../src/queue/job-fence.js';
 import { WorkerPresence } from '../src/queue/presence.js';
 import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
-import { queueServicesOn, type QueueServices } from '../src/queue/services.js';
+import { queueServicesOn, type QueueServices } from '../src/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';

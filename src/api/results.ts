@@ -2,7 +2,7 @@
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
 import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import type { BatchArchive } from '../sinks/archive.js';
 import { exportSourceFor } from '../sinks/export.js';
 import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from '../sinks/csv.js';

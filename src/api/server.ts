@@ -17,7 +17,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { TokenAuth } from './auth.js';
 import { mountDashboard } from './dashboard.js';
 import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';

@@ -4,7 +4,7 @@ import { UsageError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { WorkerPresence } from '../queue/presence.js';
-import { withQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../services.js';
 import { ALL_FORMATS, archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
 

@@ -3,7 +3,7 @@ import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { accountOf } from '../config.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
-import { withQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../services.js';
 import { batchIdArg } from './batch.js';
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */

@@ -1,5 +1,5 @@
 import type { Command } from '../cli.js';
-import { withQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../services.js';
 import { describeLine } from '../presenters/text.js';
 
 const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };

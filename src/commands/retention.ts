@@ -1,11 +1,11 @@
 // Commands that let go of batches in Redis: `vqb prune` (finished batches past an age) and
 // `vqb delete` (one batch). Both archive first and delete only after the archive read back right
-// (queue/retention.ts); a running batch is refused unless --cancel.
+// (retention.ts); a running batch is refused unless --cancel.
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
-import { Retention } from '../queue/retention.js';
-import { withQueueServices, type QueueServices } from '../queue/services.js';
+import { Retention } from '../retention.js';
+import { withQueueServices, type QueueServices } from '../services.js';
 import { spanText, whenText } from '../presenters/time.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchIdArg } from './batch.js';

@@ -14,7 +14,7 @@ import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { RedisHealth } from '../queue/redis-health.js';
-import { openQueueServices, type QueueServices } from '../queue/services.js';
+import { openQueueServices, type QueueServices } from '../services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';

@@ -6,8 +6,8 @@ import { createHttpApi } from '../api/server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
 import { RedisHealth } from '../queue/redis-health.js';
-import { openQueueServices } from '../queue/services.js';
-import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
+import { openQueueServices } from '../services.js';
+import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { archiveFor } from '../sinks/export.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 

@@ -3,7 +3,7 @@ import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { batchIdArg } from './batch.js';
-import { withQueueServices } from '../queue/services.js';
+import { withQueueServices } from '../services.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 

@@ -5,7 +5,7 @@ import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
 import { pacingIntervalMs } from '../accounts.js';
-import { Retention, startRetentionSweep, sweepInterval } from '../queue/retention.js';
+import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { archiveFor } from '../sinks/export.js';
 import { startWorker } from '../../workers/worker.js';
 

@@ -30,7 +30,7 @@ import { batchIdFor, ingest } from '../producers/ingest.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
 import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, checkCallbackUrl, WEBHOOK_SECRET_MISSING } from '../sinks/webhooks/target.js';

@@ -4,7 +4,7 @@
 // on the next scan.
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
 import type { InboxErrors } from './inbox-errors.js';

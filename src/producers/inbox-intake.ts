@@ -6,7 +6,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { InputError, isError, type VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileFormat } from './plate-file.js';
 import type { InboxDelivery } from './inbox-delivery.js';
 import type { InboxErrors } from './inbox-errors.js';

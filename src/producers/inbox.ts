@@ -32,7 +32,7 @@
 // inbox-files.ts does the file handling.
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { InboxDelivery } from './inbox-delivery.js';
 import { InboxErrors } from './inbox-errors.js';
 import { ensureLayout } from './inbox-files.js';

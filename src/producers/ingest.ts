@@ -9,7 +9,7 @@ import { isRedisFull } from '../queue/redis-health.js';
 import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';

@@ -2,7 +2,7 @@
 // `plate` field and any other fields, which are carried through to the exports like CSV columns.
 import { InputError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId, type BatchSource } from '../queue/batch/store.js';
-import type { QueueServices } from '../queue/services.js';
+import type { QueueServices } from '../services.js';
 import type { PriorityClass } from '../queue/types.js';
 import { batchIdFor, digestOf, ingest, type IngestResult } from './ingest.js';
 import type { InputRow } from './types.js';

@@ -3,7 +3,7 @@
 import { perSecond } from '../accounts.js';
 import type { AccountLineState } from './accounts.js';
 import type { BatchInfo } from './batch/store.js';
-import type { QueueServices } from './services.js';
+import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 
 export interface BatchContext {

@@ -2,7 +2,7 @@
 // the scheduler and the few jobs it had on the queue sleep in `delayed`; an account at its day or
 // month cap stopped being fed and its fed creates sleep until the reset. Raising the cap wakes
 // them here.
-import type { QueueServices } from './services.js';
+import type { QueueServices } from '../services.js';
 import type { PlateJobData } from './types.js';
 
 type Services = Pick<QueueServices, 'queues' | 'scheduler' | 'budget' | 'lines' | 'batches'>;

@@ -19,7 +19,7 @@
 // | inbox:<name>                     | hash   | producers/inbox*.ts       |
 // | console:session:<sha256 of id>   | hash   | console/sessions.ts       |
 // | console:upload:<id>              | string | console/uploads.ts (staged before confirm) |
-// | retention:lock                   | string | queue/retention.ts (one sweep at a time) |
+// | retention:lock                   | string | src/retention.ts (one sweep at a time) |
 // | batch:<id>:webhooks              | hash   | sinks/webhooks/ (deliveries of the batch's events) |
 // BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`) and of the
 // webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`).
@@ -153,7 +153,7 @@ export class VqbKeys {
     return `${this.base}:batch:${batchId}:webhooks`;
   }
 
-  // --- queue/retention.ts
+  // --- retention.ts
   /** Sorted set: worker processes (host:pid) by the last time each said it is alive (queue/presence.ts). */
   get workers(): string {
     return `${this.base}:workers`;

@@ -2,7 +2,7 @@
 // nodes, TLS and credentials. Files (password, CA) are read here, at start-up, so a missing file
 // is one ConfigError line naming its variable instead of a connection that fails later.
 import { readFileSync } from 'node:fs';
-import { Secret } from '../config.js';
+import { Secret } from '../setting-values.js';
 import { ConfigError } from '../errors.js';
 
 export type RedisMode = 'standalone' | 'cluster' | 'sentinel';

@@ -3,7 +3,7 @@
 // it goes back to the scheduler like any plate waiting to be created.
 import { accountOf } from '../config.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
-import type { QueueServices } from './services.js';
+import type { QueueServices } from '../services.js';
 import type { PlateJobData } from './types.js';
 
 export interface RerunResult {

@@ -2,7 +2,7 @@
 // same files `vqb export` writes (JSONL, CSV, rejects CSV) and a manifest.json naming each file's
 // bytes, sha256 and row count, with the batch as it was last stored. The folder is built under a
 // hidden temporary name and renamed into place whole, and `verify` reads every file back before
-// retention may delete anything (queue/retention.ts). Archived batches are still served: the JSONL
+// retention may delete anything (retention.ts). Archived batches are still served: the JSONL
 // holds every field of every row, so `source()` turns it back into the rows any sink formats.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';

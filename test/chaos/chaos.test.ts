@@ -24,7 +24,7 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
 import { testConfig } from '../helpers/config.js';

@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
 import { ProcessLog, suiteEnv, type VqbProcess } from '../chaos/procs.js';
 import { mulberry32, uniform } from '../chaos/rng.js';

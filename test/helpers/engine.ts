@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
 import type { Config, Overrides } from '../../src/config.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
 import type { PriorityClass } from '../../src/queue/types.js';

@@ -17,7 +17,7 @@ import type { Config } from '../../src/config.js';
 import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
 import { ingestList } from '../../src/producers/list.js';
 import type { RedisWaitReason } from '../../src/queue/redis-health.js';
-import { Retention } from '../../src/queue/retention.js';
+import { Retention } from '../../src/retention.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { testConfig } from '../helpers/config.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';

@@ -15,7 +15,7 @@ import { waitingOf } from '../../src/api/views.js';
 import { estimateEta } from '../../src/presenters/line.js';
 import type { AccountLineState } from '../../src/queue/accounts.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
-import type { QueueServices } from '../../src/queue/services.js';
+import type { QueueServices } from '../../src/services.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
 

@@ -14,7 +14,7 @@ import { createHttpApi } from '../../src/api/server.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type Harness, makePlates, sleep, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';

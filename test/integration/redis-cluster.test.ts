@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
 import { freePort } from '../../src/redis-server.js';
-import { openQueueServices } from '../../src/queue/services.js';
+import { openQueueServices } from '../../src/services.js';
 import { hashTagOf } from '../../src/queue/redis-settings.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';

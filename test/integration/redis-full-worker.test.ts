@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';

@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkCsv } from '../../src/producers/csv.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/queue/services.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { makePlates } from '../helpers/engine.js';
 import { spawnVqb } from '../helpers/process.js';
 import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';

@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
-import { openQueueServices } from '../../src/queue/services.js';
+import { openQueueServices } from '../../src/services.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { testConfig } from '../helpers/config.js';
 import { makePlates, sleep } from '../helpers/engine.js';

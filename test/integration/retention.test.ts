@@ -16,7 +16,7 @@ import { createHttpApi } from '../../src/api/server.js';
 import { main } from '../../src/cli.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ingestList } from '../../src/producers/list.js';
-import { Retention } from '../../src/queue/retention.js';
+import { Retention } from '../../src/retention.js';
 import type { RedisClient } from '../../src/queue/redis.js';
 import { BatchArchive } from '../../src/sinks/archive.js';
 import { batchExportSource } from '../../src/sinks/batch-source.js';

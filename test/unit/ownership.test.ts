@@ -44,7 +44,7 @@ const OWNERS: Record<string, string> = {
   consoleSession: 'src/console/sessions.ts',
   consoleUpload: 'src/console/uploads.ts',
   batchWebhooks: 'src/sinks/webhooks/',
-  retentionLock: 'src/queue/retention.ts',
+  retentionLock: 'src/retention.ts',
   workers: 'src/queue/presence.ts',
 };
 

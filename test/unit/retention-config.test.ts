@@ -1,7 +1,7 @@
 // VQ_RETAIN and VQ_ARCHIVE_DIR as an operator writes them, and how often the sweep runs for them.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { sweepInterval } from '../../src/queue/retention.js';
+import { sweepInterval } from '../../src/retention.js';
 
 describe('retention settings', () => {
   it('keeps finished batches 30 days by default, in <VQ_ROOT>/batches', () => {

@@ -1,7 +1,7 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../queue/redis.js';
-import type { QueueServices } from '../../queue/services.js';
+import type { QueueServices } from '../../services.js';
 import { jsonReply } from '../openapi.js';
 import type { HealthReply } from '../schemas.js';
 import { lineView } from '../views.js';

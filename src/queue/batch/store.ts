@@ -319,7 +319,7 @@ export class BatchStore {
     }
   }
 
-  // --- retention (queue/retention.ts orchestrates; each owner forgets its own keys)
+  // --- retention (retention.ts orchestrates; each owner forgets its own keys)
 
   /** Every stored batch with what retention needs to decide: when it finished, and whether a delete was asked. */
   async retentionCandidates(): Promise<{ id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]> {

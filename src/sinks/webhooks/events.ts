@@ -93,9 +93,7 @@ export function accountEvent(
       ...(resumedAt !== undefined ? { resumedAt: new Date(resumedAt).toISOString() } : {}),
       ...(batchId !== undefined ? { batchId, links: publicLinks(batchId, publicUrl) } : {}),
       summary:
-        resumedAt === undefined
-          ? `account ${account} paused: ${pause.message}`
-          : `account ${account} resumed after ${spanText(resumedAt - pause.at)} paused (${pause.message})`,
+        resumedAt === undefined ? `account ${account} paused: ${pause.message}` : `account ${account} resumed after ${spanText(resumedAt - pause.at)} paused (${pause.message})`,
     },
   };
 }

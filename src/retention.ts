@@ -9,14 +9,14 @@
 // deletion and archived, results included, once its last plate lands (by the sweep, or the next
 // delete). This module alone names the sweep's lock.
 import { randomBytes } from 'node:crypto';
-import { ArchiveError, BatchNotFoundError, BatchRunningError } from '../errors.js';
-import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from '../sinks/archive.js';
-import { batchExportSource } from '../sinks/batch-source.js';
-import { jobIdFor } from './account-queues.js';
-import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
-import type { BatchInfo } from './batch/store.js';
+import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
+import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from './sinks/archive.js';
+import { batchExportSource } from './sinks/batch-source.js';
+import { jobIdFor } from './queue/account-queues.js';
+import type { DeliveryRecord } from './sinks/webhooks/deliveries.js';
+import type { BatchInfo } from './queue/batch/store.js';
 import type { QueueServices } from './services.js';
-import { type Scripted, withScripts } from './scripts.js';
+import { type Scripted, withScripts } from './queue/scripts.js';
 
 export type RetentionServices = Pick<QueueServices, 'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'>;
 

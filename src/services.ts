@@ -1,20 +1,20 @@
 // The queue-side parts every producer, command and worker needs, opened once from a Config and
 // closed together: the Redis connection, each account's queue and line, and the stores over them.
-import type { RedisClient } from './redis.js';
-import type { Config } from '../config.js';
-import { AccountQueues } from './account-queues.js';
-import { AccountLine, AccountLines } from './accounts.js';
-import { OutcomeStore } from './batch/outcomes.js';
-import { BatchStore } from './batch/store.js';
-import { Budget } from './budget.js';
-import { CostLedger } from './costs.js';
-import { Feeder } from './feeder.js';
-import { InFlight } from './inflight.js';
-import { connectRedis, preflightRedis } from './redis.js';
-import type { RedisHealth } from './redis-health.js';
-import { VqbKeys } from './keys.js';
-import { Scheduler } from './scheduler.js';
-import { WebhookOutbox } from '../sinks/webhooks/outbox.js';
+import type { RedisClient } from './queue/redis.js';
+import type { Config } from './config.js';
+import { AccountQueues } from './queue/account-queues.js';
+import { AccountLine, AccountLines } from './queue/accounts.js';
+import { OutcomeStore } from './queue/batch/outcomes.js';
+import { BatchStore } from './queue/batch/store.js';
+import { Budget } from './queue/budget.js';
+import { CostLedger } from './queue/costs.js';
+import { Feeder } from './queue/feeder.js';
+import { InFlight } from './queue/inflight.js';
+import { connectRedis, preflightRedis } from './queue/redis.js';
+import type { RedisHealth } from './queue/redis-health.js';
+import { VqbKeys } from './queue/keys.js';
+import { Scheduler } from './queue/scheduler.js';
+import { WebhookOutbox } from './sinks/webhooks/outbox.js';
 
 export interface QueueServices {
   config: Config;
