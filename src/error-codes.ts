@@ -1,6 +1,6 @@
 // Every error code vqb raises on purpose, defined once: what it means, the HTTP status the API
 // answers with, the exit code the CLI ends with. The error classes (src/errors.ts,
-// src/api/errors.ts, src/upstream/errors.ts) take their codes from here, the API reads the status
+// src/http/errors.ts, src/upstream/errors.ts) take their codes from here, the API reads the status
 // here and the CLI the exit code, so a new code cannot silently become a 422 or a 500:
 // test/unit/error-codes.test.ts fails when a thrown code has no entry.
 //

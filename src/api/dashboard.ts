@@ -9,7 +9,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { PlateQueue } from '../queue/account-queues.js';
-import { codeForStatus, errorBody, errorCodeOf, errorPayload, type ErrorBody } from './errors.js';
+import { codeForStatus, errorBody, errorCodeOf, errorPayload, type ErrorBody } from '../http/errors.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 

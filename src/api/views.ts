@@ -2,7 +2,7 @@
 // CLI (presenters/batch-view.ts); the words come from presenters/line.ts, as in the CLI.
 import { rateView, waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/accounts.js';
-import type { AccountLine } from './schemas.js';
+import type { AccountLine } from '../schemas/api.js';
 
 export { archivedBatchView, batchLinks, batchView } from '../presenters/batch-view.js';
 export { waitingOf };

@@ -2,7 +2,7 @@ import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
-import { createHttpApi } from '../api/server.js';
+import { createHttpApi } from '../server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
 import { RedisHealth } from '../queue/redis-health.js';

@@ -2,7 +2,7 @@
 // API's JSON body and form fields, the library's `enqueue`) and how a batch looks
 // (`GET /v1/batches/:id`, `batch.progress()`, `vqb status <batch> --json`: the same object, times
 // in ISO 8601). The HTTP API validates with these, /openapi.json publishes them (named in
-// src/api/openapi.ts), and the library's types are inferred from them.
+// src/http/openapi.ts), and the library's types are inferred from them.
 import { z } from 'zod';
 
 export const AccountId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');

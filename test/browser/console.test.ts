@@ -8,7 +8,7 @@ import { parse } from 'csv-parse/sync';
 import type { FastifyInstance } from 'fastify';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';

@@ -12,7 +12,7 @@ import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi, type HttpApiDeps } from '../../src/api/server.js';
+import { createHttpApi, type HttpApiDeps } from '../../src/server.js';
 import type { Config } from '../../src/config.js';
 import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
 import { ingestList } from '../../src/producers/list.js';

@@ -3,7 +3,7 @@
 // token sees all; each batch says its account, share and why its account waits.
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';

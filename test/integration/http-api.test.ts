@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { waitingOf } from '../../src/api/views.js';
 import { estimateEta } from '../../src/presenters/line.js';
 import type { AccountLineState } from '../../src/queue/accounts.js';
@@ -355,7 +355,7 @@ describe('operations', () => {
     expect(ok.json).toEqual({
       status: 'ok',
       redis: 'ok',
-      accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, rate: { perSecond: 50, source: 'configured', text: '50/s, configured' }, paused: false }],
+      accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, rate: { perSecond: 50, source: 'configured', text: '50/s, configured' }, paused: false, upstream: { state: 'ok' } }],
     });
 
     await h.line.pauseByOperator('maintenance');

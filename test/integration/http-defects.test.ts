@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';

@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { isError, isVqbError, OptionsError } from '../../src/errors.js';
 import { createVqb, type Vqb } from '../../src/index.js';
 import { BatchView } from '../../src/schemas/batch.js';

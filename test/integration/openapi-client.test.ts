@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');

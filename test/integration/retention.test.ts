@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { main } from '../../src/cli.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ingestList } from '../../src/producers/list.js';

@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { Metrics } from '../../src/metrics.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';

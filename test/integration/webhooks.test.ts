@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Config, loadConfig, type Overrides } from '../../src/config.js';
 import { isError, ConfigError } from '../../src/errors.js';
 import { Batch, createVqb } from '../../src/index.js';

@@ -13,7 +13,7 @@ import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/api/server.js';
+import { createHttpApi } from '../../src/server.js';
 import { createInboxWatcher, type InboxWatcher } from '../../src/producers/inbox.js';
 import { escapeFormula } from '../../src/sinks/csv.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ApiError, describeError } from '../../src/api/errors.js';
+import { ApiError, describeError } from '../../src/http/errors.js';
 import { ERROR_CODES, isErrorCode } from '../../src/error-codes.js';
 import { InputError } from '../../src/errors.js';
 

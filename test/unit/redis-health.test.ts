@@ -1,7 +1,7 @@
 // How vqb tells a full or a lost Redis from other errors, what it answers for one, and that an
 // outage is logged once per change of state, not once per error.
 import { describe, expect, it } from 'vitest';
-import { describeError } from '../../src/api/errors.js';
+import { describeError } from '../../src/http/errors.js';
 import { RedisFullError, isError } from '../../src/errors.js';
 import { RedisHealth, isRedisDown, isRedisFull } from '../../src/queue/redis-health.js';
 import { captureLogs } from '../helpers/logs.js';

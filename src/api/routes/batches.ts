@@ -1,5 +1,6 @@
 // /v1: enqueue plates (JSON or CSV), follow batches, stream their results, retry failed plates.
 // Every route here needs a service token (the onRequest hook runs before any body is read).
+import { ingestOnce } from '../../producers/enqueue.js';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
@@ -13,14 +14,14 @@ import type { QueueServices } from '../../services.js';
 import { estimateCost } from '../../producers/dry-run.js';
 import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
 import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
-import { canSee, type Scope, type TokenAuth } from '../auth.js';
-import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../csv-body.js';
-import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../csv-upload.js';
-import { ApiError } from '../errors.js';
-import { readPlateUpload } from '../plate-upload.js';
+import { canSee, type Scope, type TokenAuth } from '../../http/auth.js';
+import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../../http/csv-body.js';
+import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
+import { ApiError } from '../../http/errors.js';
+import { readPlateUpload } from '../../http/plate-upload.js';
 import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
-import { jsonReply, ref } from '../openapi.js';
-import { batchResults } from '../results.js';
+import { jsonReply, ref } from '../../http/openapi.js';
+import { batchResults } from '../../sinks/results.js';
 import {
   BatchParams,
   type BatchView,
@@ -35,8 +36,8 @@ import {
   ResultsQuery,
   RetryBody,
   type RetryReply,
-} from '../schemas.js';
-import { errorResponses, requestSchema, zodValidator } from '../validation.js';
+} from '../../schemas/api.js';
+import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
 import { archivedBatchView, batchLinks, batchView } from '../views.js';
 
 export interface V1Options {
@@ -373,21 +374,3 @@ async function firstRejects(batches: BatchStore, batchId: string, rejected: numb
   }
   return out;
 }
-
-/**
- * Runs this process's ingests one at a time. Two identical requests at once (a client retrying on a
- * timeout, the same file confirmed in the console) are already kept from storing the rows twice by
- * ingest's own Redis lock (BatchStore.lockIngest); this queue only keeps one process from ingesting
- * several files at once. The upstream pace, not ingest, bounds throughput, so it costs nothing that matters.
- */
-function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (fn) => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => {});
-    return run;
-  };
-}
-
-/** The process's one ingest queue: POST /v1/batches and the console's confirm share it. */
-export const ingestOnce = serialized();

@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../queue/redis.js';
 import type { QueueServices } from '../../services.js';
-import { jsonReply } from '../openapi.js';
-import type { HealthReply } from '../schemas.js';
+import { jsonReply } from '../../http/openapi.js';
+import type { HealthReply } from '../../schemas/api.js';
 import { lineView } from '../views.js';
 
 const PING_TIMEOUT_MS = 1_000;

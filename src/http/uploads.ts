@@ -9,7 +9,7 @@ import { isVqbError } from '../errors.js';
 import type { CsvBody } from './csv-body.js';
 import { ApiError } from './errors.js';
 import { readPlateUpload } from './plate-upload.js';
-import { CreateBatchFormFields, type CreateBatchQuery } from './schemas.js';
+import { CreateBatchFormFields, type CreateBatchQuery } from '../schemas/api.js';
 import { validationError } from './validation.js';
 
 export const FILE_FIELD = 'file';

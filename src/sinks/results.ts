@@ -3,12 +3,12 @@
 import { PassThrough, Readable, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { QueueServices } from '../services.js';
-import type { BatchArchive } from '../sinks/archive.js';
-import { exportSourceFor } from '../sinks/export.js';
-import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from '../sinks/csv.js';
-import { jsonlChunks } from '../sinks/jsonl.js';
-import type { ExportFormat, ExportSource } from '../sinks/types.js';
-import { XLSX_CONTENT_TYPE, writeXlsx } from '../sinks/xlsx.js';
+import type { BatchArchive } from './archive.js';
+import { exportSourceFor } from './export.js';
+import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from './csv.js';
+import { jsonlChunks } from './jsonl.js';
+import type { ExportFormat, ExportSource } from './types.js';
+import { XLSX_CONTENT_TYPE, writeXlsx } from './xlsx.js';
 
 export interface ResultsBody {
   contentType: string;

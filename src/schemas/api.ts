@@ -3,10 +3,10 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
-import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, RateInForce, Waiting } from '../schemas/batch.js';
+import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, RateInForce, Waiting } from './batch.js';
 
-export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, WebhookDelivery, Weight } from '../schemas/batch.js';
-export { ResultRow, UpstreamResult } from '../schemas/result-row.js';
+export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, WebhookDelivery, Weight } from './batch.js';
+export { ResultRow, UpstreamResult } from './result-row.js';
 
 // ---- requests ----------------------------------------------------------------------------------
 

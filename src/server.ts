@@ -14,19 +14,19 @@
 //                                    administrator's console session
 //   GET  /, /batches/:id, /upload …  the web console (src/console/routes.ts), behind its session
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
-import type { QueueServices } from '../services.js';
-import { TokenAuth } from './auth.js';
-import { mountDashboard } from './dashboard.js';
-import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './errors.js';
-import { openApiRoute, registerOpenApi } from './openapi.js';
-import { v1Routes } from './routes/batches.js';
-import { healthRoutes } from './routes/health.js';
-import { loggedUrl, serverOptions } from './transport.js';
-import { type ConsoleHandle, registerConsole } from '../console/routes.js';
-import type { RedisHealth } from '../queue/redis-health.js';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
+import type { QueueServices } from './services.js';
+import { TokenAuth } from './http/auth.js';
+import { mountDashboard } from './api/dashboard.js';
+import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './http/errors.js';
+import { openApiRoute, registerOpenApi } from './http/openapi.js';
+import { v1Routes } from './api/routes/batches.js';
+import { healthRoutes } from './api/routes/health.js';
+import { loggedUrl, serverOptions } from './http/transport.js';
+import { type ConsoleHandle, registerConsole } from './console/routes.js';
+import type { RedisHealth } from './queue/redis-health.js';
 
 export interface HttpApiDeps {
   services: QueueServices;

@@ -26,7 +26,7 @@ import {
   UpstreamResult,
   Waiting,
   WebhookDelivery,
-} from './schemas.js';
+} from '../schemas/api.js';
 
 type JsonSchema = Record<string, unknown>;
 
