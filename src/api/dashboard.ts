@@ -29,7 +29,19 @@ export async function mountDashboard(
 ): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })), serverAdapter, options: { uiConfig: { boardTitle: 'vqb' } } });
+  createBullBoard({
+    queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: 'vqb',
+        // A way back to the console, vqb's icon, and no link to another site (Bull Board's docs).
+        miscLinks: [{ text: 'Console', url: '/' }],
+        favIcon: { default: '/favicon.ico', alternative: '/favicon.ico' },
+        hideDocsLink: true,
+      },
+    },
+  });
   await app.register(
     async (scope) => {
       scope.addHook('onRequest', guard);

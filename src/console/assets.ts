@@ -6,6 +6,9 @@
 export const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/** The console's icon: a plate's outline with "vqb" (served at /favicon.ico too, so no page logs a 404). */
+export const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect x="2" y="14" width="60" height="36" rx="6" fill="#fff" stroke="#0b5fce" stroke-width="4"/><rect x="2" y="14" width="60" height="9" rx="4" fill="#0b5fce"/><text x="32" y="44" font-family="sans-serif" font-size="18" font-weight="700" text-anchor="middle" fill="#1d2430">vqb</text></svg>`;
+
 export const CSS = `
 :root { --ink: #1d2430; --muted: #566173; --line: #d5dae1; --accent: #0b5fce; --bad: #b3261e; --good: #1b7f3b; --bg: #f7f8fa; }
 * { box-sizing: border-box; }
@@ -45,6 +48,25 @@ dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
 /* Said only where the script runs (without it, the Refresh link updates the page). */
 .live-note { display: none; }
 .js .live-note { display: table-caption; }
+/* Long ids, file names and URLs wrap instead of widening the page; "100 %" never splits. */
+th, td, dd, .muted, code { overflow-wrap: anywhere; }
+.pct, [data-field=percent] { white-space: nowrap; }
+dl.counts { grid-template-columns: minmax(0, max-content) minmax(0, 1fr); }
+input[type=url] { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 100%; max-width: 40rem; }
+/* A phone (390 px): tables become one card per row, each cell under its column's name. */
+@media (max-width: 44rem) {
+  main { padding: 1rem .75rem; }
+  header { padding: .5rem .75rem; gap: .5rem; }
+  input[type=password], input[type=text], select { min-width: 0; width: 100%; }
+  table.stack, table.stack tbody, table.stack tr, table.stack th, table.stack td { display: block; width: 100%; }
+  table.stack thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.stack tr { border-bottom: 1px solid var(--line); padding: .4rem 0; }
+  table.stack th, table.stack td { border: none; padding: .15rem .6rem; }
+  table.stack td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: .9rem; }
+  .js table.stack .live-note { display: block; text-align: left; }
+  progress { width: 5rem; }
+  dl.counts { grid-template-columns: minmax(0, 1fr) auto; }
+}
 `;
 
 export const JS = `

@@ -56,7 +56,6 @@ const en = {
   'batch.counts': 'Counts',
   'batch.downloads': 'Downloads',
   'batch.rejects': 'rejected rows (CSV)',
-  'batch.retry': 'Retry the {n} failed plates',
   'batch.noFailed': 'No failed plates.',
   'batch.back': 'All batches',
   'batch.archived': 'Archived on {at}: deleted from Redis, kept in the archive folder; the counts are those at archiving and the downloads are rebuilt from the archive.',
@@ -81,7 +80,6 @@ const en = {
   'count.reused': 'reused',
   'count.creates': 'creates (charged)',
   'count.polls': 'polls',
-  'flash.retried': '{n} failed plates queued again ({recreated} created anew, {skipped} still running).',
   'flash.paused': 'Account {account} paused.',
   'flash.resumed': 'Account {account} resumed.',
   'upload.title': 'Upload a file',
@@ -114,6 +112,50 @@ const en = {
   'error.notFound': 'Not found.',
   'error.csrf': 'The form was out of date; reload the page and try again.',
   'error.back': 'Back to the batches',
+  'batch.retry.one': 'Retry the failed plate',
+  'batch.retry.other': 'Retry the {n} failed plates',
+  'flash.retried.one': '{n} failed plate queued again ({recreated} created anew, {skipped} still running).',
+  'flash.retried.other': '{n} failed plates queued again ({recreated} created anew, {skipped} still running).',
+  'pause.console': 'by an operator, in the console',
+  'pause.operator': 'by an operator (vqb pause)',
+  'pause.operatorSaid': 'by an operator: “{reason}”',
+  'pause.INVALID_API_KEY': 'the API key is not valid: put a valid key in the account’s key file, then resume the account',
+  'pause.EXPIRED_API_KEY': 'the API key expired: put the new key in the account’s key file, then resume the account',
+  'pause.INSUFFICIENT_PERMISSIONS': 'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
+  'pause.other': 'a key failure ({code}): fix the key, then resume the account',
+  'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
+  'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
+  'waitd.quota': 'until {until}',
+  'waitd.rate_limit': 'until {until}',
+  'waitd.redis_down': 'the connection is lost; paid results are kept in memory until they are stored',
+  'waitd.redis_full': 'Redis refuses writes (maxmemory); work resumes by itself once there is room',
+  'reach.connection refused': 'connection refused',
+  'reach.connection timed out': 'connection timed out',
+  'reach.connection reset': 'connection reset',
+  'reach.no answer in time': 'no answer in time',
+  'reach.the answer stalled': 'the answer stalled',
+  'reach.network error': 'network error',
+  'estimate.alreadyDone': 'Every plate of this file is already finished in batch {id}: nothing would be sent.',
+  'estimate.openBatch': 'Open the batch',
+  'estimate.nothing': 'This file has no valid plate to send ({rejected} rejected rows, {duplicates} duplicates): nothing to confirm.',
+  'error.notFoundBatch': 'No batch “{id}” here (it does not exist, or this token may not see it).',
+  'error.generic': 'The request could not be completed (code {code}).',
+  'error.details': 'Technical details',
+  'err.VALIDATION_FAILED': 'A field of the form is not valid.',
+  'err.ACCOUNT_NOT_FOUND': 'This token may not use that account.',
+  'err.PAYLOAD_TOO_LARGE': 'The file is larger than this server takes (VQ_HTTP_BODY_LIMIT).',
+  'err.TOO_MANY_PLATES': 'The file has more plates than this server takes at once (VQ_HTTP_MAX_PLATES).',
+  'err.CSV_EMPTY': 'The file has no rows.',
+  'err.CSV_BINARY': 'The file is not a text CSV (nor an .xlsx workbook).',
+  'err.CSV_UNREADABLE': 'The file could not be read as CSV.',
+  'err.CSV_UNSUPPORTED_ENCODING': 'The file is in a text encoding vqb does not read; save it as UTF-8 or Windows-1252.',
+  'err.CSV_MIXED_ENCODING': 'The file mixes text encodings; save it again as UTF-8.',
+  'err.CSV_NO_PLATE_COLUMN': 'No column of the file holds plates.',
+  'err.XLSX_EMPTY': 'The workbook’s sheet has no rows.',
+  'err.XLSX_UNREADABLE': 'The workbook could not be read.',
+  'err.XLSX_NO_PLATE_COLUMN': 'No column of the sheet holds plates.',
+  'err.BATCH_ID_TAKEN': 'A batch with this id holds another file.',
+  'err.UNAUTHORIZED': 'Sign in first.',
   none: '—',
 } as const;
 
@@ -167,9 +209,8 @@ const ptBR: Record<Key, string> = {
   'wait.redis_full': 'Redis cheio',
   'batch.title': 'Lote {id}',
   'batch.counts': 'Contagens',
-  'batch.downloads': 'Downloads',
+  'batch.downloads': 'Arquivos para baixar',
   'batch.rejects': 'linhas rejeitadas (CSV)',
-  'batch.retry': 'Tentar de novo as {n} placas com falha',
   'batch.noFailed': 'Nenhuma placa com falha.',
   'batch.back': 'Todos os lotes',
   'batch.archived': 'Arquivado em {at}: apagado do Redis, guardado na pasta de arquivo; as contagens são as do arquivamento e os downloads são refeitos a partir do arquivo.',
@@ -194,7 +235,6 @@ const ptBR: Record<Key, string> = {
   'count.reused': 'reaproveitadas',
   'count.creates': 'consultas criadas (cobradas)',
   'count.polls': 'verificações',
-  'flash.retried': '{n} placas com falha voltaram à fila ({recreated} criadas de novo, {skipped} ainda em andamento).',
   'flash.paused': 'Conta {account} pausada.',
   'flash.resumed': 'Conta {account} retomada.',
   'upload.title': 'Enviar um arquivo',
@@ -228,12 +268,61 @@ const ptBR: Record<Key, string> = {
   'error.notFound': 'Não encontrado.',
   'error.csrf': 'O formulário estava desatualizado; recarregue a página e tente de novo.',
   'error.back': 'Voltar aos lotes',
+  'batch.retry.one': 'Tentar de novo a placa com falha',
+  'batch.retry.other': 'Tentar de novo as {n} placas com falha',
+  'flash.retried.one': '{n} placa com falha voltou à fila ({recreated} criada de novo, {skipped} ainda em andamento).',
+  'flash.retried.other': '{n} placas com falha voltaram à fila ({recreated} criadas de novo, {skipped} ainda em andamento).',
+  'pause.console': 'por um operador, no console',
+  'pause.operator': 'por um operador (vqb pause)',
+  'pause.operatorSaid': 'por um operador: “{reason}”',
+  'pause.INVALID_API_KEY': 'a chave da API não é válida: coloque uma chave válida no arquivo da chave da conta e retome a conta',
+  'pause.EXPIRED_API_KEY': 'a chave da API expirou: coloque a nova chave no arquivo da chave da conta e retome a conta',
+  'pause.INSUFFICIENT_PERMISSIONS': 'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
+  'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
+  'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
+  'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
+  'waitd.quota': 'até {until}',
+  'waitd.rate_limit': 'até {until}',
+  'waitd.redis_down': 'a conexão caiu; os resultados pagos ficam na memória até serem gravados',
+  'waitd.redis_full': 'o Redis recusa gravações (maxmemory); o trabalho volta sozinho quando houver espaço',
+  'reach.connection refused': 'conexão recusada',
+  'reach.connection timed out': 'tempo de conexão esgotado',
+  'reach.connection reset': 'conexão interrompida',
+  'reach.no answer in time': 'sem resposta a tempo',
+  'reach.the answer stalled': 'a resposta parou no meio',
+  'reach.network error': 'erro de rede',
+  'estimate.alreadyDone': 'Todas as placas deste arquivo já foram concluídas no lote {id}: nada seria enviado.',
+  'estimate.openBatch': 'Abrir o lote',
+  'estimate.nothing': 'Este arquivo não tem placa válida para enviar ({rejected} linhas rejeitadas, {duplicates} repetidas): nada a confirmar.',
+  'error.notFoundBatch': 'Nenhum lote “{id}” aqui (não existe, ou este token não pode vê-lo).',
+  'error.generic': 'Não foi possível atender o pedido (código {code}).',
+  'error.details': 'Detalhes técnicos',
+  'err.VALIDATION_FAILED': 'Um campo do formulário não é válido.',
+  'err.ACCOUNT_NOT_FOUND': 'Este token não pode usar essa conta.',
+  'err.PAYLOAD_TOO_LARGE': 'O arquivo é maior do que este servidor aceita (VQ_HTTP_BODY_LIMIT).',
+  'err.TOO_MANY_PLATES': 'O arquivo tem mais placas do que este servidor aceita de uma vez (VQ_HTTP_MAX_PLATES).',
+  'err.CSV_EMPTY': 'O arquivo não tem linhas.',
+  'err.CSV_BINARY': 'O arquivo não é um CSV de texto (nem uma planilha .xlsx).',
+  'err.CSV_UNREADABLE': 'Não foi possível ler o arquivo como CSV.',
+  'err.CSV_UNSUPPORTED_ENCODING': 'O arquivo está numa codificação de texto que o vqb não lê; salve-o como UTF-8 ou Windows-1252.',
+  'err.CSV_MIXED_ENCODING': 'O arquivo mistura codificações de texto; salve-o de novo como UTF-8.',
+  'err.CSV_NO_PLATE_COLUMN': 'Nenhuma coluna do arquivo tem placas.',
+  'err.XLSX_EMPTY': 'A aba da planilha não tem linhas.',
+  'err.XLSX_UNREADABLE': 'Não foi possível ler a planilha.',
+  'err.XLSX_NO_PLATE_COLUMN': 'Nenhuma coluna da aba tem placas.',
+  'err.BATCH_ID_TAKEN': 'Um lote com este id contém outro arquivo.',
+  'err.UNAUTHORIZED': 'Entre primeiro.',
   none: '—',
 };
 
 const DICTIONARIES: Record<Lang, Record<Key, string>> = { en, 'pt-BR': ptBR };
 
 export type Translate = (key: Key, vars?: Record<string, string | number>) => string;
+
+/** A key the dictionaries have (both do: the pt-BR one is typed by the English one's keys). */
+export function isKey(key: string): key is Key {
+  return Object.hasOwn(en, key);
+}
 
 export function translator(lang: Lang): Translate {
   const dictionary = DICTIONARIES[lang];
@@ -272,10 +361,12 @@ export function formatNumber(lang: Lang, n: number): string {
   return NUMBER_FORMATS[lang].format(n);
 }
 
-export function formatSeconds(seconds: number): string {
+export function formatSeconds(seconds: number, lang: Lang = 'pt-BR'): string {
   const s = Math.max(0, Math.round(seconds));
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
   const h = Math.floor(s / 3600);
-  return h < 48 ? `${h} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min` : `${Math.floor(h / 24)} d ${h % 24} h`;
+  if (h < 48) return `${h} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  const days = Math.floor(h / 24);
+  return `${days} ${lang === 'en' ? 'days' : 'dias'} ${h % 24} h`;
 }

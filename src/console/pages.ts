@@ -8,6 +8,7 @@ import type { RedisWaitReason } from '../queue/redis-health.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
+import { dateText, plural, waitingText } from './say.js';
 
 export interface PageContext {
   lang: Lang;
@@ -20,6 +21,7 @@ export interface PageContext {
 
 export const ASSET_CSS = '/console/app.css';
 export const ASSET_JS = '/console/app.js';
+export const ASSET_ICON = '/console/icon.svg';
 
 export function layout(ctx: PageContext, title: string, body: Html): string {
   const { t, lang, session } = ctx;
@@ -32,6 +34,7 @@ export function layout(ctx: PageContext, title: string, body: Html): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
 <title>${title} · ${t('app.title')}</title>
+<link rel="icon" href="${ASSET_ICON}" type="image/svg+xml">
 <link rel="stylesheet" href="${ASSET_CSS}">
 <script src="${ASSET_JS}" defer></script>
 </head>
@@ -70,15 +73,15 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 }
 
 /** The numbers of a batch that change while it runs, by `data-field` name; the live updates send the same. */
-export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'>): Record<string, string> {
+export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'>, line?: AccountLineState): Record<string, string> {
   const { t, lang } = ctx;
   const c = view.counts;
   const n = (x: number) => formatNumber(lang, x);
   return {
     percent: `${n(view.progress.percent)} %`,
     counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
-    eta: view.eta ? formatSeconds(view.eta.seconds) : t('none'),
-    waiting: view.waiting ? `${t(`wait.${view.waiting.reason}` as Key)}: ${view.waiting.message}` : t('none'),
+    eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
+    waiting: waitingText(ctx, view.waiting, line) ?? t('none'),
     state: t(view.state === 'archived' ? 'state.archived' : view.finished ? 'state.finished' : view.sealed ? 'state.running' : 'state.ingesting'),
     done: n(c.done),
     failed: n(c.failed),
@@ -89,7 +92,8 @@ export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'
   };
 }
 
-const cell = (fields: Record<string, string>, name: string, cls = '') => html`<td class="${cls}" data-field="${name}">${fields[name] ?? ''}</td>`;
+const cell = (fields: Record<string, string>, name: string, label: string, cls = '') =>
+  html`<td class="${cls}" data-label="${label}" data-field="${name}">${fields[name] ?? ''}</td>`;
 
 export function flashBox(flash: string | undefined): Html | string {
   return flash ? html`<p class="flash" role="status">${flash}</p>` : '';
@@ -97,16 +101,17 @@ export function flashBox(flash: string | undefined): Html | string {
 
 export function listPage(ctx: PageContext, views: readonly BatchView[], lines: readonly AccountLineState[], flash?: string, redis?: RedisWaitReason): string {
   const { t } = ctx;
+  const lineOf = new Map(lines.map((l) => [l.account, l]));
   const rows = views.map((view) => {
-    const f = batchFields(view, ctx);
+    const f = batchFields(view, ctx, lineOf.get(view.account));
     return html`<tr data-batch="${view.id}">
 <th scope="row"><a href="/batches/${encodeURIComponent(view.id)}">${view.name}</a><br><span class="muted">${view.id}</span></th>
-<td>${view.account}</td>
-<td class="num"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
-${cell(f, 'counts', 'num')}
-${cell(f, 'eta', 'num')}
-${cell(f, 'waiting', 'wait')}
-${cell(f, 'state')}
+<td data-label="${t('col.account')}">${view.account}</td>
+<td class="num pct" data-label="${t('col.progress')}"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
+${cell(f, 'counts', t('col.counts'), 'num')}
+${cell(f, 'eta', t('col.eta'), 'num')}
+${cell(f, 'waiting', t('col.waiting'), view.waiting ? 'wait' : 'muted')}
+${cell(f, 'state', t('col.state'))}
 </tr>`;
   });
   return layout(
@@ -118,7 +123,7 @@ ${flashBox(flash)}
 ${
   views.length === 0
     ? html`<p>${t('list.empty')}</p>`
-    : html`<table data-live="/events" aria-describedby="live-note">
+    : html`<table class="stack" data-live="/events" aria-describedby="live-note">
 <caption class="muted live-note" id="live-note">${t('list.live')}</caption>
 <thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
 <tbody>${rows}</tbody>
@@ -133,7 +138,7 @@ function linesSection(ctx: PageContext, lines: readonly AccountLineState[], redi
   const { t } = ctx;
   if (lines.length === 0) return html``;
   return html`<h2>${t('lines.title')}</h2>
-<table>
+<table class="stack">
 <thead><tr><th scope="col">${t('col.account')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.waiting')}</th><th scope="col"></th></tr></thead>
 <tbody>${lines.map((line) => lineRow(ctx, line, redis))}</tbody>
 </table>`;
@@ -145,8 +150,8 @@ function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReas
   const action = line.paused ? 'resume' : 'pause';
   return html`<tr data-account="${line.account}">
 <th scope="row">${line.account} <span class="muted" data-field="rate">(${line.rate ? t(`rate.${line.rate.source}`, { rate: rateText(line.rate.perSecond, line.rate.windowMs) }) : line.rateLimit})</span></th>
-<td>${t(line.paused ? 'line.paused' : 'line.running')}</td>
-<td class="wait">${waiting ? `${t(`wait.${waiting.reason}` as Key)}: ${waiting.message}` : t('none')}</td>
+<td data-label="${t('col.state')}">${t(line.paused ? 'line.paused' : 'line.running')}</td>
+<td class="${waiting ? 'wait' : 'muted'}" data-label="${t('col.waiting')}">${waitingText(ctx, waiting, line) ?? t('none')}</td>
 <td><form method="post" action="/accounts/${encodeURIComponent(line.account)}/${action}?back=${encodeURIComponent(ctx.path)}"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit" class="secondary">${t(line.paused ? 'line.resume' : 'line.pause', { account: line.account })}</button></form></td>
 </tr>`;
 }
@@ -159,7 +164,7 @@ function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReas
 export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineState | undefined, formats: readonly string[], flash?: string, redis?: RedisWaitReason): string {
   const { t } = ctx;
   const archived = view.state === 'archived';
-  const f = batchFields(view, ctx);
+  const f = batchFields(view, ctx, line);
   const id = encodeURIComponent(view.id);
   const c = view.counts;
   const count = (key: Key, field: string | undefined, value: number) =>
@@ -171,10 +176,10 @@ export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineSt
 <h1>${t('batch.title', { id: view.name })}</h1>
 <p class="muted">${view.id} · ${view.account}</p>
 ${flashBox(flash)}
-${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archived', { at: view.archivedAt ?? '' })}</p>` : ''}
+${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archived', { at: view.archivedAt ? dateText(ctx.lang, view.archivedAt) : '' })}</p>` : ''}
 <div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
-<p class="wait">${t('col.waiting')}: <span data-field="waiting">${f.waiting}</span></p>
+<p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
 ${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}
@@ -192,7 +197,7 @@ ${
     : html`<div class="actions">
 ${
   c.failed > 0
-    ? html`<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('batch.retry', { n: c.failed })}</button></form>`
+    ? html`<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${plural(ctx, 'batch.retry', c.failed, { n: formatNumber(ctx.lang, c.failed) })}</button></form>`
     : html`<span class="muted">${t('batch.noFailed')}</span>`
 }
 </div>`
@@ -211,14 +216,14 @@ function webhooksSection(ctx: PageContext, view: BatchView): Html | string {
 ${
   deliveries.length === 0
     ? html`<p class="muted">${t('webhooks.none')}</p>`
-    : html`<table data-webhooks>
+    : html`<table class="stack" data-webhooks>
 <thead><tr><th scope="col">${t('col.event')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.attempts')}</th><th scope="col">${t('col.lastError')}</th></tr></thead>
 <tbody>${deliveries.map(
         (d) => html`<tr data-delivery="${d.id}">
 <th scope="row"><code>${d.event}</code></th>
-<td data-delivery-state="${d.state}">${t(`delivery.${d.state}` as Key)}</td>
-<td class="num">${formatNumber(lang, d.attempts)}</td>
-<td>${d.lastError ?? (d.lastStatus !== undefined ? `HTTP ${d.lastStatus}` : t('none'))}</td>
+<td data-delivery-state="${d.state}" data-label="${t('col.state')}">${t(`delivery.${d.state}` as Key)}</td>
+<td class="num" data-label="${t('col.attempts')}">${formatNumber(lang, d.attempts)}</td>
+<td data-label="${t('col.lastError')}">${d.lastError ?? (d.lastStatus !== undefined ? `HTTP ${d.lastStatus}` : t('none'))}</td>
 </tr>`,
       )}</tbody>
 </table>`
@@ -232,7 +237,8 @@ export function uploadPage(ctx: PageContext, accounts: readonly string[], error?
     t('upload.title'),
     html`<h1>${t('upload.title')}</h1>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
-<form method="post" action="/upload?csrf=${encodeURIComponent(ctx.session?.csrf ?? '')}" enctype="multipart/form-data">
+<form method="post" action="/upload" enctype="multipart/form-data">
+<input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}">
 ${
   accounts.length > 1
     ? html`<label for="account">${t('upload.account')}</label><select id="account" name="account">${accounts.map((a) => html`<option value="${a}">${a}</option>`)}</select>`
@@ -264,16 +270,39 @@ export function estimatePage(ctx: PageContext, stageId: string, name: string, ac
 <p class="muted">${e.batchId} · ${account}</p>
 ${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbackUrl}</code></p>` : ''}
 <dl class="counts">
-${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}
+${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}
 </dl>
-<div class="actions">
-<form method="post" action="/upload/${stageId}/confirm"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('estimate.confirm')}</button></form>
-<a class="button secondary" href="/upload">${t('estimate.cancel')}</a>
-</div>`,
+${estimateActions(ctx, stageId, e)}`,
   );
 }
 
-export function errorPage(ctx: PageContext, message: string): string {
+/**
+ * Confirm only when there is something to send: a file whose plates are all finished already says
+ * so and opens its batch; a file with no valid plate says there is nothing to confirm.
+ */
+function estimateActions(ctx: PageContext, stageId: string, e: CostEstimate): Html {
+  const { t, lang } = ctx;
+  const n = (x: number) => formatNumber(lang, x);
+  const cancel = html`<a class="button secondary" href="/upload">${t('estimate.cancel')}</a>`;
+  if (e.plates === 0)
+    return html`<p class="flash" role="status" data-estimate-nothing>${t('estimate.nothing', { rejected: n(e.rejected), duplicates: n(e.duplicates) })}</p><div class="actions">${cancel}</div>`;
+  if (e.alreadyFinished >= e.plates) {
+    return html`<p class="flash" role="status" data-estimate-done>${t('estimate.alreadyDone', { id: e.batchId })}</p>
+<div class="actions"><a class="button" href="/batches/${encodeURIComponent(e.batchId)}">${t('estimate.openBatch')}</a> ${cancel}</div>`;
+  }
+  return html`<div class="actions">
+<form method="post" action="/upload/${stageId}/confirm"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${t('estimate.confirm')}</button></form>
+${cancel}
+</div>`;
+}
+
+export function errorPage(ctx: PageContext, message: string, detail?: string): string {
   const { t } = ctx;
-  return layout(ctx, t('error.title'), html`<h1>${t('error.title')}</h1><p class="error" role="alert">${message}</p><p><a href="/">${t('error.back')}</a></p>`);
+  return layout(
+    ctx,
+    t('error.title'),
+    html`<h1>${t('error.title')}</h1><p class="error" role="alert">${message}</p>${
+      detail ? html`<details><summary>${t('error.details')}</summary><p><code lang="en">${detail}</code></p></details>` : ''
+    }<p><a href="/">${t('error.back')}</a></p>`,
+  );
 }

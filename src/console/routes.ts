@@ -28,6 +28,7 @@ import type { Logger } from '../logger.js';
 import { estimateCost } from '../producers/dry-run.js';
 import { batchIdFor, ingest } from '../producers/ingest.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
+import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { rerunFailed } from '../queue/rerun.js';
 import type { QueueServices } from '../services.js';
@@ -43,10 +44,11 @@ import { ingestOnce } from '../producers/enqueue.js';
 import { ResultsQuery } from '../schemas/api.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
-import { CONTENT_SECURITY_POLICY, CSS, JS } from './assets.js';
+import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { type OpenStreams, streamEvents } from './events.js';
 import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
-import { ASSET_CSS, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
+import { CONSOLE_PAUSE_REASON, errorText, plural } from './say.js';
+import { ASSET_CSS, ASSET_ICON, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
 import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
 import { StagedUploads } from './uploads.js';
 
@@ -172,11 +174,16 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const body = describeError(err) ?? { statusCode: 500, error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` } };
       if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
       const ctx = context(request, await resolve(request).catch(() => undefined));
-      const message = body.statusCode === 404 ? `${ctx.t('error.notFound')} (${body.error.message})` : body.error.code === 'CSRF' ? ctx.t('error.csrf') : body.error.message;
-      return page(reply, errorPage(ctx, message), body.statusCode);
+      const batchId = body.error.code === 'BATCH_NOT_FOUND' ? (request.params as { id?: string } | undefined)?.id : undefined;
+      const { message, detail } = errorText(ctx, body, batchId);
+      return page(reply, errorPage(ctx, message, body.statusCode >= 500 ? undefined : detail), body.statusCode);
     });
 
     scope.get(ASSET_CSS, async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS));
+    // The icon browsers ask for on every page (/favicon.ico) and the pages' own <link rel=icon>.
+    for (const path of [ASSET_ICON, '/favicon.ico']) {
+      scope.get(path, async (_request, reply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(ICON_SVG));
+    }
     scope.get(ASSET_JS, async (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS));
 
     scope.get<{ Querystring: { to?: string; back?: string } }>('/lang', async (request, reply) => {
@@ -245,11 +252,15 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const ctx = context(request, signed);
       await streamEvents(request, reply, streams, 'batches', async () => {
         let views: BatchView[];
+        let lines: AccountLineState[];
         if (one !== undefined) {
           const info = await services.batches.get(one);
           views = [batchView(info, await batchContext(services, info), now())];
-        } else views = (await listViews(signed.scope)).views;
-        return JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx) })));
+          lines = [await services.lines.for(info.account).state()];
+        } else ({ views, lines } = await listViews(signed.scope));
+        // The words of why a line waits come from its state (a key failure, an operator, an outage).
+        const lineOf = new Map(lines.map((l) => [l.account, l]));
+        return JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx, lineOf.get(v.account)) })));
       });
     });
 
@@ -269,7 +280,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       if ((await visibleArchive(signed, request.params.id)) === undefined) await visibleBatch(signed, request.params.id);
       const query = ResultsQuery.safeParse(request.query);
       if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
-      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log, archive);
+      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log, archive, langOf(request));
       return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
     });
 
@@ -277,7 +288,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const signed = await required(request);
       const { id } = request.params;
       if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
-      const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive);
+      const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive, langOf(request));
       return reply.type(rejects.contentType).header('content-disposition', `attachment; filename="${rejects.fileName}"`).send(rejects.body);
     });
 
@@ -297,7 +308,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const { account, action } = request.params;
       if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError('NOT_FOUND', `no account ${account}`);
       const line = services.lines.for(account);
-      if (action === 'pause') await line.pauseByOperator('paused in the console');
+      if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
       else await services.webhooks.accountResumed(account, await line.resume());
       request.log.info({ account, via: 'console' }, action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator');
       const back = new URL(localPath(request.query.back), 'http://console.invalid');
@@ -311,12 +322,13 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
     });
 
-    scope.post<{ Querystring: { csrf?: string } }>(
+    scope.post(
       '/upload',
       {
-        // Before the body is read: a forged upload is refused without reading the file.
+        // Signed in, before the body is read; the CSRF token is the form's first field (never in the
+        // URL, where request logs and proxies would keep it), checked before the file is read.
         onRequest: async (request) => {
-          checkCsrf(await required(request), request.query.csrf);
+          await required(request);
         },
       },
       async (request, reply) => {
@@ -327,7 +339,11 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         let callbackUrl: string | undefined;
         try {
           // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
-          const upload = await readCsvUpload(request, { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates }, { blankFieldsAbsent: true });
+          const upload = await readCsvUpload(
+            request,
+            { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates },
+            { blankFieldsAbsent: true, control: { field: 'csrf', check: (value) => checkCsrf(signed, value) } },
+          );
           const { csv, options } = upload;
           callbackUrl = options.callbackUrl;
           // Checked now, as ingest will check it again: a refused URL stages nothing.
@@ -358,9 +374,9 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           request.log.info({ batchId, rows: estimate.rows, creates: estimate.creates, via: 'console' }, 'upload staged for confirmation');
         } catch (err) {
           const body = describeError(err);
-          if (!body || body.statusCode >= 500) throw err;
+          if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
           const code = body.error.code;
-          const message = CALLBACK_REFUSALS.has(code) ? `${ctx.t(`callback.${code}` as Key)} (${body.error.message})` : body.error.message;
+          const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
           return page(reply, uploadPage(ctx, accounts, message, callbackUrl !== undefined ? { callbackUrl } : {}), body.statusCode);
         }
         return reply.redirect(`/upload/${staged}`, 303);
@@ -429,7 +445,7 @@ export function localPath(back: string | undefined): string {
 function flashOf(ctx: PageContext, query: Record<string, string | undefined>): string | undefined {
   const num = (v: string | undefined) => (v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined);
   const retried = num(query.retried);
-  if (retried !== undefined) return ctx.t('flash.retried', { n: retried, recreated: num(query.recreated) ?? 0, skipped: num(query.skipped) ?? 0 });
+  if (retried !== undefined) return plural(ctx, 'flash.retried', retried, { recreated: num(query.recreated) ?? 0, skipped: num(query.skipped) ?? 0 });
   if (query.paused) return ctx.t('flash.paused', { account: query.paused.slice(0, 40) });
   if (query.resumed) return ctx.t('flash.resumed', { account: query.resumed.slice(0, 40) });
   return undefined;

@@ -44,7 +44,18 @@ export async function registerCsvUploads(app: FastifyInstance, options: { bodyLi
  * Reads the form: the options fields (any order, but `column` and `sheet` before the file) and the `file` part.
  * `blankFieldsAbsent`: an empty field counts as not sent (an HTML form sends every input, filled or not).
  */
-export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit: number; maxPlates: number }, options: { blankFieldsAbsent?: boolean } = {}): Promise<CsvUpload> {
+export async function readCsvUpload(
+  request: FastifyRequest,
+  limits: { bodyLimit: number; maxPlates: number },
+  options: {
+    blankFieldsAbsent?: boolean;
+    /**
+     * A field that is not a batch option (the console's CSRF token): checked when the file part
+     * arrives, before a byte of the file is read, then left out of the options.
+     */
+    control?: { field: string; check(value: string | undefined): void };
+  } = {},
+): Promise<CsvUpload> {
   const fields: Record<string, string> = Object.create(null) as Record<string, string>;
   let csv: CsvBody | undefined;
   let fileName: string | undefined;
@@ -52,6 +63,7 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
     for await (const part of request.parts()) {
       if (part.type === 'file') {
         if (part.fieldname !== FILE_FIELD) throw formError(`the file goes in the \`${FILE_FIELD}\` part, not ${JSON.stringify(part.fieldname)}`);
+        options.control?.check(fields[options.control.field]);
         const { column, sheet } = fields;
         csv = await readPlateUpload(part.file, part.filename || undefined, part.mimetype || undefined, {
           ...limits,
@@ -72,6 +84,10 @@ export async function readCsvUpload(request: FastifyRequest, limits: { bodyLimit
     }
   } catch (err) {
     throw unreadable(err);
+  }
+  if (options.control) {
+    if (csv === undefined) options.control.check(fields[options.control.field]);
+    delete fields[options.control.field];
   }
   if (csv === undefined) throw formError(`no \`${FILE_FIELD}\` part: send the CSV or .xlsx as the form's \`${FILE_FIELD}\``);
   const parsed = CreateBatchFormFields.safeParse({ ...fields });

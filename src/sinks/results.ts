@@ -7,6 +7,7 @@ import type { BatchArchive } from './archive.js';
 import { exportSourceFor } from './export.js';
 import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
+import { type ExportLang, withRejectWords } from './reject-words.js';
 import type { ExportFormat, ExportSource } from './types.js';
 import { XLSX_CONTENT_TYPE, writeXlsx } from './xlsx.js';
 
@@ -24,9 +25,10 @@ export async function batchResults(
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
   archive?: BatchArchive,
+  lang: ExportLang = 'en',
 ): Promise<ResultsBody> {
   // An archived batch (deleted from Redis by retention) streams from its archive.
-  const source = await exportSourceFor(services, batchId, archive);
+  const source = withRejectWords(await exportSourceFor(services, batchId, archive), lang);
   const fileName = `${safeName(batchId)}.${format}`;
   if (format === 'jsonl') {
     return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };
@@ -60,8 +62,9 @@ export async function batchRejects(
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
   archive?: BatchArchive,
+  lang: ExportLang = 'en',
 ): Promise<ResultsBody> {
-  const source = await exportSourceFor(services, batchId, archive);
+  const source = withRejectWords(await exportSourceFor(services, batchId, archive), lang);
   const records = (async function* () {
     yield [...REJECT_COLUMNS];
     for await (const reject of source.rejects()) yield rejectCells(reject);

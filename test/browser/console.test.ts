@@ -206,6 +206,13 @@ describe('web console in Chromium', () => {
     await shot(page, '10-dashboard');
     const html = await (await page.request.get(`${base}/admin/queues`)).text();
     expect(html).not.toMatch(/googleapis|https?:\/\/(?!www\.w3\.org)/);
+    // A way back to the console (issue 22, 16).
+    // Bull Board keeps its misc links in the menu behind the last header button.
+    await page.click('ul[class*="actions"] > li:last-child button');
+    await page.click('text=Console');
+    await page.waitForURL(`${base}/`);
+    await page.goto(`${base}/admin/queues`);
+    await page.waitForSelector(`text=${queue.name}`, { timeout: 20_000 });
 
     const simBefore = h.sim.stats().requests;
     const name = encodeURIComponent(queue.name);
@@ -225,8 +232,9 @@ describe('web console in Chromium', () => {
 
     // vqb's own retry, from the console: the plate is asked upstream again and the counts follow.
     await page.goto(`${base}/batches/dash-batch`);
-    await page.click('text=Retry the 1 failed plates');
-    expect(await page.textContent('[role=status]')).toContain('1 failed plates queued again');
+    // One plate, one noun (issue 22: "as 1 placas com falha").
+    await page.click('text=Retry the failed plate');
+    expect(await page.textContent('[role=status]')).toContain('1 failed plate queued again');
     await h.waitForBatch('dash-batch');
     expect(h.sim.stats().requests).toBeGreaterThan(simBefore);
     const after = await h.services.batches.get('dash-batch');

@@ -71,8 +71,10 @@ function confirmUpload(base: string, stage: string, session: { cookie: string; c
   });
 }
 
-function form(file: string, name = 'plates.csv'): FormData {
+/** The upload form as a browser sends it: the CSRF token first (a field, never in the URL), then the file. */
+function form(file: string, csrf?: string, name = 'plates.csv'): FormData {
   const body = new FormData();
+  if (csrf !== undefined) body.append('csrf', csrf);
   body.append('file', new Blob([file], { type: 'text/csv' }), name);
   return body;
 }
@@ -103,23 +105,23 @@ describe('web console over HTTP', () => {
     const { cookie, csrf } = await signIn(base);
     expect(csrf).toMatch(/^[A-Za-z0-9_-]{20,}$/);
 
-    const forged = await fetch(`${base}/upload?csrf=nope`, { method: 'POST', headers: { cookie }, body: form('placa\nABC1D23\n') });
+    const forged = await fetch(`${base}/upload`, { method: 'POST', headers: { cookie }, body: form('placa\nABC1D23\n', 'nope') });
     expect(forged.status).toBe(403);
-    const noSession = await fetch(`${base}/upload?csrf=${csrf}`, { method: 'POST', redirect: 'manual', body: form('placa\nABC1D23\n') });
+    const noSession = await fetch(`${base}/upload`, { method: 'POST', redirect: 'manual', body: form('placa\nABC1D23\n', csrf) });
     expect(noSession.status).toBe(303);
     expect(noSession.headers.get('location')).toMatch(/^\/sign-in/);
 
-    const broken = await fetch(`${base}/upload?csrf=${csrf}`, { method: 'POST', headers: { cookie, 'accept-language': 'en' }, body: form('"placa\nABC1D23\n') });
+    const broken = await fetch(`${base}/upload`, { method: 'POST', headers: { cookie, 'accept-language': 'en' }, body: form('"placa\nABC1D23\n', csrf) });
     expect(broken.status).toBe(400);
     const brokenPage = await broken.text();
     expect(brokenPage).toContain('role="alert"');
     expect(brokenPage).toContain('type="file"');
 
-    const staged = await fetch(`${base}/upload?csrf=${csrf}`, {
+    const staged = await fetch(`${base}/upload`, {
       method: 'POST',
       redirect: 'manual',
       headers: { cookie },
-      body: form('placa;nome\nABC1D23;<b>Ana</b>\nXYZ9876;Bia\nbad;x\n'),
+      body: form('placa;nome\nABC1D23;<b>Ana</b>\nXYZ9876;Bia\nbad;x\n', csrf),
     });
     expect(staged.status).toBe(303);
     const stage = staged.headers.get('location')!;
@@ -127,6 +129,12 @@ describe('web console over HTTP', () => {
     const estimate = await (await fetch(`${base}${stage}`, { headers: { cookie } })).text();
     expect(estimate).toMatch(/data-estimate="creates">2</);
     expect(estimate).toMatch(/data-estimate="rejected">1</);
+    // The CSRF token travels in the form, never in a URL: no request log line holds it (issue 22, 17).
+    expect(h.logs.text()).toContain('/upload');
+    expect(h.logs.text()).not.toContain(csrf);
+    expect(await (await fetch(`${base}/upload`, { headers: { cookie } })).text()).toMatch(
+      /<form method="post" action="\/upload" enctype="multipart\/form-data">\s*<input type="hidden" name="csrf"/,
+    );
     expect((await h.services.batches.list(0, 10)).total).toBe(0);
 
     // Another session cannot see or confirm it.
@@ -277,9 +285,9 @@ describe('web console over HTTP', () => {
     const { cookie, csrf } = await signIn(base);
     const file = `placa\n${makePlates(2).join('\n')}\n`;
     const upload = (at: string, session: { cookie: string; csrf: string }, callbackUrl: string, lang = 'en') => {
-      const body = form(file);
+      const body = form(file, session.csrf);
       body.append('callbackUrl', callbackUrl);
-      return fetch(`${at}/upload?csrf=${session.csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie, 'accept-language': lang }, body });
+      return fetch(`${at}/upload`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie, 'accept-language': lang }, body });
     };
     const staged = async () => (await h.services.redis.keys(h.services.keys.consoleUpload('*'))).length;
 
@@ -325,10 +333,10 @@ describe('web console over HTTP', () => {
     const en = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'en' } })).text();
     expect(en).toContain(`data-callback>${rx.url}<`);
     expect(en).toMatch(
-      /<th scope="row"><code>batch\.finished<\/code><\/th>\n<td data-delivery-state="failed">failed \(gave up\)<\/td>\n<td class="num">2<\/td>\n<td>the receiver answered 500<\/td>/,
+      /<th scope="row"><code>batch\.finished<\/code><\/th>\n<td data-delivery-state="failed"[^>]*>failed \(gave up\)<\/td>\n<td class="num"[^>]*>2<\/td>\n<td[^>]*>the receiver answered 500<\/td>/,
     );
     const pt = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'pt-BR' } })).text();
-    expect(pt).toContain('<td data-delivery-state="failed">falhou (desistiu)</td>');
+    expect(pt).toMatch(/<td data-delivery-state="failed"[^>]*>falhou \(desistiu\)<\/td>/);
     expect(pt).toContain('>Tentativas<');
   });
 
@@ -338,7 +346,7 @@ describe('web console over HTTP', () => {
     const session = await signIn(base);
     // Big enough that the two ingests would overlap (a few hundred ms each).
     const file = `placa\n${makePlates(5000).join('\n')}\nbad\n`;
-    const staged = await fetch(`${base}/upload?csrf=${session.csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form(file) });
+    const staged = await fetch(`${base}/upload`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form(file, session.csrf) });
     expect(staged.status).toBe(303);
     const [confirmed, posted] = await Promise.all([
       confirmUpload(base, staged.headers.get('location')!, session),
@@ -361,8 +369,9 @@ describe('web console over HTTP', () => {
     for (const [i, plate] of makePlates(3).entries()) ws.addRow([`Cliente ${i}`, plate, 1000 + i]);
     ws.addRow(['Sem placa', 'not a plate', 7]);
     const body = new FormData();
+    body.append('csrf', csrf);
     body.append('file', new Blob([Buffer.from(await wb.xlsx.writeBuffer())], { type: XLSX_MEDIA_TYPE }), 'frota.xlsx');
-    const staged = await fetch(`${base}/upload?csrf=${csrf}`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
+    const staged = await fetch(`${base}/upload`, { method: 'POST', redirect: 'manual', headers: { cookie }, body });
     expect(staged.status).toBe(303);
     const stage = staged.headers.get('location')!;
     const estimate = await (await fetch(`${base}${stage}`, { headers: { cookie } })).text();
@@ -403,16 +412,25 @@ describe('web console over HTTP', () => {
     const base = await serve(h, h.config, { health });
     const { cookie } = await signIn(base);
     const page = async (lang: string, path = '/batches/waiting-batch') => (await fetch(`${base}${path}`, { headers: { cookie, 'accept-language': lang } })).text();
-    expect(await page('en')).toMatch(/<td class="wait">Redis full: waiting for Redis: it is full/);
-    expect(await page('pt-BR')).toMatch(/<td class="wait">Redis cheio: /);
-    expect(await page('pt-BR', '/')).toMatch(/<td class="wait">Redis cheio: /);
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>Redis full: Redis refuses writes \(maxmemory\)/);
+    expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);
+    expect(await page('pt-BR', '/')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);
     health.waitReason = 'redis_down';
-    expect(await page('en')).toMatch(/<td class="wait">Redis unreachable: /);
-    expect(await page('pt-BR')).toMatch(/<td class="wait">Redis fora do ar: /);
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>Redis unreachable: /);
+    expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>Redis fora do ar: /);
     health.waitReason = undefined;
     await h.line.pauseByOperator('paused in a test');
-    expect(await page('en')).toMatch(/<td class="wait">paused: /);
-    expect(await page('pt-BR')).toMatch(/<td class="wait">pausada: /);
+    // The operator's own words, once (issue 22: "pausada: paused: paused in the console").
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>paused: by an operator: “paused in a test”<\/td>/);
+    expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>pausada: por um operador: “paused in a test”<\/td>/);
+    await h.line.resume();
+    await h.line.pauseByOperator('paused in the console');
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>paused: by an operator, in the console<\/td>/);
+    expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>pausada: por um operador, no console<\/td>/);
+    // Nothing waits: the placeholder is not styled as an error (issue 22, 15).
+    await h.line.resume();
+    expect(await page('pt-BR')).toMatch(/<td class="muted"[^>]*>—<\/td>/);
+    expect(await page('pt-BR')).not.toMatch(/class="wait"/);
   });
 });
 

@@ -355,7 +355,15 @@ describe('operations', () => {
     expect(ok.json).toEqual({
       status: 'ok',
       redis: 'ok',
-      accounts: [{ account: 'default', rateLimit: h.config.rateLimit.text, rate: { perSecond: 50, source: 'configured', text: '50/s, configured' }, paused: false, upstream: { state: 'ok' } }],
+      accounts: [
+        {
+          account: 'default',
+          rateLimit: h.config.rateLimit.text,
+          rate: { perSecond: 50, source: 'configured', text: '50/s, configured' },
+          paused: false,
+          upstream: { state: 'ok' },
+        },
+      ],
     });
 
     await h.line.pauseByOperator('maintenance');

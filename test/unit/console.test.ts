@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
+import { plural } from '../../src/console/say.js';
 import { localPath } from '../../src/console/routes.js';
 import { WebhookDelivery, Waiting } from '../../src/schemas/batch.js';
 import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/sinks/webhooks/target.js';
@@ -43,8 +44,17 @@ describe('console language', () => {
   });
 
   it('both dictionaries fill in their variables', () => {
-    expect(translator('en')('batch.retry', { n: 3 })).toBe('Retry the 3 failed plates');
-    expect(translator('pt-BR')('batch.retry', { n: 3 })).toBe('Tentar de novo as 3 placas com falha');
+    expect(translator('en')('batch.retry.other', { n: 3 })).toBe('Retry the 3 failed plates');
+    expect(translator('pt-BR')('batch.retry.other', { n: 3 })).toBe('Tentar de novo as 3 placas com falha');
+  });
+
+  it('counts agree with their noun in both languages (issue 22: "as 1 placas com falha")', () => {
+    const en = { lang: 'en' as const, t: translator('en') };
+    const pt = { lang: 'pt-BR' as const, t: translator('pt-BR') };
+    expect(plural(pt, 'batch.retry', 1)).toBe('Tentar de novo a placa com falha');
+    expect(plural(pt, 'batch.retry', 2)).toBe('Tentar de novo as 2 placas com falha');
+    expect(plural(en, 'batch.retry', 1)).toBe('Retry the failed plate');
+    expect(plural(pt, 'flash.retried', 1, { recreated: 0, skipped: 0 })).toBe('1 placa com falha voltou à fila (0 criada de novo, 0 ainda em andamento).');
   });
 });
 

@@ -1,0 +1,103 @@
+// Sentences the console builds from data, in the page's language: why a line waits (from the
+// reason and its fields, never the English message the CLI prints), plural forms, instants and
+// errors. The dictionary is i18n.ts; this turns state into its words.
+import type { AccountLineState } from '../queue/accounts.js';
+import type { Waiting } from '../schemas/batch.js';
+import type { ErrorBody } from '../http/errors.js';
+import { isKey, type Key, type Lang, type Translate } from './i18n.js';
+
+interface Ctx {
+  lang: Lang;
+  t: Translate;
+}
+
+const PLURALS: Record<Lang, Intl.PluralRules> = { en: new Intl.PluralRules('en'), 'pt-BR': new Intl.PluralRules('pt-BR') };
+const DATES: Record<Lang, Intl.DateTimeFormat> = {
+  en: new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeStyle: 'short' }),
+  'pt-BR': new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'short' }),
+};
+const RELATIVE: Record<Lang, Intl.RelativeTimeFormat> = {
+  en: new Intl.RelativeTimeFormat('en', { numeric: 'auto' }),
+  'pt-BR': new Intl.RelativeTimeFormat('pt-BR', { numeric: 'auto' }),
+};
+
+/** `key.one` or `key.other`, as the language's plural rules choose for `n`. */
+export function plural(ctx: Ctx, key: string, n: number, vars: Record<string, string | number> = {}): string {
+  const form = PLURALS[ctx.lang].select(n) === 'one' ? 'one' : 'other';
+  return ctx.t(`${key}.${form}` as Key, { n, ...vars });
+}
+
+/** "24/11/2026 14:03" / "Nov 24, 2026, 2:03 PM" (the server's time zone). */
+export function dateText(lang: Lang, at: number | string): string {
+  return DATES[lang].format(typeof at === 'string' ? new Date(at) : new Date(at));
+}
+
+/** "há 3 minutos" / "3 minutes ago", "em 2 horas" / "in 2 hours". */
+export function relativeText(lang: Lang, at: number, now: number): string {
+  const s = Math.round((at - now) / 1000);
+  const abs = Math.abs(s);
+  if (abs < 60) return RELATIVE[lang].format(s, 'second');
+  if (abs < 3_600) return RELATIVE[lang].format(Math.round(s / 60), 'minute');
+  if (abs < 172_800) return RELATIVE[lang].format(Math.round(s / 3_600), 'hour');
+  return RELATIVE[lang].format(Math.round(s / 86_400), 'day');
+}
+
+/** What an operator wrote when pausing from the CLI or the console by default: not shown as their own words. */
+const DEFAULT_OPERATOR_REASONS = new Set(['paused by an operator (vqb pause)', 'paused by an operator']);
+/** The reason the console records when its button pauses an account. */
+export const CONSOLE_PAUSE_REASON = 'paused in the console';
+
+/** Why the line waits, in words: "pausada: por um operador, no console". */
+export function waitingText(ctx: Ctx, waiting: Waiting | undefined, line: AccountLineState | undefined, now = Date.now()): string | undefined {
+  if (waiting === undefined) return undefined;
+  const { t, lang } = ctx;
+  const label = t(`wait.${waiting.reason}` as Key);
+  const said = detail(waiting, line, now);
+  return said === undefined ? label : `${label}: ${said}`;
+  function detail(w: Waiting, l: AccountLineState | undefined, at: number): string | undefined {
+    const until = w.until !== undefined ? dateText(lang, w.until) : '';
+    switch (w.reason) {
+      case 'paused': {
+        const pause = l?.pause;
+        if (pause === undefined || pause.code === 'PAUSED_BY_OPERATOR') {
+          const message = pause?.message ?? '';
+          if (message === CONSOLE_PAUSE_REASON) return t('pause.console');
+          if (message === '' || DEFAULT_OPERATOR_REASONS.has(message)) return t('pause.operator');
+          return t('pause.operatorSaid', { reason: message });
+        }
+        const known = `pause.${pause.code}` as Key;
+        return KEY_PAUSES.has(pause.code) ? t(known) : t('pause.other', { code: pause.code });
+      }
+      case 'upstream_unreachable': {
+        const u = l?.unreachable;
+        if (u === undefined) return undefined;
+        const reason = u.reason.startsWith('HTTP ') ? u.reason : t(`reach.${u.reason}` as Key);
+        return t('waitd.upstream_unreachable', { since: dateText(lang, u.since), ago: relativeText(lang, u.since, at), reason, attempts: u.attempts });
+      }
+      case 'budget':
+        return t('waitd.budget', { until });
+      case 'quota':
+        return t('waitd.quota', { until });
+      case 'rate_limit':
+        return t('waitd.rate_limit', { until });
+      case 'redis_down':
+        return t('waitd.redis_down');
+      case 'redis_full':
+        return t('waitd.redis_full');
+    }
+  }
+}
+
+const KEY_PAUSES = new Set(['INVALID_API_KEY', 'EXPIRED_API_KEY', 'INSUFFICIENT_PERMISSIONS']);
+
+/** An error for a person: the page's words for its code, the server's own text kept as a detail. */
+export function errorText(ctx: Ctx, body: ErrorBody, batchId?: string): { message: string; detail?: string } {
+  const { t } = ctx;
+  const code = body.error.code;
+  if (body.statusCode === 404 && batchId !== undefined) return { message: t('error.notFoundBatch', { id: batchId }) };
+  if (body.statusCode === 404) return { message: t('error.notFound'), detail: body.error.message };
+  if (code === 'CSRF') return { message: t('error.csrf') };
+  const known = `err.${code}`;
+  const message = isKey(known) ? t(known) : t('error.generic', { code });
+  return { message, detail: body.error.message };
+}
