@@ -1,4 +1,4 @@
-// The library example in the README, run as a user would: extracted from README.md, executed with
+// The library example of docs/library.md, run as a user would: extracted from the page, executed with
 // node against the built package (self-referenced as 'vqb'), the simulator and real Redis; and
 // type-checked as a TypeScript user's code against the built declarations (dist/*.d.ts).
 import { execFile, spawn } from 'node:child_process';
@@ -6,20 +6,20 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { useHarness } from '../helpers/engine.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const harness = useHarness();
 
 async function example(): Promise<string> {
-  const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-  const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
-  expect(code, 'README has the library example block').toBeDefined();
+  const page = await readFile(join(ROOT, 'docs/library.md'), 'utf8');
+  const code = /<!-- example:library -->\s*```js\n([\s\S]*?)```/.exec(page)?.[1];
+  expect(code, 'docs/library.md has the library example block').toBeDefined();
   return code!;
 }
 
-describe('README', () => {
+describe('the library example (docs/library.md)', () => {
   it('the library example type-checks as TypeScript against the built declarations (strict, skipLibCheck false)', async () => {
     await mkdir(join(ROOT, 'out'), { recursive: true });
     // Inside the package, so 'vqb' resolves to itself through package.json "exports" (dist/src/index.d.ts).
@@ -50,7 +50,10 @@ describe('README', () => {
     const h = await harness.start({ label: 'readme', workers: 0 });
     const dir = join(ROOT, 'out');
     await mkdir(dir, { recursive: true });
-    const file = join(dir, `readme-example-${process.pid}.mjs`);
+    // Inside the package (so 'vqb' resolves to itself), in a folder of its own that goes with the test.
+    const folder = await mkdtemp(join(dir, 'readme-example-'));
+    onTestFinished(() => rm(folder, { recursive: true, force: true }));
+    const file = join(folder, 'example.mjs');
     await writeFile(file, code);
     const child = spawn(process.execPath, [file], {
       cwd: ROOT,
