@@ -12,8 +12,9 @@ import type { z } from 'zod';
 import { loadConfig, type Config, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
-import { estimateCost, type CostEstimate } from './producers/dry-run.js';
-import { ingestList, listBatchId, toInputRows, type PlateInput } from './producers/list.js';
+import type { CostEstimate } from './producers/dry-run.js';
+import { enqueue, estimate } from './producers/enqueue.js';
+import type { PlateInput } from './producers/list.js';
 import type { AccountLineState } from './queue/accounts.js';
 import { batchContext } from './queue/batch-status.js';
 import { batchView } from './presenters/batch-view.js';
@@ -128,20 +129,15 @@ export class Vqb {
   /** Validates, dedups and enqueues; the same plates again resume the same batch unless `force`. */
   async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
     const checked = checkOptions(options);
-    const { batch } = await ingestList(this.services, plates, { ...withoutUndefined(checked), source: checked.source ?? 'library' });
+    const { source, name, ...request } = withoutUndefined(checked);
+    const { batch } = await enqueue(this.services, { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) }, request);
     return new Batch(batch.id, this.services);
   }
 
   /** A dry run: what enqueueing these plates would cost, without storing or calling anything. */
   async estimate(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<CostEstimate> {
-    const checked = checkOptions(options);
-    const { rows } = toInputRows(plates);
-    const name = checked.name ?? checked.source ?? 'library';
-    const id = listBatchId(rows, { batchId: checked.batchId, name, force: checked.force });
-    return estimateCost(this.services, id, rows, {
-      ...(checked.reuseWithinMs !== undefined ? { reuseWithinMs: checked.reuseWithinMs } : {}),
-      ...(checked.account !== undefined ? { account: checked.account } : {}),
-    });
+    const { source, name, ...request } = withoutUndefined(checkOptions(options));
+    return estimate(this.services, { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) }, request);
   }
 
   /** A batch enqueued earlier (by any producer). */

@@ -6,9 +6,9 @@ import { accountOf, parseDuration, requireAccountUpstream, type Account, type Co
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileOptions } from '../producers/plate-file.js';
-import { estimateCost, type CostEstimate } from '../producers/dry-run.js';
+import type { CostEstimate } from '../producers/dry-run.js';
 import { rateText } from '../presenters/line.js';
-import { batchIdFor, ingest } from '../producers/ingest.js';
+import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { OPERATOR_PAUSE } from '../queue/accounts.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
@@ -111,11 +111,12 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
       const { rows } = await readPlateFile(file, format, readOptions(options));
-      const estimate = await estimateCost(services, batchId, rows, {
-        account: account.id,
-        ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-      });
-      ctx.print(describeEstimate(estimate, account));
+      const estimated = await estimate(
+        services,
+        { source: 'file', name, digest, rows },
+        { batchId, account: account.id, ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}) },
+      );
+      ctx.print(describeEstimate(estimated, account));
       return { code: 0, batchId };
     }
     const line = services.lines.for(account.id);
@@ -139,26 +140,24 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
-      const { batch } = await ingest(
+      const { batch } = await enqueue(
         services,
+        { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
         {
-          id: batchId,
-          digest,
-          source: 'file',
-          name,
-          extraColumns: header.extraColumns,
+          batchId,
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+        },
+        {
           onLockWait: (ms) =>
             ctx.print(
               `waiting for another ingest of batch ${batchId} (still running, or stopped without letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
             ),
         },
-        rows,
       );
       ctx.print(
         `batch ${batchId}: ${batch.counts.total} rows, ${batch.counts.enqueued} plates enqueued, ${batch.counts.rejected} rejected, ${batch.counts.duplicates} duplicates (plate column "${header.plateColumn}")`,

@@ -25,8 +25,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { BatchNotFoundError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { estimateCost } from '../producers/dry-run.js';
-import { batchIdFor, ingest } from '../producers/ingest.js';
+import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
@@ -40,7 +39,6 @@ import { type Scope, sha256, type TokenAuth, canSee } from '../http/auth.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import { ApiError, describeError } from '../http/errors.js';
 import { batchRejects, batchResults } from '../sinks/results.js';
-import { ingestOnce } from '../producers/enqueue.js';
 import { ResultsQuery } from '../schemas/api.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -346,15 +344,17 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           );
           const { csv, options } = upload;
           callbackUrl = options.callbackUrl;
-          // Checked now, as ingest will check it again: a refused URL stages nothing.
-          const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
           const account = options.account ?? accounts[0];
           if (account === undefined || !accounts.includes(account)) throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
           const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
           const force = options.force === true;
-          const batchId = batchIdFor(name, csv.digest, force);
           const reuse = options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {};
-          const estimate = await estimateCost(services, batchId, csv.rows, { account, ...reuse });
+          const input: EnqueueInput = { source: 'console', name, digest: csv.digest, rows: csv.rows, extraColumns: csv.header.extraColumns };
+          const batchOptions: BatchRequest = { account, force, ...reuse, ...(callbackUrl !== undefined ? { callbackUrl } : {}) };
+          // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
+          const estimated = await estimate(services, input, batchOptions);
+          const batchId = estimated.batchId;
+          const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
           staged = await uploads.put({
             owner: idHash(signed.session.id),
             batchId,
@@ -368,10 +368,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
             ...(options.priority !== undefined ? { priority: options.priority } : {}),
             ...(options.weight !== undefined ? { weight: options.weight } : {}),
             ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
-            estimate,
+            estimate: estimated,
             rows: csv.rows,
           });
-          request.log.info({ batchId, rows: estimate.rows, creates: estimate.creates, via: 'console' }, 'upload staged for confirmation');
+          request.log.info({ batchId, rows: estimated.rows, creates: estimated.creates, via: 'console' }, 'upload staged for confirmation');
         } catch (err) {
           const body = describeError(err);
           if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
@@ -400,24 +400,19 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       if (!upload || !accountsOf(signed.scope).includes(upload.account) || !(await uploads.take(request.params.stage))) {
         return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
       }
-      const { batch, created } = await ingestOnce(() =>
-        ingest(
-          services,
-          {
-            id: upload.batchId,
-            digest: upload.digest,
-            source: 'api',
-            name: upload.name,
-            extraColumns: upload.extraColumns,
-            account: upload.account,
-            ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
-            ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
-            ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
-            ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
-            ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
-          },
-          upload.rows,
-        ),
+      // The staged id (a forced upload's own suffix included) names the batch; the console is its door.
+      const { batch, created } = await enqueue(
+        services,
+        { source: 'console', name: upload.name, digest: upload.digest, rows: upload.rows, extraColumns: upload.extraColumns },
+        {
+          batchId: upload.batchId,
+          account: upload.account,
+          ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
+          ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
+          ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
+          ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
+          ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
+        },
       );
       request.log.info(
         { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' },

@@ -1,10 +1,131 @@
-// Where every front door hands a batch to the queue. Today: the process's one ingest line, shared
-// by the HTTP API and the console (a route file used to export it, so the console imported the API).
+// The one way a batch enters the queue. Every front door (the CLI, the HTTP API, the console, the
+// drop folder, the library) parses its own input into rows and calls this: the account is resolved
+// once, the callback URL checked once, the batch id derived once (from the content, so the same
+// input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
+// ingest (`enqueue`), which records which door the batch came through. Only this module imports
+// the ingest itself (test/unit/imports.test.ts holds it to that).
+import { accountOf } from '../config.js';
+import { InputError } from '../errors.js';
+import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
+import type { PriorityClass } from '../queue/types.js';
+import type { QueueServices } from '../services.js';
+import { checkCallbackUrl } from '../sinks/webhooks/target.js';
+import { type CostEstimate, estimateCost } from './dry-run.js';
+import { batchIdFor } from './batch-id.js';
+import { type IngestResult, ingest } from './ingest.js';
+import { listDigest, type PlateInput, toInputRows } from './list.js';
+import type { InputRow } from './types.js';
+
+export type { IngestResult } from './ingest.js';
+export { batchIdFor } from './batch-id.js';
+
+/** A batch's options, whichever door they came through (each door parses them its own way). */
+export interface BatchRequest {
+  /** Use this id instead of one derived from the content (letters, digits, _ and -). */
+  batchId?: string;
+  /** A new batch even if the same content was sent before (pays again). */
+  force?: boolean;
+  metadata?: Record<string, unknown>;
+  maxCreates?: number;
+  reuseWithinMs?: number;
+  /** The account (its key and limits); default: the first configured. */
+  account?: string;
+  priority?: PriorityClass;
+  weight?: number;
+  callbackUrl?: string;
+}
+
+/** What a door read: a file's rows (with the file's sha256) or a list of plates. */
+export type EnqueueInput =
+  | { source: BatchSource; name: string; digest: string; rows: Iterable<InputRow> | AsyncIterable<InputRow>; extraColumns?: readonly string[] }
+  | { source: BatchSource; name?: string; plates: readonly PlateInput[] };
+
+interface Prepared {
+  id: string;
+  digest: string;
+  name: string;
+  rows: Iterable<InputRow> | AsyncIterable<InputRow>;
+  extraColumns: readonly string[];
+  account: string;
+  callbackUrl?: string;
+}
+
+/** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
+function prepare(services: Pick<QueueServices, 'config'>, input: EnqueueInput, options: BatchRequest): Prepared {
+  if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
+  const account = accountOf(services.config, options.account).id;
+  const callbackUrl = options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
+  let rows: Iterable<InputRow> | AsyncIterable<InputRow>;
+  let digest: string;
+  let extraColumns: readonly string[];
+  let name: string;
+  if ('plates' in input) {
+    const list = toInputRows(input.plates);
+    rows = list.rows;
+    // A named batchId given other plates than its batch holds is refused (BATCH_ID_TAKEN).
+    digest = listDigest(list.rows);
+    extraColumns = list.extraColumns;
+    name = input.name ?? input.source;
+  } else {
+    ({ rows, digest, name } = input);
+    extraColumns = input.extraColumns ?? [];
+  }
+  const id = options.batchId ?? batchIdFor(name, digest, options.force === true);
+  return { id, digest, name, rows, extraColumns, account, ...(callbackUrl !== undefined ? { callbackUrl } : {}) };
+}
+
+/** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
+export function batchIdOf(services: Pick<QueueServices, 'config'>, input: EnqueueInput, options: BatchRequest = {}): string {
+  return prepare(services, input, options).id;
+}
+
+/** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
+export async function estimate(services: QueueServices, input: EnqueueInput, options: BatchRequest = {}): Promise<CostEstimate> {
+  const p = prepare(services, input, options);
+  return estimateCost(services, p.id, p.rows, { account: p.account, ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}) });
+}
+
+/** Stores the batch's rows and enqueues each new plate once; the same content again resumes its batch. */
+export function enqueue(
+  services: QueueServices,
+  input: EnqueueInput,
+  options: BatchRequest = {},
+  hooks: { onLockWait?: (expiresInMs: number) => void } = {},
+): Promise<IngestResult> {
+  const p = prepare(services, input, options);
+  return ingestLine(() =>
+    ingest(
+      services,
+      {
+        id: p.id,
+        digest: p.digest,
+        source: input.source,
+        name: p.name,
+        extraColumns: p.extraColumns,
+        account: p.account,
+        ...(options.metadata ? { metadata: options.metadata } : {}),
+        ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+        ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+        ...(options.priority !== undefined ? { priority: options.priority } : {}),
+        ...(options.weight !== undefined ? { weight: options.weight } : {}),
+        ...(p.callbackUrl !== undefined ? { callbackUrl: p.callbackUrl } : {}),
+        ...(hooks.onLockWait ? { onLockWait: hooks.onLockWait } : {}),
+      },
+      p.rows,
+    ),
+  );
+}
+
+/** A list of plates (the library's and the JSON API's shape): `enqueue` with `{ source, plates }`. */
+export function ingestList(services: QueueServices, plates: readonly PlateInput[], options: BatchRequest & { source: BatchSource; name?: string }): Promise<IngestResult> {
+  const { source, name, ...request } = options;
+  return enqueue(services, { source, plates, ...(name !== undefined ? { name } : {}) }, request);
+}
 
 /**
  * Runs this process's ingests one at a time. Two identical requests at once (a client retrying on a
  * timeout, the same file confirmed in the console) are already kept from storing the rows twice by
- * ingest's own Redis lock (BatchStore.lockIngest); this queue only keeps one process from ingesting
+ * ingest's own Redis lock (BatchStore.lockIngest); this line only keeps one process from ingesting
  * several files at once. The upstream pace, not ingest, bounds throughput, so it costs nothing that matters.
  */
 function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
@@ -16,5 +137,4 @@ function serialized(): <T>(fn: () => Promise<T>) => Promise<T> {
   };
 }
 
-/** The process's one ingest queue: POST /v1/batches and the console's confirm share it. */
-export const ingestOnce = serialized();
+const ingestLine = serialized();

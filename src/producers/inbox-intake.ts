@@ -12,7 +12,7 @@ import type { InboxDelivery } from './inbox-delivery.js';
 import type { InboxErrors } from './inbox-errors.js';
 import { INBOX_EXTENSIONS, errorReport, fileChunks, hasInboxExtension, isForceName, moveInto, pathIn, stamp, writeErrorReport, type InboxLayout } from './inbox-files.js';
 import { InboxObserver } from './inbox-stable.js';
-import { batchIdFor, ingest } from './ingest.js';
+import { batchIdFor, enqueue } from './enqueue.js';
 
 export interface InboxIntakeDeps {
   services: QueueServices;
@@ -144,19 +144,15 @@ export class InboxIntake {
         blog.info({ file: name }, `inbox: ${JSON.stringify(name)} is batch ${batchId}, already ingested: nothing queued again`);
       } else {
         const { header, rows } = await readPlateFile(path, format, { chunks: fileChunks });
-        const { batch, created } = await ingest(
+        const { batch, created } = await enqueue(
           services,
+          { source: 'inbox', name, digest, rows, extraColumns: header.extraColumns },
           {
-            id: batchId,
-            digest,
-            source: 'inbox',
-            name,
+            batchId,
             metadata: { file: name },
-            extraColumns: header.extraColumns,
             // VQ_INBOX_NOTIFY_URL: the drop folder's batches tell one receiver when they finish.
             ...(services.config.webhooks.inboxNotifyUrl !== undefined ? { callbackUrl: services.config.webhooks.inboxNotifyUrl } : {}),
           },
-          rows,
         );
         const c = batch.counts;
         blog.info(

@@ -2,16 +2,15 @@
 // (valid, invalid, duplicate), stored for the exports, and each new plate enqueued once. The
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
-import { createHash, randomBytes } from 'node:crypto';
 import { accountOf } from '../config.js';
 import { BatchArchivedError, InputError, RedisFullError, isError } from '../errors.js';
 import { isRedisFull } from '../queue/redis-health.js';
-import { foldAccents } from '../plates.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { PlateDeduper } from './dedup.js';
+export { batchIdFor } from './batch-id.js';
 import type { InputRow } from './types.js';
 import { archiveFor } from '../sinks/export.js';
 
@@ -46,23 +45,6 @@ export interface IngestResult {
   batch: BatchInfo;
   /** False when the id named an existing batch, which this call resumed or left as it was. */
   created: boolean;
-}
-
-/** `<name>-<first 12 hex of sha256(content)>`: readable in file names, stable for the same input. */
-export function batchIdFor(name: string, digest: string, force = false): string {
-  const base =
-    foldAccents(name)
-      .replace(/\.[A-Za-z0-9]{1,5}$/, '')
-      .replace(/[^A-Za-z0-9_-]+/g, '-')
-      .replace(/^-+|-+$/g, '')
-      .slice(0, 40) || 'batch';
-  return `${base}-${digest.slice(0, 12)}${force ? `-${randomBytes(3).toString('hex')}` : ''}`;
-}
-
-export function digestOf(parts: Iterable<string | Buffer>): string {
-  const hash = createHash('sha256');
-  for (const part of parts) hash.update(part);
-  return hash.digest('hex');
 }
 
 export async function ingest(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {

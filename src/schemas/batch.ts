@@ -8,7 +8,7 @@ import { z } from 'zod';
 export const AccountId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
 export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('interactive: a person waits; normal; bulk');
 export const Weight = z.number().int().min(1).max(1_000);
-export const BatchSource = z.enum(['file', 'api', 'library', 'inbox']);
+export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox']);
 
 /** Checked again against the server's settings (http/https only, VQ_WEBHOOK_ALLOW, a secret) before anything is stored. */
 export const CallbackUrl = z

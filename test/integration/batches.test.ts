@@ -1,6 +1,6 @@
 // Batches across workers: exact counts, retries that do not pay again unless asked, the demo.
 import { describe, expect, it } from 'vitest';
-import { ingestList } from '../../src/producers/list.js';
+import { ingestList } from '../../src/producers/enqueue.js';
 import { rerunFailed as retryFailed } from '../../src/queue/rerun.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 

@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createHttpApi, type HttpApiDeps } from '../../src/server.js';
 import type { Config } from '../../src/config.js';
 import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
-import { ingestList } from '../../src/producers/list.js';
+import { ingestList } from '../../src/producers/enqueue.js';
 import type { RedisWaitReason } from '../../src/queue/redis-health.js';
 import { Retention } from '../../src/retention.js';
 import { archiveFor } from '../../src/sinks/export.js';

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CostLedger } from '../../src/queue/costs.js';
 import { releaseAccountHold, releaseBatchHold } from '../../src/queue/holds.js';
 import { estimateCost } from '../../src/producers/dry-run.js';
-import { ingestList, toInputRows } from '../../src/producers/list.js';
+import { ingestList } from '../../src/producers/enqueue.js';
+import { toInputRows } from '../../src/producers/list.js';
 import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 

@@ -1,7 +1,7 @@
 // Fair, multi-account scheduling on one account: batches share its rate by weight from the moment
 // each arrives, and an interactive look-up goes before anything queued.
 import { describe, expect, it } from 'vitest';
-import { ingestList } from '../../src/producers/list.js';
+import { ingestList } from '../../src/producers/enqueue.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';

@@ -14,7 +14,7 @@ import { type Config, loadConfig, type Overrides } from '../../src/config.js';
 import { isError, ConfigError } from '../../src/errors.js';
 import { Batch, createVqb } from '../../src/index.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
-import { ingestList } from '../../src/producers/list.js';
+import { ingestList } from '../../src/producers/enqueue.js';
 import { hostAllowed } from '../../src/sinks/webhooks/target.js';
 import { type Harness, makePlates, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';

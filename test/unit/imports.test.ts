@@ -76,6 +76,17 @@ describe('the import graph of src/', () => {
     expect([...crossings(g, 'console', 'api'), ...crossings(g, 'api', 'console')]).toEqual([]);
   });
 
+  it('has one way in for a batch: only producers/enqueue.ts imports the ingest, and every front door imports enqueue', () => {
+    const importers = (target: string) =>
+      [...g.entries()]
+        .filter(([, targets]) => targets.includes(join(SRC, target)))
+        .map(([file]) => rel(file))
+        .sort();
+    expect(importers('producers/ingest.ts')).toEqual(['producers/enqueue.ts']);
+    const doors = ['api/routes/batches.ts', 'commands/run.ts', 'console/routes.ts', 'index.ts', 'producers/inbox-intake.ts'];
+    expect(doors.filter((door) => !importers('producers/enqueue.ts').includes(door))).toEqual([]);
+  });
+
   it('keeps queue/ below sinks/: queue/ imports nothing of sinks/', () => {
     expect(crossings(g, 'queue', 'sinks')).toEqual([]);
   });

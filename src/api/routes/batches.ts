@@ -1,6 +1,5 @@
 // /v1: enqueue plates (JSON or CSV), follow batches, stream their results, retry failed plates.
 // Every route here needs a service token (the onRequest hook runs before any body is read).
-import { ingestOnce } from '../../producers/enqueue.js';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
@@ -11,9 +10,7 @@ import { rerunFailed } from '../../queue/rerun.js';
 import { Retention } from '../../retention.js';
 import { archiveFor } from '../../sinks/export.js';
 import type { QueueServices } from '../../services.js';
-import { estimateCost } from '../../producers/dry-run.js';
-import { batchIdFor, ingest, type IngestResult } from '../../producers/ingest.js';
-import { ingestList, listBatchId, toInputRows } from '../../producers/list.js';
+import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestResult } from '../../producers/enqueue.js';
 import { canSee, type Scope, type TokenAuth } from '../../http/auth.js';
 import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../../http/csv-body.js';
 import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
@@ -56,10 +53,7 @@ const MAX_REJECTS = 100;
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
-  const dryRun = async (id: string, rows: Parameters<typeof estimateCost>[2], options: { reuseWithinMs?: number; account: string }): Promise<DryRunReply> => ({
-    dryRun: true,
-    estimate: await estimateCost(services, id, rows, options),
-  });
+  const dryRun = async (input: EnqueueInput, options: BatchRequest): Promise<DryRunReply> => ({ dryRun: true, estimate: await estimate(services, input, options) });
 
   // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
   const scopes = new WeakMap<object, Scope>();
@@ -161,21 +155,21 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
             : await readCsvUpload(request, { bodyLimit, maxPlates });
         const { csv, options: csvOptions } = upload;
         const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
-        const id = batchIdFor(name, csv.digest, csvOptions.force === true);
-        const budget = {
+        const input: EnqueueInput = { source: 'api', name, digest: csv.digest, rows: csv.rows, extraColumns: csv.header.extraColumns };
+        const options: BatchRequest = {
+          ...(csvOptions.force !== undefined ? { force: csvOptions.force } : {}),
           ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
           ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
           account: accountFor(request, csvOptions.account),
           ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
           ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
+          ...(csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {}),
         };
-        const notify = csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {};
-        if (csvOptions.dryRun) return reply.code(200).send(await dryRun(id, csv.rows, budget));
-        result = await ingestOnce(() => ingest(services, { id, digest: csv.digest, source: 'api', name, extraColumns: csv.header.extraColumns, ...budget, ...notify }, csv.rows));
+        if (csvOptions.dryRun) return reply.code(200).send(await dryRun(input, options));
+        result = await enqueue(services, input, options);
       } else {
-        const options = {
-          source: 'api' as const,
-          ...(body.name !== undefined ? { name: body.name } : {}),
+        const input: EnqueueInput = { source: 'api', plates: body.plates, name: body.name ?? 'api' };
+        const options: BatchRequest = {
           ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
           ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),
           ...(body.force !== undefined ? { force: body.force } : {}),
@@ -186,12 +180,8 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           ...(body.weight !== undefined ? { weight: body.weight } : {}),
           ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),
         };
-        if (body.dryRun) {
-          const { rows } = toInputRows(body.plates);
-          const id = listBatchId(rows, { batchId: options.batchId, name: options.name ?? 'api', force: options.force });
-          return reply.code(200).send(await dryRun(id, rows, options));
-        }
-        result = await ingestOnce(() => ingestList(services, body.plates, options));
+        if (body.dryRun) return reply.code(200).send(await dryRun(input, options));
+        result = await enqueue(services, input, options);
       }
       const { batch, created } = result;
       const [batchReply, rejects] = await Promise.all([view(batch, now()), firstRejects(services.batches, batch.id, batch.counts.rejected)]);

@@ -13,12 +13,15 @@ import type { VqbKeys } from '../keys.js';
 import type { Scheduler } from '../scheduler.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { PriorityClass } from '../types.js';
+import type { z } from 'zod';
+import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import { execAll } from '../redis-health.js';
 import { encodeRow, decodeRow, type IngestRow } from './rows.js';
 
 export { encodeRow, decodeRow, type IngestRow, type StoredRow } from './rows.js';
 
-export type BatchSource = 'file' | 'api' | 'library' | 'inbox';
+/** Which door a batch came through (the one list: schemas/batch.ts). */
+export type BatchSource = z.output<typeof BatchSourceSchema>;
 
 /**
  * What a batch id may be: what ingest derives (`<name>-<digest>`) and what a caller may name
