@@ -73,7 +73,11 @@ export async function measureAccountPacing(ctx: StepContext, spec: AccountPacing
       for (const a of spec.accounts) {
         const plates = backlogFor(a.rateLimit, spec.warmupMs + spec.windowMs);
         const from = ctx.allocatePlates(plates);
-        batches.push({ account: a, plates, batch: await fleet.vqb.enqueue(platesFrom(from, plates), { batchId: `${spec.label}-${a.id}`, account: a.id }) });
+        batches.push({
+          account: a,
+          plates,
+          batch: await fleet.vqb.enqueue(platesFrom(from, plates), { batchId: `${spec.label}-${a.id}`, account: a.id }),
+        });
       }
       // The window opens once every key is running (the last first request + warm-up).
       const deadline = Date.now() + 30_000;

@@ -67,7 +67,11 @@ export async function usedMemory(redis: RedisClient): Promise<number> {
  * counted), summed by the group `groupOf` names for each key. Independent of other clients' writes,
  * unlike used_memory; it leaves out the allocator's and Redis's own overhead.
  */
-export async function keyBytes(redis: RedisClient, prefix: string, groupOf: (key: string) => string): Promise<Record<string, number>> {
+export async function keyBytes(
+  redis: RedisClient,
+  prefix: string,
+  groupOf: (key: string) => string,
+): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   let cursor = '0';
   do {

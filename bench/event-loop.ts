@@ -14,7 +14,7 @@ import { readPlateFile } from '../src/producers/plate-file.js';
 import { Retention } from '../src/retention.js';
 import { openQueueServices } from '../src/services.js';
 import { archiveFor, exportBatch, fileSinkFor } from '../src/sinks/export.js';
-import { REDIS_URL, benchPrefix, deleteByPrefix, platesFrom } from './common.js';
+import { benchPrefix, deleteByPrefix, platesFrom, REDIS_URL } from './common.js';
 import { finishAll } from './finished.js';
 import type { StepContext } from './upstream.js';
 
@@ -34,14 +34,28 @@ async function measured<T>(name: string, work: () => Promise<T>, out: EventLoopF
     return await work();
   } finally {
     histogram.disable();
-    out.push({ name, wallMs: Math.round(performance.now() - started), maxBlockMs: Math.round(histogram.max / 1e6), p99BlockMs: Math.round(histogram.percentile(99) / 1e6) });
+    out.push({
+      name,
+      wallMs: Math.round(performance.now() - started),
+      maxBlockMs: Math.round(histogram.max / 1e6),
+      p99BlockMs: Math.round(histogram.percentile(99) / 1e6),
+    });
   }
 }
 
 export async function measureEventLoop(ctx: StepContext, rows: number): Promise<EventLoopFigures> {
   const prefix = benchPrefix('eventloop');
   const dir = await mkdtemp(join(tmpdir(), 'vqb-bench-loop-'));
-  const config = loadConfig({}, { REDIS_URL, VQ_PREFIX: prefix, LOG_LEVEL: 'silent', VQ_OUT_DIR: join(dir, 'out'), VQ_ARCHIVE_DIR: join(dir, 'archive') });
+  const config = loadConfig(
+    {},
+    {
+      REDIS_URL,
+      VQ_PREFIX: prefix,
+      LOG_LEVEL: 'silent',
+      VQ_OUT_DIR: join(dir, 'out'),
+      VQ_ARCHIVE_DIR: join(dir, 'archive'),
+    },
+  );
   const services = await openQueueServices(config);
   const figures: EventLoopFigures = { rows, lockDurationMs: 30_000, phases: [] };
   try {
@@ -53,15 +67,24 @@ export async function measureEventLoop(ctx: StepContext, rows: number): Promise<
       `CSV ingest (${rows.toLocaleString('en')} rows)`,
       async () => {
         const { header, rows: input } = await readPlateFile(csv, 'csv');
-        await ingest(services, { id: batchId, source: 'file', name: 'plates.csv', extraColumns: header.extraColumns }, input);
+        await ingest(
+          services,
+          { id: batchId, source: 'file', name: 'plates.csv', extraColumns: header.extraColumns },
+          input,
+        );
       },
       figures.phases,
     );
     await finishAll(services, config, batchId);
-    await measured(`.xlsx export (${rows.toLocaleString('en')} rows)`, () => exportBatch(services, fileSinkFor(config), batchId, ['xlsx']), figures.phases);
+    await measured(
+      `.xlsx export (${rows.toLocaleString('en')} rows)`,
+      () => exportBatch(services, fileSinkFor(config), batchId, ['xlsx']),
+      figures.phases,
+    );
     const retention = new Retention(services, archiveFor(config), { retainMs: 0 });
     await measured('archive: write, read back, forget', () => retention.archiveAndForget(batchId), figures.phases);
-    for (const p of figures.phases) ctx.log(`    ${p.name}: ${p.wallMs} ms, longest event-loop block ${p.maxBlockMs} ms (p99 ${p.p99BlockMs} ms)`);
+    for (const p of figures.phases)
+      ctx.log(`    ${p.name}: ${p.wallMs} ms, longest event-loop block ${p.maxBlockMs} ms (p99 ${p.p99BlockMs} ms)`);
     return figures;
   } finally {
     await services.close();

@@ -9,11 +9,11 @@ import { type Config, loadConfig } from '../src/config.js';
 import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
 import { ReuseStore } from '../src/queue/reuse.js';
-import { openQueueServices, type QueueServices } from '../src/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
+import { openQueueServices, type QueueServices } from '../src/services.js';
 import { fakeVehicle } from '../src/simulator/vehicle.js';
 import { Recorder } from '../workers/recorder.js';
-import { REDIS_URL, benchPrefix, deleteByPrefix, keyBytes, platesFrom, settleMemory, usedMemory } from './common.js';
+import { benchPrefix, deleteByPrefix, keyBytes, platesFrom, REDIS_URL, settleMemory, usedMemory } from './common.js';
 import type { StepContext } from './upstream.js';
 
 export interface FinishedFigures {
@@ -68,8 +68,21 @@ export async function finishAll(services: QueueServices, config: Config, batchId
         const finishedAt = Date.now();
         const createdAt = finishedAt - 9_000;
         const queryId = answerFor(plate, i, createdAt, finishedAt)['id'] as string;
-        const data: PlateJobData = { account, batchId, cls, plate, product: 'agregados', step: 'poll', queryId, createdAt, polls: 1, requests: 2 };
-        const job = { id: `${batchId}.${plate}`, timestamp: createdAt - 2_000, attemptsMade: 0 } as Parameters<Recorder['record']>[0];
+        const data: PlateJobData = {
+          account,
+          batchId,
+          cls,
+          plate,
+          product: 'agregados',
+          step: 'poll',
+          queryId,
+          createdAt,
+          polls: 1,
+          requests: 2,
+        };
+        const job = { id: `${batchId}.${plate}`, timestamp: createdAt - 2_000, attemptsMade: 0 } as Parameters<
+          Recorder['record']
+        >[0];
         await recorder.record(job, data, undefined, answerFor(plate, i, createdAt, finishedAt - 500));
       }),
     );
@@ -81,7 +94,14 @@ export async function finishAll(services: QueueServices, config: Config, batchId
   for (const job of await queue.getJobs(['waiting', 'prioritized', 'delayed'])) {
     const plate = job.data.plate;
     const at = Date.now();
-    const data: PlateJobData = { ...job.data, step: 'poll', queryId: `q${index}`, createdAt: at - 9_000, polls: 1, requests: 2 };
+    const data: PlateJobData = {
+      ...job.data,
+      step: 'poll',
+      queryId: `q${index}`,
+      createdAt: at - 9_000,
+      polls: 1,
+      requests: 2,
+    };
     await recorder.record(job, data, undefined, answerFor(plate, index++, at - 9_000, at - 500));
   }
   await queue.drain(true);
@@ -99,7 +119,8 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     await ingest(services, { id: batchId, source: 'library', name: 'finished' }, rowsFromPlates(list));
     await finishAll(services, config, batchId);
     const { counts } = await services.batches.get(batchId);
-    if (counts.done !== plates) throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
+    if (counts.done !== plates)
+      throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
     const after = await usedMemory(ctx.redis);
     const parts = await keyBytes(ctx.redis, prefix, partOf);
     const reuseEntriesWhenOff = parts['reuse'] === undefined ? 0 : 1;
@@ -108,7 +129,13 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     const reuseOn = new ReuseStore(services.redis, services.keys, config.budget.reuseKeepMs, 86_400_000);
     for (let from = 0; from < list.length; from += 1_000) {
       await Promise.all(
-        list.slice(from, from + 1_000).map((plate, i) => reuseOn.save(plate, { queryId: `q${i}`, result: answerFor(plate, from + i, Date.now(), Date.now()), at: Date.now() })),
+        list.slice(from, from + 1_000).map((plate, i) =>
+          reuseOn.save(plate, {
+            queryId: `q${i}`,
+            result: answerFor(plate, from + i, Date.now(), Date.now()),
+            at: Date.now(),
+          }),
+        ),
       );
     }
     const withReuse = await keyBytes(ctx.redis, prefix, partOf);

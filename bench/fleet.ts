@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createVqb, type Overrides, type Vqb } from '../src/index.js';
-import { REDIS_URL, benchPrefix, deleteByPrefix } from './common.js';
+import { benchPrefix, deleteByPrefix, REDIS_URL } from './common.js';
 import { startWorkerChild, type WorkerChild } from './procs.js';
 import type { StepContext } from './upstream.js';
 
@@ -51,7 +51,10 @@ export async function startFleet(ctx: StepContext, spec: FleetSpec): Promise<Fle
   } else {
     dir = await mkdtemp(join(tmpdir(), 'vqb-bench-accounts-'));
     const file = join(dir, 'accounts.json');
-    await writeFile(file, JSON.stringify({ accounts: spec.accounts.map((a) => ({ id: a.id, apiKey: a.key, rateLimit: a.rateLimit })) }));
+    await writeFile(
+      file,
+      JSON.stringify({ accounts: spec.accounts.map((a) => ({ id: a.id, apiKey: a.key, rateLimit: a.rateLimit })) }),
+    );
     settings.VQ_ACCOUNTS_FILE = file;
   }
   const cleanup = async () => {

@@ -79,7 +79,11 @@ async function run(job: IngestJob): Promise<IngestResult> {
       const startRssBytes = process.memoryUsage().rss;
       const t0 = performance.now();
       const { header, rows } = await readPlateCsv(createReadStream(job.csv));
-      const { batch } = await ingest(services, { id: BATCH_ID, source: 'file', name: basename(job.csv), extraColumns: header.extraColumns }, rows);
+      const { batch } = await ingest(
+        services,
+        { id: BATCH_ID, source: 'file', name: basename(job.csv), extraColumns: header.extraColumns },
+        rows,
+      );
       const ms = performance.now() - t0;
       await services.close();
       return finish(job, ms, batch.counts.enqueued, startRssBytes);
@@ -93,7 +97,11 @@ async function run(job: IngestJob): Promise<IngestResult> {
       const chunk = [];
       for (let i = from; i < Math.min(job.rows, from + 1_000); i++) {
         const plate = plateAt(i);
-        chunk.push({ name: JOB_NAME, data: newJobData(config.accounts[0]!, BATCH_ID, plate, 'normal'), opts: { jobId: jobIdFor(BATCH_ID, plate) } });
+        chunk.push({
+          name: JOB_NAME,
+          data: newJobData(config.accounts[0]!, BATCH_ID, plate, 'normal'),
+          opts: { jobId: jobIdFor(BATCH_ID, plate) },
+        });
       }
       await queue.addBulk(chunk);
     }
@@ -108,7 +116,16 @@ async function run(job: IngestJob): Promise<IngestResult> {
 
   function finish(j: IngestJob, ms: number, jobs: number, startRssBytes: number): IngestResult {
     sampled = Math.max(sampled, process.memoryUsage().rss);
-    return { type: 'result', mode: j.mode, ms, rows: j.rows, jobs, peakRssBytes: process.resourceUsage().maxRSS * 1024, sampledPeakRssBytes: sampled, startRssBytes };
+    return {
+      type: 'result',
+      mode: j.mode,
+      ms,
+      rows: j.rows,
+      jobs,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
+      sampledPeakRssBytes: sampled,
+      startRssBytes,
+    };
   }
 }
 
@@ -128,7 +145,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href &
   process.once('message', (msg: { type: string; job: IngestJob }) => {
     run(msg.job).then(
       (result) => process.send!(result, () => process.exit(0)),
-      (err: unknown) => process.send!({ type: 'error', message: String((err as Error).stack ?? err) }, () => process.exit(1)),
+      (err: unknown) =>
+        process.send!({ type: 'error', message: String((err as Error).stack ?? err) }, () => process.exit(1)),
     );
   });
   process.once('disconnect', () => process.exit(0));

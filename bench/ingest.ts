@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REDIS_URL, benchPrefix, deleteByPrefix, keyBytes, plateAt, settleMemory, usedMemory } from './common.js';
+import { benchPrefix, deleteByPrefix, keyBytes, plateAt, REDIS_URL, settleMemory, usedMemory } from './common.js';
 import type { IngestJob, IngestResult } from './ingest-child.js';
 import { forkIpc } from './procs.js';
 import type { StepContext } from './upstream.js';
@@ -62,7 +62,8 @@ export interface DedupFigures {
 /** `placa;cliente` as a pt-BR spreadsheet exports it, one distinct Mercosul plate a row. */
 async function writeCsv(path: string, rows: number): Promise<void> {
   const out = createWriteStream(path);
-  const write = (text: string) => new Promise<void>((resolve, reject) => out.write(text, (err) => (err ? reject(err) : resolve())));
+  const write = (text: string) =>
+    new Promise<void>((resolve, reject) => out.write(text, (err) => (err ? reject(err) : resolve())));
   await write('placa;cliente\r\n');
   let chunk: string[] = [];
   for (let i = 0; i < rows; i++) {
@@ -76,7 +77,12 @@ async function writeCsv(path: string, rows: number): Promise<void> {
   await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
 }
 
-async function measureOne(ctx: StepContext, mode: IngestJob['mode'], csv: string, rows: number): Promise<IngestFigures> {
+async function measureOne(
+  ctx: StepContext,
+  mode: IngestJob['mode'],
+  csv: string,
+  rows: number,
+): Promise<IngestFigures> {
   const prefix = benchPrefix(`ingest-${mode}`);
   await settleMemory(ctx.redis);
   const before = await usedMemory(ctx.redis);
@@ -96,7 +102,13 @@ async function measureOne(ctx: StepContext, mode: IngestJob['mode'], csv: string
       sampledPeakRssMB: mb(r.sampledPeakRssBytes),
       startRssMB: mb(r.startRssBytes),
       redisBytesPerJob: (after - before) / Math.max(1, r.jobs),
-      ...(parts ? { keyBytesPerPlate: Object.fromEntries(Object.entries(parts).map(([part, bytes]) => [part, bytes / Math.max(1, r.jobs)])) } : {}),
+      ...(parts
+        ? {
+            keyBytesPerPlate: Object.fromEntries(
+              Object.entries(parts).map(([part, bytes]) => [part, bytes / Math.max(1, r.jobs)]),
+            ),
+          }
+        : {}),
     };
   } finally {
     await child.stop();
@@ -136,7 +148,10 @@ export async function measureDedup(plates: number): Promise<DedupFigures> {
   return { plates: r.jobs, seconds: r.ms / 1000, bytesPerPlate: (r.retainedBytes ?? NaN) / r.jobs };
 }
 
-export async function measureIngest(ctx: StepContext, rows: number): Promise<{ vqb: IngestFigures; raw: IngestFigures; reader: ReaderFigures; dedup: DedupFigures }> {
+export async function measureIngest(
+  ctx: StepContext,
+  rows: number,
+): Promise<{ vqb: IngestFigures; raw: IngestFigures; reader: ReaderFigures; dedup: DedupFigures }> {
   const dir = await mkdtemp(join(tmpdir(), 'vqb-bench-'));
   try {
     const csv = join(dir, 'plates.csv');
@@ -147,7 +162,9 @@ export async function measureIngest(ctx: StepContext, rows: number): Promise<{ v
     const raw = await measureOne(ctx, 'raw', csv, rows);
     ctx.log(`    raw addBulk: ${Math.round(raw.rowsPerS)} jobs/s`);
     const reader = await measureReader(csv, rows);
-    ctx.log(`    CSV reader alone: ${Math.round(reader.rowsPerS)} rows/s, peak RSS ${reader.peakRssMB.toFixed(0)} MB (+${reader.addedRssMB.toFixed(0)} MB)`);
+    ctx.log(
+      `    CSV reader alone: ${Math.round(reader.rowsPerS)} rows/s, peak RSS ${reader.peakRssMB.toFixed(0)} MB (+${reader.addedRssMB.toFixed(0)} MB)`,
+    );
     const dedup = await measureDedup(rows);
     ctx.log(`    dedup table: ${dedup.bytesPerPlate.toFixed(1)} bytes per plate`);
     return { vqb, raw, reader, dedup };

@@ -4,13 +4,13 @@
 // how long it took to reach 0.9 of the limit. A worker and the simulator run in this process, on
 // a prefix of their own, with a batch large enough to keep the account busy throughout.
 import { loadConfig } from '../src/config.js';
-import { noMetrics } from '../src/metrics.js';
 import { createLogger } from '../src/logger.js';
+import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
 import { openQueueServices } from '../src/services.js';
 import { startSimulator } from '../src/simulator/index.js';
 import { startWorker } from '../workers/worker.js';
-import { REDIS_URL, benchPrefix, deleteByPrefix, platesFrom } from './common.js';
+import { benchPrefix, deleteByPrefix, platesFrom, REDIS_URL } from './common.js';
 import type { StepContext } from './upstream.js';
 
 export interface LearnedScenario {
@@ -38,11 +38,46 @@ export function learnedScenarios(quick: boolean): LearnedScenario[] {
   const m = quick ? 1 : 3;
   const s = quick ? 1 : 2;
   return [
-    { name: '300/min per-minute window, headers, auto', limit: '300/min', perSecond: 5, headers: true, configured: 'auto', minutes: m },
-    { name: '300/min per-minute window, headers, configured 300/min', limit: '300/min', perSecond: 5, headers: true, configured: '300/min', minutes: m },
-    { name: '20/s per-second window, no headers, auto', limit: '20/s', perSecond: 20, headers: false, configured: 'auto', minutes: s },
-    { name: '20/s per-second window, no headers, configured 20/s', limit: '20/s', perSecond: 20, headers: false, configured: '20/s', minutes: s },
-    { name: '20/s per-second window, no headers, configured 40/s', limit: '20/s', perSecond: 20, headers: false, configured: '40/s', minutes: s },
+    {
+      name: '300/min per-minute window, headers, auto',
+      limit: '300/min',
+      perSecond: 5,
+      headers: true,
+      configured: 'auto',
+      minutes: m,
+    },
+    {
+      name: '300/min per-minute window, headers, configured 300/min',
+      limit: '300/min',
+      perSecond: 5,
+      headers: true,
+      configured: '300/min',
+      minutes: m,
+    },
+    {
+      name: '20/s per-second window, no headers, auto',
+      limit: '20/s',
+      perSecond: 20,
+      headers: false,
+      configured: 'auto',
+      minutes: s,
+    },
+    {
+      name: '20/s per-second window, no headers, configured 20/s',
+      limit: '20/s',
+      perSecond: 20,
+      headers: false,
+      configured: '20/s',
+      minutes: s,
+    },
+    {
+      name: '20/s per-second window, no headers, configured 40/s',
+      limit: '20/s',
+      perSecond: 20,
+      headers: false,
+      configured: '40/s',
+      minutes: s,
+    },
   ];
 }
 
@@ -74,7 +109,11 @@ export async function measureLearned(ctx: StepContext, scenario: LearnedScenario
   try {
     // Enough plates to keep the account busy: each costs a create and a poll or two.
     const plates = Math.ceil(scenario.perSecond * 60 * scenario.minutes * 0.6) + 50;
-    await ingest(services, { id: 'bench-learned', source: 'library', name: scenario.name }, rowsFromPlates(platesFrom(ctx.allocatePlates(plates), plates)));
+    await ingest(
+      services,
+      { id: 'bench-learned', source: 'library', name: scenario.name },
+      rowsFromPlates(platesFrom(ctx.allocatePlates(plates), plates)),
+    );
     const t0 = Date.now();
     const counted = () => sim.stats().byKey.key1 ?? { counted: 0, rateLimited: 0 };
     const sharePerMinute: number[] = [];
@@ -85,7 +124,8 @@ export async function measureLearned(ctx: StepContext, scenario: LearnedScenario
     for (let tick = 1; tick <= scenario.minutes * 6; tick++) {
       await new Promise((r) => setTimeout(r, t0 + tick * 10_000 - Date.now()));
       const now = counted();
-      if (convergeS === undefined && (now.counted - slice.counted) / 10 >= 0.9 * scenario.perSecond) convergeS = tick * 10;
+      if (convergeS === undefined && (now.counted - slice.counted) / 10 >= 0.9 * scenario.perSecond)
+        convergeS = tick * 10;
       slice = now;
       if (tick % 6 === 0) {
         sharePerMinute.push((now.counted - minuteStart.counted) / (scenario.perSecond * 60));
@@ -94,7 +134,13 @@ export async function measureLearned(ctx: StepContext, scenario: LearnedScenario
       }
     }
     const rate = await services.lines.for('default').rate();
-    const run: LearnedRun = { ...scenario, sharePerMinute, rateLimitedPerMinute, convergeS, endRate: { perSecond: rate.perSecond, source: rate.source } };
+    const run: LearnedRun = {
+      ...scenario,
+      sharePerMinute,
+      rateLimitedPerMinute,
+      convergeS,
+      endRate: { perSecond: rate.perSecond, source: rate.source },
+    };
     ctx.log(
       `    ${scenario.name}: share per minute ${sharePerMinute.map((x) => x.toFixed(2)).join(' ')}; 429s per minute ${rateLimitedPerMinute.join(' ')}; ≥ 0.9 after ${convergeS ?? '—'} s; in force ${rate.perSecond.toFixed(2)}/s (${rate.source})`,
     );

@@ -67,7 +67,11 @@ export function runPeer(options: PeerOptions, progress: PeerProgress): Promise<v
   const agent = new Agent({ keepAliveTimeout: 10_000 });
   const cap = new IntervalCap(options.intervalCap, options.intervalMs);
 
-  async function call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status?: string; queryId?: string }> {
+  async function call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+  ): Promise<{ status?: string; queryId?: string }> {
     for (;;) {
       await cap.take();
       const res = await request(`${options.baseUrl}${path}`, {
@@ -118,7 +122,16 @@ export function runPeer(options: PeerOptions, progress: PeerProgress): Promise<v
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href && process.send) {
-  const progress: PeerProgress = { type: 'progress', finished: 0, failed: 0, creates: 0, polls: 0, rateLimited: 0, startedAt: 0, lastFinishedAt: null };
+  const progress: PeerProgress = {
+    type: 'progress',
+    finished: 0,
+    failed: 0,
+    creates: 0,
+    polls: 0,
+    rateLimited: 0,
+    startedAt: 0,
+    lastFinishedAt: null,
+  };
   process.on('message', (msg: { type: string; options?: PeerOptions }) => {
     if (msg.type === 'report') process.send!({ ...progress, type: 'progress' });
     if (msg.type === 'start' && msg.options) {

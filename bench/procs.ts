@@ -1,8 +1,7 @@
 // The processes a benchmark step runs beside the orchestrator, each on its own event loop so none
 // steals time from the one being measured: the upstream simulator (`vqb simulate`), our workers
 // (`vqb work`, configured by environment as in production) and the naive peer (bench/peer.js).
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,12 +33,21 @@ export async function stopAllChildren(): Promise<void> {
 }
 
 /** Resolves with the first stdout/stderr line matching `pattern`; rejects if the child exits first. */
-function waitForLine(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs: number, tail: string[]): Promise<RegExpExecArray> {
+function waitForLine(
+  child: ChildProcess,
+  stream: 'stdout' | 'stderr',
+  pattern: RegExp,
+  timeoutMs: number,
+  tail: string[],
+): Promise<RegExpExecArray> {
   return new Promise((resolve, reject) => {
     let buffer = '';
     const source = child[stream];
     if (!source) return reject(new Error(`child has no ${stream}`));
-    const timer = setTimeout(() => finish(new Error(`no line matching ${pattern} within ${timeoutMs} ms:\n${tail.join('\n')}`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`no line matching ${pattern} within ${timeoutMs} ms:\n${tail.join('\n')}`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       buffer += chunk.toString('utf8');
       let nl: number;
@@ -50,7 +58,8 @@ function waitForLine(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: 
         if (match) return finish(undefined, match);
       }
     };
-    const onExit = (code: number | null) => finish(new Error(`child exited (${code}) before printing ${pattern}:\n${tail.join('\n')}`));
+    const onExit = (code: number | null) =>
+      finish(new Error(`child exited (${code}) before printing ${pattern}:\n${tail.join('\n')}`));
     function finish(err?: Error, match?: RegExpExecArray) {
       clearTimeout(timer);
       source!.off('data', onData);
@@ -66,7 +75,12 @@ function waitForLine(child: ChildProcess, stream: 'stdout' | 'stderr', pattern: 
 const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
 /** Keeps the last lines a child wrote, for error messages, and counts pino log lines by message. */
-function collectLines(child: ChildProcess, stream: 'stdout' | 'stderr', tail: string[], messages?: Map<string, number>): void {
+function collectLines(
+  child: ChildProcess,
+  stream: 'stdout' | 'stderr',
+  tail: string[],
+  messages?: Map<string, number>,
+): void {
   let buffer = '';
   child[stream]?.on('data', (chunk: Buffer) => {
     buffer += chunk.toString('utf8');
@@ -101,7 +115,9 @@ export interface SimChild {
 }
 
 export async function startSimChild(flags: string[]): Promise<SimChild> {
-  const child = spawn(process.execPath, [VQB_BIN, 'simulate', '--port', '0', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [VQB_BIN, 'simulate', '--port', '0', ...flags], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   live.add(child);
   const tail: string[] = [];
   collectLines(child, 'stderr', tail);
@@ -111,7 +127,8 @@ export async function startSimChild(flags: string[]): Promise<SimChild> {
   const call = async (method: 'GET' | 'POST', path: string): Promise<unknown> => {
     const res = await request(`${url}${path}`, { method });
     const body = await res.body.json();
-    if (res.statusCode >= 300) throw new Error(`simulator ${method} ${path}: ${res.statusCode} ${JSON.stringify(body)}`);
+    if (res.statusCode >= 300)
+      throw new Error(`simulator ${method} ${path}: ${res.statusCode} ${JSON.stringify(body)}`);
     return body;
   };
   return {
@@ -186,7 +203,10 @@ export function processCpuSeconds(pid: number): number {
 }
 
 export async function startWorkerChild(env: Record<string, string>): Promise<WorkerChild> {
-  const child = spawn(process.execPath, [VQB_BIN, 'work'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [VQB_BIN, 'work'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   live.add(child);
   const tail: string[] = [];
   const messages = new Map<string, number>();
@@ -221,10 +241,12 @@ export function forkIpc<Msg extends { type: string }>(modulePath: string, args: 
   const next = <T extends Msg>(type: string): Promise<T> =>
     new Promise((resolve, reject) => {
       const onMessage = (msg: Msg) => {
-        if (msg.type === 'error') finish(new Error(`child ${modulePath}: ${(msg as unknown as { message: string }).message}`));
+        if (msg.type === 'error')
+          finish(new Error(`child ${modulePath}: ${(msg as unknown as { message: string }).message}`));
         else if (msg.type === type) finish(undefined, msg as T);
       };
-      const onExit = (code: number | null) => finish(new Error(`child ${modulePath} exited (${code}) while waiting for "${type}"`));
+      const onExit = (code: number | null) =>
+        finish(new Error(`child ${modulePath} exited (${code}) while waiting for "${type}"`));
       function finish(err?: Error, msg?: T) {
         child.off('message', onMessage);
         child.off('exit', onExit);

@@ -1,14 +1,14 @@
 // The tables of one run, each figure with the target it is read against (✓/✗, never asserted):
 // vqb beside the naive peer, then vqb's scheduling and per-account pacing alone; printed and
 // written to results.json and RESULTS.md with the machine and settings.
-import { writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { MachineInfo } from './common.js';
 import type { AccountPacingRun } from './accounts.js';
+import type { MachineInfo } from './common.js';
 import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
-import type { LearnedRun } from './learned.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
+import type { LearnedRun } from './learned.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
 
@@ -60,8 +60,10 @@ interface VqbRow {
   met?: boolean;
 }
 
-const fixed = (digits: number) => (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits));
-const int = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '—' : Math.round(x).toLocaleString('en'));
+const fixed = (digits: number) => (x: number | undefined) =>
+  x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits);
+const int = (x: number | undefined) =>
+  x === undefined || !Number.isFinite(x) ? '—' : Math.round(x).toLocaleString('en');
 
 function row(
   figure: string,
@@ -89,86 +91,188 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
   const rows: Row[] = [];
   if (r.pacing) {
     const { vqb, peer } = r.pacing;
-    rows.push(row('pacing at R: upstream requests/s ÷ R', vqb && vqb.requestsPerS / rate, peer && peer.requestsPerS / rate, fixed(3), { text: '≥ 0.97', ok: (x) => x >= 0.97 }));
-    rows.push(row('pacing at R: 429s received', vqb?.rateLimited, peer?.rateLimited, int, { text: '0', ok: (x) => x === 0 }));
-    rows.push(row('pacing at R: densest 1 s (requests)', vqb?.maxInWindow, peer?.maxInWindow, int, { text: `≤ ${rate}`, ok: (x) => x <= rate }));
+    rows.push(
+      row(
+        'pacing at R: upstream requests/s ÷ R',
+        vqb && vqb.requestsPerS / rate,
+        peer && peer.requestsPerS / rate,
+        fixed(3),
+        { text: '≥ 0.97', ok: (x) => x >= 0.97 },
+      ),
+    );
+    rows.push(
+      row('pacing at R: 429s received', vqb?.rateLimited, peer?.rateLimited, int, { text: '0', ok: (x) => x === 0 }),
+    );
+    rows.push(
+      row('pacing at R: densest 1 s (requests)', vqb?.maxInWindow, peer?.maxInWindow, int, {
+        text: `≤ ${rate}`,
+        ok: (x) => x <= rate,
+      }),
+    );
     rows.push(row('pacing at R: times the line held for the upstream', holds(vqb?.workerLog), undefined, int));
   }
   if (r.overload) {
     const { vqb, peer } = r.overload;
-    rows.push(row('configured 2R: finished plates/s ÷ R', vqb && vqb.finishedPerS / rate, peer && peer.finishedPerS / rate, fixed(3)));
-    rows.push(row('configured 2R: upstream requests/s ÷ R', vqb && vqb.requestsPerS / rate, peer && peer.requestsPerS / rate, fixed(3)));
+    rows.push(
+      row(
+        'configured 2R: finished plates/s ÷ R',
+        vqb && vqb.finishedPerS / rate,
+        peer && peer.finishedPerS / rate,
+        fixed(3),
+      ),
+    );
+    rows.push(
+      row(
+        'configured 2R: upstream requests/s ÷ R',
+        vqb && vqb.requestsPerS / rate,
+        peer && peer.requestsPerS / rate,
+        fixed(3),
+      ),
+    );
     rows.push(row('configured 2R: 429s received', vqb?.rateLimited, peer?.rateLimited, int));
   }
   if (r.makespan) {
     const { vqb, peer, lowerBoundS } = r.makespan;
     const perPlate = (b: BatchResult | undefined) => b && (b.creates + b.polls) / b.plates;
-    rows.push(row('requests per plate (creates + polls)', perPlate(vqb), perPlate(peer), fixed(2), { text: '≤ 2.2', ok: (x) => x <= 2.2 }));
     rows.push(
-      row(`batch makespan ÷ lower bound (${lowerBoundS.toFixed(0)} s)`, vqb && vqb.wallS / lowerBoundS, peer && peer.wallS / lowerBoundS, fixed(3), {
-        text: '≤ 1.15',
-        ok: (x) => x <= 1.15,
+      row('requests per plate (creates + polls)', perPlate(vqb), perPlate(peer), fixed(2), {
+        text: '≤ 2.2',
+        ok: (x) => x <= 2.2,
       }),
+    );
+    rows.push(
+      row(
+        `batch makespan ÷ lower bound (${lowerBoundS.toFixed(0)} s)`,
+        vqb && vqb.wallS / lowerBoundS,
+        peer && peer.wallS / lowerBoundS,
+        fixed(3),
+        {
+          text: '≤ 1.15',
+          ok: (x) => x <= 1.15,
+        },
+      ),
     );
     rows.push(row('batch makespan, s', vqb?.wallS, peer?.wallS, fixed(1)));
     rows.push(row('429s during the batch', vqb?.rateLimited, peer?.rateLimited, int));
     rows.push(row('times the line held for the upstream', holds(vqb?.workerLog), undefined, int));
-    rows.push(row('worker CPU s per 1,000 plates', vqb?.workerCpuS === undefined ? undefined : (vqb.workerCpuS / vqb.plates) * 1000, undefined, fixed(2)));
+    rows.push(
+      row(
+        'worker CPU s per 1,000 plates',
+        vqb?.workerCpuS === undefined ? undefined : (vqb.workerCpuS / vqb.plates) * 1000,
+        undefined,
+        fixed(2),
+      ),
+    );
   }
   if (r.ingest) {
     const { vqb, raw } = r.ingest;
-    rows.push({ ...row('ingest rows/s (peer column: raw addBulk)', vqb.rowsPerS, raw.rowsPerS, int, { text: '≥ 15,000', ok: (x) => x >= 15_000 }) });
-    rows.push(row('ingest ÷ raw addBulk', vqb.rowsPerS / raw.rowsPerS, undefined, fixed(2), { text: '≥ 0.7', ok: (x) => x >= 0.7 }));
-    rows.push(row('ingest peak RSS, MB (raw addBulk)', vqb.peakRssMB, raw.peakRssMB, int, { text: '≤ 250', ok: (x) => x <= 250 }));
+    rows.push({
+      ...row('ingest rows/s (peer column: raw addBulk)', vqb.rowsPerS, raw.rowsPerS, int, {
+        text: '≥ 15,000',
+        ok: (x) => x >= 15_000,
+      }),
+    });
+    rows.push(
+      row('ingest ÷ raw addBulk', vqb.rowsPerS / raw.rowsPerS, undefined, fixed(2), {
+        text: '≥ 0.7',
+        ok: (x) => x >= 0.7,
+      }),
+    );
+    rows.push(
+      row('ingest peak RSS, MB (raw addBulk)', vqb.peakRssMB, raw.peakRssMB, int, {
+        text: '≤ 250',
+        ok: (x) => x <= 250,
+      }),
+    );
     const queued = vqb.jobs.toLocaleString('en');
     rows.push(
-      row(`Redis bytes per queued plate, ${queued} queued (peer column: a BullMQ job each)`, vqb.redisBytesPerJob, raw.redisBytesPerJob, int, {
-        text: '≤ 600',
-        ok: (x) => x <= 600,
-      }),
+      row(
+        `Redis bytes per queued plate, ${queued} queued (peer column: a BullMQ job each)`,
+        vqb.redisBytesPerJob,
+        raw.redisBytesPerJob,
+        int,
+        {
+          text: '≤ 600',
+          ok: (x) => x <= 600,
+        },
+      ),
     );
     const parts = vqb.keyBytesPerPlate ?? {};
     for (const part of ['waiting list', 'input rows', 'rest']) {
-      if (parts[part] !== undefined) rows.push(row(`… of which (MEMORY USAGE) ${part}`, parts[part], undefined, fixed(1)));
+      if (parts[part] !== undefined)
+        rows.push(row(`… of which (MEMORY USAGE) ${part}`, parts[part], undefined, fixed(1)));
     }
     const { reader, dedup } = r.ingest;
     if (reader) {
       const rowsText = reader.rows.toLocaleString('en');
       rows.push(row(`CSV reader alone, ${rowsText} rows: peak RSS, MB`, reader.peakRssMB, undefined, int));
-      rows.push(row(`CSV reader alone, ${rowsText} rows: RSS added while reading, MB`, reader.addedRssMB, undefined, int, { text: '≤ 200', ok: (x) => x <= 200 }));
+      rows.push(
+        row(`CSV reader alone, ${rowsText} rows: RSS added while reading, MB`, reader.addedRssMB, undefined, int, {
+          text: '≤ 200',
+          ok: (x) => x <= 200,
+        }),
+      );
     }
     if (dedup) {
       rows.push(
-        row(`dedup table, ${dedup.plates.toLocaleString('en')} distinct plates: bytes per plate`, dedup.bytesPerPlate, undefined, fixed(1), { text: '≤ 60', ok: (x) => x <= 60 }),
+        row(
+          `dedup table, ${dedup.plates.toLocaleString('en')} distinct plates: bytes per plate`,
+          dedup.bytesPerPlate,
+          undefined,
+          fixed(1),
+          { text: '≤ 60', ok: (x) => x <= 60 },
+        ),
       );
     }
   }
   if (r.finished) {
     const f = r.finished;
     rows.push(
-      row(`Redis bytes per finished plate, ${f.plates.toLocaleString('en')} finished (MEMORY USAGE of the batch's keys)`, f.keyBytesTotalPerPlate, undefined, int, {
-        text: '≤ 300',
-        ok: (x) => x <= 300,
-      }),
+      row(
+        `Redis bytes per finished plate, ${f.plates.toLocaleString('en')} finished (MEMORY USAGE of the batch's keys)`,
+        f.keyBytesTotalPerPlate,
+        undefined,
+        int,
+        {
+          text: '≤ 300',
+          ok: (x) => x <= 300,
+        },
+      ),
     );
     rows.push(row('… used_memory after − before, per finished plate', f.redisBytesPerPlate, undefined, int));
     for (const part of ['outcomes', 'input rows', 'rest']) {
-      if (f.keyBytesPerPlate[part] !== undefined) rows.push(row(`… of which (MEMORY USAGE) ${part}`, f.keyBytesPerPlate[part], undefined, fixed(1)));
+      if (f.keyBytesPerPlate[part] !== undefined)
+        rows.push(row(`… of which (MEMORY USAGE) ${part}`, f.keyBytesPerPlate[part], undefined, fixed(1)));
     }
-    rows.push(row('reuse entries written with reuse off (default)', f.reuseEntriesWhenOff, undefined, int, { text: '0', ok: (x) => x === 0 }));
+    rows.push(
+      row('reuse entries written with reuse off (default)', f.reuseEntriesWhenOff, undefined, int, {
+        text: '0',
+        ok: (x) => x === 0,
+      }),
+    );
     rows.push(row('reuse entry per plate when reuse is on, bytes', f.reuseBytesPerPlate, undefined, int));
   }
   if (r.eventLoop) {
     // A block near VQ_LOCK_DURATION (30 s) would let another worker take this process's jobs.
     const lock = r.eventLoop.lockDurationMs;
     for (const p of r.eventLoop.phases) {
-      rows.push(row(`longest event-loop block ÷ lock duration: ${p.name}`, p.maxBlockMs / lock, undefined, fixed(4), { text: '≤ 0.05', ok: (x) => x <= 0.05 }));
+      rows.push(
+        row(`longest event-loop block ÷ lock duration: ${p.name}`, p.maxBlockMs / lock, undefined, fixed(4), {
+          text: '≤ 0.05',
+          ok: (x) => x <= 0.05,
+        }),
+      );
     }
   }
   return rows;
 }
 
-function vqbRow(figure: string, value: number | undefined, format: (x: number | undefined) => string, target?: { text: string; ok: (x: number) => boolean }): VqbRow {
+function vqbRow(
+  figure: string,
+  value: number | undefined,
+  format: (x: number | undefined) => string,
+  target?: { text: string; ok: (x: number) => boolean },
+): VqbRow {
   return {
     figure,
     value: format(value),
@@ -207,16 +311,41 @@ export function vqbRows(r: BenchResults): VqbRow[] {
   if (r.interactive) {
     const { interactive: i, normal: n, bulkPlates, rateLimited } = r.interactive;
     const under = `under a ${bulkPlates.toLocaleString('en')}-plate normal batch`;
-    rows.push(vqbRow(`interactive 1-plate batch ${under}: submit → result stored, s (median of ${i.samples})`, i.medianLatencyS, fixed(2)));
+    rows.push(
+      vqbRow(
+        `interactive 1-plate batch ${under}: submit → result stored, s (median of ${i.samples})`,
+        i.medianLatencyS,
+        fixed(2),
+      ),
+    );
     rows.push(vqbRow('… the upstream completion time of its query, s (median)', i.medianCompletionS, fixed(2)));
-    rows.push(vqbRow('… result stored − upstream completion time, s (worst)', i.worstExcessS, fixed(2), { text: '≤ 2', ok: (x) => x <= 2 }));
+    rows.push(
+      vqbRow('… result stored − upstream completion time, s (worst)', i.worstExcessS, fixed(2), {
+        text: '≤ 2',
+        ok: (x) => x <= 2,
+      }),
+    );
     rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', i.worstToCreateS, fixed(2)));
     rows.push(vqbRow('… of which upstream completed → result stored, s (worst)', i.worstAfterCompletionS, fixed(2)));
-    rows.push(vqbRow("… the large batch's creates between its submit and its create (worst)", i.worstBulkCreatesBefore, int));
-    rows.push(vqbRow(`normal 1-plate batch submitted at the same moment: submit → result stored, s (median of ${n.samples})`, n.medianLatencyS, fixed(2)));
+    rows.push(
+      vqbRow("… the large batch's creates between its submit and its create (worst)", i.worstBulkCreatesBefore, int),
+    );
+    rows.push(
+      vqbRow(
+        `normal 1-plate batch submitted at the same moment: submit → result stored, s (median of ${n.samples})`,
+        n.medianLatencyS,
+        fixed(2),
+      ),
+    );
     rows.push(vqbRow('… result stored − upstream completion time, s (worst)', n.worstExcessS, fixed(2)));
     rows.push(vqbRow('… of which submit → create at the upstream, s (worst)', n.worstToCreateS, fixed(2)));
-    rows.push(vqbRow("… the large batch's creates between its submit and its create (worst; a fair share: about 1)", n.worstBulkCreatesBefore, int));
+    rows.push(
+      vqbRow(
+        "… the large batch's creates between its submit and its create (worst; a fair share: about 1)",
+        n.worstBulkCreatesBefore,
+        int,
+      ),
+    );
     rows.push(vqbRow('429s during the interactive run', rateLimited, int, { text: '0', ok: (x) => x === 0 }));
   }
   for (const [name, res] of [
@@ -225,12 +354,24 @@ export function vqbRows(r: BenchResults): VqbRow[] {
   ] as const) {
     if (!res) continue;
     const every = `share of the creates in each ${res.intervalS.toFixed(0)} s interval while both wait (${res.intervals.length})`;
-    rows.push(shareRow(`${name}, second batch ${res.offsetS.toFixed(0)} s later: first batch's (weight ${res.weights[0]}) ${every}, min–max`, res, 0));
+    rows.push(
+      shareRow(
+        `${name}, second batch ${res.offsetS.toFixed(0)} s later: first batch's (weight ${res.weights[0]}) ${every}, min–max`,
+        res,
+        0,
+      ),
+    );
     rows.push(shareRow(`${name}: second batch's (weight ${res.weights[1]}) ${every}, min–max`, res, 1));
     rows.push(vqbRow(`${name}: second batch's submit → its first create, s`, res.secondFirstCreateS, fixed(2)));
   }
   rows.push(...pacingRows(`two accounts, ${r.accounts?.workers ?? 3} workers`, r.accounts, 0.97));
-  rows.push(...pacingRows(`${r.scaleOut?.workers ?? 4} workers, one account at ${r.scaleOut?.accounts[0]?.rateLimit ?? ''}`, r.scaleOut, 0.97));
+  rows.push(
+    ...pacingRows(
+      `${r.scaleOut?.workers ?? 4} workers, one account at ${r.scaleOut?.accounts[0]?.rateLimit ?? ''}`,
+      r.scaleOut,
+      0.97,
+    ),
+  );
   for (const run of r.learned ?? []) {
     // From minute 2 on (the first is learning): the share of the real limit and the 429s, per minute.
     const settled = run.sharePerMinute.slice(run.minutes > 1 ? 1 : 0);
@@ -247,12 +388,23 @@ export function vqbRows(r: BenchResults): VqbRow[] {
           ok: (x) => x >= target,
         },
       ),
-      vqbRow(`learned: ${run.name}: 429s per minute (${run.rateLimitedPerMinute.join(', ')}), most after the first`, Math.max(...limits), int, { text: '≤ 5', ok: (x) => x <= 5 }),
+      vqbRow(
+        `learned: ${run.name}: 429s per minute (${run.rateLimitedPerMinute.join(', ')}), most after the first`,
+        Math.max(...limits),
+        int,
+        { text: '≤ 5', ok: (x) => x <= 5 },
+      ),
       vqbRow(`learned: ${run.name}: s to ≥ 0.9 of the limit`, run.convergeS, int),
     );
   }
   const minute = r.perMinute?.accounts[0];
-  rows.push(...pacingRows(`one account at ${minute?.rateLimit ?? ''}, ${(r.perMinute?.seconds ?? 0).toFixed(0)} s of steady load`, r.perMinute, 0.99));
+  rows.push(
+    ...pacingRows(
+      `one account at ${minute?.rateLimit ?? ''}, ${(r.perMinute?.seconds ?? 0).toFixed(0)} s of steady load`,
+      r.perMinute,
+      0.99,
+    ),
+  );
   return rows;
 }
 
@@ -279,11 +431,19 @@ export function formatVqbTable(rows: VqbRow[]): string {
 }
 
 function markdownTable(rows: Row[]): string {
-  return ['| figure | vqb | peer | target |', '|---|---:|---:|---|', ...rows.map((r) => `| ${r.figure} | ${r.vqb} | ${r.peer} | ${r.target}${mark(r)} |`)].join('\n');
+  return [
+    '| figure | vqb | peer | target |',
+    '|---|---:|---:|---|',
+    ...rows.map((r) => `| ${r.figure} | ${r.vqb} | ${r.peer} | ${r.target}${mark(r)} |`),
+  ].join('\n');
 }
 
 function markdownVqbTable(rows: VqbRow[]): string {
-  return ['| figure | vqb | target |', '|---|---:|---|', ...rows.map((r) => `| ${r.figure} | ${r.value} | ${r.target}${mark(r)} |`)].join('\n');
+  return [
+    '| figure | vqb | target |',
+    '|---|---:|---|',
+    ...rows.map((r) => `| ${r.figure} | ${r.value} | ${r.target}${mark(r)} |`),
+  ].join('\n');
 }
 
 export const METHOD = `## How each figure is measured
@@ -387,7 +547,9 @@ function workerLogSection(r: BenchResults): string {
             .join('; ') || 'nothing at info or above'
         }`,
     );
-  return lines.length === 0 ? '' : `**vqb worker log lines per run** (numbers in messages shown as N):\n\n${lines.join('\n')}\n`;
+  return lines.length === 0
+    ? ''
+    : `**vqb worker log lines per run** (numbers in messages shown as N):\n\n${lines.join('\n')}\n`;
 }
 
 /** How long each run took, and how busy the machine was: the bench's own processes count in the load too. */
@@ -397,10 +559,17 @@ function stepsSection(r: BenchResults): string {
   return `**Runs** (wall time; 1-minute load average at the end, on ${r.machine.cores} cores, the bench's own processes included):\n\n${lines.join('\n')}\n`;
 }
 
-export async function writeResults(results: BenchResults, rate: number, jsonPath: string, mdPath: string): Promise<string> {
+export async function writeResults(
+  results: BenchResults,
+  rate: number,
+  jsonPath: string,
+  mdPath: string,
+): Promise<string> {
   const rows = tableRows(results, rate);
   const own = vqbRows(results);
-  const table = [rows.length > 0 ? formatTable(rows) : '', own.length > 0 ? formatVqbTable(own) : ''].filter(Boolean).join('\n\n');
+  const table = [rows.length > 0 ? formatTable(rows) : '', own.length > 0 ? formatVqbTable(own) : '']
+    .filter(Boolean)
+    .join('\n\n');
   await mkdir(dirname(jsonPath), { recursive: true });
   await writeFile(jsonPath, `${JSON.stringify({ ...results, table: rows, vqbTable: own }, null, 2)}\n`);
   const m = results.machine;

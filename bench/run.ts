@@ -7,18 +7,31 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
-import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { measureAccountPacing } from './accounts.js';
+import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
-import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { measureIngest } from './ingest.js';
+import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { startSimChild, stopAllChildren } from './procs.js';
-import { writeResults, type BenchResults } from './report.js';
+import { type BenchResults, writeResults } from './report.js';
 import { measureInteractive, measureShares } from './scheduling.js';
-import { measureBatch, measureWindow, type ClientSpec, type StepContext } from './upstream.js';
+import { type ClientSpec, measureBatch, measureWindow, type StepContext } from './upstream.js';
 
-const STEPS = ['pacing', 'overload', 'makespan', 'interactive', 'shares', 'accounts', 'scaleout', 'minute', 'ingest', 'finished', 'eventloop', 'learned'] as const;
+const STEPS = [
+  'pacing',
+  'overload',
+  'makespan',
+  'interactive',
+  'shares',
+  'accounts',
+  'scaleout',
+  'minute',
+  'ingest',
+  'finished',
+  'eventloop',
+  'learned',
+] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
   requests: ['makespan'],
@@ -90,7 +103,10 @@ function selectedSteps(only: string | undefined): Step[] {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, help: { type: 'boolean' } }, strict: true });
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean' }, only: { type: 'string' }, help: { type: 'boolean' } },
+    strict: true,
+  });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -138,7 +154,12 @@ async function main(): Promise<number> {
     machine: await machineInfo(redis),
     settings: {
       R,
-      simulator: { command: `vqb simulate ${simFlags.join(' ').replace(BENCH_KEY, '<key>')}`, rateLimit: `${R}/s`, window: 'sliding', completionMs: COMPLETION_MS },
+      simulator: {
+        command: `vqb simulate ${simFlags.join(' ').replace(BENCH_KEY, '<key>')}`,
+        rateLimit: `${R}/s`,
+        window: 'sliding',
+        completionMs: COMPLETION_MS,
+      },
       vqb: {
         process: 'vqb work (child process), env settings only',
         rateLimit: `${R}/s at R, ${2 * R}/s at 2R`,
@@ -196,7 +217,9 @@ async function main(): Promise<number> {
     label,
     rate,
     plates,
-    ...(who === 'peer' ? { peer: { concurrency: rate * peerDefaults.concurrencyPerCap, pollMs: peerDefaults.pollMs } } : {}),
+    ...(who === 'peer'
+      ? { peer: { concurrency: rate * peerDefaults.concurrencyPerCap, pollMs: peerDefaults.pollMs } }
+      : {}),
   });
 
   const attempt = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
@@ -217,21 +240,32 @@ async function main(): Promise<number> {
     }
   };
   /** vqb's and the peer's figures; a failed run's side is absent (not undefined). */
-  const pair = <T>(vqb: T | undefined, peer: T | undefined): { vqb?: T; peer?: T } => ({ ...(vqb ? { vqb } : {}), ...(peer ? { peer } : {}) });
+  const pair = <T>(vqb: T | undefined, peer: T | undefined): { vqb?: T; peer?: T } => ({
+    ...(vqb ? { vqb } : {}),
+    ...(peer ? { peer } : {}),
+  });
 
   try {
     for (const step of steps) {
       switch (step) {
         case 'pacing':
           results.pacing = pair(
-            await attempt('pacing at R: vqb', () => measureWindow(ctx, spec('vqb', 'pacing-vqb', R, s.backlogPlates), s.warmupMs, s.windowMs)),
-            await attempt('pacing at R: peer', () => measureWindow(ctx, spec('peer', 'pacing-peer', R, s.backlogPlates), s.warmupMs, s.windowMs)),
+            await attempt('pacing at R: vqb', () =>
+              measureWindow(ctx, spec('vqb', 'pacing-vqb', R, s.backlogPlates), s.warmupMs, s.windowMs),
+            ),
+            await attempt('pacing at R: peer', () =>
+              measureWindow(ctx, spec('peer', 'pacing-peer', R, s.backlogPlates), s.warmupMs, s.windowMs),
+            ),
           );
           break;
         case 'overload':
           results.overload = pair(
-            await attempt('configured at 2R: vqb', () => measureWindow(ctx, spec('vqb', 'overload-vqb', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs)),
-            await attempt('configured at 2R: peer', () => measureWindow(ctx, spec('peer', 'overload-peer', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs)),
+            await attempt('configured at 2R: vqb', () =>
+              measureWindow(ctx, spec('vqb', 'overload-vqb', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs),
+            ),
+            await attempt('configured at 2R: peer', () =>
+              measureWindow(ctx, spec('peer', 'overload-peer', 2 * R, s.backlogPlates), s.warmupMs, s.windowMs),
+            ),
           );
           break;
         case 'makespan': {
@@ -240,22 +274,29 @@ async function main(): Promise<number> {
           results.makespan = {
             lowerBoundS,
             ...pair(
-              await attempt(`batch of ${s.batchPlates}: vqb`, () => measureBatch(ctx, spec('vqb', 'batch-vqb', R, s.batchPlates), timeoutMs)),
-              await attempt(`batch of ${s.batchPlates}: peer`, () => measureBatch(ctx, spec('peer', 'batch-peer', R, s.batchPlates), timeoutMs)),
+              await attempt(`batch of ${s.batchPlates}: vqb`, () =>
+                measureBatch(ctx, spec('vqb', 'batch-vqb', R, s.batchPlates), timeoutMs),
+              ),
+              await attempt(`batch of ${s.batchPlates}: peer`, () =>
+                measureBatch(ctx, spec('peer', 'batch-peer', R, s.batchPlates), timeoutMs),
+              ),
             ),
           };
           break;
         }
         case 'interactive': {
-          const interactive = await attempt(`interactive 1-plate batches under a ${s.interactive.bulkPlates.toLocaleString('en')}-plate batch`, () =>
-            measureInteractive(ctx, { rate: R, ...s.interactive }),
+          const interactive = await attempt(
+            `interactive 1-plate batches under a ${s.interactive.bulkPlates.toLocaleString('en')}-plate batch`,
+            () => measureInteractive(ctx, { rate: R, ...s.interactive }),
           );
           if (interactive) results.interactive = interactive;
           break;
         }
         case 'shares': {
           const run = (weights: [number, number]) =>
-            attempt(`shares, weights ${weights.join(':')}`, () => measureShares(ctx, `shares-${weights.join('to')}`, { rate: R, weights, ...s.shares }));
+            attempt(`shares, weights ${weights.join(':')}`, () =>
+              measureShares(ctx, `shares-${weights.join('to')}`, { rate: R, weights, ...s.shares }),
+            );
           const equal = await run([1, 1]);
           const weighted = await run([3, 1]);
           results.shares = { ...(equal ? { equal } : {}), ...(weighted ? { weighted } : {}) };
@@ -263,32 +304,56 @@ async function main(): Promise<number> {
         }
         case 'accounts': {
           const run = await attempt('two accounts (10/s, 20/s), three workers', () =>
-            measureAccountPacing(ctx, { label: 'accounts', workers: 3, accounts: TWO_ACCOUNTS, warmupMs: s.warmupMs, windowMs: s.windowMs, completionMs: COMPLETION_MS }),
+            measureAccountPacing(ctx, {
+              label: 'accounts',
+              workers: 3,
+              accounts: TWO_ACCOUNTS,
+              warmupMs: s.warmupMs,
+              windowMs: s.windowMs,
+              completionMs: COMPLETION_MS,
+            }),
           );
           if (run) results.accounts = run;
           break;
         }
         case 'scaleout': {
           const run = await attempt(`four workers, one account at ${R}/s`, () =>
-            measureAccountPacing(ctx, { label: 'scaleout', workers: 4, accounts: [SCALE_OUT], warmupMs: s.warmupMs, windowMs: s.windowMs, completionMs: COMPLETION_MS }),
+            measureAccountPacing(ctx, {
+              label: 'scaleout',
+              workers: 4,
+              accounts: [SCALE_OUT],
+              warmupMs: s.warmupMs,
+              windowMs: s.windowMs,
+              completionMs: COMPLETION_MS,
+            }),
           );
           if (run) results.scaleOut = run;
           break;
         }
         case 'minute': {
           const run = await attempt('one account at 300/min', () =>
-            measureAccountPacing(ctx, { label: 'minute', workers: 1, accounts: [PER_MINUTE], ...s.perMinute, completionMs: COMPLETION_MS }),
+            measureAccountPacing(ctx, {
+              label: 'minute',
+              workers: 1,
+              accounts: [PER_MINUTE],
+              ...s.perMinute,
+              completionMs: COMPLETION_MS,
+            }),
           );
           if (run) results.perMinute = run;
           break;
         }
         case 'ingest': {
-          const ingest = await attempt(`ingest of ${s.ingestRows.toLocaleString('en')} rows`, () => measureIngest(ctx, s.ingestRows));
+          const ingest = await attempt(`ingest of ${s.ingestRows.toLocaleString('en')} rows`, () =>
+            measureIngest(ctx, s.ingestRows),
+          );
           if (ingest) results.ingest = ingest;
           break;
         }
         case 'finished': {
-          const finished = await attempt(`${s.finishedPlates.toLocaleString('en')} finished plates`, () => measureFinished(ctx, s.finishedPlates));
+          const finished = await attempt(`${s.finishedPlates.toLocaleString('en')} finished plates`, () =>
+            measureFinished(ctx, s.finishedPlates),
+          );
           if (finished) results.finished = finished;
           break;
         }
@@ -302,7 +367,9 @@ async function main(): Promise<number> {
           break;
         }
         case 'eventloop': {
-          const loop = await attempt(`event-loop blocks over ${s.eventLoopRows.toLocaleString('en')} rows`, () => measureEventLoop(ctx, s.eventLoopRows));
+          const loop = await attempt(`event-loop blocks over ${s.eventLoopRows.toLocaleString('en')} rows`, () =>
+            measureEventLoop(ctx, s.eventLoopRows),
+          );
           if (loop) results.eventLoop = loop;
           break;
         }
@@ -321,7 +388,8 @@ async function main(): Promise<number> {
   const dir = fileURLToPath(new URL(full ? '../../bench/' : '../../out/bench/', import.meta.url));
   const table = await writeResults(results, R, `${dir}results.json`, `${dir}RESULTS.md`);
   process.stdout.write(`\n${table}\n\n`);
-  if (results.errors.length > 0) process.stdout.write(`failed steps:\n${results.errors.map((e) => `  ${e}`).join('\n')}\n`);
+  if (results.errors.length > 0)
+    process.stdout.write(`failed steps:\n${results.errors.map((e) => `  ${e}`).join('\n')}\n`);
   process.stdout.write(`written: ${dir}RESULTS.md, ${dir}results.json (${Math.round(results.durationS)} s)\n`);
   return results.errors.length > 0 ? 1 : 0;
 }

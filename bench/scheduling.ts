@@ -8,7 +8,7 @@
 //                share of the account's creates in every interval while both have creates waiting.
 import type { Outcome } from '../src/index.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
-import { startFleet, type Fleet } from './fleet.js';
+import { type Fleet, startFleet } from './fleet.js';
 import type { StepContext } from './upstream.js';
 
 export interface SingleLatency {
@@ -111,7 +111,8 @@ async function submitOne(
   const batch = await fleet.vqb.enqueue([plate], { batchId, priority });
   await batch.done({ pollMs: 50, timeoutMs: 300_000 });
   const outcome: Outcome | undefined = await fleet.vqb.services.outcomes.get(batchId, plate);
-  if (!outcome || outcome.status !== 'done') throw new Error(`${batchId}: no done outcome for ${plate} (${outcome?.error?.code ?? 'none stored'})`);
+  if (!outcome || outcome.status !== 'done')
+    throw new Error(`${batchId}: no done outcome for ${plate} (${outcome?.error?.code ?? 'none stored'})`);
   const up = upstreamTimes(outcome.result);
   const latencyS = (outcome.finishedAt - submittedAt) / 1000;
   const completionS = (up.completedAt - up.createdAt) / 1000;
@@ -135,7 +136,12 @@ export async function measureInteractive(
   spec: { rate: number; bulkPlates: number; warmupMs: number; rounds: number; gapMs: number; settleMs: number },
 ): Promise<InteractiveResult> {
   await ctx.sim.reset();
-  const fleet = await startFleet(ctx, { label: 'interactive', workers: 1, upstreamUrl: ctx.sim.url, accounts: oneAccount(spec.rate) });
+  const fleet = await startFleet(ctx, {
+    label: 'interactive',
+    workers: 1,
+    upstreamUrl: ctx.sim.url,
+    accounts: oneAccount(spec.rate),
+  });
   try {
     const from = ctx.allocatePlates(spec.bulkPlates + 2 * spec.rounds);
     const bulk = await fleet.vqb.enqueue(platesFrom(from, spec.bulkPlates), { batchId: 'bulk', priority: 'normal' });
@@ -145,12 +151,20 @@ export async function measureInteractive(
     for (let k = 0; k < spec.rounds; k++) {
       const load = {
         bulkWaiting: (await bulk.progress()).counts.queued,
-        queueAtSubmit: await fleet.vqb.services.queues.for('default').getJobCounts('prioritized', 'wait', 'active', 'delayed'),
+        queueAtSubmit: await fleet.vqb.services.queues
+          .for('default')
+          .getJobCounts('prioritized', 'wait', 'active', 'delayed'),
       };
-      if (load.bulkWaiting === 0) throw new Error('the large batch has no creates waiting any more: the 1-plate batches would not be measured under load');
+      if (load.bulkWaiting === 0)
+        throw new Error(
+          'the large batch has no creates waiting any more: the 1-plate batches would not be measured under load',
+        );
       const [plateI, plateN] = platesFrom(from + spec.bulkPlates + 2 * k, 2) as [string, string];
       // Both at the same moment: the interactive one goes first in its class, the normal one takes its fair share.
-      const pair = await Promise.all([submitOne(fleet, plateI, `interactive-${k + 1}`, 'interactive', load), submitOne(fleet, plateN, `single-${k + 1}`, 'normal', load)]);
+      const pair = await Promise.all([
+        submitOne(fleet, plateI, `interactive-${k + 1}`, 'interactive', load),
+        submitOne(fleet, plateN, `single-${k + 1}`, 'normal', load),
+      ]);
       rounds.push(...pair);
       ctx.log(
         `    round ${k + 1}: interactive ${pair[0].latencyS.toFixed(2)} s (upstream ${pair[0].completionS.toFixed(2)} s), normal ${pair[1].latencyS.toFixed(2)} s (upstream ${pair[1].completionS.toFixed(2)} s)`,
@@ -161,7 +175,8 @@ export async function measureInteractive(
     // plates created up to the last round have finished once a completion time and a poll passed.
     await sleep(spec.settleMs);
     const bulkCreates = await createTimes(fleet, 'bulk');
-    for (const r of rounds) r.bulkCreatesBefore = bulkCreates.filter((t) => t > r.submittedAt && t < r.createdAt).length;
+    for (const r of rounds)
+      r.bulkCreatesBefore = bulkCreates.filter((t) => t > r.submittedAt && t < r.createdAt).length;
     const stats = await ctx.sim.stats();
     return {
       bulkPlates: spec.bulkPlates,
@@ -216,7 +231,8 @@ export interface ShareSpec {
 /** Creates our timestamps say the batch made, sorted. */
 async function createTimes(fleet: Fleet, batchId: string): Promise<number[]> {
   const times: number[] = [];
-  for await (const o of fleet.vqb.services.outcomes.scan(batchId)) if (o.createdAt !== undefined) times.push(o.createdAt);
+  for await (const o of fleet.vqb.services.outcomes.scan(batchId))
+    if (o.createdAt !== undefined) times.push(o.createdAt);
   return times.sort((a, b) => a - b);
 }
 
@@ -227,18 +243,30 @@ export async function measureShares(ctx: StepContext, label: string, spec: Share
   // both batches still have creates waiting after the planned intervals.
   const createsPerS = spec.rate / 2;
   const shared = (createsPerS * spec.intervals * spec.intervalMs) / 1000;
-  const plates: [number, number] = [Math.ceil((createsPerS * spec.offsetMs) / 1000 + expected[0] * shared * 1.2), Math.ceil(expected[1] * shared * 1.2)];
+  const plates: [number, number] = [
+    Math.ceil((createsPerS * spec.offsetMs) / 1000 + expected[0] * shared * 1.2),
+    Math.ceil(expected[1] * shared * 1.2),
+  ];
   await ctx.sim.reset();
   const fleet = await startFleet(ctx, { label, workers: 1, upstreamUrl: ctx.sim.url, accounts: oneAccount(spec.rate) });
   try {
     const from = ctx.allocatePlates(plates[0] + plates[1]);
     const ids = [`${label}-first`, `${label}-second`] as const;
     const t0 = Date.now();
-    const first = await fleet.vqb.enqueue(platesFrom(from, plates[0]), { batchId: ids[0], priority: 'normal', weight: wa });
+    const first = await fleet.vqb.enqueue(platesFrom(from, plates[0]), {
+      batchId: ids[0],
+      priority: 'normal',
+      weight: wa,
+    });
     await sleep(t0 + spec.offsetMs - Date.now());
     const tB = Date.now();
-    const second = await fleet.vqb.enqueue(platesFrom(from + plates[0], plates[1]), { batchId: ids[1], priority: 'normal', weight: wb });
-    if ((await first.progress()).counts.queued === 0) throw new Error(`${label}: the first batch had no creates waiting when the second arrived`);
+    const second = await fleet.vqb.enqueue(platesFrom(from + plates[0], plates[1]), {
+      batchId: ids[1],
+      priority: 'normal',
+      weight: wb,
+    });
+    if ((await first.progress()).counts.queued === 0)
+      throw new Error(`${label}: the first batch had no creates waiting when the second arrived`);
     const timeoutMs = ((plates[0] + plates[1]) / createsPerS) * 2_000 + 60_000;
     await Promise.all([first.done({ pollMs: 250, timeoutMs }), second.done({ pollMs: 250, timeoutMs })]);
     const wallS = (Date.now() - t0) / 1000;

@@ -79,13 +79,20 @@ async function startRunner(ctx: StepContext, spec: ClientSpec): Promise<Runner> 
   const from = ctx.allocatePlates(spec.plates);
   if (spec.who === 'peer') return startPeer(ctx, spec, from);
 
-  const fleet = await startFleet(ctx, { label: spec.label, workers: 1, upstreamUrl: ctx.sim.url, accounts: [{ id: 'default', key: BENCH_KEY, rateLimit: `${spec.rate}/s` }] });
+  const fleet = await startFleet(ctx, {
+    label: spec.label,
+    workers: 1,
+    upstreamUrl: ctx.sim.url,
+    accounts: [{ id: 'default', key: BENCH_KEY, rateLimit: `${spec.rate}/s` }],
+  });
   const cpu0 = fleet.cpuSeconds();
   const t0 = Date.now();
-  const batch = await fleet.vqb.enqueue(platesFrom(from, spec.plates), { name: spec.label, batchId: spec.label }).catch(async (err: unknown) => {
-    await fleet.stop();
-    throw err;
-  });
+  const batch = await fleet.vqb
+    .enqueue(platesFrom(from, spec.plates), { name: spec.label, batchId: spec.label })
+    .catch(async (err: unknown) => {
+      await fleet.stop();
+      throw err;
+    });
   return {
     async progress() {
       const c = (await batch.progress()).counts;
@@ -93,7 +100,10 @@ async function startRunner(ctx: StepContext, spec: ClientSpec): Promise<Runner> 
     },
     async done(timeoutMs) {
       const info = await batch.done({ pollMs: 100, timeoutMs });
-      return { wallMs: (info.finishedAt ? Date.parse(info.finishedAt) : Date.now()) - t0, finished: info.counts.done + info.counts.failed };
+      return {
+        wallMs: (info.finishedAt ? Date.parse(info.finishedAt) : Date.now()) - t0,
+        finished: info.counts.done + info.counts.failed,
+      };
     },
     cpuSeconds: () => fleet.cpuSeconds() - cpu0,
     workerLog: () => fleet.workerLog(),
@@ -140,7 +150,10 @@ async function startPeer(ctx: StepContext, spec: ClientSpec, from: number): Prom
   };
 }
 
-async function snapshot(ctx: StepContext, runner: Runner): Promise<{ at: number; stats: SimulatorStats; progress: Progress }> {
+async function snapshot(
+  ctx: StepContext,
+  runner: Runner,
+): Promise<{ at: number; stats: SimulatorStats; progress: Progress }> {
   const before = Date.now();
   const [stats, progress] = await Promise.all([ctx.sim.stats(), runner.progress()]);
   return { at: (before + Date.now()) / 2, stats, progress };
@@ -150,7 +163,12 @@ async function snapshot(ctx: StepContext, runner: Runner): Promise<{ at: number;
  * Runs `spec` against a standing backlog and measures a window of `windowMs` that opens
  * `warmupMs` after the simulator saw the run's first request.
  */
-export async function measureWindow(ctx: StepContext, spec: ClientSpec, warmupMs: number, windowMs: number): Promise<WindowResult> {
+export async function measureWindow(
+  ctx: StepContext,
+  spec: ClientSpec,
+  warmupMs: number,
+  windowMs: number,
+): Promise<WindowResult> {
   await ctx.sim.reset();
   const runner = await startRunner(ctx, spec);
   try {

@@ -5,9 +5,9 @@
 // `default`, exactly as before accounts existed.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ConfigError } from './errors.js';
 import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
 import { parseRateLimit, Secret } from './setting-values.js';
-import { ConfigError } from './errors.js';
 
 export interface Account {
   /** Lower-case letters, digits, `_` and `-`; it names the account's queue and Redis keys. */
@@ -51,7 +51,13 @@ export interface AccountDefaults {
   rateLimit: RateLimit;
 }
 
-export function defaultAccount(settings: AccountDefaults & { apiKey: ApiKeySource | undefined; perDay: number | undefined; perMonth: number | undefined }): Account {
+export function defaultAccount(
+  settings: AccountDefaults & {
+    apiKey: ApiKeySource | undefined;
+    perDay: number | undefined;
+    perMonth: number | undefined;
+  },
+): Account {
   return { id: 'default', tokens: undefined, ...settings };
 }
 
@@ -61,7 +67,10 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(source, `expected JSON such as {"accounts": [{"id": "frota", "apiKeyFile": "…", "rateLimit": "300/min"}]}; ${(err as Error).message}`);
+    throw new ConfigError(
+      source,
+      `expected JSON such as {"accounts": [{"id": "frota", "apiKeyFile": "…", "rateLimit": "300/min"}]}; ${(err as Error).message}`,
+    );
   }
   const result = fileSchema.safeParse(json);
   if (!result.success) {
@@ -74,7 +83,11 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
     seen.add(a.id);
     if (a.apiKey && a.apiKeyFile) throw new ConfigError(source, `account ${a.id}: set apiKey or apiKeyFile, not both`);
     if (a.tokens && a.tokensFile) throw new ConfigError(source, `account ${a.id}: set tokens or tokensFile, not both`);
-    const apiKey: ApiKeySource | undefined = a.apiKeyFile ? { kind: 'file', path: a.apiKeyFile } : a.apiKey ? { kind: 'inline', secret: new Secret(a.apiKey) } : undefined;
+    const apiKey: ApiKeySource | undefined = a.apiKeyFile
+      ? { kind: 'file', path: a.apiKeyFile }
+      : a.apiKey
+        ? { kind: 'inline', secret: new Secret(a.apiKey) }
+        : undefined;
     const tokens: TokenSource | undefined = a.tokensFile
       ? { kind: 'file', path: a.tokensFile }
       : a.tokens

@@ -1,7 +1,7 @@
 // `vqb` commands. Thin: parse flags, build the Config once, call the modules that do the work, and
 // turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadConfig, SETTINGS, type Config, type Overrides, type SettingName } from './config.js';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } from './config.js';
 import { errorCodeEntry } from './error-codes.js';
 import { isVqbError, UsageError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
@@ -73,7 +73,8 @@ function overridesFrom(flags: CommandContext['flags']): Overrides {
   for (const pair of (flags.set as string[] | undefined) ?? []) {
     const eq = pair.indexOf('=');
     const name = pair.slice(0, eq);
-    if (eq < 1 || !(name in SETTINGS)) throw new UsageError(`--set expects NAME=VALUE with a known setting name; got ${JSON.stringify(pair)}`);
+    if (eq < 1 || !(name in SETTINGS))
+      throw new UsageError(`--set expects NAME=VALUE with a known setting name; got ${JSON.stringify(pair)}`);
     overrides[name as SettingName] = pair.slice(eq + 1);
   }
   return overrides;
@@ -152,7 +153,12 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     let parsed: { values: CommandContext['flags']; positionals: string[] } = { values: {}, positionals: rest };
     if (!command.rawArgs) {
       try {
-        parsed = parseArgs({ args: rest, options: { ...COMMON_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
+        parsed = parseArgs({
+          args: rest,
+          options: { ...COMMON_OPTIONS, ...command.options },
+          allowPositionals: true,
+          strict: true,
+        }) as typeof parsed;
       } catch (err) {
         throw new UsageError(`${parseErrorText(err as Error)} (see \`vqb ${name} --help\`)`);
       }

@@ -2,20 +2,21 @@
 // and handed down as a frozen Config. Nothing else in the code base reads process.env.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { defaultAccount, loadAccountsFile, type Account } from './accounts.js';
+import { type Account, defaultAccount, loadAccountsFile } from './accounts.js';
 import { ConfigError, VqbError } from './errors.js';
 import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
 import { hostAllowed } from './sinks/webhooks/target.js';
 
 export type { Account } from './accounts.js';
-
-export { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
+export { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 
-import { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
+import { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 
-const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off']).transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
 const duration = z.string().transform((v, ctx) => {
   const ms = parseDuration(v);
@@ -28,9 +29,15 @@ const duration = z.string().transform((v, ctx) => {
 
 /** Each variable, its meaning and default. The README's configuration table is this list. */
 export const SETTINGS = {
-  VQ_BASE_URL: { schema: z.url({ protocol: /^https?$/ }).optional(), help: 'upstream base URL (https://…); required by commands that call the upstream' },
+  VQ_BASE_URL: {
+    schema: z.url({ protocol: /^https?$/ }).optional(),
+    help: 'upstream base URL (https://…); required by commands that call the upstream',
+  },
   VQ_API_KEY: { schema: z.string().min(1).optional(), help: 'upstream API key (sent as x-api-key)' },
-  VQ_API_KEY_FILE: { schema: z.string().min(1).optional(), help: 'file holding the key instead of VQ_API_KEY; re-read when it changes (key rotation without restart)' },
+  VQ_API_KEY_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'file holding the key instead of VQ_API_KEY; re-read when it changes (key rotation without restart)',
+  },
   VQ_PRODUCT: {
     schema: z
       .string()
@@ -49,15 +56,30 @@ export const SETTINGS = {
     schema: z.enum(['standalone', 'cluster', 'sentinel']).default('standalone'),
     help: 'standalone (one Redis), cluster (Redis Cluster: REDIS_URL lists seed nodes) or sentinel (REDIS_SENTINELS and REDIS_SENTINEL_NAME find the primary)',
   },
-  REDIS_PASSWORD_FILE: { schema: z.string().min(1).optional(), help: 'file holding the Redis password, instead of a password in REDIS_URL' },
-  REDIS_TLS_CA_FILE: { schema: z.string().min(1).optional(), help: 'PEM file of the CA that signed the Redis server certificates (rediss://); read once at start-up' },
-  REDIS_SENTINELS: { schema: z.string().min(1).optional(), help: 'sentinel mode: the sentinels, host:port comma-separated' },
-  REDIS_SENTINEL_NAME: { schema: z.string().min(1).optional(), help: 'sentinel mode: the name the sentinels monitor the primary under' },
+  REDIS_PASSWORD_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'file holding the Redis password, instead of a password in REDIS_URL',
+  },
+  REDIS_TLS_CA_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'PEM file of the CA that signed the Redis server certificates (rediss://); read once at start-up',
+  },
+  REDIS_SENTINELS: {
+    schema: z.string().min(1).optional(),
+    help: 'sentinel mode: the sentinels, host:port comma-separated',
+  },
+  REDIS_SENTINEL_NAME: {
+    schema: z.string().min(1).optional(),
+    help: 'sentinel mode: the name the sentinels monitor the primary under',
+  },
   REDIS_SENTINEL_PASSWORD_FILE: {
     schema: z.string().min(1).optional(),
     help: 'sentinel mode: file holding the password of the sentinels themselves (requirepass of the sentinels)',
   },
-  VQ_ALLOW_EVICTION: { schema: bool.default(false), help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results' },
+  VQ_ALLOW_EVICTION: {
+    schema: bool.default(false),
+    help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results',
+  },
   VQ_QUEUE: {
     schema: z
       .string()
@@ -84,42 +106,105 @@ export const SETTINGS = {
     schema: duration.default(25),
     help: 'delay allowance between two requests of one account: N requests span at least the window plus this, so a sliding window never sees N+1',
   },
-  VQ_INTERACTIVE_MAX: { schema: int(1, 500).default(100), help: 'most plates an `interactive` batch may hold (they are served before anything else of the account)' },
-  VQ_CONCURRENCY: { schema: int(1, 1000).default(8), help: 'jobs one worker process runs at once (each makes at most one request)' },
-  VQ_MAX_IN_FLIGHT: { schema: int(1).default(500), help: 'queries created but not finished, per account, across all workers; new creates of the account wait above it' },
+  VQ_INTERACTIVE_MAX: {
+    schema: int(1, 500).default(100),
+    help: 'most plates an `interactive` batch may hold (they are served before anything else of the account)',
+  },
+  VQ_CONCURRENCY: {
+    schema: int(1, 1000).default(8),
+    help: 'jobs one worker process runs at once (each makes at most one request)',
+  },
+  VQ_MAX_IN_FLIGHT: {
+    schema: int(1).default(500),
+    help: 'queries created but not finished, per account, across all workers; new creates of the account wait above it',
+  },
   VQ_POLL_INITIAL: { schema: duration.default(5_000), help: 'first poll after a create, before anything is learned' },
-  VQ_POLL_INTERVAL: { schema: duration.default(2_000), help: 'wait after a poll that found the query still running (doubles each time)' },
+  VQ_POLL_INTERVAL: {
+    schema: duration.default(2_000),
+    help: 'wait after a poll that found the query still running (doubles each time)',
+  },
   VQ_POLL_MAX_INTERVAL: { schema: duration.default(15_000), help: 'cap on the wait between polls' },
-  VQ_POLL_DEADLINE: { schema: duration.default(300_000), help: 'give up polling a query after this long (POLL_TIMEOUT, queryId kept)' },
-  VQ_POLL_ADAPTIVE: { schema: bool.default(true), help: 'learn time-to-complete (shared in Redis) and aim the first poll at it' },
-  VQ_POLL_QUANTILE: { schema: z.coerce.number().min(0.5).max(0.99).default(0.9), help: 'adaptive: share of queries that should be finished at the first poll' },
+  VQ_POLL_DEADLINE: {
+    schema: duration.default(300_000),
+    help: 'give up polling a query after this long (POLL_TIMEOUT, queryId kept)',
+  },
+  VQ_POLL_ADAPTIVE: {
+    schema: bool.default(true),
+    help: 'learn time-to-complete (shared in Redis) and aim the first poll at it',
+  },
+  VQ_POLL_QUANTILE: {
+    schema: z.coerce.number().min(0.5).max(0.99).default(0.9),
+    help: 'adaptive: share of queries that should be finished at the first poll',
+  },
   VQ_POLL_INTERACTIVE: {
     schema: duration.default(1_000),
     help: 'interactive plates are polled this soon after the create and this often after (a person waits; polls cost quota, but such batches are small)',
   },
-  VQ_ATTEMPTS: { schema: int(1, 100).default(8), help: 'tries for transient failures (5xx, resets, timeouts) before a job fails' },
-  VQ_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay after a transient failure (exponential, with jitter)' },
-  VQ_RECREATE_UNCERTAIN: { schema: bool.default(true), help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")' },
-  VQ_MAX_CREATES_PER_DAY: { schema: int(0).optional(), help: 'spending cap: creates per UTC day for the key (unset = none); raise at run time with `vqb budget --per-day`' },
-  VQ_MAX_CREATES_PER_MONTH: { schema: int(0).optional(), help: 'spending cap: creates per UTC month for the key (unset = none)' },
+  VQ_ATTEMPTS: {
+    schema: int(1, 100).default(8),
+    help: 'tries for transient failures (5xx, resets, timeouts) before a job fails',
+  },
+  VQ_BACKOFF: {
+    schema: duration.default(1_000),
+    help: 'first retry delay after a transient failure (exponential, with jitter)',
+  },
+  VQ_RECREATE_UNCERTAIN: {
+    schema: bool.default(true),
+    help: 'a create whose answer was lost in a crash is sent again (flagged "possible duplicate charge")',
+  },
+  VQ_MAX_CREATES_PER_DAY: {
+    schema: int(0).optional(),
+    help: 'spending cap: creates per UTC day for the key (unset = none); raise at run time with `vqb budget --per-day`',
+  },
+  VQ_MAX_CREATES_PER_MONTH: {
+    schema: int(0).optional(),
+    help: 'spending cap: creates per UTC month for the key (unset = none)',
+  },
   VQ_REUSE_WITHIN: {
     schema: duration.default(0),
     help: 'default reuse window: a plate with a stored result this recent is answered from it, free (0 = off; per batch: --reuse-within)',
   },
-  VQ_REUSE_KEEP: { schema: duration.default(7 * 86_400_000), help: 'how long finished results are kept per plate for reuse (0 = keep none)' },
-  VQ_LOCK_DURATION: { schema: duration.default(30_000), help: 'job lock; a worker that dies is noticed after about this long' },
+  VQ_REUSE_KEEP: {
+    schema: duration.default(7 * 86_400_000),
+    help: 'how long finished results are kept per plate for reuse (0 = keep none)',
+  },
+  VQ_LOCK_DURATION: {
+    schema: duration.default(30_000),
+    help: 'job lock; a worker that dies is noticed after about this long',
+  },
   VQ_STALLED_INTERVAL: { schema: duration.default(30_000), help: 'how often workers look for jobs whose worker died' },
-  VQ_MAX_STALLED: { schema: int(1, 1000).default(20), help: 'times a job may be found stalled (its worker died) before it fails' },
+  VQ_MAX_STALLED: {
+    schema: int(1, 1000).default(20),
+    help: 'times a job may be found stalled (its worker died) before it fails',
+  },
   VQ_CONNECT_TIMEOUT: { schema: duration.default(10_000), help: 'upstream TCP/TLS connect timeout' },
   VQ_REQUEST_TIMEOUT: { schema: duration.default(30_000), help: 'upstream headers and body timeout each' },
   VQ_OUT_DIR: { schema: z.string().min(1).default('out'), help: 'where batch exports are written' },
-  VQ_CSV_DELIMITER: { schema: z.enum([',', ';', 'tab']).default(';'), help: 'delimiter of the CSV exports; ; opens in columns in pt-BR Excel' },
-  VQ_ROOT: { schema: z.string().min(1).default('data'), help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)' },
-  VQ_HTTP_HOST: { schema: z.string().min(1).default('127.0.0.1'), help: 'address `vqb serve` listens on (0.0.0.0 in containers)' },
+  VQ_CSV_DELIMITER: {
+    schema: z.enum([',', ';', 'tab']).default(';'),
+    help: 'delimiter of the CSV exports; ; opens in columns in pt-BR Excel',
+  },
+  VQ_ROOT: {
+    schema: z.string().min(1).default('data'),
+    help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)',
+  },
+  VQ_HTTP_HOST: {
+    schema: z.string().min(1).default('127.0.0.1'),
+    help: 'address `vqb serve` listens on (0.0.0.0 in containers)',
+  },
   VQ_HTTP_PORT: { schema: int(0, 65535).default(8080), help: 'port of the HTTP API (`vqb serve`)' },
-  VQ_API_TOKENS: { schema: z.string().min(1).optional(), help: 'comma-separated service tokens accepted by the HTTP API (never the upstream key)' },
-  VQ_API_TOKENS_FILE: { schema: z.string().min(1).optional(), help: 'file with one service token per line, instead of VQ_API_TOKENS' },
-  VQ_HTTP_BODY_LIMIT: { schema: int(1024).default(10 * 1024 * 1024), help: 'largest request body the HTTP API reads, in bytes' },
+  VQ_API_TOKENS: {
+    schema: z.string().min(1).optional(),
+    help: 'comma-separated service tokens accepted by the HTTP API (never the upstream key)',
+  },
+  VQ_API_TOKENS_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'file with one service token per line, instead of VQ_API_TOKENS',
+  },
+  VQ_HTTP_BODY_LIMIT: {
+    schema: int(1024).default(10 * 1024 * 1024),
+    help: 'largest request body the HTTP API reads, in bytes',
+  },
   VQ_HTTP_MAX_PLATES: { schema: int(1).default(100_000), help: 'most plates one HTTP request may enqueue' },
   VQ_HTTP_REQUEST_TIMEOUT: {
     schema: duration.pipe(z.number().min(100, 'at least 100ms')).default(30_000),
@@ -129,9 +214,15 @@ export const SETTINGS = {
     schema: z.string().min(1).optional(),
     help: 'comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-Proto/-For `vqb serve` believes (the console cookie is Secure when the proxy says https)',
   },
-  VQ_METRICS_PORT: { schema: int(1, 65535).optional(), help: '`vqb work` serves Prometheus metrics on this port (off when unset)' },
+  VQ_METRICS_PORT: {
+    schema: int(1, 65535).optional(),
+    help: '`vqb work` serves Prometheus metrics on this port (off when unset)',
+  },
   VQ_INBOX_POLL: { schema: duration.default(1_000), help: 'how often the drop folder is scanned' },
-  VQ_INBOX_STABLE: { schema: duration.default(2_000), help: 'a dropped file is taken once its size has not changed for this long' },
+  VQ_INBOX_STABLE: {
+    schema: duration.default(2_000),
+    help: 'a dropped file is taken once its size has not changed for this long',
+  },
   VQ_RETAIN: {
     schema: z
       .string()
@@ -151,12 +242,18 @@ export const SETTINGS = {
     schema: z.string().min(1).optional(),
     help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up',
   },
-  VQ_KEEP_FAILED: { schema: duration.default(7 * 86_400_000), help: 'how long failed jobs stay in Redis (outcomes are kept separately)' },
+  VQ_KEEP_FAILED: {
+    schema: duration.default(7 * 86_400_000),
+    help: 'how long failed jobs stay in Redis (outcomes are kept separately)',
+  },
   VQ_WEBHOOK_SECRET: {
     schema: z.string().min(1).optional(),
     help: 'signing secret of the webhooks, `whsec_` + base64 of 24–64 random bytes (Standard Webhooks); needed for any callbackUrl',
   },
-  VQ_WEBHOOK_SECRET_FILE: { schema: z.string().min(1).optional(), help: 'file holding the webhook secret instead of VQ_WEBHOOK_SECRET (read at start-up)' },
+  VQ_WEBHOOK_SECRET_FILE: {
+    schema: z.string().min(1).optional(),
+    help: 'file holding the webhook secret instead of VQ_WEBHOOK_SECRET (read at start-up)',
+  },
   VQ_WEBHOOK_ALLOW: {
     schema: z.string().min(1).optional(),
     help: 'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for its subdomains); unset = any host',
@@ -165,15 +262,30 @@ export const SETTINGS = {
     schema: z.url({ protocol: /^https?$/ }).optional(),
     help: "receives the account-level events (account.paused) of every account, besides each waiting batch's callbackUrl",
   },
-  VQ_WEBHOOK_ATTEMPTS: { schema: int(1, 100).default(15), help: 'tries per webhook delivery before it is given up (the same webhook-id on every try)' },
-  VQ_WEBHOOK_BACKOFF: { schema: duration.default(1_000), help: 'first retry delay of a failed delivery, doubling each time (15 tries ≈ 4.5 h)' },
-  VQ_WEBHOOK_TIMEOUT: { schema: duration.default(10_000), help: 'time a receiver has to answer a delivery; a slower one counts as failed (and is retried)' },
+  VQ_WEBHOOK_ATTEMPTS: {
+    schema: int(1, 100).default(15),
+    help: 'tries per webhook delivery before it is given up (the same webhook-id on every try)',
+  },
+  VQ_WEBHOOK_BACKOFF: {
+    schema: duration.default(1_000),
+    help: 'first retry delay of a failed delivery, doubling each time (15 tries ≈ 4.5 h)',
+  },
+  VQ_WEBHOOK_TIMEOUT: {
+    schema: duration.default(10_000),
+    help: 'time a receiver has to answer a delivery; a slower one counts as failed (and is retried)',
+  },
   VQ_PUBLIC_URL: {
     schema: z.url({ protocol: /^https?$/ }).optional(),
     help: 'public base URL of `vqb serve` (https://vqb.example.com), for absolute results links in webhooks; unset: links are paths',
   },
-  VQ_INBOX_NOTIFY_URL: { schema: z.url({ protocol: /^https?$/ }).optional(), help: 'callbackUrl of every batch the drop folder makes' },
-  LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), help: 'pino log level' },
+  VQ_INBOX_NOTIFY_URL: {
+    schema: z.url({ protocol: /^https?$/ }).optional(),
+    help: 'callbackUrl of every batch the drop folder makes',
+  },
+  LOG_LEVEL: {
+    schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    help: 'pino log level',
+  },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -218,7 +330,15 @@ export interface Config {
   keepFailedMs: number;
   /** Finished batches older than retainMs (0: never) are archived to archiveDir and deleted from Redis. */
   retention: { retainMs: number; archiveDir: string };
-  http: { host: string; port: number; bodyLimit: number; maxPlates: number; requestTimeoutMs: number; tokens: TokenSource | undefined; trustProxy?: string[] };
+  http: {
+    host: string;
+    port: number;
+    bodyLimit: number;
+    maxPlates: number;
+    requestTimeoutMs: number;
+    tokens: TokenSource | undefined;
+    trustProxy?: string[];
+  };
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
   webhooks: WebhookSettings;
@@ -269,24 +389,35 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     if (!result.success) {
       // A Redis URL may hold a password: never echo it.
       const shown = name === 'REDIS_URL' ? raw?.replace(/\/\/[^@/]*@/g, '//***@') : raw;
-      throw new ConfigError(name, `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} (${result.error.issues[0]?.message ?? 'invalid'})`);
+      throw new ConfigError(
+        name,
+        `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} (${result.error.issues[0]?.message ?? 'invalid'})`,
+      );
     }
     values[name] = result.data;
   }
   const v = values as Parsed;
 
   const rateLimit = parseRateLimit(v.VQ_RATE_LIMIT);
-  if (!rateLimit) throw new ConfigError('VQ_RATE_LIMIT', `expected auto, auto<=300/min or a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`);
-  if (v.VQ_API_KEY && v.VQ_API_KEY_FILE) throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
-  if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL) throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
+  if (!rateLimit)
+    throw new ConfigError(
+      'VQ_RATE_LIMIT',
+      `expected auto, auto<=300/min or a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`,
+    );
+  if (v.VQ_API_KEY && v.VQ_API_KEY_FILE)
+    throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
+  if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL)
+    throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
 
-  if (v.VQ_API_TOKENS && v.VQ_API_TOKENS_FILE) throw new ConfigError('VQ_API_TOKENS_FILE', 'set either VQ_API_TOKENS or VQ_API_TOKENS_FILE, not both');
+  if (v.VQ_API_TOKENS && v.VQ_API_TOKENS_FILE)
+    throw new ConfigError('VQ_API_TOKENS_FILE', 'set either VQ_API_TOKENS or VQ_API_TOKENS_FILE, not both');
   let tokens: TokenSource | undefined;
   if (v.VQ_API_TOKENS) {
     const list = v.VQ_API_TOKENS.split(',')
       .map((t) => t.trim())
       .filter(Boolean);
-    if (list.some((t) => t.length < 16)) throw new ConfigError('VQ_API_TOKENS', 'expected tokens of at least 16 characters, comma-separated');
+    if (list.some((t) => t.length < 16))
+      throw new ConfigError('VQ_API_TOKENS', 'expected tokens of at least 16 characters, comma-separated');
     tokens = { kind: 'inline', secrets: list.map((t) => new Secret(t)) };
   } else if (v.VQ_API_TOKENS_FILE) {
     tokens = { kind: 'file', path: v.VQ_API_TOKENS_FILE };
@@ -296,7 +427,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
   else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
 
-  if (v.VQ_WEBHOOK_SECRET && v.VQ_WEBHOOK_SECRET_FILE) throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', 'set either VQ_WEBHOOK_SECRET or VQ_WEBHOOK_SECRET_FILE, not both');
+  if (v.VQ_WEBHOOK_SECRET && v.VQ_WEBHOOK_SECRET_FILE)
+    throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', 'set either VQ_WEBHOOK_SECRET or VQ_WEBHOOK_SECRET_FILE, not both');
   let webhookSecret: Secret | undefined;
   if (v.VQ_WEBHOOK_SECRET) webhookSecret = parseWebhookSecret(v.VQ_WEBHOOK_SECRET, 'VQ_WEBHOOK_SECRET');
   else if (v.VQ_WEBHOOK_SECRET_FILE) {
@@ -304,19 +436,28 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     try {
       text = readFileSync(v.VQ_WEBHOOK_SECRET_FILE, 'utf8');
     } catch {
-      throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', `expected a readable file holding the webhook secret; cannot read ${v.VQ_WEBHOOK_SECRET_FILE}`);
+      throw new ConfigError(
+        'VQ_WEBHOOK_SECRET_FILE',
+        `expected a readable file holding the webhook secret; cannot read ${v.VQ_WEBHOOK_SECRET_FILE}`,
+      );
     }
     webhookSecret = parseWebhookSecret(text, 'VQ_WEBHOOK_SECRET_FILE');
   }
   if ((v.VQ_WEBHOOK_URL || v.VQ_INBOX_NOTIFY_URL) && !webhookSecret) {
-    throw new ConfigError(v.VQ_WEBHOOK_URL ? 'VQ_WEBHOOK_URL' : 'VQ_INBOX_NOTIFY_URL', 'webhooks are signed: set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE) too');
+    throw new ConfigError(
+      v.VQ_WEBHOOK_URL ? 'VQ_WEBHOOK_URL' : 'VQ_INBOX_NOTIFY_URL',
+      'webhooks are signed: set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE) too',
+    );
   }
   const webhookAllow = (v.VQ_WEBHOOK_ALLOW ?? '')
     .split(',')
     .map((h) => h.trim().toLowerCase())
     .filter(Boolean);
   if (webhookAllow.some((h) => !/^(\*\.)?[a-z0-9.-]+(:\d+)?$|^\[[0-9a-f:.]+\](:\d+)?$/.test(h))) {
-    throw new ConfigError('VQ_WEBHOOK_ALLOW', `expected host names such as hooks.example.com or *.example.com, comma-separated; got ${JSON.stringify(v.VQ_WEBHOOK_ALLOW)}`);
+    throw new ConfigError(
+      'VQ_WEBHOOK_ALLOW',
+      `expected host names such as hooks.example.com or *.example.com, comma-separated; got ${JSON.stringify(v.VQ_WEBHOOK_ALLOW)}`,
+    );
   }
 
   for (const name of ['VQ_WEBHOOK_URL', 'VQ_INBOX_NOTIFY_URL'] as const) {
@@ -338,7 +479,16 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     rateLimit,
     accounts: v.VQ_ACCOUNTS_FILE
       ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit })
-      : [defaultAccount({ baseUrl, apiKey, product: v.VQ_PRODUCT, rateLimit, perDay: v.VQ_MAX_CREATES_PER_DAY, perMonth: v.VQ_MAX_CREATES_PER_MONTH })],
+      : [
+          defaultAccount({
+            baseUrl,
+            apiKey,
+            product: v.VQ_PRODUCT,
+            rateLimit,
+            perDay: v.VQ_MAX_CREATES_PER_DAY,
+            perMonth: v.VQ_MAX_CREATES_PER_MONTH,
+          }),
+        ],
     pacingJitterMs: v.VQ_PACING_JITTER,
     interactiveMax: v.VQ_INTERACTIVE_MAX,
     concurrency: v.VQ_CONCURRENCY,
@@ -355,9 +505,18 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     attempts: v.VQ_ATTEMPTS,
     backoffMs: v.VQ_BACKOFF,
     recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
-    budget: { perDay: v.VQ_MAX_CREATES_PER_DAY, perMonth: v.VQ_MAX_CREATES_PER_MONTH, reuseWithinMs: v.VQ_REUSE_WITHIN, reuseKeepMs: v.VQ_REUSE_KEEP },
+    budget: {
+      perDay: v.VQ_MAX_CREATES_PER_DAY,
+      perMonth: v.VQ_MAX_CREATES_PER_MONTH,
+      reuseWithinMs: v.VQ_REUSE_WITHIN,
+      reuseKeepMs: v.VQ_REUSE_KEEP,
+    },
     upstreamHttp: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
-    locks: { lockDurationMs: v.VQ_LOCK_DURATION, stalledIntervalMs: v.VQ_STALLED_INTERVAL, maxStalledCount: v.VQ_MAX_STALLED },
+    locks: {
+      lockDurationMs: v.VQ_LOCK_DURATION,
+      stalledIntervalMs: v.VQ_STALLED_INTERVAL,
+      maxStalledCount: v.VQ_MAX_STALLED,
+    },
     outDir: v.VQ_OUT_DIR,
     csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
     root: v.VQ_ROOT,
@@ -411,7 +570,11 @@ function redisConnectionFrom(v: Parsed): RedisConnection {
 export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefined): Account {
   const wanted = id ?? config.accounts[0]?.id ?? 'default';
   const account = config.accounts.find((a) => a.id === wanted);
-  if (!account) throw new VqbError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(wanted)}; configured: ${config.accounts.map((a) => a.id).join(', ')}`);
+  if (!account)
+    throw new VqbError(
+      'ACCOUNT_NOT_FOUND',
+      `no account ${JSON.stringify(wanted)}; configured: ${config.accounts.map((a) => a.id).join(', ')}`,
+    );
   return account;
 }
 
@@ -419,12 +582,26 @@ export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefin
 export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
   const fromEnv = account.id === 'default';
   if (!account.baseUrl) {
-    if (fromEnv) throw new ConfigError('VQ_BASE_URL', 'expected the upstream base URL, e.g. https://api.example.com; it is not set');
-    throw new ConfigError('VQ_ACCOUNTS_FILE', `expected the upstream base URL of account ${account.id} (baseUrl, or VQ_BASE_URL); it is not set`);
+    if (fromEnv)
+      throw new ConfigError(
+        'VQ_BASE_URL',
+        'expected the upstream base URL, e.g. https://api.example.com; it is not set',
+      );
+    throw new ConfigError(
+      'VQ_ACCOUNTS_FILE',
+      `expected the upstream base URL of account ${account.id} (baseUrl, or VQ_BASE_URL); it is not set`,
+    );
   }
   if (!account.apiKey) {
-    if (fromEnv) throw new ConfigError('VQ_API_KEY', 'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set');
-    throw new ConfigError('VQ_ACCOUNTS_FILE', `expected the upstream API key of account ${account.id} (apiKeyFile or apiKey); neither is set`);
+    if (fromEnv)
+      throw new ConfigError(
+        'VQ_API_KEY',
+        'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set',
+      );
+    throw new ConfigError(
+      'VQ_ACCOUNTS_FILE',
+      `expected the upstream API key of account ${account.id} (apiKeyFile or apiKey); neither is set`,
+    );
   }
   return { baseUrl: account.baseUrl, apiKey: account.apiKey };
 }

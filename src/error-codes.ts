@@ -18,7 +18,12 @@ export interface ErrorCodeEntry {
   means: string;
 }
 
-const entry = (status: number, exit: 1 | 2, means: string, apiCode?: string): ErrorCodeEntry => ({ status, exit, means, ...(apiCode ? { apiCode } : {}) });
+const entry = (status: number, exit: 1 | 2, means: string, apiCode?: string): ErrorCodeEntry => ({
+  status,
+  exit,
+  means,
+  ...(apiCode ? { apiCode } : {}),
+});
 
 /** The same reader codes for CSV and for .xlsx (the .xlsx reader prefixes them XLSX_). */
 const READER = {
@@ -33,10 +38,12 @@ const READER = {
 } as const;
 
 const readerCodes = <P extends string>(prefix: P) =>
-  Object.fromEntries(Object.entries(READER).map(([name, means]) => [`${prefix}_${name}`, entry(name === 'UNREADABLE' ? 400 : 422, 1, means)])) as Record<
-    `${P}_${keyof typeof READER}`,
-    ErrorCodeEntry
-  >;
+  Object.fromEntries(
+    Object.entries(READER).map(([name, means]) => [
+      `${prefix}_${name}`,
+      entry(name === 'UNREADABLE' ? 400 : 422, 1, means),
+    ]),
+  ) as Record<`${P}_${keyof typeof READER}`, ErrorCodeEntry>;
 
 export const ERROR_CODES = {
   // Settings and usage

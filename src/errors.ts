@@ -17,9 +17,14 @@ export class VqbError extends Error {
     super(message, options);
     this.name = 'VqbError';
     this.code = code;
-    for (let cls = new.target as unknown; typeof cls === 'function' && cls !== Error; cls = Object.getPrototypeOf(cls)) {
+    for (
+      let cls = new.target as unknown;
+      typeof cls === 'function' && cls !== Error;
+      cls = Object.getPrototypeOf(cls)
+    ) {
       const brand = (cls as { brand?: unknown }).brand;
-      if (typeof brand === 'symbol' && Object.hasOwn(cls as object, 'brand')) Object.defineProperty(this, brand, { value: true });
+      if (typeof brand === 'symbol' && Object.hasOwn(cls as object, 'brand'))
+        Object.defineProperty(this, brand, { value: true });
     }
   }
 }
@@ -127,7 +132,10 @@ export class OptionsError extends VqbError {
 export class BatchRunningError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.BatchRunningError');
   constructor(batchId: string, detail: string) {
-    super('BATCH_RUNNING', `batch ${batchId} is still running (${detail}); wait for it to finish, or cancel it (vqb delete --cancel, DELETE …?cancel=true)`);
+    super(
+      'BATCH_RUNNING',
+      `batch ${batchId} is still running (${detail}); wait for it to finish, or cancel it (vqb delete --cancel, DELETE …?cancel=true)`,
+    );
     this.name = 'BatchRunningError';
   }
 }

@@ -9,35 +9,43 @@
 // A batch looks the same here as in the HTTP API and `vqb status --json` (BatchView), and
 // `enqueue` takes the options the API's JSON body does, checked by the same schema.
 import type { z } from 'zod';
-import { loadConfig, type Config, type Overrides } from './config.js';
+import { startWorker, type WorkerHandle } from '../workers/worker.js';
+import { type Config, loadConfig, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
+import { batchView } from './presenters/batch-view.js';
 import type { CostEstimate } from './producers/dry-run.js';
 import { enqueue, estimate } from './producers/enqueue.js';
 import type { PlateInput } from './producers/list.js';
 import type { AccountLineState } from './queue/accounts.js';
 import { batchContext } from './queue/batch-status.js';
-import { batchView } from './presenters/batch-view.js';
-import { rerunFailed, type RerunResult } from './queue/rerun.js';
-import { EnqueueOptions, type BatchView } from './schemas/batch.js';
+import { type RerunResult, rerunFailed } from './queue/rerun.js';
+import { type BatchView, EnqueueOptions } from './schemas/batch.js';
 import { openQueueServices, type QueueServices } from './services.js';
 import { batchExportSource } from './sinks/batch-source.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
 import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
-import { startWorker, type WorkerHandle } from '../workers/worker.js';
 
-export { loadConfig, type Config, type Overrides } from './config.js';
-export { VqbError, isVqbError, ConfigError, InputError, OptionsError, BatchNotFoundError, RedisUnavailableError, RedisFullError } from './errors.js';
+export { type Config, loadConfig, type Overrides } from './config.js';
+export {
+  BatchNotFoundError,
+  ConfigError,
+  InputError,
+  isVqbError,
+  OptionsError,
+  RedisFullError,
+  RedisUnavailableError,
+  VqbError,
+} from './errors.js';
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
-export type { PlateInput, PlateRow } from './producers/list.js';
-export type { BatchView, BatchCounts, BatchOptions, EnqueueOptions, Waiting } from './schemas/batch.js';
-export type { ResultRow, UpstreamResult } from './schemas/result-row.js';
-export type { AccountLineState } from './queue/accounts.js';
-export type { PriorityClass } from './queue/types.js';
 export type { CostEstimate } from './producers/dry-run.js';
-export type { Outcome } from './queue/types.js';
-export type { ExportRow, ExportFormat, ExportResult, ExportSink, ExportSource } from './sinks/types.js';
-export { startSimulator, type SimulatorHandle, type SimulatorOptions } from './simulator/index.js';
+export type { PlateInput, PlateRow } from './producers/list.js';
+export type { AccountLineState } from './queue/accounts.js';
+export type { Outcome, PriorityClass } from './queue/types.js';
+export type { BatchCounts, BatchOptions, BatchView, EnqueueOptions, Waiting } from './schemas/batch.js';
+export type { ResultRow, UpstreamResult } from './schemas/result-row.js';
+export { type SimulatorHandle, type SimulatorOptions, startSimulator } from './simulator/index.js';
+export type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource } from './sinks/types.js';
 
 export interface CreateVqbOptions {
   /** A ready Config; otherwise one is read from `env` (default process.env) and `settings`. */
@@ -58,7 +66,8 @@ function checkOptions(options: unknown): z.output<typeof EnqueueOptions> {
   if (parsed.success) return parsed.data;
   const known = Object.keys(EnqueueOptions.shape).join(', ');
   const issues = parsed.error.issues.map((issue) => {
-    if (issue.code === 'unrecognized_keys') return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (the options: ${known})`;
+    if (issue.code === 'unrecognized_keys')
+      return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (the options: ${known})`;
     return `${['options', ...issue.path.map(String)].join('.')}: ${issue.message}`;
   });
   throw new OptionsError(issues.join('; '));
@@ -66,7 +75,9 @@ function checkOptions(options: unknown): z.output<typeof EnqueueOptions> {
 
 /** `{a: undefined}` → `{}`: an option given as undefined is an option not given. */
 function withoutUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as { [K in keyof T]: Exclude<T[K], undefined> };
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
 }
 
 export class Batch {
@@ -130,14 +141,22 @@ export class Vqb {
   async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
     const checked = checkOptions(options);
     const { source, name, ...request } = withoutUndefined(checked);
-    const { batch } = await enqueue(this.services, { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) }, request);
+    const { batch } = await enqueue(
+      this.services,
+      { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) },
+      request,
+    );
     return new Batch(batch.id, this.services);
   }
 
   /** A dry run: what enqueueing these plates would cost, without storing or calling anything. */
   async estimate(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<CostEstimate> {
     const { source, name, ...request } = withoutUndefined(checkOptions(options));
-    return estimate(this.services, { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) }, request);
+    return estimate(
+      this.services,
+      { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) },
+      request,
+    );
   }
 
   /** A batch enqueued earlier (by any producer). */
@@ -168,7 +187,8 @@ export class Vqb {
 
   /** Resumes one account, or every account (after a key was fixed, too). */
   async resume(account?: string): Promise<void> {
-    for (const line of this.services.lines.pick(account)) await this.services.webhooks.accountResumed(line.account.id, await line.resume());
+    for (const line of this.services.lines.pick(account))
+      await this.services.webhooks.accountResumed(line.account.id, await line.resume());
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,6 @@
 // pino JSON logs. Redaction is belt and braces: the key is never put in a log object on purpose,
 // but if a request, header set or config ever is, these paths are censored.
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
 

@@ -5,11 +5,19 @@
 // `rate(requests) / limit` needs nothing else. The state every process shares, read from Redis at
 // scrape time (`observeQueue`, registered by `serve` only, so N workers do not report it N times):
 // queues, lines, spending caps, batches. Answers OpenMetrics to a scraper that asks for it.
-import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry, collectDefaultMetrics, openMetricsContentType } from 'prom-client';
+import {
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type OpenMetricsContentType,
+  openMetricsContentType,
+  Registry,
+} from 'prom-client';
 import { type Account, isAuto, perSecond } from './accounts.js';
 import type { LimitReason } from './queue/accounts.js';
-import type { QueueServices } from './services.js';
 import type { Outcome } from './queue/types.js';
+import type { QueueServices } from './services.js';
 import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';
 
@@ -50,7 +58,11 @@ const COUNTED_BATCHES = 1_000;
 
 // prom-client's three gauges named like counters (promtool: "non-counter metrics should not have
 // _total suffix"); their by-type siblings (nodejs_active_handles{type}, …) sum to the same.
-const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const MISNAMED_DEFAULTS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+];
 
 export interface Rendered {
   contentType: string;
@@ -96,8 +108,17 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account', 'source'],
       registers,
     });
-    for (const account of options.accounts ?? []) this.#rateInForce.set({ account: account.id, source: isAuto(account) ? 'start' : 'configured' }, perSecond(account));
-    this.#rateLimited = new Counter({ name: 'vqb_upstream_rate_limited_total', help: 'Upstream answers 429, by account', labelNames: ['account'], registers });
+    for (const account of options.accounts ?? [])
+      this.#rateInForce.set(
+        { account: account.id, source: isAuto(account) ? 'start' : 'configured' },
+        perSecond(account),
+      );
+    this.#rateLimited = new Counter({
+      name: 'vqb_upstream_rate_limited_total',
+      help: 'Upstream answers 429, by account',
+      labelNames: ['account'],
+      registers,
+    });
     this.#waited = new Counter({
       name: 'vqb_line_wait_seconds_total',
       help: "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in full when decided; key: 0 per pause; redis_down, redis_full: a paid result waiting to be stored)",
@@ -171,7 +192,8 @@ export class Metrics implements WorkerMetrics {
     // One series per account: the one of the source in force.
     const before = this.#rateSource.get(account);
     if (before !== undefined && before !== source) this.#rateInForce.remove({ account, source: before });
-    if (before === undefined) for (const old of ['start', 'configured']) if (old !== source) this.#rateInForce.remove({ account, source: old });
+    if (before === undefined)
+      for (const old of ['start', 'configured']) if (old !== source) this.#rateInForce.remove({ account, source: old });
     this.#rateSource.set(account, source);
     this.#rateInForce.set({ account, source }, perSecond);
   }
@@ -222,7 +244,9 @@ export class Metrics implements WorkerMetrics {
       return { contentType: this.registry.contentType, body: `${parts.filter((p) => p !== undefined).join('\n')}\n` };
     }
     // Not in prom-client's types: the one-family renderer its registries use.
-    const format = this.#openMetrics as unknown as { getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string> };
+    const format = this.#openMetrics as unknown as {
+      getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string>;
+    };
     const parts = await Promise.all(
       this.registry.getMetricsAsArray().map((metric) => {
         const values = (metric as unknown as { get(): Promise<{ name: string; type: string }> }).get();
@@ -236,18 +260,30 @@ export class Metrics implements WorkerMetrics {
         );
       }),
     );
-    return { contentType: this.#openMetrics.contentType, body: `${parts.filter((p) => p !== undefined).join('\n')}\n# EOF\n` };
+    return {
+      contentType: this.#openMetrics.contentType,
+      body: `${parts.filter((p) => p !== undefined).join('\n')}\n# EOF\n`,
+    };
   }
 
   /** Queue-wide gauges, read from Redis at each scrape. */
-  observeQueue(services: ObservedServices, redis?: { readonly waitReason: 'redis_down' | 'redis_full' | undefined }): void {
+  observeQueue(
+    services: ObservedServices,
+    redis?: { readonly waitReason: 'redis_down' | 'redis_full' | undefined },
+  ): void {
     const registers = [this.registry];
     const accounts = services.config.accounts.map((a) => a.id);
     // One read per scrape for the gauges that share it (a scrape starts every collect at once).
     const lines = perScrape(() => services.lines.states());
     const batches = perScrape(async () => (await services.batches.list(0, COUNTED_BATCHES)).batches);
     const spending = perScrape(() =>
-      Promise.all(accounts.map(async (account) => ({ account, spent: await services.budget.spent(account), caps: await services.budget.caps(account) }))),
+      Promise.all(
+        accounts.map(async (account) => ({
+          account,
+          spent: await services.budget.spent(account),
+          caps: await services.budget.caps(account),
+        })),
+      ),
     );
 
     new Gauge({
@@ -306,8 +342,10 @@ export class Metrics implements WorkerMetrics {
         const states = await lines();
         this.reset();
         for (const line of states) {
-          if (line.limitedUntil !== undefined && line.limitReason) this.set({ account: line.account, reason: line.limitReason }, Math.round(line.limitedUntil / 1000));
-          if (line.budgetUntil !== undefined) this.set({ account: line.account, reason: 'budget' }, Math.round(line.budgetUntil / 1000));
+          if (line.limitedUntil !== undefined && line.limitReason)
+            this.set({ account: line.account, reason: line.limitReason }, Math.round(line.limitedUntil / 1000));
+          if (line.budgetUntil !== undefined)
+            this.set({ account: line.account, reason: 'budget' }, Math.round(line.budgetUntil / 1000));
         }
       },
     });
@@ -349,7 +387,11 @@ export class Metrics implements WorkerMetrics {
         this.set({ state: 'running' }, listed.length - finished);
       },
     });
-    const progress = (name: string, help: string, count: (c: { enqueued: number; done: number; failed: number }) => number) =>
+    const progress = (
+      name: string,
+      help: string,
+      count: (c: { enqueued: number; done: number; failed: number }) => number,
+    ) =>
       new Gauge({
         name,
         help: `${help}, per unfinished batch (the newest ${PROGRESS_BATCHES})`,
@@ -362,7 +404,11 @@ export class Metrics implements WorkerMetrics {
         },
       });
     progress('vqb_batch_plates_enqueued', 'Distinct valid plates of the batch put on the queue', (c) => c.enqueued);
-    progress('vqb_batch_plates_finished', 'Plates of the batch with an outcome (done or failed)', (c) => c.done + c.failed);
+    progress(
+      'vqb_batch_plates_finished',
+      'Plates of the batch with an outcome (done or failed)',
+      (c) => c.done + c.failed,
+    );
     progress('vqb_batch_plates_failed', 'Plates of the batch that failed', (c) => c.failed);
   }
 }

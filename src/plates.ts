@@ -32,7 +32,13 @@ export function checkPlate(original: string): PlateCheck {
     return { ok: false, original, normalized: plate, reason: 'EMPTY', message: 'no letters or digits' };
   }
   if (plate.length !== 7) {
-    return { ok: false, original, normalized: plate, reason: 'BAD_LENGTH', message: `plates have 7 characters, this has ${plate.length}` };
+    return {
+      ok: false,
+      original,
+      normalized: plate,
+      reason: 'BAD_LENGTH',
+      message: `plates have 7 characters, this has ${plate.length}`,
+    };
   }
   if (OLD.test(plate)) return { ok: true, original, plate, format: 'old' };
   if (MERCOSUL.test(plate)) return { ok: true, original, plate, format: 'mercosul' };

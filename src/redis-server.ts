@@ -1,7 +1,7 @@
 // A redis-server process of our own. `vqb demo` starts a throwaway one when no Redis is running
 // (so the quick start needs nothing but Debian's redis-server package), and tests that must
 // restart or reconfigure Redis start theirs the same way.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
@@ -25,7 +25,11 @@ export async function freePort(): Promise<number> {
  * Whether anything accepts TCP connections on host:port: 'refused' when the host said no one
  * listens there, 'open' when a connection was made, 'unknown' otherwise (timeout, no route).
  */
-export async function probePort(host: string, port: number, timeoutMs = 1_000): Promise<'open' | 'refused' | 'unknown'> {
+export async function probePort(
+  host: string,
+  port: number,
+  timeoutMs = 1_000,
+): Promise<'open' | 'refused' | 'unknown'> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     const done = (answer: 'open' | 'refused' | 'unknown') => {
@@ -62,7 +66,10 @@ export async function spawnRedisServer(options: {
         : new VqbError('REDIS_SERVER_FAILED', `cannot start redis-server: ${err.message}`, { cause: err });
   });
   child.once('exit', (code, signal) => {
-    failure ??= new VqbError('REDIS_SERVER_FAILED', `redis-server on port ${port} exited at start (${signal ?? `code ${code}`})`);
+    failure ??= new VqbError(
+      'REDIS_SERVER_FAILED',
+      `redis-server on port ${port} exited at start (${signal ?? `code ${code}`})`,
+    );
   });
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => {});
@@ -79,7 +86,10 @@ export async function spawnRedisServer(options: {
       }
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new VqbError('REDIS_SERVER_FAILED', `redis-server on port ${port} did not answer within ${options.timeoutMs ?? 10_000} ms`);
+        throw new VqbError(
+          'REDIS_SERVER_FAILED',
+          `redis-server on port ${port} did not answer within ${options.timeoutMs ?? 10_000} ms`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -10,15 +10,18 @@
 // delete). This module alone names the sweep's lock.
 import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
+import { jobIdFor } from './queue/account-queues.js';
+import type { BatchInfo } from './queue/batch/store.js';
+import { type Scripted, withScripts } from './queue/scripts.js';
+import type { QueueServices } from './services.js';
 import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from './sinks/archive.js';
 import { batchExportSource } from './sinks/batch-source.js';
-import { jobIdFor } from './queue/account-queues.js';
 import type { DeliveryRecord } from './sinks/webhooks/deliveries.js';
-import type { BatchInfo } from './queue/batch/store.js';
-import type { QueueServices } from './services.js';
-import { type Scripted, withScripts } from './queue/scripts.js';
 
-export type RetentionServices = Pick<QueueServices, 'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'>;
+export type RetentionServices = Pick<
+  QueueServices,
+  'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'
+>;
 
 export interface RetentionLogger {
   info(obj: object, msg: string): void;
@@ -51,7 +54,9 @@ export interface ArchivedBatch {
   archivedAt: number;
 }
 
-export type DeleteResult = ({ state: 'archived'; alreadyArchived: boolean } & ArchivedBatch) | { state: 'cancelling'; batchId: string; dropped: number; running: number };
+export type DeleteResult =
+  | ({ state: 'archived'; alreadyArchived: boolean } & ArchivedBatch)
+  | { state: 'cancelling'; batchId: string; dropped: number; running: number };
 
 export interface PruneResult {
   dryRun: boolean;
@@ -62,7 +67,10 @@ export interface PruneResult {
 
 const LOCK_MS = 10 * 60_000;
 const CHUNK = 500;
-const CANCELLED = { code: 'CANCELLED', message: 'cancelled before it was sent upstream (delete --cancel); not charged' };
+const CANCELLED = {
+  code: 'CANCELLED',
+  message: 'cancelled before it was sent upstream (delete --cancel); not charged',
+};
 
 export class Retention {
   readonly #s: RetentionServices;
@@ -96,7 +104,15 @@ export class Retention {
       const info = await this.#s.batches.get(c.id).catch(() => undefined);
       if (info === undefined || (await this.#deliveriesPending(c.id))) continue;
       const bytes = await this.#s.batches.memoryUsage(c.id);
-      out.push({ batchId: c.id, account: c.account, finishedAt: c.finishedAt, reason, rows: info.counts.total, plates: info.counts.enqueued, bytes });
+      out.push({
+        batchId: c.id,
+        account: c.account,
+        finishedAt: c.finishedAt,
+        reason,
+        rows: info.counts.total,
+        plates: info.counts.enqueued,
+        bytes,
+      });
     }
     return out;
   }
@@ -112,7 +128,10 @@ export class Retention {
       } catch (err) {
         const e = err as { code?: string; message?: string };
         result.failed.push({ batchId: c.batchId, code: e.code ?? 'INTERNAL', message: e.message ?? String(err) });
-        this.#logger?.warn({ batchId: c.batchId, code: e.code, err: e.message }, 'batch not pruned; nothing of it deleted');
+        this.#logger?.warn(
+          { batchId: c.batchId, code: e.code, err: e.message },
+          'batch not pruned; nothing of it deleted',
+        );
       }
     }
     return result;
@@ -142,7 +161,11 @@ export class Retention {
     }
     const info = await this.#s.batches.get(batchId);
     if (info.finishedAt === undefined) {
-      if (!options.cancel) throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
+      if (!options.cancel)
+        throw new BatchRunningError(
+          batchId,
+          `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`,
+        );
       const cancelled = await this.cancel(batchId);
       if (cancelled.running > 0) return { state: 'cancelling', batchId, ...cancelled };
     }
@@ -157,20 +180,33 @@ export class Retention {
   async cancel(batchId: string): Promise<{ dropped: number; running: number }> {
     const info = await this.#s.batches.get(batchId);
     if (info.finishedAt !== undefined) return { dropped: 0, running: 0 };
-    if (!info.sealed) throw new BatchRunningError(batchId, 'its rows are still being stored; cancel once the ingest has ended');
+    if (!info.sealed)
+      throw new BatchRunningError(batchId, 'its rows are still being stored; cancel once the ingest has ended');
     await this.#s.batches.requestDelete(batchId);
     const plates = await this.#s.scheduler.drop(info.account, batchId);
     const now = this.#now();
     for (let i = 0; i < plates.length; i += CHUNK) {
       await Promise.all(
-        plates
-          .slice(i, i + CHUNK)
-          .map((plate) => this.#s.outcomes.record({ batchId, plate, status: 'failed', error: { ...CANCELLED }, finishedAt: now, requests: 0, polls: 0, attempts: 0 })),
+        plates.slice(i, i + CHUNK).map((plate) =>
+          this.#s.outcomes.record({
+            batchId,
+            plate,
+            status: 'failed',
+            error: { ...CANCELLED },
+            finishedAt: now,
+            requests: 0,
+            polls: 0,
+            attempts: 0,
+          }),
+        ),
       );
     }
     const after = await this.#s.batches.get(batchId);
     const running = after.finishedAt === undefined ? remaining(after) : 0;
-    this.#logger?.info({ batchId, dropped: plates.length, running }, 'batch cancelled: unsent plates dropped, created ones run to the end');
+    this.#logger?.info(
+      { batchId, dropped: plates.length, running },
+      'batch cancelled: unsent plates dropped, created ones run to the end',
+    );
     return { dropped: plates.length, running };
   }
 
@@ -180,26 +216,48 @@ export class Retention {
    */
   async archiveAndForget(batchId: string): Promise<ArchivedBatch> {
     const info = await this.#s.batches.get(batchId);
-    if (info.finishedAt === undefined) throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
-    const expected = { rows: info.counts.total, outcomes: info.counts.done + info.counts.failed, rejected: info.counts.rejected };
+    if (info.finishedAt === undefined)
+      throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
+    const expected = {
+      rows: info.counts.total,
+      outcomes: info.counts.done + info.counts.failed,
+      rejected: info.counts.rejected,
+    };
     // A webhook still being attempted writes its delivery record after each try: wait until it is settled.
     const webhooks = await this.#s.webhooks.deliveries.list(batchId);
-    if (webhooks.some(unsettled)) throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
+    if (webhooks.some(unsettled))
+      throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
     // An archive of this very state may exist: a prune that crashed part-way through forgetting
     // (its outcomes may be gone already). It is kept when it still reads back right; rewriting it
     // from a half-deleted batch would replace a good archive with a bad one.
     let manifest = await this.#reusable(info, expected);
     if (manifest === undefined) {
       // Written under a temporary name, renamed into place, then read back (verify) before anything is deleted.
-      manifest = await this.#archive.write(await batchExportSource(this.#s.batches, this.#s.outcomes, batchId), info, expected, webhooks);
+      manifest = await this.#archive.write(
+        await batchExportSource(this.#s.batches, this.#s.outcomes, batchId),
+        info,
+        expected,
+        webhooks,
+      );
     }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
     const now = await this.#s.batches.get(batchId);
-    if (now.finishedAt === undefined || now.counts.done !== info.counts.done || now.counts.failed !== info.counts.failed || now.counts.total !== info.counts.total) {
-      throw new ArchiveError(batchId, 'the batch changed while it was archived (a retry?); run prune again once it has finished');
+    if (
+      now.finishedAt === undefined ||
+      now.counts.done !== info.counts.done ||
+      now.counts.failed !== info.counts.failed ||
+      now.counts.total !== info.counts.total
+    ) {
+      throw new ArchiveError(
+        batchId,
+        'the batch changed while it was archived (a retry?); run prune again once it has finished',
+      );
     }
     await this.#forget(info);
-    this.#logger?.info({ batchId, folder: this.#archive.folder(batchId), files: manifest.files.length, rows: expected.rows }, 'batch archived and deleted from Redis');
+    this.#logger?.info(
+      { batchId, folder: this.#archive.folder(batchId), files: manifest.files.length, rows: expected.rows },
+      'batch archived and deleted from Redis',
+    );
     return archived(this.#archive, manifest);
   }
 
@@ -211,7 +269,9 @@ export class Retention {
     const existing = await this.#archive.manifest(info.id).catch(() => undefined);
     if (existing === undefined) return undefined;
     const was = existing.batch;
-    const same = was.finishedAt === info.finishedAt && (['total', 'done', 'failed', 'rejected'] as const).every((k) => was.counts[k] === info.counts[k]);
+    const same =
+      was.finishedAt === info.finishedAt &&
+      (['total', 'done', 'failed', 'rejected'] as const).every((k) => was.counts[k] === info.counts[k]);
     return same ? this.#archive.verify(info.id, expected).catch(() => undefined) : undefined;
   }
 
@@ -250,7 +310,12 @@ function remaining(info: BatchInfo): number {
 }
 
 function archived(archive: BatchArchive, manifest: ArchiveManifest): ArchivedBatch {
-  return { batchId: manifest.batchId, folder: archive.folder(manifest.batchId), files: manifest.files, archivedAt: manifest.archivedAt };
+  return {
+    batchId: manifest.batchId,
+    folder: archive.folder(manifest.batchId),
+    files: manifest.files,
+    archivedAt: manifest.archivedAt,
+  };
 }
 
 /** The sweep on a timer, in worker processes: at start, then every `everyMs`. */

@@ -13,20 +13,20 @@
 //   GET  /admin/queues               Bull Board, read-only, behind the same token check as /v1 or an
 //                                    administrator's console session
 //   GET  /, /batches/:id, /upload …  the web console (src/console/routes.ts), behind its session
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import type { Metrics } from './metrics.js';
-import type { QueueServices } from './services.js';
-import { TokenAuth } from './http/auth.js';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import { mountDashboard } from './api/dashboard.js';
-import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './http/errors.js';
-import { openApiRoute, registerOpenApi } from './http/openapi.js';
 import { v1Routes } from './api/routes/batches.js';
 import { healthRoutes } from './api/routes/health.js';
-import { loggedUrl, serverOptions } from './http/transport.js';
+import type { Config } from './config.js';
 import { type ConsoleHandle, registerConsole } from './console/routes.js';
+import { TokenAuth } from './http/auth.js';
+import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './http/errors.js';
+import { openApiRoute, registerOpenApi } from './http/openapi.js';
+import { loggedUrl, serverOptions } from './http/transport.js';
+import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
 import type { RedisHealth } from './queue/redis-health.js';
+import type { QueueServices } from './services.js';
 
 export interface HttpApiDeps {
   services: QueueServices;
@@ -72,7 +72,13 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
 
   app.addHook('onResponse', async (request, reply) => {
     const code = errorCodeOf(request);
-    const line = { method: request.method, url: loggedUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime), ...(code ? { code } : {}) };
+    const line = {
+      method: request.method,
+      url: loggedUrl(request.url),
+      statusCode: reply.statusCode,
+      ms: Math.round(reply.elapsedTime),
+      ...(code ? { code } : {}),
+    };
     // Probes hit /healthz every few seconds: only its failures are worth an info line.
     if (request.url === '/healthz' && reply.statusCode === 200) request.log.debug(line, 'request');
     else request.log.info(line, 'request');
@@ -93,7 +99,15 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     });
   }
   let consoleHandle: ConsoleHandle | undefined;
-  if (deps.console !== false) consoleHandle = await registerConsole(app, { services, config, auth, logger, now, ...(deps.health ? { health: deps.health } : {}) });
+  if (deps.console !== false)
+    consoleHandle = await registerConsole(app, {
+      services,
+      config,
+      auth,
+      logger,
+      now,
+      ...(deps.health ? { health: deps.health } : {}),
+    });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
     await mountDashboard(app, services.queues.all(), async (request, reply) => {
@@ -106,7 +120,15 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
         // It is read-only; with a cookie, nothing but reading is accepted at all (no request a
         // cookie carries can change anything here).
         if (session && request.method !== 'GET' && request.method !== 'HEAD') {
-          return sendError(request, reply, errorBody(403, 'QUEUE_READ_ONLY', 'the queue dashboard is read-only: retry failed plates in the console or with `vqb retry`'));
+          return sendError(
+            request,
+            reply,
+            errorBody(
+              403,
+              'QUEUE_READ_ONLY',
+              'the queue dashboard is read-only: retry failed plates in the console or with `vqb retry`',
+            ),
+          );
         }
       } catch (err) {
         return sendError(request, reply, describeError(err) ?? errorBody(500, 'INTERNAL', 'internal error'));

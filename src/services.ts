@@ -1,6 +1,6 @@
 // The queue-side parts every producer, command and worker needs, opened once from a Config and
 // closed together: the Redis connection, each account's queue and line, and the stores over them.
-import type { RedisClient } from './queue/redis.js';
+
 import type { Config } from './config.js';
 import { AccountQueues } from './queue/account-queues.js';
 import { AccountLine, AccountLines } from './queue/accounts.js';
@@ -10,9 +10,10 @@ import { Budget } from './queue/budget.js';
 import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
+import { VqbKeys } from './queue/keys.js';
+import type { RedisClient } from './queue/redis.js';
 import { connectRedis, preflightRedis } from './queue/redis.js';
 import type { RedisHealth } from './queue/redis-health.js';
-import { VqbKeys } from './queue/keys.js';
 import { Scheduler } from './queue/scheduler.js';
 import { WebhookOutbox } from './sinks/webhooks/outbox.js';
 
@@ -35,7 +36,11 @@ export interface QueueServices {
 }
 
 /** Builds the services over an open connection (a worker process shares its command connection). */
-export function queueServicesOn(config: Config, redis: RedisClient, now: () => number = Date.now): Omit<QueueServices, 'close'> {
+export function queueServicesOn(
+  config: Config,
+  redis: RedisClient,
+  now: () => number = Date.now,
+): Omit<QueueServices, 'close'> {
   const keys = new VqbKeys(config);
   const queues = new AccountQueues(config, redis);
   const scheduler = new Scheduler(redis, keys);
@@ -48,7 +53,9 @@ export function queueServicesOn(config: Config, redis: RedisClient, now: () => n
     redis,
     keys,
     queues,
-    lines: new AccountLines(config.accounts.map((a) => new AccountLine(a, queues.for(a.id), redis, keys, config.pacingJitterMs, now))),
+    lines: new AccountLines(
+      config.accounts.map((a) => new AccountLine(a, queues.for(a.id), redis, keys, config.pacingJitterMs, now)),
+    ),
     batches,
     outcomes: new OutcomeStore(redis, keys),
     inflight,

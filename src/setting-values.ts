@@ -43,7 +43,17 @@ export interface RateLimit {
   auto?: { ceilingPerSecond?: number };
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, sec: 1_000, m: 60_000, min: 60_000, h: 3_600_000, hour: 3_600_000, d: 86_400_000, day: 86_400_000 };
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  s: 1_000,
+  sec: 1_000,
+  m: 60_000,
+  min: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+};
 
 /**
  * Parses `60/min`, `5/s`, `300/m`, `10/2s`, `1000/day`, and `auto` (learn it from the upstream),
@@ -57,8 +67,14 @@ export function parseRateLimit(text: string): RateLimit | undefined {
     if ((auto[1] !== undefined && !ceiling) || !start) return undefined;
     const ceilingPerSecond = ceiling ? (ceiling.max * 1_000) / ceiling.durationMs : undefined;
     // Never start above the ceiling.
-    const capped = ceilingPerSecond !== undefined && (start.max * 1_000) / start.durationMs > ceilingPerSecond ? ceiling! : start;
-    return { max: capped.max, durationMs: capped.durationMs, text: text.trim(), auto: ceilingPerSecond !== undefined ? { ceilingPerSecond } : {} };
+    const capped =
+      ceilingPerSecond !== undefined && (start.max * 1_000) / start.durationMs > ceilingPerSecond ? ceiling! : start;
+    return {
+      max: capped.max,
+      durationMs: capped.durationMs,
+      text: text.trim(),
+      auto: ceilingPerSecond !== undefined ? { ceilingPerSecond } : {},
+    };
   }
   return parseFixedRate(text);
 }

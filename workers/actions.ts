@@ -44,12 +44,25 @@ const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> 
   'invalid-key': () => ({ action: 'pause-account', refundCreate: true }),
   'expired-key': () => ({ action: 'pause-account', refundCreate: true }),
   permission: () => ({ action: 'pause-account', refundCreate: true }),
-  'rate-limited': (e) => ({ action: 'wait', waitReason: e.kind === 'rate-limited' && e.scope === 'quota' ? 'quota' : 'rate_limit', refundCreate: true }),
+  'rate-limited': (e) => ({
+    action: 'wait',
+    waitReason: e.kind === 'rate-limited' && e.scope === 'quota' ? 'quota' : 'rate_limit',
+    refundCreate: true,
+  }),
   // Only the upstream's own error envelope (an upstreamCode) proves the create was not made; a
   // status with a body we could not read whole, or a gateway's HTML 502, proves nothing.
-  transient: (e) => ({ action: 'retry', refundCreate: NOT_SENT_CODES.has(e.code) || (e.status > 0 && e.upstreamCode !== undefined) }),
-  'bad-response': (e) => (e.kind === 'bad-response' && e.operation === 'get' ? { action: 'retry', refundCreate: false } : { action: 'fail', refundCreate: false }),
-  permanent: (e) => (e.kind === 'permanent' && e.operation === 'get' && e.status === 404 ? { action: 'retry', refundCreate: false } : { action: 'fail', refundCreate: true }),
+  transient: (e) => ({
+    action: 'retry',
+    refundCreate: NOT_SENT_CODES.has(e.code) || (e.status > 0 && e.upstreamCode !== undefined),
+  }),
+  'bad-response': (e) =>
+    e.kind === 'bad-response' && e.operation === 'get'
+      ? { action: 'retry', refundCreate: false }
+      : { action: 'fail', refundCreate: false },
+  permanent: (e) =>
+    e.kind === 'permanent' && e.operation === 'get' && e.status === 404
+      ? { action: 'retry', refundCreate: false }
+      : { action: 'fail', refundCreate: true },
 };
 
 /** Whether the request left for the upstream (and may count against its quota or bill), whatever came back. */
@@ -72,7 +85,8 @@ export function decideJobFailure(reason: string, attemptsLeft: boolean): 'JOB_ST
 
 /** One line an operator can act on, for the fatal log and for `vqb status`. */
 export function adviceFor(error: AnyUpstreamError, accountId: string): string {
-  const where = accountId === 'default' ? 'VQ_API_KEY_FILE (or VQ_API_KEY and restart)' : `the key file of account ${accountId}`;
+  const where =
+    accountId === 'default' ? 'VQ_API_KEY_FILE (or VQ_API_KEY and restart)' : `the key file of account ${accountId}`;
   const resume = accountId === 'default' ? '`vqb resume`' : `\`vqb resume --account ${accountId}\``;
   switch (error.kind) {
     case 'permission':

@@ -6,14 +6,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { perSecond } from '../src/accounts.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
-import { type AccountLine, type LimitReason, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
 import { dateText, spanText } from '../src/presenters/time.js';
+import { type AccountLine, type LimitReason, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { Scheduler } from '../src/queue/scheduler.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import type { QuotaSnapshot } from '../src/upstream/client.js';
-import { QUOTA_WAIT_MS, type AnyUpstreamError, type RateLimitedError } from '../src/upstream/errors.js';
+import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
 import { backoffDelay } from '../src/upstream/timing.js';
 import { adviceFor } from './actions.js';
 
@@ -207,7 +207,14 @@ export class AccountFlow {
     const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
     if (await this.#d.line.hold(wait, reason)) {
       this.#metrics.waited(this.accountId, reason, wait);
-      const fields = { event: 'account.hold', cause: 'budget_used_up', account: this.accountId, waitMs: wait, reason, until: new Date(quota.resetAt).toISOString() };
+      const fields = {
+        event: 'account.hold',
+        cause: 'budget_used_up',
+        account: this.accountId,
+        waitMs: wait,
+        reason,
+        until: new Date(quota.resetAt).toISOString(),
+      };
       log.info(fields, 'upstream budget used up: the account holds until it resets');
     }
   }
@@ -240,7 +247,8 @@ export class AccountFlow {
       ...(rate.windowMs ? { windowMs: rate.windowMs } : {}),
     };
     // One line when where the rate comes from changes (or the upstream announces another limit); the learning steps at debug.
-    if (rate.source !== this.#learned.source || rate.source === 'announced') log.info(fields, `rate in force: ${fields.perSecond}/s (${rate.source})`);
+    if (rate.source !== this.#learned.source || rate.source === 'announced')
+      log.info(fields, `rate in force: ${fields.perSecond}/s (${rate.source})`);
     else log.debug(fields, 'learned rate moved');
     this.#learned.source = rate.source;
   }
@@ -249,14 +257,22 @@ export class AccountFlow {
   #checkConfigured(quota: QuotaSnapshot | undefined, log: Logger): void {
     if (this.#warnedConfigured || quota?.limit === undefined) return;
     const configured = this.#d.line.account.rateLimit;
-    const announcedPerS = quota.windowMs !== undefined ? (quota.limit * 1_000) / quota.windowMs : (quota.limit * 1_000) / configured.durationMs;
+    const announcedPerS =
+      quota.windowMs !== undefined
+        ? (quota.limit * 1_000) / quota.windowMs
+        : (quota.limit * 1_000) / configured.durationMs;
     const configuredPerS = (configured.max * 1_000) / configured.durationMs;
     if (configuredPerS <= announcedPerS * 1.05 && configuredPerS >= announcedPerS * 0.5) return;
     this.#warnedConfigured = true;
     const windowMs = quota.windowMs ?? configured.durationMs;
     const suggestion = `${quota.limit}/${windowMs === 1_000 ? 's' : windowMs === 60_000 ? 'min' : `${windowMs / 1_000}s`}`;
     const above = configuredPerS > announcedPerS;
-    const fields = { event: 'account.rate_mismatch', account: this.accountId, configured: configured.text, announced: suggestion };
+    const fields = {
+      event: 'account.rate_mismatch',
+      account: this.accountId,
+      configured: configured.text,
+      announced: suggestion,
+    };
     const message = `the configured rate ${configured.text} is far ${above ? 'above' : 'below'} the ${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`;
     // Above: 429s until vqb learns its way down. Below: the key is under-used, which may be a choice (headroom for other users of the key).
     if (above) log.warn(fields, message);
@@ -273,8 +289,17 @@ export class AccountFlow {
     const reason = unreachableReason(err);
     const { since, attempts } = await this.#d.line.upstreamFailed(reason);
     if (attempts !== UNREACHABLE_AFTER) return;
-    const fields = { event: 'upstream.unreachable', since: new Date(since).toISOString(), attempts, reason, baseUrl: this.#d.line.account.baseUrl };
-    log.warn(fields, `upstream unreachable since ${dateText(since, this.#now())}: ${reason}; retrying, attempt ${attempts}`);
+    const fields = {
+      event: 'upstream.unreachable',
+      since: new Date(since).toISOString(),
+      attempts,
+      reason,
+      baseUrl: this.#d.line.account.baseUrl,
+    };
+    log.warn(
+      fields,
+      `upstream unreachable since ${dateText(since, this.#now())}: ${reason}; retrying, attempt ${attempts}`,
+    );
   }
 
   /**
@@ -288,8 +313,16 @@ export class AccountFlow {
     this.#reach = { failed: false, checkedAt: now };
     const ended = await this.#d.line.upstreamAnswered();
     if (ended === undefined || ended.attempts < UNREACHABLE_AFTER) return;
-    const fields = { event: 'upstream.reachable', since: new Date(ended.since).toISOString(), downMs: now - ended.since, attempts: ended.attempts };
-    log.info(fields, `upstream reachable again after ${spanText(now - ended.since)} unreachable (${ended.attempts} failed attempts: ${ended.reason})`);
+    const fields = {
+      event: 'upstream.reachable',
+      since: new Date(ended.since).toISOString(),
+      downMs: now - ended.since,
+      attempts: ended.attempts,
+    };
+    log.info(
+      fields,
+      `upstream reachable again after ${spanText(now - ended.since)} unreachable (${ended.attempts} failed attempts: ${ended.reason})`,
+    );
   }
 
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */
@@ -327,7 +360,10 @@ export class AccountFlow {
     const advice = adviceFor(err, this.accountId);
     if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
       this.#metrics.waited(this.accountId, 'key', 0);
-      log.fatal({ event: 'account.paused', account: this.accountId, code: err.code, status: err.status }, `account paused: ${advice}`);
+      log.fatal(
+        { event: 'account.paused', account: this.accountId, code: err.code, status: err.status },
+        `account paused: ${advice}`,
+      );
       await this.#d.onPaused?.(this.accountId);
     }
   }
@@ -354,7 +390,10 @@ export class AccountFlow {
     const until = this.#d.budget.resetsAt(verdict);
     if (await this.#d.line.holdCreates(until, verdict)) {
       this.#metrics.waited(this.accountId, 'budget', until - this.#now());
-      log.info({ reason: verdict, until: new Date(until).toISOString() }, `spending cap per ${verdict} reached: the account's creates wait for the reset (polls go on)`);
+      log.info(
+        { reason: verdict, until: new Date(until).toISOString() },
+        `spending cap per ${verdict} reached: the account's creates wait for the reset (polls go on)`,
+      );
     }
     return until;
   }

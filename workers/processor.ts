@@ -7,20 +7,20 @@
 // (src/queue/job-fence.ts, where the create protocol is written down as a table): a worker that
 // was paused past its lock sends no create and writes no older step over a newer one.
 import { randomUUID } from 'node:crypto';
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
 import { pollPriority } from '../src/queue/account-queues.js';
+import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
+import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
+import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import type { OutcomeError, PlateJobData } from '../src/queue/types.js';
 import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
-import { isUpstreamError, type AnyUpstreamError } from '../src/upstream/errors.js';
+import { type AnyUpstreamError, isUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
-import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
-import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { decide, wasSent } from './actions.js';
-import { type Admission, type AccountFlow, isUnreachable } from './flow.js';
-import { lockErrorJob, type LockLoss, type LockLossWhen } from './lock-loss.js';
-import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
+import { type AccountFlow, type Admission, isUnreachable } from './flow.js';
+import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
 import type { Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
@@ -62,7 +62,11 @@ class LostJob extends DelayedError {}
 
 /** Errors BullMQ acts on itself pass through untouched. */
 function isControlFlow(err: unknown): boolean {
-  return err instanceof DelayedError || err instanceof UnrecoverableError || (err as Error | undefined)?.message === 'bullmq:rateLimitExceeded';
+  return (
+    err instanceof DelayedError ||
+    err instanceof UnrecoverableError ||
+    (err as Error | undefined)?.message === 'bullmq:rateLimitExceeded'
+  );
 }
 
 export class PlateProcessor {
@@ -78,7 +82,12 @@ export class PlateProcessor {
 
   readonly process = async (job: PlateJob, token?: string): Promise<JobResult> => {
     const data = job.data;
-    const log = this.#d.logger.child({ account: data.account, batchId: data.batchId, jobId: job.id, ...(data.queryId ? { queryId: data.queryId } : {}) });
+    const log = this.#d.logger.child({
+      account: data.account,
+      batchId: data.batchId,
+      jobId: job.id,
+      ...(data.queryId ? { queryId: data.queryId } : {}),
+    });
     if (await this.#d.recorder.finishedBefore(job)) return { status: 'exists' };
     try {
       return data.step === 'poll' ? await this.#poll(job, token, log) : await this.#create(job, token, log);
@@ -93,7 +102,11 @@ export class PlateProcessor {
         throw Worker.RateLimitError();
       }
       // Anything else (bugs) is retried by BullMQ; on the last attempt, keep a record.
-      if (this.#isLastAttempt(job)) await this.#d.recorder.record(job, job.data, { code: 'INTERNAL_ERROR', message: (err as Error).message ?? String(err) });
+      if (this.#isLastAttempt(job))
+        await this.#d.recorder.record(job, job.data, {
+          code: 'INTERNAL_ERROR',
+          message: (err as Error).message ?? String(err),
+        });
       throw err;
     }
   };
@@ -104,7 +117,8 @@ export class PlateProcessor {
     if (data.step === 'creating') {
       // The create was sent and its answer never stored: the upstream may have made (and charged) it.
       if (!this.#d.config.recreateUncertain) {
-        const message = 'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate';
+        const message =
+          'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate';
         return this.#failWith(job, data, { code: 'CREATE_UNCERTAIN', message }, log);
       }
       possibleDuplicate = true;
@@ -119,7 +133,13 @@ export class PlateProcessor {
     }
     const admission = await this.#admitted(await this.#d.flow.admitCreate(job.id!, data), job, token);
 
-    const creating: PlateJobData = { ...data, step: 'creating', creatingAt: this.#now(), createId: randomUUID(), ...(possibleDuplicate ? { possibleDuplicate } : {}) };
+    const creating: PlateJobData = {
+      ...data,
+      step: 'creating',
+      creatingAt: this.#now(),
+      createId: randomUUID(),
+      ...(possibleDuplicate ? { possibleDuplicate } : {}),
+    };
     delete creating.heldBy;
     // The fence: the mark is written only while this worker holds the job's lock and the job is
     // still at the step it read. A worker paused past its lock stops here and sends nothing.
@@ -157,15 +177,26 @@ export class PlateProcessor {
     };
     // The query id is paid for: while Redis waits, a stop that cannot wait writes it to a file.
     const paid = { kind: 'queryId' as const, batchId: data.batchId, plate: data.plate, queryId: answer.queryId };
-    await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'), paid);
+    await this.#d.recorder.untilStored(
+      data.account,
+      () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'),
+      paid,
+    );
     // The write that makes "create once" hold: from here on every activation polls this queryId.
     // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
     // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
     // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
-    const kept = await this.#d.recorder.untilStored(data.account, () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }), paid);
+    const kept = await this.#d.recorder.untilStored(
+      data.account,
+      () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }),
+      paid,
+    );
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).
-      this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId, queryId: answer.queryId });
+      this.#d.lockLoss.report(data.account, job.id, 'create-superseded', {
+        batchId: data.batchId,
+        queryId: answer.queryId,
+      });
       throw new LostJob();
     }
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
@@ -188,14 +219,25 @@ export class PlateProcessor {
    * released it before this worker took it again). With the lock still held but the step moved on
    * (a rerun), the job goes back to be read afresh.
    */
-  async #lostBeforeSend(job: PlateJob, data: PlateJobData, fenced: Exclude<FenceResult, 'ok'>, log: Logger): Promise<never> {
+  async #lostBeforeSend(
+    job: PlateJob,
+    data: PlateJobData,
+    fenced: Exclude<FenceResult, 'ok'>,
+    log: Logger,
+  ): Promise<never> {
     await this.#d.flow.refundCap(data);
     await this.#d.recorder.finishedBefore(job);
     if (fenced === 'moved-on') {
-      log.info({ step: data.step }, 'the job moved on while this worker waited for its slot: read afresh, nothing sent');
+      log.info(
+        { step: data.step },
+        'the job moved on while this worker waited for its slot: read afresh, nothing sent',
+      );
       throw Worker.RateLimitError();
     }
-    this.#d.lockLoss.report(data.account, job.id, 'nothing-sent', { batchId: data.batchId, ...(fenced === 'gone' ? { removed: true } : {}) });
+    this.#d.lockLoss.report(data.account, job.id, 'nothing-sent', {
+      batchId: data.batchId,
+      ...(fenced === 'gone' ? { removed: true } : {}),
+    });
     throw new LostJob();
   }
 
@@ -214,7 +256,8 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
     } catch (err) {
-      if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited') await this.#d.recorder.count(data.batchId, 'pollsSent');
+      if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
+        await this.#d.recorder.count(data.batchId, 'pollsSent');
       throw err;
     }
     const now = this.#now();
@@ -224,23 +267,39 @@ export class PlateProcessor {
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polled, answer, log);
 
-    if (!classifyStatus(answer.status).known && answer.status !== '') log.debug({ status: answer.status }, 'unknown query status, treated as pending');
+    if (!classifyStatus(answer.status).known && answer.status !== '')
+      log.debug({ status: answer.status }, 'unknown query status, treated as pending');
     // At least one poll is always made once the deadline has passed (the account may have been
     // paused for hours): only a query still pending after that poll times out.
     if (data.pollDeadline !== undefined && now >= data.pollDeadline) {
-      return this.#failWith(job, polled, { code: 'POLL_TIMEOUT', message: `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls` }, log);
+      return this.#failWith(
+        job,
+        polled,
+        {
+          code: 'POLL_TIMEOUT',
+          message: `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls`,
+        },
+        log,
+      );
     }
     // A stale worker's answer must not overwrite what the job's holder wrote since.
     if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now })) !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId });
       throw new LostJob();
     }
-    const next = data.cls === 'interactive' ? this.#d.config.poll.interactiveMs : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
+    const next =
+      data.cls === 'interactive'
+        ? this.#d.config.poll.interactiveMs
+        : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
     return this.#sleepUntil(job, token, Math.min(now + next, data.pollDeadline ?? Infinity), 'answer-stored');
   }
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
-  async #admitted(admission: Admission, job: PlateJob, token: string | undefined): Promise<Extract<Admission, { go: true }>> {
+  async #admitted(
+    admission: Admission,
+    job: PlateJob,
+    token: string | undefined,
+  ): Promise<Extract<Admission, { go: true }>> {
     if (admission.go) return admission;
     switch (admission.why) {
       case 'later':
@@ -258,7 +317,12 @@ export class PlateProcessor {
     }
   }
 
-  async #sleepUntil(job: PlateJob, token: string | undefined, at: number, when: LockLossWhen = 'nothing-sent'): Promise<never> {
+  async #sleepUntil(
+    job: PlateJob,
+    token: string | undefined,
+    at: number,
+    when: LockLossWhen = 'nothing-sent',
+  ): Promise<never> {
     try {
       await job.moveToDelayed(at, token);
     } catch (err) {
@@ -269,7 +333,8 @@ export class PlateProcessor {
 
   async #finish(job: PlateJob, data: PlateJobData, answer: QueryOutcome, log: Logger): Promise<JobResult> {
     if (answer.state === 'completed') {
-      if ((await this.#d.recorder.record(job, data, undefined, answer.result)) === 'batch-finished') log.info('batch finished');
+      if ((await this.#d.recorder.record(job, data, undefined, answer.result)) === 'batch-finished')
+        log.info('batch finished');
       return { status: 'done', queryId: data.queryId! };
     }
     const reason = (answer.result as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
@@ -292,7 +357,8 @@ export class PlateProcessor {
         throw Worker.RateLimitError();
       case 'wait':
         await this.#d.recorder.count(job.data.batchId, 'rateLimited');
-        if (err.kind === 'rate-limited') await this.#d.flow.onRateLimited(err, decision.waitReason ?? 'rate_limit', log);
+        if (err.kind === 'rate-limited')
+          await this.#d.flow.onRateLimited(err, decision.waitReason ?? 'rate_limit', log);
         throw Worker.RateLimitError();
       case 'retry':
         if (this.#isLastAttempt(job)) {
@@ -309,7 +375,13 @@ export class PlateProcessor {
     return { code: err.code, message: err.message, ...(err.status > 0 ? { httpStatus: err.status } : {}) };
   }
 
-  async #failWith(job: PlateJob, data: PlateJobData, error: OutcomeError, log: Logger, result?: unknown): Promise<never> {
+  async #failWith(
+    job: PlateJob,
+    data: PlateJobData,
+    error: OutcomeError,
+    log: Logger,
+    result?: unknown,
+  ): Promise<never> {
     if ((await this.#d.recorder.record(job, data, error, result)) === 'batch-finished') log.info('batch finished');
     log.info({ code: error.code, plate: data.plate }, 'plate failed');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);

@@ -97,7 +97,13 @@ export class Recorder {
    * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
    */
   #store(account: string, outcome: Outcome): Promise<RecordResult> {
-    const held = { kind: 'outcome' as const, batchId: outcome.batchId, plate: outcome.plate, ...(outcome.queryId ? { queryId: outcome.queryId } : {}), outcome };
+    const held = {
+      kind: 'outcome' as const,
+      batchId: outcome.batchId,
+      plate: outcome.plate,
+      ...(outcome.queryId ? { queryId: outcome.queryId } : {}),
+      outcome,
+    };
     return this.untilStored(account, () => this.#d.outcomes.record(outcome), held);
   }
 
@@ -110,7 +116,11 @@ export class Recorder {
    * Runs a write that holds something paid for (an outcome, the query id a create returned)
    * until Redis takes it, waiting out an outage or a full Redis with backoff. Other errors throw.
    */
-  async untilStored<T>(account: string, write: () => Promise<T>, paid?: Omit<HeldPaid, 'account' | 'since'>): Promise<T> {
+  async untilStored<T>(
+    account: string,
+    write: () => Promise<T>,
+    paid?: Omit<HeldPaid, 'account' | 'since'>,
+  ): Promise<T> {
     const backoff = this.#d.storeBackoffMs ?? STORE_BACKOFF;
     let wait = backoff.first;
     // Held from the first attempt: a Redis that went away may not fail the write, only queue it.
@@ -137,7 +147,13 @@ export class Recorder {
   }
 
   /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
-  async record(job: PlateJob, data: PlateJobData, error: OutcomeError | undefined, result?: unknown, extra: Partial<Outcome> = {}): Promise<RecordResult> {
+  async record(
+    job: PlateJob,
+    data: PlateJobData,
+    error: OutcomeError | undefined,
+    result?: unknown,
+    extra: Partial<Outcome> = {},
+  ): Promise<RecordResult> {
     const outcome: Outcome = {
       batchId: data.batchId,
       plate: data.plate,
@@ -162,7 +178,11 @@ export class Recorder {
       // Kept for later batches only when reuse is on (for the deployment or for this batch).
       if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
         const window = await this.#reuseWindow(data.batchId, this.#now());
-        await this.#d.reuse.save(data.plate, { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt }, window);
+        await this.#d.reuse.save(
+          data.plate,
+          { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt },
+          window,
+        );
       }
     }
     if (recorded === 'batch-finished' && this.#d.onBatchFinished) await this.#d.onBatchFinished(data.batchId);

@@ -10,13 +10,14 @@
 // | 410 Gone                       | given up at once (the receiver says: stop)         |
 // | other status, no answer, error | retried with backoff; failed after the last attempt |
 // | host no longer on the list     | given up at once, nothing sent                     |
-import type { RedisHealth } from '../src/queue/redis-health.js';
+
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Config } from '../src/config.js';
 import { noMetrics, type WebhookResult, type WorkerMetrics } from '../src/metrics.js';
 import type { RedisClient } from '../src/queue/redis.js';
+import type { RedisHealth } from '../src/queue/redis-health.js';
 import type { DeliveryLog, DeliveryRecord } from '../src/sinks/webhooks/deliveries.js';
 import { type WebhookJobData, webhookQueueName } from '../src/sinks/webhooks/outbox.js';
 import { WebhookSender } from '../src/sinks/webhooks/sender.js';
@@ -37,19 +38,37 @@ export interface WebhookWorkerDeps {
 }
 
 /** Starts the deliveries' worker; undefined when no secret is configured (then nothing can be emitted either). */
-export function startWebhookWorker(config: Config, deps: WebhookWorkerDeps): Worker<WebhookJobData, void, string> | undefined {
+export function startWebhookWorker(
+  config: Config,
+  deps: WebhookWorkerDeps,
+): Worker<WebhookJobData, void, string> | undefined {
   const { secret, timeoutMs, allow } = config.webhooks;
   if (secret === undefined) return undefined;
   const now = deps.now ?? Date.now;
   const metrics = deps.metrics ?? noMetrics;
-  const sender = new WebhookSender({ secret, timeoutMs, now, ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}) });
+  const sender = new WebhookSender({
+    secret,
+    timeoutMs,
+    now,
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
 
-  const process = async (job: { data: WebhookJobData; attemptsMade: number; opts: { attempts?: number } }): Promise<void> => {
+  const process = async (job: {
+    data: WebhookJobData;
+    attemptsMade: number;
+    opts: { attempts?: number };
+  }): Promise<void> => {
     const { data } = job;
     const attempt = job.attemptsMade + 1;
     const last = attempt >= (job.opts.attempts ?? 1);
-    const log = deps.logger.child({ webhookId: data.id, event: data.type, ...(data.batchId ? { batchId: data.batchId } : {}) });
-    const note = async (fields: Omit<DeliveryRecord, 'id' | 'event' | 'url' | 'createdAt' | 'attempts' | 'lastAttemptAt'>) => {
+    const log = deps.logger.child({
+      webhookId: data.id,
+      event: data.type,
+      ...(data.batchId ? { batchId: data.batchId } : {}),
+    });
+    const note = async (
+      fields: Omit<DeliveryRecord, 'id' | 'event' | 'url' | 'createdAt' | 'attempts' | 'lastAttemptAt'>,
+    ) => {
       if (data.batchId === undefined) return;
       const before = await deps.deliveries.get(data.batchId, data.id);
       const record: DeliveryRecord = {

@@ -3,28 +3,28 @@
 // account's queue topped up from the scheduler; and the stores the processor writes to.
 // `vqb work`, `vqb run`, `vqb serve --workers` and the library all use it.
 import { UnrecoverableError, Worker } from 'bullmq';
-import type { RedisClient } from '../src/queue/redis.js';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { requireAccountUpstream, type Config } from '../src/config.js';
+import { type Config, requireAccountUpstream } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
-import { connectRedis, waitForReplica } from '../src/queue/redis.js';
 import { JobFence } from '../src/queue/job-fence.js';
+import { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
+import type { RedisClient } from '../src/queue/redis.js';
+import { connectRedis, waitForReplica } from '../src/queue/redis.js';
 import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
-import { queueServicesOn, type QueueServices } from '../src/services.js';
 import type { PlateJobData } from '../src/queue/types.js';
+import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
-import { PollLearner } from '../src/queue/poll-schedule.js';
-import { PlateProcessor, type JobResult } from './processor.js';
+import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
 import { startWebhookWorker } from './webhooks.js';
 
@@ -90,7 +90,12 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // Both connections, every Worker and every Queue report to one health: an outage is one log
   // line per change of state instead of a block per reconnect attempt.
   const health = deps.health ?? new RedisHealth(logger);
-  const unwatch = [health.watch(commands), health.watch(blocking), health.heartbeat(commands), watchEventLoop(logger, config.locks.lockDurationMs)];
+  const unwatch = [
+    health.watch(commands),
+    health.watch(blocking),
+    health.heartbeat(commands),
+    watchEventLoop(logger, config.locks.lockDurationMs),
+  ];
   const services = queueServicesOn(config, commands, now);
   for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
@@ -186,18 +191,22 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       clock: { now, ...(deps.random ? { random: deps.random } : {}) },
       ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
     });
-    const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(queueNameFor(config, account.id), processor.process, {
-      connection: blocking,
-      prefix: config.prefix,
-      concurrency: config.concurrency,
-      // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
-      limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
-      lockDuration: config.locks.lockDurationMs,
-      stalledInterval: config.locks.stalledIntervalMs,
-      maxStalledCount: config.locks.maxStalledCount,
-      // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
-      maximumRateLimitDelay: 5_000,
-    });
+    const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(
+      queueNameFor(config, account.id),
+      processor.process,
+      {
+        connection: blocking,
+        prefix: config.prefix,
+        concurrency: config.concurrency,
+        // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
+        limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
+        lockDuration: config.locks.lockDurationMs,
+        stalledInterval: config.locks.stalledIntervalMs,
+        maxStalledCount: config.locks.maxStalledCount,
+        // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
+        maximumRateLimitDelay: 5_000,
+      },
+    );
     worker.on('failed', (job, err) => {
       // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
       if (!job || err instanceof UnrecoverableError) return;
@@ -205,7 +214,9 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       if (!code) return;
       recorder
         .record(job, job.data, { code, message: err.message })
-        .catch((recordErr: unknown) => logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'));
+        .catch((recordErr: unknown) =>
+          logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'),
+        );
     });
     // A lost lock is its own event (one warning naming the job), not a Redis client error.
     worker.on('lockRenewalFailed', (jobIds: string[]) => {
@@ -247,9 +258,15 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
   const sweepWebhooks = async () => {
     if (config.webhooks.secret === undefined) return;
-    const pauses = (await services.lines.states()).flatMap((state) => (state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : []));
+    const pauses = (await services.lines.states()).flatMap((state) =>
+      state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
+    );
     const ids = await services.webhooks.sweep(pauses);
-    if (ids.length > 0) logger.info({ webhookIds: ids }, 'webhooks emitted that were noticed but not sent (a process stopped in between)');
+    if (ids.length > 0)
+      logger.info(
+        { webhookIds: ids },
+        'webhooks emitted that were noticed but not sent (a process stopped in between)',
+      );
   };
   let sweeping: Promise<void> = Promise.resolve();
   const sweep = () => {

@@ -8,8 +8,8 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { codeForStatus, type ErrorBody, errorBody, errorCodeOf, errorPayload } from '../http/errors.js';
 import type { PlateQueue } from '../queue/account-queues.js';
-import { codeForStatus, errorBody, errorCodeOf, errorPayload, type ErrorBody } from '../http/errors.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -50,16 +50,29 @@ export async function mountDashboard(
         reply.header('x-frame-options', 'DENY');
         // Bull Board's page links fonts from Google: the browser would tell a third party who opens
         // the dashboard, and when. Without them it falls back to the system's sans-serif.
-        if (typeof payload === 'string' && String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return withoutForeignLinks(payload);
+        if (typeof payload === 'string' && String(reply.getHeader('content-type') ?? '').startsWith('text/html'))
+          return withoutForeignLinks(payload);
         // Our own answers (the guard's, not-found) are marked already.
         if (reply.statusCode < 400 || errorCodeOf(request) !== undefined) return payload;
         const body = dashboardError(reply.statusCode, payload);
         if (body.statusCode >= 500)
-          request.log.error({ statusCode: reply.statusCode, dashboard: typeof payload === 'string' ? payload.slice(0, 2_000) : undefined }, 'dashboard request failed');
+          request.log.error(
+            {
+              statusCode: reply.statusCode,
+              dashboard: typeof payload === 'string' ? payload.slice(0, 2_000) : undefined,
+            },
+            'dashboard request failed',
+          );
         return errorPayload(
           request,
           reply,
-          body.statusCode >= 500 ? errorBody(body.statusCode, 'INTERNAL', `internal error (request ${request.id}); the server log has the details`) : body,
+          body.statusCode >= 500
+            ? errorBody(
+                body.statusCode,
+                'INTERNAL',
+                `internal error (request ${request.id}); the server log has the details`,
+              )
+            : body,
         );
       });
       await scope.register(serverAdapter.registerPlugin());
@@ -77,9 +90,18 @@ export function dashboardError(statusCode: number, payload: unknown): ErrorBody 
     parsed = undefined;
   }
   const key = typeof parsed?.error === 'object' && typeof parsed.error.key === 'string' ? parsed.error.key : undefined;
-  const named = key !== undefined && /^ERRORS\.[A-Z][A-Z0-9_]{0,60}$/.test(key) ? key.slice('ERRORS.'.length) : undefined;
-  const code = named !== undefined && named !== 'INTERNAL_SERVER_ERROR' ? named : (codeForStatus(statusCode) ?? 'DASHBOARD_ERROR');
-  const field = typeof parsed?.error === 'object' && typeof parsed.error.options?.field === 'string' ? ` ${parsed.error.options.field.slice(0, 100)}` : '';
+  const named =
+    key !== undefined && /^ERRORS\.[A-Z][A-Z0-9_]{0,60}$/.test(key) ? key.slice('ERRORS.'.length) : undefined;
+  const code =
+    named !== undefined && named !== 'INTERNAL_SERVER_ERROR' ? named : (codeForStatus(statusCode) ?? 'DASHBOARD_ERROR');
+  const field =
+    typeof parsed?.error === 'object' && typeof parsed.error.options?.field === 'string'
+      ? ` ${parsed.error.options.field.slice(0, 100)}`
+      : '';
   const detail = typeof parsed?.message === 'string' && parsed.message.length <= 200 ? `: ${parsed.message}` : '';
-  return errorBody(statusCode, code, `the queue dashboard refused the request (${code.toLowerCase().replaceAll('_', ' ')}${field})${detail}`);
+  return errorBody(
+    statusCode,
+    code,
+    `the queue dashboard refused the request (${code.toLowerCase().replaceAll('_', ' ')}${field})${detail}`,
+  );
 }

@@ -22,8 +22,20 @@ export function lineView(line: AccountLineState, now: number = Date.now()): Acco
 
 function upstreamView(line: AccountLineState): AccountLine['upstream'] {
   const down = line.unreachable;
-  if (down !== undefined) return { state: 'unreachable', since: new Date(down.since).toISOString(), attempts: down.attempts, reason: down.reason };
+  if (down !== undefined)
+    return {
+      state: 'unreachable',
+      since: new Date(down.since).toISOString(),
+      attempts: down.attempts,
+      reason: down.reason,
+    };
   const back = line.reachableAgain;
-  if (back !== undefined) return { state: 'ok', backAt: new Date(back.at).toISOString(), downMs: back.downMs, ...(back.reason ? { reason: back.reason } : {}) };
+  if (back !== undefined)
+    return {
+      state: 'ok',
+      backAt: new Date(back.at).toISOString(),
+      downMs: back.downMs,
+      ...(back.reason ? { reason: back.reason } : {}),
+    };
   return { state: 'ok' };
 }

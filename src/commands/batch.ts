@@ -2,8 +2,8 @@
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
-import { rerunFailed } from '../queue/rerun.js';
 import { WorkerPresence } from '../queue/presence.js';
+import { rerunFailed } from '../queue/rerun.js';
 import { withQueueServices } from '../services.js';
 import { ALL_FORMATS, archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { ExportFormat } from '../sinks/types.js';
@@ -16,7 +16,10 @@ function oneBatch(args: string[], command: string): string {
 
 /** A batch id given on the command line, checked before it reaches a Redis key name (`x:rows` is another key of batch x). */
 export function batchIdArg(value: string): string {
-  if (!isBatchId(value)) throw new UsageError(`not a batch id: ${JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)} (${BATCH_ID_RULE}; see \`vqb status\`)`);
+  if (!isBatchId(value))
+    throw new UsageError(
+      `not a batch id: ${JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)} (${BATCH_ID_RULE}; see \`vqb status\`)`,
+    );
   return value;
 }
 
@@ -65,7 +68,9 @@ export const retryCommand: Command = {
       );
       if (result.retried > 0 && workers === 0) {
         const { account } = await services.batches.get(batchId);
-        ctx.print(`no worker is running for account ${account}: start \`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`);
+        ctx.print(
+          `no worker is running for account ${account}: start \`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`,
+        );
       }
       return 0;
     });

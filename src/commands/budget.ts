@@ -1,7 +1,7 @@
 // Spending caps and the cost report.
 import type { Command } from '../cli.js';
-import { UsageError } from '../errors.js';
 import { accountOf } from '../config.js';
+import { UsageError } from '../errors.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../services.js';
 import { batchIdArg } from './batch.js';
@@ -34,7 +34,10 @@ export const budgetCommand: Command = {
       const { budget } = services;
       const [batchId] = ctx.args;
       const batchInfo = batchId ? await services.batches.get(batchIdArg(batchId)) : undefined;
-      const account = accountOf(config, typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account).id;
+      const account = accountOf(
+        config,
+        typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account,
+      ).id;
       const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
       const perDay = capFlag(ctx.flags['per-day'], 'per-day');
       const perMonth = capFlag(ctx.flags['per-month'], 'per-month');
@@ -42,19 +45,39 @@ export const budgetCommand: Command = {
         if (!batchId) throw new UsageError('--max-creates needs a batch id');
         await budget.setMaxCreates(batchId, maxCreates);
         const restored = await releaseBatchHold(services, batchId);
-        if (!ctx.flags.json) ctx.print(`batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`);
+        if (!ctx.flags.json)
+          ctx.print(
+            `batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`,
+          );
       }
       if (perDay !== undefined || perMonth !== undefined) {
-        await budget.setCaps(account, { ...(perDay !== undefined ? { perDay } : {}), ...(perMonth !== undefined ? { perMonth } : {}) });
+        await budget.setCaps(account, {
+          ...(perDay !== undefined ? { perDay } : {}),
+          ...(perMonth !== undefined ? { perMonth } : {}),
+        });
         const woken = await releaseAccountHold(services, account);
-        if (!ctx.flags.json) ctx.print(`account ${account}: caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
+        if (!ctx.flags.json)
+          ctx.print(`account ${account}: caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
       }
-      const [caps, spent, batch] = await Promise.all([budget.caps(account), budget.spent(account), batchId ? services.batches.get(batchId) : undefined]);
+      const [caps, spent, batch] = await Promise.all([
+        budget.caps(account),
+        budget.spent(account),
+        batchId ? services.batches.get(batchId) : undefined,
+      ]);
       const report = {
         account,
         caps,
         spent,
-        ...(batch ? { batch: { id: batch.id, maxCreates: batch.maxCreates ?? null, creates: batch.counts.creates, blocked: batch.blocked ?? null } } : {}),
+        ...(batch
+          ? {
+              batch: {
+                id: batch.id,
+                maxCreates: batch.maxCreates ?? null,
+                creates: batch.counts.creates,
+                blocked: batch.blocked ?? null,
+              },
+            }
+          : {}),
       };
       if (ctx.flags.json) ctx.print(JSON.stringify(report));
       else {
@@ -75,7 +98,8 @@ export const budgetCommand: Command = {
 export function daysFlag(value: unknown): number {
   if (value === undefined) return 7;
   const n = Number(value);
-  if (!/^\d+$/.test(String(value)) || n < 1 || n > 400) throw new UsageError(`--days takes a whole number of days from 1 to 400; got ${JSON.stringify(String(value))}`);
+  if (!/^\d+$/.test(String(value)) || n < 1 || n > 400)
+    throw new UsageError(`--days takes a whole number of days from 1 to 400; got ${JSON.stringify(String(value))}`);
   return n;
 }
 
@@ -97,9 +121,12 @@ export const costCommand: Command = {
         return 0;
       }
       // Sent: every request that left and may be billed, whatever came back (what the upstream's invoice counts); answered: those we read.
-      ctx.print('day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate');
+      ctx.print(
+        'day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate',
+      );
       for (const { day, counts: c } of report) {
-        const perPlate = c.creates + c.reused > 0 ? ((c.createsSent + c.pollsSent) / (c.creates + c.reused)).toFixed(2) : '-';
+        const perPlate =
+          c.creates + c.reused > 0 ? ((c.createsSent + c.pollsSent) / (c.creates + c.reused)).toFixed(2) : '-';
         const cells = [
           [c.createsSent, 12],
           [c.creates, 8],
@@ -109,7 +136,9 @@ export const costCommand: Command = {
           [c.reused, 6],
           [c.possibleDuplicates, 12],
         ] as const;
-        ctx.print(`${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`);
+        ctx.print(
+          `${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`,
+        );
       }
       return 0;
     });

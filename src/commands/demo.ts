@@ -57,7 +57,9 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
     const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
     const outcome = await runFile(ctx, config, file, {});
     const s = sim.stats();
-    ctx.print(`upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`);
+    ctx.print(
+      `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`,
+    );
     return outcome.code;
   } finally {
     await sim.close();
@@ -70,21 +72,29 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
  */
 async function demoRedis(ctx: CommandContext): Promise<{ url?: string; close(): Promise<void> }> {
   const named =
-    (ctx.io.env.REDIS_URL ?? '') !== '' || ctx.flags['redis-url'] !== undefined || ((ctx.flags.set as string[] | undefined) ?? []).some((p) => p.startsWith('REDIS_URL='));
+    (ctx.io.env.REDIS_URL ?? '') !== '' ||
+    ctx.flags['redis-url'] !== undefined ||
+    ((ctx.flags.set as string[] | undefined) ?? []).some((p) => p.startsWith('REDIS_URL='));
   const none = { close: async () => {} };
   if (named) return none;
   // Tests point "the default" at an address with nothing on it (6379 is the shared test Redis).
   const defaultUrl = ctx.io.env.VQB_TEST_DEFAULT_REDIS_URL ?? ctx.config().redisUrl;
   const { hostname, port } = new URL(defaultUrl);
   const where = `${hostname}:${port || 6379}`;
-  if ((await probePort(hostname.replace(/^\[|\]$/g, ''), Number(port || 6379))) !== 'refused') return { url: defaultUrl, close: none.close };
+  if ((await probePort(hostname.replace(/^\[|\]$/g, ''), Number(port || 6379))) !== 'refused')
+    return { url: defaultUrl, close: none.close };
   try {
     const server = await startThrowawayRedis();
-    ctx.print(`no Redis on ${where}: started a throwaway redis-server on ${server.url} (stopped and deleted when the demo ends)`);
+    ctx.print(
+      `no Redis on ${where}: started a throwaway redis-server on ${server.url} (stopped and deleted when the demo ends)`,
+    );
     return server;
   } catch (err) {
     if (isVqbError(err) && err.code === 'REDIS_SERVER_MISSING') {
-      throw new VqbError('REDIS_UNAVAILABLE', `no Redis on ${where} and redis-server is not installed: \`${INSTALL_HINT}\` (or set REDIS_URL)`);
+      throw new VqbError(
+        'REDIS_UNAVAILABLE',
+        `no Redis on ${where} and redis-server is not installed: \`${INSTALL_HINT}\` (or set REDIS_URL)`,
+      );
     }
     throw err;
   }

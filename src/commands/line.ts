@@ -1,6 +1,6 @@
 import type { Command } from '../cli.js';
-import { withQueueServices } from '../services.js';
 import { describeLine } from '../presenters/text.js';
+import { withQueueServices } from '../services.js';
 
 const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };
 
@@ -17,7 +17,9 @@ export const pauseCommand: Command = {
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: states }));
       else
         for (const s of states)
-          ctx.print(`paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`);
+          ctx.print(
+            `paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`,
+          );
       return 0;
     });
   },
@@ -34,7 +36,8 @@ export const resumeCommand: Command = {
       for (const line of lines) await services.webhooks.accountResumed(line.account.id, await line.resume());
       const after = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
-      else for (const b of before) ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`);
+      else
+        for (const b of before) ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`);
       return 0;
     });
   },

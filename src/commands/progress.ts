@@ -1,9 +1,9 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
-import type { BatchInfo } from '../queue/batch/store.js';
-import type { AccountLineState as LineState } from '../queue/accounts.js';
 import { describeLine, duration } from '../presenters/text.js';
+import type { AccountLineState as LineState } from '../queue/accounts.js';
+import type { BatchInfo } from '../queue/batch/store.js';
 
 export interface Progress {
   update(info: BatchInfo, line: LineState): void;
@@ -31,7 +31,12 @@ export interface RateState {
 }
 
 /** The estimate after one more sample (time in ms, plates finished so far). Pure. */
-export function nextRate(prev: RateState | undefined, at: number, finished: number, tauMs = RATE_TIME_CONSTANT_MS): RateState {
+export function nextRate(
+  prev: RateState | undefined,
+  at: number,
+  finished: number,
+  tauMs = RATE_TIME_CONSTANT_MS,
+): RateState {
   if (prev === undefined) return { at, finished, since: at, weighted: 0, tauMs };
   const dt = at - prev.at;
   // A sample at the same instant adds nothing; its plates count in the next interval.
@@ -143,7 +148,9 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
         lastLog = now();
         if (options.print) {
           const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
-          options.print(`progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`);
+          options.print(
+            `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`,
+          );
           return;
         }
         logger.info(

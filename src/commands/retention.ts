@@ -4,9 +4,9 @@
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
-import { Retention } from '../retention.js';
-import { withQueueServices, type QueueServices } from '../services.js';
 import { spanText, whenText } from '../presenters/time.js';
+import { Retention } from '../retention.js';
+import { type QueueServices, withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchIdArg } from './batch.js';
 
@@ -40,13 +40,16 @@ export const pruneCommand: Command = {
         return result.failed.length > 0 ? 1 : 0;
       }
       const verb = dryRun ? 'would archive and delete' : 'archiving';
-      ctx.print(`${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${spanText(olderThanMs)} ago)` : ''}`);
+      ctx.print(
+        `${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${spanText(olderThanMs)} ago)` : ''}`,
+      );
       for (const c of result.candidates) {
         ctx.print(
           `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of Redis, finished ${whenText(c.finishedAt, Date.now())}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
         );
       }
-      if (result.candidates.length > 1) ctx.print(`  about ${mb(result.candidates.reduce((sum, c) => sum + c.bytes, 0))} of Redis in all`);
+      if (result.candidates.length > 1)
+        ctx.print(`  about ${mb(result.candidates.reduce((sum, c) => sum + c.bytes, 0))} of Redis in all`);
       for (const a of result.archived) ctx.print(`  archived ${a.batchId} → ${a.folder}`);
       for (const f of result.failed) ctx.print(`  NOT pruned ${f.batchId} (${f.code}): ${f.message}`);
       return result.failed.length > 0 ? 1 : 0;
@@ -78,7 +81,10 @@ export const deleteCommand: Command = {
         ctx.print(
           `batch ${batchId} cancelled: ${result.dropped} unsent plates dropped; ${result.running} created plates still running. It is archived and deleted once they finish.`,
         );
-      } else ctx.print(`batch ${batchId} ${result.alreadyArchived ? 'was already archived' : 'archived and deleted from Redis'}: ${result.folder}`);
+      } else
+        ctx.print(
+          `batch ${batchId} ${result.alreadyArchived ? 'was already archived' : 'archived and deleted from Redis'}: ${result.folder}`,
+        );
       return 0;
     });
   },

@@ -1,25 +1,25 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { startWorker } from '../../workers/worker.js';
 import type { Command, CommandContext } from '../cli.js';
-import { accountOf, parseDuration, requireAccountUpstream, type Account, type Config } from '../config.js';
+import { type Account, accountOf, type Config, parseDuration, requireAccountUpstream } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
-import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileOptions } from '../producers/plate-file.js';
-import type { CostEstimate } from '../producers/dry-run.js';
 import { rateText } from '../presenters/line.js';
+import { describeBatch, duration } from '../presenters/text.js';
+import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
+import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
 import { OPERATOR_PAUSE } from '../queue/accounts.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
-import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { RedisHealth } from '../queue/redis-health.js';
+import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
-import { startWorker } from '../../workers/worker.js';
-import { describeBatch, duration } from '../presenters/text.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;
@@ -82,8 +82,14 @@ async function checkReadable(file: string): Promise<void> {
   if (reason !== undefined) throw new InputError('INPUT_NOT_FOUND', `cannot read ${file}: ${reason}`);
 }
 
-export async function runFile(ctx: CommandContext, config: Config, file: string, options: RunOptions): Promise<RunOutcome> {
-  if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
+export async function runFile(
+  ctx: CommandContext,
+  config: Config,
+  file: string,
+  options: RunOptions,
+): Promise<RunOutcome> {
+  if (options.batchId !== undefined && !isBatchId(options.batchId))
+    throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
   // The file the user typed is checked first: it is the likeliest mistake, and its reason is theirs to fix.
   await checkReadable(file);
   const account = accountOf(config, options.account);
@@ -97,7 +103,9 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
   const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
   // The log lines that remain (warnings) pass the progress line, which steps aside for each.
   const statusLine = tty ? createStatusLine(ctx.io.stdout) : undefined;
-  const logger = statusLine ? createLogger({ level: logConfig.logLevel }, statusLine.logs(ctx.io.stderr)) : ctx.logger(logConfig);
+  const logger = statusLine
+    ? createLogger({ level: logConfig.logLevel }, statusLine.logs(ctx.io.stderr))
+    : ctx.logger(logConfig);
   // One view of Redis for this process: an outage is one JSON line, not a block per retry.
   const health = new RedisHealth(logger);
   const services = options.services ?? (await openQueueServices(config, { health }));
@@ -106,7 +114,8 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     // The whole file is read once first: an unusable file fails here, before anything is queued
     // (and paid for), and its sha256 names the batch.
     const format = await plateFileFormat(file);
-    if (options.sheet !== undefined && format !== 'xlsx') throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
+    if (options.sheet !== undefined && format !== 'xlsx')
+      throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
     const digest = await checkPlateFile(file, format, readOptions(options));
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
@@ -114,7 +123,11 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       const estimated = await estimate(
         services,
         { source: 'file', name, digest, rows },
-        { batchId, account: account.id, ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}) },
+        {
+          batchId,
+          account: account.id,
+          ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+        },
       );
       ctx.print(describeEstimate(estimated, account));
       return { code: 0, batchId };
@@ -132,7 +145,9 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     if (existing) await services.batches.assertContent(batchId, digest);
     if (existing && callbackUrl !== undefined) await services.webhooks.retarget(batchId, callbackUrl);
     if (existing?.sealed) {
-      ctx.print(`resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`);
+      ctx.print(
+        `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
+      );
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
         await services.budget.setMaxCreates(batchId, options.maxCreates);
         const restored = await releaseBatchHold(services, batchId);
@@ -165,7 +180,11 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
     }
 
     const worker = startWorker(config, { logger, health });
-    const progress = createProgress(ctx.io.stdout, logger, statusLine ? { line: statusLine } : quiet ? { print: ctx.print } : {});
+    const progress = createProgress(
+      ctx.io.stdout,
+      logger,
+      statusLine ? { line: statusLine } : quiet ? { print: ctx.print } : {},
+    );
     let stopped = false;
     void ctx.io.stopSignal.then(() => {
       stopped = true;
@@ -205,15 +224,23 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
         }
         await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
       }
-      if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, batchId, config.webhooks.timeoutMs);
+      if (code === 0 && callbackUrl !== undefined)
+        await reportNotify(ctx, services, batchId, config.webhooks.timeoutMs);
     } finally {
       progress.finish();
       // Bounded, whatever Redis does: past the timeout the connections are cut, and paid answers
       // still waiting for Redis go to a file beside the exports.
       const closed = await worker.closeWithin(options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS);
       if (!closed.clean) {
-        logger.warn({ timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, held: closed.held.length }, 'running requests did not finish in time; stopped without them');
-        if (closed.held.length > 0) unstored = { path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()), count: closed.held.length };
+        logger.warn(
+          { timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, held: closed.held.length },
+          'running requests did not finish in time; stopped without them',
+        );
+        if (closed.held.length > 0)
+          unstored = {
+            path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()),
+            count: closed.held.length,
+          };
       }
     }
     if (code !== 0) {
@@ -226,9 +253,16 @@ export async function runFile(ctx: CommandContext, config: Config, file: string,
       return { code, batchId };
     }
     // A workbook in, a workbook out too (beside the CSV and JSONL every batch gets).
-    const result = await exportBatch(services, fileSinkFor(config), batchId, format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS);
+    const result = await exportBatch(
+      services,
+      fileSinkFor(config),
+      batchId,
+      format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
+    );
     ctx.print(describeBatch(await services.batches.get(batchId)));
-    ctx.print(`exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`);
+    ctx.print(
+      `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
+    );
     return { code: 0, batchId, files: result.files };
   } finally {
     // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
@@ -253,21 +287,32 @@ async function closeWithin(services: QueueServices, ms: number): Promise<void> {
  * this process's workers, which stop when the command ends) and its result printed. A receiver
  * that failed is retried by any running `vqb work` or `vqb serve --workers`, under the same id.
  */
-async function reportNotify(ctx: CommandContext, services: QueueServices, batchId: string, timeoutMs: number): Promise<void> {
+async function reportNotify(
+  ctx: CommandContext,
+  services: QueueServices,
+  batchId: string,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs + 5_000;
   for (;;) {
-    const finished = (await services.webhooks.deliveries.list(batchId)).filter((d) => d.event === 'batch.finished').at(-1);
+    const finished = (await services.webhooks.deliveries.list(batchId))
+      .filter((d) => d.event === 'batch.finished')
+      .at(-1);
     if (finished && finished.state === 'delivered') {
       ctx.print(`webhook batch.finished delivered to ${finished.url} (webhook-id ${finished.id})`);
       return;
     }
     if (finished && finished.attempts > 0) {
       const retried = finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
-      ctx.print(`webhook batch.finished not delivered to ${finished.url}: ${finished.lastError ?? finished.state}${retried}`);
+      ctx.print(
+        `webhook batch.finished not delivered to ${finished.url}: ${finished.lastError ?? finished.state}${retried}`,
+      );
       return;
     }
     if (Date.now() > deadline) {
-      ctx.print(`webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a \`vqb work\` process sends it`);
+      ctx.print(
+        `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a \`vqb work\` process sends it`,
+      );
       return;
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -275,16 +320,22 @@ async function reportNotify(ctx: CommandContext, services: QueueServices, batchI
 }
 
 /** --account, --priority and --weight, validated. */
-export function schedulingFlags(flags: CommandContext['flags']): { account?: string; priority?: PriorityClass; weight?: number } {
+export function schedulingFlags(flags: CommandContext['flags']): {
+  account?: string;
+  priority?: PriorityClass;
+  weight?: number;
+} {
   const out: { account?: string; priority?: PriorityClass; weight?: number } = {};
   if (typeof flags.account === 'string') out.account = flags.account;
   if (typeof flags.priority === 'string') {
-    if (!(PRIORITY_CLASSES as readonly string[]).includes(flags.priority)) throw new UsageError('--priority is interactive, normal or bulk');
+    if (!(PRIORITY_CLASSES as readonly string[]).includes(flags.priority))
+      throw new UsageError('--priority is interactive, normal or bulk');
     out.priority = flags.priority as PriorityClass;
   }
   if (typeof flags.weight === 'string') {
     const n = Number(flags.weight);
-    if (!Number.isInteger(n) || n < 1 || n > 1_000) throw new UsageError('--weight takes a whole number from 1 to 1000');
+    if (!Number.isInteger(n) || n < 1 || n > 1_000)
+      throw new UsageError('--weight takes a whole number from 1 to 1000');
     out.weight = n;
   }
   return out;

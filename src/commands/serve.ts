@@ -1,15 +1,15 @@
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
-import { createHttpApi } from '../server.js';
 import { createInboxWatcher } from '../producers/inbox.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
 import { RedisHealth } from '../queue/redis-health.js';
-import { openQueueServices } from '../services.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
+import { createHttpApi } from '../server.js';
+import { openQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
-import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 
 export const serveCommand: Command = {
   summary: 'the HTTP API, the web console, the drop folder, /metrics and the queue dashboard (optionally workers too)',

@@ -1,6 +1,6 @@
 import type { Command } from '../cli.js';
-import { runSimulate } from '../simulator/main.js';
 import { SIMULATOR_USAGE } from '../simulator/index.js';
+import { runSimulate } from '../simulator/main.js';
 
 export const simulateCommand: Command = {
   summary: 'run the upstream simulator (a real HTTP server with the contract, limits and faults)',

@@ -1,11 +1,11 @@
 import type { Command } from '../cli.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
-import { archiveFor } from '../sinks/export.js';
-import { batchContext, batchContexts } from '../queue/batch-status.js';
-import { batchIdArg } from './batch.js';
-import { withQueueServices } from '../services.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
+import { batchContext, batchContexts } from '../queue/batch-status.js';
+import { withQueueServices } from '../services.js';
+import { archiveFor } from '../sinks/export.js';
+import { batchIdArg } from './batch.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
 function shareText(finished: boolean, share: number): string {
@@ -29,7 +29,10 @@ export const statusCommand: Command = {
           if (manifest !== undefined) {
             const view = archivedBatchView(manifest, Date.now());
             if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
-            else ctx.print(`${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ${archiveFor(services.config).folder(id)} (no longer in Redis)`);
+            else
+              ctx.print(
+                `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ${archiveFor(services.config).folder(id)} (no longer in Redis)`,
+              );
             return 0;
           }
         }
@@ -39,9 +42,13 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info));
-          ctx.print(`  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`);
+          ctx.print(
+            `  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
+          );
           for (const d of context.webhooks ?? []) {
-            ctx.print(`  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${d.lastError}` : ''}`);
+            ctx.print(
+              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${d.lastError}` : ''}`,
+            );
           }
         }
         return 0;
@@ -62,21 +69,30 @@ export const statusCommand: Command = {
       const recent = await services.batches.list(0, limit);
       if (ctx.flags.json) {
         const now = Date.now();
-        const batches = (await batchContexts(services, recent.batches)).map((context, i) => batchView(recent.batches[i]!, context, now));
+        const batches = (await batchContexts(services, recent.batches)).map((context, i) =>
+          batchView(recent.batches[i]!, context, now),
+        );
         ctx.print(JSON.stringify({ accounts, batches: { total: recent.total, batches } }, null, 2));
         return 0;
       }
       for (const a of accounts) {
         const j = a.jobs;
-        ctx.print(`account ${a.account} (${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`);
+        ctx.print(
+          `account ${a.account} (${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`,
+        );
         const recovery = describeRecovery(a.line);
         if (recovery) ctx.print(`  ${recovery}`);
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
-        for (const s of a.shares) ctx.print(`  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`);
+        for (const s of a.shares)
+          ctx.print(
+            `  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
+          );
       }
-      ctx.print(`batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`);
+      ctx.print(
+        `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
+      );
       for (const b of recent.batches) ctx.print(describeBatch(b));
       return 0;
     });

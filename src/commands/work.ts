@@ -1,13 +1,13 @@
-import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { startWorker } from '../../workers/worker.js';
+import { pacingIntervalMs } from '../accounts.js';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
-import { pacingIntervalMs } from '../accounts.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { archiveFor } from '../sinks/export.js';
-import { startWorker } from '../../workers/worker.js';
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */
 async function serveMetrics(metrics: Metrics, port: number): Promise<Server> {
@@ -51,7 +51,10 @@ export const workCommand: Command = {
   serves Prometheus metrics on http://0.0.0.0:N/metrics.`,
   options: { 'shutdown-timeout': { type: 'string' }, 'metrics-port': { type: 'string' } },
   async run(ctx) {
-    const config = typeof ctx.flags['metrics-port'] === 'string' ? ctx.configWith({ VQ_METRICS_PORT: ctx.flags['metrics-port'] }) : ctx.config();
+    const config =
+      typeof ctx.flags['metrics-port'] === 'string'
+        ? ctx.configWith({ VQ_METRICS_PORT: ctx.flags['metrics-port'] })
+        : ctx.config();
     const logger = ctx.logger(config);
     if (!(await waitForRedisAtStart(config, logger, ctx.io.stopSignal))) {
       logger.info('stopped before Redis was reachable');
@@ -61,14 +64,25 @@ export const workCommand: Command = {
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}), ...testHooks() });
     // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.
-    const retention = new Retention(handle.services, archiveFor(config), { retainMs: config.retention.retainMs, logger });
-    const sweep = startRetentionSweep(retention, { everyMs: sweepInterval(config.retention.retainMs), logger, health: handle.health });
+    const retention = new Retention(handle.services, archiveFor(config), {
+      retainMs: config.retention.retainMs,
+      logger,
+    });
+    const sweep = startRetentionSweep(retention, {
+      everyMs: sweepInterval(config.retention.retainMs),
+      logger,
+      health: handle.health,
+    });
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     logger.info(
       {
         queue: config.queueName,
         concurrency: config.concurrency,
-        accounts: config.accounts.map((a) => ({ id: a.id, rateLimit: a.rateLimit.text, intervalMs: Math.round(pacingIntervalMs(a, config.pacingJitterMs) * 10) / 10 })),
+        accounts: config.accounts.map((a) => ({
+          id: a.id,
+          rateLimit: a.rateLimit.text,
+          intervalMs: Math.round(pacingIntervalMs(a, config.pacingJitterMs) * 10) / 10,
+        })),
         metricsPort: config.metricsPort,
       },
       'worker started',

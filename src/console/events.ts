@@ -11,7 +11,13 @@ const HEARTBEAT_MS = 15_000;
 export type OpenStreams = Set<{ end(): void }>;
 
 /** Streams `event: <name>` with what `produce` returns, until the client goes or the server stops. */
-export async function streamEvents(request: FastifyRequest, reply: FastifyReply, streams: OpenStreams, name: string, produce: () => Promise<string>): Promise<void> {
+export async function streamEvents(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  streams: OpenStreams,
+  name: string,
+  produce: () => Promise<string>,
+): Promise<void> {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {

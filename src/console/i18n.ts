@@ -58,7 +58,8 @@ const en = {
   'batch.rejects': 'rejected rows (CSV)',
   'batch.noFailed': 'No failed plates.',
   'batch.back': 'All batches',
-  'batch.archived': 'Archived on {at}: deleted from Redis, kept in the archive folder; the counts are those at archiving and the downloads are rebuilt from the archive.',
+  'batch.archived':
+    'Archived on {at}: deleted from Redis, kept in the archive folder; the counts are those at archiving and the downloads are rebuilt from the archive.',
   'webhooks.title': 'Webhooks',
   'webhooks.callback': 'Sent to',
   'webhooks.none': 'No delivery yet.',
@@ -85,13 +86,18 @@ const en = {
   'upload.title': 'Upload a file',
   'upload.file': 'CSV or XLSX file',
   'upload.drop': 'Drop a file here, or choose one below.',
-  'upload.help': 'A column of plates (detected by its header, or the first column); other columns are carried to the results.',
+  'upload.help':
+    'A column of plates (detected by its header, or the first column); other columns are carried to the results.',
   'upload.account': 'Account',
   'upload.callback': 'Callback URL (optional)',
-  'upload.callbackHelp': 'Gets a signed webhook (Standard Webhooks) when the batch finishes, or when its account pauses.',
-  'callback.CALLBACK_URL_INVALID': 'The callback URL is not valid: it must be an http:// or https:// address, without a user name or password.',
-  'callback.CALLBACK_HOST_NOT_ALLOWED': 'The callback URL’s host is not on this server’s allow-list (VQ_WEBHOOK_ALLOW).',
-  'callback.WEBHOOK_SECRET_MISSING': 'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the callback URL empty, or ask its operator.',
+  'upload.callbackHelp':
+    'Gets a signed webhook (Standard Webhooks) when the batch finishes, or when its account pauses.',
+  'callback.CALLBACK_URL_INVALID':
+    'The callback URL is not valid: it must be an http:// or https:// address, without a user name or password.',
+  'callback.CALLBACK_HOST_NOT_ALLOWED':
+    'The callback URL’s host is not on this server’s allow-list (VQ_WEBHOOK_ALLOW).',
+  'callback.WEBHOOK_SECRET_MISSING':
+    'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the callback URL empty, or ask its operator.',
   'upload.submit': 'See the estimate',
   'estimate.title': 'Estimate for {name}',
   'estimate.intro': 'Nothing has been sent yet. This is what the batch would cost:',
@@ -119,9 +125,11 @@ const en = {
   'pause.console': 'by an operator, in the console',
   'pause.operator': 'by an operator (vqb pause)',
   'pause.operatorSaid': 'by an operator: “{reason}”',
-  'pause.INVALID_API_KEY': 'the API key is not valid: put a valid key in the account’s key file, then resume the account',
+  'pause.INVALID_API_KEY':
+    'the API key is not valid: put a valid key in the account’s key file, then resume the account',
   'pause.EXPIRED_API_KEY': 'the API key expired: put the new key in the account’s key file, then resume the account',
-  'pause.INSUFFICIENT_PERMISSIONS': 'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
+  'pause.INSUFFICIENT_PERMISSIONS':
+    'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
   'pause.other': 'a key failure ({code}): fix the key, then resume the account',
   'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
   'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
@@ -137,7 +145,8 @@ const en = {
   'reach.network error': 'network error',
   'estimate.alreadyDone': 'Every plate of this file is already finished in batch {id}: nothing would be sent.',
   'estimate.openBatch': 'Open the batch',
-  'estimate.nothing': 'This file has no valid plate to send ({rejected} rejected rows, {duplicates} duplicates): nothing to confirm.',
+  'estimate.nothing':
+    'This file has no valid plate to send ({rejected} rejected rows, {duplicates} duplicates): nothing to confirm.',
   'error.notFoundBatch': 'No batch “{id}” here (it does not exist, or this token may not see it).',
   'error.generic': 'The request could not be completed (code {code}).',
   'error.details': 'Technical details',
@@ -213,7 +222,8 @@ const ptBR: Record<Key, string> = {
   'batch.rejects': 'linhas rejeitadas (CSV)',
   'batch.noFailed': 'Nenhuma placa com falha.',
   'batch.back': 'Todos os lotes',
-  'batch.archived': 'Arquivado em {at}: apagado do Redis, guardado na pasta de arquivo; as contagens são as do arquivamento e os downloads são refeitos a partir do arquivo.',
+  'batch.archived':
+    'Arquivado em {at}: apagado do Redis, guardado na pasta de arquivo; as contagens são as do arquivamento e os downloads são refeitos a partir do arquivo.',
   'webhooks.title': 'Webhooks',
   'webhooks.callback': 'Enviados para',
   'webhooks.none': 'Nenhuma entrega ainda.',
@@ -240,12 +250,16 @@ const ptBR: Record<Key, string> = {
   'upload.title': 'Enviar um arquivo',
   'upload.file': 'Arquivo CSV ou XLSX',
   'upload.drop': 'Solte um arquivo aqui, ou escolha um abaixo.',
-  'upload.help': 'Uma coluna de placas (achada pelo cabeçalho, ou a primeira coluna); as outras colunas seguem para os resultados.',
+  'upload.help':
+    'Uma coluna de placas (achada pelo cabeçalho, ou a primeira coluna); as outras colunas seguem para os resultados.',
   'upload.account': 'Conta',
   'upload.callback': 'URL de retorno (opcional)',
-  'upload.callbackHelp': 'Recebe um webhook assinado (Standard Webhooks) quando o lote termina, ou quando a conta dele é pausada.',
-  'callback.CALLBACK_URL_INVALID': 'A URL de retorno não é válida: deve ser um endereço http:// ou https://, sem usuário nem senha.',
-  'callback.CALLBACK_HOST_NOT_ALLOWED': 'O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).',
+  'upload.callbackHelp':
+    'Recebe um webhook assinado (Standard Webhooks) quando o lote termina, ou quando a conta dele é pausada.',
+  'callback.CALLBACK_URL_INVALID':
+    'A URL de retorno não é válida: deve ser um endereço http:// ou https://, sem usuário nem senha.',
+  'callback.CALLBACK_HOST_NOT_ALLOWED':
+    'O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).',
   'callback.WEBHOOK_SECRET_MISSING':
     'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe a URL de retorno vazia, ou fale com quem o opera.',
   'upload.submit': 'Ver a estimativa',
@@ -271,13 +285,16 @@ const ptBR: Record<Key, string> = {
   'batch.retry.one': 'Tentar de novo a placa com falha',
   'batch.retry.other': 'Tentar de novo as {n} placas com falha',
   'flash.retried.one': '{n} placa com falha voltou à fila ({recreated} criada de novo, {skipped} ainda em andamento).',
-  'flash.retried.other': '{n} placas com falha voltaram à fila ({recreated} criadas de novo, {skipped} ainda em andamento).',
+  'flash.retried.other':
+    '{n} placas com falha voltaram à fila ({recreated} criadas de novo, {skipped} ainda em andamento).',
   'pause.console': 'por um operador, no console',
   'pause.operator': 'por um operador (vqb pause)',
   'pause.operatorSaid': 'por um operador: “{reason}”',
-  'pause.INVALID_API_KEY': 'a chave da API não é válida: coloque uma chave válida no arquivo da chave da conta e retome a conta',
+  'pause.INVALID_API_KEY':
+    'a chave da API não é válida: coloque uma chave válida no arquivo da chave da conta e retome a conta',
   'pause.EXPIRED_API_KEY': 'a chave da API expirou: coloque a nova chave no arquivo da chave da conta e retome a conta',
-  'pause.INSUFFICIENT_PERMISSIONS': 'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
+  'pause.INSUFFICIENT_PERMISSIONS':
+    'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
   'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
   'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
   'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
@@ -293,7 +310,8 @@ const ptBR: Record<Key, string> = {
   'reach.network error': 'erro de rede',
   'estimate.alreadyDone': 'Todas as placas deste arquivo já foram concluídas no lote {id}: nada seria enviado.',
   'estimate.openBatch': 'Abrir o lote',
-  'estimate.nothing': 'Este arquivo não tem placa válida para enviar ({rejected} linhas rejeitadas, {duplicates} repetidas): nada a confirmar.',
+  'estimate.nothing':
+    'Este arquivo não tem placa válida para enviar ({rejected} linhas rejeitadas, {duplicates} repetidas): nada a confirmar.',
   'error.notFoundBatch': 'Nenhum lote “{id}” aqui (não existe, ou este token não pode vê-lo).',
   'error.generic': 'Não foi possível atender o pedido (código {code}).',
   'error.details': 'Detalhes técnicos',
@@ -304,7 +322,8 @@ const ptBR: Record<Key, string> = {
   'err.CSV_EMPTY': 'O arquivo não tem linhas.',
   'err.CSV_BINARY': 'O arquivo não é um CSV de texto (nem uma planilha .xlsx).',
   'err.CSV_UNREADABLE': 'Não foi possível ler o arquivo como CSV.',
-  'err.CSV_UNSUPPORTED_ENCODING': 'O arquivo está numa codificação de texto que o vqb não lê; salve-o como UTF-8 ou Windows-1252.',
+  'err.CSV_UNSUPPORTED_ENCODING':
+    'O arquivo está numa codificação de texto que o vqb não lê; salve-o como UTF-8 ou Windows-1252.',
   'err.CSV_MIXED_ENCODING': 'O arquivo mistura codificações de texto; salve-o de novo como UTF-8.',
   'err.CSV_NO_PLATE_COLUMN': 'Nenhuma coluna do arquivo tem placas.',
   'err.XLSX_EMPTY': 'A aba da planilha não tem linhas.',
@@ -326,7 +345,8 @@ export function isKey(key: string): key is Key {
 
 export function translator(lang: Lang): Translate {
   const dictionary = DICTIONARIES[lang];
-  return (key, vars) => dictionary[key].replace(/\{(\w+)\}/g, (whole, name: string) => (vars && name in vars ? String(vars[name]) : whole));
+  return (key, vars) =>
+    dictionary[key].replace(/\{(\w+)\}/g, (whole, name: string) => (vars && name in vars ? String(vars[name]) : whole));
 }
 
 /** The cookie's choice, else the first Accept-Language range we speak (q-values honoured), else pt-BR. */
@@ -355,7 +375,10 @@ export function pickLang(cookie: string | undefined, acceptLanguage: string | un
 
 /** Numbers and durations as the language writes them. */
 /** Built once: a NumberFormat costs ~60 µs to construct, ~0.6 µs to use (a list page formats hundreds). */
-const NUMBER_FORMATS: Record<Lang, Intl.NumberFormat> = { en: new Intl.NumberFormat('en'), 'pt-BR': new Intl.NumberFormat('pt-BR') };
+const NUMBER_FORMATS: Record<Lang, Intl.NumberFormat> = {
+  en: new Intl.NumberFormat('en'),
+  'pt-BR': new Intl.NumberFormat('pt-BR'),
+};
 
 export function formatNumber(lang: Lang, n: number): string {
   return NUMBER_FORMATS[lang].format(n);

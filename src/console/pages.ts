@@ -1,8 +1,9 @@
 // The console's pages: small functions from data to HTML (html.ts escapes every value). Every page
 // works without JavaScript; forms post to the server and the server redirects (POST → 303 → GET).
 // Progress numbers carry `data-field` names that the live updates (app.js) fill in.
-import type { CostEstimate } from '../producers/dry-run.js';
+
 import { rateText, waitingOf } from '../presenters/line.js';
+import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { RedisWaitReason } from '../queue/redis-health.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -73,7 +74,11 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 }
 
 /** The numbers of a batch that change while it runs, by `data-field` name; the live updates send the same. */
-export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'>, line?: AccountLineState): Record<string, string> {
+export function batchFields(
+  view: BatchView,
+  ctx: Pick<PageContext, 't' | 'lang'>,
+  line?: AccountLineState,
+): Record<string, string> {
   const { t, lang } = ctx;
   const c = view.counts;
   const n = (x: number) => formatNumber(lang, x);
@@ -82,7 +87,15 @@ export function batchFields(view: BatchView, ctx: Pick<PageContext, 't' | 'lang'
     counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
     waiting: waitingText(ctx, view.waiting, line) ?? t('none'),
-    state: t(view.state === 'archived' ? 'state.archived' : view.finished ? 'state.finished' : view.sealed ? 'state.running' : 'state.ingesting'),
+    state: t(
+      view.state === 'archived'
+        ? 'state.archived'
+        : view.finished
+          ? 'state.finished'
+          : view.sealed
+            ? 'state.running'
+            : 'state.ingesting',
+    ),
     done: n(c.done),
     failed: n(c.failed),
     inflight: n(c.inflight),
@@ -99,7 +112,13 @@ export function flashBox(flash: string | undefined): Html | string {
   return flash ? html`<p class="flash" role="status">${flash}</p>` : '';
 }
 
-export function listPage(ctx: PageContext, views: readonly BatchView[], lines: readonly AccountLineState[], flash?: string, redis?: RedisWaitReason): string {
+export function listPage(
+  ctx: PageContext,
+  views: readonly BatchView[],
+  lines: readonly AccountLineState[],
+  flash?: string,
+  redis?: RedisWaitReason,
+): string {
   const { t } = ctx;
   const lineOf = new Map(lines.map((l) => [l.account, l]));
   const rows = views.map((view) => {
@@ -161,7 +180,14 @@ function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReas
  * its archive's manifest, and nothing about it can change any more (no live updates, no retry,
  * no pause).
  */
-export function batchPage(ctx: PageContext, view: BatchView, line: AccountLineState | undefined, formats: readonly string[], flash?: string, redis?: RedisWaitReason): string {
+export function batchPage(
+  ctx: PageContext,
+  view: BatchView,
+  line: AccountLineState | undefined,
+  formats: readonly string[],
+  flash?: string,
+  redis?: RedisWaitReason,
+): string {
   const { t } = ctx;
   const archived = view.state === 'archived';
   const f = batchFields(view, ctx, line);
@@ -230,7 +256,12 @@ ${
 }`;
 }
 
-export function uploadPage(ctx: PageContext, accounts: readonly string[], error?: string, values: { callbackUrl?: string } = {}): string {
+export function uploadPage(
+  ctx: PageContext,
+  accounts: readonly string[],
+  error?: string,
+  values: { callbackUrl?: string } = {},
+): string {
   const { t } = ctx;
   return layout(
     ctx,
@@ -258,10 +289,18 @@ ${
   );
 }
 
-export function estimatePage(ctx: PageContext, stageId: string, name: string, account: string, e: CostEstimate, callbackUrl?: string): string {
+export function estimatePage(
+  ctx: PageContext,
+  stageId: string,
+  name: string,
+  account: string,
+  e: CostEstimate,
+  callbackUrl?: string,
+): string {
   const { t, lang } = ctx;
   const n = (x: number) => formatNumber(lang, x);
-  const item = (key: Key, value: string, field: string) => html`<dt>${t(key)}</dt><dd data-estimate="${field}">${value}</dd>`;
+  const item = (key: Key, value: string, field: string) =>
+    html`<dt>${t(key)}</dt><dd data-estimate="${field}">${value}</dd>`;
   return layout(
     ctx,
     t('estimate.title', { name }),
@@ -302,7 +341,9 @@ export function errorPage(ctx: PageContext, message: string, detail?: string): s
     ctx,
     t('error.title'),
     html`<h1>${t('error.title')}</h1><p class="error" role="alert">${message}</p>${
-      detail ? html`<details><summary>${t('error.details')}</summary><p><code lang="en">${detail}</code></p></details>` : ''
+      detail
+        ? html`<details><summary>${t('error.details')}</summary><p><code lang="en">${detail}</code></p></details>`
+        : ''
     }<p><a href="/">${t('error.back')}</a></p>`,
   );
 }

@@ -24,29 +24,46 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { BatchNotFoundError } from '../errors.js';
+import { canSee, type Scope, sha256, type TokenAuth } from '../http/auth.js';
+import { ApiError, describeError } from '../http/errors.js';
+import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
+import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
-import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
-import { rerunFailed } from '../queue/rerun.js';
-import type { QueueServices } from '../services.js';
-import { archiveFor } from '../sinks/export.js';
-import type { ArchiveManifest } from '../sinks/archive.js';
-import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, checkCallbackUrl, WEBHOOK_SECRET_MISSING } from '../sinks/webhooks/target.js';
+import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { RedisHealth } from '../queue/redis-health.js';
-import { type Scope, sha256, type TokenAuth, canSee } from '../http/auth.js';
-import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
-import { ApiError, describeError } from '../http/errors.js';
-import { batchRejects, batchResults } from '../sinks/results.js';
+import { rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
-import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import type { BatchView } from '../schemas/batch.js';
+import type { QueueServices } from '../services.js';
+import type { ArchiveManifest } from '../sinks/archive.js';
+import { archiveFor } from '../sinks/export.js';
+import { batchRejects, batchResults } from '../sinks/results.js';
+import {
+  CALLBACK_HOST_NOT_ALLOWED,
+  CALLBACK_URL_INVALID,
+  checkCallbackUrl,
+  WEBHOOK_SECRET_MISSING,
+} from '../sinks/webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { type OpenStreams, streamEvents } from './events.js';
 import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
+import {
+  ASSET_CSS,
+  ASSET_ICON,
+  ASSET_JS,
+  batchFields,
+  batchPage,
+  errorPage,
+  estimatePage,
+  listPage,
+  type PageContext,
+  signInPage,
+  uploadPage,
+} from './pages.js';
 import { CONSOLE_PAUSE_REASON, errorText, plural } from './say.js';
-import { ASSET_CSS, ASSET_ICON, ASSET_JS, batchFields, batchPage, errorPage, estimatePage, listPage, type PageContext, signInPage, uploadPage } from './pages.js';
 import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
 import { StagedUploads } from './uploads.js';
 
@@ -121,7 +138,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await scope.register(formbody, { bodyLimit: 16_384 });
     await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
 
-    const langOf = (request: FastifyRequest): Lang => pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
+    const langOf = (request: FastifyRequest): Lang =>
+      pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
     const context = (request: FastifyRequest, signed?: Signed): PageContext => {
       const lang = langOf(request);
       return {
@@ -131,7 +149,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
       };
     };
-    const page = (reply: FastifyReply, body: string, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body);
+    const page = (reply: FastifyReply, body: string, status = 200) =>
+      reply.code(status).type('text/html; charset=utf-8').send(body);
     const required = async (request: FastifyRequest): Promise<Signed> => {
       const signed = await resolve(request);
       if (!signed) throw new SignInNeeded();
@@ -140,7 +159,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     const checkCsrf = (signed: Signed, sent: unknown) => {
       const expected = Buffer.from(signed.session.csrf);
       const got = Buffer.from(typeof sent === 'string' ? sent : '');
-      if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw new ApiError('CSRF', translator('en')('error.csrf'));
+      if (got.length !== expected.length || !timingSafeEqual(got, expected))
+        throw new ApiError('CSRF', translator('en')('error.csrf'));
     };
     const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
     const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
@@ -168,25 +188,47 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     scope.setErrorHandler(async (err, request, reply) => {
       if (err instanceof SignInNeeded)
-        return reply.redirect(request.method === 'GET' && request.url !== '/' ? `/sign-in?back=${encodeURIComponent(request.url)}` : '/sign-in', 303);
-      const body = describeError(err) ?? { statusCode: 500, error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` } };
+        return reply.redirect(
+          request.method === 'GET' && request.url !== '/'
+            ? `/sign-in?back=${encodeURIComponent(request.url)}`
+            : '/sign-in',
+          303,
+        );
+      const body = describeError(err) ?? {
+        statusCode: 500,
+        error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` },
+      };
       if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
       const ctx = context(request, await resolve(request).catch(() => undefined));
-      const batchId = body.error.code === 'BATCH_NOT_FOUND' ? (request.params as { id?: string } | undefined)?.id : undefined;
+      const batchId =
+        body.error.code === 'BATCH_NOT_FOUND' ? (request.params as { id?: string } | undefined)?.id : undefined;
       const { message, detail } = errorText(ctx, body, batchId);
       return page(reply, errorPage(ctx, message, body.statusCode >= 500 ? undefined : detail), body.statusCode);
     });
 
-    scope.get(ASSET_CSS, async (_request, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS));
+    scope.get(ASSET_CSS, async (_request, reply) =>
+      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS),
+    );
     // The icon browsers ask for on every page (/favicon.ico) and the pages' own <link rel=icon>.
     for (const path of [ASSET_ICON, '/favicon.ico']) {
-      scope.get(path, async (_request, reply) => reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(ICON_SVG));
+      scope.get(path, async (_request, reply) =>
+        reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(ICON_SVG),
+      );
     }
-    scope.get(ASSET_JS, async (_request, reply) => reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS));
+    scope.get(ASSET_JS, async (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS),
+    );
 
     scope.get<{ Querystring: { to?: string; back?: string } }>('/lang', async (request, reply) => {
       const to = LANGS.find((l) => l === request.query.to);
-      if (to) reply.setCookie(LANG_COOKIE, to, { path: '/', sameSite: 'lax', httpOnly: true, maxAge: 365 * 86_400, secure: request.protocol === 'https' });
+      if (to)
+        reply.setCookie(LANG_COOKIE, to, {
+          path: '/',
+          sameSite: 'lax',
+          httpOnly: true,
+          maxAge: 365 * 86_400,
+          secure: request.protocol === 'https',
+        });
       return reply.redirect(localPath(request.query.back), 303);
     });
 
@@ -204,10 +246,17 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       } catch (err) {
         const code = (err as { code?: string }).code;
         request.log.info({ code }, 'console sign-in refused');
-        return page(reply, signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')), code === 'AUTH_NOT_CONFIGURED' ? 503 : 401);
+        return page(
+          reply,
+          signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')),
+          code === 'AUTH_NOT_CONFIGURED' ? 503 : 401,
+        );
       }
       const session = await sessions.create(sha256(token));
-      request.log.info({ admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts }, 'console signed in');
+      request.log.info(
+        { admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts },
+        'console signed in',
+      );
       reply.setCookie(SESSION_COOKIE, session.id, {
         path: '/',
         httpOnly: true,
@@ -258,36 +307,67 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
         } else ({ views, lines } = await listViews(signed.scope));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
-        return JSON.stringify(views.map((v) => ({ id: v.id, percent: v.progress.percent, fields: batchFields(v, ctx, lineOf.get(v.account)) })));
+        return JSON.stringify(
+          views.map((v) => ({
+            id: v.id,
+            percent: v.progress.percent,
+            fields: batchFields(v, ctx, lineOf.get(v.account)),
+          })),
+        );
       });
     });
 
-    scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/batches/:id', async (request, reply) => {
-      const signed = await required(request);
-      const ctx = context(request, signed);
-      const manifest = await visibleArchive(signed, request.params.id);
-      if (manifest !== undefined) return page(reply, batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)));
-      const info = await visibleBatch(signed, request.params.id);
-      const view = batchView(info, await batchContext(services, info), now());
-      const line = await services.lines.for(info.account).state();
-      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
-    });
+    scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
+      '/batches/:id',
+      async (request, reply) => {
+        const signed = await required(request);
+        const ctx = context(request, signed);
+        const manifest = await visibleArchive(signed, request.params.id);
+        if (manifest !== undefined)
+          return page(
+            reply,
+            batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)),
+          );
+        const info = await visibleBatch(signed, request.params.id);
+        const view = batchView(info, await batchContext(services, info), now());
+        const line = await services.lines.for(info.account).state();
+        return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
+      },
+    );
 
-    scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/batches/:id/results', async (request, reply) => {
-      const signed = await required(request);
-      if ((await visibleArchive(signed, request.params.id)) === undefined) await visibleBatch(signed, request.params.id);
-      const query = ResultsQuery.safeParse(request.query);
-      if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
-      const results = await batchResults(services, request.params.id, query.data.format, config.csvDelimiter, request.log, archive, langOf(request));
-      return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
-    });
+    scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
+      '/batches/:id/results',
+      async (request, reply) => {
+        const signed = await required(request);
+        if ((await visibleArchive(signed, request.params.id)) === undefined)
+          await visibleBatch(signed, request.params.id);
+        const query = ResultsQuery.safeParse(request.query);
+        if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
+        const results = await batchResults(
+          services,
+          request.params.id,
+          query.data.format,
+          config.csvDelimiter,
+          request.log,
+          archive,
+          langOf(request),
+        );
+        return reply
+          .type(results.contentType)
+          .header('content-disposition', `attachment; filename="${results.fileName}"`)
+          .send(results.body);
+      },
+    );
 
     scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
       const signed = await required(request);
       const { id } = request.params;
       if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
       const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive, langOf(request));
-      return reply.type(rejects.contentType).header('content-disposition', `attachment; filename="${rejects.fileName}"`).send(rejects.body);
+      return reply
+        .type(rejects.contentType)
+        .header('content-disposition', `attachment; filename="${rejects.fileName}"`)
+        .send(rejects.body);
     });
 
     scope.post<{ Params: { id: string } }>('/batches/:id/retry', async (request, reply) => {
@@ -297,23 +377,33 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       await visibleBatch(signed, id);
       const result = await rerunFailed(services, id, { now });
       request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
-      return reply.redirect(`/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`, 303);
+      return reply.redirect(
+        `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,
+        303,
+      );
     });
 
-    scope.post<{ Params: { account: string; action: string }; Querystring: { back?: string } }>('/accounts/:account/:action', async (request, reply) => {
-      const signed = await required(request);
-      checkCsrf(signed, formCsrf(request));
-      const { account, action } = request.params;
-      if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume')) throw new ApiError('NOT_FOUND', `no account ${account}`);
-      const line = services.lines.for(account);
-      if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
-      else await services.webhooks.accountResumed(account, await line.resume());
-      request.log.info({ account, via: 'console' }, action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator');
-      const back = new URL(localPath(request.query.back), 'http://console.invalid');
-      for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);
-      back.searchParams.set(action === 'pause' ? 'paused' : 'resumed', account);
-      return reply.redirect(`${back.pathname}${back.search}`, 303);
-    });
+    scope.post<{ Params: { account: string; action: string }; Querystring: { back?: string } }>(
+      '/accounts/:account/:action',
+      async (request, reply) => {
+        const signed = await required(request);
+        checkCsrf(signed, formCsrf(request));
+        const { account, action } = request.params;
+        if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume'))
+          throw new ApiError('NOT_FOUND', `no account ${account}`);
+        const line = services.lines.for(account);
+        if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
+        else await services.webhooks.accountResumed(account, await line.resume());
+        request.log.info(
+          { account, via: 'console' },
+          action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator',
+        );
+        const back = new URL(localPath(request.query.back), 'http://console.invalid');
+        for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);
+        back.searchParams.set(action === 'pause' ? 'paused' : 'resumed', account);
+        return reply.redirect(`${back.pathname}${back.search}`, 303);
+      },
+    );
 
     scope.get('/upload', async (request, reply) => {
       const signed = await required(request);
@@ -345,16 +435,32 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
           const { csv, options } = upload;
           callbackUrl = options.callbackUrl;
           const account = options.account ?? accounts[0];
-          if (account === undefined || !accounts.includes(account)) throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
+          if (account === undefined || !accounts.includes(account))
+            throw new ApiError(
+              'ACCOUNT_NOT_FOUND',
+              `no account ${JSON.stringify(options.account ?? '')} for this token`,
+            );
           const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
           const force = options.force === true;
           const reuse = options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {};
-          const input: EnqueueInput = { source: 'console', name, digest: csv.digest, rows: csv.rows, extraColumns: csv.header.extraColumns };
-          const batchOptions: BatchRequest = { account, force, ...reuse, ...(callbackUrl !== undefined ? { callbackUrl } : {}) };
+          const input: EnqueueInput = {
+            source: 'console',
+            name,
+            digest: csv.digest,
+            rows: csv.rows,
+            extraColumns: csv.header.extraColumns,
+          };
+          const batchOptions: BatchRequest = {
+            account,
+            force,
+            ...reuse,
+            ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+          };
           // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
           const estimated = await estimate(services, input, batchOptions);
           const batchId = estimated.batchId;
-          const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
+          const checkedCallback =
+            callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
           staged = await uploads.put({
             owner: idHash(signed.session.id),
             batchId,
@@ -371,13 +477,20 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
             estimate: estimated,
             rows: csv.rows,
           });
-          request.log.info({ batchId, rows: estimated.rows, creates: estimated.creates, via: 'console' }, 'upload staged for confirmation');
+          request.log.info(
+            { batchId, rows: estimated.rows, creates: estimated.creates, via: 'console' },
+            'upload staged for confirmation',
+          );
         } catch (err) {
           const body = describeError(err);
           if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
           const code = body.error.code;
           const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
-          return page(reply, uploadPage(ctx, accounts, message, callbackUrl !== undefined ? { callbackUrl } : {}), body.statusCode);
+          return page(
+            reply,
+            uploadPage(ctx, accounts, message, callbackUrl !== undefined ? { callbackUrl } : {}),
+            body.statusCode,
+          );
         }
         return reply.redirect(`/upload/${staged}`, 303);
       },
@@ -388,7 +501,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const ctx = context(request, signed);
       const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
       if (!upload) return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
-      return page(reply, estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate, upload.callbackUrl));
+      return page(
+        reply,
+        estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate, upload.callbackUrl),
+      );
     });
 
     scope.post<{ Params: { stage: string } }>('/upload/:stage/confirm', async (request, reply) => {
@@ -397,13 +513,23 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
       const ctx = context(request, signed);
       const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
       // Taken once: a double click confirms one batch.
-      if (!upload || !accountsOf(signed.scope).includes(upload.account) || !(await uploads.take(request.params.stage))) {
+      if (
+        !upload ||
+        !accountsOf(signed.scope).includes(upload.account) ||
+        !(await uploads.take(request.params.stage))
+      ) {
         return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
       }
       // The staged id (a forced upload's own suffix included) names the batch; the console is its door.
       const { batch, created } = await enqueue(
         services,
-        { source: 'console', name: upload.name, digest: upload.digest, rows: upload.rows, extraColumns: upload.extraColumns },
+        {
+          source: 'console',
+          name: upload.name,
+          digest: upload.digest,
+          rows: upload.rows,
+          extraColumns: upload.extraColumns,
+        },
         {
           batchId: upload.batchId,
           account: upload.account,
@@ -440,7 +566,11 @@ export function localPath(back: string | undefined): string {
 function flashOf(ctx: PageContext, query: Record<string, string | undefined>): string | undefined {
   const num = (v: string | undefined) => (v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined);
   const retried = num(query.retried);
-  if (retried !== undefined) return plural(ctx, 'flash.retried', retried, { recreated: num(query.recreated) ?? 0, skipped: num(query.skipped) ?? 0 });
+  if (retried !== undefined)
+    return plural(ctx, 'flash.retried', retried, {
+      recreated: num(query.recreated) ?? 0,
+      skipped: num(query.skipped) ?? 0,
+    });
   if (query.paused) return ctx.t('flash.paused', { account: query.paused.slice(0, 40) });
   if (query.resumed) return ctx.t('flash.resumed', { account: query.resumed.slice(0, 40) });
   return undefined;

@@ -1,9 +1,10 @@
 // Sentences the console builds from data, in the page's language: why a line waits (from the
 // reason and its fields, never the English message the CLI prints), plural forms, instants and
 // errors. The dictionary is i18n.ts; this turns state into its words.
+
+import type { ErrorBody } from '../http/errors.js';
 import type { AccountLineState } from '../queue/accounts.js';
 import type { Waiting } from '../schemas/batch.js';
-import type { ErrorBody } from '../http/errors.js';
 import { isKey, type Key, type Lang, type Translate } from './i18n.js';
 
 interface Ctx {
@@ -11,7 +12,10 @@ interface Ctx {
   t: Translate;
 }
 
-const PLURALS: Record<Lang, Intl.PluralRules> = { en: new Intl.PluralRules('en'), 'pt-BR': new Intl.PluralRules('pt-BR') };
+const PLURALS: Record<Lang, Intl.PluralRules> = {
+  en: new Intl.PluralRules('en'),
+  'pt-BR': new Intl.PluralRules('pt-BR'),
+};
 const DATES: Record<Lang, Intl.DateTimeFormat> = {
   en: new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeStyle: 'short' }),
   'pt-BR': new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'short' }),
@@ -48,7 +52,12 @@ const DEFAULT_OPERATOR_REASONS = new Set(['paused by an operator (vqb pause)', '
 export const CONSOLE_PAUSE_REASON = 'paused in the console';
 
 /** Why the line waits, in words: "pausada: por um operador, no console". */
-export function waitingText(ctx: Ctx, waiting: Waiting | undefined, line: AccountLineState | undefined, now = Date.now()): string | undefined {
+export function waitingText(
+  ctx: Ctx,
+  waiting: Waiting | undefined,
+  line: AccountLineState | undefined,
+  now = Date.now(),
+): string | undefined {
   if (waiting === undefined) return undefined;
   const { t, lang } = ctx;
   const label = t(`wait.${waiting.reason}` as Key);
@@ -72,7 +81,12 @@ export function waitingText(ctx: Ctx, waiting: Waiting | undefined, line: Accoun
         const u = l?.unreachable;
         if (u === undefined) return undefined;
         const reason = u.reason.startsWith('HTTP ') ? u.reason : t(`reach.${u.reason}` as Key);
-        return t('waitd.upstream_unreachable', { since: dateText(lang, u.since), ago: relativeText(lang, u.since, at), reason, attempts: u.attempts });
+        return t('waitd.upstream_unreachable', {
+          since: dateText(lang, u.since),
+          ago: relativeText(lang, u.since, at),
+          reason,
+          attempts: u.attempts,
+        });
       }
       case 'budget':
         return t('waitd.budget', { until });

@@ -32,9 +32,17 @@ export class SessionStore {
   }
 
   async create(tokenDigest: Buffer): Promise<Session> {
-    const session: Session = { id: randomBytes(32).toString('base64url'), tokenDigest, csrf: randomBytes(24).toString('base64url') };
+    const session: Session = {
+      id: randomBytes(32).toString('base64url'),
+      tokenDigest,
+      csrf: randomBytes(24).toString('base64url'),
+    };
     const key = this.#keys.consoleSession(idHash(session.id));
-    await this.#redis.multi().hset(key, 'token', tokenDigest.toString('hex'), 'csrf', session.csrf).pexpire(key, SESSION_TTL_MS).exec();
+    await this.#redis
+      .multi()
+      .hset(key, 'token', tokenDigest.toString('hex'), 'csrf', session.csrf)
+      .pexpire(key, SESSION_TTL_MS)
+      .exec();
     return session;
   }
 

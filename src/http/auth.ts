@@ -89,7 +89,11 @@ class TokenSet {
     } catch (err) {
       // Fail closed: an unreadable file means no tokens, until it can be read again.
       stamp = 'unreadable';
-      if (this.#fileStamp !== stamp) this.#logger.error({ path, err: (err as Error).message }, 'cannot read the service tokens file; its tokens are refused');
+      if (this.#fileStamp !== stamp)
+        this.#logger.error(
+          { path, err: (err as Error).message },
+          'cannot read the service tokens file; its tokens are refused',
+        );
       this.#hashes = [];
     }
     this.#fileStamp = stamp;
@@ -116,7 +120,11 @@ export class TokenAuth {
   readonly #logger: Logger;
 
   constructor(grants: readonly TokenGrant[], logger: Logger, keys: readonly UpstreamKey[] = []) {
-    this.#sets = grants.flatMap((g) => (g.source ? [{ set: new TokenSet(g.source, logger), accounts: g.accounts, setting: g.setting ?? 'service tokens' }] : []));
+    this.#sets = grants.flatMap((g) =>
+      g.source
+        ? [{ set: new TokenSet(g.source, logger), accounts: g.accounts, setting: g.setting ?? 'service tokens' }]
+        : [],
+    );
     this.#keys = keys.map((k) => ({ account: k.account, read: createKeyProvider(k.source) }));
     this.#logger = logger;
   }
@@ -130,7 +138,11 @@ export class TokenAuth {
     const auth = new TokenAuth(
       [
         { source: config.http.tokens, setting: admin },
-        ...config.accounts.map((a) => ({ source: a.tokens, accounts: [a.id], setting: `VQ_ACCOUNTS_FILE (account ${a.id}'s tokens)` })),
+        ...config.accounts.map((a) => ({
+          source: a.tokens,
+          accounts: [a.id],
+          setting: `VQ_ACCOUNTS_FILE (account ${a.id}'s tokens)`,
+        })),
       ],
       logger,
       config.accounts.flatMap((a) => (a.apiKey ? [{ account: a.id, source: a.apiKey }] : [])),
@@ -151,8 +163,12 @@ export class TokenAuth {
 
   /** The upstream keys as they are now (a key file is re-read when it changes); an unreadable one is skipped. */
   async #keyHashes(): Promise<{ account: string; hash: Buffer }[]> {
-    const read = await Promise.all(this.#keys.map(async (k) => ({ account: k.account, key: await k.read().catch(() => undefined) })));
-    return read.flatMap((k) => (k.key === undefined || k.key === '' ? [] : [{ account: k.account, hash: sha256(k.key) }]));
+    const read = await Promise.all(
+      this.#keys.map(async (k) => ({ account: k.account, key: await k.read().catch(() => undefined) })),
+    );
+    return read.flatMap((k) =>
+      k.key === undefined || k.key === '' ? [] : [{ account: k.account, hash: sha256(k.key) }],
+    );
   }
 
   /**
@@ -170,11 +186,21 @@ export class TokenAuth {
    * configuration ends its sessions at once).
    */
   async checkDigest(digest: Buffer | undefined): Promise<Scope> {
-    const [sets, keys] = await Promise.all([Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts }))), this.#keyHashes()]);
+    const [sets, keys] = await Promise.all([
+      Promise.all(this.#sets.map(async (s) => ({ hashes: await s.set.current(), accounts: s.accounts }))),
+      this.#keyHashes(),
+    ]);
     if (sets.every((s) => s.hashes.length === 0)) {
-      throw new ApiError('AUTH_NOT_CONFIGURED', "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one");
+      throw new ApiError(
+        'AUTH_NOT_CONFIGURED',
+        "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one",
+      );
     }
-    if (digest === undefined) throw new ApiError('UNAUTHORIZED', 'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"');
+    if (digest === undefined)
+      throw new ApiError(
+        'UNAUTHORIZED',
+        'send a service token as "Authorization: Bearer <token>" or "x-api-key: <token>"',
+      );
     let admin = false;
     let matched = false;
     const accounts = new Set<string>();
@@ -206,6 +232,7 @@ export function canSee(scope: Scope, account: string): boolean {
 
 function usable(tokens: readonly string[], logger: Logger): Buffer[] {
   const short = tokens.filter((t) => t.length < MIN_TOKEN_LENGTH).length;
-  if (short > 0) logger.warn({ ignored: short }, `service tokens shorter than ${MIN_TOKEN_LENGTH} characters are ignored`);
+  if (short > 0)
+    logger.warn({ ignored: short }, `service tokens shorter than ${MIN_TOKEN_LENGTH} characters are ignored`);
   return tokens.filter((t) => t.length >= MIN_TOKEN_LENGTH).map(sha256);
 }

@@ -5,9 +5,9 @@
 // nothing. Memory is bounded by VQ_HTTP_BODY_LIMIT and VQ_HTTP_MAX_PLATES.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { readPlateCsv, type CsvHeaderInfo } from '../producers/csv.js';
-import type { XlsxHeaderInfo } from '../producers/xlsx.js';
+import { type CsvHeaderInfo, readPlateCsv } from '../producers/csv.js';
 import type { InputRow } from '../producers/types.js';
+import type { XlsxHeaderInfo } from '../producers/xlsx.js';
 import { ApiError } from './errors.js';
 
 export interface CsvBody {
@@ -23,7 +23,10 @@ export function bodyTooLarge(limit: number): ApiError {
 }
 
 export function tooManyPlates(limit: number): ApiError {
-  return new ApiError('TOO_MANY_PLATES', `more than ${limit} plates in one request (VQ_HTTP_MAX_PLATES); split the list`);
+  return new ApiError(
+    'TOO_MANY_PLATES',
+    `more than ${limit} plates in one request (VQ_HTTP_MAX_PLATES); split the list`,
+  );
 }
 
 /**
@@ -51,7 +54,10 @@ export function looksJsonEncoded(text: string): boolean {
   }
 }
 
-export async function readCsvBody(body: Readable | AsyncIterable<Buffer>, options: { bodyLimit: number; maxPlates: number; column?: string }): Promise<CsvBody> {
+export async function readCsvBody(
+  body: Readable | AsyncIterable<Buffer>,
+  options: { bodyLimit: number; maxPlates: number; column?: string },
+): Promise<CsvBody> {
   const hash = createHash('sha256');
   let bytes = 0;
   // The body while it is one line (a JSON-encoded CSV has no raw line break): bounded by bodyLimit.
@@ -69,7 +75,8 @@ export async function readCsvBody(body: Readable | AsyncIterable<Buffer>, option
     }
   }
   const jsonEncoded = () => oneLine !== undefined && looksJsonEncoded(Buffer.concat(oneLine).toString('utf8'));
-  const column = options.column === undefined ? undefined : /^\d+$/.test(options.column) ? Number(options.column) : options.column;
+  const column =
+    options.column === undefined ? undefined : /^\d+$/.test(options.column) ? Number(options.column) : options.column;
   let header: CsvHeaderInfo;
   const collected: InputRow[] = [];
   try {

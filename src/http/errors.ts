@@ -26,7 +26,11 @@ export class ApiError extends VqbError {
 /** Fastify's own errors (body parsing, validation) → our codes. */
 const FASTIFY_CODES: Record<string, { status: number; code: string; message?: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: 'PAYLOAD_TOO_LARGE' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send application/json, or text/csv or .xlsx to POST /v1/batches' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'send application/json, or text/csv or .xlsx to POST /v1/batches',
+  },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: 'BAD_REQUEST', message: 'the body is not valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: 'BAD_REQUEST' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: 'BAD_REQUEST' },
@@ -68,10 +72,16 @@ export function describeError(err: unknown): ErrorBody | undefined {
   }
   const fastifyError = err as Partial<FastifyError> | null;
   const fastifyCode = typeof fastifyError?.code === 'string' ? FASTIFY_CODES[fastifyError.code] : undefined;
-  if (fastifyCode) return errorBody(fastifyCode.status, fastifyCode.code, fastifyCode.message ?? fastifyError?.message ?? fastifyCode.code);
+  if (fastifyCode)
+    return errorBody(
+      fastifyCode.status,
+      fastifyCode.code,
+      fastifyCode.message ?? fastifyError?.message ?? fastifyCode.code,
+    );
   const status = fastifyError?.statusCode;
   const statusCode = typeof status === 'number' && status >= 400 && status < 500 ? CODE_BY_STATUS[status] : undefined;
-  if (statusCode !== undefined && typeof fastifyError?.message === 'string') return errorBody(status!, statusCode, fastifyError.message);
+  if (statusCode !== undefined && typeof fastifyError?.message === 'string')
+    return errorBody(status!, statusCode, fastifyError.message);
   return undefined;
 }
 
@@ -108,7 +118,9 @@ function prepareError(request: FastifyRequest, reply: FastifyReply, body: ErrorB
 
 function bodyPending(request: FastifyRequest): boolean {
   const { headers } = request;
-  const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+  const hasBody =
+    headers['transfer-encoding'] !== undefined ||
+    (headers['content-length'] !== undefined && headers['content-length'] !== '0');
   return hasBody && !request.raw.complete;
 }
 
@@ -125,7 +137,11 @@ export function installErrorHandlers(app: FastifyInstance, redisDown: () => bool
       return sendError(request, reply, errorBody(503, 'REDIS_UNAVAILABLE', 'Redis is unreachable; try again later'));
     }
     request.log.error({ err }, 'request failed');
-    return sendError(request, reply, errorBody(500, 'INTERNAL', `internal error (request ${request.id}); the server log has the details`));
+    return sendError(
+      request,
+      reply,
+      errorBody(500, 'INTERNAL', `internal error (request ${request.id}); the server log has the details`),
+    );
   });
   app.setNotFoundHandler((request, reply) => {
     sendError(request, reply, errorBody(404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`));

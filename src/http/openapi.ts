@@ -86,7 +86,9 @@ function convert(group: Record<string, z.ZodType>, io: 'input' | 'output'): Reco
     uri: (id) => `${SCHEMAS_PATH}${id}`,
     override: ({ jsonSchema }) => tidy(jsonSchema as JsonSchema, io),
   });
-  return Object.fromEntries(Object.keys(group).map((id) => [id, plainRefs(withoutId(schemas[id] as JsonSchema)) as JsonSchema]));
+  return Object.fromEntries(
+    Object.keys(group).map((id) => [id, plainRefs(withoutId(schemas[id] as JsonSchema)) as JsonSchema]),
+  );
 }
 
 /** `{allOf: [{$ref}]}` alone (an optional named schema) → `{$ref}`; with a description beside it, 3.0's only way to describe a reference, it stays. */
@@ -127,14 +129,26 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           'Errors: `{statusCode, error: {code, message}}` (`Error`); branch on `error.code`.',
       },
       tags: [
-        { name: 'batches', description: "Plates in, one batch per request; progress, results and retries of an account's batches" },
+        {
+          name: 'batches',
+          description: "Plates in, one batch per request; progress, results and retries of an account's batches",
+        },
         { name: 'operations', description: 'Health and this document; no token' },
       ],
       security: SECURITY,
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'a service token (VQ_API_TOKENS / VQ_API_TOKENS_FILE, or an account’s tokens)' },
-          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'the same service token, as a header' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'a service token (VQ_API_TOKENS / VQ_API_TOKENS_FILE, or an account’s tokens)',
+          },
+          apiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description: 'the same service token, as a header',
+          },
         },
         schemas: componentSchemas(),
       },
@@ -156,7 +170,10 @@ export function openApiRoute(app: FastifyInstance): void {
         tags: ['operations'],
         security: [],
         response: {
-          200: { description: 'the OpenAPI 3.0 document of this API', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } },
+          200: {
+            description: 'the OpenAPI 3.0 document of this API',
+            content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+          },
           '4xx': jsonReply('Error', 'BAD_REQUEST (an unreadable URL), HEADERS_TOO_LARGE'),
         },
       },

@@ -3,9 +3,9 @@
 // name or the zip magic bytes, then read in full, counted against VQ_HTTP_BODY_LIMIT and
 // VQ_HTTP_MAX_PLATES, before anything is enqueued (see csv-body.ts).
 import type { Readable } from 'node:stream';
-import { collectBytes, isXlsxInput, readPlateXlsx } from '../producers/xlsx.js';
 import type { InputRow } from '../producers/types.js';
-import { bodyTooLarge, readCsvBody, tooManyPlates, type CsvBody } from './csv-body.js';
+import { collectBytes, isXlsxInput, readPlateXlsx } from '../producers/xlsx.js';
+import { bodyTooLarge, type CsvBody, readCsvBody, tooManyPlates } from './csv-body.js';
 
 export interface PlateUploadOptions {
   bodyLimit: number;
@@ -33,8 +33,15 @@ export async function readPlateUpload(
     return readCsvBody(rest, { bodyLimit: options.bodyLimit, maxPlates: options.maxPlates, ...column });
   }
   const bytes = await collectBytes(rest, options.bodyLimit, () => bodyTooLarge(options.bodyLimit));
-  const column = options.column === undefined ? {} : { column: /^\d+$/.test(options.column) ? Number(options.column) : options.column };
-  const xlsx = await readPlateXlsx(bytes, { maxBytes: options.bodyLimit, ...column, ...(options.sheet !== undefined ? { sheet: options.sheet } : {}) });
+  const column =
+    options.column === undefined
+      ? {}
+      : { column: /^\d+$/.test(options.column) ? Number(options.column) : options.column };
+  const xlsx = await readPlateXlsx(bytes, {
+    maxBytes: options.bodyLimit,
+    ...column,
+    ...(options.sheet !== undefined ? { sheet: options.sheet } : {}),
+  });
   const rows: InputRow[] = [];
   for await (const row of xlsx.rows) {
     if (rows.length >= options.maxPlates) throw tooManyPlates(options.maxPlates);
@@ -44,7 +51,9 @@ export async function readPlateUpload(
 }
 
 /** The first chunk (to sniff) and the whole stream again, that chunk included. */
-async function peek(body: Readable | AsyncIterable<Buffer>): Promise<{ head: Buffer | undefined; rest: AsyncIterable<Buffer> }> {
+async function peek(
+  body: Readable | AsyncIterable<Buffer>,
+): Promise<{ head: Buffer | undefined; rest: AsyncIterable<Buffer> }> {
   const iterator = (body as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const first = await iterator.next();
   const head = first.done === true ? undefined : Buffer.from(first.value);

@@ -10,7 +10,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.js';
-import { errorBody, type ErrorBody } from './errors.js';
+import { type ErrorBody, errorBody } from './errors.js';
 
 /** A socket with no traffic either way for this long is closed (a client that stopped reading a download). */
 export const IDLE_SOCKET_MS = 5 * 60_000;
@@ -48,7 +48,12 @@ export function serverOptions(http: HttpSettings) {
  * that did not arrive in time. Nothing of it reached fastify, so the answer is written here, in
  * our shape, and the connection closed.
  */
-export function answerClientError(err: Error & { code?: string }, socket: Socket, http: HttpSettings, log: FastifyBaseLogger): void {
+export function answerClientError(
+  err: Error & { code?: string },
+  socket: Socket,
+  http: HttpSettings,
+  log: FastifyBaseLogger,
+): void {
   // The peer went away: nothing to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const body = clientErrorBody(err, http);
@@ -68,7 +73,11 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
 export function clientErrorBody(err: { code?: string }, http: HttpSettings): ErrorBody {
   switch (err.code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return errorBody(408, 'REQUEST_TIMEOUT', `the request did not arrive in full within ${http.requestTimeoutMs} ms (VQ_HTTP_REQUEST_TIMEOUT)`);
+      return errorBody(
+        408,
+        'REQUEST_TIMEOUT',
+        `the request did not arrive in full within ${http.requestTimeoutMs} ms (VQ_HTTP_REQUEST_TIMEOUT)`,
+      );
     case 'HPE_HEADER_OVERFLOW':
       return errorBody(431, 'HEADERS_TOO_LARGE', 'the request headers are too large');
     default:
@@ -77,7 +86,17 @@ export function clientErrorBody(err: { code?: string }, http: HttpSettings): Err
 }
 
 /** Query parameters that carry credentials, compared lower-case without `-` and `_`. */
-const SECRET_PARAMS = new Set(['token', 'accesstoken', 'apikey', 'xapikey', 'key', 'authorization', 'auth', 'password', 'secret']);
+const SECRET_PARAMS = new Set([
+  'token',
+  'accesstoken',
+  'apikey',
+  'xapikey',
+  'key',
+  'authorization',
+  'auth',
+  'password',
+  'secret',
+]);
 
 /**
  * The URL as the request log shows it: a credential in the query string (a token sent as
@@ -92,7 +111,9 @@ export function loggedUrl(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf('=');
       const name = eq === -1 ? pair : pair.slice(0, eq);
-      return SECRET_PARAMS.has(normalizedName(name)) ? `${name.length > 64 ? name.slice(0, 64) : name}=[redacted]` : pair;
+      return SECRET_PARAMS.has(normalizedName(name))
+        ? `${name.length > 64 ? name.slice(0, 64) : name}=[redacted]`
+        : pair;
     });
   return `${url.slice(0, at)}?${query.join('&')}`;
 }

@@ -6,10 +6,10 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { isVqbError } from '../errors.js';
+import { CreateBatchFormFields, type CreateBatchQuery } from '../schemas/api.js';
 import type { CsvBody } from './csv-body.js';
 import { ApiError } from './errors.js';
 import { readPlateUpload } from './plate-upload.js';
-import { CreateBatchFormFields, type CreateBatchQuery } from '../schemas/api.js';
 import { validationError } from './validation.js';
 
 export const FILE_FIELD = 'file';
@@ -26,7 +26,10 @@ export interface CsvUpload {
  * Lets the routes of `app` read forms; only `uploadRoute` does, a form anywhere else is refused as
  * any other media type would be.
  */
-export async function registerCsvUploads(app: FastifyInstance, options: { bodyLimit: number; uploadRoute: string }): Promise<void> {
+export async function registerCsvUploads(
+  app: FastifyInstance,
+  options: { bodyLimit: number; uploadRoute: string },
+): Promise<void> {
   await app.register(multipart, {
     // `file` is the CSV even when a client sends it as a plain field (no file name): it streams.
     isPartAFile: (fieldName, _contentType, fileName) => fieldName === FILE_FIELD || fileName !== undefined,
@@ -35,7 +38,10 @@ export async function registerCsvUploads(app: FastifyInstance, options: { bodyLi
   });
   app.addHook('preValidation', async (request) => {
     if (request.isMultipart() && !(request.method === 'POST' && request.routeOptions.url === options.uploadRoute)) {
-      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `only POST ${options.uploadRoute} takes multipart/form-data; send application/json`);
+      throw new ApiError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `only POST ${options.uploadRoute} takes multipart/form-data; send application/json`,
+      );
     }
   });
 }
@@ -62,7 +68,8 @@ export async function readCsvUpload(
   try {
     for await (const part of request.parts()) {
       if (part.type === 'file') {
-        if (part.fieldname !== FILE_FIELD) throw formError(`the file goes in the \`${FILE_FIELD}\` part, not ${JSON.stringify(part.fieldname)}`);
+        if (part.fieldname !== FILE_FIELD)
+          throw formError(`the file goes in the \`${FILE_FIELD}\` part, not ${JSON.stringify(part.fieldname)}`);
         options.control?.check(fields[options.control.field]);
         const { column, sheet } = fields;
         csv = await readPlateUpload(part.file, part.filename || undefined, part.mimetype || undefined, {
@@ -74,7 +81,9 @@ export async function readCsvUpload(
         continue;
       }
       if ((part.fieldname === 'column' || part.fieldname === 'sheet') && csv !== undefined) {
-        throw formError(`send the \`${part.fieldname}\` field before the \`file\` part: the file is read as it arrives`);
+        throw formError(
+          `send the \`${part.fieldname}\` field before the \`file\` part: the file is read as it arrives`,
+        );
       }
       if (part.fieldname in fields) throw formError(`the field ${JSON.stringify(part.fieldname)} is sent twice`);
       if (part.valueTruncated) throw formError(`the field ${JSON.stringify(part.fieldname)} is too long`);
@@ -89,7 +98,8 @@ export async function readCsvUpload(
     if (csv === undefined) options.control.check(fields[options.control.field]);
     delete fields[options.control.field];
   }
-  if (csv === undefined) throw formError(`no \`${FILE_FIELD}\` part: send the CSV or .xlsx as the form's \`${FILE_FIELD}\``);
+  if (csv === undefined)
+    throw formError(`no \`${FILE_FIELD}\` part: send the CSV or .xlsx as the form's \`${FILE_FIELD}\``);
   const parsed = CreateBatchFormFields.safeParse({ ...fields });
   if (!parsed.success) throw validationError('form', parsed.error);
   return { csv, options: parsed.data, ...(fileName !== undefined ? { fileName } : {}) };
@@ -101,9 +111,12 @@ function formError(message: string): ApiError {
 
 /** Our errors pass, and bugs; the form parser's (limits, a broken form) become ours. */
 function unreadable(err: unknown): unknown {
-  if (isVqbError(err) || err instanceof TypeError || err instanceof ReferenceError || !(err instanceof Error)) return err;
+  if (isVqbError(err) || err instanceof TypeError || err instanceof ReferenceError || !(err instanceof Error))
+    return err;
   if ((err as { statusCode?: unknown }).statusCode === 413) {
-    return new ApiError('PAYLOAD_TOO_LARGE', `the form has too many parts or too large a part: ${err.message}`, { cause: err });
+    return new ApiError('PAYLOAD_TOO_LARGE', `the form has too many parts or too large a part: ${err.message}`, {
+      cause: err,
+    });
   }
   return new ApiError('BAD_FORM', `the multipart/form-data body could not be read: ${err.message}`, { cause: err });
 }

@@ -11,7 +11,11 @@ type JsonSchema = Record<string, unknown>;
 
 /** A request part's schema for the document: its input side, so defaulted fields read as optional. */
 export function requestSchema(schema: z.ZodType): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', override: ({ jsonSchema }) => tidy(jsonSchema as JsonSchema, 'input') }) as JsonSchema;
+  return z.toJSONSchema(schema, {
+    target: 'openapi-3.0',
+    io: 'input',
+    override: ({ jsonSchema }) => tidy(jsonSchema as JsonSchema, 'input'),
+  }) as JsonSchema;
 }
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
@@ -29,7 +33,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 /** Error responses for the document, all in the upstream's error shape. */
 export function errorResponses(...statuses: number[]): Record<number, JsonSchema> {
-  return Object.fromEntries(statuses.map((status) => [status, jsonReply('Error', ERROR_DESCRIPTIONS[status] ?? 'error')]));
+  return Object.fromEntries(
+    statuses.map((status) => [status, jsonReply('Error', ERROR_DESCRIPTIONS[status] ?? 'error')]),
+  );
 }
 
 type Part = 'body' | 'querystring' | 'params' | 'headers';
@@ -42,7 +48,10 @@ type Part = 'body' | 'querystring' | 'params' | 'headers';
 export function zodValidator(parts: Partial<Record<Part, z.ZodType>>): FastifySchemaCompiler<unknown> {
   return ({ httpPart, contentType }) => {
     const schema = parts[httpPart as Part];
-    if (schema === undefined || (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json')) {
+    if (
+      schema === undefined ||
+      (httpPart === 'body' && contentType !== undefined && contentType !== 'application/json')
+    ) {
       return () => true;
     }
     return (data: unknown) => {

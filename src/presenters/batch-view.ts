@@ -1,8 +1,9 @@
 // A batch as every front door shows it (src/schemas/batch.ts): the HTTP API's batch, the library's
 // `batch.progress()` and `vqb status <batch> --json` are this one object. A pure function of the
 // stored batch, what its status reads beyond it (its account's line, its share) and `now`.
-import type { BatchContext } from '../queue/batch-status.js';
+
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
@@ -61,7 +62,9 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
     ...(eta ? { eta } : {}),
-    ...(info.callbackUrl !== undefined ? { callbackUrl: info.callbackUrl, webhooks: (context.webhooks ?? []).map(deliveryView) } : {}),
+    ...(info.callbackUrl !== undefined
+      ? { callbackUrl: info.callbackUrl, webhooks: (context.webhooks ?? []).map(deliveryView) }
+      : {}),
     links: batchLinks(info.id),
   };
 }
@@ -70,5 +73,9 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
 export function archivedBatchView(manifest: ArchiveManifest, now: number): BatchView {
   const line = { account: manifest.batch.account, paused: false, rateLimit: '' };
   const context = { line, share: 0, perSecond: 0, ...(manifest.webhooks ? { webhooks: manifest.webhooks } : {}) };
-  return { ...batchView(manifest.batch, context, now), state: 'archived', archivedAt: new Date(manifest.archivedAt).toISOString() };
+  return {
+    ...batchView(manifest.batch, context, now),
+    state: 'archived',
+    archivedAt: new Date(manifest.archivedAt).toISOString(),
+  };
 }

@@ -17,11 +17,23 @@ function resumeHint(account: string): string {
 }
 
 /** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
-export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis_full', now = Date.now()): Waiting | undefined {
+export function waitingOf(
+  state: AccountLineState,
+  redis?: 'redis_down' | 'redis_full',
+  now = Date.now(),
+): Waiting | undefined {
   // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
-  if (redis === 'redis_down') return { reason: 'redis_down', message: 'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored' };
+  if (redis === 'redis_down')
+    return {
+      reason: 'redis_down',
+      message: 'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored',
+    };
   if (redis === 'redis_full') {
-    return { reason: 'redis_full', message: 'waiting for Redis: it is full (maxmemory reached); raise maxmemory or free memory, work resumes by itself' };
+    return {
+      reason: 'redis_full',
+      message:
+        'waiting for Redis: it is full (maxmemory reached); raise maxmemory or free memory, work resumes by itself',
+    };
   }
   if (state.pause) return { reason: 'paused', code: state.pause.code, message: `paused: ${state.pause.message}` };
   if (state.paused) return { reason: 'paused', message: `paused (run ${resumeHint(state.account)})` };
@@ -44,7 +56,9 @@ export function waitingOf(state: AccountLineState, redis?: 'redis_down' | 'redis
     const quota = state.limitReason === 'quota';
     return {
       reason: quota ? 'quota' : 'rate_limit',
-      message: quota ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}` : `rate limited until ${clock(state.limitedUntil)}`,
+      message: quota
+        ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}`
+        : `rate limited until ${clock(state.limitedUntil)}`,
       until: new Date(state.limitedUntil).toISOString(),
     };
   }
@@ -120,7 +134,10 @@ export function batchWaiting(info: BatchInfo, line: AccountLineState): Waiting |
   if (info.finishedAt !== undefined) return undefined;
   const waiting = waitingOf(line);
   if (waiting !== undefined || info.blocked !== 'budget') return waiting;
-  return { reason: 'budget', message: `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise it with \`vqb budget ${info.id} --max-creates N\`)` };
+  return {
+    reason: 'budget',
+    message: `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise it with \`vqb budget ${info.id} --max-creates N\`)`,
+  };
 }
 
 /** Requests a plate costs before any has finished: one create and, usually, one poll. */
@@ -131,7 +148,13 @@ const DEFAULT_REQUESTS_PER_PLATE = 2;
  * its share of the account's rate, after any wait imposed on the account. Undefined when
  * finished, paused or held by a cap (no end in sight until someone acts).
  */
-export function estimateEta(info: BatchInfo, line: AccountLineState, perSecond: number, share: number, now: number): { seconds: number; at: string } | undefined {
+export function estimateEta(
+  info: BatchInfo,
+  line: AccountLineState,
+  perSecond: number,
+  share: number,
+  now: number,
+): { seconds: number; at: string } | undefined {
   if (info.finishedAt !== undefined || line.paused || line.pause || info.blocked !== undefined) return undefined;
   const c = info.counts;
   const finished = c.done + c.failed;

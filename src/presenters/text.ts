@@ -10,7 +10,13 @@ export const duration = spanText;
 
 export function describeCounts(b: BatchInfo): string {
   const c = b.counts;
-  const parts = [`${c.done + c.failed}/${c.enqueued} finished`, `${c.done} done`, `${c.failed} failed`, `${c.inflight} in flight`, `${c.queued} queued`];
+  const parts = [
+    `${c.done + c.failed}/${c.enqueued} finished`,
+    `${c.done} done`,
+    `${c.failed} failed`,
+    `${c.inflight} in flight`,
+    `${c.queued} queued`,
+  ];
   if (c.rejected) parts.push(`${c.rejected} rejected`);
   if (c.duplicates) parts.push(`${c.duplicates} duplicates`);
   if (c.possibleDuplicates) parts.push(`${c.possibleDuplicates} possible duplicate charges`);
@@ -19,7 +25,8 @@ export function describeCounts(b: BatchInfo): string {
 }
 
 export function describeBatch(b: BatchInfo, now = Date.now()): string {
-  const state = b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
+  const state =
+    b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
   const lines = [
@@ -27,6 +34,9 @@ export function describeBatch(b: BatchInfo, now = Date.now()): string {
     `  ${describeCounts(b)}`,
     `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
-  if (b.blocked === 'budget') lines.push(`  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`);
+  if (b.blocked === 'budget')
+    lines.push(
+      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`,
+    );
   return lines.join('\n');
 }

@@ -90,15 +90,23 @@ const isPlate = (cell: string | undefined): boolean => cell !== undefined && che
  *    do, header words rarely), and the plate column is where the second record has a valid plate
  *    (else the first column). A first record with digits is data, plate column first.
  */
-export function decideHeader(first: readonly string[], second: readonly string[] | undefined, column?: string | number): HeaderDecision {
-  const noDigits = (cells: readonly string[]) => cells.some((c) => c.trim() !== '') && !cells.some((c) => /[0-9]/.test(c));
+export function decideHeader(
+  first: readonly string[],
+  second: readonly string[] | undefined,
+  column?: string | number,
+): HeaderDecision {
+  const noDigits = (cells: readonly string[]) =>
+    cells.some((c) => c.trim() !== '') && !cells.some((c) => /[0-9]/.test(c));
   if (typeof column === 'string') {
     const wanted = column.trim();
     let index = first.findIndex((c) => c.trim() === wanted);
     if (index === -1) index = first.findIndex((c) => headerKey(c) === headerKey(wanted) && headerKey(wanted) !== '');
     if (index === -1) {
       const shown = first.slice(0, 20).map((c) => JSON.stringify(c.length > 40 ? `${c.slice(0, 40)}…` : c));
-      throw new InputError('CSV_NO_PLATE_COLUMN', `no column named ${JSON.stringify(column)}; the first row has ${shown.join(', ')}`);
+      throw new InputError(
+        'CSV_NO_PLATE_COLUMN',
+        `no column named ${JSON.stringify(column)}; the first row has ${shown.join(', ')}`,
+      );
     }
     return { hasHeader: true, plateIndex: index };
   }
@@ -108,7 +116,10 @@ export function decideHeader(first: readonly string[], second: readonly string[]
     }
     const index = column - 1;
     if (index >= first.length) {
-      throw new InputError('CSV_NO_PLATE_COLUMN', `column ${column} asked for, but the first row has ${first.length} column(s)`);
+      throw new InputError(
+        'CSV_NO_PLATE_COLUMN',
+        `column ${column} asked for, but the first row has ${first.length} column(s)`,
+      );
     }
     const hasHeader = !isPlate(first[index]) && (findPlateHeader(first) !== -1 || noDigits(first));
     return { hasHeader, plateIndex: index };

@@ -3,10 +3,10 @@
 // step (bytes to text, refusing NUL bytes), and the parser adapter (csv-parse driven one record at
 // a time, its errors turned into InputErrors with our codes). csv.ts reads the header and rows.
 import { Readable } from 'node:stream';
-import { CsvError, parse, type Options, type Parser } from 'csv-parse';
+import { CsvError, type Options, type Parser, parse } from 'csv-parse';
 import { parse as parseSync } from 'csv-parse/sync';
 import { InputError, isVqbError } from '../errors.js';
-import { SNIFF_BYTES, assertNoNul, type CsvDelimiter, type EncodingDecoder } from './csv-sniff.js';
+import { assertNoNul, type CsvDelimiter, type EncodingDecoder, SNIFF_BYTES } from './csv-sniff.js';
 
 /** The source as Buffers of at most 64 KiB, pulled one at a time; close() releases the source. */
 export class BytePump {
@@ -211,13 +211,23 @@ export class CsvRecords {
     const recordNo = this.#recordNo + this.#queue.length - this.#head + 1;
     if (err instanceof CsvError && err.code === 'CSV_MAX_RECORD_SIZE') {
       if (this.#fieldBytes(err) > this.#maxField) {
-        return new InputError('CSV_FIELD_TOO_LARGE', `record ${recordNo}: a field larger than ${this.#maxField} bytes (maxFieldBytes); an unclosed quote does this too`, {
-          cause: err,
-        });
+        return new InputError(
+          'CSV_FIELD_TOO_LARGE',
+          `record ${recordNo}: a field larger than ${this.#maxField} bytes (maxFieldBytes); an unclosed quote does this too`,
+          {
+            cause: err,
+          },
+        );
       }
-      return new InputError('CSV_ROW_TOO_LARGE', `record ${recordNo}: the row is larger than maxRowBytes; an unclosed quote does this too`, { cause: err });
+      return new InputError(
+        'CSV_ROW_TOO_LARGE',
+        `record ${recordNo}: the row is larger than maxRowBytes; an unclosed quote does this too`,
+        { cause: err },
+      );
     }
-    return new InputError('CSV_UNREADABLE', `cannot parse the CSV at record ${recordNo}: ${messageOf(err)}`, { cause: err });
+    return new InputError('CSV_UNREADABLE', `cannot parse the CSV at record ${recordNo}: ${messageOf(err)}`, {
+      cause: err,
+    });
   }
 
   /**
@@ -232,7 +242,10 @@ export class CsvRecords {
     if (typeof end !== 'number') return 0;
     let before = 0;
     if (end > this.#recordStart) {
-      const bytes = Buffer.concat(this.#recent).subarray(this.#recordStart - this.#recentStart, end - this.#recentStart);
+      const bytes = Buffer.concat(this.#recent).subarray(
+        this.#recordStart - this.#recentStart,
+        end - this.#recentStart,
+      );
       for (const field of parseSync(bytes, this.#syntax)[0] ?? []) before += field.length;
     }
     return this.#maxRecord + 1 - before;

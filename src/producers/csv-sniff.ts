@@ -36,7 +36,10 @@ export function hasUtf8Bom(buf: Buffer): boolean {
  */
 export function assertLooksLikeText(buf: Buffer): void {
   if (startsWith(buf, [0xff, 0xfe]) || startsWith(buf, [0xfe, 0xff]) || startsWith(buf, [0, 0, 0xfe, 0xff])) {
-    throw new InputError('CSV_UNSUPPORTED_ENCODING', 'the file is UTF-16/UTF-32 ("Unicode text"): save it as "CSV UTF-8" or plain CSV');
+    throw new InputError(
+      'CSV_UNSUPPORTED_ENCODING',
+      'the file is UTF-16/UTF-32 ("Unicode text"): save it as "CSV UTF-8" or plain CSV',
+    );
   }
   for (const { bytes, what } of MAGIC) {
     if (startsWith(buf, bytes)) throw new InputError('CSV_BINARY', `not a CSV file: this is ${what}`);
@@ -146,7 +149,12 @@ export class EncodingDecoder {
     if (this.decoder === undefined) {
       buf = this.held.length > 0 ? Buffer.concat([this.held, chunk]) : chunk;
       this.held = Buffer.alloc(0);
-      if (this.bytesIn === 0 && buf.length < 3 && !final && UTF8_BOM.slice(0, buf.length).every((b, i) => buf[i] === b)) {
+      if (
+        this.bytesIn === 0 &&
+        buf.length < 3 &&
+        !final &&
+        UTF8_BOM.slice(0, buf.length).every((b, i) => buf[i] === b)
+      ) {
         this.held = buf; // could still become a BOM
         return '';
       }

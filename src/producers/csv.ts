@@ -15,13 +15,21 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { isErrorCode } from '../error-codes.js';
 import { InputError, isVqbError } from '../errors.js';
-import { decideHeader, uniqueNames, type HeaderDecision } from './csv-header.js';
+import { decideHeader, type HeaderDecision, uniqueNames } from './csv-header.js';
 import { BytePump, CsvRecords, decodeText, messageOf } from './csv-records.js';
-import { EncodingDecoder, SNIFF_BYTES, assertLooksLikeText, detectDelimiter, hasUtf8Bom, type CsvDelimiter, type CsvEncoding } from './csv-sniff.js';
+import {
+  assertLooksLikeText,
+  type CsvDelimiter,
+  type CsvEncoding,
+  detectDelimiter,
+  EncodingDecoder,
+  hasUtf8Bom,
+  SNIFF_BYTES,
+} from './csv-sniff.js';
 import type { InputRow } from './types.js';
 
-export { detectDelimiter } from './csv-sniff.js';
 export { findPlateHeader, headerKey } from './csv-header.js';
+export { detectDelimiter } from './csv-sniff.js';
 
 export interface CsvReadOptions {
   /** The plate column: a header name (case/accent-insensitive) or a 1-based index. Default: detected. */
@@ -59,7 +67,10 @@ export const DEFAULT_MAX_ROW_BYTES = 1024 * 1024;
  * code (CSV_EMPTY, CSV_BINARY, CSV_UNSUPPORTED_ENCODING, CSV_MIXED_ENCODING, CSV_FIELD_TOO_LARGE,
  * CSV_ROW_TOO_LARGE, CSV_NO_PLATE_COLUMN, CSV_UNREADABLE); rows yielded before a failure are valid.
  */
-export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, options: CsvReadOptions = {}): Promise<{ header: CsvHeaderInfo; rows: AsyncIterable<InputRow> }> {
+export async function readPlateCsv(
+  source: Readable | AsyncIterable<Buffer>,
+  options: CsvReadOptions = {},
+): Promise<{ header: CsvHeaderInfo; rows: AsyncIterable<InputRow> }> {
   const maxField = options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES;
   const maxRecord = Math.max(options.maxRowBytes ?? DEFAULT_MAX_ROW_BYTES, maxField);
   const pump = new BytePump(source);
@@ -79,18 +90,29 @@ export async function readPlateCsv(source: Readable | AsyncIterable<Buffer>, opt
     const decoder = new EncodingDecoder((encoding) => {
       header.encoding = encoding;
     });
-    const records = new CsvRecords(decodeText(pump, sniff, decoder), { delimiter: header.delimiter, maxFieldBytes: maxField, maxRecordBytes: maxRecord });
+    const records = new CsvRecords(decodeText(pump, sniff, decoder), {
+      delimiter: header.delimiter,
+      maxFieldBytes: maxField,
+      maxRecordBytes: maxRecord,
+    });
     const stop = () => {
       records.close();
       pump.close();
     };
     cleanup = stop;
 
-    const rows = await plateRows(records, { ...(options.column !== undefined ? { column: options.column } : {}), maxFieldBytes: maxField }, header, stop);
+    const rows = await plateRows(
+      records,
+      { ...(options.column !== undefined ? { column: options.column } : {}), maxFieldBytes: maxField },
+      header,
+      stop,
+    );
     return { header, rows };
   } catch (err) {
     cleanup();
-    throw isVqbError(err) ? err : new InputError('CSV_UNREADABLE', `cannot read the input: ${messageOf(err)}`, { cause: err });
+    throw isVqbError(err)
+      ? err
+      : new InputError('CSV_UNREADABLE', `cannot read the input: ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -151,7 +173,10 @@ export async function plateRows(
   // file of no rows, refused like an empty one (it would be a finished batch of nothing).
   if (decision.hasHeader && early.length === 1) {
     const names = first.cells.slice(0, 5).map((c) => (c.length > 40 ? `${c.slice(0, 40)}…` : c.trim()));
-    throw new InputError(`${format}_EMPTY`, `${what} has a header (${names.join(', ')}${first.cells.length > 5 ? ', …' : ''}) but no rows`);
+    throw new InputError(
+      `${format}_EMPTY`,
+      `${what} has a header (${names.join(', ')}${first.cells.length > 5 ? ', …' : ''}) but no rows`,
+    );
   }
   const offset = decision.hasHeader ? first.recordNo : 0;
   if (decision.hasHeader) early.shift();
@@ -246,7 +271,10 @@ function checkFieldSizes(cells: readonly string[], where: string, maxField: numb
     if (cell.length * 3 <= maxField) return;
     const bytes = Buffer.byteLength(cell);
     if (bytes > maxField) {
-      throw new InputError(`${format}_FIELD_TOO_LARGE`, `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`);
+      throw new InputError(
+        `${format}_FIELD_TOO_LARGE`,
+        `${where}, column ${i + 1}: a field of ${bytes} bytes, the limit is ${maxField} (maxFieldBytes)`,
+      );
     }
   });
 }

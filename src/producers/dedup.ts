@@ -3,7 +3,7 @@
 // same vehicle as an earlier plate in the other format (ABC1234 ↔ ABC1C34): both are still
 // queried, since the user asked for both, but the export says so.
 
-import { checkPlate, vehicleKey, type PlateFormat, type PlateRejectReason } from '../plates.js';
+import { checkPlate, type PlateFormat, type PlateRejectReason, vehicleKey } from '../plates.js';
 import { PlateMap, plateCode } from './plate-map.js';
 
 export type DedupResult =
@@ -39,7 +39,8 @@ export class PlateDeduper {
     if (firstRow !== undefined) return { kind: 'duplicate', plate, firstRow };
     this.firstRows.add(code, row.row);
     const twin = otherFormat(plate);
-    if (twin !== undefined && this.firstRows.has(plateCode(twin))) return { kind: 'new', plate, format, sameVehicleAs: twin };
+    if (twin !== undefined && this.firstRows.has(plateCode(twin)))
+      return { kind: 'new', plate, format, sameVehicleAs: twin };
     return { kind: 'new', plate, format };
   }
 }

@@ -4,8 +4,8 @@
 // and against its daily spending cap.
 import { accountOf } from '../config.js';
 import { PollLearner } from '../queue/poll-schedule.js';
-import type { QueueServices } from '../services.js';
 import { ReuseStore } from '../queue/reuse.js';
+import type { QueueServices } from '../services.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';
 

@@ -10,14 +10,14 @@ import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
-import { type CostEstimate, estimateCost } from './dry-run.js';
 import { batchIdFor } from './batch-id.js';
+import { type CostEstimate, estimateCost } from './dry-run.js';
 import { type IngestResult, ingest } from './ingest.js';
 import { listDigest, type PlateInput, toInputRows } from './list.js';
 import type { InputRow } from './types.js';
 
-export type { IngestResult } from './ingest.js';
 export { batchIdFor } from './batch-id.js';
+export type { IngestResult } from './ingest.js';
 
 /** A batch's options, whichever door they came through (each door parses them its own way). */
 export interface BatchRequest {
@@ -37,7 +37,13 @@ export interface BatchRequest {
 
 /** What a door read: a file's rows (with the file's sha256) or a list of plates. */
 export type EnqueueInput =
-  | { source: BatchSource; name: string; digest: string; rows: Iterable<InputRow> | AsyncIterable<InputRow>; extraColumns?: readonly string[] }
+  | {
+      source: BatchSource;
+      name: string;
+      digest: string;
+      rows: Iterable<InputRow> | AsyncIterable<InputRow>;
+      extraColumns?: readonly string[];
+    }
   | { source: BatchSource; name?: string; plates: readonly PlateInput[] };
 
 interface Prepared {
@@ -54,7 +60,8 @@ interface Prepared {
 function prepare(services: Pick<QueueServices, 'config'>, input: EnqueueInput, options: BatchRequest): Prepared {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
   const account = accountOf(services.config, options.account).id;
-  const callbackUrl = options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
+  const callbackUrl =
+    options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
   let rows: Iterable<InputRow> | AsyncIterable<InputRow>;
   let digest: string;
   let extraColumns: readonly string[];
@@ -75,14 +82,25 @@ function prepare(services: Pick<QueueServices, 'config'>, input: EnqueueInput, o
 }
 
 /** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
-export function batchIdOf(services: Pick<QueueServices, 'config'>, input: EnqueueInput, options: BatchRequest = {}): string {
+export function batchIdOf(
+  services: Pick<QueueServices, 'config'>,
+  input: EnqueueInput,
+  options: BatchRequest = {},
+): string {
   return prepare(services, input, options).id;
 }
 
 /** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
-export async function estimate(services: QueueServices, input: EnqueueInput, options: BatchRequest = {}): Promise<CostEstimate> {
+export async function estimate(
+  services: QueueServices,
+  input: EnqueueInput,
+  options: BatchRequest = {},
+): Promise<CostEstimate> {
   const p = prepare(services, input, options);
-  return estimateCost(services, p.id, p.rows, { account: p.account, ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}) });
+  return estimateCost(services, p.id, p.rows, {
+    account: p.account,
+    ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+  });
 }
 
 /** Stores the batch's rows and enqueues each new plate once; the same content again resumes its batch. */
@@ -117,7 +135,11 @@ export function enqueue(
 }
 
 /** A list of plates (the library's and the JSON API's shape): `enqueue` with `{ source, plates }`. */
-export function ingestList(services: QueueServices, plates: readonly PlateInput[], options: BatchRequest & { source: BatchSource; name?: string }): Promise<IngestResult> {
+export function ingestList(
+  services: QueueServices,
+  plates: readonly PlateInput[],
+  options: BatchRequest & { source: BatchSource; name?: string },
+): Promise<IngestResult> {
   const { source, name, ...request } = options;
   return enqueue(services, { source, plates, ...(name !== undefined ? { name } : {}) }, request);
 }

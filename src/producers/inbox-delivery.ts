@@ -44,7 +44,11 @@ export class InboxDelivery {
    * JSONL always, plus `also` (`xlsx` for a dropped workbook).
    */
   async expect(batchId: string, file: string, also: readonly ExportFormat[] = []): Promise<void> {
-    await this.#deps.services.redis.hset(this.#pendingKey, batchId, JSON.stringify(also.length > 0 ? { file, also } : { file }));
+    await this.#deps.services.redis.hset(
+      this.#pendingKey,
+      batchId,
+      JSON.stringify(also.length > 0 ? { file, also } : { file }),
+    );
   }
 
   /** Writes the exports of every pending batch that has finished. */
@@ -62,8 +66,13 @@ export class InboxDelivery {
         }
         const info = await services.batches.get(batchId);
         if (info.finishedAt === undefined) continue;
-        const record = JSON.parse((await services.redis.hget(this.#pendingKey, batchId)) ?? '{}') as { also?: ExportFormat[] };
-        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId, [...ALL_FORMATS, ...(record.also ?? [])]);
+        const record = JSON.parse((await services.redis.hget(this.#pendingKey, batchId)) ?? '{}') as {
+          also?: ExportFormat[];
+        };
+        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId, [
+          ...ALL_FORMATS,
+          ...(record.also ?? []),
+        ]);
         await services.redis.hdel(this.#pendingKey, batchId);
         this.#pending--;
         this.#exported++;

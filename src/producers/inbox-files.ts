@@ -2,8 +2,9 @@
 // names that are safe to build paths from, moves that never overwrite, reading a file without
 // following links, and the one-paragraph explanation left next to a file that could not be used.
 // Every path is built as join(dir, basename(name)) and checked to stay inside the root.
-import { constants, type FileHandle, lstat, mkdir, open, realpath, rename, writeFile } from 'node:fs/promises';
+
 import { randomBytes } from 'node:crypto';
+import { constants, type FileHandle, lstat, mkdir, open, realpath, rename, writeFile } from 'node:fs/promises';
 import { basename, extname, join, resolve, sep } from 'node:path';
 import { InputError, VqbError } from '../errors.js';
 
@@ -49,7 +50,8 @@ export function pathIn(layout: InboxLayout, dir: InboxDir, name: string): string
     throw new VqbError('INBOX_BAD_NAME', `refusing the file name ${JSON.stringify(name)}`);
   }
   const path = join(layout.dirs[dir], basename(name));
-  if (!isInside(layout.root, path)) throw new VqbError('INBOX_BAD_NAME', `${JSON.stringify(name)} leads outside ${layout.root}`);
+  if (!isInside(layout.root, path))
+    throw new VqbError('INBOX_BAD_NAME', `${JSON.stringify(name)} leads outside ${layout.root}`);
   return path;
 }
 
@@ -141,7 +143,8 @@ export async function* fileChunks(path: string, onChunk?: (chunk: Buffer) => voi
   try {
     handle = await open(path, constants.O_RDONLY | NO_FOLLOW | NON_BLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw new InputError('INBOX_NOT_A_FILE', 'it is a symbolic link, which is never followed');
+    if ((err as NodeJS.ErrnoException).code === 'ELOOP')
+      throw new InputError('INBOX_NOT_A_FILE', 'it is a symbolic link, which is never followed');
     throw err;
   }
   try {
@@ -160,23 +163,34 @@ export async function* fileChunks(path: string, onChunk?: (chunk: Buffer) => voi
 }
 
 const ADVICE: Record<string, string> = {
-  CSV_BINARY: 'Open it in Excel or LibreOffice and use "Save as" with the type "CSV UTF-8" (or plain CSV), one plate per row, and drop that file.',
+  CSV_BINARY:
+    'Open it in Excel or LibreOffice and use "Save as" with the type "CSV UTF-8" (or plain CSV), one plate per row, and drop that file.',
   CSV_UNSUPPORTED_ENCODING: 'Save it again as "CSV UTF-8" (not "Unicode text") and drop that file.',
-  CSV_MIXED_ENCODING: 'Save the whole file again as "CSV UTF-8", so that every row has the same encoding, and drop that file.',
+  CSV_MIXED_ENCODING:
+    'Save the whole file again as "CSV UTF-8", so that every row has the same encoding, and drop that file.',
   CSV_EMPTY: 'Check that the right sheet was exported: this file holds no rows.',
-  CSV_NO_PLATE_COLUMN: 'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
-  CSV_FIELD_TOO_LARGE: 'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
-  CSV_ROW_TOO_LARGE: 'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
-  CSV_UNREADABLE: 'Open it in a text editor to check that it is a plain CSV file, save it again from the spreadsheet as CSV and drop that file.',
+  CSV_NO_PLATE_COLUMN:
+    'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
+  CSV_FIELD_TOO_LARGE:
+    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
+  CSV_ROW_TOO_LARGE:
+    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
+  CSV_UNREADABLE:
+    'Open it in a text editor to check that it is a plain CSV file, save it again from the spreadsheet as CSV and drop that file.',
   INBOX_UNSUPPORTED_TYPE: `Only ${INBOX_EXTENSIONS.join(', ')} files are read: export the sheet as CSV and drop that file.`,
   INBOX_NOT_A_FILE: 'Drop a copy of the file itself, not a link to it.',
-  XLSX_INVALID: 'Open it in Excel or LibreOffice and save it again as an Excel workbook (.xlsx) or as "CSV UTF-8", and drop that file.',
+  XLSX_INVALID:
+    'Open it in Excel or LibreOffice and save it again as an Excel workbook (.xlsx) or as "CSV UTF-8", and drop that file.',
   XLSX_ENCRYPTED: 'Remove the password (Excel: File > Info > Protect Workbook), save it and drop that file.',
   XLSX_TOO_LARGE: 'Save the sheet as "CSV UTF-8" (read as a stream, no size limit) or split it, and drop that file.',
-  XLSX_NO_SHEET: 'Save it again from Excel or LibreOffice as an Excel workbook (.xlsx) with the plates on the first sheet.',
-  XLSX_EMPTY: 'Put the plates on the first sheet (the drop folder reads the first visible sheet) and drop the file again.',
-  XLSX_NO_PLATE_COLUMN: 'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
-  XLSX_FIELD_TOO_LARGE: 'A cell holds more text than a plate list needs: check the row named above and drop the file again.',
+  XLSX_NO_SHEET:
+    'Save it again from Excel or LibreOffice as an Excel workbook (.xlsx) with the plates on the first sheet.',
+  XLSX_EMPTY:
+    'Put the plates on the first sheet (the drop folder reads the first visible sheet) and drop the file again.',
+  XLSX_NO_PLATE_COLUMN:
+    'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
+  XLSX_FIELD_TOO_LARGE:
+    'A cell holds more text than a plate list needs: check the row named above and drop the file again.',
 };
 
 /** One readable paragraph: what happened, the code, and what to do. */

@@ -7,12 +7,23 @@ import { lstat, readdir } from 'node:fs/promises';
 import { InputError, isError, type VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../services.js';
-import { checkPlateFile, plateFileFormat, readPlateFile, type PlateFileFormat } from './plate-file.js';
+import { batchIdFor, enqueue } from './enqueue.js';
 import type { InboxDelivery } from './inbox-delivery.js';
 import type { InboxErrors } from './inbox-errors.js';
-import { INBOX_EXTENSIONS, errorReport, fileChunks, hasInboxExtension, isForceName, moveInto, pathIn, stamp, writeErrorReport, type InboxLayout } from './inbox-files.js';
+import {
+  errorReport,
+  fileChunks,
+  hasInboxExtension,
+  INBOX_EXTENSIONS,
+  type InboxLayout,
+  isForceName,
+  moveInto,
+  pathIn,
+  stamp,
+  writeErrorReport,
+} from './inbox-files.js';
 import { InboxObserver } from './inbox-stable.js';
-import { batchIdFor, enqueue } from './enqueue.js';
+import { checkPlateFile, type PlateFileFormat, plateFileFormat, readPlateFile } from './plate-file.js';
 
 export interface InboxIntakeDeps {
   services: QueueServices;
@@ -70,7 +81,8 @@ export class InboxIntake {
     if (stale.length > 0) await services.redis.hdel(this.#processingKey, ...stale);
     for (const name of names) {
       if (this.#deps.stopping()) return;
-      if (!errors.has(`processing:${name}`)) log.info({ file: name }, `inbox: resuming ${JSON.stringify(name)}, left in processing/`);
+      if (!errors.has(`processing:${name}`))
+        log.info({ file: name }, `inbox: resuming ${JSON.stringify(name)}, left in processing/`);
       await this.#processFile(layout, name);
     }
   }
@@ -88,7 +100,13 @@ export class InboxIntake {
     const { services, log, errors } = this.#deps;
     try {
       if (!hasInboxExtension(name)) {
-        await this.#fail(layout, path, name, 'INBOX_UNSUPPORTED_TYPE', `the extension of "${name}" is not one of ${INBOX_EXTENSIONS.join(', ')}`);
+        await this.#fail(
+          layout,
+          path,
+          name,
+          'INBOX_UNSUPPORTED_TYPE',
+          `the extension of "${name}" is not one of ${INBOX_EXTENSIONS.join(', ')}`,
+        );
         return;
       }
       // The record is written before the move, so a crash right after it still knows the name
@@ -134,14 +152,20 @@ export class InboxIntake {
         await services.redis.hdel(this.#processingKey, procName);
         return;
       }
-      const batchId = known?.digest === digest && known.batchId !== undefined ? known.batchId : batchIdFor(name, digest, isForceName(name));
+      const batchId =
+        known?.digest === digest && known.batchId !== undefined
+          ? known.batchId
+          : batchIdFor(name, digest, isForceName(name));
       const next: ProcessingRecord = { name, ino: String(st.ino), digest, batchId };
       await services.redis.hset(this.#processingKey, procName, JSON.stringify(next));
 
       const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
       const blog = log.child({ batchId });
       if (existing?.sealed) {
-        blog.info({ file: name }, `inbox: ${JSON.stringify(name)} is batch ${batchId}, already ingested: nothing queued again`);
+        blog.info(
+          { file: name },
+          `inbox: ${JSON.stringify(name)} is batch ${batchId}, already ingested: nothing queued again`,
+        );
       } else {
         const { header, rows } = await readPlateFile(path, format, { chunks: fileChunks });
         const { batch, created } = await enqueue(
@@ -151,12 +175,22 @@ export class InboxIntake {
             batchId,
             metadata: { file: name },
             // VQ_INBOX_NOTIFY_URL: the drop folder's batches tell one receiver when they finish.
-            ...(services.config.webhooks.inboxNotifyUrl !== undefined ? { callbackUrl: services.config.webhooks.inboxNotifyUrl } : {}),
+            ...(services.config.webhooks.inboxNotifyUrl !== undefined
+              ? { callbackUrl: services.config.webhooks.inboxNotifyUrl }
+              : {}),
           },
         );
         const c = batch.counts;
         blog.info(
-          { file: name, created, plateColumn: header.plateColumn, total: c.total, enqueued: c.enqueued, rejected: c.rejected, duplicates: c.duplicates },
+          {
+            file: name,
+            created,
+            plateColumn: header.plateColumn,
+            total: c.total,
+            enqueued: c.enqueued,
+            rejected: c.rejected,
+            duplicates: c.duplicates,
+          },
           `inbox: ingested ${JSON.stringify(name)} as batch ${batchId}${created ? '' : ' (resumed)'}: ${c.total} rows, ${c.enqueued} plates queued`,
         );
       }
@@ -169,7 +203,9 @@ export class InboxIntake {
       if (isInputError(err)) {
         // The file changed between the check and the ingest: rows before the error are queued.
         const message = `${err.message} (found while queuing it, after a first full read had passed; rows before this point were queued)`;
-        await this.#fail(layout, path, name, err.code, message).catch((e: unknown) => errors.report(`processing:${procName}`, e, { file: procName }));
+        await this.#fail(layout, path, name, err.code, message).catch((e: unknown) =>
+          errors.report(`processing:${procName}`, e, { file: procName }),
+        );
         return;
       }
       // Redis or the disk failing: the file stays in processing/ and is tried again next scan.
@@ -181,7 +217,10 @@ export class InboxIntake {
     const failedName = await moveInto(layout, path, 'failed', file);
     const report = await writeErrorReport(layout, failedName, errorReport(file, code, message, this.#deps.now()));
     this.#failed++;
-    this.#deps.log.info({ file, code, failed: failedName, report }, `inbox: failed ${JSON.stringify(file)}: ${message} [${code}]`);
+    this.#deps.log.info(
+      { file, code, failed: failedName, report },
+      `inbox: failed ${JSON.stringify(file)}: ${message} [${code}]`,
+    );
   }
 }
 

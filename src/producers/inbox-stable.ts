@@ -5,7 +5,7 @@
 import type { BigIntStats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
-import { isIgnoredName, pathIn, type InboxLayout } from './inbox-files.js';
+import { type InboxLayout, isIgnoredName, pathIn } from './inbox-files.js';
 
 export interface ReadyFile {
   name: string;
@@ -62,7 +62,8 @@ export class InboxObserver {
       try {
         st = await lstat(path, { bigint: true });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.#skip(name, `cannot be examined (${(err as Error).message})`);
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+          this.#skip(name, `cannot be examined (${(err as Error).message})`);
         continue;
       }
       if (isIgnoredName(name)) {
@@ -70,7 +71,14 @@ export class InboxObserver {
         continue;
       }
       if (!st.isFile()) {
-        this.#skip(name, st.isSymbolicLink() ? 'a symbolic link (never followed)' : st.isDirectory() ? 'a folder' : 'not a regular file');
+        this.#skip(
+          name,
+          st.isSymbolicLink()
+            ? 'a symbolic link (never followed)'
+            : st.isDirectory()
+              ? 'a folder'
+              : 'not a regular file',
+        );
         continue;
       }
       if (st.nlink > 1n) {
@@ -80,7 +88,8 @@ export class InboxObserver {
       }
       const renamed = previousParts.has(`${st.dev}:${st.ino}`);
       const prev = this.#seen.get(name);
-      const unchanged = prev !== undefined && prev.size === st.size && prev.mtimeNs === st.mtimeNs && prev.ino === st.ino;
+      const unchanged =
+        prev !== undefined && prev.size === st.size && prev.mtimeNs === st.mtimeNs && prev.ino === st.ino;
       if (!unchanged) this.#seen.set(name, { size: st.size, mtimeNs: st.mtimeNs, ino: st.ino, since: at });
       const stable = this.#stableMs === 0 || (unchanged && at - prev.since >= this.#stableMs);
       if (renamed || stable) ready.push({ name, path, ino: st.ino });

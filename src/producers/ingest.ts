@@ -3,16 +3,18 @@
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { accountOf } from '../config.js';
-import { BatchArchivedError, InputError, RedisFullError, isError } from '../errors.js';
-import { isRedisFull } from '../queue/redis-health.js';
+import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
+import { isRedisFull } from '../queue/redis-health.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { PlateDeduper } from './dedup.js';
+
 export { batchIdFor } from './batch-id.js';
-import type { InputRow } from './types.js';
+
 import { archiveFor } from '../sinks/export.js';
+import type { InputRow } from './types.js';
 
 const CHUNK = 1_000;
 
@@ -47,25 +49,37 @@ export interface IngestResult {
   created: boolean;
 }
 
-export async function ingest(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
+export async function ingest(
+  services: QueueServices,
+  options: IngestOptions,
+  rows: AsyncIterable<InputRow> | Iterable<InputRow>,
+): Promise<IngestResult> {
   try {
     return await ingestBatch(services, options, rows);
   } catch (err) {
     // A full Redis is one typed error whatever step it refused: each chunk is all or nothing, so
     // the same ingest run again (same content → same batch id) resumes after the last stored chunk.
-    if (isRedisFull(err) && !isError(err, RedisFullError)) throw new RedisFullError(`ingesting batch ${options.id}`, err);
+    if (isRedisFull(err) && !isError(err, RedisFullError))
+      throw new RedisFullError(`ingesting batch ${options.id}`, err);
     throw err;
   }
 }
 
-async function ingestBatch(services: QueueServices, options: IngestOptions, rows: AsyncIterable<InputRow> | Iterable<InputRow>): Promise<IngestResult> {
+async function ingestBatch(
+  services: QueueServices,
+  options: IngestOptions,
+  rows: AsyncIterable<InputRow> | Iterable<InputRow>,
+): Promise<IngestResult> {
   const { batches, config } = services;
   const account = accountOf(config, options.account);
   const weight = options.weight ?? 1;
-  if (!Number.isInteger(weight) || weight < 1 || weight > 1_000) throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
+  if (!Number.isInteger(weight) || weight < 1 || weight > 1_000)
+    throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
   // The same content after its batch was archived (retention) must not pay again.
-  if (!(await batches.exists(options.id)) && (await archiveFor(config).manifest(options.id)) !== undefined) throw new BatchArchivedError(options.id);
-  const callbackUrl = options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
+  if (!(await batches.exists(options.id)) && (await archiveFor(config).manifest(options.id)) !== undefined)
+    throw new BatchArchivedError(options.id);
+  const callbackUrl =
+    options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
   const { created, info } = await batches.open({
     id: options.id,
     account: account.id,
@@ -96,7 +110,8 @@ async function ingestBatch(services: QueueServices, options: IngestOptions, rows
     const batch = await ingestRows(services, options, info, rows, lock.refresh);
     // Every plate already had an outcome when the input ended (all rejected, all reused): the
     // batch finished at its seal, and no worker will see it finish.
-    if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined) await services.webhooks.batchFinished(batch.id);
+    if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined)
+      await services.webhooks.batchFinished(batch.id);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
     await services.feeder.feed(batch.account);
     return { batch, created };
@@ -146,11 +161,33 @@ function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly stri
   const result = deduper.check(row);
   switch (result.kind) {
     case 'new':
-      return { row: row.row, input: row.input, extra, kind: 'queued', plate: result.plate, ...(result.sameVehicleAs ? { sameVehicleAs: result.sameVehicleAs } : {}) };
+      return {
+        row: row.row,
+        input: row.input,
+        extra,
+        kind: 'queued',
+        plate: result.plate,
+        ...(result.sameVehicleAs ? { sameVehicleAs: result.sameVehicleAs } : {}),
+      };
     case 'duplicate':
-      return { row: row.row, input: row.input, extra, kind: 'duplicate', plate: result.plate, duplicateOf: result.firstRow };
+      return {
+        row: row.row,
+        input: row.input,
+        extra,
+        kind: 'duplicate',
+        plate: result.plate,
+        duplicateOf: result.firstRow,
+      };
     case 'rejected':
-      return { row: row.row, input: row.input, extra, kind: 'rejected', plate: result.normalized, reason: result.reason, message: result.message };
+      return {
+        row: row.row,
+        input: row.input,
+        extra,
+        kind: 'rejected',
+        plate: result.normalized,
+        reason: result.reason,
+        message: result.message,
+      };
   }
 }
 

@@ -3,8 +3,8 @@
 // ingest. The CLI (`vqb run`) and the drop folder go through here.
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { type CsvReadOptions, checkCsv, type PlateHeader, readPlateCsv } from './csv.js';
 import type { InputRow } from './types.js';
-import { checkCsv, readPlateCsv, type CsvReadOptions, type PlateHeader } from './csv.js';
 import { isXlsxInput, readPlateXlsx } from './xlsx.js';
 
 export type PlateFileFormat = 'csv' | 'xlsx';
@@ -17,7 +17,10 @@ export interface PlateFileOptions extends CsvReadOptions {
 }
 
 /** CSV or .xlsx: by the name (`name`, else the path), else by the first bytes. */
-export async function plateFileFormat(path: string, options: Pick<PlateFileOptions, 'chunks'> & { name?: string } = {}): Promise<PlateFileFormat> {
+export async function plateFileFormat(
+  path: string,
+  options: Pick<PlateFileOptions, 'chunks'> & { name?: string } = {},
+): Promise<PlateFileFormat> {
   if (isXlsxInput({ fileName: options.name ?? path })) return 'xlsx';
   if (options.chunks !== undefined) {
     for await (const chunk of options.chunks(path)) return isXlsxInput({ head: chunk }) ? 'xlsx' : 'csv'; // the loop's end closes the file
@@ -43,7 +46,11 @@ function csvOptions(options: PlateFileOptions): CsvReadOptions {
 }
 
 /** Reads the whole file once, only to check it; returns its sha256. Failures are InputErrors (CSV_… or XLSX_…). */
-export async function checkPlateFile(path: string, format: PlateFileFormat, options: PlateFileOptions = {}): Promise<string> {
+export async function checkPlateFile(
+  path: string,
+  format: PlateFileFormat,
+  options: PlateFileOptions = {},
+): Promise<string> {
   if (format === 'csv') return checkCsv(source(path, options), csvOptions(options));
   const { digest, rows } = await readPlateXlsx(source(path, options), xlsxOptions(options));
   for await (const _ of rows) {
@@ -53,7 +60,11 @@ export async function checkPlateFile(path: string, format: PlateFileFormat, opti
 }
 
 /** The file's header and rows, for ingest. */
-export async function readPlateFile(path: string, format: PlateFileFormat, options: PlateFileOptions = {}): Promise<{ header: PlateHeader; rows: AsyncIterable<InputRow> }> {
+export async function readPlateFile(
+  path: string,
+  format: PlateFileFormat,
+  options: PlateFileOptions = {},
+): Promise<{ header: PlateHeader; rows: AsyncIterable<InputRow> }> {
   if (format === 'csv') return readPlateCsv(source(path, options), csvOptions(options));
   return readPlateXlsx(source(path, options), xlsxOptions(options));
 }

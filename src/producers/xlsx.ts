@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import ExcelJS from 'exceljs';
 import { InputError, isVqbError } from '../errors.js';
-import { DEFAULT_MAX_FIELD_BYTES, plateRows, type PlateHeader } from './csv.js';
+import { DEFAULT_MAX_FIELD_BYTES, type PlateHeader, plateRows } from './csv.js';
 import { messageOf } from './csv-records.js';
 import type { InputRow } from './types.js';
 
@@ -78,18 +78,31 @@ export function hasZipMagic(head: Buffer): boolean {
  * Whether an upload or a file is a workbook: its media type or name says so, or its first bytes are
  * a zip's (a CSV never starts with "PK\x03\x04"). Anything else is read as CSV.
  */
-export function isXlsxInput(hint: { fileName?: string | undefined; contentType?: string | undefined; head?: Buffer | undefined }): boolean {
-  if (hint.contentType !== undefined && hint.contentType.split(';')[0]?.trim().toLowerCase() === XLSX_MEDIA_TYPE) return true;
+export function isXlsxInput(hint: {
+  fileName?: string | undefined;
+  contentType?: string | undefined;
+  head?: Buffer | undefined;
+}): boolean {
+  if (hint.contentType !== undefined && hint.contentType.split(';')[0]?.trim().toLowerCase() === XLSX_MEDIA_TYPE)
+    return true;
   if (hint.fileName !== undefined && /\.xlsx$/i.test(hint.fileName)) return true;
   return hint.head !== undefined && hasZipMagic(hint.head);
 }
 
 /** Collects the source into one Buffer, refusing more than `maxBytes` as soon as it is passed. */
-export async function collectBytes(source: Readable | AsyncIterable<unknown>, maxBytes: number, tooLarge: () => Error = () => xlsxTooLarge(maxBytes)): Promise<Buffer> {
+export async function collectBytes(
+  source: Readable | AsyncIterable<unknown>,
+  maxBytes: number,
+  tooLarge: () => Error = () => xlsxTooLarge(maxBytes),
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of source as AsyncIterable<unknown>) {
-    const buf = Buffer.isBuffer(chunk) ? chunk : typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
+    const buf = Buffer.isBuffer(chunk)
+      ? chunk
+      : typeof chunk === 'string'
+        ? Buffer.from(chunk)
+        : Buffer.from(chunk as Uint8Array);
     total += buf.length;
     if (total > maxBytes) throw tooLarge();
     chunks.push(buf);
@@ -98,7 +111,10 @@ export async function collectBytes(source: Readable | AsyncIterable<unknown>, ma
 }
 
 function xlsxTooLarge(maxBytes: number): InputError {
-  return new InputError('XLSX_TOO_LARGE', `the workbook is larger than ${maxBytes} bytes: split it, or save the sheet as CSV (read as a stream, no size limit)`);
+  return new InputError(
+    'XLSX_TOO_LARGE',
+    `the workbook is larger than ${maxBytes} bytes: split it, or save the sheet as CSV (read as a stream, no size limit)`,
+  );
 }
 
 /**
@@ -107,7 +123,10 @@ function xlsxTooLarge(maxBytes: number): InputError {
  * XLSX_INVALID (not a workbook, damaged), XLSX_ENCRYPTED (password-protected), XLSX_TOO_LARGE,
  * XLSX_NO_SHEET, XLSX_SHEET_NOT_FOUND, XLSX_EMPTY, XLSX_NO_PLATE_COLUMN, XLSX_FIELD_TOO_LARGE.
  */
-export async function readPlateXlsx(source: Buffer | Readable | AsyncIterable<Buffer>, options: XlsxReadOptions = {}): Promise<XlsxPlates> {
+export async function readPlateXlsx(
+  source: Buffer | Readable | AsyncIterable<Buffer>,
+  options: XlsxReadOptions = {},
+): Promise<XlsxPlates> {
   try {
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_XLSX_BYTES;
     const bytes = Buffer.isBuffer(source) ? source : await collectBytes(source, maxBytes);
@@ -115,42 +134,74 @@ export async function readPlateXlsx(source: Buffer | Readable | AsyncIterable<Bu
     const sheet = await loadSheet(bytes, options.sheet);
     // The sheet read is part of the content: another sheet of the same workbook is another batch.
     const digest = createHash('sha256').update(bytes).update(`\0sheet=${sheet.name}`).digest('hex');
-    const header: XlsxHeaderInfo = { format: 'xlsx', sheet: sheet.name, sheets: sheet.sheets, hasHeader: false, plateColumn: '', extraColumns: [] };
+    const header: XlsxHeaderInfo = {
+      format: 'xlsx',
+      sheet: sheet.name,
+      sheets: sheet.sheets,
+      hasHeader: false,
+      plateColumn: '',
+      extraColumns: [],
+    };
     const records = new SheetRecords(sheet.worksheet);
     const column = options.column !== undefined ? { column: options.column } : {};
-    const rows = await plateRows(records, { ...column, maxFieldBytes: options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES, format: 'XLSX' }, header, () => {});
+    const rows = await plateRows(
+      records,
+      { ...column, maxFieldBytes: options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES, format: 'XLSX' },
+      header,
+      () => {},
+    );
     return { digest, header, rows };
   } catch (err) {
     throw asInputError(err);
   }
 }
 
-async function loadSheet(bytes: Buffer, wanted: string | undefined): Promise<{ worksheet: ExcelJS.Worksheet; name: string; sheets: string[] }> {
+async function loadSheet(
+  bytes: Buffer,
+  wanted: string | undefined,
+): Promise<{ worksheet: ExcelJS.Worksheet; name: string; sheets: string[] }> {
   if (bytes.length === 0) throw new InputError('XLSX_INVALID', 'the file is empty, not an Excel workbook');
   if (startsWith(bytes, CFB_MAGIC)) {
     // Office encrypts an .xlsx into an OLE container holding an "EncryptedPackage" stream; an old
     // .xls is the same container without it.
     if (bytes.includes(Buffer.from('EncryptedPackage', 'utf16le'))) {
-      throw new InputError('XLSX_ENCRYPTED', 'the workbook is password-protected: open it, remove the password (File > Info > Protect Workbook), save it and send it again');
+      throw new InputError(
+        'XLSX_ENCRYPTED',
+        'the workbook is password-protected: open it, remove the password (File > Info > Protect Workbook), save it and send it again',
+      );
     }
-    throw new InputError('XLSX_INVALID', 'this is an old Excel .xls workbook, not .xlsx: open it and save it as .xlsx (or as CSV)');
+    throw new InputError(
+      'XLSX_INVALID',
+      'this is an old Excel .xls workbook, not .xlsx: open it and save it as .xlsx (or as CSV)',
+    );
   }
-  if (!hasZipMagic(bytes)) throw new InputError('XLSX_INVALID', 'not an Excel .xlsx workbook: the file is not a zip archive (an .xlsx always is)');
+  if (!hasZipMagic(bytes))
+    throw new InputError(
+      'XLSX_INVALID',
+      'not an Excel .xlsx workbook: the file is not a zip archive (an .xlsx always is)',
+    );
   checkInflatedSize(bytes);
   const workbook = new ExcelJS.Workbook();
   try {
-    await workbook.xlsx.load(bytes as unknown as ArrayBuffer, { ignoreNodes: ['dataValidations', 'conditionalFormatting', 'extLst', 'drawing', 'picture'] });
+    await workbook.xlsx.load(bytes as unknown as ArrayBuffer, {
+      ignoreNodes: ['dataValidations', 'conditionalFormatting', 'extLst', 'drawing', 'picture'],
+    });
   } catch (err) {
     throw new InputError('XLSX_INVALID', `not a readable .xlsx workbook: ${messageOf(err)}`, { cause: err });
   }
   const all = workbook.worksheets;
   const sheets = all.map((w) => w.name);
-  if (all.length === 0) throw new InputError('XLSX_NO_SHEET', 'the workbook has no sheet (a zip archive, but not a spreadsheet?)');
+  if (all.length === 0)
+    throw new InputError('XLSX_NO_SHEET', 'the workbook has no sheet (a zip archive, but not a spreadsheet?)');
   let worksheet: ExcelJS.Worksheet | undefined;
   if (wanted !== undefined) {
-    worksheet = all.find((w) => w.name === wanted) ?? all.find((w) => w.name.toLowerCase() === wanted.trim().toLowerCase());
+    worksheet =
+      all.find((w) => w.name === wanted) ?? all.find((w) => w.name.toLowerCase() === wanted.trim().toLowerCase());
     if (worksheet === undefined) {
-      throw new InputError('XLSX_SHEET_NOT_FOUND', `no sheet named ${JSON.stringify(wanted)}; the workbook has ${sheets.map((n) => JSON.stringify(n)).join(', ')}`);
+      throw new InputError(
+        'XLSX_SHEET_NOT_FOUND',
+        `no sheet named ${JSON.stringify(wanted)}; the workbook has ${sheets.map((n) => JSON.stringify(n)).join(', ')}`,
+      );
     }
   } else {
     // The first tab a person sees: hidden sheets (lookup tables, macros' scratch) are skipped.
@@ -166,7 +217,11 @@ async function loadSheet(bytes: Buffer, wanted: string | undefined): Promise<{ w
  */
 function checkInflatedSize(bytes: Buffer): void {
   const eocd = bytes.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
-  if (eocd === -1 || eocd + 22 > bytes.length) throw new InputError('XLSX_INVALID', 'not a readable .xlsx workbook: the zip archive is cut short (no central directory)');
+  if (eocd === -1 || eocd + 22 > bytes.length)
+    throw new InputError(
+      'XLSX_INVALID',
+      'not a readable .xlsx workbook: the zip archive is cut short (no central directory)',
+    );
   const entries = bytes.readUInt16LE(eocd + 10);
   let at = bytes.readUInt32LE(eocd + 16);
   let inflated = 0;
@@ -187,7 +242,10 @@ function checkInflatedSize(bytes: Buffer): void {
   }
   const limit = Math.max(64 * 1024 * 1024, bytes.length * MAX_INFLATE_RATIO);
   if (inflated > limit) {
-    throw new InputError('XLSX_TOO_LARGE', `the workbook inflates to ${inflated} bytes, more than ${limit}: save the sheet as CSV and send that`);
+    throw new InputError(
+      'XLSX_TOO_LARGE',
+      `the workbook inflates to ${inflated} bytes, more than ${limit}: save the sheet as CSV and send that`,
+    );
   }
 }
 
@@ -232,7 +290,8 @@ export function cellText(value: ExcelJS.CellValue | undefined): string {
   if (value instanceof Date) return dateText(value);
   if (typeof value === 'object') {
     if ('richText' in value && Array.isArray(value.richText)) return value.richText.map((r) => r.text ?? '').join('');
-    if ('formula' in value || 'sharedFormula' in value) return cellText((value as { result?: ExcelJS.CellValue }).result);
+    if ('formula' in value || 'sharedFormula' in value)
+      return cellText((value as { result?: ExcelJS.CellValue }).result);
     if ('hyperlink' in value) return cellText((value as { text?: ExcelJS.CellValue }).text);
     if ('error' in value) return String((value as { error: unknown }).error);
     if ('text' in value) return cellText((value as { text?: ExcelJS.CellValue }).text);
@@ -258,5 +317,7 @@ function dateText(d: Date): string {
 
 /** Errors of the reader that are not ours (a bug in a library) say so without losing the cause. */
 function asInputError(err: unknown): unknown {
-  return isVqbError(err) ? err : new InputError('XLSX_INVALID', `cannot read the workbook: ${messageOf(err)}`, { cause: err });
+  return isVqbError(err)
+    ? err
+    : new InputError('XLSX_INVALID', `cannot read the workbook: ${messageOf(err)}`, { cause: err });
 }

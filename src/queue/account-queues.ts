@@ -2,9 +2,9 @@
 // account whose key failed or that must wait for a 429 stops alone while the others run on from
 // the same workers. A job is one (batch, plate), id `<batch>.<plate>`, so adding it twice is a
 // no-op in Redis itself.
-import { Queue, type JobsOptions } from 'bullmq';
-import type { RedisClient } from './redis.js';
+import { type JobsOptions, Queue } from 'bullmq';
 import type { Account, Config } from '../config.js';
+import type { RedisClient } from './redis.js';
 import type { PlateJobData, PriorityClass } from './types.js';
 
 export const JOB_NAME = 'plate';
@@ -91,7 +91,8 @@ export class AccountQueues {
   async counts(...types: string[]): Promise<Record<string, number>> {
     const sum: Record<string, number> = {};
     for (const queue of this.all()) {
-      for (const [state, n] of Object.entries(await queue.getJobCounts(...(types as never[])))) sum[state] = (sum[state] ?? 0) + n;
+      for (const [state, n] of Object.entries(await queue.getJobCounts(...(types as never[]))))
+        sum[state] = (sum[state] ?? 0) + n;
     }
     return sum;
   }

@@ -3,13 +3,14 @@
 // (429, quota), or holding its creates at a spending cap. Pacing lives here too: every request of
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
 // This module alone reads and writes the account's line and pace hashes.
-import type { RedisClient } from './redis.js';
-import { isAuto, pacingIntervalMs, perSecond, type Account } from '../accounts.js';
+
+import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts.js';
+import { VqbError } from '../errors.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
-import { VqbError } from '../errors.js';
 
 export type LimitReason = 'rate_limit' | 'quota';
 
@@ -80,7 +81,15 @@ export interface RateInForce {
 
 export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
-const SCRIPTS = ['pace-acquire', 'pace-hold', 'pace-held', 'pace-learn', 'account-pause', 'upstream-failed', 'upstream-answered'] as const;
+const SCRIPTS = [
+  'pace-acquire',
+  'pace-hold',
+  'pace-held',
+  'pace-learn',
+  'account-pause',
+  'upstream-failed',
+  'upstream-answered',
+] as const;
 
 export class AccountLine {
   readonly account: Account;
@@ -91,7 +100,14 @@ export class AccountLine {
   readonly #keys: VqbKeys;
   readonly #now: () => number;
 
-  constructor(account: Account, queue: PlateQueue, redis: RedisClient, keys: VqbKeys, jitterMs: number, now: () => number = Date.now) {
+  constructor(
+    account: Account,
+    queue: PlateQueue,
+    redis: RedisClient,
+    keys: VqbKeys,
+    jitterMs: number,
+    now: () => number = Date.now,
+  ) {
     this.account = account;
     this.queue = queue;
     this.intervalMs = pacingIntervalMs(account, jitterMs);
@@ -113,7 +129,12 @@ export class AccountLine {
    * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away.
    */
   async slot(horizonMs: number): Promise<Slot> {
-    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(this.#pace, this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap')) as [number, string, 'pace' | 'hold'];
+    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(
+      this.#pace,
+      this.intervalMs,
+      horizonMs,
+      this.auto ? 'auto' : 'cap',
+    )) as [number, string, 'pace' | 'hold'];
     const waitMs = Math.max(0, Number(wait));
     return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
   }
@@ -153,7 +174,11 @@ export class AccountLine {
    * Feeds one answer to the account's learned rate (`auto` only): what it announced, or a 429.
    * Returns the rate in force and whether this call changed it.
    */
-  async learn(event: 'ok' | '429', said: RateLimitHeaders | undefined, jitterMs: number): Promise<{ perSecond: number; source: RateSource; windowMs?: number; changed: boolean }> {
+  async learn(
+    event: 'ok' | '429',
+    said: RateLimitHeaders | undefined,
+    jitterMs: number,
+  ): Promise<{ perSecond: number; source: RateSource; windowMs?: number; changed: boolean }> {
     // A configured rate is the user's word: nothing announced replaces it, and it is the ceiling.
     const announced = this.auto && said?.limit !== undefined && said.limit > 0;
     const resetIn = announced && said.resetAt !== undefined ? Math.max(0, said.resetAt - this.#now()) : undefined;
@@ -171,21 +196,44 @@ export class AccountLine {
     )) as [string, RateSource, string, number];
     const value = Number(rate);
     // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.
-    const shown: RateSource = !this.auto && (source !== 'learned' || value >= perSecond(this.account) * 0.999) ? 'configured' : source;
-    return { perSecond: value, source: shown, ...(windowMs ? { windowMs: Number(windowMs) } : {}), changed: changed === 1 };
+    const shown: RateSource =
+      !this.auto && (source !== 'learned' || value >= perSecond(this.account) * 0.999) ? 'configured' : source;
+    return {
+      perSecond: value,
+      source: shown,
+      ...(windowMs ? { windowMs: Number(windowMs) } : {}),
+      changed: changed === 1,
+    };
   }
 
   /** The rate the account is paced at now (for `auto`, the shared estimate), for status and ETAs. */
   async rate(): Promise<RateInForce> {
-    const [rate, source, announced, windowMs, last429At, probeAt] = await this.#redis.hmget(this.#pace, 'rate', 'source', 'announced', 'windowMs', 'last429At', 'probeAt');
+    const [rate, source, announced, windowMs, last429At, probeAt] = await this.#redis.hmget(
+      this.#pace,
+      'rate',
+      'source',
+      'announced',
+      'windowMs',
+      'last429At',
+      'probeAt',
+    );
     if (!this.auto) {
       const configured = perSecond(this.account);
       // Below the configured rate only while the upstream refuses it (429s); then learned, with the configured rate as ceiling.
-      if (source !== 'learned' || rate === null || Number(rate) >= configured * 0.999) return { perSecond: configured, source: 'configured' };
-      return { perSecond: Number(rate), source: 'learned', ceilingPerSecond: configured, ...(last429At ? { last429At: Number(last429At) } : {}) };
+      if (source !== 'learned' || rate === null || Number(rate) >= configured * 0.999)
+        return { perSecond: configured, source: 'configured' };
+      return {
+        perSecond: Number(rate),
+        source: 'learned',
+        ceilingPerSecond: configured,
+        ...(last429At ? { last429At: Number(last429At) } : {}),
+      };
     }
     const ceiling = this.account.rateLimit.auto?.ceilingPerSecond;
-    const out: RateInForce = { perSecond: Number(rate ?? perSecond(this.account)), source: (source as RateSource | null) ?? 'start' };
+    const out: RateInForce = {
+      perSecond: Number(rate ?? perSecond(this.account)),
+      source: (source as RateSource | null) ?? 'start',
+    };
     if (ceiling !== undefined) out.ceilingPerSecond = ceiling;
     if (out.source === 'announced' && announced) out.limit = Number(announced);
     if (out.source === 'announced' && windowMs) out.windowMs = Number(windowMs);
@@ -231,7 +279,10 @@ export class AccountLine {
 
   /** A request got no usable answer; returns the outage so far (every process adds to one count). */
   async upstreamFailed(reason: string): Promise<{ since: number; attempts: number }> {
-    const [since, attempts] = (await this.#redis.vqbUpstreamFailed(this.#line, this.#now(), reason)) as [string, number];
+    const [since, attempts] = (await this.#redis.vqbUpstreamFailed(this.#line, this.#now(), reason)) as [
+      string,
+      number,
+    ];
     return { since: Number(since), attempts: Number(attempts) };
   }
 
@@ -252,7 +303,11 @@ export class AccountLine {
   }
 
   async state(): Promise<AccountLineState> {
-    const [fields, paused, rate] = await Promise.all([this.#redis.hgetall(this.#line), this.queue.isPaused(), this.rate()]);
+    const [fields, paused, rate] = await Promise.all([
+      this.#redis.hgetall(this.#line),
+      this.queue.isPaused(),
+      this.rate(),
+    ]);
     const now = this.#now();
     const state: AccountLineState = { account: this.account.id, paused, rateLimit: this.account.rateLimit.text, rate };
     if (fields.code) state.pause = { code: fields.code, message: fields.message ?? '', at: Number(fields.at) };
@@ -262,9 +317,22 @@ export class AccountLine {
       state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
     }
     if (fields.upSince !== undefined && Number(fields.upAttempts) >= UNREACHABLE_AFTER) {
-      state.unreachable = { since: Number(fields.upSince), attempts: Number(fields.upAttempts), reason: fields.upReason ?? '', lastAt: Number(fields.upLastAt) };
-    } else if (fields.upBackAt !== undefined && now - Number(fields.upBackAt) < SHOW_BACK_MS && Number(fields.upBackAttempts) >= UNREACHABLE_AFTER) {
-      state.reachableAgain = { at: Number(fields.upBackAt), downMs: Number(fields.upDownMs), reason: fields.upBackReason ?? '' };
+      state.unreachable = {
+        since: Number(fields.upSince),
+        attempts: Number(fields.upAttempts),
+        reason: fields.upReason ?? '',
+        lastAt: Number(fields.upLastAt),
+      };
+    } else if (
+      fields.upBackAt !== undefined &&
+      now - Number(fields.upBackAt) < SHOW_BACK_MS &&
+      Number(fields.upBackAttempts) >= UNREACHABLE_AFTER
+    ) {
+      state.reachableAgain = {
+        at: Number(fields.upBackAt),
+        downMs: Number(fields.upDownMs),
+        reason: fields.upBackReason ?? '',
+      };
     }
     const budgetUntil = Number(fields.budgetUntil);
     if (Number.isFinite(budgetUntil) && budgetUntil > now) {
@@ -285,7 +353,11 @@ export class AccountLines {
 
   for(accountId: string): AccountLine {
     const line = this.#lines.get(accountId);
-    if (!line) throw new VqbError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(accountId)}; configured: ${[...this.#lines.keys()].join(', ')}`);
+    if (!line)
+      throw new VqbError(
+        'ACCOUNT_NOT_FOUND',
+        `no account ${JSON.stringify(accountId)}; configured: ${[...this.#lines.keys()].join(', ')}`,
+      );
     return line;
   }
 

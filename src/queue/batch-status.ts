@@ -1,10 +1,10 @@
 // What a batch's status needs from beyond the batch itself: its account's line and the share of
 // the account's rate it gets now. Read through the modules that own them.
 import { perSecond } from '../accounts.js';
-import type { AccountLineState } from './accounts.js';
-import type { BatchInfo } from './batch/store.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
+import type { AccountLineState } from './accounts.js';
+import type { BatchInfo } from './batch/store.js';
 
 export interface BatchContext {
   line: AccountLineState;
@@ -25,7 +25,10 @@ export async function batchContext(services: StatusServices, info: BatchInfo): P
 
 /** The contexts of many batches, reading each account's line and shares once (a page of batches shares a few accounts). */
 export async function batchContexts(services: StatusServices, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
-  const accounts = new Map<string, Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number }>>();
+  const accounts = new Map<
+    string,
+    Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number }>
+  >();
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
     if (!found) {
@@ -46,7 +49,12 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info.id) : undefined,
       ]);
-      return { line: account.state, share: account.shares.get(info.id) ?? 0, perSecond: account.perSecond, ...(webhooks ? { webhooks } : {}) };
+      return {
+        line: account.state,
+        share: account.shares.get(info.id) ?? 0,
+        perSecond: account.perSecond,
+        ...(webhooks ? { webhooks } : {}),
+      };
     }),
   );
 }

@@ -3,10 +3,11 @@
 // certainly did not happen, so a cap of N stops creates at exactly N. Reaching a cap never fails a
 // plate: the plate waits and goes on when the cap is raised or resets. This module alone reads
 // and writes the spend counters, the run-time caps and each batch's budget hash.
-import type { RedisClient } from './redis.js';
+
 import type { Account } from '../accounts.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 
 export type BudgetVerdict = 'ok' | 'batch' | 'day' | 'month';
@@ -39,14 +40,16 @@ export class Budget {
   async caps(accountId: string): Promise<Caps> {
     const fields = await this.#redis.hgetall(this.#keys.budget(accountId));
     const configured = this.#accounts.get(accountId);
-    const pick = (stored: string | undefined, value: number | undefined) => (stored === undefined ? value : stored === '' ? undefined : Number(stored));
+    const pick = (stored: string | undefined, value: number | undefined) =>
+      stored === undefined ? value : stored === '' ? undefined : Number(stored);
     return { perDay: pick(fields.perDay, configured?.perDay), perMonth: pick(fields.perMonth, configured?.perMonth) };
   }
 
   /** Run-time caps of an account; `null` removes a cap, `undefined` leaves it as it is. */
   async setCaps(accountId: string, caps: { perDay?: number | null; perMonth?: number | null }): Promise<void> {
     for (const [field, value] of Object.entries(caps)) {
-      if (value !== undefined) await this.#redis.hset(this.#keys.budget(accountId), field, value === null ? '' : String(value));
+      if (value !== undefined)
+        await this.#redis.hset(this.#keys.budget(accountId), field, value === null ? '' : String(value));
     }
   }
 
@@ -66,7 +69,11 @@ export class Budget {
 
   async refund(accountId: string, batchId: string): Promise<void> {
     const now = this.#now();
-    await this.#redis.vqbBudgetRefund(this.#keys.batchBudget(batchId), this.#keys.spendDay(accountId, utcDay(now)), this.#keys.spendMonth(accountId, utcMonth(now)));
+    await this.#redis.vqbBudgetRefund(
+      this.#keys.batchBudget(batchId),
+      this.#keys.spendDay(accountId, utcDay(now)),
+      this.#keys.spendMonth(accountId, utcMonth(now)),
+    );
   }
 
   /** When an account cap that was reached frees up again. */
@@ -76,7 +83,10 @@ export class Budget {
 
   async spent(accountId: string): Promise<{ today: number; thisMonth: number }> {
     const now = this.#now();
-    const [d, m] = await this.#redis.mget(this.#keys.spendDay(accountId, utcDay(now)), this.#keys.spendMonth(accountId, utcMonth(now)));
+    const [d, m] = await this.#redis.mget(
+      this.#keys.spendDay(accountId, utcDay(now)),
+      this.#keys.spendMonth(accountId, utcMonth(now)),
+    );
     return { today: Number(d ?? 0), thisMonth: Number(m ?? 0) };
   }
 

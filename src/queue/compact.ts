@@ -46,6 +46,7 @@ export function pack(value: unknown): Buffer {
 /** Reads what `pack` wrote, or the plain JSON stored before it (first byte `{`). */
 export function unpack(raw: Buffer): unknown {
   if (raw[0] === JSON_OPEN) return JSON.parse(raw.toString('utf8'));
-  if (raw[0] === FORMAT_V1) return JSON.parse(inflateRawSync(raw.subarray(1), { dictionary: DICTIONARY_V1 }).toString('utf8'));
+  if (raw[0] === FORMAT_V1)
+    return JSON.parse(inflateRawSync(raw.subarray(1), { dictionary: DICTIONARY_V1 }).toString('utf8'));
   throw new Error(`stored value of unknown format 0x${(raw[0] ?? 0).toString(16)}`);
 }

@@ -1,16 +1,32 @@
 // What the upstream may bill us for, counted per batch and per UTC day: queries created, polls,
 // 429s received, results reused instead of paid, and possible duplicate charges. This module alone
 // reads and writes the cost hashes: one per batch, and one per day kept for 400 days.
-import type { RedisClient } from './redis.js';
+
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 
 /**
  * creates / polls: answered (a query id, a status). createsSent / pollsSent: every request that
  * left and was not refused by the upstream's own error answer (429, a key failure), whatever came
  * back: what the upstream may bill, so the invoice can be reconciled against it.
  */
-export type CostField = 'creates' | 'createsSent' | 'polls' | 'pollsSent' | 'rateLimited' | 'reused' | 'possibleDuplicates';
-export const COST_FIELDS: readonly CostField[] = ['creates', 'createsSent', 'polls', 'pollsSent', 'rateLimited', 'reused', 'possibleDuplicates'];
+export type CostField =
+  | 'creates'
+  | 'createsSent'
+  | 'polls'
+  | 'pollsSent'
+  | 'rateLimited'
+  | 'reused'
+  | 'possibleDuplicates';
+export const COST_FIELDS: readonly CostField[] = [
+  'creates',
+  'createsSent',
+  'polls',
+  'pollsSent',
+  'rateLimited',
+  'reused',
+  'possibleDuplicates',
+];
 
 export type CostCounts = Record<CostField, number>;
 
@@ -69,7 +85,10 @@ export class CostLedger {
   async forBatch(batchId: string): Promise<Omit<CostCounts, 'possibleDuplicates'>> {
     const fields = ['creates', 'createsSent', 'polls', 'pollsSent', 'rateLimited', 'reused'] as const;
     const values = await this.#redis.hmget(this.#keys.batchCosts(batchId), ...fields);
-    return Object.fromEntries(fields.map((field, i) => [field, Number(values[i] ?? 0)])) as Omit<CostCounts, 'possibleDuplicates'>;
+    return Object.fromEntries(fields.map((field, i) => [field, Number(values[i] ?? 0)])) as Omit<
+      CostCounts,
+      'possibleDuplicates'
+    >;
   }
 
   /** The last `days` UTC days, newest first. */

@@ -3,8 +3,8 @@
 // million plates queued cost a million list entries, not a million jobs. Every worker process
 // runs the feeder on a timer; producers call it once after an ingest so an interactive plate is
 // on the queue at once.
-import { perSecond, type Account } from '../accounts.js';
-import { createPriority, JOB_NAME, jobIdFor, newJobData, type AccountQueues } from './account-queues.js';
+import { type Account, perSecond } from '../accounts.js';
+import { type AccountQueues, createPriority, JOB_NAME, jobIdFor, newJobData } from './account-queues.js';
 import type { Picked, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */

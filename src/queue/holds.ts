@@ -8,7 +8,11 @@ import type { PlateJobData } from './types.js';
 type Services = Pick<QueueServices, 'queues' | 'scheduler' | 'budget' | 'lines' | 'batches'>;
 
 /** Wakes the creates of every job on the account's queue held as `heldBy` (and, for a batch, only that batch's). */
-async function wakeHeld(services: Services, accountId: string, match: (data: PlateJobData) => boolean): Promise<number> {
+async function wakeHeld(
+  services: Services,
+  accountId: string,
+  match: (data: PlateJobData) => boolean,
+): Promise<number> {
   const queue = services.queues.for(accountId);
   let woken = 0;
   for (let start = 0; ; start += 500) {

@@ -2,8 +2,9 @@
 // Holding the pipeline short keeps results flowing early in a large batch and bounds what a quota
 // stop strands. A slot is taken just before a create and given back when the plate's outcome is
 // stored or when the create did not happen. This module alone reads and writes the in-flight sets.
-import type { RedisClient } from './redis.js';
+
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 
 const SCRIPTS = ['inflight-acquire', 'inflight-release'] as const;
@@ -25,11 +26,20 @@ export class InFlight {
   /** True when the job holds (or already held) a slot; false when the account's cap is reached. */
   async acquire(accountId: string, jobId: string, batchId: string, now: number): Promise<boolean> {
     const keys = [this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId)];
-    return Number(await this.#redis.vqbInflightAcquire(...keys, jobId, batchId, this.#cap, now, this.#jobPrefix(accountId))) === 1;
+    return (
+      Number(
+        await this.#redis.vqbInflightAcquire(...keys, jobId, batchId, this.#cap, now, this.#jobPrefix(accountId)),
+      ) === 1
+    );
   }
 
   async release(accountId: string, jobId: string, batchId: string): Promise<void> {
-    await this.#redis.vqbInflightRelease(this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId), jobId, batchId);
+    await this.#redis.vqbInflightRelease(
+      this.#keys.inflight(accountId),
+      this.#keys.inflightByBatch(accountId),
+      jobId,
+      batchId,
+    );
   }
 
   async count(accountId: string): Promise<number> {
@@ -43,7 +53,9 @@ export class InFlight {
 
   /** Removes the batch's slot count and any slot still listed for its jobs (retention). */
   async forget(accountId: string, batchId: string): Promise<void> {
-    const mine = (await this.#redis.zrange(this.#keys.inflight(accountId), 0, -1)).filter((m: string) => m.startsWith(`${batchId}.`));
+    const mine = (await this.#redis.zrange(this.#keys.inflight(accountId), 0, -1)).filter((m: string) =>
+      m.startsWith(`${batchId}.`),
+    );
     const multi = this.#redis.multi().hdel(this.#keys.inflightByBatch(accountId), batchId);
     if (mine.length > 0) multi.zrem(this.#keys.inflight(accountId), ...mine);
     await multi.exec();

@@ -7,11 +7,12 @@
 // scheduled under an older estimate; a sample only moves the estimate when it was taken near it
 // (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
 // Later polls back off exponentially up to a cap.
-import type { RedisClient } from './redis.js';
+
 import type { Config } from '../config.js';
-import type { VqbKeys } from './keys.js';
-import { type Scripted, withScripts } from './scripts.js';
 import { backoffDelay } from '../upstream/timing.js';
+import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
+import { type Scripted, withScripts } from './scripts.js';
 
 export type PollSettings = Config['poll'];
 
@@ -108,6 +109,10 @@ export class PollLearner {
     const fields = await this.#redis.hgetall(this.#keys.learner(product));
     const pending = Number(fields.pending ?? 0);
     const finished = Number(fields.finished ?? 0);
-    return { firstPollMs: this.#fromOffset(Number(fields.logOffset ?? 0)), samples: pending + finished, pendingAtFirstPoll: pending };
+    return {
+      firstPollMs: this.#fromOffset(Number(fields.logOffset ?? 0)),
+      samples: pending + finished,
+      pendingAtFirstPoll: pending,
+    };
   }
 }

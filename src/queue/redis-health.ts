@@ -18,9 +18,19 @@ export type RedisWaitReason = 'redis_down' | 'redis_full';
 
 function messagesOf(err: unknown): string[] {
   if (typeof err !== 'object' || err === null) return [String(err)];
-  const e = err as { message?: unknown; code?: unknown; previousErrors?: unknown[]; cause?: unknown; errors?: unknown[] };
+  const e = err as {
+    message?: unknown;
+    code?: unknown;
+    previousErrors?: unknown[];
+    cause?: unknown;
+    errors?: unknown[];
+  };
   const own = [typeof e.message === 'string' ? e.message : '', typeof e.code === 'string' ? e.code : ''];
-  const nested = [...(e.previousErrors ?? []), ...(e.errors ?? []), ...(e.cause !== undefined && e.cause !== err ? [e.cause] : [])];
+  const nested = [
+    ...(e.previousErrors ?? []),
+    ...(e.errors ?? []),
+    ...(e.cause !== undefined && e.cause !== err ? [e.cause] : []),
+  ];
   return [...own, ...nested.flatMap(messagesOf)];
 }
 
@@ -139,9 +149,16 @@ export class RedisHealth {
     this.#state = state;
     this.#seen.clear();
     const detail = err === undefined ? {} : { reason: messagesOf(err).find((m) => m !== '') ?? String(err) };
-    if (state === 'down') this.#log.warn({ redis: state, ...detail }, 'redis connection lost; retrying in the background, paid results are kept until they are stored');
+    if (state === 'down')
+      this.#log.warn(
+        { redis: state, ...detail },
+        'redis connection lost; retrying in the background, paid results are kept until they are stored',
+      );
     else if (state === 'full') {
-      this.#log.error({ redis: state, ...detail }, 'redis is full (maxmemory reached): writes are refused; raise maxmemory or free memory, work resumes by itself');
+      this.#log.error(
+        { redis: state, ...detail },
+        'redis is full (maxmemory reached): writes are refused; raise maxmemory or free memory, work resumes by itself',
+      );
     } else this.#log.info({ redis: state, was }, 'redis connection back');
     for (const listener of this.#listeners) listener(state);
   }
@@ -163,7 +180,11 @@ export class RedisHealth {
     let since = 0;
     const timer = setInterval(() => {
       if (pending) {
-        if (Date.now() - since > timeoutMs && this.#state === 'up') this.#set('down', new Error(`redis is not answering (no reply to PING for ${Math.round(timeoutMs / 1000)} s)`));
+        if (Date.now() - since > timeoutMs && this.#state === 'up')
+          this.#set(
+            'down',
+            new Error(`redis is not answering (no reply to PING for ${Math.round(timeoutMs / 1000)} s)`),
+          );
         return;
       }
       pending = true;

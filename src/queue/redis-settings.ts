@@ -2,8 +2,8 @@
 // nodes, TLS and credentials. Files (password, CA) are read here, at start-up, so a missing file
 // is one ConfigError line naming its variable instead of a connection that fails later.
 import { readFileSync } from 'node:fs';
-import { Secret } from '../setting-values.js';
 import { ConfigError } from '../errors.js';
+import { Secret } from '../setting-values.js';
 
 export type RedisMode = 'standalone' | 'cluster' | 'sentinel';
 
@@ -54,7 +54,10 @@ function readSecretFile(variable: string, path: string): Secret {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(variable, `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ConfigError(
+      variable,
+      `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   const value = text.trim();
   if (!value) throw new ConfigError(variable, `${path} is empty`);
@@ -78,7 +81,8 @@ function parseUrl(text: string): URL {
 function parseHostPort(variable: string, text: string): RedisNode {
   const match = /^\s*\[?([^\s\]]+?)\]?:(\d{1,5})\s*$/.exec(text);
   const port = Number(match?.[2]);
-  if (!match || port < 1 || port > 65535) throw new ConfigError(variable, `expected host:port, comma-separated; got ${JSON.stringify(text)}`);
+  if (!match || port < 1 || port > 65535)
+    throw new ConfigError(variable, `expected host:port, comma-separated; got ${JSON.stringify(text)}`);
   return { host: match[1]!, port };
 }
 
@@ -89,57 +93,98 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
     .map((u) => u.trim())
     .filter(Boolean)
     .map(parseUrl);
-  if (urls.length > 1 && mode !== 'cluster') throw new ConfigError('REDIS_URL', `one URL expected in ${mode} mode (several seed nodes only with VQ_REDIS_MODE=cluster)`);
+  if (urls.length > 1 && mode !== 'cluster')
+    throw new ConfigError(
+      'REDIS_URL',
+      `one URL expected in ${mode} mode (several seed nodes only with VQ_REDIS_MODE=cluster)`,
+    );
   const first = urls[0]!;
-  if (urls.some((u) => u.protocol !== first.protocol)) throw new ConfigError('REDIS_URL', 'mixes redis:// and rediss://: use one scheme for every node');
+  if (urls.some((u) => u.protocol !== first.protocol))
+    throw new ConfigError('REDIS_URL', 'mixes redis:// and rediss://: use one scheme for every node');
   const tls = first.protocol === 'rediss:';
-  if (input.caFile && !tls) throw new ConfigError('REDIS_TLS_CA_FILE', 'is set but REDIS_URL is not rediss://: TLS is only used with rediss:// URLs');
+  if (input.caFile && !tls)
+    throw new ConfigError(
+      'REDIS_TLS_CA_FILE',
+      'is set but REDIS_URL is not rediss://: TLS is only used with rediss:// URLs',
+    );
 
   const username = first.username ? decodeURIComponent(first.username) : undefined;
   const urlPassword = first.password ? decodeURIComponent(first.password) : undefined;
-  if (urlPassword !== undefined && input.passwordFile) throw new ConfigError('REDIS_PASSWORD_FILE', 'set either a password in REDIS_URL or REDIS_PASSWORD_FILE, not both');
-  const password = input.passwordFile ? readSecretFile('REDIS_PASSWORD_FILE', input.passwordFile) : urlPassword !== undefined ? new Secret(urlPassword) : undefined;
+  if (urlPassword !== undefined && input.passwordFile)
+    throw new ConfigError('REDIS_PASSWORD_FILE', 'set either a password in REDIS_URL or REDIS_PASSWORD_FILE, not both');
+  const password = input.passwordFile
+    ? readSecretFile('REDIS_PASSWORD_FILE', input.passwordFile)
+    : urlPassword !== undefined
+      ? new Secret(urlPassword)
+      : undefined;
 
   const dbText = first.pathname.replace(/^\//, '');
   const db = dbText === '' ? 0 : Number(dbText);
-  if (!Number.isInteger(db) || db < 0) throw new ConfigError('REDIS_URL', `expected a database number after the host (/0, /2); got ${JSON.stringify(first.pathname)}`);
-  if (mode === 'cluster' && db !== 0) throw new ConfigError('REDIS_URL', 'Redis Cluster has only database 0: drop the /<db> from the URL');
+  if (!Number.isInteger(db) || db < 0)
+    throw new ConfigError(
+      'REDIS_URL',
+      `expected a database number after the host (/0, /2); got ${JSON.stringify(first.pathname)}`,
+    );
+  if (mode === 'cluster' && db !== 0)
+    throw new ConfigError('REDIS_URL', 'Redis Cluster has only database 0: drop the /<db> from the URL');
 
   let ca: string | undefined;
   if (input.caFile) {
     try {
       ca = readFileSync(input.caFile, 'utf8');
     } catch (err) {
-      throw new ConfigError('REDIS_TLS_CA_FILE', `cannot read ${input.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ConfigError(
+        'REDIS_TLS_CA_FILE',
+        `cannot read ${input.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
-    if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError('REDIS_TLS_CA_FILE', `${input.caFile} holds no PEM certificate`);
+    if (!ca.includes('-----BEGIN CERTIFICATE-----'))
+      throw new ConfigError('REDIS_TLS_CA_FILE', `${input.caFile} holds no PEM certificate`);
   }
 
   if (mode !== 'sentinel') {
     for (const v of ['sentinels', 'sentinelName', 'sentinelPasswordFile'] as const) {
       if (input[v])
         throw new ConfigError(
-          { sentinels: 'REDIS_SENTINELS', sentinelName: 'REDIS_SENTINEL_NAME', sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE' }[v],
+          {
+            sentinels: 'REDIS_SENTINELS',
+            sentinelName: 'REDIS_SENTINEL_NAME',
+            sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE',
+          }[v],
           'only used with VQ_REDIS_MODE=sentinel',
         );
     }
   }
 
-  const common = { db, ...(username !== undefined ? { username } : {}), ...(password ? { password } : {}), ...(tls ? { tls: ca ? { ca } : {} } : {}) };
+  const common = {
+    db,
+    ...(username !== undefined ? { username } : {}),
+    ...(password ? { password } : {}),
+    ...(tls ? { tls: ca ? { ca } : {} } : {}),
+  };
   const scheme = tls ? 'rediss' : 'redis';
   const hostPort = (n: RedisNode) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`;
   const nodeOf = (u: URL): RedisNode => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) });
 
   if (mode === 'sentinel') {
-    if (!input.sentinels) throw new ConfigError('REDIS_SENTINELS', 'sentinel mode needs the sentinels: REDIS_SENTINELS=host:26379,host2:26379,…');
+    if (!input.sentinels)
+      throw new ConfigError(
+        'REDIS_SENTINELS',
+        'sentinel mode needs the sentinels: REDIS_SENTINELS=host:26379,host2:26379,…',
+      );
     if (!input.sentinelName)
-      throw new ConfigError('REDIS_SENTINEL_NAME', 'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor <name> …), e.g. mymaster');
+      throw new ConfigError(
+        'REDIS_SENTINEL_NAME',
+        'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor <name> …), e.g. mymaster',
+      );
     const nodes = input.sentinels
       .split(',')
       .filter((s) => s.trim())
       .map((s) => parseHostPort('REDIS_SENTINELS', s));
     if (nodes.length === 0) throw new ConfigError('REDIS_SENTINELS', 'lists no sentinel');
-    const sentinelPassword = input.sentinelPasswordFile ? readSecretFile('REDIS_SENTINEL_PASSWORD_FILE', input.sentinelPasswordFile) : undefined;
+    const sentinelPassword = input.sentinelPasswordFile
+      ? readSecretFile('REDIS_SENTINEL_PASSWORD_FILE', input.sentinelPasswordFile)
+      : undefined;
     return {
       mode,
       nodes,
@@ -161,9 +206,21 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
       );
     }
     const nodes = urls.map(nodeOf);
-    return { mode, nodes, ...common, display: `cluster ${scheme}://${nodes.map(hostPort).join(',')}`, setting: 'REDIS_URL' };
+    return {
+      mode,
+      nodes,
+      ...common,
+      display: `cluster ${scheme}://${nodes.map(hostPort).join(',')}`,
+      setting: 'REDIS_URL',
+    };
   }
 
   const node = nodeOf(first);
-  return { mode, nodes: [node], ...common, display: `${scheme}://${hostPort(node)}${db ? `/${db}` : ''}`, setting: 'REDIS_URL' };
+  return {
+    mode,
+    nodes: [node],
+    ...common,
+    display: `${scheme}://${hostPort(node)}${db ? `/${db}` : ''}`,
+    setting: 'REDIS_URL',
+  };
 }

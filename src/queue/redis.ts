@@ -1,8 +1,8 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { isError, RedisUnavailableError, VqbError } from '../errors.js';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from '../config.js';
+import { isError, RedisUnavailableError, VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { parseRedisConnection, type RedisConnection } from './redis-settings.js';
 
@@ -86,7 +86,9 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
       db: settings.db,
       role: 'master',
       ...(settings.sentinelPassword ? { sentinelPassword: settings.sentinelPassword.reveal() } : {}),
-      ...(settings.tls ? { enableTLSForSentinelMode: true, sentinelTLS: settings.tls.ca ? { ca: settings.tls.ca } : {} } : {}),
+      ...(settings.tls
+        ? { enableTLSForSentinelMode: true, sentinelTLS: settings.tls.ca ? { ca: settings.tls.ca } : {} }
+        : {}),
       // Subscribe to the sentinels' +switch-master and reconnect to the new primary as soon as a
       // failover is announced. Without it, clients keep writing to the old primary until the
       // sentinels demote it, seconds later, and those writes are lost (seen in the failover test:
@@ -114,7 +116,10 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
  * primary just before a failover is lost. With no replica reachable it gives up after the timeout
  * rather than stop the line.
  */
-export async function waitForReplica(client: { call(...args: (string | number)[]): Promise<unknown> }, timeoutMs = 1_000): Promise<number> {
+export async function waitForReplica(
+  client: { call(...args: (string | number)[]): Promise<unknown> },
+  timeoutMs = 1_000,
+): Promise<number> {
   return Number(await client.call('WAIT', 1, timeoutMs));
 }
 
@@ -159,7 +164,11 @@ export async function checkEvictionPolicy(redis: RedisClient): Promise<string | 
  * the setting), and it will not evict our keys (else refuse, unless VQ_ALLOW_EVICTION says go on).
  * In a cluster every master is asked: the slot may move to any of them.
  */
-export async function preflightRedis(redis: RedisClient, settings: { redis: RedisConnection; allowEviction: boolean }, warn: (message: string) => void = () => {}): Promise<void> {
+export async function preflightRedis(
+  redis: RedisClient,
+  settings: { redis: RedisConnection; allowEviction: boolean },
+  warn: (message: string) => void = () => {},
+): Promise<void> {
   await checkRedis(redis, settings.redis);
   for (const server of serversOf(redis)) {
     const policy = await checkEvictionPolicy(server);
@@ -203,7 +212,11 @@ export { VqbKeys } from './keys.js';
  * coming up in any order) it waits for Redis, saying so once, instead of exiting. A Redis that
  * answers but may evict keys is still refused at once. False when told to stop while waiting.
  */
-export async function waitForRedisAtStart(config: Pick<Config, 'redis' | 'allowEviction'>, logger: Pick<Logger, 'info' | 'warn'>, stop: Promise<unknown>): Promise<boolean> {
+export async function waitForRedisAtStart(
+  config: Pick<Config, 'redis' | 'allowEviction'>,
+  logger: Pick<Logger, 'info' | 'warn'>,
+  stop: Promise<unknown>,
+): Promise<boolean> {
   let said = false;
   for (;;) {
     const probe = connectRedis(config.redis, { failFast: true });
@@ -219,7 +232,10 @@ export async function waitForRedisAtStart(config: Pick<Config, 'redis' | 'allowE
       probe.disconnect();
     }
     let timer: NodeJS.Timeout | undefined;
-    const stopped = await Promise.race([stop.then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), 1_000)))]);
+    const stopped = await Promise.race([
+      stop.then(() => true),
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), 1_000))),
+    ]);
     clearTimeout(timer);
     if (stopped) return false;
   }

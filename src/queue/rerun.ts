@@ -2,8 +2,8 @@
 // was paid for); it is created anew only when asked (`recreate`), since that pays again, and then
 // it goes back to the scheduler like any plate waiting to be created.
 import { accountOf } from '../config.js';
-import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { QueueServices } from '../services.js';
+import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { PlateJobData } from './types.js';
 
 export interface RerunResult {
@@ -14,7 +14,11 @@ export interface RerunResult {
   skipped: number;
 }
 
-export async function rerunFailed(services: QueueServices, batchId: string, options: { recreate?: boolean; now?: () => number } = {}): Promise<RerunResult> {
+export async function rerunFailed(
+  services: QueueServices,
+  batchId: string,
+  options: { recreate?: boolean; now?: () => number } = {},
+): Promise<RerunResult> {
   const { batches, outcomes, queues, scheduler, config } = services;
   const info = await batches.get(batchId);
   const account = accountOf(config, info.account);

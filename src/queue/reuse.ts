@@ -7,8 +7,8 @@
 // Entries are packed as outcomes are (queue/compact.ts); plain-JSON entries written before are
 // still read.
 import { pack, unpack } from './compact.js';
-import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 
 export interface StoredResult {
   queryId?: string;

@@ -5,8 +5,8 @@
 // scheduling by weight, a newcomer sharing from the moment it arrives. This module alone reads and
 // writes the class sets, the weights, the pending lists and the staged set.
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from './redis.js';
 import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
 
@@ -56,7 +56,14 @@ export class Scheduler {
    * whose row and count were never stored). The transaction must come from a connection this
    * scheduler was built on (its scripts are defined there).
    */
-  pushIn(tx: ChainableCommander, accountId: string, batchId: string, cls: PriorityClass, weight: number, plates: readonly string[]): void {
+  pushIn(
+    tx: ChainableCommander,
+    accountId: string,
+    batchId: string,
+    cls: PriorityClass,
+    weight: number,
+    plates: readonly string[],
+  ): void {
     if (plates.length === 0) return;
     tx.rpush(this.#keys.pending(batchId), ...plates);
     (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
@@ -83,11 +90,25 @@ export class Scheduler {
    */
   async pick(accountId: string, n: number, now: number, interactiveOnly = false): Promise<Picked[]> {
     if (n <= 0) return [];
-    const keys = [...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)), this.#keys.schedWeights, this.#keys.staged(accountId)];
-    const flat = (await this.#redis.vqbSchedPick(...keys, n, this.#keys.pendingPrefix, now, interactiveOnly ? 1 : PRIORITY_CLASSES.length)) as (number | string)[];
+    const keys = [
+      ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
+      this.#keys.schedWeights,
+      this.#keys.staged(accountId),
+    ];
+    const flat = (await this.#redis.vqbSchedPick(
+      ...keys,
+      n,
+      this.#keys.pendingPrefix,
+      now,
+      interactiveOnly ? 1 : PRIORITY_CLASSES.length,
+    )) as (number | string)[];
     const picked: Picked[] = [];
     for (let i = 0; i + 2 < flat.length; i += 3) {
-      picked.push({ cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!, batchId: String(flat[i + 1]), plate: String(flat[i + 2]) });
+      picked.push({
+        cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!,
+        batchId: String(flat[i + 1]),
+        plate: String(flat[i + 2]),
+      });
     }
     return picked;
   }
@@ -98,7 +119,14 @@ export class Scheduler {
 
   /** Plates picked more than `olderThanMs` ago whose jobs may never have been added (a crash in between). */
   async staleStaged(accountId: string, olderThanMs: number, now: number): Promise<Picked[]> {
-    const members = await this.#redis.zrangebyscore(this.#keys.staged(accountId), 0, now - olderThanMs, 'LIMIT', 0, 1_000);
+    const members = await this.#redis.zrangebyscore(
+      this.#keys.staged(accountId),
+      0,
+      now - olderThanMs,
+      'LIMIT',
+      0,
+      1_000,
+    );
     return members.map((m: string) => parseMember(m)).filter((p): p is Picked => p !== undefined);
   }
 
@@ -111,7 +139,8 @@ export class Scheduler {
   async pendingTotal(accountId: string): Promise<number> {
     let total = 0;
     for (const cls of PRIORITY_CLASSES) {
-      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1)) total += await this.waiting(batchId);
+      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1))
+        total += await this.waiting(batchId);
     }
     return total;
   }
@@ -123,7 +152,9 @@ export class Scheduler {
     for (const cls of PRIORITY_CLASSES) {
       const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
       if (ids.length === 0) continue;
-      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map((w: string | null) => Number(w ?? 1) || 1);
+      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map(
+        (w: string | null) => Number(w ?? 1) || 1,
+      );
       const total = weights.reduce((a: number, b: number) => a + b, 0);
       ids.forEach((batchId: string, i: number) => {
         out.push({ batchId, cls, weight: weights[i]!, share: served ? 0 : weights[i]! / total });
@@ -152,7 +183,9 @@ export class Scheduler {
     const multi = this.#redis.multi().del(this.#keys.pending(batchId)).hdel(this.#keys.schedWeights, batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     await multi.exec();
-    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter((m: string) => parseMember(m)?.batchId === batchId);
+    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter(
+      (m: string) => parseMember(m)?.batchId === batchId,
+    );
     if (staged.length > 0) await this.#redis.zrem(this.#keys.staged(accountId), ...staged);
   }
 }

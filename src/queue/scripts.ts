@@ -20,7 +20,10 @@ function scripts(): Map<string, Script> {
   for (const file of readdirSync(DIR)) {
     const match = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
     if (!match) continue;
-    cache.set(match[1]!, { numberOfKeys: Number(match[2]), lua: withIncludes(readFileSync(new URL(file, DIR), 'utf8'), file) });
+    cache.set(match[1]!, {
+      numberOfKeys: Number(match[2]),
+      lua: withIncludes(readFileSync(new URL(file, DIR), 'utf8'), file),
+    });
   }
   return cache;
 }
@@ -44,10 +47,14 @@ export function commandName(script: string): string {
   return `vqb${script.replace(/(^|-)([a-z])/g, (_, __, c: string) => c.toUpperCase())}`;
 }
 
-type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${Capitalize<H>}${CamelCase<T>}` : Capitalize<S>;
+type CamelCase<S extends string> = S extends `${infer H}-${infer T}`
+  ? `${Capitalize<H>}${CamelCase<T>}`
+  : Capitalize<S>;
 
 /** A connection with the named scripts defined: `pace-acquire` is `vqbPaceAcquire(...keys, ...args)`. */
-export type Scripted<T extends string> = RedisClient & { [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number | Buffer)[]) => Promise<unknown> };
+export type Scripted<T extends string> = RedisClient & {
+  [K in T as `vqb${CamelCase<K>}`]: (...args: (string | number | Buffer)[]) => Promise<unknown>;
+};
 
 /** Defines the named scripts on `redis` (once per connection) and returns it typed with them. */
 export function withScripts<const T extends string>(redis: RedisClient, names: readonly T[]): Scripted<T> {

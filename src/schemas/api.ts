@@ -3,9 +3,27 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
-import { AccountId, BatchLinks, BatchOptions, BatchView, CallbackUrl, Priority, RateInForce, Waiting } from './batch.js';
+import {
+  AccountId,
+  BatchLinks,
+  BatchOptions,
+  BatchView,
+  CallbackUrl,
+  Priority,
+  RateInForce,
+  Waiting,
+} from './batch.js';
 
-export { AccountId, BatchCounts, BatchOptions, BatchView, Priority, Waiting, WebhookDelivery, Weight } from './batch.js';
+export {
+  AccountId,
+  BatchCounts,
+  BatchOptions,
+  BatchView,
+  Priority,
+  Waiting,
+  WebhookDelivery,
+  Weight,
+} from './batch.js';
 export { ResultRow, UpstreamResult } from './result-row.js';
 
 // ---- requests ----------------------------------------------------------------------------------
@@ -23,8 +41,14 @@ export const PlateItem = z.union(
 );
 
 export const CreateBatchBody = BatchOptions.extend({
-  plates: z.array(PlateItem).min(1).describe('plates, or rows with a `plate` field; other fields of a row are carried through to the results'),
-  dryRun: z.boolean().optional().describe('only report what the batch would cost: nothing is stored and no upstream request is made'),
+  plates: z
+    .array(PlateItem)
+    .min(1)
+    .describe('plates, or rows with a `plate` field; other fields of a row are carried through to the results'),
+  dryRun: z
+    .boolean()
+    .optional()
+    .describe('only report what the batch would cost: nothing is stored and no upstream request is made'),
 }).strict();
 export type CreateBatchBody = z.output<typeof CreateBatchBody>;
 
@@ -35,16 +59,42 @@ const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' |
  * multipart/form-data upload (a JSON body carries its own options). Every value arrives as text.
  */
 export const CreateBatchQuery = z.object({
-  column: z.string().min(1).max(200).optional().describe('the plate column, by header name or 1-based index (default: detected)'),
-  name: z.string().min(1).max(100).optional().describe('batch name, used in the derived batch id (default: the uploaded file name, else `api`)'),
+  column: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('the plate column, by header name or 1-based index (default: detected)'),
+  name: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('batch name, used in the derived batch id (default: the uploaded file name, else `api`)'),
   force: flag.optional().describe('a new batch even if the same content was sent before (pays again)'),
   maxCreates: z.coerce.number().int().min(0).optional().describe('cap on creates for this batch'),
-  reuseWithinMs: z.coerce.number().int().min(0).optional().describe('answer plates from results stored this recently (ms), free'),
+  reuseWithinMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('answer plates from results stored this recently (ms), free'),
   dryRun: flag.optional().describe('only report what the batch would cost'),
   account: AccountId.optional().describe('the account (upstream key) the batch uses'),
   priority: Priority.optional().describe('interactive, normal or bulk'),
-  weight: z.coerce.number().int().min(1).max(1_000).optional().describe('share relative to the other batches of its class'),
-  sheet: z.string().min(1).max(200).optional().describe('an .xlsx upload: the sheet to read, by name (default: the first visible sheet)'),
+  weight: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .optional()
+    .describe('share relative to the other batches of its class'),
+  sheet: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('an .xlsx upload: the sheet to read, by name (default: the first visible sheet)'),
   callbackUrl: CallbackUrl.optional(),
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
@@ -54,7 +104,9 @@ export const CreateBatchForm = CreateBatchQuery.extend({
   file: z
     .string()
     .meta({ format: 'binary' })
-    .describe('the CSV file (`;`, `,` or tab, UTF-8 or Windows-1252, with or without a header) or an Excel .xlsx workbook (told by its name, media type or content)'),
+    .describe(
+      'the CSV file (`;`, `,` or tab, UTF-8 or Windows-1252, with or without a header) or an Excel .xlsx workbook (told by its name, media type or content)',
+    ),
 }).strict();
 /** The fields of a form, validated once the file part was read. */
 export const CreateBatchFormFields = CreateBatchQuery.strict();
@@ -72,11 +124,17 @@ export const ResultsQuery = z.object({
   format: z
     .enum(['jsonl', 'csv', 'xlsx'])
     .default('jsonl')
-    .describe("jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook"),
+    .describe(
+      "jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook",
+    ),
 });
 export type ResultsQuery = z.output<typeof ResultsQuery>;
 
-export const RetryOptions = z.object({ recreate: z.boolean().optional().describe('create failed plates anew, even those with a queryId (a charge each)') }).strict();
+export const RetryOptions = z
+  .object({
+    recreate: z.boolean().optional().describe('create failed plates anew, even those with a queryId (a charge each)'),
+  })
+  .strict();
 export const RetryBody = RetryOptions.optional();
 export type RetryBody = z.output<typeof RetryBody>;
 
@@ -85,7 +143,10 @@ export type RetryBody = z.output<typeof RetryBody>;
 /** Every error: the upstream's shape. Branch on `error.code`; the message is for people. */
 export const ErrorReply = z.object({
   statusCode: z.number().int().describe('the HTTP status, again'),
-  error: z.object({ code: z.string().describe('stable, e.g. VALIDATION_FAILED, NOT_FOUND, CSV_JSON_ENCODED'), message: z.string().describe('what went wrong and what to do') }),
+  error: z.object({
+    code: z.string().describe('stable, e.g. VALIDATION_FAILED, NOT_FOUND, CSV_JSON_ENCODED'),
+    message: z.string().describe('what went wrong and what to do'),
+  }),
 });
 
 const count = z.number().int();
@@ -93,7 +154,10 @@ const count = z.number().int();
 export const Reject = z.object({ row: count, input: z.string(), reason: z.string(), message: z.string() });
 
 export const CreateBatchReply = z.object({
-  batch: z.intersection(BatchView, z.object({ created: z.boolean().describe('false: the same content was sent before and this is that batch') })),
+  batch: z.intersection(
+    BatchView,
+    z.object({ created: z.boolean().describe('false: the same content was sent before and this is that batch') }),
+  ),
   rejects: z.array(Reject).describe('the first 100 invalid plates (counts.rejected has them all)'),
   links: BatchLinks,
 });
@@ -111,7 +175,11 @@ export const CostEstimate = z.object({
   expectedPolls: count,
   expectedRequests: count,
   secondsAtRate: count.describe("time for the requests at the account's rate in force"),
-  ratePerSecond: z.number().describe("the account's rate in force (configured, or for `auto` announced or learned so far), requests per second"),
+  ratePerSecond: z
+    .number()
+    .describe(
+      "the account's rate in force (configured, or for `auto` announced or learned so far), requests per second",
+    ),
   daysAtCap: count.optional().describe('UTC days the creates need under the daily spending cap'),
 });
 
@@ -144,7 +212,9 @@ export const DeleteQuery = z.object({
     .enum(['true', 'false', '1', '0'])
     .transform((v) => v === 'true' || v === '1')
     .default(false)
-    .describe('stop a running batch first: plates not yet sent are dropped (CANCELLED, no charge); created ones run to the end'),
+    .describe(
+      'stop a running batch first: plates not yet sent are dropped (CANCELLED, no charge); created ones run to the end',
+    ),
 });
 export type DeleteQuery = z.output<typeof DeleteQuery>;
 
@@ -161,10 +231,15 @@ export const DeleteReply = z.object({
   batchId: z.string(),
   state: z
     .enum(['archived', 'cancelling'])
-    .describe('archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish'),
+    .describe(
+      'archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish',
+    ),
   alreadyArchived: z.boolean().optional(),
   archivedAt: z.iso.datetime().optional(),
-  files: z.array(ArchiveFile).optional().describe('the archive: same files as `vqb export`, checked by sha256 and row count'),
+  files: z
+    .array(ArchiveFile)
+    .optional()
+    .describe('the archive: same files as `vqb export`, checked by sha256 and row count'),
   dropped: count.optional().describe('cancelling: plates dropped before they were sent (no charge)'),
   running: count.optional().describe('cancelling: created plates still running (paid; their results are kept)'),
   links: z.object({ self: z.string(), results: z.string() }),

@@ -5,7 +5,9 @@
 // src/http/openapi.ts), and the library's types are inferred from them.
 import { z } from 'zod';
 
-export const AccountId = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
+export const AccountId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
 export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('interactive: a person waits; normal; bulk');
 export const Weight = z.number().int().min(1).max(1_000);
 export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox']);
@@ -27,9 +29,15 @@ const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()
  */
 export const BatchOptions = z
   .object({
-    account: AccountId.optional().describe('the account (upstream key) the batch uses; default: the first configured (`default`)'),
-    priority: Priority.optional().describe('interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal (default); bulk'),
-    weight: Weight.optional().describe("share of the account's rate relative to the other batches of its class (default 1)"),
+    account: AccountId.optional().describe(
+      'the account (upstream key) the batch uses; default: the first configured (`default`)',
+    ),
+    priority: Priority.optional().describe(
+      'interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal (default); bulk',
+    ),
+    weight: Weight.optional().describe(
+      "share of the account's rate relative to the other batches of its class (default 1)",
+    ),
     metadata: z
       .record(z.string().max(100), scalar)
       .refine((m) => Object.keys(m).length <= 50, 'at most 50 metadata fields')
@@ -42,8 +50,18 @@ export const BatchOptions = z
       .describe('use this id instead of one derived from the content'),
     name: z.string().min(1).max(100).optional().describe('shown in status and used in the derived batch id'),
     force: z.boolean().optional().describe('a new batch even if the same plates were sent before (pays again)'),
-    maxCreates: z.number().int().min(0).optional().describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
-    reuseWithinMs: z.number().int().min(0).optional().describe('answer plates from results stored this recently (ms) by any batch, free'),
+    maxCreates: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
+    reuseWithinMs: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('answer plates from results stored this recently (ms) by any batch, free'),
     callbackUrl: CallbackUrl.optional(),
   })
   .strict();
@@ -69,7 +87,9 @@ export const BatchCounts = z
     duplicates: count.describe('rows repeating an earlier plate of the batch'),
     possibleDuplicates: count.describe('plates the upstream may have charged twice'),
     creates: count.describe('queries created upstream (answered with a query id)'),
-    createsSent: count.describe('creates that left for the upstream and may be billed, whatever came back (an answer cut off or lost included)'),
+    createsSent: count.describe(
+      'creates that left for the upstream and may be billed, whatever came back (an answer cut off or lost included)',
+    ),
     polls: count.describe('polls answered'),
     pollsSent: count.describe('polls that left for the upstream, whatever came back'),
     rateLimited: count.describe('requests the upstream answered 429'),
@@ -111,7 +131,9 @@ export const RateInForce = z.object({
   perSecond: z.number().describe('requests per second the account is paced at now'),
   source: z
     .enum(['configured', 'start', 'announced', 'learned'])
-    .describe('configured (a number was set); for `auto`: start, announced (the upstream said it), learned (from 429s)'),
+    .describe(
+      'configured (a number was set); for `auto`: start, announced (the upstream said it), learned (from 429s)',
+    ),
   text: z.string().describe('the rate and how sure it is, in words'),
   limit: z.number().optional().describe("the upstream's announced limit per window"),
   windowMs: z.number().optional(),
@@ -127,15 +149,23 @@ export const BatchView = z.object({
   account: z.string().describe('the account (upstream key) the batch uses'),
   priority: Priority,
   weight: z.number().int(),
-  share: z.number().describe("share of the account's creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)"),
-  rate: RateInForce.optional().describe("the account's rate in force now (configured, or for `auto` announced by the upstream or learned)"),
+  share: z
+    .number()
+    .describe("share of the account's creates the batch gets now, 0–1 (0: none waiting, or a higher class goes first)"),
+  rate: RateInForce.optional().describe(
+    "the account's rate in force now (configured, or for `auto` announced by the upstream or learned)",
+  ),
   source: BatchSource,
   product: z.string(),
   createdAt: z.iso.datetime(),
   finishedAt: z.iso.datetime().optional(),
   sealed: z.boolean().describe('every input row is stored'),
   finished: z.boolean().describe('every plate has an outcome'),
-  state: z.enum(['running', 'finished', 'archived']).describe('archived: finished, kept in the archive folder only (results still download); counts are those at archiving'),
+  state: z
+    .enum(['running', 'finished', 'archived'])
+    .describe(
+      'archived: finished, kept in the archive folder only (results still download); counts are those at archiving',
+    ),
   archivedAt: z.iso.datetime().optional().describe('when the batch was archived and deleted from Redis'),
   metadata: z.record(z.string(), z.unknown()),
   extraColumns: z.array(z.string()).describe('the input columns besides the plate, carried to the results'),
@@ -150,9 +180,14 @@ export const BatchView = z.object({
   eta: z
     .object({ seconds: z.number().int(), at: z.iso.datetime() })
     .optional()
-    .describe("rough estimate from the remaining plates, requests per plate so far and the batch's share of its account's rate"),
+    .describe(
+      "rough estimate from the remaining plates, requests per plate so far and the batch's share of its account's rate",
+    ),
   callbackUrl: z.string().optional().describe("where the batch's webhooks go"),
-  webhooks: z.array(WebhookDelivery).optional().describe('the webhooks sent for this batch and what became of each, when it has a callbackUrl'),
+  webhooks: z
+    .array(WebhookDelivery)
+    .optional()
+    .describe('the webhooks sent for this batch and what became of each, when it has a callbackUrl'),
   links: BatchLinks,
 });
 /** A batch as every front door shows it: the HTTP API, the library and `vqb status --json`. */

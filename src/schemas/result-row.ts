@@ -8,7 +8,9 @@ export type RowStatus = z.output<typeof RowStatus>;
 
 /** The upstream's whole body of a finished query: its status, and the product's fields. */
 export const UpstreamResult = z
-  .object({ status: z.string().optional().describe("the query's final status as the upstream wrote it (e.g. COMPLETED)") })
+  .object({
+    status: z.string().optional().describe("the query's final status as the upstream wrote it (e.g. COMPLETED)"),
+  })
   .catchall(z.unknown())
   .describe("the upstream's whole answer for the finished query (its fields depend on the product)");
 export type UpstreamResult = z.output<typeof UpstreamResult>;
@@ -21,16 +23,27 @@ export const ResultRow = z.object({
   plate: z.string().describe("normalised plate; '' when nothing was left of the input"),
   status: RowStatus,
   queryId: z.string().optional(),
-  possibleDuplicate: z.boolean().optional().describe('the upstream may have charged twice for this plate (a create re-sent after a crash)'),
+  possibleDuplicate: z
+    .boolean()
+    .optional()
+    .describe('the upstream may have charged twice for this plate (a create re-sent after a crash)'),
   duplicateOf: z.number().int().optional().describe('for duplicate rows: the row that was enqueued'),
-  sameVehicleAs: z.string().optional().describe('another plate of the batch that is the same vehicle in the other format (old ↔ Mercosul)'),
-  reused: z.boolean().optional().describe('answered from a stored result within the reuse window: no upstream request, no charge'),
+  sameVehicleAs: z
+    .string()
+    .optional()
+    .describe('another plate of the batch that is the same vehicle in the other format (old ↔ Mercosul)'),
+  reused: z
+    .boolean()
+    .optional()
+    .describe('answered from a stored result within the reuse window: no upstream request, no charge'),
   error: z.object({ code: z.string(), message: z.string() }).optional().describe('why a plate failed or was rejected'),
   result: UpstreamResult.optional(),
   enqueuedAt: iso.optional(),
   createdAt: iso.optional(),
   finishedAt: iso.optional(),
   requests: z.number().int().optional().describe('upstream requests spent on this plate'),
-  input_columns: z.record(z.string(), z.string()).describe('every other input column, by name, so results join back to your records'),
+  input_columns: z
+    .record(z.string(), z.string())
+    .describe('every other input column, by name, so results join back to your records'),
 });
 export type ResultRow = z.output<typeof ResultRow>;

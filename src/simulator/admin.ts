@@ -16,7 +16,13 @@ export function isAdminPath(path: string): boolean {
   return path === '/__stats' || path === '/__admin' || path.startsWith('/__admin/');
 }
 
-export function handleAdmin(engine: SimulatorEngine, method: string, path: string, search: URLSearchParams, body: string): Reply {
+export function handleAdmin(
+  engine: SimulatorEngine,
+  method: string,
+  path: string,
+  search: URLSearchParams,
+  body: string,
+): Reply {
   if (path === '/__stats' && method === 'GET') {
     const plates = search.get('plates');
     return jsonReply(200, engine.snapshot(plates !== null && plates !== '0' && plates !== 'false'));

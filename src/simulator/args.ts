@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.js';
 import { ConfigError, UsageError } from '../errors.js';
-import { PERMISSIONS, validatePatch, type KeySpec, type Permission, type SimulatorOptions } from './options.js';
+import { type KeySpec, PERMISSIONS, type Permission, type SimulatorOptions, validatePatch } from './options.js';
 
 export const SIMULATOR_USAGE = `vqb simulate [flags]   run a stand-in for the paid vehicle API
   --config <file.json>         options as JSON (same names as below in camelCase); flags override it
@@ -73,7 +73,9 @@ const FLAGS = {
 
 /** Parses `vqb simulate` flags (argv without the command name). Throws UsageError / ConfigError. */
 export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
-  let values: ReturnType<typeof parseArgs<{ args: string[]; options: typeof FLAGS; strict: true; allowPositionals: false }>>['values'];
+  let values: ReturnType<
+    typeof parseArgs<{ args: string[]; options: typeof FLAGS; strict: true; allowPositionals: false }>
+  >['values'];
   try {
     values = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
   } catch (error) {
@@ -84,7 +86,8 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   const num = (flag: string, text: string | undefined): number | undefined => {
     if (text === undefined) return undefined;
     const value = Number(text);
-    if (text.trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(text)}`);
+    if (text.trim() === '' || !Number.isFinite(value))
+      throw new UsageError(`--${flag}: expected a number, got ${JSON.stringify(text)}`);
     return value;
   };
   const set = (name: keyof SimulatorOptions, value: unknown) => {
@@ -104,7 +107,10 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('rateLimit', values['rate-limit']);
   set('window', values.window);
   set('dailyQuota', num('daily-quota', values['daily-quota']));
-  set('quotaWindowMs', values['quota-window'] === undefined ? undefined : duration('quota-window', values['quota-window']));
+  set(
+    'quotaWindowMs',
+    values['quota-window'] === undefined ? undefined : duration('quota-window', values['quota-window']),
+  );
   set('completionMs', values.completion === undefined ? undefined : parseRange('completion', values.completion));
   set('failRate', num('fail-rate', values['fail-rate']));
   set(
@@ -128,7 +134,10 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('slowCreateMs', values['slow-create'] === undefined ? undefined : duration('slow-create', values['slow-create']));
   set('gatewayErrorAfterCreateRate', num('gateway-error-after-create-rate', values['gateway-error-after-create-rate']));
   set('cutBodyAfterCreateRate', num('cut-body-after-create-rate', values['cut-body-after-create-rate']));
-  set('truncatedBodyAfterCreateRate', num('truncated-body-after-create-rate', values['truncated-body-after-create-rate']));
+  set(
+    'truncatedBodyAfterCreateRate',
+    num('truncated-body-after-create-rate', values['truncated-body-after-create-rate']),
+  );
   set('stallBodyAfterCreateRate', num('stall-body-after-create-rate', values['stall-body-after-create-rate']));
   set('pollNotFoundOnceRate', num('poll-not-found-once-rate', values['poll-not-found-once-rate']));
   if (values['retry-after-date']) set('retryAfterFormat', 'date');
@@ -151,7 +160,8 @@ function readConfigFile(path: string): Record<string, unknown> {
 
 function duration(flag: string, text: string): number {
   const ms = parseDuration(text);
-  if (ms === undefined) throw new UsageError(`--${flag}: expected a duration such as 500ms, 10s or 5m, got ${JSON.stringify(text)}`);
+  if (ms === undefined)
+    throw new UsageError(`--${flag}: expected a duration such as 500ms, 10s or 5m, got ${JSON.stringify(text)}`);
   return ms;
 }
 
@@ -182,7 +192,9 @@ export function parseKeyFlag(text: string): KeySpec {
   if (perms.length === 1 && perms[0] === 'all') return { key, permissions: [...PERMISSIONS] };
   for (const perm of perms) {
     if (!PERMISSIONS.includes(perm as Permission)) {
-      throw new UsageError(`--key ${key}: unknown permission ${JSON.stringify(perm)} (one of ${PERMISSIONS.join(', ')}, or all)`);
+      throw new UsageError(
+        `--key ${key}: unknown permission ${JSON.stringify(perm)} (one of ${PERMISSIONS.join(', ')}, or all)`,
+      );
     }
   }
   return { key, permissions: perms as Permission[] };

@@ -5,14 +5,14 @@
 // No sockets here: the result is a Reply that server.ts carries out.
 import { parseRateLimit } from '../config.js';
 import { checkPlate } from '../plates.js';
-import { KeyStore, type KeyRecord } from './keys.js';
-import { chance, isForgotten, planCreate, statusAt, type QueryStatus } from './lifecycle.js';
-import { createLimiter, retryAfterSeconds, type LimitState, type Limiter } from './limiter.js';
-import { PERMISSION_LABELS, PLANS, validatePatch, type Permission, type SimulatorOptions } from './options.js';
+import { type KeyRecord, KeyStore } from './keys.js';
+import { chance, isForgotten, planCreate, type QueryStatus, statusAt } from './lifecycle.js';
+import { createLimiter, type Limiter, type LimitState, retryAfterSeconds } from './limiter.js';
+import { PERMISSION_LABELS, type Permission, PLANS, type SimulatorOptions, validatePatch } from './options.js';
 import { QuotaCounter, type QuotaState } from './quota.js';
 import { errorReply, htmlReply, jsonReply, type Reply, type Respond } from './reply.js';
-import { StatsCollector, type SimulatorStats } from './stats.js';
-import { QueryStore, packPlate } from './store.js';
+import { type SimulatorStats, StatsCollector } from './stats.js';
+import { packPlate, QueryStore } from './store.js';
 import { fakeVehicle } from './vehicle.js';
 
 export interface ApiRequest {
@@ -126,9 +126,15 @@ export class SimulatorEngine {
     const needed: Permission = request.method === 'POST' ? 'run_queries' : 'view_queries';
     if (!record.permissions.has(needed)) {
       const label = PERMISSION_LABELS[needed];
-      return errorReply(403, 'INSUFFICIENT_PERMISSIONS', `This API key lacks the permission "${label}" (${needed}).`, headers, {
-        permission: needed,
-      });
+      return errorReply(
+        403,
+        'INSUFFICIENT_PERMISSIONS',
+        `This API key lacks the permission "${label}" (${needed}).`,
+        headers,
+        {
+          permission: needed,
+        },
+      );
     }
     return request.method === 'POST' ? this.#create(segment, request, headers, now) : this.#get(segment, headers, now);
   }
@@ -144,7 +150,10 @@ export class SimulatorEngine {
       this.stats.quotaExceeded += 1;
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
       this.stats.keyRateLimited(record.label);
-      return { reply: tooMany('Daily quota exceeded', quotaState.retryAfterMs, headers, this.#retryDate(now)), headers };
+      return {
+        reply: tooMany('Daily quota exceeded', quotaState.retryAfterMs, headers, this.#retryDate(now)),
+        headers,
+      };
     }
     if (rate && rate.retryAfterMs > 0) {
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
@@ -167,13 +176,18 @@ export class SimulatorEngine {
   #limitsFor(record: KeyRecord): { limiter: Limiter | null; quota: QuotaCounter; quotaLimit: number | null } {
     const plan = record.plan ? PLANS[record.plan] : undefined;
     const rateText = record.rateLimit !== undefined ? record.rateLimit : plan ? plan.rateLimit : this.options.rateLimit;
-    const quotaLimit = record.dailyQuota !== undefined ? record.dailyQuota : plan ? plan.dailyQuota : this.options.dailyQuota;
+    const quotaLimit =
+      record.dailyQuota !== undefined ? record.dailyQuota : plan ? plan.dailyQuota : this.options.dailyQuota;
     const signature = `${this.options.window}|${rateText ?? 'unlimited'}`;
     let entry = this.#limits.get(record.key);
     if (!entry || entry.signature !== signature) {
       const spec = rateText === null ? undefined : parseRateLimit(rateText);
       // A new limit starts empty; the quota count survives limit changes.
-      entry = { signature, limiter: spec ? createLimiter(this.options.window, spec) : null, quota: entry?.quota ?? new QuotaCounter() };
+      entry = {
+        signature,
+        limiter: spec ? createLimiter(this.options.window, spec) : null,
+        quota: entry?.quota ?? new QuotaCounter(),
+      };
       this.#limits.set(record.key, entry);
     }
     return { limiter: entry.limiter, quota: entry.quota, quotaLimit };
@@ -208,7 +222,12 @@ export class SimulatorEngine {
     }
     const plate = checkPlate(plateInput.value);
     if (!plate.ok) {
-      return errorReply(400, 'INVALID_PLATE', `Invalid license plate ${JSON.stringify(plateInput.value)}: ${plate.message}.`, headers);
+      return errorReply(
+        400,
+        'INVALID_PLATE',
+        `Invalid license plate ${JSON.stringify(plateInput.value)}: ${plate.message}.`,
+        headers,
+      );
     }
 
     const plan = planCreate(plate.plate, { ...this.options, failPlates: this.#failPlates }, this.#deps.random);
@@ -228,11 +247,22 @@ export class SimulatorEngine {
     const f = this.stats.faults;
     if (chance(o.gatewayErrorAfterCreateRate, this.#deps.random)) {
       f.gatewayErrorsAfterCreate += 1;
-      return htmlReply(502, '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n', headers);
+      return htmlReply(
+        502,
+        '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n',
+        headers,
+      );
     }
     if (chance(o.cutBodyAfterCreateRate, this.#deps.random)) {
       f.cutBodiesAfterCreate += 1;
-      return { kind: 'cut', status: reply.status, headers: reply.headers, body: reply.body, sendBytes: Math.floor(reply.body.length / 2), delayMs: 0 };
+      return {
+        kind: 'cut',
+        status: reply.status,
+        headers: reply.headers,
+        body: reply.body,
+        sendBytes: Math.floor(reply.body.length / 2),
+        delayMs: 0,
+      };
     }
     if (chance(o.truncatedBodyAfterCreateRate, this.#deps.random)) {
       f.truncatedBodiesAfterCreate += 1;
@@ -256,7 +286,11 @@ export class SimulatorEngine {
       return errorReply(404, 'QUERY_NOT_FOUND', `No query with id "${queryId}".`, headers);
     }
     // An upstream that does not know a just-created query yet: its first poll is a 404, once.
-    if (this.options.pollNotFoundOnceRate > 0 && !this.#notFoundOnce.has(index) && chance(this.options.pollNotFoundOnceRate, this.#deps.random)) {
+    if (
+      this.options.pollNotFoundOnceRate > 0 &&
+      !this.#notFoundOnce.has(index) &&
+      chance(this.options.pollNotFoundOnceRate, this.#deps.random)
+    ) {
       this.#notFoundOnce.add(index);
       this.stats.faults.pollsNotFound += 1;
       return errorReply(404, 'QUERY_NOT_FOUND', `No query with id "${queryId}".`, headers);
@@ -277,7 +311,8 @@ export class SimulatorEngine {
     };
     if (completedAtMs !== undefined) body['completedAt'] = new Date(completedAtMs).toISOString();
     if (status === 'COMPLETED') body['result'] = fakeVehicle(query.plate);
-    if (status === 'FAILED') body['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
+    if (status === 'FAILED')
+      body['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
     return { status, body };
   }
 
@@ -321,7 +356,13 @@ function tooMany(what: string, retryAfterMs: number, headers: Record<string, str
 }
 
 /** X-RateLimit-* for the rate window; with the quota used up, Remaining is 0 and Reset is the quota reset. */
-function rateHeaders(enabled: boolean, limiter: Limiter | null, rate: LimitState | undefined, quotaLimit: number | null, quota: QuotaState | undefined): Record<string, string> {
+function rateHeaders(
+  enabled: boolean,
+  limiter: Limiter | null,
+  rate: LimitState | undefined,
+  quotaLimit: number | null,
+  quota: QuotaState | undefined,
+): Record<string, string> {
   if (!enabled) return {};
   const quotaOut = quota !== undefined && quota.remaining === 0;
   if (limiter && rate) {

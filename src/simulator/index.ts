@@ -6,14 +6,14 @@
 //   - dropAfterCreateRate creates the query and then drops the connection (outcome unknown).
 import { SimulatorEngine } from './engine.js';
 import type { KeyInfo } from './keys.js';
-import { DEFAULT_OPTIONS, resolveOptions, type KeySpec, type SimulatorOptions } from './options.js';
+import { DEFAULT_OPTIONS, type KeySpec, resolveOptions, type SimulatorOptions } from './options.js';
 import { listen } from './server.js';
 import type { SimulatorStats } from './stats.js';
 
 export { parseSimulatorArgs, SIMULATOR_USAGE } from './args.js';
-export { DEFAULT_KEYS, DEFAULT_OPTIONS, PERMISSIONS, PERMISSION_LABELS } from './options.js';
-export type { KeySpec, Permission, Plan, SimulatorOptions, WindowKind } from './options.js';
 export type { KeyInfo } from './keys.js';
+export type { KeySpec, Permission, Plan, SimulatorOptions, WindowKind } from './options.js';
+export { DEFAULT_KEYS, DEFAULT_OPTIONS, PERMISSION_LABELS, PERMISSIONS } from './options.js';
 export type { SimulatorStats } from './stats.js';
 
 export interface SimulatorKeys {
@@ -45,7 +45,10 @@ export interface SimulatorDeps {
   random?: () => number;
 }
 
-export async function startSimulator(options: Partial<SimulatorOptions> = {}, deps: SimulatorDeps = {}): Promise<SimulatorHandle> {
+export async function startSimulator(
+  options: Partial<SimulatorOptions> = {},
+  deps: SimulatorDeps = {},
+): Promise<SimulatorHandle> {
   const resolved = resolveOptions(options);
   const engine = new SimulatorEngine(resolved, { now: deps.now ?? Date.now, random: deps.random ?? Math.random });
   const running = await listen(engine, resolved.host, resolved.port);
@@ -74,11 +77,17 @@ export function formatBanner(handle: SimulatorHandle): string {
   const o = handle.options();
   const lines = [`vqb simulator listening on ${handle.url}`];
   for (const k of handle.keys.list()) {
-    const state = k.revoked ? ' (revoked)' : k.expiresAt && Date.parse(k.expiresAt) <= Date.now() ? ` (expired ${k.expiresAt})` : '';
+    const state = k.revoked
+      ? ' (revoked)'
+      : k.expiresAt && Date.parse(k.expiresAt) <= Date.now()
+        ? ` (expired ${k.expiresAt})`
+        : '';
     lines.push(`  key ${k.key}: ${k.permissions.join(', ') || 'no permissions'}${state}`);
   }
   const quota = o.quotaWindowMs === null ? `${o.dailyQuota}/day` : `${o.dailyQuota}/${o.quotaWindowMs}ms`;
-  lines.push(`  limits: ${o.rateLimit} (${o.window}), quota ${quota}; completion ${o.completionMs[0]}-${o.completionMs[1]}ms`);
+  lines.push(
+    `  limits: ${o.rateLimit} (${o.window}), quota ${quota}; completion ${o.completionMs[0]}-${o.completionMs[1]}ms`,
+  );
   lines.push(
     `  try: curl -X POST ${handle.url}/queries/integration/${o.products[0] ?? DEFAULT_OPTIONS.products[0]} -H 'x-api-key: ${handle.keys.list()[0]?.key ?? 'KEY'}' -H 'content-type: application/json' -d '{"keys":{"licensePlate":"ABC1D23"}}'`,
   );

@@ -1,6 +1,6 @@
 // The simulator's API keys: who may call, with which permissions, until when. Changed at run time
 // through the handle or /__admin, so a test can expire or revoke a key mid-batch.
-import { PERMISSIONS, type KeySpec, type Permission, type Plan } from './options.js';
+import { type KeySpec, PERMISSIONS, type Permission, type Plan } from './options.js';
 
 export interface KeyRecord {
   key: string;
@@ -27,7 +27,9 @@ export interface KeyInfo {
   dailyQuota?: number | null;
 }
 
-export type KeyCheck = { ok: true; record: KeyRecord } | { ok: false; code: 'INVALID_API_KEY' | 'EXPIRED_API_KEY'; message: string };
+export type KeyCheck =
+  | { ok: true; record: KeyRecord }
+  | { ok: false; code: 'INVALID_API_KEY' | 'EXPIRED_API_KEY'; message: string };
 
 export function toEpochMs(value: number | string): number {
   const ms = typeof value === 'number' ? value : Date.parse(value);
@@ -90,10 +92,18 @@ export class KeyStore {
   check(key: string | undefined, now: number): KeyCheck {
     const record = key === undefined ? undefined : this.#keys.get(key);
     if (!record || record.revoked) {
-      return { ok: false, code: 'INVALID_API_KEY', message: key === undefined ? 'Missing API key (x-api-key header).' : 'Invalid API key.' };
+      return {
+        ok: false,
+        code: 'INVALID_API_KEY',
+        message: key === undefined ? 'Missing API key (x-api-key header).' : 'Invalid API key.',
+      };
     }
     if (record.expiresAtMs !== null && record.expiresAtMs <= now) {
-      return { ok: false, code: 'EXPIRED_API_KEY', message: `API key expired at ${new Date(record.expiresAtMs).toISOString()}.` };
+      return {
+        ok: false,
+        code: 'EXPIRED_API_KEY',
+        message: `API key expired at ${new Date(record.expiresAtMs).toISOString()}.`,
+      };
     }
     return { ok: true, record };
   }

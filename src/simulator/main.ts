@@ -2,9 +2,12 @@
 // SIGTERM, the same as `vqb simulate`. The CLI may call runSimulate directly.
 import { pathToFileURL } from 'node:url';
 import { isVqbError } from '../errors.js';
-import { formatBanner, parseSimulatorArgs, startSimulator, type SimulatorHandle } from './index.js';
+import { formatBanner, parseSimulatorArgs, type SimulatorHandle, startSimulator } from './index.js';
 
-export async function runSimulate(argv: string[], write: (text: string) => void = (t) => process.stdout.write(t)): Promise<SimulatorHandle> {
+export async function runSimulate(
+  argv: string[],
+  write: (text: string) => void = (t) => process.stdout.write(t),
+): Promise<SimulatorHandle> {
   const handle = await startSimulator(parseSimulatorArgs(argv));
   write(`${formatBanner(handle)}\n`);
   return handle;

@@ -135,7 +135,9 @@ export const DEFAULT_OPTIONS: Readonly<SimulatorOptions> = Object.freeze<Simulat
 
 const rate = z.number().min(0).max(1);
 const rateLimitText = z.string().refine((v) => parseRateLimit(v) !== undefined, 'a rate such as 60/min, 5/s or 10/2s');
-const range = z.tuple([z.number().min(0), z.number().min(0)]).refine(([min, max]) => min <= max, 'min must not exceed max');
+const range = z
+  .tuple([z.number().min(0), z.number().min(0)])
+  .refine(([min, max]) => min <= max, 'min must not exceed max');
 const plate = z.string().transform((v, ctx) => {
   const check = checkPlate(v);
   if (!check.ok) {

@@ -24,10 +24,22 @@ export function jsonReply(status: number, value: unknown, headers: Record<string
 }
 
 /** The contract's error body: `{"statusCode":N,"error":{"code","message",...extra}}`. */
-export function errorReply(status: number, code: string, message: string, headers: Record<string, string> = {}, extra: Record<string, unknown> = {}): Reply {
+export function errorReply(
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+  extra: Record<string, unknown> = {},
+): Reply {
   return jsonReply(status, { statusCode: status, error: { code, message, ...extra } }, headers);
 }
 
 export function htmlReply(status: number, html: string, headers: Record<string, string> = {}): Reply {
-  return { kind: 'respond', status, headers: { 'content-type': 'text/html; charset=utf-8', ...headers }, body: html, delayMs: 0 };
+  return {
+    kind: 'respond',
+    status,
+    headers: { 'content-type': 'text/html; charset=utf-8', ...headers },
+    body: html,
+    delayMs: 0,
+  };
 }

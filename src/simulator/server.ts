@@ -88,7 +88,8 @@ function carryOut(req: IncomingMessage, res: ServerResponse, reply: Reply, pendi
     }
     // cut: part of the body, then a reset; stall: the headers only, the socket left open.
     res.flushHeaders();
-    if (reply.kind === 'cut') res.write(bytes.subarray(0, reply.sendBytes), () => setTimeout(() => req.socket.destroy(), 20));
+    if (reply.kind === 'cut')
+      res.write(bytes.subarray(0, reply.sendBytes), () => setTimeout(() => req.socket.destroy(), 20));
   };
   if (reply.delayMs <= 0) {
     act();

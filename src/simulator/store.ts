@@ -125,5 +125,8 @@ export function unpackPlate(packed: number): string {
   rest = Math.floor(rest / 26);
   const l1 = rest % 26;
   const l0 = Math.floor(rest / 26);
-  return String.fromCharCode(A + l0, A + l1, A + l2, ZERO + d3, x >= 10 ? A + x - 10 : ZERO + x) + String(d56).padStart(2, '0');
+  return (
+    String.fromCharCode(A + l0, A + l1, A + l2, ZERO + d3, x >= 10 ? A + x - 10 : ZERO + x) +
+    String(d56).padStart(2, '0')
+  );
 }

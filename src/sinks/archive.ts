@@ -6,17 +6,17 @@
 // holds every field of every row, so `source()` turns it back into the rows any sink formats.
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
 import { ArchiveError, isVqbError } from '../errors.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { ResultRow } from '../schemas/result-row.js';
-import type { DeliveryRecord } from './webhooks/deliveries.js';
 import type { CsvDelimiter } from './csv.js';
 import { FileSink } from './file-sink.js';
 import type { ExportFormat, ExportRow, ExportSource, RejectRow } from './types.js';
+import type { DeliveryRecord } from './webhooks/deliveries.js';
 
 export const MANIFEST = 'manifest.json';
 export const ARCHIVE_FORMATS: readonly ExportFormat[] = ['csv', 'jsonl'];
@@ -56,7 +56,11 @@ export interface ArchiveExpectation {
   rejected: number;
 }
 
-const SCHEMAS: Record<ArchiveFileKind, string> = { jsonl: 'ResultRow/1', csv: 'csv-export/1', rejects: 'rejects-csv/1' };
+const SCHEMAS: Record<ArchiveFileKind, string> = {
+  jsonl: 'ResultRow/1',
+  csv: 'csv-export/1',
+  rejects: 'rejects-csv/1',
+};
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export interface BatchArchiveOptions {
@@ -87,7 +91,12 @@ export class BatchArchive {
    * it replaced is removed; if it does not read back right, the earlier one is put back. Throws
    * ArchiveError, with nothing half-written left under the final name.
    */
-  async write(source: ExportSource, info: BatchInfo, expected?: ArchiveExpectation, webhooks?: DeliveryRecord[]): Promise<ArchiveManifest> {
+  async write(
+    source: ExportSource,
+    info: BatchInfo,
+    expected?: ArchiveExpectation,
+    webhooks?: DeliveryRecord[],
+  ): Promise<ArchiveManifest> {
     const id = source.batchId;
     if (!SAFE_ID.test(id)) throw new ArchiveError(id, 'the id cannot be used as a folder name');
     const tmp = join(this.dir, `.${id}.tmp-${randomBytes(6).toString('hex')}`);
@@ -137,7 +146,9 @@ export class BatchArchive {
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => {});
       if (isVqbError(err) && err.code === 'ARCHIVE_FAILED') throw err;
-      throw new ArchiveError(id, `cannot write ${this.dir}: ${describeFsError(err)} (set VQ_ARCHIVE_DIR)`, { cause: err });
+      throw new ArchiveError(id, `cannot write ${this.dir}: ${describeFsError(err)} (set VQ_ARCHIVE_DIR)`, {
+        cause: err,
+      });
     }
   }
 
@@ -149,16 +160,20 @@ export class BatchArchive {
     const manifest = await this.manifest(batchId);
     if (manifest === undefined) throw new ArchiveError(batchId, `no readable ${MANIFEST} in ${this.folder(batchId)}`);
     const kinds = new Set(manifest.files.map((f) => f.kind));
-    for (const kind of ['jsonl', 'csv', 'rejects'] as const) if (!kinds.has(kind)) throw new ArchiveError(batchId, `the archive has no ${kind} file`);
+    for (const kind of ['jsonl', 'csv', 'rejects'] as const)
+      if (!kinds.has(kind)) throw new ArchiveError(batchId, `the archive has no ${kind} file`);
     for (const file of manifest.files) {
       const path = join(this.folder(batchId), file.name);
       const seen = await this.#measure(path, file.kind).catch((err: unknown) => {
         throw new ArchiveError(batchId, `cannot read ${path}: ${describeFsError(err)}`, { cause: err });
       });
-      if (seen.sha256 !== file.sha256 || seen.bytes !== file.bytes) throw new ArchiveError(batchId, `${file.name} does not read back as written (sha256 or size differs)`);
-      if (seen.rows !== file.rows) throw new ArchiveError(batchId, `${file.name} has ${seen.rows} rows, the manifest says ${file.rows}`);
+      if (seen.sha256 !== file.sha256 || seen.bytes !== file.bytes)
+        throw new ArchiveError(batchId, `${file.name} does not read back as written (sha256 or size differs)`);
+      if (seen.rows !== file.rows)
+        throw new ArchiveError(batchId, `${file.name} has ${seen.rows} rows, the manifest says ${file.rows}`);
       const want = file.kind === 'rejects' ? expected.rejected : expected.rows;
-      if (seen.rows !== want) throw new ArchiveError(batchId, `${file.name} has ${seen.rows} rows, Redis holds ${want}`);
+      if (seen.rows !== want)
+        throw new ArchiveError(batchId, `${file.name} has ${seen.rows} rows, Redis holds ${want}`);
     }
     const jsonl = manifest.files.find((f) => f.kind === 'jsonl')!;
     let outcomes = 0;
@@ -168,7 +183,8 @@ export class BatchArchive {
       else if (row.status === 'pending') pending++;
     }
     if (pending > 0) throw new ArchiveError(batchId, `${pending} rows are still pending`);
-    if (outcomes !== expected.outcomes) throw new ArchiveError(batchId, `${jsonl.name} has ${outcomes} outcomes, Redis holds ${expected.outcomes}`);
+    if (outcomes !== expected.outcomes)
+      throw new ArchiveError(batchId, `${jsonl.name} has ${outcomes} outcomes, Redis holds ${expected.outcomes}`);
     return manifest;
   }
 
@@ -214,7 +230,13 @@ export class BatchArchive {
       },
       async *rejects(): AsyncIterable<RejectRow> {
         for await (const line of jsonlRows(path)) {
-          if (line.status === 'rejected') yield { row: line.row, input: line.input, reason: line.error?.code ?? '', message: line.error?.message ?? '' };
+          if (line.status === 'rejected')
+            yield {
+              row: line.row,
+              input: line.input,
+              reason: line.error?.code ?? '',
+              message: line.error?.message ?? '',
+            };
         }
       },
     };
@@ -234,7 +256,10 @@ export class BatchArchive {
     if (kind !== 'jsonl') {
       // Records, not lines: a quoted field may hold a line break.
       let records = 0;
-      for await (const _ of createReadStream(path).pipe(parse({ bom: true, delimiter: this.#delimiter, relax_column_count: true }))) records++;
+      for await (const _ of createReadStream(path).pipe(
+        parse({ bom: true, delimiter: this.#delimiter, relax_column_count: true }),
+      ))
+        records++;
       rows = Math.max(0, records - 1);
     }
     return { bytes, sha256: hash.digest('hex'), rows };
@@ -276,5 +301,9 @@ function describeFsError(err: unknown): string {
   if (code === 'ENOSPC') return 'the disk is full';
   if (code === 'ENOTDIR' || code === 'EEXIST') return 'it is not a directory';
   if (code === 'ENOENT') return 'a file is missing';
-  return isVqbError(err) ? err.message : code !== undefined ? `the file system said ${code}` : String((err as Error)?.message ?? err);
+  return isVqbError(err)
+    ? err.message
+    : code !== undefined
+      ? `the file system said ${code}`
+      : String((err as Error)?.message ?? err);
 }

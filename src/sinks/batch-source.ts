@@ -1,8 +1,9 @@
 // A batch as rows for a sink: every stored input row, in input order, joined with the outcome of
 // its plate. Read from Redis in chunks, so a million-row export runs in bounded memory and can be
 // rebuilt at any time, byte for byte, from what is stored.
-import type { BatchStore, IngestRow } from '../queue/batch/store.js';
+
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
+import type { BatchStore, IngestRow } from '../queue/batch/store.js';
 import type { Outcome } from '../queue/types.js';
 import type { UpstreamResult } from '../schemas/result-row.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
@@ -52,7 +53,11 @@ function isBody(result: unknown): result is UpstreamResult {
   return typeof result === 'object' && result !== null && !Array.isArray(result);
 }
 
-export async function batchExportSource(batches: BatchStore, outcomes: OutcomeStore, batchId: string): Promise<ExportSource> {
+export async function batchExportSource(
+  batches: BatchStore,
+  outcomes: OutcomeStore,
+  batchId: string,
+): Promise<ExportSource> {
   const info = await batches.get(batchId);
   return {
     batchId,

@@ -3,7 +3,7 @@
 // (their number follows the result schema, not the row count) in first-seen order, so the same
 // stored outcomes always give the same columns and the same bytes.
 
-import { stringify, type Stringifier } from 'csv-stringify';
+import { type Stringifier, stringify } from 'csv-stringify';
 import type { ExportRow, RejectRow } from './types.js';
 
 export type CsvDelimiter = ',' | ';' | '\t';
@@ -79,7 +79,12 @@ export function flattenValues(value: unknown, path: string, leaf: (path: string,
     return;
   }
   if (value === null) leaf(path, null);
-  else if ((typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean' || typeof value === 'string') leaf(path, value);
+  else if (
+    (typeof value === 'number' && Number.isFinite(value)) ||
+    typeof value === 'boolean' ||
+    typeof value === 'string'
+  )
+    leaf(path, value);
   else if (typeof value === 'bigint') leaf(path, String(value));
   else leaf(path, JSON.stringify(value) ?? '');
 }

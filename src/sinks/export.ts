@@ -1,9 +1,9 @@
 // Writing a batch's exports: the stored rows and outcomes through the configured sink. Used when a
 // batch finishes (vqb run, the drop folder) and on demand (vqb export, the HTTP API).
 import type { Config } from '../config.js';
-import type { BatchStore } from '../queue/batch/store.js';
-import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import { BatchNotFoundError } from '../errors.js';
+import type { OutcomeStore } from '../queue/batch/outcomes.js';
+import type { BatchStore } from '../queue/batch/store.js';
 import { BatchArchive } from './archive.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
@@ -29,13 +29,22 @@ export async function exportBatch(
  * A batch's rows from Redis while it is there, else from its archive (retention deleted it from
  * Redis): every export format and the HTTP results read either the same way.
  */
-export async function exportSourceFor(stores: { batches: BatchStore; outcomes: OutcomeStore }, batchId: string, archive?: BatchArchive): Promise<ExportSource> {
-  if (archive === undefined || (await stores.batches.exists(batchId))) return batchExportSource(stores.batches, stores.outcomes, batchId);
+export async function exportSourceFor(
+  stores: { batches: BatchStore; outcomes: OutcomeStore },
+  batchId: string,
+  archive?: BatchArchive,
+): Promise<ExportSource> {
+  if (archive === undefined || (await stores.batches.exists(batchId)))
+    return batchExportSource(stores.batches, stores.outcomes, batchId);
   const manifest = await archive.manifest(batchId);
   if (manifest === undefined) throw new BatchNotFoundError(batchId);
   return archive.source(manifest);
 }
 
 export function archiveFor(config: Pick<Config, 'retention' | 'csvDelimiter'>, now?: () => number): BatchArchive {
-  return new BatchArchive({ dir: config.retention.archiveDir, csvDelimiter: config.csvDelimiter, ...(now ? { now } : {}) });
+  return new BatchArchive({
+    dir: config.retention.archiveDir,
+    csvDelimiter: config.csvDelimiter,
+    ...(now ? { now } : {}),
+  });
 }

@@ -15,10 +15,10 @@ import { join, resolve } from 'node:path';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import { isVqbError, VqbError } from '../errors.js';
-import { CsvLayout, REJECT_COLUMNS, csvStringifier, rejectCells, type CsvDelimiter } from './csv.js';
+import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
-import { writeXlsx } from './xlsx.js';
 import type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource, RejectRow } from './types.js';
+import { writeXlsx } from './xlsx.js';
 
 /** The file operations FileSink needs; tests may pass one that fails on purpose. */
 export interface FileSinkFs {
@@ -61,7 +61,8 @@ export class FileSink implements ExportSink {
   async write(source: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult> {
     const id = source.batchId;
     // The id becomes a file name: no separators, no leading dot, nothing that climbs out of dir.
-    if (!SAFE_ID.test(id)) throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);
+    if (!SAFE_ID.test(id))
+      throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);
     try {
       await this.fs.mkdir(this.dir, { recursive: true });
     } catch (err) {
@@ -70,7 +71,10 @@ export class FileSink implements ExportSink {
 
     const staged: { tmp: string; final: string }[] = [];
     const stage = (name: string) => {
-      const entry = { tmp: join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`), final: join(this.dir, name) };
+      const entry = {
+        tmp: join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`),
+        final: join(this.dir, name),
+      };
       staged.push(entry);
       return entry;
     };
@@ -81,7 +85,10 @@ export class FileSink implements ExportSink {
     };
 
     try {
-      const layout = formats.includes('csv') || formats.includes('xlsx') ? new CsvLayout(source.extraColumns, this.maxResultColumns) : undefined;
+      const layout =
+        formats.includes('csv') || formats.includes('xlsx')
+          ? new CsvLayout(source.extraColumns, this.maxResultColumns)
+          : undefined;
       if (formats.includes('jsonl')) {
         const file = stage(`${id}.jsonl`);
         await this.writeFile(
@@ -154,7 +161,10 @@ async function untilStable(id: string, layout: CsvLayout, write: () => Promise<v
     await write();
     if (!layout.missed) return;
     if (attempt >= CSV_ATTEMPTS) {
-      throw new VqbError('EXPORT_SOURCE_UNSTABLE', `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`);
+      throw new VqbError(
+        'EXPORT_SOURCE_UNSTABLE',
+        `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`,
+      );
     }
   }
 }
@@ -169,12 +179,20 @@ function unusableDir(dir: string, cause: unknown): VqbError {
         : code === 'EACCES' || code === 'EROFS'
           ? 'it is not writable'
           : `the file system said ${code}`;
-  return new VqbError('EXPORT_DIR_UNUSABLE', `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`, {
-    cause,
-  });
+  return new VqbError(
+    'EXPORT_DIR_UNUSABLE',
+    `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`,
+    {
+      cause,
+    },
+  );
 }
 
-async function* csvRecords(layout: CsvLayout, rows: AsyncIterable<ExportRow>, onRow: () => void): AsyncGenerator<string[]> {
+async function* csvRecords(
+  layout: CsvLayout,
+  rows: AsyncIterable<ExportRow>,
+  onRow: () => void,
+): AsyncGenerator<string[]> {
   yield layout.header();
   for await (const row of rows) {
     onRow();

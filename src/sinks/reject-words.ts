@@ -34,12 +34,14 @@ export function withRejectWords(source: ExportSource, lang: ExportLang): ExportS
     extraColumns: source.extraColumns,
     async *rows(): AsyncIterable<ExportRow> {
       for await (const row of source.rows()) {
-        if (row.status === 'rejected' && row.error) yield { ...row, error: { ...row.error, message: rejectMessage(row.error.code, row.error.message, lang) } };
+        if (row.status === 'rejected' && row.error)
+          yield { ...row, error: { ...row.error, message: rejectMessage(row.error.code, row.error.message, lang) } };
         else yield row;
       }
     },
     async *rejects(): AsyncIterable<RejectRow> {
-      for await (const reject of source.rejects()) yield { ...reject, message: rejectMessage(reject.reason, reject.message, lang) };
+      for await (const reject of source.rejects())
+        yield { ...reject, message: rejectMessage(reject.reason, reject.message, lang) };
     },
   };
 }

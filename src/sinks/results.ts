@@ -1,15 +1,15 @@
 // A batch's results as a streamed response, in the file sink's formats (jsonl.ts and csv.ts do the
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
-import { PassThrough, Readable, pipeline } from 'node:stream';
+import { PassThrough, pipeline, Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { QueueServices } from '../services.js';
 import type { BatchArchive } from './archive.js';
+import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
 import { exportSourceFor } from './export.js';
-import { CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells, type CsvDelimiter } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
 import { type ExportLang, withRejectWords } from './reject-words.js';
 import type { ExportFormat, ExportSource } from './types.js';
-import { XLSX_CONTENT_TYPE, writeXlsx } from './xlsx.js';
+import { writeXlsx, XLSX_CONTENT_TYPE } from './xlsx.js';
 
 export interface ResultsBody {
   contentType: string;
@@ -31,7 +31,11 @@ export async function batchResults(
   const source = withRejectWords(await exportSourceFor(services, batchId, archive), lang);
   const fileName = `${safeName(batchId)}.${format}`;
   if (format === 'jsonl') {
-    return { contentType: 'application/x-ndjson; charset=utf-8', fileName, body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)) };
+    return {
+      contentType: 'application/x-ndjson; charset=utf-8',
+      fileName,
+      body: Readable.from(jsonlChunks(source.rows(), source.extraColumns)),
+    };
   }
   if (format === 'xlsx') {
     const layout = new CsvLayout(source.extraColumns);
@@ -39,10 +43,12 @@ export async function batchResults(
     const body = new PassThrough();
     // Written while the response is sent; a failure half way cuts the response, as for the CSV.
     // (exceljs's zip stream does not wait for a slow client: what it has not taken is buffered.)
-    writeXlsx(body, { layout, rows: source.rows(), rejects: source.rejects(), cutToHeader: true }).catch((err: unknown) => {
-      logger.warn({ batchId, err: err instanceof Error ? err.message : String(err) }, 'results stream failed');
-      body.destroy(err instanceof Error ? err : new Error(String(err)));
-    });
+    writeXlsx(body, { layout, rows: source.rows(), rejects: source.rejects(), cutToHeader: true }).catch(
+      (err: unknown) => {
+        logger.warn({ batchId, err: err instanceof Error ? err.message : String(err) }, 'results stream failed');
+        body.destroy(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
     return { contentType: XLSX_CONTENT_TYPE, fileName, body };
   }
   const records = await csvRecords(source);

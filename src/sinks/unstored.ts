@@ -16,7 +16,12 @@ export interface UnstoredEntry {
 }
 
 /** Writes `<outDir>/<batch>.unstored-<time>.jsonl` and returns its path. */
-export async function writeUnstored(outDir: string, batchId: string, entries: readonly UnstoredEntry[], now: number): Promise<string> {
+export async function writeUnstored(
+  outDir: string,
+  batchId: string,
+  entries: readonly UnstoredEntry[],
+  now: number,
+): Promise<string> {
   await mkdir(outDir, { recursive: true });
   const stamp = new Date(now)
     .toISOString()

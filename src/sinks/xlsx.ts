@@ -9,7 +9,7 @@
 // typed and needs no "'" in front as in the CSV.
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
-import { REJECT_COLUMNS, type CellValue, type CsvLayout } from './csv.js';
+import { type CellValue, type CsvLayout, REJECT_COLUMNS } from './csv.js';
 import type { ExportRow, RejectRow } from './types.js';
 
 export const XLSX_CONTENT_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
@@ -47,7 +47,8 @@ export async function writeXlsx(out: Writable, input: XlsxExportInput): Promise<
   if (input.rejects !== undefined) {
     const rejects = workbook.addWorksheet('rejects');
     rejects.addRow([...REJECT_COLUMNS]).commit();
-    for await (const reject of input.rejects) addTyped(rejects, [reject.row, reject.input, reject.reason, reject.message]);
+    for await (const reject of input.rejects)
+      addTyped(rejects, [reject.row, reject.input, reject.reason, reject.message]);
     rejects.commit();
   }
   await workbook.commit();
@@ -55,7 +56,11 @@ export async function writeXlsx(out: Writable, input: XlsxExportInput): Promise<
 
 function addTyped(sheet: ExcelJS.Worksheet, values: readonly CellValue[]): void {
   // An empty text is an empty cell, as a spreadsheet has it (the CSV's "" between two delimiters).
-  const row = sheet.addRow(values.map((v) => (v === '' ? null : typeof v === 'string' && v.length > MAX_CELL_CHARS ? v.slice(0, MAX_CELL_CHARS) : v)));
+  const row = sheet.addRow(
+    values.map((v) =>
+      v === '' ? null : typeof v === 'string' && v.length > MAX_CELL_CHARS ? v.slice(0, MAX_CELL_CHARS) : v,
+    ),
+  );
   values.forEach((v, i) => {
     if (v instanceof Date) row.getCell(i + 1).numFmt = DATE_FORMAT;
   });

@@ -3,7 +3,13 @@
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
 import { isVqbError } from '../errors.js';
-import { TransientError, isUpstreamError, type UpstreamError, type UpstreamOperation, BadResponseError } from './errors.js';
+import {
+  BadResponseError,
+  isUpstreamError,
+  TransientError,
+  type UpstreamError,
+  type UpstreamOperation,
+} from './errors.js';
 import type { KeyProvider } from './key.js';
 import { errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
 import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
@@ -31,7 +37,12 @@ export interface SendOptions {
   ready?: () => Promise<void>;
 }
 
-export type RequestObserver = (event: { operation: UpstreamOperation; status: number; durationMs: number; error?: UpstreamError }) => void;
+export type RequestObserver = (event: {
+  operation: UpstreamOperation;
+  status: number;
+  durationMs: number;
+  error?: UpstreamError;
+}) => void;
 
 const NETWORK_CODES: Record<string, string> = {
   UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
@@ -86,7 +97,13 @@ export class UpstreamClient {
   }
 
   createQuery(plate: string, product = 'agregados', options: SendOptions = {}): Promise<QueryOutcome> {
-    return this.#call('create', 'POST', `/queries/integration/${encodeURIComponent(product)}`, JSON.stringify({ keys: { licensePlate: plate } }), options);
+    return this.#call(
+      'create',
+      'POST',
+      `/queries/integration/${encodeURIComponent(product)}`,
+      JSON.stringify({ keys: { licensePlate: plate } }),
+      options,
+    );
   }
 
   getQuery(queryId: string, options: SendOptions = {}): Promise<QueryOutcome> {
@@ -97,7 +114,14 @@ export class UpstreamClient {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
-  async #call(operation: UpstreamOperation, method: 'GET' | 'POST', path: string, body: string | undefined, options: SendOptions, knownQueryId?: string): Promise<QueryOutcome> {
+  async #call(
+    operation: UpstreamOperation,
+    method: 'GET' | 'POST',
+    path: string,
+    body: string | undefined,
+    options: SendOptions,
+    knownQueryId?: string,
+  ): Promise<QueryOutcome> {
     const started = this.#now();
     let status = 0;
     let key: string | undefined;
@@ -143,7 +167,11 @@ export class UpstreamClient {
     if (Number.isFinite(declared) && declared > this.#maxBodyBytes) {
       response.body.destroy();
       if (!ok) return '';
-      throw new BadResponseError(operation, response.statusCode, `the upstream answered with ${declared} bytes, over the ${this.#maxBodyBytes}-byte limit`);
+      throw new BadResponseError(
+        operation,
+        response.statusCode,
+        `the upstream answered with ${declared} bytes, over the ${this.#maxBodyBytes}-byte limit`,
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -155,7 +183,11 @@ export class UpstreamClient {
           chunks.push(buffer.subarray(0, this.#maxBodyBytes - size));
           break;
         }
-        throw new BadResponseError(operation, response.statusCode, `the upstream answer passed the ${this.#maxBodyBytes}-byte limit`);
+        throw new BadResponseError(
+          operation,
+          response.statusCode,
+          `the upstream answer passed the ${this.#maxBodyBytes}-byte limit`,
+        );
       }
       size += buffer.length;
       chunks.push(buffer);
@@ -176,12 +208,24 @@ export class UpstreamClient {
     const code = (err as { code?: string }).code;
     const name = (err as { name?: string }).name;
     if (name === 'TimeoutError' || name === 'AbortError' || err instanceof undiciErrors.RequestAbortedError) {
-      return new TransientError('REQUEST_TIMEOUT', status, `the upstream did not finish answering the ${operation} within ${this.#requestTimeoutMs * 2} ms`, undefined, {
-        cause: err,
-      });
+      return new TransientError(
+        'REQUEST_TIMEOUT',
+        status,
+        `the upstream did not finish answering the ${operation} within ${this.#requestTimeoutMs * 2} ms`,
+        undefined,
+        {
+          cause: err,
+        },
+      );
     }
     const mapped = (code && NETWORK_CODES[code]) ?? 'NETWORK_ERROR';
-    return new TransientError(mapped, status, `${operation} request failed: ${(err as Error).message ?? String(err)}`, undefined, { cause: err });
+    return new TransientError(
+      mapped,
+      status,
+      `${operation} request failed: ${(err as Error).message ?? String(err)}`,
+      undefined,
+      { cause: err },
+    );
   }
 
   #emit(operation: UpstreamOperation, status: number, started: number, error?: UpstreamError): void {

@@ -8,7 +8,14 @@ import { isError, VqbError } from '../errors.js';
 
 export type UpstreamOperation = 'create' | 'get';
 
-export type UpstreamErrorKind = 'invalid-key' | 'expired-key' | 'permission' | 'rate-limited' | 'transient' | 'permanent' | 'bad-response';
+export type UpstreamErrorKind =
+  | 'invalid-key'
+  | 'expired-key'
+  | 'permission'
+  | 'rate-limited'
+  | 'transient'
+  | 'permanent'
+  | 'bad-response';
 
 export function isUpstreamError(value: unknown): value is AnyUpstreamError {
   return isError(value, UpstreamError);
@@ -127,4 +134,11 @@ export class BadResponseError extends UpstreamError {
   }
 }
 
-export type AnyUpstreamError = InvalidKeyError | ExpiredKeyError | PermissionError | RateLimitedError | TransientError | PermanentError | BadResponseError;
+export type AnyUpstreamError =
+  | InvalidKeyError
+  | ExpiredKeyError
+  | PermissionError
+  | RateLimitedError
+  | TransientError
+  | PermanentError
+  | BadResponseError;

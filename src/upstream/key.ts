@@ -25,7 +25,10 @@ export function createKeyProvider(source: ApiKeySource): KeyProvider {
       if (key === '') throw new ConfigError('VQ_API_KEY_FILE', `the key file ${source.path} is empty`);
       // Sent as a header as is: a second line or a label would be a bad header, not a retryable failure.
       if (/[\s\x00-\x1f\x7f]/.test(key)) {
-        throw new ConfigError('VQ_API_KEY_FILE', `the key file ${source.path} must hold only the key, on one line, without spaces`);
+        throw new ConfigError(
+          'VQ_API_KEY_FILE',
+          `the key file ${source.path} must hold only the key, on one line, without spaces`,
+        );
       }
       cached = { mtimeMs, key };
     }

@@ -62,10 +62,21 @@ function snippet(text: string): string {
 }
 
 /** A 2xx answer to a create or a get, read into a QueryOutcome. */
-export function parseQueryBody(operation: UpstreamOperation, status: number, text: string, knownQueryId?: string): QueryOutcome {
+export function parseQueryBody(
+  operation: UpstreamOperation,
+  status: number,
+  text: string,
+  knownQueryId?: string,
+): QueryOutcome {
   const parsed = parseJson(text);
-  if (!parsed.ok) throw new BadResponseError(operation, status, `the upstream answered ${status} with a body that is not JSON: ${snippet(text)}`);
-  if (!isObject(parsed.value)) throw new BadResponseError(operation, status, `the upstream answered ${status} with JSON that is not an object`);
+  if (!parsed.ok)
+    throw new BadResponseError(
+      operation,
+      status,
+      `the upstream answered ${status} with a body that is not JSON: ${snippet(text)}`,
+    );
+  if (!isObject(parsed.value))
+    throw new BadResponseError(operation, status, `the upstream answered ${status} with JSON that is not an object`);
   const body = unwrap(parsed.value);
   const rawId = body.queryId ?? body.id ?? knownQueryId;
   const queryId = typeof rawId === 'number' ? String(rawId) : rawId;
@@ -76,11 +87,19 @@ export function parseQueryBody(operation: UpstreamOperation, status: number, tex
   // A create without a status is a query that has started; a get without one we cannot judge yet.
   const { state } = statusText === '' ? { state: 'pending' as const } : classifyStatus(statusText);
   const terminal = state !== 'pending';
-  return terminal ? { queryId, status: statusText, state, terminal, result: body } : { queryId, status: statusText, state, terminal };
+  return terminal
+    ? { queryId, status: statusText, state, terminal, result: body }
+    : { queryId, status: statusText, state, terminal };
 }
 
 /** A non-2xx answer, as the one typed error the queue knows what to do with. */
-export function errorFromResponse(operation: UpstreamOperation, status: number, headers: Record<string, string | string[] | undefined>, text: string, now: number): UpstreamError {
+export function errorFromResponse(
+  operation: UpstreamOperation,
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  text: string,
+  now: number,
+): UpstreamError {
   const parsed = parseJson(text);
   const body = parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
   const error = body && isObject(body.error) ? body.error : undefined;
@@ -91,7 +110,9 @@ export function errorFromResponse(operation: UpstreamOperation, status: number, 
     const retryAfterMs = retryAfterFrom429(headers, body, now);
     // The upstream's words are read here, once: a wait of hours, or a message about a daily or
     // monthly allowance, is a used-up quota rather than the per-window rate.
-    const quota = (retryAfterMs !== undefined && retryAfterMs > QUOTA_WAIT_MS) || /quota|daily|monthly|per day|per month/i.test(message);
+    const quota =
+      (retryAfterMs !== undefined && retryAfterMs > QUOTA_WAIT_MS) ||
+      /quota|daily|monthly|per day|per month/i.test(message);
     return new RateLimitedError(message, retryAfterMs, quota ? 'quota' : 'rate');
   }
   if (code === 'EXPIRED_API_KEY') return new ExpiredKeyError(message);

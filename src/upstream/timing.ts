@@ -80,7 +80,10 @@ export function parseIetfRateLimit(get: (name: string) => string | undefined, no
 }
 
 /** What the upstream says of its limit: the IETF fields first, then X-RateLimit-Limit/Remaining/Reset. */
-export function parseRateLimitHeaders(headers: Record<string, string | string[] | undefined>, now: number): RateLimitHeaders {
+export function parseRateLimitHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  now: number,
+): RateLimitHeaders {
   const get = (name: string): string | undefined => {
     const v = headers[name];
     return Array.isArray(v) ? v[0] : v;
@@ -101,7 +104,11 @@ export function parseRateLimitHeaders(headers: Record<string, string | string[] 
  * (our simulator's extension), `Retry-After`, the body's `retryAfter` (seconds), then the reset
  * time. Undefined when there is no hint at all.
  */
-export function retryAfterFrom429(headers: Record<string, string | string[] | undefined>, body: unknown, now: number): number | undefined {
+export function retryAfterFrom429(
+  headers: Record<string, string | string[] | undefined>,
+  body: unknown,
+  now: number,
+): number | undefined {
   const error = (body as { error?: { retryAfterMs?: unknown; retryAfter?: unknown } } | undefined)?.error;
   if (typeof error?.retryAfterMs === 'number' && error.retryAfterMs >= 0) return Math.round(error.retryAfterMs);
   const header = headers['retry-after'];
@@ -116,7 +123,12 @@ export function retryAfterFrom429(headers: Record<string, string | string[] | un
  * Exponential backoff with "full jitter" around the middle: base·2^attempt, capped, then spread
  * over [½, 1]× so that many workers that failed together do not come back together.
  */
-export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  baseMs: number,
+  capMs: number,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(capMs, baseMs * 2 ** Math.max(0, attempt));
   return Math.round(exp / 2 + (exp / 2) * random());
 }

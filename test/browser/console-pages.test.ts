@@ -15,7 +15,16 @@ import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 const ADMIN = 'admin-token-0123456789abcdef';
 const ROOT = join(import.meta.dirname, '../..');
 const SHOTS = join(ROOT, 'out/test/browser');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const WIDTHS = [390, 1280] as const;
 
 /**
@@ -31,7 +40,22 @@ const ENGLISH = (
   'live counts reused charged sent delivered pending attempts event operator switch skip content'
 ).split(' ');
 /** Names that are the same in any language. */
-const ALLOWED = new Set(['english', 'vqb', 'csv', 'xlsx', 'jsonl', 'api', 'redis', 'bullmq', 'http', 'https', 'url', 'id', 'vq_http_body_limit', 'vq_http_max_plates']);
+const ALLOWED = new Set([
+  'english',
+  'vqb',
+  'csv',
+  'xlsx',
+  'jsonl',
+  'api',
+  'redis',
+  'bullmq',
+  'http',
+  'https',
+  'url',
+  'id',
+  'vq_http_body_limit',
+  'vq_http_max_plates',
+]);
 
 const harness = useHarness('all');
 let h: Harness;
@@ -70,7 +94,11 @@ async function englishOn(page: Page): Promise<string[]> {
 
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
-  h = await harness.start({ label: 'pages', sim: { failPlates: ['FAL1A00'] }, config: { VQ_API_TOKENS: ADMIN, VQ_RATE_LIMIT: '400/s' } });
+  h = await harness.start({
+    label: 'pages',
+    sim: { failPlates: ['FAL1A00'] },
+    config: { VQ_API_TOKENS: ADMIN, VQ_RATE_LIMIT: '400/s' },
+  });
   app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -89,7 +117,11 @@ describe('console pages on a phone and a laptop, in pt-BR (issue 22)', () => {
     const sample = await readFile(join(ROOT, 'samples/plates.csv'), 'utf8');
     const rows = sample.trimEnd().split(/\r?\n/).slice(0, 40).join('\r\n');
     const setup = await signedIn('pt-BR', 1280);
-    const estimateUrl = await upload(setup.page, 'frota-sul-placas-da-operacao-de-novembro.csv', `${rows}\r\nFAL1A00;Falha;x\r\n`);
+    const estimateUrl = await upload(
+      setup.page,
+      'frota-sul-placas-da-operacao-de-novembro.csv',
+      `${rows}\r\nFAL1A00;Falha;x\r\n`,
+    );
     await Promise.all([setup.page.waitForNavigation(), setup.page.click('form[action$="/confirm"] button')]);
     const batchUrl = setup.page.url();
     const batchId = decodeURIComponent(batchUrl.split('/batches/')[1]!);
@@ -104,9 +136,20 @@ describe('console pages on a phone and a laptop, in pt-BR (issue 22)', () => {
       { name: 'waiting-batch', open: async (page) => void (await page.goto(`${base}/batches/lote-em-espera`)) },
       { name: 'upload', open: async (page) => void (await page.goto(`${base}/upload`)) },
       { name: 'upload-error', open: async (page) => void (await upload(page, 'vazio.csv', '\r\n')) },
-      { name: 'estimate', open: async (page) => void (await upload(page, 'novas.csv', `placa\r\n${makePlates(4, 500).join('\r\n')}\r\nruim\r\n`)) },
-      { name: 'estimate-done', open: async (page) => void (await upload(page, 'frota-sul-placas-da-operacao-de-novembro.csv', `${rows}\r\nFAL1A00;Falha;x\r\n`)) },
-      { name: 'estimate-nothing', open: async (page) => void (await upload(page, 'ruins.csv', 'placa\r\nruim\r\n12\r\n')) },
+      {
+        name: 'estimate',
+        open: async (page) =>
+          void (await upload(page, 'novas.csv', `placa\r\n${makePlates(4, 500).join('\r\n')}\r\nruim\r\n`)),
+      },
+      {
+        name: 'estimate-done',
+        open: async (page) =>
+          void (await upload(page, 'frota-sul-placas-da-operacao-de-novembro.csv', `${rows}\r\nFAL1A00;Falha;x\r\n`)),
+      },
+      {
+        name: 'estimate-nothing',
+        open: async (page) => void (await upload(page, 'ruins.csv', 'placa\r\nruim\r\n12\r\n')),
+      },
       { name: 'not-found', open: async (page) => void (await page.goto(`${base}/batches/nao-existe`)) },
     ];
     expect(estimateUrl).toMatch(/\/upload\/[0-9a-f]{32}$/);
@@ -159,7 +202,11 @@ describe('console pages on a phone and a laptop, in pt-BR (issue 22)', () => {
     const id = decodeURIComponent(page.url().split('/batches/')[1]!);
     const pt = await (await page.request.get(`${base}/batches/${encodeURIComponent(id)}/rejects`)).text();
     expect(pt).toContain('placas têm 7 caracteres; esta tem 2');
-    const en = await (await page.request.get(`${base}/batches/${encodeURIComponent(id)}/rejects`, { headers: { 'accept-language': 'en' } })).text();
+    const en = await (
+      await page.request.get(`${base}/batches/${encodeURIComponent(id)}/rejects`, {
+        headers: { 'accept-language': 'en' },
+      })
+    ).text();
     expect(en).toContain('BAD_LENGTH');
     await context.close();
   });

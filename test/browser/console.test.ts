@@ -17,7 +17,16 @@ const SEGUROS = 'seguros-token-0123456789abcd';
 const ROOT = join(import.meta.dirname, '../..');
 const SAMPLE = join(ROOT, 'samples/plates.csv');
 const SHOTS = join(ROOT, 'out/test/browser');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 const harness = useHarness('all');
 let h: Harness;
@@ -30,8 +39,14 @@ const requested: string[] = [];
 let batchId: string;
 let sampleRows: Record<string, string>[];
 
-async function newPage(options: { locale?: string; javaScriptEnabled?: boolean } = {}): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ locale: options.locale ?? 'en-US', javaScriptEnabled: options.javaScriptEnabled ?? true, acceptDownloads: true });
+async function newPage(
+  options: { locale?: string; javaScriptEnabled?: boolean } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({
+    locale: options.locale ?? 'en-US',
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
+    acceptDownloads: true,
+  });
   context.on('request', (request) => requested.push(request.url()));
   return { context, page: await context.newPage() };
 }
@@ -49,7 +64,12 @@ async function signIn(page: Page, token: string): Promise<void> {
 async function downloadCsv(page: Page, link: string): Promise<Record<string, string>[]> {
   const [download] = await Promise.all([page.waitForEvent('download'), page.click(link)]);
   const path = await download.path();
-  return parse(await readFile(path), { bom: true, columns: true, delimiter: h.config.csvDelimiter, skip_empty_lines: true }) as Record<string, string>[];
+  return parse(await readFile(path), {
+    bom: true,
+    columns: true,
+    delimiter: h.config.csvDelimiter,
+    skip_empty_lines: true,
+  }) as Record<string, string>[];
 }
 
 beforeAll(async () => {
@@ -103,13 +123,18 @@ describe('web console in Chromium', () => {
       ),
     });
     expect(await page.textContent('[data-file-name]')).toBe('dropped.csv');
-    expect(await page.$eval('#file', (input) => (input as unknown as { files: { length: number } }).files.length)).toBe(1);
+    expect(await page.$eval('#file', (input) => (input as unknown as { files: { length: number } }).files.length)).toBe(
+      1,
+    );
     await page.setInputFiles('#file', SAMPLE);
     await Promise.all([page.waitForURL(/\/upload\/[0-9a-f]{32}$/), page.click('form[enctype] button[type=submit]')]);
-    const estimate = async (field: string) => Number((await page.textContent(`[data-estimate=${field}]`))?.replace(/\D/g, ''));
+    const estimate = async (field: string) =>
+      Number((await page.textContent(`[data-estimate=${field}]`))?.replace(/\D/g, ''));
     expect(await estimate('rows')).toBe(sampleRows.length);
     expect(await estimate('creates')).toBeGreaterThan(0);
-    expect(await estimate('creates')).toBe((await estimate('plates')) - (await estimate('reusable')) - (await estimate('alreadyFinished')));
+    expect(await estimate('creates')).toBe(
+      (await estimate('plates')) - (await estimate('reusable')) - (await estimate('alreadyFinished')),
+    );
     expect(await estimate('expectedPolls')).toBeGreaterThan(0);
     expect(await page.isVisible('[data-estimate=secondsAtRate]')).toBe(true);
     // Nothing is enqueued before the operator confirms.
@@ -152,7 +177,11 @@ describe('web console in Chromium', () => {
     expect(await page.textContent('main')).not.toContain(batchId);
     expect(await page.$('a[href="/admin/queues"]')).toBeNull();
     await shot(page, '07-scoped-list');
-    for (const path of [`/batches/${encodeURIComponent(batchId)}`, `/batches/${encodeURIComponent(batchId)}/results?format=csv`, '/admin/queues']) {
+    for (const path of [
+      `/batches/${encodeURIComponent(batchId)}`,
+      `/batches/${encodeURIComponent(batchId)}/results?format=csv`,
+      '/admin/queues',
+    ]) {
       const res = await page.request.get(`${base}${path}`);
       expect(res.status(), path).toBe(404);
       expect(await res.text()).not.toContain('KEM');
@@ -180,7 +209,9 @@ describe('web console in Chromium', () => {
     await page.click('text=Resume account seguros');
     expect(await h.services.lines.for('seguros').state()).toMatchObject({ paused: false });
     // A form posted without the session's CSRF token is refused.
-    expect((await page.request.post(`${base}/accounts/seguros/pause`, { form: { csrf: 'forged' } })).status()).toBe(403);
+    expect((await page.request.post(`${base}/accounts/seguros/pause`, { form: { csrf: 'forged' } })).status()).toBe(
+      403,
+    );
     // Sign out ends the session: the cookie no longer opens anything.
     await page.click('text=Sign out');
     expect(page.url()).toBe(`${base}/sign-in`);
@@ -217,12 +248,20 @@ describe('web console in Chromium', () => {
     const simBefore = h.sim.stats().requests;
     const name = encodeURIComponent(queue.name);
     const job = encodeURIComponent(failedJob!.id!);
-    const actions = [`/api/queues/${name}/${job}/retry`, `/api/queues/${name}/retry/failed`, `/api/queues/${name}/${job}/clean`, `/api/queues/${name}/clean/failed`];
+    const actions = [
+      `/api/queues/${name}/${job}/retry`,
+      `/api/queues/${name}/retry/failed`,
+      `/api/queues/${name}/${job}/clean`,
+      `/api/queues/${name}/clean/failed`,
+    ];
     for (const action of actions) {
       // With the session cookie (what the page's buttons would send) and with an admin header token.
       const viaSession = await page.request.put(`${base}/admin/queues${action}`);
       expect(viaSession.status(), action).toBe(403);
-      const viaToken = await fetch(`${base}/admin/queues${action}`, { method: 'PUT', headers: { authorization: `Bearer ${ADMIN}` } });
+      const viaToken = await fetch(`${base}/admin/queues${action}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${ADMIN}` },
+      });
       expect(viaToken.status, action).toBeGreaterThanOrEqual(400);
       expect(viaToken.status, action).toBeLessThan(500);
     }

@@ -24,14 +24,14 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/services.js';
 import type { Outcome } from '../../src/queue/types.js';
-import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
+import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
 import { testConfig } from '../helpers/config.js';
 import { sleep } from '../helpers/engine.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
-import { canaryNeedles, findIn, scanDir, scanRedis, type Leak } from './leaks.js';
-import { bulkBatches, chaosAccounts, interactiveBatch, type ChaosAccount, type PlannedBatch } from './plan.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
+import { canaryNeedles, findIn, type Leak, scanDir, scanRedis } from './leaks.js';
+import { bulkBatches, type ChaosAccount, chaosAccounts, interactiveBatch, type PlannedBatch } from './plan.js';
 import { ProcessLog, suiteEnv, type VqbProcess } from './procs.js';
 import { mulberry32, shuffle, uniform } from './rng.js';
 
@@ -39,13 +39,37 @@ const FULL = process.env.CHAOS_FULL === '1';
 const SEED = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : randomInt(1, 2 ** 31);
 // The two rates add up to what one account ran at before accounts, so a run takes as long.
 const SIZE = FULL
-  ? { plates: 1_000, killEvents: 10, redisRestarts: 3, storms: 2, interactive: 5, rates: ['7/s', '5/s'] as const, finishMs: 10 * 60_000 }
-  : { plates: 300, killEvents: 4, redisRestarts: 2, storms: 1, interactive: 3, rates: ['6/s', '4/s'] as const, finishMs: 4 * 60_000 };
+  ? {
+      plates: 1_000,
+      killEvents: 10,
+      redisRestarts: 3,
+      storms: 2,
+      interactive: 5,
+      rates: ['7/s', '5/s'] as const,
+      finishMs: 10 * 60_000,
+    }
+  : {
+      plates: 300,
+      killEvents: 4,
+      redisRestarts: 2,
+      storms: 1,
+      interactive: 3,
+      rates: ['6/s', '4/s'] as const,
+      finishMs: 4 * 60_000,
+    };
 const WORKERS = 3;
 /** An interactive batch must finish before every batch of its account with at least this many plates still waiting when it arrived. */
 const AHEAD_MIN_WAITING = 30;
 
-type EventKind = 'kill' | 'redis' | 'storm-5xx' | 'storm-drop' | 'storm-slow' | 'key-rotation' | 'export-unwritable' | 'interactive';
+type EventKind =
+  | 'kill'
+  | 'redis'
+  | 'storm-5xx'
+  | 'storm-drop'
+  | 'storm-slow'
+  | 'key-rotation'
+  | 'export-unwritable'
+  | 'interactive';
 
 interface Submitted {
   batch: PlannedBatch;
@@ -110,14 +134,23 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const keyFileOf = (id: string) => join(dir!, `key-${id}`);
     for (const a of accounts) await writeFile(keyFileOf(a.id), `${a.keys[0]}\n`);
     const accountsFile = join(dir, 'accounts.json');
-    await writeFile(accountsFile, JSON.stringify({ accounts: accounts.map((a) => ({ id: a.id, apiKeyFile: keyFileOf(a.id), rateLimit: a.rate })) }));
+    await writeFile(
+      accountsFile,
+      JSON.stringify({ accounts: accounts.map((a) => ({ id: a.id, apiKeyFile: keyFileOf(a.id), rateLimit: a.rate })) }),
+    );
 
     const bulk = bulkBatches(SEED, accounts, SIZE.plates);
     const valid = bulk.flatMap((b) => b.valid);
     const failPlates = valid.filter((_, i) => i % 97 === 13); // ~1 %: queries that end FAILED upstream
     // Each account's key has the account's own limit upstream (sliding window), as a real plan would.
     sim = await startSimulator(
-      { completionMs: [300, 1_500], rateLimit: '1000/s', window: 'sliding', keys: accounts.map((a) => ({ key: a.keys[0], label: a.id, rateLimit: a.rate })), failPlates },
+      {
+        completionMs: [300, 1_500],
+        rateLimit: '1000/s',
+        window: 'sliding',
+        keys: accounts.map((a) => ({ key: a.keys[0], label: a.id, rateLimit: a.rate })),
+        failPlates,
+      },
       { random: mulberry32(SEED ^ 0x5eed) },
     );
     const prefix = `{vqbchaos-${randomBytes(3).toString('hex')}}`;
@@ -132,7 +165,11 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const accountOfPlate = new Map<string, string>();
     for (const b of bulk) {
       for (const plate of b.valid) accountOfPlate.set(plate, b.account);
-      await ingest(s, { id: b.id, source: 'library', name: b.id, account: b.account, priority: b.priority, weight: b.weight }, rowsFromPlates(b.inputs));
+      await ingest(
+        s,
+        { id: b.id, source: 'library', name: b.id, account: b.account, priority: b.priority, weight: b.weight },
+        rowsFromPlates(b.inputs),
+      );
     }
     const submitted: Submitted[] = [];
     const all = () => [...bulk, ...submitted.map((i) => i.batch)];
@@ -161,7 +198,8 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     /** Plates of the account the simulator created, repeats included. */
     const createsOf = (accountId: string) => {
       let n = 0;
-      for (const [plate, count] of Object.entries(sim!.stats({ plates: true }).createsByPlate ?? {})) if (accountOfPlate.get(plate) === accountId) n += count;
+      for (const [plate, count] of Object.entries(sim!.stats({ plates: true }).createsByPlate ?? {}))
+        if (accountOfPlate.get(plate) === accountId) n += count;
       return n;
     };
 
@@ -179,7 +217,11 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const ratesOf: Record<string, number[]> = Object.fromEntries(accounts.map((a) => [a.id, []]));
     const sampler = (async () => {
       const seen: Record<string, number> = {};
-      const countedOf = (id: string) => Object.entries(sim!.stats().byKey).reduce((n, [label, k]) => n + (label.replace(/-rotated$/, '') === id ? k.counted : 0), 0);
+      const countedOf = (id: string) =>
+        Object.entries(sim!.stats().byKey).reduce(
+          (n, [label, k]) => n + (label.replace(/-rotated$/, '') === id ? k.counted : 0),
+          0,
+        );
       let last = Object.fromEntries(accounts.map((a) => [a.id, 0]));
       let lastAt = Date.now();
       while (sampling) {
@@ -236,7 +278,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       const to = Math.floor(rng() * half);
       [plan[rotationAt], plan[to]] = [plan[to]!, plan[rotationAt]!];
     }
-    const [rotated, other] = (rng() < 0.5 ? [accounts[0], accounts[1]] : [accounts[1], accounts[0]]) as [ChaosAccount, ChaosAccount];
+    const [rotated, other] = (rng() < 0.5 ? [accounts[0], accounts[1]] : [accounts[1], accounts[0]]) as [
+      ChaosAccount,
+      ChaosAccount,
+    ];
 
     const events: Record<EventKind, () => Promise<void>> = {
       async kill() {
@@ -277,16 +322,27 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         await retrying(() => s.redis.ping(), 'Redis'); // ingest takes a lock: start it on a connection that answers
         const ahead: string[] = [];
         for (const b of bulk) {
-          if (b.account === batch.account && (await retrying(() => s.scheduler.waiting(b.id), 'waiting')) >= AHEAD_MIN_WAITING) ahead.push(b.id);
+          if (
+            b.account === batch.account &&
+            (await retrying(() => s.scheduler.waiting(b.id), 'waiting')) >= AHEAD_MIN_WAITING
+          )
+            ahead.push(b.id);
         }
         const entry: Submitted = { batch, at: Date.now(), ahead };
         for (const plate of batch.valid) accountOfPlate.set(plate, batch.account);
         submitted.push(entry);
         await retrying(
-          () => ingest(s, { id: batch.id, source: 'library', name: batch.id, account: batch.account, priority: 'interactive' }, rowsFromPlates(batch.inputs)),
+          () =>
+            ingest(
+              s,
+              { id: batch.id, source: 'library', name: batch.id, account: batch.account, priority: 'interactive' },
+              rowsFromPlates(batch.inputs),
+            ),
           `ingest ${batch.id}`,
         );
-        note(`interactive batch ${batch.id}: ${batch.valid.length} plate(s) on ${batch.account}, ahead of ${ahead.length} batch(es) with ≥ ${AHEAD_MIN_WAITING} plates waiting`);
+        note(
+          `interactive batch ${batch.id}: ${batch.valid.length} plate(s) on ${batch.account}, ahead of ${ahead.length} batch(es) with ≥ ${AHEAD_MIN_WAITING} plates waiting`,
+        );
       },
       async 'key-rotation'() {
         const line = s.lines.for(rotated.id);
@@ -298,7 +354,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         note(`${rotated.id} paused: ${paused.code}`);
 
         // The other account runs on meanwhile: its line is not paused and it keeps creating.
-        expect((await retrying(() => s.lines.for(other.id).state(), 'line')).paused, `${other.id} is not paused with ${rotated.id}`).toBe(false);
+        expect(
+          (await retrying(() => s.lines.for(other.id).state(), 'line')).paused,
+          `${other.id} is not paused with ${rotated.id}`,
+        ).toBe(false);
         const pausedAt = Date.now();
         const creates0 = createsOf(other.id);
         const counted0 = sim!.stats().byKey[other.id]?.counted ?? 0;
@@ -312,7 +371,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         const created = createsOf(other.id) - creates0;
         const requests = (sim!.stats().byKey[other.id]?.counted ?? 0) - counted0;
         const seconds = (Date.now() - pausedAt) / 1000;
-        expect((await retrying(() => line.state(), 'line')).paused, `${rotated.id} stays paused until an operator resumes it`).toBe(true);
+        expect(
+          (await retrying(() => line.state(), 'line')).paused,
+          `${rotated.id} stays paused until an operator resumes it`,
+        ).toBe(true);
         note(
           `while ${rotated.id} was paused, ${other.id} made ${created} creates, ${requests} requests in ${seconds.toFixed(1)} s (${(requests / seconds).toFixed(1)}/s of ${other.rate})`,
         );
@@ -353,12 +415,18 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         if (hadDir) await rename(`${outDir}.away`, outDir);
         const ok = await procs.run('export-restored', ['export', batchId], env);
         expect(ok.code, ok.stderr).toBe(0);
-        expect(await readdir(outDir)).toEqual(expect.arrayContaining([`${batchId}.csv`, `${batchId}.jsonl`, `${batchId}.rejects.csv`]));
+        expect(await readdir(outDir)).toEqual(
+          expect.arrayContaining([`${batchId}.csv`, `${batchId}.jsonl`, `${batchId}.rejects.csv`]),
+        );
         note('out dir restored: vqb export succeeded (a running batch exports "pending" rows)');
       },
     };
 
-    async function storm(kind: string, on: Parameters<SimulatorHandle['update']>[0], off: Parameters<SimulatorHandle['update']>[0]) {
+    async function storm(
+      kind: string,
+      on: Parameters<SimulatorHandle['update']>[0],
+      off: Parameters<SimulatorHandle['update']>[0],
+    ) {
       const ms = uniform(rng, 2_000, 4_000);
       sim!.update(on);
       note(`storm ${kind} ${JSON.stringify(on)} for ${Math.round(ms)} ms`);
@@ -370,11 +438,21 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     // Let the pipeline fill on both accounts before the first fault.
     for (const a of accounts) {
       const first = bulk.find((b) => b.account === a.id)!;
-      await waitFor(async () => ((await batchInfo(first.id)).counts.done >= 5 ? true : undefined), 60_000, `first plates of ${a.id} done`);
+      await waitFor(
+        async () => ((await batchInfo(first.id)).counts.done >= 5 ? true : undefined),
+        60_000,
+        `first plates of ${a.id} done`,
+      );
     }
     // Spread the faults over about two thirds of the expected length (≈ 2.2 requests a plate at
     // the account's rate, the slower account), so the last third also runs on a line just hit.
-    const expectedS = Math.max(...accounts.map((a) => (bulk.filter((b) => b.account === a.id).reduce((n, b) => n + b.valid.length, 0) * 2.2) / Number(a.rate.split('/')[0])));
+    const expectedS = Math.max(
+      ...accounts.map(
+        (a) =>
+          (bulk.filter((b) => b.account === a.id).reduce((n, b) => n + b.valid.length, 0) * 2.2) /
+          Number(a.rate.split('/')[0]),
+      ),
+    );
     const meanGapMs = Math.max(1_500, ((0.65 * expectedS) / plan.length - 1.5) * 1_000);
     let cutShort = false;
     for (const kind of plan) {
@@ -386,16 +464,25 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       await events[kind]();
     }
     summary.chaosS = Math.round((Date.now() - started) / 1000);
-    expect(cutShort, `the batches finished before the schedule ran out (lower the accounts' rates); ${timeline.join('\n')}`).toBe(false);
+    expect(
+      cutShort,
+      `the batches finished before the schedule ran out (lower the accounts' rates); ${timeline.join('\n')}`,
+    ).toBe(false);
     note('schedule done; waiting for the batches');
 
     // --- the batches finish on their own --------------------------------------------------------
     const deadline = started + SIZE.finishMs;
     while (!(await allFinished())) {
       if (Date.now() > deadline) {
-        const infos = await Promise.all(all().map(async (b) => `${b.id} ${JSON.stringify((await batchInfo(b.id)).counts)}`));
-        const counts = await Promise.all(s.queues.entries().map(async ([id, q]) => `${id} ${JSON.stringify(await q.getJobCounts())}`));
-        throw new Error(`batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\n${timeline.join('\n')}`);
+        const infos = await Promise.all(
+          all().map(async (b) => `${b.id} ${JSON.stringify((await batchInfo(b.id)).counts)}`),
+        );
+        const counts = await Promise.all(
+          s.queues.entries().map(async ([id, q]) => `${id} ${JSON.stringify(await q.getJobCounts())}`),
+        );
+        throw new Error(
+          `batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\n${timeline.join('\n')}`,
+        );
       }
       await sleep(500);
     }
@@ -406,7 +493,9 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const busy = ['wait', 'paused', 'prioritized', 'delayed', 'active', 'waiting-children'] as const;
     const leftOver = async () => {
       const counts = await s.queues.counts(...busy);
-      const waiting = await Promise.all(accounts.map(async (a) => [a.id, await s.scheduler.pendingTotal(a.id)] as const));
+      const waiting = await Promise.all(
+        accounts.map(async (a) => [a.id, await s.scheduler.pendingTotal(a.id)] as const),
+      );
       return { counts, waiting: Object.fromEntries(waiting) };
     };
     const settled = await waitFor(
@@ -418,7 +507,8 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       'queues settled',
     ).catch(() => undefined);
     expect(settled, `jobs or plates left unfinished: ${JSON.stringify(await leftOver())}`).toBeDefined();
-    for (const state of await s.lines.states()) expect(state.paused, `account ${state.account} paused at the end`).toBe(false);
+    for (const state of await s.lines.states())
+      expect(state.paused, `account ${state.account} paused at the end`).toBe(false);
     for (const w of workers) await procs.kill(w, 'SIGTERM');
     for (const w of workers) expect((await w.exited).code, `worker ${w.output.pid} exits cleanly on SIGTERM`).toBe(0);
     expect(
@@ -439,16 +529,29 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       expect([...outcomes.keys()].sort(), b.id).toEqual([...b.valid].sort());
       const info = await s.batches.get(b.id);
       const failed = [...outcomes.values()].filter((o) => o.status === 'failed').length;
-      expect(info.counts, b.id).toMatchObject({ enqueued: b.valid.length, done: b.valid.length - failed, failed, inflight: 0 });
-      expect(info.counts.possibleDuplicates, b.id).toBe([...outcomes.values()].filter((o) => o.possibleDuplicate === true).length);
-      expect({ account: info.account, priority: info.priority, weight: info.weight }, b.id).toEqual({ account: b.account, priority: b.priority, weight: b.weight });
+      expect(info.counts, b.id).toMatchObject({
+        enqueued: b.valid.length,
+        done: b.valid.length - failed,
+        failed,
+        inflight: 0,
+      });
+      expect(info.counts.possibleDuplicates, b.id).toBe(
+        [...outcomes.values()].filter((o) => o.possibleDuplicate === true).length,
+      );
+      expect({ account: info.account, priority: info.priority, weight: info.weight }, b.id).toEqual({
+        account: b.account,
+        priority: b.priority,
+        weight: b.weight,
+      });
       outcomesOf.set(b.id, outcomes);
       infoOf.set(b.id, info);
       allOutcomes.push(...outcomes.values());
     }
     const failedOutcomes = allOutcomes.filter((o) => o.status === 'failed');
     // Storms, kills, restarts and the key rotation never cost a plate: only the plates that fail upstream failed.
-    expect(failedOutcomes.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual(failPlates.map((p) => `${p} VEHICLE_NOT_FOUND`).sort());
+    expect(failedOutcomes.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual(
+      failPlates.map((p) => `${p} VEHICLE_NOT_FOUND`).sort(),
+    );
     for (const o of allOutcomes) if (o.status === 'done') expect(o.queryId, o.plate).toBeTruthy();
 
     const stats = sim.stats({ plates: true });
@@ -461,7 +564,9 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       if (n > 1 && o.possibleDuplicate !== true) unflaggedRepeats.push(`${o.plate}×${n}`);
     }
     expect(unflaggedRepeats, 'plates created more than once without a "possible duplicate" flag').toEqual([]);
-    expect(Object.keys(createsByPlate).sort(), 'nothing but the submitted plates was created').toEqual(allOutcomes.map((o) => o.plate).sort());
+    expect(Object.keys(createsByPlate).sort(), 'nothing but the submitted plates was created').toEqual(
+      allOutcomes.map((o) => o.plate).sort(),
+    );
 
     // Failed jobs only for plates whose outcome is failed, each on its own account's queue.
     for (const [accountId, queue] of s.queues.entries()) {
@@ -476,9 +581,10 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     for (const { batch, at: submittedAt, ahead } of submitted) {
       const finishedAt = infoOf.get(batch.id)!.finishedAt!;
       for (const id of ahead) {
-        expect(finishedAt, `interactive ${batch.id} finished before ${id}, which had ≥ ${AHEAD_MIN_WAITING} plates waiting when it arrived`).toBeLessThan(
-          infoOf.get(id)!.finishedAt!,
-        );
+        expect(
+          finishedAt,
+          `interactive ${batch.id} finished before ${id}, which had ≥ ${AHEAD_MIN_WAITING} plates waiting when it arrived`,
+        ).toBeLessThan(infoOf.get(id)!.finishedAt!);
       }
       const createdBy = Math.max(...[...outcomesOf.get(batch.id)!.values()].map((o) => o.createdAt ?? Number.NaN));
       interactiveLines.push(
@@ -498,7 +604,11 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         .trimEnd()
         .split('\n')
         .map((l) => JSON.parse(l) as Record<string, unknown>);
-      const csv = parse(await readFile(join(outDir, `${b.id}.csv`)), { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
+      const csv = parse(await readFile(join(outDir, `${b.id}.csv`)), {
+        bom: true,
+        delimiter: ';',
+        columns: true,
+      }) as Record<string, string>[];
       expect(jsonl, b.id).toHaveLength(b.inputs.length);
       expect(csv, b.id).toHaveLength(b.inputs.length);
       const valid = new Set(b.valid);
@@ -518,7 +628,12 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
           seen.add(plate);
           status = outcome!.status;
         }
-        expect({ batch: b.id, row: i + 1, status: row.status, csv: line.status }).toEqual({ batch: b.id, row: i + 1, status, csv: status });
+        expect({ batch: b.id, row: i + 1, status: row.status, csv: line.status }).toEqual({
+          batch: b.id,
+          row: i + 1,
+          status,
+          csv: status,
+        });
         if (status !== 'rejected') {
           expect(row.queryId, `${b.id} row ${i + 1}`).toBe(outcome!.queryId);
           expect(line.query_id, `${b.id} row ${i + 1}`).toBe(outcome!.queryId ?? '');
@@ -530,7 +645,8 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     // --- no key, first or rotated, of either account appears anywhere ----------------------------
     const needles = accounts.flatMap((a) => a.keys.flatMap(canaryNeedles));
     const leaks: Leak[] = [];
-    for (const o of procs.outputs) leaks.push(...findIn(`${o.stdout}\n${o.stderr}`, needles, `output of ${o.name} (pid ${o.pid})`));
+    for (const o of procs.outputs)
+      leaks.push(...findIn(`${o.stdout}\n${o.stderr}`, needles, `output of ${o.name} (pid ${o.pid})`));
     const conn = new (await import('ioredis')).Redis(redis.url);
     try {
       const scanned = await scanRedis(conn, prefix, needles);
@@ -543,7 +659,8 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const files = await scanDir(outDir, needles);
     expect(files.files).toBeGreaterThanOrEqual(3 * all().length);
     leaks.push(...files.leaks);
-    for (const o of failedOutcomes) leaks.push(...findIn(JSON.stringify(o.error), needles, `error of failed outcome ${o.plate}`));
+    for (const o of failedOutcomes)
+      leaks.push(...findIn(JSON.stringify(o.error), needles, `error of failed outcome ${o.plate}`));
     expect(procs.text().length, 'process output was captured').toBeGreaterThan(1_000);
     expect(leaks).toEqual([]);
 
@@ -574,7 +691,9 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         `chaos summary (seed ${summary.seed}, ${summary.size} size, ${summary.durationS} s, chaos for the first ${summary.chaosS} s)`,
         `  ${summary.plates} plates / ${summary.inputRows} input rows in ${summary.batches} batches: ${summary.plates - summary.failed} done, ${summary.failed} failed (all planned FAILED plates)`,
         ...perAccount.map((l) => `  ${l}`),
-        ...accounts.map((a) => `    ${a.id} requests/s, every 5 s: ${ratesOf[a.id]!.map((r) => r.toFixed(1)).join(' ')}`),
+        ...accounts.map(
+          (a) => `    ${a.id} requests/s, every 5 s: ${ratesOf[a.id]!.map((r) => r.toFixed(1)).join(' ')}`,
+        ),
         `  load average at the end: ${loadavg()
           .map((l) => l.toFixed(1))
           .join(' ')} on ${cpus().length} cores`,

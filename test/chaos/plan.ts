@@ -66,13 +66,32 @@ export function bulkBatches(seed: number, accounts: readonly ChaosAccount[], pla
     const valid = makePlates(n, offset);
     offset += n;
     const account = accounts[spec.account]!.id;
-    out.push({ id: `chaos-${seed}-${account}-${spec.priority}${i}`, account, priority: spec.priority, weight: spec.weight, inputs: inputsFor(valid), valid });
+    out.push({
+      id: `chaos-${seed}-${account}-${spec.priority}${i}`,
+      account,
+      priority: spec.priority,
+      weight: spec.weight,
+      inputs: inputsFor(valid),
+      valid,
+    });
   });
   return out;
 }
 
 /** The n-th interactive batch: 1 to 5 plates, on the accounts in turn. */
-export function interactiveBatch(seed: number, n: number, rng: () => number, accounts: readonly ChaosAccount[]): PlannedBatch {
+export function interactiveBatch(
+  seed: number,
+  n: number,
+  rng: () => number,
+  accounts: readonly ChaosAccount[],
+): PlannedBatch {
   const valid = makePlates(Math.floor(uniform(rng, 1, 6)), 90_000 + n * 10);
-  return { id: `chaos-${seed}-i${n}`, account: accounts[n % accounts.length]!.id, priority: 'interactive', weight: 1, inputs: [...valid], valid };
+  return {
+    id: `chaos-${seed}-i${n}`,
+    account: accounts[n % accounts.length]!.id,
+    priority: 'interactive',
+    weight: 1,
+    inputs: [...valid],
+    valid,
+  };
 }

@@ -1,7 +1,7 @@
 // `vqb` child processes for tests that need real processes (SIGKILL, separate event loops): every
 // byte a child writes on stdout and stderr is kept, so a test can assert what a user saw and that
 // the API key appeared in none of it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

@@ -19,11 +19,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
-import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
+import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
 import { ProcessLog, suiteEnv, type VqbProcess } from '../chaos/procs.js';
 import { mulberry32, uniform } from '../chaos/rng.js';
 import { makePlates, sleep } from '../helpers/engine.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const FULL = process.env.FAULTS_FULL === '1';
@@ -87,7 +87,12 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
     dir = await mkdtemp(join(tmpdir(), 'vqb-faults-'));
     for (const a of ACCOUNTS) await writeFile(join(dir, `key-${a.id}`), `${a.key}\n`);
     const accountsFile = join(dir, 'accounts.json');
-    await writeFile(accountsFile, JSON.stringify({ accounts: ACCOUNTS.map((a) => ({ id: a.id, apiKeyFile: join(dir!, `key-${a.id}`), rateLimit: a.rate })) }));
+    await writeFile(
+      accountsFile,
+      JSON.stringify({
+        accounts: ACCOUNTS.map((a) => ({ id: a.id, apiKeyFile: join(dir!, `key-${a.id}`), rateLimit: a.rate })),
+      }),
+    );
     sim = await startSimulator(
       {
         completionMs: [300, 1_200],
@@ -116,8 +121,16 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
     services = await openQueueServices(config);
     const plates = makePlates(SIZE.plates, 70_000);
     const split = Math.round(SIZE.plates * 0.55);
-    await ingest(services, { id: 'faults-frota', source: 'library', name: 'frota', account: 'frota' }, rowsFromPlates(plates.slice(0, split)));
-    await ingest(services, { id: 'faults-seguros', source: 'library', name: 'seguros', account: 'seguros' }, rowsFromPlates(plates.slice(split)));
+    await ingest(
+      services,
+      { id: 'faults-frota', source: 'library', name: 'frota', account: 'frota' },
+      rowsFromPlates(plates.slice(0, split)),
+    );
+    await ingest(
+      services,
+      { id: 'faults-seguros', source: 'library', name: 'seguros', account: 'seguros' },
+      rowsFromPlates(plates.slice(split)),
+    );
 
     const workers: VqbProcess[] = [
       procs.spawn('work-1', ['work'], env),
@@ -177,7 +190,8 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
     for (;;) {
       const infos = await Promise.all(batchIds.map((id) => services!.batches.get(id)));
       if (infos.every((i) => i.finishedAt !== undefined)) break;
-      if (Date.now() > deadline) throw new Error(`not finished: ${JSON.stringify(infos.map((i) => i.counts))}\n${timeline.join('\n')}`);
+      if (Date.now() > deadline)
+        throw new Error(`not finished: ${JSON.stringify(infos.map((i) => i.counts))}\n${timeline.join('\n')}`);
       await sleep(500);
     }
     note('finished');
@@ -201,12 +215,18 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
     }
     const infos = await Promise.all(batchIds.map((id) => services!.batches.get(id)));
     const sent = infos.reduce((a, i) => a + i.counts.createsSent, 0);
-    const badLines = procs.outputs.flatMap((o) => [...notJson(o.stdout), ...notJson(o.stderr)].map((l) => `${o.name}: ${l.slice(0, 200)}`));
+    const badLines = procs.outputs.flatMap((o) =>
+      [...notJson(o.stdout), ...notJson(o.stderr)].map((l) => `${o.name}: ${l.slice(0, 200)}`),
+    );
     const simFaults = Object.entries(stats.faults)
       .filter(([, n]) => n > 0)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ');
-    const injected = counts.workerPauses + counts.redisPauses + counts.cutOffs + Object.values(stats.faults).reduce((a, b) => a + b, 0);
+    const injected =
+      counts.workerPauses +
+      counts.redisPauses +
+      counts.cutOffs +
+      Object.values(stats.faults).reduce((a, b) => a + b, 0);
     console.log(
       [
         `faults: ${injected} faults injected (${counts.workerPauses} worker pauses, ${counts.redisPauses} Redis pauses, ${counts.cutOffs} cut-offs; upstream: ${simFaults || 'none'})`,

@@ -1,4 +1,4 @@
-import { loadConfig, type Config, type Overrides } from '../../src/config.js';
+import { type Config, loadConfig, type Overrides } from '../../src/config.js';
 import { REDIS_URL } from './redis.js';
 
 /** A Config as `vqb` would build it, scaled down for tests: fast polls, short locks. */

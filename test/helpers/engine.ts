@@ -5,17 +5,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
 import type { Config, Overrides } from '../../src/config.js';
-import type { IngestRow } from '../../src/queue/batch/store.js';
-import { openQueueServices, type QueueServices } from '../../src/services.js';
-import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
-import type { KeySpec } from '../../src/simulator/options.js';
-import type { PriorityClass } from '../../src/queue/types.js';
 import type { PlateQueue } from '../../src/queue/account-queues.js';
 import type { AccountLine } from '../../src/queue/accounts.js';
+import type { IngestRow } from '../../src/queue/batch/store.js';
+import type { PriorityClass } from '../../src/queue/types.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
+import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
+import type { KeySpec } from '../../src/simulator/options.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
-import { captureLogs, type CapturedLogs } from './logs.js';
-import { redisTestContext, type RedisTestContext } from './redis.js';
+import { type CapturedLogs, captureLogs } from './logs.js';
+import { type RedisTestContext, redisTestContext } from './redis.js';
 
 export const TEST_KEY = 'test-key-0123456789abcdef';
 
@@ -38,7 +38,11 @@ export interface Harness {
   idle(): Promise<boolean>;
   startWorker(): WorkerHandle;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
-  enqueue(batchId: string, plates: string[], options?: { account?: string; priority?: PriorityClass; weight?: number }): Promise<void>;
+  enqueue(
+    batchId: string,
+    plates: string[],
+    options?: { account?: string; priority?: PriorityClass; weight?: number },
+  ): Promise<void>;
   waitForBatch(batchId: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -59,11 +63,26 @@ export function accountKey(id: string): string {
 }
 
 export async function startHarness(
-  options: { sim?: Partial<SimulatorOptions>; config?: Overrides; label?: string; workers?: number; accounts?: HarnessAccount[] } = {},
+  options: {
+    sim?: Partial<SimulatorOptions>;
+    config?: Overrides;
+    label?: string;
+    workers?: number;
+    accounts?: HarnessAccount[];
+  } = {},
 ): Promise<Harness> {
   const redis = await redisTestContext(options.label);
-  const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({ ...a.key, key: accountKey(a.id), label: a.id }));
-  const sim = await startSimulator({ completionMs: [100, 300], rateLimit: '1000/s', keys: [{ key: TEST_KEY }, ...accountKeys], ...options.sim });
+  const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({
+    ...a.key,
+    key: accountKey(a.id),
+    label: a.id,
+  }));
+  const sim = await startSimulator({
+    completionMs: [100, 300],
+    rateLimit: '1000/s',
+    keys: [{ key: TEST_KEY }, ...accountKeys],
+    ...options.sim,
+  });
   const dir = await mkdtemp(join(tmpdir(), 'vqb-test-'));
   const keyFile = join(dir, 'api-key');
   await writeFile(keyFile, `${TEST_KEY}\n`);
@@ -84,7 +103,13 @@ export async function startHarness(
     accountsFile.VQ_ACCOUNTS_FILE = join(dir, 'accounts.json');
     await writeFile(accountsFile.VQ_ACCOUNTS_FILE, JSON.stringify({ accounts }));
   }
-  const config = testConfig(redis.prefix, { VQ_BASE_URL: sim.url, VQ_API_KEY_FILE: keyFile, VQ_OUT_DIR: join(dir, 'out'), ...accountsFile, ...options.config });
+  const config = testConfig(redis.prefix, {
+    VQ_BASE_URL: sim.url,
+    VQ_API_KEY_FILE: keyFile,
+    VQ_OUT_DIR: join(dir, 'out'),
+    ...accountsFile,
+    ...options.config,
+  });
   const services = await openQueueServices(config);
   const logs = captureLogs();
   const workers: WorkerHandle[] = [];
@@ -125,7 +150,8 @@ export async function startHarness(
       const seen = new Map<string, number>();
       const rows: IngestRow[] = plates.map((plate, i) => {
         const first = seen.get(plate);
-        if (first !== undefined) return { row: i + 1, input: plate, extra: [], kind: 'duplicate', plate, duplicateOf: first };
+        if (first !== undefined)
+          return { row: i + 1, input: plate, extra: [], kind: 'duplicate', plate, duplicateOf: first };
         seen.set(plate, i + 1);
         return { row: i + 1, input: plate, extra: [], kind: 'queued', plate };
       });
@@ -138,7 +164,8 @@ export async function startHarness(
       for (;;) {
         const info = await services.batches.get(batchId);
         if (info.finishedAt !== undefined) return;
-        if (Date.now() > deadline) throw new Error(`batch ${batchId} not finished after ${timeoutMs} ms: ${JSON.stringify(info.counts)}`);
+        if (Date.now() > deadline)
+          throw new Error(`batch ${batchId} not finished after ${timeoutMs} ms: ${JSON.stringify(info.counts)}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },
@@ -158,7 +185,11 @@ export async function startHarness(
 export function makePlates(n: number, offset = 0): string[] {
   const out: string[] = [];
   for (let i = offset; i < offset + n; i++) {
-    const letters = String.fromCharCode(65 + (Math.floor(i / 10_000) % 26), 65 + (Math.floor(i / 260_000) % 26), 65 + (Math.floor(i / 6_760_000) % 26));
+    const letters = String.fromCharCode(
+      65 + (Math.floor(i / 10_000) % 26),
+      65 + (Math.floor(i / 260_000) % 26),
+      65 + (Math.floor(i / 6_760_000) % 26),
+    );
     out.push(`${letters}${String(i % 10_000).padStart(4, '0')}`);
   }
   return out;
@@ -195,7 +226,10 @@ export function useHarness(scope: 'each' | 'all' = 'each'): HarnessHolder {
   else afterAll(close);
   return {
     async start(options = {}) {
-      if (current !== undefined) throw new Error('useHarness: a harness is already running; start one per test (or per file with useHarness("all"))');
+      if (current !== undefined)
+        throw new Error(
+          'useHarness: a harness is already running; start one per test (or per file with useHarness("all"))',
+        );
       current = await startHarness(options);
       return current;
     },

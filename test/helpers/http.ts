@@ -23,7 +23,12 @@ export interface CallOptions {
 }
 
 /** One request to `base + path` with `defaultToken` unless the options say otherwise. */
-export async function apiCall(base: string, defaultToken: string, path: string, options: CallOptions = {}): Promise<Answer> {
+export async function apiCall(
+  base: string,
+  defaultToken: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   const token = options.token === undefined ? defaultToken : options.token;
   const auth = options.auth ?? (options.header === 'x-api-key' ? 'x-api-key' : 'bearer');
@@ -35,7 +40,11 @@ export async function apiCall(base: string, defaultToken: string, path: string, 
     headers['content-type'] = 'application/json';
   }
   if (options.type) headers['content-type'] = options.type;
-  const res = await fetch(`${options.at ?? base}${path}`, { method: options.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) });
+  const res = await fetch(`${options.at ?? base}${path}`, {
+    method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await res.text();
   let json: unknown;
   try {
@@ -50,7 +59,10 @@ export async function apiCall(base: string, defaultToken: string, path: string, 
 export function expectError(answer: Pick<Answer, 'status' | 'json' | 'text'>, status: number, code?: string): void {
   expect({ status: answer.status, body: answer.json }).toMatchObject({
     status,
-    body: { statusCode: status, error: { code: code ?? expect.stringMatching(/^[A-Z][A-Z0-9_]+$/), message: expect.any(String) } },
+    body: {
+      statusCode: status,
+      error: { code: code ?? expect.stringMatching(/^[A-Z][A-Z0-9_]+$/), message: expect.any(String) },
+    },
   });
   expect(Object.keys(answer.json).sort()).toEqual(['error', 'statusCode']);
   expect(Object.keys(answer.json.error).sort()).toEqual(['code', 'message']);

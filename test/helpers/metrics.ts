@@ -11,7 +11,13 @@ export async function promtoolCheck(text: string): Promise<{ ok: boolean; output
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', (err: NodeJS.ErrnoException) =>
-      reject(err.code === 'ENOENT' ? new Error("promtool not found: install Debian's prometheus package (apt-get install prometheus), as .ci/run does") : err),
+      reject(
+        err.code === 'ENOENT'
+          ? new Error(
+              "promtool not found: install Debian's prometheus package (apt-get install prometheus), as .ci/run does",
+            )
+          : err,
+      ),
     );
     child.on('close', resolve);
     child.stdin.end(text);
@@ -33,7 +39,8 @@ export function parseSamples(text: string): Sample[] {
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!match) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[key!] = value!;
+    for (const [, key, value] of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[key!] = value!;
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return samples;

@@ -1,5 +1,5 @@
 // Running `vqb` as a user does, in child processes, against a harness's Redis prefix and simulator.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';

@@ -2,7 +2,7 @@
 // Redis Cluster (redis-cli --cluster create), a primary with a replica and three sentinels, a
 // TLS-only server with a CA made by openssl. Each lives in a temporary directory on free ports;
 // close() kills every process it started and deletes the directory.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -42,15 +42,28 @@ export function direct(port: number, options: RedisOptions = {}): Redis {
 }
 
 /** Starts `redis-server <args>` and resolves once `port` answers PING (over `probe` options, e.g. TLS). */
-async function startServer(p: Processes, args: string[], port: number, probe: RedisOptions = {}): Promise<ChildProcess> {
+async function startServer(
+  p: Processes,
+  args: string[],
+  port: number,
+  probe: RedisOptions = {},
+): Promise<ChildProcess> {
   const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: p.dir });
   p.children.push(child);
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server ${args.join(' ')} exited (${child.exitCode}): ${stderr}`);
-    const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...probe });
+    if (child.exitCode !== null)
+      throw new Error(`redis-server ${args.join(' ')} exited (${child.exitCode}): ${stderr}`);
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      ...probe,
+    });
     redis.on('error', () => {});
     try {
       await redis.connect();
@@ -90,7 +103,11 @@ export interface TestCluster {
    * batches of `batch` until the source holds none of its keys, then SETSLOT NODE on every master.
    * Returns how many keys moved.
    */
-  migrateSlot(slot: number, to: ClusterNode, options?: { batch?: number; between?: () => Promise<void> }): Promise<number>;
+  migrateSlot(
+    slot: number,
+    to: ClusterNode,
+    options?: { batch?: number; between?: () => Promise<void> },
+  ): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -127,7 +144,14 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
       const redis = direct(port);
       nodes.push({ port, id: await redis.cluster('MYID'), redis });
     }
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes']);
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...nodes.map((n) => `127.0.0.1:${n.port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
     await until(async () => {
       for (const n of nodes) {
         const info = await n.redis.cluster('INFO');
@@ -206,7 +230,11 @@ export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels
     ] as const) {
       const dir = join(p.dir, String(port));
       await mkdir(dir);
-      await startServer(p, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...extra], port);
+      await startServer(
+        p,
+        ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...extra],
+        port,
+      );
     }
     const replicaRedis = direct(replica.port);
     await until(async () => /master_link_status:up/.test(await replicaRedis.info('replication')), 'replica in sync');
@@ -246,7 +274,10 @@ export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels
       sentinels,
       list: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       async primaryPort() {
-        const [, port] = (await sentinels[0]!.redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [string, string];
+        const [, port] = (await sentinels[0]!.redis.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)) as [
+          string,
+          string,
+        ];
         return Number(port);
       },
       async close() {
@@ -272,7 +303,9 @@ export interface TestTlsRedis {
 
 /** True when Debian's redis-server was built with TLS (it then accepts --tls-port). */
 export async function redisHasTls(): Promise<boolean> {
-  const { stdout } = await run('ldd', [(await run('sh', ['-c', 'command -v redis-server'])).stdout.trim()]).catch(() => ({ stdout: '' }));
+  const { stdout } = await run('ldd', [(await run('sh', ['-c', 'command -v redis-server'])).stdout.trim()]).catch(
+    () => ({ stdout: '' }),
+  );
   return /libssl/.test(stdout);
 }
 
@@ -282,8 +315,35 @@ export async function startTlsRedis(): Promise<TestTlsRedis> {
   try {
     const f = (name: string) => join(p.dir, name);
     const openssl = (...args: string[]) => run('openssl', args, { cwd: p.dir });
-    await openssl('req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', '1', '-subj', '/CN=vqb test CA');
-    await openssl('req', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost');
+    await openssl(
+      'req',
+      '-x509',
+      '-new',
+      '-nodes',
+      '-newkey',
+      'rsa:2048',
+      '-keyout',
+      f('ca.key'),
+      '-out',
+      f('ca.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=vqb test CA',
+    );
+    await openssl(
+      'req',
+      '-new',
+      '-nodes',
+      '-newkey',
+      'rsa:2048',
+      '-keyout',
+      f('server.key'),
+      '-out',
+      f('server.csr'),
+      '-subj',
+      '/CN=localhost',
+    );
     await writeFile(f('san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
     await openssl(
       'x509',
@@ -335,7 +395,13 @@ export async function startTlsRedis(): Promise<TestTlsRedis> {
       port,
       { tls: { ca }, password },
     );
-    return { port, caFile: f('ca.crt'), passwordFile: f('password'), url: `rediss://127.0.0.1:${port}`, close: () => closeAll(p) };
+    return {
+      port,
+      caFile: f('ca.crt'),
+      passwordFile: f('password'),
+      url: `rediss://127.0.0.1:${port}`,
+      close: () => closeAll(p),
+    };
   } catch (err) {
     await closeAll(p);
     throw err;

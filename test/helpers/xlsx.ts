@@ -11,7 +11,15 @@ export async function exceljsWorkbook(): Promise<Buffer> {
   const wb = new ExcelJS.Workbook();
   const ws = wb.addWorksheet('Placas');
   ws.addRow(['id', 'PLACA', 'valor', 'calculado', 'data', 'ok', 'nota']);
-  ws.addRow([1234567, 'EXC1A23', 10.25, { formula: 'C2*2', result: 20.5 }, new Date(Date.UTC(2024, 2, 1)), true, '=HYPERLINK("http://x")']);
+  ws.addRow([
+    1234567,
+    'EXC1A23',
+    10.25,
+    { formula: 'C2*2', result: 20.5 },
+    new Date(Date.UTC(2024, 2, 1)),
+    true,
+    '=HYPERLINK("http://x")',
+  ]);
   ws.addRow([
     2,
     { richText: [{ text: 'EXC' }, { font: { bold: true }, text: '2B34' }] },

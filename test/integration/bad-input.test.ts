@@ -4,20 +4,25 @@
 // readable error or a clear result; nothing crashes or hangs. Big and binary fixtures are made here,
 // at test time, from a fixed seed.
 import { once } from 'node:events';
-import { writeFile, readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readPlateCsv } from '../../src/producers/csv.js';
 import { InputError } from '../../src/errors.js';
+import { readPlateCsv } from '../../src/producers/csv.js';
 import { UpstreamClient } from '../../src/upstream/client.js';
-import { type AnyUpstreamError, BadResponseError, TransientError, type UpstreamError } from '../../src/upstream/errors.js';
-import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { mulberry32 } from '../chaos/rng.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import {
+  type AnyUpstreamError,
+  BadResponseError,
+  TransientError,
+  type UpstreamError,
+} from '../../src/upstream/errors.js';
 import { decide } from '../../workers/actions.js';
+import { mulberry32 } from '../chaos/rng.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 const servers: Server[] = [];
@@ -74,14 +79,42 @@ describe('vqb run: files that cannot be used', () => {
   // Each: exit 1, nothing on stdout, one line on stderr saying what is wrong, no stack trace, fast.
   const unusable: { name: string; file: () => Buffer; message: RegExp }[] = [
     { name: 'random bytes', file: () => bytes(256 * 1024, 1), message: /not a CSV file/ },
-    { name: 'random control bytes without a NUL', file: () => bytes(64 * 1024, 2, (r) => 1 + Math.floor(r * 31)), message: /not a CSV file: \d+ control bytes/ },
+    {
+      name: 'random control bytes without a NUL',
+      file: () => bytes(64 * 1024, 2, (r) => 1 + Math.floor(r * 31)),
+      message: /not a CSV file: \d+ control bytes/,
+    },
     // A zip is read as a workbook whatever its name (the .xlsx reader says what it holds instead).
-    { name: 'a zip archive renamed .csv', file: () => zipOf('plates.csv', header + plateRows(10)), message: /a zip archive, but not an Excel workbook \(it holds "plates.csv"\)/ },
-    { name: 'UTF-16 ("Unicode text" from Excel)', file: () => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(header + plateRows(5), 'utf16le')]), message: /UTF-16/ },
-    { name: 'a 10 MB single field', file: () => Buffer.from(`${header}ABC1234;${'x'.repeat(10 * 1024 * 1024)}\n`), message: /field (of|larger than).*65536/ },
-    { name: 'a 10 MB unclosed quote', file: () => Buffer.from(`${header}ABC1234;"${'x'.repeat(10 * 1024 * 1024)}\n`), message: /unclosed quote|larger than/ },
-    { name: 'a NUL byte early', file: () => Buffer.from(`${header}ABC1234;a\nAB\0C1235;b\n`), message: /not a CSV file: NUL byte at offset 26/ },
-    { name: 'a 100,000-character field', file: () => Buffer.from(`${header}ABC1234;${'y'.repeat(100_000)}\n`), message: /100000 bytes, the limit is 65536/ },
+    {
+      name: 'a zip archive renamed .csv',
+      file: () => zipOf('plates.csv', header + plateRows(10)),
+      message: /a zip archive, but not an Excel workbook \(it holds "plates.csv"\)/,
+    },
+    {
+      name: 'UTF-16 ("Unicode text" from Excel)',
+      file: () => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(header + plateRows(5), 'utf16le')]),
+      message: /UTF-16/,
+    },
+    {
+      name: 'a 10 MB single field',
+      file: () => Buffer.from(`${header}ABC1234;${'x'.repeat(10 * 1024 * 1024)}\n`),
+      message: /field (of|larger than).*65536/,
+    },
+    {
+      name: 'a 10 MB unclosed quote',
+      file: () => Buffer.from(`${header}ABC1234;"${'x'.repeat(10 * 1024 * 1024)}\n`),
+      message: /unclosed quote|larger than/,
+    },
+    {
+      name: 'a NUL byte early',
+      file: () => Buffer.from(`${header}ABC1234;a\nAB\0C1235;b\n`),
+      message: /not a CSV file: NUL byte at offset 26/,
+    },
+    {
+      name: 'a 100,000-character field',
+      file: () => Buffer.from(`${header}ABC1234;${'y'.repeat(100_000)}\n`),
+      message: /100000 bytes, the limit is 65536/,
+    },
     { name: 'an empty file', file: () => Buffer.alloc(0), message: /empty/ },
   ];
   for (const c of unusable) {
@@ -103,7 +136,10 @@ describe('vqb run: files that cannot be used', () => {
 
   it('a UTF-8 file with Windows-1252 bytes after 64 KiB: CSV_MIXED_ENCODING from the reader, one line from `vqb run`', async () => {
     // Starts as UTF-8 (an accent in the first rows), 9,000 ASCII rows later a Windows-1252 'ã'.
-    const file = Buffer.concat([Buffer.from(`placa;cidade\nABC1234;São Paulo\n${plateRows(9_000)}`), Buffer.from('ZZZ9999;S\xe3o Paulo\n', 'latin1')]);
+    const file = Buffer.concat([
+      Buffer.from(`placa;cidade\nABC1234;São Paulo\n${plateRows(9_000)}`),
+      Buffer.from('ZZZ9999;S\xe3o Paulo\n', 'latin1'),
+    ]);
     const { rows } = await readPlateCsv(Readable.from([file]));
     const err = await (async () => {
       for await (const _ of rows);
@@ -116,7 +152,9 @@ describe('vqb run: files that cannot be used', () => {
     await writeFile(path, file);
     const r = await vqb(h, ['run', path]);
     expect(r.code).toBe(1);
-    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^vqb: invalid UTF-8 near byte \d+: .*one encoding$/)]);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^vqb: invalid UTF-8 near byte \d+: .*one encoding$/),
+    ]);
   });
 
   const lateNul = async () => {
@@ -185,7 +223,11 @@ describe('vqb run: odd but usable files', () => {
       ['ABC1\u0417 37', 'rejected', 'BAD_LENGTH'],
       ['ABC1237', 'done', 'ABC1237'],
     ]);
-    expect(Object.keys(h.sim.stats({ plates: true }).createsByPlate ?? {}).sort()).toEqual(['ABC1234', 'ABC1237', 'ABC1D23']);
+    expect(Object.keys(h.sim.stats({ plates: true }).createsByPlate ?? {}).sort()).toEqual([
+      'ABC1234',
+      'ABC1237',
+      'ABC1D23',
+    ]);
   });
 
   it('random high-bit bytes (no control bytes) read as Windows-1252 text: every row rejected, a finished batch', async () => {
@@ -216,7 +258,12 @@ async function serve(handler: Handler): Promise<string> {
 }
 
 function client(baseUrl: string, requestTimeoutMs = 500) {
-  return new UpstreamClient({ baseUrl, apiKey: async () => 'bad-input-test-key', requestTimeoutMs, connectTimeoutMs: 500 });
+  return new UpstreamClient({
+    baseUrl,
+    apiKey: async () => 'bad-input-test-key',
+    requestTimeoutMs,
+    connectTimeoutMs: 500,
+  });
 }
 
 async function failure(p: Promise<unknown>): Promise<UpstreamError> {
@@ -229,7 +276,8 @@ async function failure(p: Promise<unknown>): Promise<UpstreamError> {
 }
 
 describe('UpstreamClient against a broken upstream (real HTTP)', () => {
-  const html = '<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1><p>nginx</p></body></html>';
+  const html =
+    '<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1><p>nginx</p></body></html>';
 
   it('an HTML error page with 502 → TransientError HTTP_502, retryable, for both calls', async () => {
     const url = await serve((_req, res) => res.writeHead(502, { 'content-type': 'text/html' }).end(html));
@@ -237,7 +285,11 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
     for (const call of [c.createQuery('ABC1234'), c.getQuery('q1')]) {
       const err = await failure(call);
       expect(err).toBeInstanceOf(TransientError);
-      expect({ code: err.code, status: err.status, kind: err.kind }).toEqual({ code: 'HTTP_502', status: 502, kind: 'transient' });
+      expect({ code: err.code, status: err.status, kind: err.kind }).toEqual({
+        code: 'HTTP_502',
+        status: 502,
+        kind: 'transient',
+      });
       expect(err.message).toMatch(/502.*Bad Gateway/);
     }
     await c.close();
@@ -258,7 +310,11 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
       const c = client(url);
       const created = await failure(c.createQuery('ABC1234'));
       expect(created).toBeInstanceOf(BadResponseError);
-      expect({ code: created.code, status: created.status, operation: (created as BadResponseError).operation }).toEqual({
+      expect({
+        code: created.code,
+        status: created.status,
+        operation: (created as BadResponseError).operation,
+      }).toEqual({
         code: 'BAD_RESPONSE',
         status: 200,
         operation: 'create',
@@ -278,7 +334,10 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
     const finished = new Map<string, Promise<boolean>>();
     const url = await serve((req, res) => {
       const status = req.url!.includes('e502') ? 502 : 200;
-      finished.set(req.url!.split('/').pop()!, new Promise((resolve) => res.once('close', () => resolve(res.writableFinished))));
+      finished.set(
+        req.url!.split('/').pop()!,
+        new Promise((resolve) => res.once('close', () => resolve(res.writableFinished))),
+      );
       if (req.url!.includes('chunked')) {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.write('{"statusCode":200,"body":{"queryId":"q1","status":"COMPLETED","x":"');
@@ -301,7 +360,9 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
       const ok = await failure(c.getQuery(id));
       expect(ok, id).toBeInstanceOf(BadResponseError);
       // A declared size is refused from the header alone; a chunked body is cut once past the limit.
-      expect(ok.message, id).toMatch(id === 'declared' ? /answered with 20971520 bytes, over the \d+-byte limit/ : /passed the \d+-byte limit/);
+      expect(ok.message, id).toMatch(
+        id === 'declared' ? /answered with 20971520 bytes, over the \d+-byte limit/ : /passed the \d+-byte limit/,
+      );
       const bad = await failure(c.getQuery(`${id}-e502`));
       expect(bad, id).toBeInstanceOf(TransientError);
       expect(bad.status).toBe(502);
@@ -366,11 +427,15 @@ describe('the pipeline with a broken upstream', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
-        const json = (status: number, value: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+        const json = (status: number, value: unknown) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
         if (req.method === 'POST') {
           const plate = (JSON.parse(body) as { keys: { licensePlate: string } }).keys.licensePlate;
           createsByPlate.set(plate, (createsByPlate.get(plate) ?? 0) + 1);
-          if (plate === HTML_CREATE) return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Welcome to nginx!</body></html>');
+          if (plate === HTML_CREATE)
+            return res
+              .writeHead(200, { 'content-type': 'text/html' })
+              .end('<html><body>Welcome to nginx!</body></html>');
           const queryId = `fq-${queries.size + 1}`;
           queries.set(queryId, { plate, polls: 0 });
           return json(201, { statusCode: 201, body: { queryId, status: 'PROCESSING' } });
@@ -381,11 +446,15 @@ describe('the pipeline with a broken upstream', () => {
         q.polls++;
         if (q.polls === 1) {
           broken++;
-          return res.writeHead(200, { 'content-type': 'application/json' }).end(`{"statusCode":200,"body":{"queryId":"${queryId}","stat`);
+          return res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(`{"statusCode":200,"body":{"queryId":"${queryId}","stat`);
         }
         if (q.polls === 2) {
           broken++;
-          return res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>upstream maintenance</body></html>');
+          return res
+            .writeHead(200, { 'content-type': 'text/html' })
+            .end('<html><body>upstream maintenance</body></html>');
         }
         return json(200, { statusCode: 200, body: { queryId, status: 'COMPLETED', vehicle: { plate: q.plate } } });
       });

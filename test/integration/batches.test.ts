@@ -8,9 +8,17 @@ const harness = useHarness();
 
 describe('batches', () => {
   it('counts stay exact with three workers racing over two batches', async () => {
-    const h = await harness.start({ label: 'counts', workers: 3, sim: { failRate: 0.1 }, config: { VQ_RATE_LIMIT: '300/s' } });
+    const h = await harness.start({
+      label: 'counts',
+      workers: 3,
+      sim: { failRate: 0.1 },
+      config: { VQ_RATE_LIMIT: '300/s' },
+    });
     const plates = makePlates(400);
-    await Promise.all([h.enqueue('b1', plates.slice(0, 250)), h.enqueue('b2', [...plates.slice(200), ...plates.slice(200, 230)])]);
+    await Promise.all([
+      h.enqueue('b1', plates.slice(0, 250)),
+      h.enqueue('b2', [...plates.slice(200), ...plates.slice(200, 230)]),
+    ]);
     await Promise.all([h.waitForBatch('b1'), h.waitForBatch('b2')]);
     const b1 = await h.services.batches.get('b1');
     const b2 = await h.services.batches.get('b2');
@@ -33,7 +41,10 @@ describe('batches', () => {
   it('the same content ingested twice at once is stored once (one ingest per batch across processes)', async () => {
     const h = await harness.start({ label: 'race', workers: 0 });
     const plates = makePlates(3_000);
-    const [a, b] = await Promise.all([ingestList(h.services, plates, { source: 'api' }), ingestList(h.services, plates, { source: 'api' })]);
+    const [a, b] = await Promise.all([
+      ingestList(h.services, plates, { source: 'api' }),
+      ingestList(h.services, plates, { source: 'api' }),
+    ]);
     expect(a.batch.id).toBe(b.batch.id);
     const info = await h.services.batches.get(a.batch.id);
     expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });

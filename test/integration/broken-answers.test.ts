@@ -21,7 +21,8 @@ async function check(h: Harness, batchId: string): Promise<{ twice: number; flag
     if (outcome?.status === 'failed') failed += 1;
     if (outcome?.possibleDuplicate) flagged += 1;
     // Every plate created twice says so.
-    if ((stats.createsByPlate?.[plate] ?? 0) > 1) expect(outcome?.possibleDuplicate, `${plate} created twice, not flagged`).toBe(true);
+    if ((stats.createsByPlate?.[plate] ?? 0) > 1)
+      expect(outcome?.possibleDuplicate, `${plate} created twice, not flagged`).toBe(true);
   }
   // The cost figures match what the upstream was sent (it counted every create and poll that reached it).
   expect(info.counts.createsSent, 'creates sent = creates the simulator counted').toBe(stats.countedCreates);
@@ -31,10 +32,26 @@ async function check(h: Harness, batchId: string): Promise<{ twice: number; flag
 }
 
 const CASES: { name: string; sim: Partial<SimulatorOptions>; expectFlagged: boolean; failedCode?: string }[] = [
-  { name: 'a 201 whose body is cut off by a connection reset', sim: { cutBodyAfterCreateRate: 0.2 }, expectFlagged: true },
-  { name: 'a create the backend made, answered 502 with a gateway page', sim: { gatewayErrorAfterCreateRate: 0.2 }, expectFlagged: true },
-  { name: 'a 201 whose body never comes (body timeout after the headers)', sim: { stallBodyAfterCreateRate: 0.15 }, expectFlagged: true },
-  { name: 'a create answered after the request timeout', sim: { slowCreateRate: 0.15, slowCreateMs: 2_500 }, expectFlagged: true },
+  {
+    name: 'a 201 whose body is cut off by a connection reset',
+    sim: { cutBodyAfterCreateRate: 0.2 },
+    expectFlagged: true,
+  },
+  {
+    name: 'a create the backend made, answered 502 with a gateway page',
+    sim: { gatewayErrorAfterCreateRate: 0.2 },
+    expectFlagged: true,
+  },
+  {
+    name: 'a 201 whose body never comes (body timeout after the headers)',
+    sim: { stallBodyAfterCreateRate: 0.15 },
+    expectFlagged: true,
+  },
+  {
+    name: 'a create answered after the request timeout',
+    sim: { slowCreateRate: 0.15, slowCreateMs: 2_500 },
+    expectFlagged: true,
+  },
   {
     name: 'a 201 with truncated JSON (read whole, unusable): failed, not paid again',
     sim: { truncatedBodyAfterCreateRate: 0.2 },
@@ -44,7 +61,13 @@ const CASES: { name: string; sim: Partial<SimulatorOptions>; expectFlagged: bool
 ];
 
 describe('broken answers', () => {
-  it.each(CASES)('$name: every plate created twice is flagged; creates and polls sent equal the simulator’s counts', async ({ sim, expectFlagged, failedCode }) => {
+  it.each(
+    CASES,
+  )('$name: every plate created twice is flagged; creates and polls sent equal the simulator’s counts', async ({
+    sim,
+    expectFlagged,
+    failedCode,
+  }) => {
     const h = await harness.start({
       label: 'broken',
       config: { VQ_REQUEST_TIMEOUT: '1s', VQ_BACKOFF: '50ms', VQ_ATTEMPTS: '6' },
@@ -71,7 +94,11 @@ describe('broken answers', () => {
   });
 
   it('a poll answered 404 QUERY_NOT_FOUND once is retried: no plate fails, nothing is created twice', async () => {
-    const h = await harness.start({ label: 'poll404', config: { VQ_BACKOFF: '50ms' }, sim: { completionMs: [100, 300], pollNotFoundOnceRate: 0.5 } });
+    const h = await harness.start({
+      label: 'poll404',
+      config: { VQ_BACKOFF: '50ms' },
+      sim: { completionMs: [100, 300], pollNotFoundOnceRate: 0.5 },
+    });
     await h.enqueue('p', makePlates(PLATES));
     await h.waitForBatch('p', 60_000);
     const stats = h.sim.stats();
@@ -86,7 +113,13 @@ describe('broken answers', () => {
     const h = await harness.start({
       label: 'retry-date',
       config: { VQ_RATE_LIMIT: '12/s' },
-      sim: { completionMs: [100, 300], rateLimit: '6/s', window: 'fixed', retryAfterFormat: 'date', rateLimitHeaders: false },
+      sim: {
+        completionMs: [100, 300],
+        rateLimit: '6/s',
+        window: 'fixed',
+        retryAfterFormat: 'date',
+        rateLimitHeaders: false,
+      },
     });
     await h.enqueue('r', makePlates(PLATES));
     await h.waitForBatch('r', 60_000);

@@ -1,12 +1,12 @@
 // Compact storage: outcomes and reuse entries are packed (queue/compact.ts), and what was stored
 // as plain JSON before still reads the same through every reader.
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeOutcome, OutcomeStore } from '../../src/queue/batch/outcomes.js';
 import { pack, unpack } from '../../src/queue/compact.js';
-import { OutcomeStore, encodeOutcome } from '../../src/queue/batch/outcomes.js';
 import { VqbKeys } from '../../src/queue/keys.js';
 import { ReuseStore } from '../../src/queue/reuse.js';
 import type { Outcome } from '../../src/queue/types.js';
-import { redisTestContext, type RedisTestContext } from '../helpers/redis.js';
+import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;
 afterEach(async () => {
@@ -20,7 +20,12 @@ function outcome(plate: string, extra: Partial<Outcome> = {}): Outcome {
     plate,
     status: 'done',
     queryId: `q-${plate}`,
-    result: { id: `q-${plate}`, status: 'COMPLETED', licensePlate: plate, result: { brand: 'FIAT', model: 'UNO MILLE', ação: 'çã' } },
+    result: {
+      id: `q-${plate}`,
+      status: 'COMPLETED',
+      licensePlate: plate,
+      result: { brand: 'FIAT', model: 'UNO MILLE', ação: 'çã' },
+    },
     enqueuedAt: 1_700_000_000_000,
     createdAt: 1_700_000_001_000,
     finishedAt: 1_700_000_009_000,

@@ -12,12 +12,12 @@ import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi, type HttpApiDeps } from '../../src/server.js';
 import type { Config } from '../../src/config.js';
-import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
 import { ingestList } from '../../src/producers/enqueue.js';
+import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
 import type { RedisWaitReason } from '../../src/queue/redis-health.js';
 import { Retention } from '../../src/retention.js';
+import { createHttpApi, type HttpApiDeps } from '../../src/server.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { testConfig } from '../helpers/config.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
@@ -46,7 +46,10 @@ async function serve(h: Harness, config: Config = h.config, extra: Pick<HttpApiD
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
 
-async function signIn(base: string, headers: Record<string, string> = {}): Promise<{ cookie: string; setCookie: string; csrf: string }> {
+async function signIn(
+  base: string,
+  headers: Record<string, string> = {},
+): Promise<{ cookie: string; setCookie: string; csrf: string }> {
   const res = await fetch(`${base}/sign-in`, {
     method: 'POST',
     redirect: 'manual',
@@ -105,13 +108,25 @@ describe('web console over HTTP', () => {
     const { cookie, csrf } = await signIn(base);
     expect(csrf).toMatch(/^[A-Za-z0-9_-]{20,}$/);
 
-    const forged = await fetch(`${base}/upload`, { method: 'POST', headers: { cookie }, body: form('placa\nABC1D23\n', 'nope') });
+    const forged = await fetch(`${base}/upload`, {
+      method: 'POST',
+      headers: { cookie },
+      body: form('placa\nABC1D23\n', 'nope'),
+    });
     expect(forged.status).toBe(403);
-    const noSession = await fetch(`${base}/upload`, { method: 'POST', redirect: 'manual', body: form('placa\nABC1D23\n', csrf) });
+    const noSession = await fetch(`${base}/upload`, {
+      method: 'POST',
+      redirect: 'manual',
+      body: form('placa\nABC1D23\n', csrf),
+    });
     expect(noSession.status).toBe(303);
     expect(noSession.headers.get('location')).toMatch(/^\/sign-in/);
 
-    const broken = await fetch(`${base}/upload`, { method: 'POST', headers: { cookie, 'accept-language': 'en' }, body: form('"placa\nABC1D23\n', csrf) });
+    const broken = await fetch(`${base}/upload`, {
+      method: 'POST',
+      headers: { cookie, 'accept-language': 'en' },
+      body: form('"placa\nABC1D23\n', csrf),
+    });
     expect(broken.status).toBe(400);
     const brokenPage = await broken.text();
     expect(brokenPage).toContain('role="alert"');
@@ -146,7 +161,11 @@ describe('web console over HTTP', () => {
     });
     expect(confirmOther.status).toBe(404);
     // Without the CSRF token: refused.
-    const noCsrf = await fetch(`${base}${stage}/confirm`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: 'csrf=' });
+    const noCsrf = await fetch(`${base}${stage}/confirm`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'csrf=',
+    });
     expect(noCsrf.status).toBe(403);
     expect((await h.services.batches.list(0, 10)).total).toBe(0);
 
@@ -191,19 +210,27 @@ describe('web console over HTTP', () => {
     const h = await harness.start({ label: 'console-http', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
     const base = await serve(h);
     const { cookie } = await signIn(base);
-    const pt = await (await fetch(`${base}/`, { headers: { cookie, 'accept-language': 'pt-BR,pt;q=0.9,en;q=0.8' } })).text();
+    const pt = await (
+      await fetch(`${base}/`, { headers: { cookie, 'accept-language': 'pt-BR,pt;q=0.9,en;q=0.8' } })
+    ).text();
     expect(pt).toContain('<html lang="pt-BR">');
     const en = await (await fetch(`${base}/`, { headers: { cookie, 'accept-language': 'en-GB,en;q=0.9' } })).text();
     expect(en).toContain('<html lang="en">');
     const sw = await fetch(`${base}/lang?to=pt-BR&back=//evil.example/`, { redirect: 'manual' });
     expect(sw.headers.get('location')).toBe('/');
     const langCookie = (sw.headers.get('set-cookie') ?? '').split(';')[0]!;
-    const chosen = await (await fetch(`${base}/`, { headers: { cookie: `${cookie}; ${langCookie}`, 'accept-language': 'en' } })).text();
+    const chosen = await (
+      await fetch(`${base}/`, { headers: { cookie: `${cookie}; ${langCookie}`, 'accept-language': 'en' } })
+    ).text();
     expect(chosen).toContain('<html lang="pt-BR">');
     await app!.close();
 
     // The same Redis, a server whose configuration no longer has the token.
-    const rotated = testConfig(h.redis.prefix, { VQ_API_TOKENS: 'another-token-0123456789abcdef', VQ_API_KEY_FILE: h.keyFile, VQ_BASE_URL: h.sim.url });
+    const rotated = testConfig(h.redis.prefix, {
+      VQ_API_TOKENS: 'another-token-0123456789abcdef',
+      VQ_API_KEY_FILE: h.keyFile,
+      VQ_BASE_URL: h.sim.url,
+    });
     const next = await serve(h, { ...h.config, http: { ...h.config.http, tokens: rotated.http.tokens } });
     const after = await fetch(`${next}/`, { redirect: 'manual', headers: { cookie } });
     expect(after.status).toBe(303);
@@ -220,7 +247,11 @@ describe('web console over HTTP', () => {
     });
     const base = await serve(h);
     const { cookie, csrf } = await signIn(base);
-    const rows = [...makePlates(4).map((plate, i) => ({ plate, cliente: `c${i}` })), { plate: 'not a plate', cliente: 'x' }, { plate: 'FAL1A23', cliente: 'y' }];
+    const rows = [
+      ...makePlates(4).map((plate, i) => ({ plate, cliente: `c${i}` })),
+      { plate: 'not a plate', cliente: 'x' },
+      { plate: 'FAL1A23', cliente: 'y' },
+    ];
     const { batch } = await ingestList(h.services, rows, { source: 'library', name: 'old' });
     await h.services.feeder.feed('default');
     await h.waitForBatch(batch.id);
@@ -243,7 +274,10 @@ describe('web console over HTTP', () => {
     expect(before.rejects).toContain('not a plate');
 
     const finishedAt = (await h.services.batches.get(batch.id)).finishedAt!;
-    const swept = await new Retention(h.services, archiveFor(h.config), { retainMs: h.config.retention.retainMs, now: () => finishedAt + 31 * DAY }).sweep();
+    const swept = await new Retention(h.services, archiveFor(h.config), {
+      retainMs: h.config.retention.retainMs,
+      now: () => finishedAt + 31 * DAY,
+    }).sweep();
     expect(swept?.archived.map((a) => a.batchId)).toEqual([batch.id]);
     expect(await h.services.batches.exists(batch.id)).toBe(false);
 
@@ -261,7 +295,11 @@ describe('web console over HTTP', () => {
     // The downloads, rebuilt from the archive: the same rows.
     expect(await downloads()).toEqual(before);
     // Nothing can be run again: a forged retry finds no batch in Redis.
-    const retry = await fetch(`${base}${path}/retry`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `csrf=${csrf}` });
+    const retry = await fetch(`${base}${path}/retry`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `csrf=${csrf}`,
+    });
     expect(retry.status).toBe(404);
     expect(await h.services.batches.exists(batch.id)).toBe(false);
   });
@@ -287,19 +325,28 @@ describe('web console over HTTP', () => {
     const upload = (at: string, session: { cookie: string; csrf: string }, callbackUrl: string, lang = 'en') => {
       const body = form(file, session.csrf);
       body.append('callbackUrl', callbackUrl);
-      return fetch(`${at}/upload`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie, 'accept-language': lang }, body });
+      return fetch(`${at}/upload`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: session.cookie, 'accept-language': lang },
+        body,
+      });
     };
     const staged = async () => (await h.services.redis.keys(h.services.keys.consoleUpload('*'))).length;
 
     const notHttp = await upload(base, { cookie, csrf }, 'ftp://127.0.0.1/hooks');
     expect(notHttp.status).toBe(422);
     const notHttpPage = await notHttp.text();
-    expect(notHttpPage).toMatch(/role="alert">The callback URL is not valid: it must be an http:\/\/ or https:\/\/ address/);
+    expect(notHttpPage).toMatch(
+      /role="alert">The callback URL is not valid: it must be an http:\/\/ or https:\/\/ address/,
+    );
     // The operator's URL stays in the field, to be corrected.
     expect(notHttpPage).toContain('value="ftp://127.0.0.1/hooks"');
     const otherHost = await upload(base, { cookie, csrf }, 'https://evil.example/hooks', 'pt-BR');
     expect(otherHost.status).toBe(422);
-    expect(await otherHost.text()).toContain('O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).');
+    expect(await otherHost.text()).toContain(
+      'O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).',
+    );
     const noSecretBase = await serve(h, { ...h.config, webhooks: { ...h.config.webhooks, secret: undefined } });
     const noSecret = await upload(noSecretBase, await signIn(noSecretBase), rx.url);
     expect(noSecret.status).toBe(422);
@@ -312,12 +359,16 @@ describe('web console over HTTP', () => {
     // A browser sends the empty field: no callback.
     const blank = await upload(again, { cookie, csrf }, '');
     expect(blank.status).toBe(303);
-    expect(await (await fetch(`${again}${blank.headers.get('location')}`, { headers: { cookie } })).text()).not.toContain('data-callback');
+    expect(
+      await (await fetch(`${again}${blank.headers.get('location')}`, { headers: { cookie } })).text(),
+    ).not.toContain('data-callback');
 
     const accepted = await upload(again, { cookie, csrf }, rx.url);
     expect(accepted.status).toBe(303);
     const stage = accepted.headers.get('location')!;
-    expect(await (await fetch(`${again}${stage}`, { headers: { cookie } })).text()).toContain(`data-callback>${rx.url}<`);
+    expect(await (await fetch(`${again}${stage}`, { headers: { cookie } })).text()).toContain(
+      `data-callback>${rx.url}<`,
+    );
     const confirm = await confirmUpload(again, stage, { cookie, csrf });
     const batchPath = confirm.headers.get('location')!;
     const id = decodeURIComponent(batchPath.slice('/batches/'.length));
@@ -327,7 +378,8 @@ describe('web console over HTTP', () => {
     await rx.waitFor(2);
     const deadline = Date.now() + 15_000;
     while ((await h.services.webhooks.deliveries.list(id))[0]?.state !== 'failed') {
-      if (Date.now() > deadline) throw new Error(`delivery not given up: ${JSON.stringify(await h.services.webhooks.deliveries.list(id))}`);
+      if (Date.now() > deadline)
+        throw new Error(`delivery not given up: ${JSON.stringify(await h.services.webhooks.deliveries.list(id))}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     const en = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'en' } })).text();
@@ -346,7 +398,12 @@ describe('web console over HTTP', () => {
     const session = await signIn(base);
     // Big enough that the two ingests would overlap (a few hundred ms each).
     const file = `placa\n${makePlates(5000).join('\n')}\nbad\n`;
-    const staged = await fetch(`${base}/upload`, { method: 'POST', redirect: 'manual', headers: { cookie: session.cookie }, body: form(file, session.csrf) });
+    const staged = await fetch(`${base}/upload`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: session.cookie },
+      body: form(file, session.csrf),
+    });
     expect(staged.status).toBe(303);
     const [confirmed, posted] = await Promise.all([
       confirmUpload(base, staged.headers.get('location')!, session),
@@ -400,7 +457,11 @@ describe('web console over HTTP', () => {
     expect(csv[0]).toEqual(expect.arrayContaining(['cliente', 'codigo']));
     csv.forEach((cells, r) => {
       const width = Math.max(cells.length, xlsx[r]!.length);
-      for (let c = 0; c < width; c++) expect(sameCell(xlsx[r]![c], cells[c] ?? ''), `row ${r + 1} col ${c + 1}: ${String(xlsx[r]![c])} / ${cells[c]}`).toBe(true);
+      for (let c = 0; c < width; c++)
+        expect(
+          sameCell(xlsx[r]![c], cells[c] ?? ''),
+          `row ${r + 1} col ${c + 1}: ${String(xlsx[r]![c])} / ${cells[c]}`,
+        ).toBe(true);
     });
     expect(csv.filter((row) => row.includes('done'))).toHaveLength(3);
   });
@@ -411,7 +472,8 @@ describe('web console over HTTP', () => {
     const health: { waitReason: RedisWaitReason | undefined } = { waitReason: 'redis_full' };
     const base = await serve(h, h.config, { health });
     const { cookie } = await signIn(base);
-    const page = async (lang: string, path = '/batches/waiting-batch') => (await fetch(`${base}${path}`, { headers: { cookie, 'accept-language': lang } })).text();
+    const page = async (lang: string, path = '/batches/waiting-batch') =>
+      (await fetch(`${base}${path}`, { headers: { cookie, 'accept-language': lang } })).text();
     expect(await page('en')).toMatch(/<td class="wait"[^>]*>Redis full: Redis refuses writes \(maxmemory\)/);
     expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);
     expect(await page('pt-BR', '/')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);

@@ -1,12 +1,12 @@
 // Cost controls: dry runs, spending caps, result reuse and the cost report, against real Redis
 // and the simulator's own counters.
 import { afterEach, describe, expect, it } from 'vitest';
-import { CostLedger } from '../../src/queue/costs.js';
-import { releaseAccountHold, releaseBatchHold } from '../../src/queue/holds.js';
 import { estimateCost } from '../../src/producers/dry-run.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { toInputRows } from '../../src/producers/list.js';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { CostLedger } from '../../src/queue/costs.js';
+import { releaseAccountHold, releaseBatchHold } from '../../src/queue/holds.js';
+import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -66,7 +66,12 @@ describe('cost controls', () => {
     h = await startHarness({ label: 'daycap', workers: 0, config: { VQ_MAX_CREATES_PER_DAY: '10' } });
     await ingestList(h.services, makePlates(30), { source: 'library', batchId: 'day' });
     h.startWorker();
-    await waitFor(async () => (await h!.line.state()).budgetReason === 'day' && (await h!.services.batches.get('day')).counts.done >= 10 && (await settled(h!)));
+    await waitFor(
+      async () =>
+        (await h!.line.state()).budgetReason === 'day' &&
+        (await h!.services.batches.get('day')).counts.done >= 10 &&
+        (await settled(h!)),
+    );
     expect(h.sim.stats().creates).toBe(10);
     const line = await h.line.state();
     expect(line.budgetReason).toBe('day');
@@ -82,7 +87,11 @@ describe('cost controls', () => {
     h = await startHarness({ label: 'reuse' });
     const plates = makePlates(30);
     // Results are kept for reuse only when reuse is on: here the first batch asks for it.
-    await ingestList(h.services, plates.slice(0, 20), { source: 'library', batchId: 'first', reuseWithinMs: 3_600_000 });
+    await ingestList(h.services, plates.slice(0, 20), {
+      source: 'library',
+      batchId: 'first',
+      reuseWithinMs: 3_600_000,
+    });
     await h.waitForBatch('first');
     await ingestList(h.services, plates.slice(10), { source: 'library', batchId: 'second', reuseWithinMs: 3_600_000 });
     await h.waitForBatch('second');
@@ -109,7 +118,11 @@ describe('cost controls', () => {
   });
 
   it("the cost report equals the simulator's counters", async () => {
-    h = await startHarness({ label: 'report', sim: { rateLimit: '20/s', window: 'fixed', rateLimitHeaders: false }, config: { VQ_RATE_LIMIT: '40/s' } });
+    h = await startHarness({
+      label: 'report',
+      sim: { rateLimit: '20/s', window: 'fixed', rateLimitHeaders: false },
+      config: { VQ_RATE_LIMIT: '40/s' },
+    });
     await ingestList(h.services, makePlates(40), { source: 'library', batchId: 'r' });
     await h.waitForBatch('r', 60_000);
     const stats = h.sim.stats();

@@ -35,7 +35,9 @@ async function readmeSample(): Promise<RegExp[]> {
     .slice(open + 1, close)
     .filter((line) => !line.startsWith('█'))
     .map((line) => {
-      const parts = line.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(number, '\\d+(?:\\.\\d+)?'));
+      const parts = line
+        .split('…')
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(number, '\\d+(?:\\.\\d+)?'));
       return new RegExp(`^${parts.join('.*')}$`);
     });
 }
@@ -46,12 +48,19 @@ describe('vqb demo without a running Redis', () => {
     const nothing = await freePort();
     expect(await probePort('127.0.0.1', nothing)).toBe('refused');
     // No REDIS_URL: the demo looks at its default address, and finds nothing there.
-    const env = { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', VQB_TEST_DEFAULT_REDIS_URL: `redis://127.0.0.1:${nothing}` };
+    const env = {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'warn',
+      VQB_TEST_DEFAULT_REDIS_URL: `redis://127.0.0.1:${nothing}`,
+    };
     const { code, stdout, stderr } = await spawnVqb(['demo', '--out', join(dir, 'out')], env, 90_000).done;
     expect(stderr).toBe('');
     expect(code).toBe(0);
 
-    const started = new RegExp(`^no Redis on 127\\.0\\.0\\.1:${nothing}: started a throwaway redis-server on (redis://127\\.0\\.0\\.1:(\\d+)) `, 'm').exec(stdout);
+    const started = new RegExp(
+      `^no Redis on 127\\.0\\.0\\.1:${nothing}: started a throwaway redis-server on (redis://127\\.0\\.0\\.1:(\\d+)) `,
+      'm',
+    ).exec(stdout);
     expect(started, stdout).not.toBeNull();
     const [, url, port] = started as RegExpExecArray;
     // The batch ran on that server, to the end.
@@ -90,6 +99,8 @@ describe('vqb demo without a running Redis', () => {
     const { code, stdout, stderr } = await spawnVqb(['demo', '--out', join(dir, 'out')], env, 30_000).done;
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr).toBe(`vqb: no Redis on 127.0.0.1:${nothing} and redis-server is not installed: \`apt-get install redis-server\` (or set REDIS_URL)\n`);
+    expect(stderr).toBe(
+      `vqb: no Redis on 127.0.0.1:${nothing} and redis-server is not installed: \`apt-get install redis-server\` (or set REDIS_URL)\n`,
+    );
   });
 });

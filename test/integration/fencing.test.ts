@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../src/queue/types.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb, waitFor, type VqbProcess } from '../helpers/process.js';
+import { harnessEnv, spawnVqb, type VqbProcess, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -80,9 +80,20 @@ describe('fencing', () => {
 
   it('two workers, one frozen past its lock three times mid-batch: every plate created twice is flagged, nothing left in flight', async () => {
     // Answers take 200–400 ms, so the frozen worker always holds creates in flight when it stops.
-    const h = await harness.start({ label: 'fence-freeze', workers: 0, sim: { rateLimit: '30/s', window: 'sliding', completionMs: [200, 800], latencyMs: [200, 400] } });
+    const h = await harness.start({
+      label: 'fence-freeze',
+      workers: 0,
+      sim: { rateLimit: '30/s', window: 'sliding', completionMs: [200, 800], latencyMs: [200, 400] },
+    });
     await h.enqueue('f', makePlates(150));
-    const env = harnessEnv(h, { VQ_RATE_LIMIT: '25/s', VQ_CONCURRENCY: '6', VQ_LOCK_DURATION: '1500ms', VQ_STALLED_INTERVAL: '1s', VQ_PACING_JITTER: '50ms', LOG_LEVEL: 'info' });
+    const env = harnessEnv(h, {
+      VQ_RATE_LIMIT: '25/s',
+      VQ_CONCURRENCY: '6',
+      VQ_LOCK_DURATION: '1500ms',
+      VQ_STALLED_INTERVAL: '1s',
+      VQ_PACING_JITTER: '50ms',
+      LOG_LEVEL: 'info',
+    });
     const procs: VqbProcess[] = [spawnVqb(['work'], env), spawnVqb(['work'], env)];
     const victim: ChildProcess = procs[0]!.child;
     try {

@@ -12,7 +12,10 @@ const SEGUROS = 'seguros-token-0123456789abcd';
 
 const harness = useHarness();
 
-async function api(): Promise<{ call: (path: string, token: string, json?: unknown) => Promise<{ status: number; json: any; text: string }>; close: () => Promise<void> }> {
+async function api(): Promise<{
+  call: (path: string, token: string, json?: unknown) => Promise<{ status: number; json: any; text: string }>;
+  close: () => Promise<void>;
+}> {
   const h = await harness.start({
     label: 'http-accounts',
     accounts: [
@@ -27,7 +30,10 @@ async function api(): Promise<{ call: (path: string, token: string, json?: unkno
   const call = async (path: string, token: string, json?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method: json === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${token}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(json === undefined ? {} : { body: JSON.stringify(json) }),
     });
     const text = await res.text();

@@ -9,12 +9,12 @@ import { parse } from 'csv-parse/sync';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
-import { createHttpApi } from '../../src/server.js';
 import { waitingOf } from '../../src/api/views.js';
+import type { Config } from '../../src/config.js';
 import { estimateEta } from '../../src/presenters/line.js';
 import type { AccountLineState } from '../../src/queue/accounts.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
+import { createHttpApi } from '../../src/server.js';
 import type { QueueServices } from '../../src/services.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
@@ -82,7 +82,8 @@ const jsonl = (text: string): any[] =>
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line));
-const csvRows = (text: string): Record<string, string>[] => parse(text, { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
+const csvRows = (text: string): Record<string, string>[] =>
+  parse(text, { bom: true, delimiter: ';', columns: true }) as Record<string, string>[];
 
 beforeAll(async () => {
   h = await harness.start({
@@ -106,9 +107,17 @@ describe('auth', () => {
     expectError(none, 401, 'UNAUTHORIZED');
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
     expectError(await call('/v1/batches', { token: 'svc-token-0123456789-SECRET-abcdeX' }), 401, 'UNAUTHORIZED');
-    expectError(await call('/v1/batches', { auth: 'x-api-key', token: 'wrong-but-long-enough-token' }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('/v1/batches', { auth: 'x-api-key', token: 'wrong-but-long-enough-token' }),
+      401,
+      'UNAUTHORIZED',
+    );
     // A wrong token is refused before its body is read or acted on.
-    expectError(await call('/v1/batches', { token: 'nope-nope-nope-nope-nope', json: { plates: ['ABC1234'] } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('/v1/batches', { token: 'nope-nope-nope-nope-nope', json: { plates: ['ABC1234'] } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 
   it('accepts the token as Bearer and as x-api-key', async () => {
@@ -119,7 +128,11 @@ describe('auth', () => {
   it('serves no one when no tokens are configured, while /healthz still answers', async () => {
     const at = await serve({ ...h.config, http: { ...h.config.http, tokens: undefined } });
     expectError(await call('/v1/batches', { at }), 503, 'AUTH_NOT_CONFIGURED');
-    expectError(await call('/v1/batches', { at, auth: 'none', json: { plates: ['ABC1234'] } }), 503, 'AUTH_NOT_CONFIGURED');
+    expectError(
+      await call('/v1/batches', { at, auth: 'none', json: { plates: ['ABC1234'] } }),
+      503,
+      'AUTH_NOT_CONFIGURED',
+    );
     expect((await call('/healthz', { at, auth: 'none' })).status).toBe(200);
   });
 
@@ -144,7 +157,11 @@ describe('limits and errors', () => {
   it('refuses bodies over the limit, JSON or CSV, with 413', async () => {
     const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`note${i}`, 'x'.repeat(4_000)])); // ~80 KiB
     expectError(await call('/v1/batches', { json: { plates: ['ABC1234'], metadata } }), 413, 'PAYLOAD_TOO_LARGE');
-    expectError(await call('/v1/batches', { body: `placa\n${'ABC1234\n'.repeat(10_000)}`, type: 'text/csv' }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(
+      await call('/v1/batches', { body: `placa\n${'ABC1234\n'.repeat(10_000)}`, type: 'text/csv' }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
     // Without a Content-Length (chunked), the stream is counted as it arrives.
     const chunked = new ReadableStream({
       start(controller) {
@@ -164,14 +181,30 @@ describe('limits and errors', () => {
 
   it('refuses more than VQ_HTTP_MAX_PLATES plates with 413 TOO_MANY_PLATES, JSON or CSV, and enqueues nothing', async () => {
     const before = (await call('/v1/batches')).json.total;
-    expectError(await call('/v1/batches', { json: { plates: makePlates(MAX_PLATES + 1, 9_000) } }), 413, 'TOO_MANY_PLATES');
-    expectError(await call('/v1/batches', { body: makePlates(MAX_PLATES + 1, 9_000).join('\n'), type: 'text/csv' }), 413, 'TOO_MANY_PLATES');
+    expectError(
+      await call('/v1/batches', { json: { plates: makePlates(MAX_PLATES + 1, 9_000) } }),
+      413,
+      'TOO_MANY_PLATES',
+    );
+    expectError(
+      await call('/v1/batches', { body: makePlates(MAX_PLATES + 1, 9_000).join('\n'), type: 'text/csv' }),
+      413,
+      'TOO_MANY_PLATES',
+    );
     expect((await call('/v1/batches')).json.total).toBe(before);
   });
 
   it('answers malformed JSON and wrong types with 400', async () => {
-    expectError(await call('/v1/batches', { body: '{"plates": ["ABC1234"', type: 'application/json' }), 400, 'BAD_REQUEST');
-    expectError(await call('/v1/batches', { body: '{"__proto__": {"x": 1}, "plates": []}', type: 'application/json' }), 400, 'BAD_REQUEST');
+    expectError(
+      await call('/v1/batches', { body: '{"plates": ["ABC1234"', type: 'application/json' }),
+      400,
+      'BAD_REQUEST',
+    );
+    expectError(
+      await call('/v1/batches', { body: '{"__proto__": {"x": 1}, "plates": []}', type: 'application/json' }),
+      400,
+      'BAD_REQUEST',
+    );
     for (const json of [
       { plates: 'ABC1234' },
       { plates: [] },
@@ -196,19 +229,34 @@ describe('limits and errors', () => {
   });
 
   it('answers other media types with 415, unknown things with 404, unusable CSV with its own code', async () => {
-    expectError(await call('/v1/batches', { body: '<plates/>', type: 'application/xml' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await call('/v1/batches/nope/retry', { body: 'ABC1234', type: 'text/csv' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectError(
+      await call('/v1/batches', { body: '<plates/>', type: 'application/xml' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await call('/v1/batches/nope/retry', { body: 'ABC1234', type: 'text/csv' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
     expectError(await call('/v1/batches/no-such-batch'), 404, 'NOT_FOUND');
     expectError(await call('/v1/batches/no-such-batch/results'), 404, 'NOT_FOUND');
     expectError(await call('/v1/batches/no-such-batch/retry', { json: {} }), 404, 'NOT_FOUND');
     expectError(await call('/v2/nothing'), 404, 'NOT_FOUND');
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(200, 1)]);
     expectError(await call('/v1/batches', { body: png, type: 'text/csv' }), 422, 'CSV_BINARY');
-    expectError(await call('/v1/batches?column=chassi', { body: 'placa;nome\nABC1234;Ana\n', type: 'text/csv' }), 422, 'CSV_NO_PLATE_COLUMN');
+    expectError(
+      await call('/v1/batches?column=chassi', { body: 'placa;nome\nABC1234;Ana\n', type: 'text/csv' }),
+      422,
+      'CSV_NO_PLATE_COLUMN',
+    );
   });
 
   it('hides unexpected failures behind 500 INTERNAL', async () => {
-    const broken = { ...h.services, batches: { list: () => Promise.reject(new Error('boom: /srv/secret/path')) } } as unknown as QueueServices;
+    const broken = {
+      ...h.services,
+      batches: { list: () => Promise.reject(new Error('boom: /srv/secret/path')) },
+    } as unknown as QueueServices;
     const at = await serve(h.config, broken);
     const answer = await call('/v1/batches', { at });
     expectError(answer, 500, 'INTERNAL');
@@ -219,14 +267,28 @@ describe('limits and errors', () => {
 describe('batches', () => {
   it('takes a JSON batch, reports progress, streams partial then final results', async () => {
     const [a, b, c] = makePlates(3, 100);
-    const plates = [a!, { plate: b!, customer: 'ACME', seq: 7 }, 'not a plate', a!, FAILING, { plate: c!, customer: 'Zé' }];
+    const plates = [
+      a!,
+      { plate: b!, customer: 'ACME', seq: 7 },
+      'not a plate',
+      a!,
+      FAILING,
+      { plate: c!, customer: 'Zé' },
+    ];
     const posted = await call('/v1/batches', { json: { plates, metadata: { by: 'test' }, name: 'frota' } });
     expect(posted.status).toBe(202);
     const id = posted.json.batch.id as string;
     expect(id).toMatch(/^frota-[0-9a-f]{12}$/);
     expect(posted.headers.get('location')).toBe(`/v1/batches/${id}`);
     expect(posted.json).toMatchObject({
-      batch: { id, created: true, source: 'api', name: 'frota', metadata: { by: 'test' }, counts: { total: 6, enqueued: 4, rejected: 1, duplicates: 1 } },
+      batch: {
+        id,
+        created: true,
+        source: 'api',
+        name: 'frota',
+        metadata: { by: 'test' },
+        counts: { total: 6, enqueued: 4, rejected: 1, duplicates: 1 },
+      },
       rejects: [{ row: 3, input: 'not a plate', reason: 'BAD_LENGTH', message: expect.any(String) }],
       links: { self: `/v1/batches/${id}`, results: `/v1/batches/${id}/results` },
     });
@@ -240,7 +302,11 @@ describe('batches', () => {
     expect(running.eta?.seconds).toBeGreaterThanOrEqual(0);
 
     const done = await waitFinished(id);
-    expect(done).toMatchObject({ finished: true, progress: { percent: 100, finished: 4, of: 4 }, counts: { done: 3, failed: 1 } });
+    expect(done).toMatchObject({
+      finished: true,
+      progress: { percent: 100, finished: 4, of: 4 },
+      counts: { done: 3, failed: 1 },
+    });
     expect(done.eta).toBeUndefined();
 
     const results = await call(`/v1/batches/${id}/results?format=jsonl`);
@@ -254,7 +320,11 @@ describe('batches', () => {
       [5, 'failed'],
       [6, 'done'],
     ]);
-    expect(rows[1]).toMatchObject({ plate: b, input_columns: { customer: 'ACME', seq: '7' }, result: expect.any(Object) });
+    expect(rows[1]).toMatchObject({
+      plate: b,
+      input_columns: { customer: 'ACME', seq: '7' },
+      result: expect.any(Object),
+    });
     expect(rows[3]).toMatchObject({ duplicateOf: 1 });
     expect(rows[4].error.code).toBeTruthy();
 
@@ -273,7 +343,11 @@ describe('batches', () => {
     const posted = await call('/v1/batches?name=frota.csv', { body, type: 'text/csv; charset=utf-8' });
     expect(posted.status).toBe(202);
     const id = posted.json.batch.id as string;
-    expect(posted.json.batch).toMatchObject({ created: true, extraColumns: ['cliente'], counts: { total: 5, enqueued: 2, rejected: 2, duplicates: 1 } });
+    expect(posted.json.batch).toMatchObject({
+      created: true,
+      extraColumns: ['cliente'],
+      counts: { total: 5, enqueued: 2, rejected: 2, duplicates: 1 },
+    });
     expect(posted.json.rejects).toEqual([
       expect.objectContaining({ row: 3, input: 'xx', reason: 'BAD_LENGTH' }),
       expect.objectContaining({ row: 5, input: 'ABCD123', reason: 'BAD_FORMAT' }),
@@ -314,7 +388,9 @@ describe('batches', () => {
   });
 
   it('retries failed plates: polling again by default, creating anew with recreate', async () => {
-    const posted = await call('/v1/batches', { json: { plates: [FAILING, ...makePlates(2, 400)], batchId: 'retry-me' } });
+    const posted = await call('/v1/batches', {
+      json: { plates: [FAILING, ...makePlates(2, 400)], batchId: 'retry-me' },
+    });
     expect(posted.json.batch.id).toBe('retry-me');
     await waitFinished('retry-me');
     const creates = h.sim.stats().creates;
@@ -368,10 +444,17 @@ describe('operations', () => {
 
     await h.line.pauseByOperator('maintenance');
     const paused = await call('/healthz', { auth: 'none' });
-    expect(paused.json).toMatchObject({ status: 'degraded', accounts: [{ paused: true, reason: expect.stringContaining('maintenance'), waiting: { reason: 'paused' } }] });
+    expect(paused.json).toMatchObject({
+      status: 'degraded',
+      accounts: [{ paused: true, reason: expect.stringContaining('maintenance'), waiting: { reason: 'paused' } }],
+    });
     await h.line.resume();
 
-    const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
     const at = await serve(h.config, { ...h.services, redis: dead });
     const down = await call('/healthz', { at, auth: 'none' });
     expect(down.status).toBe(503);
@@ -384,7 +467,14 @@ describe('operations', () => {
     try {
       const posted = await call('/v1/batches', { json: { plates: makePlates(2, 500) } });
       const view = (await call(posted.json.links.self)).json;
-      expect(view).toMatchObject({ finished: false, waiting: { reason: 'paused', code: 'PAUSED_BY_OPERATOR', message: expect.stringContaining('maintenance window') } });
+      expect(view).toMatchObject({
+        finished: false,
+        waiting: {
+          reason: 'paused',
+          code: 'PAUSED_BY_OPERATOR',
+          message: expect.stringContaining('maintenance window'),
+        },
+      });
       expect(view.eta).toBeUndefined();
     } finally {
       await h.line.resume();
@@ -394,7 +484,15 @@ describe('operations', () => {
   it('/openapi.json is an OpenAPI 3 document of the declared routes', async () => {
     const doc = (await call('/openapi.json', { auth: 'none' })).json;
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/batches', '/v1/batches/{id}', '/v1/batches/{id}/results', '/v1/batches/{id}/retry', '/healthz']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/batches',
+        '/v1/batches/{id}',
+        '/v1/batches/{id}/results',
+        '/v1/batches/{id}/retry',
+        '/healthz',
+      ]),
+    );
     const post = doc.paths['/v1/batches'].post;
     expect(Object.keys(post.requestBody.content)).toEqual([
       'application/json',
@@ -402,13 +500,20 @@ describe('operations', () => {
       'text/csv',
       'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
     ]);
-    expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchBody' });
+    expect(post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/CreateBatchBody',
+    });
     expect(doc.components.schemas.CreateBatchBody.properties.plates.type).toBe('array');
-    expect(post.responses['202'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchReply' });
+    expect(post.responses['202'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/CreateBatchReply',
+    });
     expect(doc.components.schemas.CreateBatchReply.properties.batch).toBeDefined();
     expect(post.responses['413']).toBeDefined();
     expect(doc.paths['/v1/batches'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['offset', 'limit']);
-    expect(doc.components.securitySchemes).toMatchObject({ bearer: { scheme: 'bearer' }, apiKey: { name: 'x-api-key' } });
+    expect(doc.components.securitySchemes).toMatchObject({
+      bearer: { scheme: 'bearer' },
+      apiKey: { name: 'x-api-key' },
+    });
   });
 
   it('logs each request once at info, and never the token', async () => {
@@ -427,7 +532,12 @@ describe('operations', () => {
 });
 
 describe('views (pure)', () => {
-  const line = (state: Partial<AccountLineState> = {}): AccountLineState => ({ account: 'default', rateLimit: '60/min', paused: false, ...state });
+  const line = (state: Partial<AccountLineState> = {}): AccountLineState => ({
+    account: 'default',
+    rateLimit: '60/min',
+    paused: false,
+    ...state,
+  });
   const info = (counts: Partial<BatchInfo['counts']>): BatchInfo =>
     ({
       id: 'b',
@@ -459,15 +569,23 @@ describe('views (pure)', () => {
 
   it('says why the line waits', () => {
     expect(waitingOf(line())).toBeUndefined();
-    expect(waitingOf(line({ paused: true, pause: { code: 'EXPIRED_API_KEY', message: 'the key expired', at: 0 } }))).toMatchObject({ reason: 'paused', code: 'EXPIRED_API_KEY' });
-    expect(waitingOf(line({ limitedUntil: 5_000, limitReason: 'rate_limit' }))).toMatchObject({ reason: 'rate_limit', until: new Date(5_000).toISOString() });
+    expect(
+      waitingOf(line({ paused: true, pause: { code: 'EXPIRED_API_KEY', message: 'the key expired', at: 0 } })),
+    ).toMatchObject({ reason: 'paused', code: 'EXPIRED_API_KEY' });
+    expect(waitingOf(line({ limitedUntil: 5_000, limitReason: 'rate_limit' }))).toMatchObject({
+      reason: 'rate_limit',
+      until: new Date(5_000).toISOString(),
+    });
   });
 
   it('dryRun reports the cost and sends nothing upstream; maxCreates caps the batch', async () => {
     const plates = makePlates(12, 7_000);
     const dry = await call('/v1/batches', { json: { plates: [...plates, 'bad', plates[0]], dryRun: true } });
     expect(dry.status).toBe(200);
-    expect(dry.json).toMatchObject({ dryRun: true, estimate: { rows: 14, plates: 12, rejected: 1, duplicates: 1, creates: 12 } });
+    expect(dry.json).toMatchObject({
+      dryRun: true,
+      estimate: { rows: 14, plates: 12, rejected: 1, duplicates: 1, creates: 12 },
+    });
     // Other batches of this file may still be polling: look at these plates only.
     const createsByPlate = h.sim.stats({ plates: true }).createsByPlate ?? {};
     expect(plates.filter((p) => createsByPlate[p] !== undefined)).toEqual([]);

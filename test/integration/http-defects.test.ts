@@ -4,16 +4,16 @@
 // and the dashboard outside our shape, tokens in the query string written to the log, and
 // connections that send their body slowly (or never) held open without limit.
 import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
+import { createHttpApi } from '../../src/server.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type Harness, makePlates, sleep, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
@@ -28,7 +28,10 @@ let tmp: string;
 const apps: FastifyInstance[] = [];
 const extraServices: QueueServices[] = [];
 
-async function serve(config: Config = h.config, services: QueueServices = h.services): Promise<{ base: string; port: number }> {
+async function serve(
+  config: Config = h.config,
+  services: QueueServices = h.services,
+): Promise<{ base: string; port: number }> {
   const app = await createHttpApi({ services, config, logger: h.logs.logger });
   apps.push(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -94,7 +97,9 @@ function parseRaw(raw: string): { status: number; json: any; text: string } {
   const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1]);
   const text = raw.slice(raw.indexOf('\r\n\r\n') + 4);
   // A chunked body: take the JSON between the chunk sizes.
-  const jsonText = /^[0-9a-f]+\r\n/i.test(text) ? text.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n$/, '') : text;
+  const jsonText = /^[0-9a-f]+\r\n/i.test(text)
+    ? text.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n$/, '')
+    : text;
   let json: unknown;
   try {
     json = JSON.parse(jsonText);
@@ -141,7 +146,9 @@ describe('1. a batch id already taken by other content', () => {
     expectError(other, 409, 'BATCH_ID_TAKEN');
     expect(other.json.error.message).toContain('taken-1');
     // The same plates as other fields of a row are other content too.
-    const withFields = await call('/v1/batches', { json: { plates: makePlates(2, 100).map((plate) => ({ plate, customer: '42' })), batchId: 'taken-1' } });
+    const withFields = await call('/v1/batches', {
+      json: { plates: makePlates(2, 100).map((plate) => ({ plate, customer: '42' })), batchId: 'taken-1' },
+    });
     expectError(withFields, 409, 'BATCH_ID_TAKEN');
 
     const info = await h.services.batches.get('taken-1');
@@ -154,7 +161,10 @@ describe('1. a batch id already taken by other content', () => {
 
 describe('2. the upstream key is never a service token', () => {
   it('refuses to start when a configured service token is an upstream key', async () => {
-    const withKey: Config = { ...h.config, http: { ...h.config.http, tokens: { kind: 'inline', secrets: [new Secret(TOKEN), new Secret(TEST_KEY)] } } };
+    const withKey: Config = {
+      ...h.config,
+      http: { ...h.config.http, tokens: { kind: 'inline', secrets: [new Secret(TOKEN), new Secret(TEST_KEY)] } },
+    };
     const err = await createHttpApi({ services: h.services, config: withKey, logger: h.logs.logger }).then(
       () => undefined,
       (e: unknown) => e,
@@ -180,7 +190,10 @@ describe('2. the upstream key is never a service token', () => {
   });
 
   it('`vqb serve` stops at start-up with one line naming the setting, never the key', async () => {
-    const { code, stdout, stderr } = await spawnVqb(['serve', '--no-inbox'], harnessEnv(h, { VQ_API_TOKENS: `${TOKEN},${TEST_KEY}`, VQ_HTTP_PORT: '0' })).done;
+    const { code, stdout, stderr } = await spawnVqb(
+      ['serve', '--no-inbox'],
+      harnessEnv(h, { VQ_API_TOKENS: `${TOKEN},${TEST_KEY}`, VQ_HTTP_PORT: '0' }),
+    ).done;
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
@@ -209,10 +222,26 @@ describe('2. the upstream key is never a service token', () => {
 describe('3. a body of another media type', () => {
   it('answers 415 to text/plain (and other types) and enqueues nothing', async () => {
     const before = await batchTotal();
-    expectError(await call('/v1/batches', { body: 'placa\nABC1234\n', type: 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await call('/v1/batches', { body: '{"plates":["ABC1234"]}', type: 'text/plain; charset=utf-8' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await call('/v1/batches', { body: 'plates=ABC1234', type: 'application/x-www-form-urlencoded' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    expectError(await call('/v1/batches/taken-1/retry', { body: 'recreate', type: 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectError(
+      await call('/v1/batches', { body: 'placa\nABC1234\n', type: 'text/plain' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await call('/v1/batches', { body: '{"plates":["ABC1234"]}', type: 'text/plain; charset=utf-8' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await call('/v1/batches', { body: 'plates=ABC1234', type: 'application/x-www-form-urlencoded' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    expectError(
+      await call('/v1/batches/taken-1/retry', { body: 'recreate', type: 'text/plain' }),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
     expect(await batchTotal()).toBe(before);
   });
 });
@@ -264,12 +293,19 @@ describe('5. a CSV with a header and no rows', () => {
       await watcher.scanOnce();
       const before = await batchTotal();
       await writeFile(join(root, 'inbox', 'so-cabecalho.csv'), 'placa;cliente\r\n');
-      for (let i = 0; i < 100 && !(await readdir(join(root, 'failed')).catch(() => [] as string[])).includes('so-cabecalho.csv.error.txt'); i++) {
+      for (
+        let i = 0;
+        i < 100 &&
+        !(await readdir(join(root, 'failed')).catch(() => [] as string[])).includes('so-cabecalho.csv.error.txt');
+        i++
+      ) {
         await watcher.scanOnce();
         await sleep(100);
       }
       expect((await readdir(join(root, 'failed'))).sort()).toEqual(['so-cabecalho.csv', 'so-cabecalho.csv.error.txt']);
-      expect(await readFile(join(root, 'failed', 'so-cabecalho.csv.error.txt'), 'utf8')).toMatch(/header.*no rows.*\[CSV_EMPTY\]/s);
+      expect(await readFile(join(root, 'failed', 'so-cabecalho.csv.error.txt'), 'utf8')).toMatch(
+        /header.*no rows.*\[CSV_EMPTY\]/s,
+      );
       expect(await readdir(join(root, 'archive')).catch(() => [])).toEqual([]);
       expect(await batchTotal()).toBe(before);
     } finally {
@@ -281,11 +317,17 @@ describe('5. a CSV with a header and no rows', () => {
 describe("6. errors from Node's parser and from the dashboard", () => {
   it('431 and 400 from the HTTP parser are in our shape', async () => {
     const { port } = new URL(base);
-    const big = await rawExchange(Number(port), `GET /v1/batches HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const big = await rawExchange(
+      Number(port),
+      `GET /v1/batches HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     expectError(big, 431, 'HEADERS_TOO_LARGE');
     const garbage = await rawExchange(Number(port), 'GARBAGE\r\n\r\n');
     expectError(garbage, 400, 'BAD_REQUEST');
-    const badLength = await rawExchange(Number(port), 'POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n');
+    const badLength = await rawExchange(
+      Number(port),
+      'POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+    );
     expectError(badLength, 400, 'BAD_REQUEST');
   });
 
@@ -315,7 +357,13 @@ describe("6. errors from Node's parser and from the dashboard", () => {
 
 describe('7. a token in the query string', () => {
   it('is refused and never written to the log', async () => {
-    const secrets = ['qs-secret-token-0000000001', 'qs-secret-token-0000000002', 'qs-secret-token-0000000003', 'qs-secret-token-0000000004', 'qs-secret-token-0000000005'];
+    const secrets = [
+      'qs-secret-token-0000000001',
+      'qs-secret-token-0000000002',
+      'qs-secret-token-0000000003',
+      'qs-secret-token-0000000004',
+      'qs-secret-token-0000000005',
+    ];
     const names = ['token', 'api_key', 'apikey', 'key', 'access_token'];
     for (const [i, name] of names.entries()) {
       expectError(await call(`/v1/batches?${name}=${secrets[i]}&limit=5`, { token: null }), 401, 'UNAUTHORIZED');
@@ -326,7 +374,13 @@ describe('7. a token in the query string', () => {
     const text = h.logs.text();
     for (const secret of secrets) expect(text).not.toContain(secret);
     // The request is still logged, with what is not secret.
-    const lines = h.logs.lines.filter((l) => l.msg === 'request' && typeof l.url === 'string' && (l.url as string).startsWith('/v1/batches?') && l.statusCode === 401);
+    const lines = h.logs.lines.filter(
+      (l) =>
+        l.msg === 'request' &&
+        typeof l.url === 'string' &&
+        (l.url as string).startsWith('/v1/batches?') &&
+        l.statusCode === 401,
+    );
     expect(lines.length).toBeGreaterThanOrEqual(names.length);
     expect(lines.some((l) => String(l.url).includes('limit=5'))).toBe(true);
   });

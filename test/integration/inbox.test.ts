@@ -6,7 +6,7 @@ import { appendFile, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symli
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createInboxWatcher, isForceName, type InboxWatcher } from '../../src/producers/inbox.js';
+import { createInboxWatcher, type InboxWatcher, isForceName } from '../../src/producers/inbox.js';
 import { pathIn } from '../../src/producers/inbox-files.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
@@ -28,7 +28,11 @@ afterEach(async () => {
 async function setup(label: string, sim: HarnessOptions = {}) {
   base = await mkdtemp(join(tmpdir(), 'vqb-inbox-'));
   const root = join(base, 'root');
-  const h = await harness.start({ label, ...sim, config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' } });
+  const h = await harness.start({
+    label,
+    ...sim,
+    config: { VQ_ROOT: root, VQ_INBOX_STABLE: `${STABLE_MS}ms`, VQ_INBOX_POLL: '100ms' },
+  });
   const newWatcher = () => {
     const w = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
     watchers.push(w);
@@ -122,7 +126,15 @@ describe('inbox drop folder', () => {
     expect(lines).toHaveLength(list.length + 1);
     expect(lines[0]!.slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
     expect(lines[0]).toContain('cliente');
-    expect(lines.slice(1).map((l) => l[3])).toEqual(['done', 'done', 'done', 'done', 'failed', 'rejected', 'duplicate']);
+    expect(lines.slice(1).map((l) => l[3])).toEqual([
+      'done',
+      'done',
+      'done',
+      'done',
+      'failed',
+      'rejected',
+      'duplicate',
+    ]);
     expect(h.sim.stats().creates).toBe(5);
 
     for (const step of ['taken', 'ingested', 'archived', 'exported']) {
@@ -159,7 +171,10 @@ describe('inbox drop folder', () => {
     await watcher.scanOnce();
     const inbox = dir('inbox');
     await writeFile(join(inbox, 'random.csv'), randomBytes(4096));
-    await writeFile(join(inbox, 'planilha.csv'), Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), randomBytes(500)]));
+    await writeFile(
+      join(inbox, 'planilha.csv'),
+      Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), randomBytes(500)]),
+    );
     // Valid for the first ~100 KiB, NUL bytes after: found only by reading to the end.
     await writeFile(join(inbox, 'nul.csv'), Buffer.concat([Buffer.from(csv(plates('NUL', 9000))), Buffer.alloc(16)]));
     await writeFile(join(inbox, 'notes.xlsx'), 'placa\nABC1234\n');
@@ -223,7 +238,9 @@ describe('inbox drop folder', () => {
     await queueIdle(h);
     expect(h.sim.stats().creates).toBe(3);
 
-    expect(isForceName('force-frota.csv') && isForceName('frota.FORCE.csv') && !isForceName('forcefrota.csv')).toBe(true);
+    expect(isForceName('force-frota.csv') && isForceName('frota.FORCE.csv') && !isForceName('forcefrota.csv')).toBe(
+      true,
+    );
     await drop('force-frota.csv');
     await drop('force-frota.csv');
     await drop('frota.force.csv');
@@ -231,7 +248,11 @@ describe('inbox drop folder', () => {
     expect(ids).toHaveLength(4);
     expect(new Set(ids).size).toBe(4);
     expect(await ls('archive')).toHaveLength(5);
-    await until(watcher, async () => (await ls('outbox')).filter((f) => f.endsWith('.jsonl')).length === 4, 'the forced exports');
+    await until(
+      watcher,
+      async () => (await ls('outbox')).filter((f) => f.endsWith('.jsonl')).length === 4,
+      'the forced exports',
+    );
     expect(h.sim.stats().creates).toBe(12);
   });
 
@@ -253,7 +274,9 @@ describe('inbox drop folder', () => {
       product: h.config.product,
       extraColumns: ['cliente'],
     });
-    const first: IngestRow[] = list.slice(0, 10).map((plate, i) => ({ row: i + 1, input: plate, extra: [`cliente ${i + 1}`], kind: 'queued', plate }));
+    const first: IngestRow[] = list
+      .slice(0, 10)
+      .map((plate, i) => ({ row: i + 1, input: plate, extra: [`cliente ${i + 1}`], kind: 'queued', plate }));
     await h.services.batches.addRows(opened, first);
     await writeFile(join(dir('processing'), name), content);
     await sleep(300); // the first jobs get created meanwhile
@@ -296,7 +319,20 @@ describe('inbox drop folder', () => {
     };
     for (const [name, content] of Object.entries(files)) await writeFile(join(inbox, name), content);
     expect(() =>
-      pathIn({ root, dirs: { inbox, processing: dir('processing'), archive: dir('archive'), failed: dir('failed'), outbox: dir('outbox') } }, 'inbox', '../x.csv'),
+      pathIn(
+        {
+          root,
+          dirs: {
+            inbox,
+            processing: dir('processing'),
+            archive: dir('archive'),
+            failed: dir('failed'),
+            outbox: dir('outbox'),
+          },
+        },
+        'inbox',
+        '../x.csv',
+      ),
     ).toThrow(/refusing/);
 
     watcher.start();
@@ -304,7 +340,15 @@ describe('inbox drop folder', () => {
     const deadline = Date.now() + 20_000;
     while ((await ls('outbox')).length < ids.length * 3 && Date.now() < deadline) await sleep(100);
     await watcher.stop();
-    expect(watcher.status()).toMatchObject({ running: false, scanning: false, taken: 5, failed: 0, exported: 5, pendingExports: 0, waiting: 0 });
+    expect(watcher.status()).toMatchObject({
+      running: false,
+      scanning: false,
+      taken: 5,
+      failed: 0,
+      exported: 5,
+      pendingExports: 0,
+      waiting: 0,
+    });
     expect(await ls('outbox')).toEqual(ids.flatMap((id) => [`${id}.csv`, `${id}.jsonl`, `${id}.rejects.csv`]).sort());
 
     expect(await ls('inbox')).toEqual(['dir-link.csv', 'link.csv', 'pasta.csv']);
@@ -330,7 +374,9 @@ describe('inbox drop folder', () => {
     // Nothing was written outside the root: the temp dir holds the root and the untouched outside file.
     const walk = async (d: string): Promise<string[]> => {
       const entries = await readdir(d, { withFileTypes: true });
-      const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)])));
+      const nested = await Promise.all(
+        entries.map((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)])),
+      );
       return nested.flat();
     };
     const everything = (await walk(base)).map((p) => relative(base, p));

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/queue/inflight.js';
 import { VqbKeys } from '../../src/queue/keys.js';
-import { redisTestContext, type RedisTestContext } from '../helpers/redis.js';
+import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;
 afterEach(async () => {

@@ -12,7 +12,11 @@ describe('ingest lock', () => {
     const held = await h.services.batches.lockIngest('locked');
     const waits: number[] = [];
     const started = Date.now();
-    const running = ingest(h.services, { id: 'locked', source: 'library', name: 'locked', onLockWait: (ms) => waits.push(ms) }, rowsFromPlates(makePlates(5)));
+    const running = ingest(
+      h.services,
+      { id: 'locked', source: 'library', name: 'locked', onLockWait: (ms) => waits.push(ms) },
+      rowsFromPlates(makePlates(5)),
+    );
     await new Promise((r) => setTimeout(r, 600));
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThan(55_000);

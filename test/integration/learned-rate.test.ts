@@ -36,7 +36,9 @@ describe('learned rate (auto)', () => {
     await sleep(30_000);
     const m = await measure(h, 'key1', 30_000);
     const rate = await inForce(h);
-    console.log(`learned (no headers): ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s in 30 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`);
+    console.log(
+      `learned (no headers): ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s in 30 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`,
+    );
     expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.9);
     expect(m.rateLimited).toBeLessThanOrEqual(2.5);
     expect(rate.source).toBe('learned');
@@ -53,7 +55,9 @@ describe('learned rate (auto)', () => {
     await sleep(20_000);
     const m = await measure(h, 'key1', 24_000);
     const rate = await inForce(h);
-    console.log(`configured 40/s on a 20/s key: ${m.perSecond.toFixed(1)}/s, ${m.rateLimited} 429s in 24 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`);
+    console.log(
+      `configured 40/s on a 20/s key: ${m.perSecond.toFixed(1)}/s, ${m.rateLimited} 429s in 24 s; in force ${rate.perSecond.toFixed(1)}/s (${rate.source})`,
+    );
     expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.9);
     expect(m.rateLimited).toBeLessThanOrEqual(2);
     expect(rate).toMatchObject({ source: 'learned', ceilingPerSecond: 40 });
@@ -69,7 +73,9 @@ describe('learned rate (auto)', () => {
     await sleep(8_000);
     const m = await measure(h, 'key1', 15_000);
     const rate = await inForce(h);
-    console.log(`announced: ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s; in force ${rate.perSecond.toFixed(2)}/s (${rate.source}, window ${rate.windowMs} ms)`);
+    console.log(
+      `announced: ${m.perSecond.toFixed(1)}/s of 20/s, ${m.rateLimited} 429s; in force ${rate.perSecond.toFixed(2)}/s (${rate.source}, window ${rate.windowMs} ms)`,
+    );
     expect(rate).toMatchObject({ source: 'announced', limit: 20, windowMs: 1_000 });
     expect(m.perSecond / 20).toBeGreaterThanOrEqual(0.95);
     expect(h.sim.stats().rateLimited).toBe(0);
@@ -80,7 +86,11 @@ describe('learned rate (auto)', () => {
   }, 60_000);
 
   it('a configured rate far from the limit the upstream announces: one warning with the value to set', async () => {
-    const h = await harness.start({ label: 'learn-mismatch', config: { VQ_RATE_LIMIT: '40/s' }, sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 500] } });
+    const h = await harness.start({
+      label: 'learn-mismatch',
+      config: { VQ_RATE_LIMIT: '40/s' },
+      sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 500] },
+    });
     await h.enqueue('m', makePlates(120));
     await h.waitForBatch('m', 60_000);
     const warnings = h.logs.lines.filter((l) => l.event === 'account.rate_mismatch');
@@ -127,7 +137,11 @@ describe('learned rate (auto)', () => {
     await h.enqueue('s', makePlates(1_200, 5_000), { account: 'seguros' });
     const children: ChildProcess[] = [];
     try {
-      for (let i = 0; i < 3; i++) children.push(spawnVqb(['work'], harnessEnv(h, { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '8', VQ_PACING_JITTER: '50ms' })).child);
+      for (let i = 0; i < 3; i++)
+        children.push(
+          spawnVqb(['work'], harnessEnv(h, { VQ_RATE_LIMIT: 'auto', VQ_CONCURRENCY: '8', VQ_PACING_JITTER: '50ms' }))
+            .child,
+        );
       await sleep(35_000);
       const [frota, seguros] = await Promise.all([measure(h, 'frota', 20_000), measure(h, 'seguros', 20_000)]);
       const [rf, rs] = await Promise.all([inForce(h, 'frota'), inForce(h, 'seguros')]);

@@ -5,10 +5,10 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { isError, isVqbError, OptionsError } from '../../src/errors.js';
 import { createVqb, type Vqb } from '../../src/index.js';
 import { BatchView } from '../../src/schemas/batch.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
 
@@ -45,7 +45,11 @@ async function cliJson(args: string[]): Promise<any> {
 
 describe('one batch shape', () => {
   it('batch.progress(), GET /v1/batches/:id and `vqb status <id> --json` are the same object, times in ISO 8601', async () => {
-    const batch = await vqb.enqueue(['ABC1D23', { plate: 'xyz-9876', customer: '42' }, 'not a plate'], { name: 'shape', metadata: { by: 'contract' }, maxCreates: 10 });
+    const batch = await vqb.enqueue(['ABC1D23', { plate: 'xyz-9876', customer: '42' }, 'not a plate'], {
+      name: 'shape',
+      metadata: { by: 'contract' },
+      maxCreates: 10,
+    });
     const finished = await batch.done({ timeoutMs: 30_000 });
     const fromLibrary = await batch.progress();
     expect(finished).toEqual(fromLibrary);
@@ -95,7 +99,9 @@ describe('the library refuses typos', () => {
     const wrongType = await rejection(vqb.enqueue(['DEF4G56'], fromJavaScript));
     expect(wrongType).toMatchObject({ code: 'BAD_OPTIONS', message: expect.stringMatching(/^options\.weight: /) });
     // The API's rules, not looser ones: metadata is flat.
-    expect(await rejection(vqb.enqueue(['DEF4G56'], { metadata: { nested: { a: 1 } } as never }))).toMatchObject({ code: 'BAD_OPTIONS' });
+    expect(await rejection(vqb.enqueue(['DEF4G56'], { metadata: { nested: { a: 1 } } as never }))).toMatchObject({
+      code: 'BAD_OPTIONS',
+    });
     // @ts-expect-error the dry run checks the same options
     expect(await rejection(vqb.estimate(['DEF4G56'], { reuseWithin: 1_000 }))).toMatchObject({ code: 'BAD_OPTIONS' });
 

@@ -38,7 +38,11 @@ describe('the library example (docs/library.md)', () => {
         types: ['node'],
       };
       await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['example.mts'] }));
-      const tsc = await promisify(execFile)(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir]).catch((err: { stdout: string }) => err);
+      const tsc = await promisify(execFile)(process.execPath, [
+        join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        dir,
+      ]).catch((err: { stdout: string }) => err);
       expect(tsc.stdout).toBe('');
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -4,17 +4,25 @@ import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { startWorker } from '../../workers/worker.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { families, parseSamples, promtoolCheck, sumOf, type Sample } from '../helpers/metrics.js';
+import { families, parseSamples, promtoolCheck, type Sample, sumOf } from '../helpers/metrics.js';
 import { freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
 describe('metrics', () => {
   it('vqb work --metrics-port: counters move while a batch runs; promtool finds nothing; OpenMetrics on request', async () => {
-    const h = await harness.start({ label: 'metrics', workers: 0, sim: { completionMs: [200, 400], rateLimit: '30/s', window: 'fixed' }, config: { VQ_RATE_LIMIT: '60/s' } });
+    const h = await harness.start({
+      label: 'metrics',
+      workers: 0,
+      sim: { completionMs: [200, 400], rateLimit: '30/s', window: 'fixed' },
+      config: { VQ_RATE_LIMIT: '60/s' },
+    });
     await h.enqueue('b', makePlates(60));
     const port = await freePort();
-    const { child, done } = spawnVqb(['work', '--metrics-port', String(port)], harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }));
+    const { child, done } = spawnVqb(
+      ['work', '--metrics-port', String(port)],
+      harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }),
+    );
     try {
       const scrape = async (accept?: string) => {
         for (let i = 0; i < 50; i++) {
@@ -37,14 +45,21 @@ describe('metrics', () => {
       const late = parseSamples(text);
       const creates = { account: 'default', operation: 'create', status: '201' };
       expect(sumOf(late, 'vqb_upstream_requests_total', creates)).toBe(60);
-      expect(sumOf(late, 'vqb_upstream_requests_total', creates)).toBeGreaterThan(sumOf(early, 'vqb_upstream_requests_total', creates));
+      expect(sumOf(late, 'vqb_upstream_requests_total', creates)).toBeGreaterThan(
+        sumOf(early, 'vqb_upstream_requests_total', creates),
+      );
       expect(sumOf(late, 'vqb_plates_finished_total', { account: 'default', status: 'done' })).toBe(60);
       expect(sumOf(late, 'vqb_upstream_requests_per_plate_count')).toBe(60);
       // The simulator's fixed window at half our rate: 429s or budget waits must show up.
-      expect(sumOf(late, 'vqb_line_wait_seconds_total', { account: 'default', reason: 'rate_limit' })).toBeGreaterThan(0);
+      expect(sumOf(late, 'vqb_line_wait_seconds_total', { account: 'default', reason: 'rate_limit' })).toBeGreaterThan(
+        0,
+      );
       expect(sumOf(late, 'vqb_upstream_ratelimit_limit', { account: 'default' })).toBe(30);
       // The rate in force: 60/s configured, refused by the upstream (30 per fixed second), so followed below it, learned from the 429s.
-      const inForce = sumOf(late, 'vqb_account_rate_limit_requests_per_second', { account: 'default', source: 'learned' });
+      const inForce = sumOf(late, 'vqb_account_rate_limit_requests_per_second', {
+        account: 'default',
+        source: 'learned',
+      });
       expect(inForce).toBeGreaterThan(0);
       expect(inForce).toBeLessThan(60);
       expect(families(text).get('process_cpu_seconds_total')).toBe('counter');
@@ -74,7 +89,8 @@ describe('metrics', () => {
     metrics.observeQueue(h.services);
     h.workers.push(startWorker(h.config, { logger: h.logs.logger, metrics }));
     const scrape = async () => ({ at: performance.now(), samples: parseSamples((await metrics.render()).body) });
-    const requests = (s: { samples: Sample[] }) => sumOf(s.samples, 'vqb_upstream_requests_total', { account: 'fleet' });
+    const requests = (s: { samples: Sample[] }) =>
+      sumOf(s.samples, 'vqb_upstream_requests_total', { account: 'fleet' });
 
     await h.enqueue('fleet-batch', makePlates(120), { account: 'fleet' });
     await h.enqueue('capped-batch', makePlates(15, 5_000), { account: 'capped' });
@@ -109,14 +125,17 @@ describe('metrics', () => {
       'capped batch at its cap',
     );
     const capped = { account: 'capped', period: 'day' };
-    const dailyUse = sumOf(late.samples, 'vqb_account_creates_used', capped) / sumOf(late.samples, 'vqb_account_creates_cap', capped);
+    const dailyUse =
+      sumOf(late.samples, 'vqb_account_creates_used', capped) / sumOf(late.samples, 'vqb_account_creates_cap', capped);
     expect(dailyUse).toBe(1);
     expect(sumOf(late.samples, 'vqb_account_creates_used', { account: 'capped', period: 'month' })).toBe(10);
     expect(late.samples.filter((s) => s.name === 'vqb_account_creates_cap' && s.labels.period === 'month')).toEqual([]);
     expect(sumOf(late.samples, 'vqb_account_creates_used', { account: 'fleet', period: 'day' })).toBe(120);
     expect(sumOf(late.samples, 'vqb_line_waiting', { account: 'capped', reason: 'budget' })).toBe(1);
     expect(sumOf(late.samples, 'vqb_line_waiting', { account: 'fleet' })).toBe(0);
-    expect(sumOf(late.samples, 'vqb_line_wait_end_timestamp_seconds', { account: 'capped', reason: 'budget' })).toBeGreaterThan(Date.now() / 1_000);
+    expect(
+      sumOf(late.samples, 'vqb_line_wait_end_timestamp_seconds', { account: 'capped', reason: 'budget' }),
+    ).toBeGreaterThan(Date.now() / 1_000);
     const held = { batch: 'capped-batch', account: 'capped' };
     expect(sumOf(late.samples, 'vqb_batch_plates_enqueued', held)).toBe(15);
     expect(sumOf(late.samples, 'vqb_batch_plates_failed', held)).toBe(0);

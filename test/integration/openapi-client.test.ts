@@ -28,7 +28,10 @@ let tmp: string;
 let doc: any;
 
 beforeAll(async () => {
-  h = await harness.start({ label: 'openapi', config: { VQ_API_TOKENS: TOKEN, VQ_HTTP_BODY_LIMIT: String(BODY_LIMIT) } });
+  h = await harness.start({
+    label: 'openapi',
+    config: { VQ_API_TOKENS: TOKEN, VQ_HTTP_BODY_LIMIT: String(BODY_LIMIT) },
+  });
   app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -45,7 +48,11 @@ afterAll(async () => {
 });
 
 function post(body: string | FormData, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, ...headers }, body });
+  return fetch(`${base}/v1/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, ...headers },
+    body,
+  });
 }
 
 async function expectError(res: Response, status: number, code: string): Promise<string> {
@@ -58,30 +65,65 @@ describe('the document', () => {
   it('passes `redocly lint` (recommended rules, redocly.yaml) with no error and no warning', async () => {
     const file = join(tmp, 'openapi.json');
     await writeFile(file, JSON.stringify(doc));
-    const { stdout } = await run(process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--config', join(ROOT, 'redocly.yaml'), '--format=json', file], {
-      cwd: tmp,
-      env: { PATH: process.env.PATH ?? '', HOME: tmp, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-    });
-    const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; message: string }[] };
+    const { stdout } = await run(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'),
+        'lint',
+        '--config',
+        join(ROOT, 'redocly.yaml'),
+        '--format=json',
+        file,
+      ],
+      {
+        cwd: tmp,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: tmp,
+          REDOCLY_TELEMETRY: 'off',
+          REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
+          NO_COLOR: '1',
+        },
+      },
+    );
+    const report = JSON.parse(stdout) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; message: string }[];
+    };
     expect(report.problems.map((p) => `${p.ruleId}: ${p.message}`)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
   }, 60_000);
 
   it('names what a generator needs: servers, operationIds, named schemas behind $refs, typed results, open probes', () => {
     expect(doc.servers).toEqual([{ url: base, description: expect.any(String) }]);
-    const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item as object).map(([method, op]) => ({ path, method, op })));
-    expect(Object.fromEntries(operations.map(({ path, method, op }) => [`${method} ${path}`, op.operationId]))).toEqual({
-      'get /healthz': 'getHealth',
-      'get /openapi.json': 'getOpenApiDocument',
-      'post /v1/batches': 'createBatch',
-      'get /v1/batches': 'listBatches',
-      'get /v1/batches/{id}': 'getBatch',
-      'get /v1/batches/{id}/results': 'getBatchResults',
-      'post /v1/batches/{id}/retry': 'retryBatch',
-      'delete /v1/batches/{id}': 'deleteBatch',
-    });
+    const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item as object).map(([method, op]) => ({ path, method, op })),
+    );
+    expect(Object.fromEntries(operations.map(({ path, method, op }) => [`${method} ${path}`, op.operationId]))).toEqual(
+      {
+        'get /healthz': 'getHealth',
+        'get /openapi.json': 'getOpenApiDocument',
+        'post /v1/batches': 'createBatch',
+        'get /v1/batches': 'listBatches',
+        'get /v1/batches/{id}': 'getBatch',
+        'get /v1/batches/{id}/results': 'getBatchResults',
+        'post /v1/batches/{id}/retry': 'retryBatch',
+        'delete /v1/batches/{id}': 'deleteBatch',
+      },
+    );
     expect(Object.keys(doc.components.schemas)).toEqual(
-      expect.arrayContaining(['Batch', 'BatchCounts', 'Error', 'ResultRow', 'AccountLine', 'CreateBatchBody', 'CreateBatchForm', 'CreateBatchReply', 'BatchList', 'Health']),
+      expect.arrayContaining([
+        'Batch',
+        'BatchCounts',
+        'Error',
+        'ResultRow',
+        'AccountLine',
+        'CreateBatchBody',
+        'CreateBatchForm',
+        'CreateBatchReply',
+        'BatchList',
+        'Health',
+      ]),
     );
     const json = (response: any) => response.content['application/json'].schema;
     const getBatch = doc.paths['/v1/batches/{id}'].get;
@@ -110,9 +152,17 @@ describe('the document', () => {
       'multipart/form-data',
       'text/csv',
     ]);
-    expect(results['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'].schema).toMatchObject({ type: 'string', format: 'binary' });
-    expect(create.requestBody.content['multipart/form-data'].schema).toEqual({ $ref: '#/components/schemas/CreateBatchForm' });
-    expect(doc.components.schemas.CreateBatchForm).toMatchObject({ required: ['file'], properties: { file: { type: 'string', format: 'binary' }, column: { type: 'string' } } });
+    expect(results['application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'].schema).toMatchObject({
+      type: 'string',
+      format: 'binary',
+    });
+    expect(create.requestBody.content['multipart/form-data'].schema).toEqual({
+      $ref: '#/components/schemas/CreateBatchForm',
+    });
+    expect(doc.components.schemas.CreateBatchForm).toMatchObject({
+      required: ['file'],
+      properties: { file: { type: 'string', format: 'binary' }, column: { type: 'string' } },
+    });
     expect(doc.components.schemas.CreateBatchBody).toMatchObject({ additionalProperties: false, required: ['plates'] });
     // Probes and the document need no token; everything else does.
     expect(doc.paths['/healthz'].get.security).toEqual([]);
@@ -208,7 +258,9 @@ describe('a client generated from the served document', () => {
         files: ['client.mts'],
       }),
     );
-    const tsc = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tmp]).catch((err: { stdout: string }) => err);
+    const tsc = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', tmp]).catch(
+      (err: { stdout: string }) => err,
+    );
     expect(tsc.stdout, 'the client type-checks against the generated types').toBe('');
 
     const { stdout } = await run(process.execPath, [join(tmp, 'build/client.mjs')], {
@@ -283,9 +335,21 @@ describe('CSV uploads and CSVs sent as JSON strings', () => {
     );
     expect(await expectError(columnLate, 400, 'BAD_FORM')).toMatch(/before/);
     await expectError(await post(form([['other', csv, 'a.csv']])), 400, 'BAD_FORM');
-    await expectError(await post(form([['file', file(`placa\n${'ABC1D23\n'.repeat(10_000)}`), 'big.csv']])), 413, 'PAYLOAD_TOO_LARGE');
-    await expectError(await post('--x\r\nbroken', { 'content-type': 'multipart/form-data; boundary=x' }), 400, 'BAD_FORM');
-    const retry = await fetch(`${base}/v1/batches/nope/retry`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: form([['recreate', 'true']]) });
+    await expectError(
+      await post(form([['file', file(`placa\n${'ABC1D23\n'.repeat(10_000)}`), 'big.csv']])),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    );
+    await expectError(
+      await post('--x\r\nbroken', { 'content-type': 'multipart/form-data; boundary=x' }),
+      400,
+      'BAD_FORM',
+    );
+    const retry = await fetch(`${base}/v1/batches/nope/retry`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: form([['recreate', 'true']]),
+    });
     await expectError(retry, 415, 'UNSUPPORTED_MEDIA_TYPE');
   });
 });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis-server.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
 let server: DedicatedRedis | undefined;
@@ -16,7 +16,10 @@ afterEach(async () => {
 });
 
 async function vqb(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const [code] = (await once(child, 'exit')) as [number];
@@ -43,7 +46,10 @@ describe('start-up checks', () => {
   it.each([
     { command: ['work'], started: 'worker started' },
     { command: ['serve', '--no-inbox'], started: '"msg":"serving"' },
-  ])('`vqb $command.0` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async ({ command, started }) => {
+  ])('`vqb $command.0` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async ({
+    command,
+    started,
+  }) => {
     const port = await freePort();
     const dir = await mkdtemp(join(tmpdir(), 'vqb-preflight-'));
     const env = {
@@ -54,7 +60,10 @@ describe('start-up checks', () => {
       VQ_BASE_URL: 'http://127.0.0.1:9',
       VQ_API_KEY: 'k',
     };
-    const child = spawn(process.execPath, [BIN, ...command], { env: { ...env, VQ_HTTP_PORT: String(await freePort()), VQ_ROOT: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...command], {
+      env: { ...env, VQ_HTTP_PORT: String(await freePort()), VQ_ROOT: dir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const seen = (text: string) =>
       new Promise<void>((done) => {

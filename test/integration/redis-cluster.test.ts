@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
+import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
+import { hashTagOf } from '../../src/queue/redis-settings.js';
 import { freePort } from '../../src/redis-server.js';
 import { openQueueServices } from '../../src/services.js';
-import { hashTagOf } from '../../src/queue/redis-settings.js';
-import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
@@ -101,7 +101,10 @@ describe('Redis Cluster', () => {
   }, 300_000);
 
   it('start-up checks ask every master, and prefix deletes reach every master', async () => {
-    const config = loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: urlOf(cluster.nodes[0]!.port), VQ_PREFIX: '{vqbtest-preflight}' });
+    const config = loadConfig(
+      {},
+      { VQ_REDIS_MODE: 'cluster', REDIS_URL: urlOf(cluster.nodes[0]!.port), VQ_PREFIX: '{vqbtest-preflight}' },
+    );
     const redis = connectRedis(config.redis, { failFast: true });
     try {
       await preflightRedis(redis, config);
@@ -127,7 +130,10 @@ describe('Redis Cluster', () => {
   });
 
   it('an unreachable cluster is one RedisUnavailableError naming REDIS_URL, without the password', async () => {
-    const config = loadConfig({}, { VQ_REDIS_MODE: 'cluster', REDIS_URL: `redis://:hunter2@127.0.0.1:${await freePort()}` });
+    const config = loadConfig(
+      {},
+      { VQ_REDIS_MODE: 'cluster', REDIS_URL: `redis://:hunter2@127.0.0.1:${await freePort()}` },
+    );
     const err = await rejection(openQueueServices(config));
     expect(isError(err, RedisUnavailableError)).toBe(true);
     expect(err.message).toMatch(/^cannot reach Redis at cluster redis:\/\/127\.0\.0\.1:\d+ \(set REDIS_URL\)$/);

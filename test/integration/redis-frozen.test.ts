@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RedisHealth } from '../../src/queue/redis-health.js';
 import { captureLogs } from '../helpers/logs.js';
 import { waitFor } from '../helpers/process.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 let server: DedicatedRedis | undefined;
 afterAll(async () => server?.close());

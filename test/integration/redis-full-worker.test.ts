@@ -5,15 +5,15 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { openQueueServices, type QueueServices } from '../../src/services.js';
-import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
 import type { Outcome } from '../../src/queue/types.js';
+import { openQueueServices, type QueueServices } from '../../src/services.js';
+import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from '../helpers/config.js';
 import { makePlates } from '../helpers/engine.js';
 import { captureLogs } from '../helpers/logs.js';
 import { waitFor } from '../helpers/process.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const KEY = 'test-key-0123456789abcdef';
 const PLATES = 60;
@@ -40,7 +40,12 @@ afterAll(async () => {
 
 describe('a worker with a full Redis', () => {
   it('keeps the paid results until Redis has room, then stores each once', async () => {
-    const config = testConfig('{vqbfullworker}', { REDIS_URL: server.url, VQ_BASE_URL: sim.url, VQ_API_KEY: KEY, VQ_RATE_LIMIT: '30/s' });
+    const config = testConfig('{vqbfullworker}', {
+      REDIS_URL: server.url,
+      VQ_BASE_URL: sim.url,
+      VQ_API_KEY: KEY,
+      VQ_RATE_LIMIT: '30/s',
+    });
     services = await openQueueServices(config);
     const logs = captureLogs();
     const plates = makePlates(PLATES);
@@ -53,7 +58,12 @@ describe('a worker with a full Redis', () => {
     await waitFor(async () => worker!.health.state === 'full', 30_000, 'the worker sees Redis full');
     expect(worker.health.waitReason).toBe('redis_full');
     // A paid result is waiting to be stored: the waits metric counts it under redis_full.
-    const waited = async () => Number(/^vqb_line_wait_seconds_total\{account="default",reason="redis_full"\} (\S+)$/m.exec((await metrics.render()).body)?.[1] ?? 0);
+    const waited = async () =>
+      Number(
+        /^vqb_line_wait_seconds_total\{account="default",reason="redis_full"\} (\S+)$/m.exec(
+          (await metrics.render()).body,
+        )?.[1] ?? 0,
+      );
     await waitFor(async () => (await waited()) >= 2, 60_000, 'outcomes waiting to be stored');
     const during = (await services.batches.get('full')).counts;
     await admin.config('SET', 'maxmemory', '0');

@@ -4,20 +4,21 @@
 // (each chunk was one transaction); after raising maxmemory the same command resumes and the
 // ingest ends with every row stored exactly once. No upstream request is made: the batch's
 // create cap is 0, so its plates wait at the cap and the second run is stopped once ingested.
+
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkCsv } from '../../src/producers/csv.js';
 import { batchIdFor } from '../../src/producers/ingest.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
+import { testConfig } from '../helpers/config.js';
 import { makePlates } from '../helpers/engine.js';
 import { spawnVqb } from '../helpers/process.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
-import { testConfig } from '../helpers/config.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const ROWS = 200_000;
 const PREFIX = '{vqbfull}';
@@ -37,7 +38,12 @@ beforeAll(async () => {
   out.write('placa;cliente;endereco\n');
   const plates = makePlates(ROWS);
   for (let i = 0; i < ROWS; i += 10_000) {
-    const chunk = plates.slice(i, i + 10_000).map((p, j) => `${p};Cliente ${i + j} Transportes Ltda;Rua das Palmeiras ${i + j}, Sala ${j % 100}, Centro, Sao Paulo SP\n`);
+    const chunk = plates
+      .slice(i, i + 10_000)
+      .map(
+        (p, j) =>
+          `${p};Cliente ${i + j} Transportes Ltda;Rua das Palmeiras ${i + j}, Sala ${j % 100}, Centro, Sao Paulo SP\n`,
+      );
     if (!out.write(chunk.join(''))) await once(out, 'drain');
   }
   out.end();

@@ -6,13 +6,13 @@
 // restart the batch finishes: every plate one outcome, one create each at the simulator.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
-import { openQueueServices } from '../../src/services.js';
 import type { Outcome } from '../../src/queue/types.js';
+import { openQueueServices } from '../../src/services.js';
+import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
 import { testConfig } from '../helpers/config.js';
 import { makePlates, sleep } from '../helpers/engine.js';
 import { freePort, spawnVqb, waitFor } from '../helpers/process.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const TOKEN = 'outage-test-token-0123456789';
 const KEY = 'test-key-0123456789abcdef';
@@ -63,11 +63,18 @@ describe('Redis killed and restarted under serve --workers', () => {
     await waitFor(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.ok === true, 30_000, 'serve up');
 
     const plates = makePlates(PLATES);
-    const posted = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ plates }) });
+    const posted = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ plates }),
+    });
     expect(posted.status).toBe(202);
     const { batch } = (await posted.json()) as { batch: { id: string } };
     const finished = async () => {
-      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as { counts?: { done: number; failed: number }; finished?: boolean };
+      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as {
+        counts?: { done: number; failed: number };
+        finished?: boolean;
+      };
       return view;
     };
     // Kill Redis with the batch well under way.
@@ -87,7 +94,9 @@ describe('Redis killed and restarted under serve --workers', () => {
     await server.start();
 
     await waitFor(async () => (await finished()).finished === true, 120_000, 'batch finished after the restart');
-    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/^vqb_line_waiting\{account="default",reason="redis_down"\} 0$/m);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(
+      /^vqb_line_waiting\{account="default",reason="redis_down"\} 0$/m,
+    );
     child.kill('SIGTERM');
     const done = await serve.done;
     expect(done.code).toBe(0);
@@ -109,7 +118,9 @@ describe('Redis killed and restarted under serve --workers', () => {
     expect(back.length).toBeGreaterThanOrEqual(1);
     // One line per change of state: a blip or two while the server comes back, never one per retry.
     expect(lost.length + back.length).toBeLessThanOrEqual(6);
-    const errors = logs.filter((l) => /ECONNREFUSED|Connection is closed/.test(JSON.stringify(l)) && l.redis === undefined);
+    const errors = logs.filter(
+      (l) => /ECONNREFUSED|Connection is closed/.test(JSON.stringify(l)) && l.redis === undefined,
+    );
     expect(errors.length, JSON.stringify(errors.slice(0, 3))).toBeLessThanOrEqual(6);
 
     const services = await openQueueServices(testConfig(PREFIX, { REDIS_URL: server.url }));

@@ -26,14 +26,23 @@ afterAll(async () => {
 describe('Redis Sentinel', () => {
   it('a batch through `vqb run` finishes across SENTINEL FAILOVER; a plate created twice is flagged', async () => {
     const settings = { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINELS: topology.list, REDIS_SENTINEL_NAME: topology.name };
-    const h = await harness.start({ label: 'sentinel', workers: 0, config: settings, sim: { completionMs: [200, 600] } });
+    const h = await harness.start({
+      label: 'sentinel',
+      workers: 0,
+      config: settings,
+      sim: { completionMs: [200, 600] },
+    });
     const n = 300;
     const plates = makePlates(n, 50_000);
     const file = join(h.config.outDir, '..', 'sentinel.csv');
     await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\n`);
     // The failover takes a few seconds (promotion, the old primary demoted, clients reconnected):
     // a lock longer than that keeps the running jobs (the tests' usual 2 s lock would expire).
-    const run = spawnVqb(['run', file], harnessEnv(h, { ...settings, VQ_RATE_LIMIT: '60/s', VQ_LOCK_DURATION: '15s' }), 240_000);
+    const run = spawnVqb(
+      ['run', file],
+      harnessEnv(h, { ...settings, VQ_RATE_LIMIT: '60/s', VQ_LOCK_DURATION: '15s' }),
+      240_000,
+    );
 
     while (h.sim.stats().creates < 60 && run.child.exitCode === null) await sleep(50);
     expect(run.child.exitCode).toBeNull();
@@ -47,7 +56,8 @@ describe('Redis Sentinel', () => {
     const { code, stdout, stderr } = await run.done;
     // Locks the old primary took just before the failover are lost with it: BullMQ says so
     // ("Missing lock", "Lock mismatch") and runs those jobs again. Those lines are JSON, nothing else.
-    for (const line of stderr.split('\n').filter(Boolean)) expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number), msg: expect.any(String) });
+    for (const line of stderr.split('\n').filter(Boolean))
+      expect(JSON.parse(line)).toMatchObject({ level: expect.any(Number), msg: expect.any(String) });
     expect(code).toBe(0);
     expect(createsAtFailover).toBeLessThan(n); // the failover happened while plates were still being created
 
@@ -59,7 +69,8 @@ describe('Redis Sentinel', () => {
     for (const plate of plates) {
       const outcome = await h.services.outcomes.get(batchId, plate);
       expect(outcome?.status, plate).toBe('done');
-      if ((stats.createsByPlate?.[plate] ?? 0) > 1) expect(outcome?.possibleDuplicate, `${plate} created twice but not flagged`).toBe(true);
+      if ((stats.createsByPlate?.[plate] ?? 0) > 1)
+        expect(outcome?.possibleDuplicate, `${plate} created twice but not flagged`).toBe(true);
     }
     expect(stats.creates - n).toBeLessThanOrEqual(info.counts.possibleDuplicates);
   }, 300_000);

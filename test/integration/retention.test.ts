@@ -5,19 +5,19 @@
 // nothing; an archive that cannot be written deletes nothing and says why. Real Redis, the
 // simulator over HTTP, the clock injected (no 30-day sleep).
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { main } from '../../src/cli.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ingestList } from '../../src/producers/enqueue.js';
-import { Retention } from '../../src/retention.js';
 import type { RedisClient } from '../../src/queue/redis.js';
+import { Retention } from '../../src/retention.js';
+import { createHttpApi } from '../../src/server.js';
 import { BatchArchive } from '../../src/sinks/archive.js';
 import { batchExportSource } from '../../src/sinks/batch-source.js';
 import { archiveFor } from '../../src/sinks/export.js';
@@ -52,7 +52,11 @@ async function keysNaming(redis: RedisClient, text: string): Promise<string[]> {
 }
 
 /** `vqb <args>` in this process, with the harness's settings as environment. */
-async function cli(h: Harness, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  h: Harness,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
@@ -80,7 +84,11 @@ async function cli(h: Harness, args: string[], env: Record<string, string> = {})
 async function serve(
   h: Harness,
   config: Config = h.config,
-): Promise<{ app: FastifyInstance; base: string; call(path: string, options?: CallOptions): ReturnType<typeof apiCall> }> {
+): Promise<{
+  app: FastifyInstance;
+  base: string;
+  call(path: string, options?: CallOptions): ReturnType<typeof apiCall>;
+}> {
   const app = await createHttpApi({ services: h.services, config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -88,13 +96,25 @@ async function serve(
 }
 
 function settings(archiveDir: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { VQ_ARCHIVE_DIR: archiveDir, VQ_API_TOKENS: TOKEN, VQ_RATE_LIMIT: '100/s', VQ_POLL_INITIAL: '200ms', VQ_POLL_INTERVAL: '100ms', ...extra };
+  return {
+    VQ_ARCHIVE_DIR: archiveDir,
+    VQ_API_TOKENS: TOKEN,
+    VQ_RATE_LIMIT: '100/s',
+    VQ_POLL_INITIAL: '200ms',
+    VQ_POLL_INTERVAL: '100ms',
+    ...extra,
+  };
 }
 
 /** A finished batch with done, failed, rejected and duplicate rows and an extra input column. */
 async function finishedBatch(h: Harness, name: string): Promise<string> {
   const plates = makePlates(6).map((plate, i) => ({ plate, customer: `c${i}; "quoted", ünïcode` }));
-  const rows = [...plates, { plate: 'not a plate', customer: 'x' }, { plate: plates[0]!.plate, customer: 'again' }, { plate: 'FAL1A23', customer: '=cmd' }];
+  const rows = [
+    ...plates,
+    { plate: 'not a plate', customer: 'x' },
+    { plate: plates[0]!.plate, customer: 'again' },
+    { plate: 'FAL1A23', customer: '=cmd' },
+  ];
   const { batch } = await ingestList(h.services, rows, { source: 'library', name });
   await h.services.feeder.feed('default');
   await h.waitForBatch(batch.id);
@@ -104,7 +124,11 @@ async function finishedBatch(h: Harness, name: string): Promise<string> {
 describe('retention', () => {
   it('archives and prunes a finished batch older than VQ_RETAIN; its results still download (CLI and HTTP, same rows); Redis holds no key of it; a running batch is never pruned', async () => {
     const archiveDir = join(dir, 'a1');
-    const h = await harness.start({ label: 'ret1', sim: { failPlates: ['FAL1A23'] }, config: settings(archiveDir, { VQ_RETAIN: '30d' }) });
+    const h = await harness.start({
+      label: 'ret1',
+      sim: { failPlates: ['FAL1A23'] },
+      config: settings(archiveDir, { VQ_RETAIN: '30d' }),
+    });
     const api = await serve(h);
     try {
       const id = await finishedBatch(h, 'old');
@@ -117,19 +141,39 @@ describe('retention', () => {
         csv: (await api.call(`/v1/batches/${id}/results?format=csv`)).text,
         view: (await api.call(`/v1/batches/${id}`)).json,
         xlsx: await sheetValues(
-          Buffer.from(await (await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, { headers: { authorization: `Bearer ${TOKEN}` } })).arrayBuffer()),
+          Buffer.from(
+            await (
+              await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, {
+                headers: { authorization: `Bearer ${TOKEN}` },
+              })
+            ).arrayBuffer(),
+          ),
         ),
       };
       expect(before.xlsx).toHaveLength(10);
       expect(before.jsonl.trim().split('\n')).toHaveLength(9);
-      expect(before.view).toMatchObject({ state: 'finished', counts: { total: 9, done: 6, failed: 1, rejected: 1, duplicates: 1 } });
+      expect(before.view).toMatchObject({
+        state: 'finished',
+        counts: { total: 9, done: 6, failed: 1, rejected: 1, duplicates: 1 },
+      });
       expect(await keysNaming(h.services.redis, id)).not.toEqual([]);
       expect((await cli(h, ['export', id])).code).toBe(0);
-      const exported = Object.fromEntries(await Promise.all(['csv', 'jsonl', 'rejects.csv'].map(async (ext) => [ext, await readFile(join(h.config.outDir, `${id}.${ext}`))])));
+      const exported = Object.fromEntries(
+        await Promise.all(
+          ['csv', 'jsonl', 'rejects.csv'].map(async (ext) => [
+            ext,
+            await readFile(join(h.config.outDir, `${id}.${ext}`)),
+          ]),
+        ),
+      );
 
       // 29 days after it finished: kept. 31 days: archived and deleted. Same sweep, clock injected.
       const finishedAt = (await h.services.batches.get(id)).finishedAt!;
-      const at = (ms: number) => new Retention(h.services, archiveFor(h.config), { retainMs: h.config.retention.retainMs, now: () => finishedAt + ms });
+      const at = (ms: number) =>
+        new Retention(h.services, archiveFor(h.config), {
+          retainMs: h.config.retention.retainMs,
+          now: () => finishedAt + ms,
+        });
       expect((await at(29 * DAY).sweep())?.archived).toEqual([]);
       const swept = await at(31 * DAY).sweep();
       expect(swept?.archived.map((a) => a.batchId)).toEqual([id]);
@@ -142,29 +186,46 @@ describe('retention', () => {
 
       // The archive: the export files and a manifest naming their sha256 and rows.
       const folder = join(archiveDir, id);
-      expect((await readdir(folder)).sort()).toEqual([`${id}.csv`, `${id}.jsonl`, `${id}.rejects.csv`, 'manifest.json'].sort());
+      expect((await readdir(folder)).sort()).toEqual(
+        [`${id}.csv`, `${id}.jsonl`, `${id}.rejects.csv`, 'manifest.json'].sort(),
+      );
       const manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8'));
-      expect(manifest).toMatchObject({ format: 'vqb-batch-archive', version: 1, batchId: id, batch: { counts: { total: 9, done: 6, failed: 1 } } });
+      expect(manifest).toMatchObject({
+        format: 'vqb-batch-archive',
+        version: 1,
+        batchId: id,
+        batch: { counts: { total: 9, done: 6, failed: 1 } },
+      });
       expect(manifest.files.map((f: { kind: string; rows: number }) => [f.kind, f.rows]).sort()).toEqual([
         ['csv', 9],
         ['jsonl', 9],
         ['rejects', 1],
       ]);
-      for (const ext of ['csv', 'jsonl', 'rejects.csv']) expect(await readFile(join(folder, `${id}.${ext}`))).toEqual(exported[ext]);
+      for (const ext of ['csv', 'jsonl', 'rejects.csv'])
+        expect(await readFile(join(folder, `${id}.${ext}`))).toEqual(exported[ext]);
 
       // Still served: HTTP results (both formats) and the batch, from the archive.
       expect((await api.call(`/v1/batches/${id}/results?format=jsonl`)).text).toBe(before.jsonl);
       expect((await api.call(`/v1/batches/${id}/results?format=csv`)).text).toBe(before.csv);
-      const xlsx = await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      const xlsx = await fetch(`${api.base}/v1/batches/${id}/results?format=xlsx`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
       expect(xlsx.status).toBe(200);
       expect(await sheetValues(Buffer.from(await xlsx.arrayBuffer()))).toEqual(before.xlsx);
       const view = await api.call(`/v1/batches/${id}`);
       expect(view.status).toBe(200);
-      expect(view.json).toMatchObject({ id, state: 'archived', finished: true, counts: before.view.counts, archivedAt: expect.any(String) });
+      expect(view.json).toMatchObject({
+        id,
+        state: 'archived',
+        finished: true,
+        counts: before.view.counts,
+        archivedAt: expect.any(String),
+      });
       // The CLI: export rebuilds the same files from the archive; status answers from the manifest.
       await rm(h.config.outDir, { recursive: true, force: true });
       expect((await cli(h, ['export', id])).code).toBe(0);
-      for (const ext of ['csv', 'jsonl', 'rejects.csv']) expect(await readFile(join(h.config.outDir, `${id}.${ext}`))).toEqual(exported[ext]);
+      for (const ext of ['csv', 'jsonl', 'rejects.csv'])
+        expect(await readFile(join(h.config.outDir, `${id}.${ext}`))).toEqual(exported[ext]);
       const status = await cli(h, ['status', id, '--json']);
       expect(JSON.parse(status.stdout)).toMatchObject({ id, state: 'archived', counts: { done: 6 } });
 
@@ -196,12 +257,20 @@ describe('retention', () => {
 
   it('delete is refused while the batch runs (409 BATCH_RUNNING); with cancel the unsent plates are dropped, created ones finish, and no paid result is lost', async () => {
     const archiveDir = join(dir, 'a2');
-    const h = await harness.start({ label: 'ret2', sim: { completionMs: [1_500, 2_000] }, config: settings(archiveDir, { VQ_RATE_LIMIT: '10/s', VQ_POLL_INITIAL: '1s' }) });
+    const h = await harness.start({
+      label: 'ret2',
+      sim: { completionMs: [1_500, 2_000] },
+      config: settings(archiveDir, { VQ_RATE_LIMIT: '10/s', VQ_POLL_INITIAL: '1s' }),
+    });
     const api = await serve(h);
     try {
       const plates = makePlates(60, 200);
       await h.enqueue('to-cancel', plates);
-      await waitFor(async () => (await h.services.batches.get('to-cancel')).counts.creates >= 3, 20_000, 'a few creates');
+      await waitFor(
+        async () => (await h.services.batches.get('to-cancel')).counts.creates >= 3,
+        20_000,
+        'a few creates',
+      );
 
       const refused = await api.call('/v1/batches/to-cancel', { method: 'DELETE' });
       expectError(refused, 409, 'BATCH_RUNNING');
@@ -213,7 +282,12 @@ describe('retention', () => {
       const cancelled = await api.call('/v1/batches/to-cancel?cancel=true', { method: 'DELETE' });
       // Queries take 1.5–2 s upstream and 60 plates need 6 s of creates: some are paid and running, most not yet sent.
       expect(cancelled.status).toBe(202);
-      expect(cancelled.json).toMatchObject({ state: 'cancelling', batchId: 'to-cancel', running: expect.any(Number), dropped: expect.any(Number) });
+      expect(cancelled.json).toMatchObject({
+        state: 'cancelling',
+        batchId: 'to-cancel',
+        running: expect.any(Number),
+        dropped: expect.any(Number),
+      });
       const dropped: number = cancelled.json.dropped;
       expect(dropped).toBeGreaterThan(0);
       expect(cancelled.json.running).toBeGreaterThan(0);
@@ -236,7 +310,10 @@ describe('retention', () => {
       expect(cancelledRows.every((r) => r.queryId === undefined && r.requests === 0)).toBe(true);
       expect(h.sim.stats().creates).toBe(done.length);
       expect(done.every((r) => typeof r.queryId === 'string' && r.result !== undefined)).toBe(true);
-      expect((await api.call('/v1/batches/to-cancel')).json).toMatchObject({ state: 'archived', counts: { done: done.length, failed: cancelledRows.length } });
+      expect((await api.call('/v1/batches/to-cancel')).json).toMatchObject({
+        state: 'archived',
+        counts: { done: done.length, failed: cancelledRows.length },
+      });
     } finally {
       await api.app.close();
     }
@@ -255,7 +332,11 @@ describe('retention', () => {
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain(`would archive and delete ${id}: 9 rows, 7 plates, about `);
     const json = JSON.parse((await cli(h, ['prune', '--older-than', '0s', '--dry-run', '--json'])).stdout);
-    expect(json).toMatchObject({ dryRun: true, candidates: [{ batchId: id, rows: 9, bytes: expect.any(Number) }], archived: [] });
+    expect(json).toMatchObject({
+      dryRun: true,
+      candidates: [{ batchId: id, rows: 9, bytes: expect.any(Number) }],
+      archived: [],
+    });
     expect(json.candidates[0].bytes).toBeGreaterThan(1_000);
     expect(await snapshot()).toEqual(before);
     expect(await readdir(archiveDir).catch(() => [])).toEqual([]);
@@ -263,11 +344,21 @@ describe('retention', () => {
     // A token scoped to another account: 404, as if the batch did not exist; nothing deleted.
     const scoped = {
       ...h.config,
-      accounts: [...h.config.accounts, { ...h.config.accounts[0]!, id: 'other', tokens: { kind: 'inline', secrets: [new Secret('svc-token-other-account-0123456789')] } }],
+      accounts: [
+        ...h.config.accounts,
+        {
+          ...h.config.accounts[0]!,
+          id: 'other',
+          tokens: { kind: 'inline', secrets: [new Secret('svc-token-other-account-0123456789')] },
+        },
+      ],
     } as Config;
     const api = await serve(h, scoped);
     try {
-      const answer = await api.call(`/v1/batches/${id}`, { method: 'DELETE', token: 'svc-token-other-account-0123456789' });
+      const answer = await api.call(`/v1/batches/${id}`, {
+        method: 'DELETE',
+        token: 'svc-token-other-account-0123456789',
+      });
       expectError(answer, 404);
       expect(await h.services.batches.exists(id)).toBe(true);
       // The admin token may: archived, 200.
@@ -290,7 +381,9 @@ describe('retention', () => {
     const pruned = await cli(h, ['prune', '--older-than', '0s']);
     expect(pruned.code).toBe(1);
     expect(pruned.stdout).toMatch(
-      new RegExp(`NOT pruned ${id} \\(ARCHIVE_FAILED\\): batch ${id} was not archived, nothing was deleted: cannot write .*not-a-dir: it is not a directory`),
+      new RegExp(
+        `NOT pruned ${id} \\(ARCHIVE_FAILED\\): batch ${id} was not archived, nothing was deleted: cannot write .*not-a-dir: it is not a directory`,
+      ),
     );
     const deleted = await cli(h, ['delete', id]);
     expect(deleted.code).toBe(1);
@@ -311,17 +404,24 @@ describe('retention', () => {
     await archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info);
     await writeFile(join(archiveDir, id, `${id}.csv`), 'tampered');
     const expected = { rows: 9, outcomes: 7, rejected: 1 };
-    await expect(archive.verify(id, expected)).rejects.toMatchObject({ code: 'ARCHIVE_FAILED', message: expect.stringMatching(/does not read back as written/) });
+    await expect(archive.verify(id, expected)).rejects.toMatchObject({
+      code: 'ARCHIVE_FAILED',
+      message: expect.stringMatching(/does not read back as written/),
+    });
     // An archive whose rows do not add up to what Redis counted is refused too.
     await archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info);
-    await expect(archive.verify(id, { ...expected, outcomes: 8 })).rejects.toMatchObject({ message: expect.stringMatching(/has 7 outcomes, Redis holds 8/) });
+    await expect(archive.verify(id, { ...expected, outcomes: 8 })).rejects.toMatchObject({
+      message: expect.stringMatching(/has 7 outcomes, Redis holds 8/),
+    });
     expect(await keysNaming(h.services.redis, id)).toEqual(keys);
     // A prune that crashed part-way through forgetting (outcomes gone, the batch still listed): the
     // next one keeps the good archive rather than rewrite it from what is left, and finishes.
     const good = await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8');
     await h.services.outcomes.forget(id);
     // Rewriting it from what is left fails verification (rows pending) and puts the good one back.
-    await expect(archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info, expected)).rejects.toMatchObject({
+    await expect(
+      archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info, expected),
+    ).rejects.toMatchObject({
       code: 'ARCHIVE_FAILED',
       message: expect.stringMatching(/rows are still pending/),
     });
@@ -345,7 +445,10 @@ describe('retention', () => {
     const worker = spawnVqb(['work'], harnessEnv(h, { VQ_RETAIN: '1s', VQ_ARCHIVE_DIR: archiveDir }));
     try {
       await waitFor(async () => !(await h.services.batches.exists(id)), 30_000, 'the sweep of vqb work');
-      expect(JSON.parse(await readFile(join(archiveDir, id, 'manifest.json'), 'utf8'))).toMatchObject({ batchId: id, batch: { counts: { total: 9 } } });
+      expect(JSON.parse(await readFile(join(archiveDir, id, 'manifest.json'), 'utf8'))).toMatchObject({
+        batchId: id,
+        batch: { counts: { total: 9 } },
+      });
       expect(await keysNaming(h.services.redis, id)).toEqual([]);
     } finally {
       worker.child.kill('SIGTERM');
@@ -360,24 +463,45 @@ describe('retention', () => {
     const archiveDir = join(dir, 'a6');
     const h = await harness.start({
       label: 'ret6',
-      config: settings(archiveDir, { VQ_WEBHOOK_SECRET: secret, VQ_WEBHOOK_ALLOW: '127.0.0.1', VQ_WEBHOOK_BACKOFF: '200ms', VQ_WEBHOOK_ATTEMPTS: '20', VQ_WEBHOOK_TIMEOUT: '1s' }),
+      config: settings(archiveDir, {
+        VQ_WEBHOOK_SECRET: secret,
+        VQ_WEBHOOK_ALLOW: '127.0.0.1',
+        VQ_WEBHOOK_BACKOFF: '200ms',
+        VQ_WEBHOOK_ATTEMPTS: '20',
+        VQ_WEBHOOK_TIMEOUT: '1s',
+      }),
     });
     const api = await serve(h);
     try {
-      const { batch } = await ingestList(h.services, makePlates(3, 300), { source: 'library', name: 'hooked', callbackUrl: rx.url });
+      const { batch } = await ingestList(h.services, makePlates(3, 300), {
+        source: 'library',
+        name: 'hooked',
+        callbackUrl: rx.url,
+      });
       await h.waitForBatch(batch.id);
       await rx.waitFor(1);
       // The receiver answers 500: the delivery is retrying, so the batch is not pruned yet.
       const retention = new Retention(h.services, archiveFor(h.config), { retainMs: 0 });
       expect((await retention.prune({ olderThanMs: 0 })).candidates).toEqual([]);
-      await expect(retention.archiveAndForget(batch.id)).rejects.toMatchObject({ code: 'BATCH_RUNNING', message: expect.stringMatching(/webhook/) });
+      await expect(retention.archiveAndForget(batch.id)).rejects.toMatchObject({
+        code: 'BATCH_RUNNING',
+        message: expect.stringMatching(/webhook/),
+      });
       answering = 204;
-      await waitFor(async () => (await h.services.webhooks.deliveries.list(batch.id)).every((d) => d.state === 'delivered'), 30_000, 'the webhook delivered');
+      await waitFor(
+        async () => (await h.services.webhooks.deliveries.list(batch.id)).every((d) => d.state === 'delivered'),
+        30_000,
+        'the webhook delivered',
+      );
 
       expect((await retention.prune({ olderThanMs: 0 })).archived.map((a) => a.batchId)).toEqual([batch.id]);
       expect(await keysNaming(h.services.redis, batch.id)).toEqual([]);
       const view = await api.call(`/v1/batches/${batch.id}`);
-      expect(view.json).toMatchObject({ state: 'archived', callbackUrl: rx.url, webhooks: [{ event: 'batch.finished', state: 'delivered' }] });
+      expect(view.json).toMatchObject({
+        state: 'archived',
+        callbackUrl: rx.url,
+        webhooks: [{ event: 'batch.finished', state: 'delivered' }],
+      });
     } finally {
       await api.app.close();
       await rx.close();

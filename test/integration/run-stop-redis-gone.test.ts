@@ -6,10 +6,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type SimulatorHandle } from '../../src/simulator/index.js';
+import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
 import { makePlates } from '../helpers/engine.js';
 import { spawnVqb, waitFor } from '../helpers/process.js';
-import { startRedisServer, type DedicatedRedis } from '../helpers/redis-server.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const KEY = 'test-key-0123456789abcdef';
 let server: DedicatedRedis;
@@ -19,7 +19,13 @@ let dir: string;
 beforeAll(async () => {
   server = await startRedisServer();
   // Every create answers after 2 s: when Redis dies, answers to paid creates are still on the way.
-  sim = await startSimulator({ completionMs: [800, 1_500], rateLimit: '1000/s', keys: [{ key: KEY }], slowCreateRate: 1, slowCreateMs: 2_000 });
+  sim = await startSimulator({
+    completionMs: [800, 1_500],
+    rateLimit: '1000/s',
+    keys: [{ key: KEY }],
+    slowCreateRate: 1,
+    slowCreateMs: 2_000,
+  });
   dir = await mkdtemp(join(tmpdir(), 'vqb-stop-'));
 });
 

@@ -19,7 +19,15 @@ describe('vqb run', () => {
   it('runs a CSV to the end: one export row per input row, formulas escaped, rebuilt exports byte-identical', async () => {
     const h = await harness.start({ label: 'run', workers: 0, sim: { failPlates: ['FAI1L00'] } });
     const file = join(h.config.outDir, '..', 'frota.csv');
-    const rows = ['ABC1234;Ação Ltda;ok', 'abc-1234;Ação Ltda;dup', 'XYZ9Z99;=cmd|calc;formula', 'NOPE;x;bad', 'FAI1L00;y;fails', 'ABC1C34;z;same vehicle', ';;empty'];
+    const rows = [
+      'ABC1234;Ação Ltda;ok',
+      'abc-1234;Ação Ltda;dup',
+      'XYZ9Z99;=cmd|calc;formula',
+      'NOPE;x;bad',
+      'FAI1L00;y;fails',
+      'ABC1C34;z;same vehicle',
+      ';;empty',
+    ];
     await writeFile(file, csvFile(rows));
     const { code, stdout, stderr } = await vqb(h, ['run', file]).done;
     expect(stderr).toBe('');
@@ -36,7 +44,15 @@ describe('vqb run', () => {
     expect(header.slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
     expect(header).toContain('cliente');
     const status = (row: number) => lines[row]!.split(';')[3];
-    expect([1, 2, 3, 4, 5, 6, 7].map(status)).toEqual(['done', 'duplicate', 'done', 'rejected', 'failed', 'done', 'rejected']);
+    expect([1, 2, 3, 4, 5, 6, 7].map(status)).toEqual([
+      'done',
+      'duplicate',
+      'done',
+      'rejected',
+      'failed',
+      'done',
+      'rejected',
+    ]);
     expect(lines[6]).toContain('ABC1234'); // same vehicle as row 1, flagged
     expect(csv).toContain("'=cmd|calc");
     expect(csv).not.toMatch(/;=cmd/);
@@ -87,7 +103,8 @@ describe('vqb run', () => {
     const twice = Object.entries(stats.createsByPlate ?? {})
       .filter(([, n]) => n > 1)
       .map(([p]) => p);
-    for (const plate of twice) expect((await h.services.outcomes.get(batchId, plate))?.possibleDuplicate, plate).toBe(true);
+    for (const plate of twice)
+      expect((await h.services.outcomes.get(batchId, plate))?.possibleDuplicate, plate).toBe(true);
     expect(stats.creates - 300).toBeLessThanOrEqual(info.counts.possibleDuplicates);
   }, 90_000);
 
@@ -157,7 +174,11 @@ describe('vqb run', () => {
       return JSON.parse(r.stdout);
     };
     expect(await json(['status', 'ops'])).toMatchObject({ id: 'ops', counts: { done: 1, failed: 1 } });
-    expect((await json(['pause'])).accounts[0]).toMatchObject({ account: 'default', paused: true, pause: { code: 'PAUSED_BY_OPERATOR' } });
+    expect((await json(['pause'])).accounts[0]).toMatchObject({
+      account: 'default',
+      paused: true,
+      pause: { code: 'PAUSED_BY_OPERATOR' },
+    });
     expect((await json(['status'])).accounts[0]).toMatchObject({ account: 'default', line: { paused: true } });
     expect((await json(['resume'])).accounts[0].paused).toBe(false);
     expect((await json(['budget', '--per-day', '100'])).caps).toMatchObject({ perDay: 100 });

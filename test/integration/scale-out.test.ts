@@ -39,7 +39,10 @@ describe('scale-out', () => {
     await h.enqueue('a', makePlates(60), { account: 'frota' });
     await h.enqueue('b', makePlates(120, 1_000), { account: 'seguros' });
     try {
-      for (let i = 0; i < 3; i++) children.push(spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
+      for (let i = 0; i < 3; i++)
+        children.push(
+          spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child,
+        );
       await h.waitForBatch('a', 90_000);
       await h.waitForBatch('b', 90_000);
     } finally {
@@ -61,10 +64,20 @@ describe('scale-out', () => {
   }, 120_000);
 
   it('four processes on one account at 20/s (sliding window): no 429, never more than the limit in any second', async () => {
-    const h = await harness.start({ label: 'scale4', workers: 0, sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 600] } });
+    const h = await harness.start({
+      label: 'scale4',
+      workers: 0,
+      sim: { rateLimit: '20/s', window: 'sliding', completionMs: [200, 600] },
+    });
     await h.enqueue('b', makePlates(200));
     try {
-      for (let i = 0; i < 4; i++) children.push(spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child);
+      for (let i = 0; i < 4; i++)
+        children.push(
+          spawnVqb(
+            ['work'],
+            harnessEnv(h, { ...BUSY_HOST, VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' }),
+          ).child,
+        );
       await h.waitForBatch('b', 90_000);
     } finally {
       await stopAll();

@@ -37,7 +37,11 @@ describe('fair shares between the batches of one account', () => {
     [1, 1, 0.5],
     [3, 1, 0.75],
   ])('weights %i:%i: while both have creates waiting, the first gets %f of the creates in every window (± 0.1)', async (wa, wb, expected) => {
-    const h = await harness.start({ label: `share-${wa}-${wb}`, config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '16' }, sim: { completionMs: [100, 200] } });
+    const h = await harness.start({
+      label: `share-${wa}-${wb}`,
+      config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '16' },
+      sim: { completionMs: [100, 200] },
+    });
     await h.enqueue('first', makePlates(150), { weight: wa });
     // The second arrives while the first is well under way.
     await waitFor(async () => (await h.services.batches.get('first')).counts.creates >= 30);
@@ -58,11 +62,19 @@ describe('priority classes', () => {
   it('an interactive plate submitted behind a large normal batch is created before the queued plates, and polled on the interactive schedule', async () => {
     // The first poll of a normal plate waits for what the schedule learned (5 s before anything is
     // learned); an interactive plate is polled every second, so it is stored soon after it finishes.
-    const h = await harness.start({ label: 'interactive', config: { VQ_RATE_LIMIT: '20/s', VQ_POLL_INITIAL: '5s' }, sim: { completionMs: [800, 1_000] } });
+    const h = await harness.start({
+      label: 'interactive',
+      config: { VQ_RATE_LIMIT: '20/s', VQ_POLL_INITIAL: '5s' },
+      sim: { completionMs: [800, 1_000] },
+    });
     await h.enqueue('fleet', makePlates(400));
     await waitFor(async () => (await h.services.batches.get('fleet')).counts.creates >= 40);
     const submitted = Date.now();
-    const { batch } = await ingestList(h.services, ['XYZ1A23'], { source: 'library', priority: 'interactive', name: 'screen' });
+    const { batch } = await ingestList(h.services, ['XYZ1A23'], {
+      source: 'library',
+      priority: 'interactive',
+      name: 'screen',
+    });
     await h.waitForBatch(batch.id, 30_000);
     // The fleet still had hundreds of plates to create: the interactive plate did not merely run after it.
     expect((await h.services.batches.get('fleet')).counts.queued).toBeGreaterThan(200);
@@ -86,12 +98,16 @@ describe('priority classes', () => {
     await h.waitForBatch('normal', 60_000);
     const normalLast = Math.max(...(await outcomes(h, 'normal')).map((o) => o.createdAt!));
     const normalFirst = Math.min(...(await outcomes(h, 'normal')).map((o) => o.createdAt!));
-    const bulkDuring = (await outcomes(h, 'bulk')).filter((o) => o.createdAt! > normalFirst && o.createdAt! < normalLast).length;
+    const bulkDuring = (await outcomes(h, 'bulk')).filter(
+      (o) => o.createdAt! > normalFirst && o.createdAt! < normalLast,
+    ).length;
     // Only bulk creates already on the queue when the normal batch came went out meanwhile.
     expect(bulkDuring).toBeLessThanOrEqual(h.services.feeder.target(h.config.accounts[0]!));
     await h.waitForBatch('bulk', 60_000);
 
-    await expect(ingestList(h.services, makePlates(6, 5_000), { source: 'library', priority: 'interactive' })).rejects.toMatchObject({ code: 'TOO_MANY_FOR_INTERACTIVE' });
+    await expect(
+      ingestList(h.services, makePlates(6, 5_000), { source: 'library', priority: 'interactive' }),
+    ).rejects.toMatchObject({ code: 'TOO_MANY_FOR_INTERACTIVE' });
   });
 });
 

@@ -13,8 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Outcome } from '../../src/queue/types.js';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
-import { canaryNeedles, findIn, scanDir, scanRedis, type Leak } from '../chaos/leaks.js';
+import { canaryNeedles, findIn, type Leak, scanDir, scanRedis } from '../chaos/leaks.js';
+import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
 
@@ -37,7 +37,13 @@ interface Output {
 
 function vqb(h: Harness, name: string, args: string[], env: Record<string, string>): Promise<Output> {
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL: h.config.redisUrl, VQ_PREFIX: h.config.prefix, VQ_OUT_DIR: h.config.outDir, ...env },
+    env: {
+      PATH: process.env.PATH,
+      REDIS_URL: h.config.redisUrl,
+      VQ_PREFIX: h.config.prefix,
+      VQ_OUT_DIR: h.config.outDir,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -70,18 +76,40 @@ async function echoingUpstream(simUrl: string): Promise<{ url: string; echoes: (
         echoes++;
         res.writeHead(status, { 'content-type': type }).end(text);
       };
-      if (plate === 'ECH0A01') return echo(400, 'application/json', JSON.stringify({ statusCode: 400, error: { code: 'INVALID_PLATE', message: `plate refused for key ${key}` } }));
+      if (plate === 'ECH0A01')
+        return echo(
+          400,
+          'application/json',
+          JSON.stringify({
+            statusCode: 400,
+            error: { code: 'INVALID_PLATE', message: `plate refused for key ${key}` },
+          }),
+        );
       if (plate === 'ECH0A02' && !seen502.has(plate)) {
         seen502.add(plate);
         return echo(502, 'text/html', `<html><body><h1>502</h1><pre>x-api-key: ${key}</pre></body></html>`);
       }
       if (plate === 'ECH0A03') return echo(200, 'text/plain', `debug: accepted with x-api-key=${key}`);
       if (req.method === 'GET' && ++polls % 5 === 1)
-        return echo(503, 'application/json', JSON.stringify({ statusCode: 503, error: { code: 'UNAVAILABLE', message: `maintenance; key ${key} is fine` } }));
-      fetch(simUrl + req.url, { method: req.method!, headers: { 'x-api-key': key, 'content-type': 'application/json' }, ...(req.method === 'POST' ? { body } : {}) }).then(
+        return echo(
+          503,
+          'application/json',
+          JSON.stringify({
+            statusCode: 503,
+            error: { code: 'UNAVAILABLE', message: `maintenance; key ${key} is fine` },
+          }),
+        );
+      fetch(simUrl + req.url, {
+        method: req.method!,
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        ...(req.method === 'POST' ? { body } : {}),
+      }).then(
         async (up) => {
-          const headers: Record<string, string> = { 'content-type': up.headers.get('content-type') ?? 'application/json' };
-          for (const [name, value] of up.headers) if (name.startsWith('x-ratelimit') || name === 'retry-after') headers[name] = value;
+          const headers: Record<string, string> = {
+            'content-type': up.headers.get('content-type') ?? 'application/json',
+          };
+          for (const [name, value] of up.headers)
+            if (name.startsWith('x-ratelimit') || name === 'retry-after') headers[name] = value;
           res.writeHead(up.status, headers).end(await up.text());
         },
         () => res.socket?.destroy(),
@@ -98,7 +126,11 @@ describe('the API key is never stored, logged or exported', () => {
     const key = `sk-live-SECRET-canary-${randomBytes(8).toString('hex')}`;
     const inlineKey = `sk-live-SECRET-canary-${randomBytes(8).toString('hex')}`;
     const needles = [...canaryNeedles(key), ...canaryNeedles(inlineKey)];
-    h = await startHarness({ label: 'secrets', workers: 0, sim: { keys: [{ key }, { key: inlineKey }], failPlates: ['FAI1L00'] } });
+    h = await startHarness({
+      label: 'secrets',
+      workers: 0,
+      sim: { keys: [{ key }, { key: inlineKey }], failPlates: ['FAI1L00'] },
+    });
     await writeFile(h.keyFile, `${key}\n`);
     const upstream = await echoingUpstream(h.sim.url);
     const env = {
@@ -138,8 +170,15 @@ describe('the API key is never stored, logged or exported', () => {
     expect(upstream.echoes()).toBeGreaterThanOrEqual(8);
     const failed: Outcome[] = [];
     for await (const o of h.services.outcomes.scan(batchId)) if (o.status === 'failed') failed.push(o);
-    expect(failed.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual(['ECH0A01 INVALID_PLATE', 'ECH0A03 BAD_RESPONSE', 'FAI1L00 VEHICLE_NOT_FOUND']);
-    expect(failed.find((o) => o.plate === 'ECH0A01')?.error?.message, 'the echoed key reached the client and was scrubbed').toBe('plate refused for key [redacted]');
+    expect(failed.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual([
+      'ECH0A01 INVALID_PLATE',
+      'ECH0A03 BAD_RESPONSE',
+      'FAI1L00 VEHICLE_NOT_FOUND',
+    ]);
+    expect(
+      failed.find((o) => o.plate === 'ECH0A01')?.error?.message,
+      'the echoed key reached the client and was scrubbed',
+    ).toBe('plate refused for key [redacted]');
     expect(run.stderr.match(/"msg":"plate failed"/g), 'the logs cover the failures').toHaveLength(3);
 
     const leaks: Leak[] = [];
@@ -165,9 +204,16 @@ describe('the API key is never stored, logged or exported', () => {
     await r.set(`${h.config.prefix}:${key}`, '1');
     await writeFile(join(h.keyFile, '..', 'out.txt'), `x ${key} y`);
     const redis = await scanRedis(r, h.config.prefix, needles);
-    expect([...new Set(redis.leaks.map((l) => l.where.split(' ').slice(0, 2).join(' ')))].sort()).toEqual(['redis hash', 'redis key', 'redis stream']);
+    expect([...new Set(redis.leaks.map((l) => l.where.split(' ').slice(0, 2).join(' ')))].sort()).toEqual([
+      'redis hash',
+      'redis key',
+      'redis stream',
+    ]);
     const files = await scanDir(join(h.keyFile, '..'), needles);
-    expect(files.leaks.map((l) => l.where)).toEqual([expect.stringMatching(/out\.txt$/), expect.stringMatching(/out\.txt$/)]);
+    expect(files.leaks.map((l) => l.where)).toEqual([
+      expect.stringMatching(/out\.txt$/),
+      expect.stringMatching(/out\.txt$/),
+    ]);
     expect(findIn(`{"msg":"x","key":"${key}"}`, needles, 'log')).toHaveLength(2);
   });
 });

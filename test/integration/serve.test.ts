@@ -17,7 +17,10 @@ describe('vqb serve', () => {
   it('dashboard behind the token, /metrics moving during a batch, clean exit on SIGTERM', async () => {
     const h = await harness.start({ label: 'serve', workers: 0 });
     const port = await freePort();
-    const serve = spawnVqb(['serve', '--workers', '--no-inbox'], harnessEnv(h, { VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN }));
+    const serve = spawnVqb(
+      ['serve', '--workers', '--no-inbox'],
+      harnessEnv(h, { VQ_HTTP_PORT: String(port), VQ_API_TOKENS: TOKEN }),
+    );
     child = serve.child;
     const base = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 100; i++) {
@@ -30,7 +33,10 @@ describe('vqb serve', () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     // The web console is served at /: a browser without a session is sent to sign in.
     const front = await fetch(`${base}/`, { redirect: 'manual' });
-    expect({ status: front.status, location: front.headers.get('location') }).toEqual({ status: 303, location: '/sign-in' });
+    expect({ status: front.status, location: front.headers.get('location') }).toEqual({
+      status: 303,
+      location: '/sign-in',
+    });
     expect(await (await fetch(`${base}/sign-in`)).text()).toContain('name="token"');
     const denied = await fetch(`${base}/admin/queues`);
     expect(denied.status).toBe(401);
@@ -50,7 +56,9 @@ describe('vqb serve', () => {
     expect(posted.status).toBe(202);
     const { batch } = (await posted.json()) as { batch: { id: string } };
     for (let i = 0; i < 200; i++) {
-      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as { finished: boolean };
+      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as {
+        finished: boolean;
+      };
       if (view.finished) break;
       await sleep(100);
     }

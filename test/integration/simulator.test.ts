@@ -2,11 +2,11 @@
 // tests move time by hand instead of sleeping; latency, drops and one lifecycle run use real time.
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
+import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import { runSimulate } from '../../src/simulator/main.js';
 import { seededRandom } from '../../src/simulator/vehicle.js';
 import { waitFor } from '../helpers/process.js';
-import { simCall, simClock, simCreate, simGet, type SimResponse } from '../helpers/sim-http.js';
+import { type SimResponse, simCall, simClock, simCreate, simGet } from '../helpers/sim-http.js';
 
 let sims: SimulatorHandle[] = [];
 afterEach(async () => {
@@ -14,7 +14,10 @@ afterEach(async () => {
   sims = [];
 });
 
-async function start(options: Partial<SimulatorOptions> = {}, deps: { now?: () => number; random?: () => number } = {}) {
+async function start(
+  options: Partial<SimulatorOptions> = {},
+  deps: { now?: () => number; random?: () => number } = {},
+) {
   const sim = await startSimulator({ completionMs: [100, 400], ...options }, { random: seededRandom(7), ...deps });
   sims.push(sim);
   return sim;
@@ -29,7 +32,10 @@ describe('authentication and permissions', () => {
     const sim = await start();
     const cases = [
       await simCall(sim.url, 'POST', '/queries/integration/agregados', { body: { keys: { licensePlate: 'ABC1D23' } } }),
-      await simCall(sim.url, 'POST', '/queries/integration/agregados', { headers: { authorization: 'Bearer demo-key' }, body: { keys: { licensePlate: 'ABC1D23' } } }),
+      await simCall(sim.url, 'POST', '/queries/integration/agregados', {
+        headers: { authorization: 'Bearer demo-key' },
+        body: { keys: { licensePlate: 'ABC1D23' } },
+      }),
       await simCall(sim.url, 'GET', '/queries/integration/q0-0000', { headers: { authorization: 'Bearer demo-key' } }),
       await simCreate(sim.url, 'ABC1D23', 'no-such-key'),
     ];
@@ -84,7 +90,11 @@ describe('rate limit', () => {
     const clock = simClock(Date.UTC(2030, 0, 1, 12, 0, 0, 0));
     const sim = await start({ rateLimit: '3/2s' }, { now: clock.now });
     const first = await simCreate(sim.url, 'ABC1D23');
-    expect(first.headers).toMatchObject({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '2', 'x-ratelimit-reset': String((clock.t + 2000) / 1000) });
+    expect(first.headers).toMatchObject({
+      'x-ratelimit-limit': '3',
+      'x-ratelimit-remaining': '2',
+      'x-ratelimit-reset': String((clock.t + 2000) / 1000),
+    });
     clock.advance(300);
     await simGet(sim.url, queryIdOf(first));
     clock.advance(300);
@@ -97,9 +107,18 @@ describe('rate limit', () => {
     expect(limited.headers['retry-after']).toBe('2');
     expect(limited.json).toEqual({
       statusCode: 429,
-      error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded. Try again in 2 seconds.', retryAfter: 2, retryAfterMs: 1300 },
+      error: {
+        code: 'RATE_LIMIT_EXCEEDED',
+        message: 'Rate limit exceeded. Try again in 2 seconds.',
+        retryAfter: 2,
+        retryAfterMs: 1300,
+      },
     });
-    expect(limited.headers).toMatchObject({ 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Date.UTC(2030, 0, 1, 12, 0, 2) / 1000) });
+    expect(limited.headers).toMatchObject({
+      'x-ratelimit-limit': '3',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Date.UTC(2030, 0, 1, 12, 0, 2) / 1000),
+    });
 
     // Rejected requests did not take slots: exactly at +2000 one request passes again.
     for (let i = 0; i < 3; i += 1) expect((await simCreate(sim.url, 'XYZ9K87')).status).toBe(429);
@@ -169,7 +188,10 @@ describe('rate limit', () => {
         { key: 'o', plan: 'starter', rateLimit: '2/s' },
       ],
     });
-    expect((await simCreate(sim.url, 'ABC1D23', 's')).headers).toMatchObject({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59' });
+    expect((await simCreate(sim.url, 'ABC1D23', 's')).headers).toMatchObject({
+      'x-ratelimit-limit': '60',
+      'x-ratelimit-remaining': '59',
+    });
     const unlimited = await simCreate(sim.url, 'ABC1D23', 'e');
     expect(unlimited.status).toBe(201);
     expect(unlimited.headers['x-ratelimit-limit']).toBeUndefined();
@@ -202,7 +224,10 @@ describe('daily quota', () => {
     expect(over.json.error).toMatchObject({ code: 'RATE_LIMIT_EXCEEDED', retryAfter: 6, retryAfterMs: 5500 });
     expect(over.json.error.message).toMatch(/daily quota/i);
     expect(over.headers['retry-after']).toBe('6');
-    expect(over.headers).toMatchObject({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Date.UTC(2030, 0, 1, 12, 0, 10) / 1000) });
+    expect(over.headers).toMatchObject({
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': String(Date.UTC(2030, 0, 1, 12, 0, 10) / 1000),
+    });
     clock.advance(5499);
     expect((await simCreate(sim.url, 'ABC1D23')).status).toBe(429);
     clock.advance(1);
@@ -229,7 +254,12 @@ describe('query lifecycle', () => {
     expect(created.status).toBe(201);
     expect(created.json).toEqual({
       statusCode: 201,
-      body: { queryId: expect.stringMatching(/^q/), status: 'PROCESSING', licensePlate: 'ABC1D23', createdAt: new Date(clock.t).toISOString() },
+      body: {
+        queryId: expect.stringMatching(/^q/),
+        status: 'PROCESSING',
+        licensePlate: 'ABC1D23',
+        createdAt: new Date(clock.t).toISOString(),
+      },
     });
     const id = queryIdOf(created);
     clock.advance(999);
@@ -237,8 +267,18 @@ describe('query lifecycle', () => {
     clock.advance(1);
     const done = await simGet(sim.url, id);
     expect(done.status).toBe(200);
-    expect(done.json.body).toMatchObject({ queryId: id, status: 'COMPLETED', licensePlate: 'ABC1D23', completedAt: new Date(clock.t).toISOString() });
-    expect(done.json.body.result).toMatchObject({ brand: expect.any(String), model: expect.any(String), year: expect.any(Number), uf: expect.any(String) });
+    expect(done.json.body).toMatchObject({
+      queryId: id,
+      status: 'COMPLETED',
+      licensePlate: 'ABC1D23',
+      completedAt: new Date(clock.t).toISOString(),
+    });
+    expect(done.json.body.result).toMatchObject({
+      brand: expect.any(String),
+      model: expect.any(String),
+      year: expect.any(Number),
+      uf: expect.any(String),
+    });
     expect(done.json.body.result.chassis).toContain('*');
     expect(done.json.body.error).toBeUndefined();
 
@@ -263,7 +303,10 @@ describe('query lifecycle', () => {
     const id = queryIdOf(await simCreate(sim.url, 'BAD0000'));
     clock.advance(400);
     const res = await simGet(sim.url, id);
-    expect(res.json.body).toMatchObject({ status: 'FAILED', error: { code: 'VEHICLE_NOT_FOUND', message: expect.any(String) } });
+    expect(res.json.body).toMatchObject({
+      status: 'FAILED',
+      error: { code: 'VEHICLE_NOT_FOUND', message: expect.any(String) },
+    });
     expect(res.json.body.result).toBeUndefined();
   });
 
@@ -279,7 +322,11 @@ describe('query lifecycle', () => {
     const sim = await start({ terminalOnCreateRate: 1, failPlates: ['BAD0000'] });
     const ok = await simCreate(sim.url, 'ABC1D23');
     expect(ok.status).toBe(201);
-    expect(ok.json.body).toMatchObject({ status: 'COMPLETED', result: { brand: expect.any(String) }, completedAt: expect.any(String) });
+    expect(ok.json.body).toMatchObject({
+      status: 'COMPLETED',
+      result: { brand: expect.any(String) },
+      completedAt: expect.any(String),
+    });
     const failed = await simCreate(sim.url, 'BAD0000');
     expect(failed.json.body).toMatchObject({ status: 'FAILED', error: { code: 'VEHICLE_NOT_FOUND' } });
     expect(sim.stats().createsByStatus).toEqual({ COMPLETED: 1, FAILED: 1 });
@@ -301,7 +348,8 @@ describe('query lifecycle', () => {
 describe('bad requests', () => {
   it('answers 400 for invalid plates and bodies, 404 for unknown products, queries and routes', async () => {
     const sim = await start({ products: ['agregados', 'renainf'], maxBodyBytes: 200 });
-    const post = (body: { rawBody: string } | { body: unknown }, slug = 'agregados') => simCall(sim.url, 'POST', `/queries/integration/${slug}`, { key: 'demo-key', ...body });
+    const post = (body: { rawBody: string } | { body: unknown }, slug = 'agregados') =>
+      simCall(sim.url, 'POST', `/queries/integration/${slug}`, { key: 'demo-key', ...body });
     const cases: Array<[Promise<SimResponse>, number, string]> = [
       [post({ body: { keys: { licensePlate: 'AB12' } } }), 400, 'INVALID_PLATE'],
       [post({ body: { keys: { licensePlate: 'ABCD123' } } }), 400, 'INVALID_PLATE'],
@@ -309,7 +357,11 @@ describe('bad requests', () => {
       [post({ body: { keys: { licensePlate: 1234567 } } }), 400, 'INVALID_PLATE'],
       [post({ rawBody: '{"keys":' }), 400, 'INVALID_BODY'],
       [post({ body: { licensePlate: 'ABC1D23' } }), 400, 'INVALID_BODY'],
-      [post({ rawBody: JSON.stringify({ keys: { licensePlate: 'ABC1D23' }, pad: 'x'.repeat(300) }) }), 413, 'PAYLOAD_TOO_LARGE'],
+      [
+        post({ rawBody: JSON.stringify({ keys: { licensePlate: 'ABC1D23' }, pad: 'x'.repeat(300) }) }),
+        413,
+        'PAYLOAD_TOO_LARGE',
+      ],
       [post({ body: { keys: { licensePlate: 'ABC1D23' } } }, 'nope'), 404, 'PRODUCT_NOT_FOUND'],
       [simGet(sim.url, 'q0-zzzz'), 404, 'QUERY_NOT_FOUND'],
       [simGet(sim.url, 'not-an-id'), 404, 'QUERY_NOT_FOUND'],
@@ -318,7 +370,10 @@ describe('bad requests', () => {
     ];
     for (const [pending, status, code] of cases) {
       const res = await pending;
-      expect({ status: res.status, body: res.json }).toEqual({ status, body: { statusCode: status, error: { code, message: expect.any(String) } } });
+      expect({ status: res.status, body: res.json }).toEqual({
+        status,
+        body: { statusCode: status, error: { code, message: expect.any(String) } },
+      });
     }
     expect((await post({ body: { keys: { licensePlate: 'ABC1D23' } } }, 'renainf')).status).toBe(201);
     expect(sim.stats().queries).toBe(1);
@@ -329,12 +384,20 @@ describe('response shape variants', () => {
   it('sends bare bodies with envelope false and the id as `id` with idField id', async () => {
     const sim = await start({ envelope: false, idField: 'id' });
     const created = await simCreate(sim.url, 'ABC1D23');
-    expect(created.json).toEqual({ id: expect.stringMatching(/^q/), status: 'PROCESSING', licensePlate: 'ABC1D23', createdAt: expect.any(String) });
+    expect(created.json).toEqual({
+      id: expect.stringMatching(/^q/),
+      status: 'PROCESSING',
+      licensePlate: 'ABC1D23',
+      createdAt: expect.any(String),
+    });
     const got = await simGet(sim.url, created.json.id);
     expect(got.json).toMatchObject({ id: created.json.id, status: 'PROCESSING' });
     expect(got.json.queryId).toBeUndefined();
     // Errors keep the contract's shape.
-    expect((await simGet(sim.url, 'q9-zzzz')).json).toMatchObject({ statusCode: 404, error: { code: 'QUERY_NOT_FOUND' } });
+    expect((await simGet(sim.url, 'q9-zzzz')).json).toMatchObject({
+      statusCode: 404,
+      error: { code: 'QUERY_NOT_FOUND' },
+    });
   });
 });
 
@@ -357,7 +420,11 @@ describe('faults', () => {
     expect(seen.size).toBeGreaterThan(1);
     expect(html).toBeGreaterThan(0);
     expect(remaining).toBe('80');
-    expect(sim.stats()).toMatchObject({ queries: 0, creates: 0, faults: { errors: 20, drops: 0, dropsAfterCreate: 0 } });
+    expect(sim.stats()).toMatchObject({
+      queries: 0,
+      creates: 0,
+      faults: { errors: 20, drops: 0, dropsAfterCreate: 0 },
+    });
   });
 
   it('dropRate 1 destroys the socket without a response and creates nothing', async () => {
@@ -370,7 +437,12 @@ describe('faults', () => {
   it('dropAfterCreateRate 1 creates the query, then drops the connection', async () => {
     const sim = await start({ dropAfterCreateRate: 1 });
     await expect(simCreate(sim.url, 'ABC1D23')).rejects.toThrow();
-    expect(sim.stats({ plates: true })).toMatchObject({ queries: 1, creates: 1, createsByPlate: { ABC1D23: 1 }, faults: { dropsAfterCreate: 1 } });
+    expect(sim.stats({ plates: true })).toMatchObject({
+      queries: 1,
+      creates: 1,
+      createsByPlate: { ABC1D23: 1 },
+      faults: { dropsAfterCreate: 1 },
+    });
     sim.update({ dropAfterCreateRate: 0 });
     const again = await simCreate(sim.url, 'ABC1D23');
     expect(again.status).toBe(201);
@@ -396,7 +468,8 @@ describe('faults', () => {
 });
 
 describe('admin endpoints', () => {
-  const admin = (sim: SimulatorHandle, method: string, path: string, body?: unknown) => simCall(sim.url, method, path, body === undefined ? {} : { body });
+  const admin = (sim: SimulatorHandle, method: string, path: string, body?: unknown) =>
+    simCall(sim.url, method, path, body === undefined ? {} : { body });
 
   it('adds, expires and revokes keys at run time', async () => {
     const sim = await start({ keys: [{ key: 'main' }] });
@@ -426,7 +499,11 @@ describe('admin endpoints', () => {
   it('patches config at run time and rejects invalid patches', async () => {
     const clock = simClock();
     const sim = await start({ rateLimit: '100/min' }, { now: clock.now });
-    const patched = await admin(sim, 'PATCH', '/__admin/config', { rateLimit: '1/min', window: 'fixed', envelope: false });
+    const patched = await admin(sim, 'PATCH', '/__admin/config', {
+      rateLimit: '1/min',
+      window: 'fixed',
+      envelope: false,
+    });
     expect(patched.status).toBe(200);
     expect(patched.json).toMatchObject({ rateLimit: '1/min', window: 'fixed', envelope: false });
     const first = await simCreate(sim.url, 'ABC1D23');
@@ -446,7 +523,14 @@ describe('admin endpoints', () => {
     expect((await simGet(sim.url, id)).status).toBe(429);
     expect((await admin(sim, 'POST', '/__admin/reset')).status).toBe(200);
     const stats = (await admin(sim, 'GET', '/__stats')).json;
-    expect(stats).toMatchObject({ requests: 0, creates: 0, rateLimited: 0, queries: 1, maxInWindow: 0, firstRequestAt: null });
+    expect(stats).toMatchObject({
+      requests: 0,
+      creates: 0,
+      rateLimited: 0,
+      queries: 1,
+      maxInWindow: 0,
+      firstRequestAt: null,
+    });
     expect((await simGet(sim.url, id)).status).toBe(200);
   });
 });
@@ -502,7 +586,15 @@ describe('/__stats', () => {
       firstRequestAt: Date.UTC(2030, 0, 1, 12, 0, 0, 0),
       lastRequestAt: Date.UTC(2030, 0, 1, 12, 0, 2, 0),
       // Per key, by label (the key itself never appears in stats).
-      byKey: { key1: { counted: 9, rateLimited: 1, maxInWindow: 4, firstAt: Date.UTC(2030, 0, 1, 12, 0, 0, 0), lastAt: Date.UTC(2030, 0, 1, 12, 0, 2, 0) } },
+      byKey: {
+        key1: {
+          counted: 9,
+          rateLimited: 1,
+          maxInWindow: 4,
+          firstAt: Date.UTC(2030, 0, 1, 12, 0, 0, 0),
+          lastAt: Date.UTC(2030, 0, 1, 12, 0, 2, 0),
+        },
+      },
       createsByPlate: { AAA1A11: 3, BBB2222: 1 },
       getsByQuery: { max: 3, total: 3, queries: 1 },
     });
@@ -512,7 +604,10 @@ describe('/__stats', () => {
 
   it('runSimulate parses flags, starts, and prints the URL and keys', async () => {
     let printed = '';
-    const sim = await runSimulate(['--key', 'cli-key:run_queries', '--rate-limit', '7/s', '--completion', '100-200'], (t) => (printed += t));
+    const sim = await runSimulate(
+      ['--key', 'cli-key:run_queries', '--rate-limit', '7/s', '--completion', '100-200'],
+      (t) => (printed += t),
+    );
     sims.push(sim);
     expect(printed).toContain(sim.url);
     expect(printed).toContain('cli-key: run_queries');

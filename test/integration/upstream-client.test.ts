@@ -3,9 +3,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type SimulatorHandle, type SimulatorOptions } from '../../src/simulator/index.js';
+import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
-import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
+import {
+  BadResponseError,
+  ExpiredKeyError,
+  InvalidKeyError,
+  PermanentError,
+  PermissionError,
+  RateLimitedError,
+  TransientError,
+} from '../../src/upstream/errors.js';
 import type { QueryOutcome } from '../../src/upstream/response.js';
 import { rejection } from '../helpers/process.js';
 
@@ -42,7 +50,11 @@ function client(baseUrl: string, key = 'demo-key', options: Partial<UpstreamClie
   return c;
 }
 
-async function pollUntilTerminal(c: UpstreamClient, queryId: string, deadlineMs = 3_000): Promise<{ last: QueryOutcome; polls: number }> {
+async function pollUntilTerminal(
+  c: UpstreamClient,
+  queryId: string,
+  deadlineMs = 3_000,
+): Promise<{ last: QueryOutcome; polls: number }> {
   const until = Date.now() + deadlineMs;
   let polls = 0;
   for (;;) {
@@ -109,7 +121,12 @@ describe('the query lifecycle', () => {
     const s = await sim();
     const error = await rejection(client(s.url).getQuery('no-such-query'));
     expect(error).toBeInstanceOf(PermanentError);
-    expect(error).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', kind: 'permanent' });
+    expect(error).toMatchObject({
+      status: 404,
+      code: 'QUERY_NOT_FOUND',
+      upstreamCode: 'QUERY_NOT_FOUND',
+      kind: 'permanent',
+    });
   });
 
   it('a plate the upstream rejects → PermanentError 400', async () => {
@@ -150,7 +167,12 @@ describe('keys and permissions', () => {
     const s = await sim({ keys: [{ key: 'viewer', permissions: ['view_queries'] }] });
     const error = await rejection(client(s.url, 'viewer').createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(PermissionError);
-    expect(error).toMatchObject({ status: 403, operation: 'create', permission: 'Run vehicle queries', kind: 'permission' });
+    expect(error).toMatchObject({
+      status: 403,
+      operation: 'create',
+      permission: 'Run vehicle queries',
+      kind: 'permission',
+    });
     expect(error.message).toContain('Run vehicle queries');
   });
 
@@ -225,7 +247,9 @@ describe('limits and faults', () => {
 });
 
 describe('bodies over real HTTP', () => {
-  async function streamingServer(onRequest: (write: (chunk: string) => boolean, end: () => void, closed: (listener: () => void) => void) => void): Promise<string> {
+  async function streamingServer(
+    onRequest: (write: (chunk: string) => boolean, end: () => void, closed: (listener: () => void) => void) => void,
+  ): Promise<string> {
     const server = createServer((req, res) => {
       req.resume();
       res.writeHead(200, { 'content-type': 'application/json' }); // no content-length: chunked

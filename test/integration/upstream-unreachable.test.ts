@@ -6,8 +6,8 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { Metrics } from '../../src/metrics.js';
+import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -23,7 +23,13 @@ afterEach(async () => {
   proxy = undefined;
 });
 
-type Health = { status: string; accounts: { account: string; upstream: { state: string; since?: string; attempts?: number; reason?: string; backAt?: string } }[] };
+type Health = {
+  status: string;
+  accounts: {
+    account: string;
+    upstream: { state: string; since?: string; attempts?: number; reason?: string; backAt?: string };
+  }[];
+};
 
 describe('an unreachable upstream is visible (issue 22)', () => {
   it('one warning, status, /healthz and the metric say since when; one line and status say when it came back', async () => {
@@ -53,10 +59,14 @@ describe('an unreachable upstream is visible (issue 22)', () => {
       .map((l) => JSON.parse(l) as { level: number; msg: string; attempts: number; reason: string });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 40, attempts: 3, reason: 'connection reset' });
-    expect(warnings[0]!.msg).toMatch(/^upstream unreachable since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: connection reset; retrying, attempt 3$/);
+    expect(warnings[0]!.msg).toMatch(
+      /^upstream unreachable since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: connection reset; retrying, attempt 3$/,
+    );
 
     const status = await spawnVqb(['status'], harnessEnv(h)).done;
-    expect(status.stdout).toMatch(/^account default \(.*\): upstream unreachable since .* UTC \(\d+ s\): connection reset; retrying \(attempt \d+\)$/m);
+    expect(status.stdout).toMatch(
+      /^account default \(.*\): upstream unreachable since .* UTC \(\d+ s\): connection reset; retrying \(attempt \d+\)$/m,
+    );
     const health = (await (await fetch(`${base}/healthz`)).json()) as Health;
     expect(health.status).toBe('degraded');
     expect(health.accounts[0]!.upstream).toMatchObject({ state: 'unreachable', reason: 'connection reset' });
@@ -67,10 +77,16 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     proxy.set('pass');
     await waitFor(async () => logs.includes('upstream reachable again'), 60_000, 'the recovery line');
     expect(logs.split('\n').filter((l) => l.includes('"event":"upstream.reachable"'))).toHaveLength(1);
-    await waitFor(async () => (await h.services.batches.get('unreach')).finishedAt !== undefined, 60_000, 'the batch finished');
+    await waitFor(
+      async () => (await h.services.batches.get('unreach')).finishedAt !== undefined,
+      60_000,
+      'the batch finished',
+    );
     const after = await spawnVqb(['status'], harnessEnv(h)).done;
     expect(after.stdout).toMatch(/^account default \(.*\): running$/m);
-    expect(after.stdout).toMatch(/^ {2}upstream reachable again since .* UTC \((just now|.* ago); it was unreachable .*: connection reset\)$/m);
+    expect(after.stdout).toMatch(
+      /^ {2}upstream reachable again since .* UTC \((just now|.* ago); it was unreachable .*: connection reset\)$/m,
+    );
     const healthy = (await (await fetch(`${base}/healthz`)).json()) as Health;
     expect(healthy.status).toBe('ok');
     expect(healthy.accounts[0]!.upstream).toMatchObject({ state: 'ok', reason: 'connection reset' });

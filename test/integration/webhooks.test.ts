@@ -4,17 +4,17 @@
 // up nothing; account.paused arrives when the key expires; bad targets are refused up front.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { type Config, loadConfig, type Overrides } from '../../src/config.js';
-import { isError, ConfigError } from '../../src/errors.js';
+import { ConfigError, isError } from '../../src/errors.js';
 import { Batch, createVqb } from '../../src/index.js';
-import { createInboxWatcher } from '../../src/producers/inbox.js';
 import { ingestList } from '../../src/producers/enqueue.js';
+import { createInboxWatcher } from '../../src/producers/inbox.js';
+import { createHttpApi } from '../../src/server.js';
 import { hostAllowed } from '../../src/sinks/webhooks/target.js';
 import { type Harness, makePlates, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
@@ -33,7 +33,9 @@ afterEach(async () => {
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 
-async function receiver(...args: Parameters<typeof startReceiver> extends [string, ...infer R] ? R : never): Promise<Receiver> {
+async function receiver(
+  ...args: Parameters<typeof startReceiver> extends [string, ...infer R] ? R : never
+): Promise<Receiver> {
   const rx = await startReceiver(SECRET, ...args);
   receivers.push(rx);
   return rx;
@@ -53,7 +55,10 @@ function settings(extra: Overrides = {}): Overrides {
   };
 }
 
-async function serve(h: Harness, config: Config = h.config): Promise<(path: string, options?: Parameters<typeof apiCall>[3]) => ReturnType<typeof apiCall>> {
+async function serve(
+  h: Harness,
+  config: Config = h.config,
+): Promise<(path: string, options?: Parameters<typeof apiCall>[3]) => ReturnType<typeof apiCall>> {
   const app = await createHttpApi({ services: h.services, config, logger: h.logs.logger, dashboard: false });
   apps.push(app);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -70,7 +75,9 @@ describe('webhooks: batch.finished', () => {
     const rx = await receiver();
     const h = await harness.start({ label: 'wh-api', config: settings(), workers: 2 });
     const call = await serve(h);
-    const posted = await call('/v1/batches', { json: { plates: [...makePlates(5), 'NOPE'], name: 'hooks', callbackUrl: rx.url } });
+    const posted = await call('/v1/batches', {
+      json: { plates: [...makePlates(5), 'NOPE'], name: 'hooks', callbackUrl: rx.url },
+    });
     expect(posted.status).toBe(202);
     expect(posted.json.batch.callbackUrl).toBe(rx.url);
     const id: string = posted.json.batch.id;
@@ -113,13 +120,21 @@ describe('webhooks: batch.finished', () => {
 
     // Noticed again (another worker, a restart): the same job id, nothing sent twice.
     expect(await h.services.webhooks.batchFinished(id)).toBe(delivery!.id);
-    const counts = await h.services.webhooks.queue.getJobCounts('completed', 'waiting', 'delayed', 'active', 'prioritized');
+    const counts = await h.services.webhooks.queue.getJobCounts(
+      'completed',
+      'waiting',
+      'delayed',
+      'active',
+      'prioritized',
+    );
     expect(counts).toMatchObject({ completed: 1, waiting: 0, delayed: 0, active: 0, prioritized: 0 });
     expect(rx.deliveries).toHaveLength(1);
 
     // The same content again with another callbackUrl: the same (finished) batch, and the new receiver is told.
     const other = await receiver();
-    const again = await call('/v1/batches', { json: { plates: [...makePlates(5), 'NOPE'], name: 'hooks', callbackUrl: other.url } });
+    const again = await call('/v1/batches', {
+      json: { plates: [...makePlates(5), 'NOPE'], name: 'hooks', callbackUrl: other.url },
+    });
     expect(again.json.batch).toMatchObject({ id, created: false, callbackUrl: other.url });
     const [toOther] = await other.waitFor(1);
     expect(toOther!.verifyError).toBeUndefined();
@@ -146,10 +161,16 @@ describe('webhooks: batch.finished', () => {
     }
     // The same event each time: identical bytes, a timestamp per attempt.
     expect(new Set(deliveries.map((d) => d.body)).size).toBe(1);
-    for (let i = 1; i < deliveries.length; i++) expect(deliveries[i]!.timestamp).toBeGreaterThanOrEqual(deliveries[i - 1]!.timestamp);
+    for (let i = 1; i < deliveries.length; i++)
+      expect(deliveries[i]!.timestamp).toBeGreaterThanOrEqual(deliveries[i - 1]!.timestamp);
 
     await waitFor(async () => (await batchStatus(h, batch.id)).webhooks?.[0]?.state === 'delivered');
-    expect((await batchStatus(h, batch.id)).webhooks?.[0]).toMatchObject({ id: deliveries[0]!.id, attempts: 4, lastStatus: 200, state: 'delivered' });
+    expect((await batchStatus(h, batch.id)).webhooks?.[0]).toMatchObject({
+      id: deliveries[0]!.id,
+      attempts: 4,
+      lastStatus: 200,
+      state: 'delivered',
+    });
     expect(h.logs.lines.filter((l) => l.msg === 'webhook delivery failed; it will be retried')).toHaveLength(3);
   });
 
@@ -170,7 +191,10 @@ describe('webhooks: batch.finished', () => {
 
     // Once the first attempt times out, the status says so, and the delivery is retried.
     await waitFor(async () => (await batchStatus(h, batch.id)).webhooks?.[0]?.state === 'retrying');
-    expect((await batchStatus(h, batch.id)).webhooks?.[0]).toMatchObject({ state: 'retrying', lastError: expect.stringMatching(/no answer within 1000 ms/) });
+    expect((await batchStatus(h, batch.id)).webhooks?.[0]).toMatchObject({
+      state: 'retrying',
+      lastError: expect.stringMatching(/no answer within 1000 ms/),
+    });
     await rx.waitFor(2);
     expect(new Set(rx.deliveries.map((d) => d.id)).size).toBe(1);
   });
@@ -183,14 +207,26 @@ describe('webhooks: nothing lost to a crash', () => {
     const plates = makePlates(2);
     const { batch } = await ingestList(h.services, plates, { source: 'library', callbackUrl: rx.url });
     // What a worker does up to its crash: the outcomes recorded, the batch finished by the script.
-    for (const plate of plates) await h.services.outcomes.record({ batchId: batch.id, plate, status: 'done', finishedAt: Date.now(), requests: 2, polls: 1, attempts: 1 });
+    for (const plate of plates)
+      await h.services.outcomes.record({
+        batchId: batch.id,
+        plate,
+        status: 'done',
+        finishedAt: Date.now(),
+        requests: 2,
+        polls: 1,
+        attempts: 1,
+      });
     expect((await h.services.batches.get(batch.id)).finishedAt).toBeDefined();
     expect(await h.services.webhooks.queue.getJobCounts('waiting', 'completed')).toEqual({ waiting: 0, completed: 0 });
 
     h.startWorker();
     const [delivery] = await rx.waitFor(1);
     expect(delivery!.verifyError).toBeUndefined();
-    expect(delivery!.payload).toMatchObject({ type: 'batch.finished', data: { batchId: batch.id, counts: { done: 2 } } });
+    expect(delivery!.payload).toMatchObject({
+      type: 'batch.finished',
+      data: { batchId: batch.id, counts: { done: 2 } },
+    });
   });
 });
 
@@ -199,7 +235,10 @@ describe('webhooks: the drop folder', () => {
     const rx = await receiver();
     const root = await mkdtemp(join(tmpdir(), 'vqb-wh-inbox-'));
     try {
-      const h = await harness.start({ label: 'wh-inbox', config: settings({ VQ_ROOT: root, VQ_INBOX_NOTIFY_URL: rx.url, VQ_INBOX_STABLE: '100ms' }) });
+      const h = await harness.start({
+        label: 'wh-inbox',
+        config: settings({ VQ_ROOT: root, VQ_INBOX_NOTIFY_URL: rx.url, VQ_INBOX_STABLE: '100ms' }),
+      });
       const watcher = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
       try {
         await mkdir(join(root, 'inbox'), { recursive: true });
@@ -212,7 +251,10 @@ describe('webhooks: the drop folder', () => {
         });
         const [delivery] = await rx.waitFor(1);
         expect(delivery!.verifyError).toBeUndefined();
-        expect(delivery!.payload).toMatchObject({ type: 'batch.finished', data: { source: 'inbox', name: 'frota.csv', counts: { enqueued: 2, done: 2 } } });
+        expect(delivery!.payload).toMatchObject({
+          type: 'batch.finished',
+          data: { source: 'inbox', name: 'frota.csv', counts: { enqueued: 2, done: 2 } },
+        });
       } finally {
         await watcher.stop();
       }
@@ -227,7 +269,11 @@ describe('webhooks: account.paused and account.resumed', () => {
     const rx = await receiver();
     const h = await harness.start({
       label: 'wh-paused',
-      config: settings({ VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '4', VQ_WEBHOOK_URL: `${rx.url.replace('/hooks', '/global')}` }),
+      config: settings({
+        VQ_RATE_LIMIT: '40/s',
+        VQ_CONCURRENCY: '4',
+        VQ_WEBHOOK_URL: `${rx.url.replace('/hooks', '/global')}`,
+      }),
     });
     const { batch } = await ingestList(h.services, makePlates(120), { source: 'library', callbackUrl: rx.url });
     await waitFor(async () => (await h.services.batches.get(batch.id)).counts.done >= 10);
@@ -237,13 +283,23 @@ describe('webhooks: account.paused and account.resumed', () => {
     for (const d of paused) expect(d.verifyError).toBeUndefined();
     const forBatch = paused.find((d) => d.path === '/hooks');
     const global = paused.find((d) => d.path === '/global');
-    expect(forBatch?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY', batchId: batch.id, message: expect.stringMatching(/expired.*vqb resume/s) });
+    expect(forBatch?.payload.data).toMatchObject({
+      account: 'default',
+      code: 'EXPIRED_API_KEY',
+      batchId: batch.id,
+      message: expect.stringMatching(/expired.*vqb resume/s),
+    });
     expect(forBatch?.payload.data.links.results).toBe(`${PUBLIC_URL}/v1/batches/${batch.id}/results`);
     expect(global?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY' });
     expect(global?.payload.data.batchId).toBeUndefined();
     expect(forBatch!.id).not.toBe(global!.id);
 
-    await waitFor(async () => (await batchStatus(h, batch.id)).webhooks?.some((w) => w.event === 'account.paused' && w.state === 'delivered') === true);
+    await waitFor(
+      async () =>
+        (await batchStatus(h, batch.id)).webhooks?.some(
+          (w) => w.event === 'account.paused' && w.state === 'delivered',
+        ) === true,
+    );
     const view = await batchStatus(h, batch.id);
     expect(view.finished).toBe(false);
     expect(view.waiting?.code).toBe('EXPIRED_API_KEY');
@@ -261,8 +317,16 @@ describe('webhooks: account.paused and account.resumed', () => {
     }
     const resumed = await rx.waitFor(2, (d) => d.payload?.type === 'account.resumed');
     for (const d of resumed) expect(d.verifyError).toBeUndefined();
-    expect(resumed.find((d) => d.path === '/hooks')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY', batchId: batch.id, resumedAt: expect.any(String) });
-    expect(resumed.find((d) => d.path === '/global')?.payload.data).toMatchObject({ account: 'default', code: 'EXPIRED_API_KEY' });
+    expect(resumed.find((d) => d.path === '/hooks')?.payload.data).toMatchObject({
+      account: 'default',
+      code: 'EXPIRED_API_KEY',
+      batchId: batch.id,
+      resumedAt: expect.any(String),
+    });
+    expect(resumed.find((d) => d.path === '/global')?.payload.data).toMatchObject({
+      account: 'default',
+      code: 'EXPIRED_API_KEY',
+    });
     expect(resumed[0]!.payload.data.summary).toMatch(/^account default resumed after \d+ s paused \(/);
     const [finished] = await rx.waitFor(1, (d) => d.payload?.type === 'batch.finished');
     expect(finished!.payload.data.counts).toMatchObject({ enqueued: 120, done: 120, failed: 0 });
@@ -275,7 +339,11 @@ describe('webhooks: account.paused and account.resumed', () => {
 
 describe('webhooks: bad targets are refused up front, nothing stored', () => {
   it('the API refuses a URL that is not http(s), has credentials, or whose host is not on VQ_WEBHOOK_ALLOW, in our error shape', async () => {
-    const h = await harness.start({ label: 'wh-bad', config: settings({ VQ_WEBHOOK_ALLOW: '127.0.0.1,*.example.com' }), workers: 0 });
+    const h = await harness.start({
+      label: 'wh-bad',
+      config: settings({ VQ_WEBHOOK_ALLOW: '127.0.0.1,*.example.com' }),
+      workers: 0,
+    });
     const call = await serve(h);
     const plates = makePlates(2);
     for (const [url, code] of [
@@ -291,7 +359,10 @@ describe('webhooks: bad targets are refused up front, nothing stored', () => {
       expectError(answer, 422, code);
     }
     // A CSV body takes it in the query string; the same checks apply.
-    const csv = await call(`/v1/batches?callbackUrl=${encodeURIComponent('http://evil.test/x')}`, { body: 'placa\nABC1234\n', type: 'text/csv' });
+    const csv = await call(`/v1/batches?callbackUrl=${encodeURIComponent('http://evil.test/x')}`, {
+      body: 'placa\nABC1234\n',
+      type: 'text/csv',
+    });
     expectError(csv, 422, 'CALLBACK_HOST_NOT_ALLOWED');
     expect((await call('/v1/batches')).json.total).toBe(0);
 
@@ -318,7 +389,11 @@ describe('webhooks: bad targets are refused up front, nothing stored', () => {
   it('without a secret no callbackUrl is accepted (WEBHOOK_SECRET_MISSING); a malformed secret stops start-up without printing it', async () => {
     const h = await harness.start({ label: 'wh-nosecret', config: { VQ_API_TOKENS: TOKEN }, workers: 0 });
     const call = await serve(h);
-    expectError(await call('/v1/batches', { json: { plates: ['ABC1234'], callbackUrl: 'http://127.0.0.1/x' } }), 422, 'WEBHOOK_SECRET_MISSING');
+    expectError(
+      await call('/v1/batches', { json: { plates: ['ABC1234'], callbackUrl: 'http://127.0.0.1/x' } }),
+      422,
+      'WEBHOOK_SECRET_MISSING',
+    );
     expect((await call('/v1/batches')).json.total).toBe(0);
 
     for (const secret of ['not-a-secret-at-all-1234567890', 'whsec_c2hvcnQ=', `whsec_${'!'.repeat(40)}`]) {
@@ -336,7 +411,13 @@ describe('webhooks: bad targets are refused up front, nothing stored', () => {
     await writeFile(file, `${SECRET}\n`);
     expect(loadConfig({ VQ_WEBHOOK_SECRET_FILE: file }).webhooks.secret?.reveal()).toBe(SECRET);
     expect(() => loadConfig({ VQ_WEBHOOK_URL: 'http://127.0.0.1/x' })).toThrow(/VQ_WEBHOOK_SECRET/);
-    expect(() => loadConfig({ VQ_WEBHOOK_SECRET: SECRET, VQ_WEBHOOK_ALLOW: 'hooks.example.com', VQ_INBOX_NOTIFY_URL: 'http://127.0.0.1/x' })).toThrow(/VQ_WEBHOOK_ALLOW/);
+    expect(() =>
+      loadConfig({
+        VQ_WEBHOOK_SECRET: SECRET,
+        VQ_WEBHOOK_ALLOW: 'hooks.example.com',
+        VQ_INBOX_NOTIFY_URL: 'http://127.0.0.1/x',
+      }),
+    ).toThrow(/VQ_WEBHOOK_ALLOW/);
   });
 
   it('the allow-list: exact hosts (with or without a port) and *.domain for its subdomains only', () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

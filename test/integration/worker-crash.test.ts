@@ -3,7 +3,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, sleep, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -53,7 +53,8 @@ describe('worker engine: crashes', () => {
     const repeated = Object.entries(stats.createsByPlate ?? {})
       .filter(([, n]) => n > 1)
       .map(([p]) => p);
-    for (const plate of repeated) expect((await h.services.outcomes.get('b', plate))?.possibleDuplicate, plate).toBe(true);
+    for (const plate of repeated)
+      expect((await h.services.outcomes.get('b', plate))?.possibleDuplicate, plate).toBe(true);
     expect(repeated.length).toBeLessThanOrEqual(info.counts.possibleDuplicates);
   }, 120_000);
 

@@ -1,7 +1,7 @@
 // Upstream faults and the shape of the pipeline: 5xx bursts, dropped connections, lost create
 // answers, permanent failures, waiting jobs that hold no slot, polls not starved, the in-flight cap.
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 import { sampleMax } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -35,7 +35,11 @@ describe('worker engine: faults', () => {
   });
 
   it('a create whose answer is lost is re-sent and flagged "possible duplicate charge", and only those', async () => {
-    h = await startHarness({ label: 'lost', sim: { dropAfterCreateRate: 0.15 }, config: { VQ_RATE_LIMIT: '200/s', VQ_BACKOFF: '50ms' } });
+    h = await startHarness({
+      label: 'lost',
+      sim: { dropAfterCreateRate: 0.15 },
+      config: { VQ_RATE_LIMIT: '200/s', VQ_BACKOFF: '50ms' },
+    });
     await h.enqueue('b', makePlates(80));
     await h.waitForBatch('b', 60_000);
     const stats = h.sim.stats({ plates: true });

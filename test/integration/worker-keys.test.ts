@@ -1,7 +1,7 @@
 // Key-level failures stop the line, not the job: pause, say what to do, lose nothing, resume.
 import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accountKey, makePlates, startHarness, TEST_KEY, type Harness } from '../helpers/engine.js';
+import { accountKey, type Harness, makePlates, startHarness, TEST_KEY } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
@@ -48,7 +48,10 @@ describe('worker engine: key-level failures', () => {
   it.each([
     { missing: 'run_queries', permissions: ['view_queries'], named: 'Run vehicle queries' },
     { missing: 'view_queries', permissions: ['run_queries'], named: 'View queries already run' },
-  ] as const)('a key lacking $missing pauses the line with a message naming "$named"', async ({ permissions, named }) => {
+  ] as const)('a key lacking $missing pauses the line with a message naming "$named"', async ({
+    permissions,
+    named,
+  }) => {
     h = await startHarness({ label: 'perm', sim: { keys: [{ key: TEST_KEY, permissions: [...permissions] }] } });
     await h.enqueue('b', makePlates(10));
     await waitFor(async () => (await h!.line.state()).pause !== undefined);

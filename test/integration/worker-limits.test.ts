@@ -1,7 +1,7 @@
 // Pacing under the upstream's limits: smooth mode against a sliding window, a limit tighter than
 // configured, and a quota that runs out and resets by itself.
 import { afterEach, describe, expect, it } from 'vitest';
-import { makePlates, startHarness, type Harness } from '../helpers/engine.js';
+import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

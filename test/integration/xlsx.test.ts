@@ -4,7 +4,7 @@
 // workers. Each .xlsx export is opened with exceljs and compared with the CSV export of the same
 // batch, cell by cell; formulas are never evaluated; each bad workbook is refused with its code
 // and nothing stored.
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,8 @@ import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { createInboxWatcher, type InboxWatcher } from '../../src/producers/inbox.js';
+import { createHttpApi } from '../../src/server.js';
 import { escapeFormula } from '../../src/sinks/csv.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
@@ -39,7 +39,13 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vqb-xlsx-'));
   h = await harness.start({
     label: 'xlsx',
-    config: { VQ_API_TOKENS: TOKEN, VQ_HTTP_MAX_PLATES: String(MAX_PLATES), VQ_CSV_DELIMITER: ';', VQ_ROOT: join(dir, 'root'), VQ_INBOX_STABLE: '100ms' },
+    config: {
+      VQ_API_TOKENS: TOKEN,
+      VQ_HTTP_MAX_PLATES: String(MAX_PLATES),
+      VQ_CSV_DELIMITER: ';',
+      VQ_ROOT: join(dir, 'root'),
+      VQ_INBOX_STABLE: '100ms',
+    },
   });
   app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -58,12 +64,20 @@ function call(path: string, options: CallOptions = {}): Promise<Answer> {
   return apiCall(base, TOKEN, path, options);
 }
 
-async function download(path: string): Promise<{ status: number; type: string | null; disposition: string | null; bytes: Buffer }> {
+async function download(
+  path: string,
+): Promise<{ status: number; type: string | null; disposition: string | null; bytes: Buffer }> {
   const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  return { status: res.status, type: res.headers.get('content-type'), disposition: res.headers.get('content-disposition'), bytes: Buffer.from(await res.arrayBuffer()) };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    disposition: res.headers.get('content-disposition'),
+    bytes: Buffer.from(await res.arrayBuffer()),
+  };
 }
 
-const csvRows = (text: string): string[][] => parse(text, { bom: true, delimiter: ';', relax_column_count: true }) as string[][];
+const csvRows = (text: string): string[][] =>
+  parse(text, { bom: true, delimiter: ';', relax_column_count: true }) as string[][];
 
 /**
  * The .xlsx export against the CSV export of the same batch: the same header and rows, each cell
@@ -86,7 +100,10 @@ function expectSameAsCsv(xlsxRows: unknown[][], csv: string[][]): void {
       } else {
         expect(value === null ? '' : String(value), `row ${r + 1} col ${c + 1}`).toBe(text);
       }
-      expect(typeof value === 'object' && value !== null && !(value instanceof Date), 'a formula or rich value in the export').toBe(false);
+      expect(
+        typeof value === 'object' && value !== null && !(value instanceof Date),
+        'a formula or rich value in the export',
+      ).toBe(false);
     }
   });
 }
@@ -208,21 +225,34 @@ describe('POST /v1/batches with a workbook', () => {
     const csv = await call(`/v1/batches/${id}/results?format=csv`);
     const xlsx = await sheetValues(got.bytes, 'results');
     expectSameAsCsv(xlsx, csvRows(csv.text));
-    expect(column(xlsx, 'Cliente')).toEqual(['Ação Ltda', '=cmd|calc', 'número como texto', 'depois da linha em branco']);
+    expect(column(xlsx, 'Cliente')).toEqual([
+      'Ação Ltda',
+      '=cmd|calc',
+      'número como texto',
+      'depois da linha em branco',
+    ]);
   }, 60_000);
 
   it('takes a form upload, the sheet as a field, and tells a workbook by its bytes when the name and type say nothing', async () => {
     const form = new FormData();
     form.append('sheet', 'Segunda');
     form.append('file', new Blob([new Uint8Array(libreoffice)], { type: XLSX }), 'frota.xlsx');
-    const res = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: form });
+    const res = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: form,
+    });
     const body = (await res.json()) as any;
     expect(res.status).toBe(202);
     expect(body.batch.counts).toMatchObject({ total: 2, enqueued: 2 });
 
     const anonymous = new FormData();
     anonymous.append('file', new Blob([new Uint8Array(made)], { type: 'application/octet-stream' }), 'upload.bin');
-    const res2 = await fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: anonymous });
+    const res2 = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: anonymous,
+    });
     const body2 = (await res2.json()) as any;
     expect(res2.status).toBe(202);
     expect(body2.batch.counts).toMatchObject({ total: 3, enqueued: 3 });
@@ -238,14 +268,30 @@ describe('POST /v1/batches with a workbook', () => {
     expectError(await call('/v1/batches?sheet=Nope', { body: libreoffice, type: XLSX }), 422, 'XLSX_SHEET_NOT_FOUND');
     const empty = new ExcelJS.Workbook();
     empty.addWorksheet('vazia');
-    expectError(await call('/v1/batches', { body: Buffer.from(await empty.xlsx.writeBuffer()), type: XLSX }), 422, 'XLSX_EMPTY');
+    expectError(
+      await call('/v1/batches', { body: Buffer.from(await empty.xlsx.writeBuffer()), type: XLSX }),
+      422,
+      'XLSX_EMPTY',
+    );
     const many = new ExcelJS.Workbook();
     many.addWorksheet('muitas').addRows([['placa'], ...makePlates(MAX_PLATES + 1).map((p) => [p])]);
-    expectError(await call('/v1/batches', { body: Buffer.from(await many.xlsx.writeBuffer()), type: XLSX }), 413, 'TOO_MANY_PLATES');
+    expectError(
+      await call('/v1/batches', { body: Buffer.from(await many.xlsx.writeBuffer()), type: XLSX }),
+      413,
+      'TOO_MANY_PLATES',
+    );
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(libreoffice)]), 'frota.xlsx');
     form.append('sheet', 'Segunda');
-    expectError(await fetch(`${base}/v1/batches`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: form }).then(asAnswer), 400, 'BAD_FORM');
+    expectError(
+      await fetch(`${base}/v1/batches`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        body: form,
+      }).then(asAnswer),
+      400,
+      'BAD_FORM',
+    );
     expect(await batchCount()).toBe(before);
   }, 60_000);
 });

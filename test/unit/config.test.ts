@@ -3,7 +3,15 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parseAccounts } from '../../src/accounts.js';
-import { accountOf, loadConfig, parseDuration, parseRateLimit, requireAccountUpstream, Secret, type Config } from '../../src/config.js';
+import {
+  accountOf,
+  type Config,
+  loadConfig,
+  parseDuration,
+  parseRateLimit,
+  requireAccountUpstream,
+  Secret,
+} from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -18,9 +26,20 @@ function configError(fn: () => unknown): ConfigError {
 
 describe('accounts', () => {
   it('without VQ_ACCOUNTS_FILE the settings form one account, default', () => {
-    const c = loadConfig({ VQ_BASE_URL: 'https://api.example.com', VQ_API_KEY: 'k', VQ_RATE_LIMIT: '5/s', VQ_MAX_CREATES_PER_DAY: '10' });
+    const c = loadConfig({
+      VQ_BASE_URL: 'https://api.example.com',
+      VQ_API_KEY: 'k',
+      VQ_RATE_LIMIT: '5/s',
+      VQ_MAX_CREATES_PER_DAY: '10',
+    });
     expect(c.accounts).toHaveLength(1);
-    expect(c.accounts[0]).toMatchObject({ id: 'default', baseUrl: 'https://api.example.com', rateLimit: { max: 5, durationMs: 1_000 }, perDay: 10, product: 'agregados' });
+    expect(c.accounts[0]).toMatchObject({
+      id: 'default',
+      baseUrl: 'https://api.example.com',
+      rateLimit: { max: 5, durationMs: 1_000 },
+      perDay: 10,
+      product: 'agregados',
+    });
   });
 
   it("parses the issue's shape, with defaults from the environment, and names what is wrong", () => {
@@ -55,7 +74,9 @@ describe('accounts', () => {
 
   it('an account the config does not know is a typed error listing the known ones', () => {
     const c = loadConfig({});
-    expect(() => accountOf(c, 'nope')).toThrow(expect.objectContaining({ code: 'ACCOUNT_NOT_FOUND', message: expect.stringContaining('default') }));
+    expect(() => accountOf(c, 'nope')).toThrow(
+      expect.objectContaining({ code: 'ACCOUNT_NOT_FOUND', message: expect.stringContaining('default') }),
+    );
   });
 });
 
@@ -76,7 +97,15 @@ describe('defaults', () => {
       interactiveMax: 100,
       concurrency: 8,
       maxInFlight: 500,
-      poll: { initialMs: 5_000, intervalMs: 2_000, maxIntervalMs: 15_000, deadlineMs: 300_000, adaptive: true, quantile: 0.9, interactiveMs: 1_000 },
+      poll: {
+        initialMs: 5_000,
+        intervalMs: 2_000,
+        maxIntervalMs: 15_000,
+        deadlineMs: 300_000,
+        adaptive: true,
+        quantile: 0.9,
+        interactiveMs: 1_000,
+      },
       attempts: 8,
       backoffMs: 1_000,
       recreateUncertain: true,
@@ -96,7 +125,11 @@ describe('defaults', () => {
   });
 
   it('empty strings count as unset', () => {
-    expect(loadConfig({ VQ_CONCURRENCY: '', REDIS_URL: '', VQ_API_KEY: '' })).toMatchObject({ concurrency: 8, redisUrl: 'redis://127.0.0.1:6379', apiKey: undefined });
+    expect(loadConfig({ VQ_CONCURRENCY: '', REDIS_URL: '', VQ_API_KEY: '' })).toMatchObject({
+      concurrency: 8,
+      redisUrl: 'redis://127.0.0.1:6379',
+      apiKey: undefined,
+    });
   });
 
   it('reads values, durations and booleans from the environment', () => {
@@ -148,20 +181,27 @@ describe('malformed variables', () => {
   });
 
   it('a poll deadline not longer than the first poll is refused', () => {
-    expect(configError(() => loadConfig({ VQ_POLL_INITIAL: '10s', VQ_POLL_DEADLINE: '10s' })).variable).toBe('VQ_POLL_DEADLINE');
+    expect(configError(() => loadConfig({ VQ_POLL_INITIAL: '10s', VQ_POLL_DEADLINE: '10s' })).variable).toBe(
+      'VQ_POLL_DEADLINE',
+    );
   });
 });
 
 describe('overrides', () => {
   it('beat the environment', () => {
-    const c = loadConfig({ VQ_CONCURRENCY: '4', VQ_RATE_LIMIT: '60/min', VQ_QUEUE: 'env-queue' }, { VQ_CONCURRENCY: '32', VQ_RATE_LIMIT: '10/s' });
+    const c = loadConfig(
+      { VQ_CONCURRENCY: '4', VQ_RATE_LIMIT: '60/min', VQ_QUEUE: 'env-queue' },
+      { VQ_CONCURRENCY: '32', VQ_RATE_LIMIT: '10/s' },
+    );
     expect(c.concurrency).toBe(32);
     expect(c.rateLimit.max).toBe(10);
     expect(c.queueName).toBe('env-queue');
   });
 
   it('a bad override is named even when the environment value is good', () => {
-    expect(configError(() => loadConfig({ VQ_CONCURRENCY: '4' }, { VQ_CONCURRENCY: '0' })).variable).toBe('VQ_CONCURRENCY');
+    expect(configError(() => loadConfig({ VQ_CONCURRENCY: '4' }, { VQ_CONCURRENCY: '0' })).variable).toBe(
+      'VQ_CONCURRENCY',
+    );
   });
 });
 
@@ -179,7 +219,10 @@ describe('the API key', () => {
     const inline = loadConfig({ VQ_API_KEY: KEY }).apiKey;
     expect(inline?.kind).toBe('inline');
     expect(inline?.kind === 'inline' && inline.secret.reveal()).toBe(KEY);
-    expect(loadConfig({ VQ_API_KEY_FILE: '/run/secrets/key' }).apiKey).toEqual({ kind: 'file', path: '/run/secrets/key' });
+    expect(loadConfig({ VQ_API_KEY_FILE: '/run/secrets/key' }).apiKey).toEqual({
+      kind: 'file',
+      path: '/run/secrets/key',
+    });
   });
 
   it('never appears in JSON.stringify, util.inspect or string conversion of the config', () => {
@@ -208,7 +251,18 @@ describe('parseRateLimit', () => {
     expect(parseRateLimit(text)).toEqual({ max, durationMs, text: text.trim() });
   });
 
-  it.each(['fast', '60', '60/', '/min', '0/min', '60/0s', '60/fortnight', '1.5/s', '-1/s', ''])('%j is not a rate', (text) => {
+  it.each([
+    'fast',
+    '60',
+    '60/',
+    '/min',
+    '0/min',
+    '60/0s',
+    '60/fortnight',
+    '1.5/s',
+    '-1/s',
+    '',
+  ])('%j is not a rate', (text) => {
     expect(parseRateLimit(text)).toBeUndefined();
   });
 });
@@ -240,18 +294,26 @@ describe('requireAccountUpstream', () => {
   });
 
   it('names VQ_API_KEY (and mentions the file option) when no key is set', () => {
-    const error = configError(() => requireAccountUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com' }).accounts[0]!));
+    const error = configError(() =>
+      requireAccountUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com' }).accounts[0]!),
+    );
     expect(error.variable).toBe('VQ_API_KEY');
     expect(error.message).toContain('VQ_API_KEY_FILE');
   });
 
   it('returns both when set', () => {
-    const up = requireAccountUpstream(loadConfig({ VQ_BASE_URL: 'https://api.example.com/', VQ_API_KEY_FILE: '/k' }).accounts[0]!);
+    const up = requireAccountUpstream(
+      loadConfig({ VQ_BASE_URL: 'https://api.example.com/', VQ_API_KEY_FILE: '/k' }).accounts[0]!,
+    );
     expect(up).toEqual({ baseUrl: 'https://api.example.com', apiKey: { kind: 'file', path: '/k' } });
   });
 
   it('names the account and VQ_ACCOUNTS_FILE for an account of the file without a key', () => {
-    const [account] = parseAccounts('{"accounts": [{"id": "frota"}]}', { baseUrl: 'https://api.example.com', product: 'agregados', rateLimit: parseRateLimit('60/min')! });
+    const [account] = parseAccounts('{"accounts": [{"id": "frota"}]}', {
+      baseUrl: 'https://api.example.com',
+      product: 'agregados',
+      rateLimit: parseRateLimit('60/min')!,
+    });
     const error = configError(() => requireAccountUpstream(account!));
     expect(error.variable).toBe('VQ_ACCOUNTS_FILE');
     expect(error.message).toContain('frota');

@@ -2,10 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
-import { plural } from '../../src/console/say.js';
 import { localPath } from '../../src/console/routes.js';
-import { WebhookDelivery, Waiting } from '../../src/schemas/batch.js';
-import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/sinks/webhooks/target.js';
+import { plural } from '../../src/console/say.js';
+import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
+import {
+  CALLBACK_HOST_NOT_ALLOWED,
+  CALLBACK_URL_INVALID,
+  WEBHOOK_SECRET_MISSING,
+} from '../../src/sinks/webhooks/target.js';
 
 describe('console html', () => {
   it('escapes every value, nested templates and arrays pass as markup', () => {
@@ -13,7 +17,9 @@ describe('console html', () => {
     expect(html`<p title="${name}">${name}</p>`.text).toBe(
       '<p title="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;">&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;</p>',
     );
-    expect(html`<ul>${['a<', 'b'].map((x) => html`<li>${x}</li>`)}</ul>`.text).toBe('<ul><li>a&lt;</li><li>b</li></ul>');
+    expect(html`<ul>${['a<', 'b'].map((x) => html`<li>${x}</li>`)}</ul>`.text).toBe(
+      '<ul><li>a&lt;</li><li>b</li></ul>',
+    );
     expect(html`${undefined}${null}${false}${0}${raw('<br>')}`.text).toBe('0<br>');
   });
 });
@@ -54,14 +60,24 @@ describe('console language', () => {
     expect(plural(pt, 'batch.retry', 1)).toBe('Tentar de novo a placa com falha');
     expect(plural(pt, 'batch.retry', 2)).toBe('Tentar de novo as 2 placas com falha');
     expect(plural(en, 'batch.retry', 1)).toBe('Retry the failed plate');
-    expect(plural(pt, 'flash.retried', 1, { recreated: 0, skipped: 0 })).toBe('1 placa com falha voltou à fila (0 criada de novo, 0 ainda em andamento).');
+    expect(plural(pt, 'flash.retried', 1, { recreated: 0, skipped: 0 })).toBe(
+      '1 placa com falha voltou à fila (0 criada de novo, 0 ainda em andamento).',
+    );
   });
 });
 
 describe('console redirects', () => {
   it('go only to a path of this site', () => {
     expect(localPath('/batches/x?y=1')).toBe('/batches/x?y=1');
-    for (const bad of ['//evil.example/', '/\\evil.example', 'https://evil.example/', 'javascript:alert(1)', '', undefined, '/a\r\nSet-Cookie: x'])
+    for (const bad of [
+      '//evil.example/',
+      '/\\evil.example',
+      'https://evil.example/',
+      'javascript:alert(1)',
+      '',
+      undefined,
+      '/a\r\nSet-Cookie: x',
+    ])
       expect(localPath(bad)).toBe('/');
   });
 });

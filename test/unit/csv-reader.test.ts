@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
-import { readPlateCsv, type CsvReadOptions } from '../../src/producers/csv.js';
+import { type CsvReadOptions, readPlateCsv } from '../../src/producers/csv.js';
 import { PlateDeduper } from '../../src/producers/dedup.js';
 import type { InputRow } from '../../src/producers/types.js';
 
@@ -112,7 +112,13 @@ describe('readPlateCsv: files as users save them', () => {
 
   it('reads a file of plates only, without a header', async () => {
     const { header, rows } = await readAll(fixture('no-header.csv'));
-    expect(header).toEqual({ delimiter: ',', encoding: 'utf-8', hasHeader: false, plateColumn: 'col1', extraColumns: [] });
+    expect(header).toEqual({
+      delimiter: ',',
+      encoding: 'utf-8',
+      hasHeader: false,
+      plateColumn: 'col1',
+      extraColumns: [],
+    });
     expect(rows.map((r) => [r.row, r.input])).toEqual([
       [1, 'ABC1234'],
       [2, 'DEF5G67'],
@@ -173,7 +179,11 @@ describe('readPlateCsv: files as users save them', () => {
 describe('readPlateCsv: the column option', () => {
   it('picks a column by name, case- and accent-insensitively', async () => {
     const { header, rows } = await readAll(fixture('excel-ptbr-1252.csv'), { column: 'CIDADE' });
-    expect(header).toMatchObject({ hasHeader: true, plateColumn: 'Cidade', extraColumns: ['Placa', 'Proprietário', 'Valor'] });
+    expect(header).toMatchObject({
+      hasHeader: true,
+      plateColumn: 'Cidade',
+      extraColumns: ['Placa', 'Proprietário', 'Valor'],
+    });
     expect(rows[0]?.input).toBe('São Paulo');
     expect(rows[0]?.extra['Placa']).toBe('ABC1234');
   });
@@ -201,7 +211,10 @@ describe('readPlateCsv: the column option', () => {
 describe('readPlateCsv: encodings decided late', () => {
   it('switches to Windows-1252 when accents appear after the first 64 KiB of ASCII', async () => {
     const ascii = Array.from({ length: 10_000 }, (_, i) => `${plateOf(i)};Rio`).join('\n');
-    const bytes = Buffer.concat([Buffer.from(`placa;cidade\n${ascii}\n`), Buffer.from('ZZZ9999;São Paulo\n', 'latin1')]);
+    const bytes = Buffer.concat([
+      Buffer.from(`placa;cidade\n${ascii}\n`),
+      Buffer.from('ZZZ9999;São Paulo\n', 'latin1'),
+    ]);
     const { header, rows } = await readPlateCsv(chunks(bytes, 16 * 1024));
     expect(header.encoding).toBe('utf-8'); // provisional: nothing but ASCII so far
     const all = await collect(rows);
@@ -334,7 +347,11 @@ describe('readPlateCsv: a long stream', () => {
     }
     expect(header).toMatchObject({ delimiter: ';', encoding: 'utf-8', plateColumn: 'placa' });
     expect(count).toBe(total);
-    expect(last).toEqual({ row: total, input: plateOf(total - 1), extra: { cidade: 'São Paulo', obs: `linha ${total - 1}` } });
+    expect(last).toEqual({
+      row: total,
+      input: plateOf(total - 1),
+      extra: { cidade: 'São Paulo', obs: `linha ${total - 1}` },
+    });
   });
 });
 
@@ -344,7 +361,12 @@ describe('PlateDeduper', () => {
     const check = (row: number, input: string) => dedup.check({ row, input });
     expect(check(1, 'abc-1234')).toEqual({ kind: 'new', plate: 'ABC1234', format: 'old' });
     expect(check(2, 'ABC1234')).toEqual({ kind: 'duplicate', plate: 'ABC1234', firstRow: 1 });
-    expect(check(3, 'ABC1C34')).toEqual({ kind: 'new', plate: 'ABC1C34', format: 'mercosul', sameVehicleAs: 'ABC1234' });
+    expect(check(3, 'ABC1C34')).toEqual({
+      kind: 'new',
+      plate: 'ABC1C34',
+      format: 'mercosul',
+      sameVehicleAs: 'ABC1234',
+    });
     expect(check(4, ' abc 1c34 ')).toEqual({ kind: 'duplicate', plate: 'ABC1C34', firstRow: 3 });
     expect(check(5, 'XYZ9J99')).toEqual({ kind: 'new', plate: 'XYZ9J99', format: 'mercosul' });
     expect(check(6, 'XYZ9999')).toEqual({ kind: 'new', plate: 'XYZ9999', format: 'old', sameVehicleAs: 'XYZ9J99' });

@@ -5,7 +5,12 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const PAGES = ['README.md', 'CHANGELOG.md', 'bench/RESULTS.md', ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`)].filter((p) => p.endsWith('.md'));
+const PAGES = [
+  'README.md',
+  'CHANGELOG.md',
+  'bench/RESULTS.md',
+  ...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`),
+].filter((p) => p.endsWith('.md'));
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
 function slug(heading: string): string {
@@ -39,7 +44,8 @@ describe('links in the README and docs/', () => {
         broken.push(`${target}: no file ${file}`);
         continue;
       }
-      if (anchor !== undefined && file.endsWith('.md') && !anchors(file).has(anchor)) broken.push(`${target}: no heading #${anchor} in ${file}`);
+      if (anchor !== undefined && file.endsWith('.md') && !anchors(file).has(anchor))
+        broken.push(`${target}: no heading #${anchor} in ${file}`);
     }
     expect(broken).toEqual([]);
   });

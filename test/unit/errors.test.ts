@@ -20,7 +20,10 @@ describe('error brands', () => {
   });
 
   it('holds across two copies of the package (the brand is a registry symbol), and a look-alike without it fails', () => {
-    const fromOtherCopy = Object.assign(new Error('x'), { [Symbol.for('vqb.error.InputError')]: true, [Symbol.for('vqb.error.VqbError')]: true });
+    const fromOtherCopy = Object.assign(new Error('x'), {
+      [Symbol.for('vqb.error.InputError')]: true,
+      [Symbol.for('vqb.error.VqbError')]: true,
+    });
     expect(isError(fromOtherCopy, InputError)).toBe(true);
     expect(isVqbError({ name: 'VqbError', code: 'X', message: 'x' })).toBe(false);
     expect(isVqbError(new VqbError('USAGE', 'x'))).toBe(true);

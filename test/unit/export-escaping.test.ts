@@ -49,7 +49,9 @@ const done = (extra: Record<string, string>, result: unknown): ExportRow => ({
 
 describe('export escaping', () => {
   it('writes numbers from upstream as numbers, negative ones included', async () => {
-    const result = JSON.parse('{"saldo": -5, "multa": -12.5, "tiny": -1e-7, "zero": 0, "ano": 2010, "texto": "-5", "conta": "-2+3"}') as unknown;
+    const result = JSON.parse(
+      '{"saldo": -5, "multa": -12.5, "tiny": -1e-7, "zero": 0, "ano": 2010, "texto": "-5", "conta": "-2+3"}',
+    ) as unknown;
     await new FileSink({ dir }).write(sourceOf([done({}, result)], []), ['csv']);
     const { records } = await csvRecords(join(dir, 'b.csv'));
     expect(records[0]).toMatchObject({
@@ -65,7 +67,13 @@ describe('export escaping', () => {
   });
 
   it('keeps a column named __proto__, as an input column and as a result field', async () => {
-    const stored = { row: 1, input: 'ABC1234', extra: ['cliente 1', 'proto value', 'ok'], kind: 'queued' as const, plate: 'ABC1234' };
+    const stored = {
+      row: 1,
+      input: 'ABC1234',
+      extra: ['cliente 1', 'proto value', 'ok'],
+      kind: 'queued' as const,
+      plate: 'ABC1234',
+    };
     const row = toExportRow(stored, ['cliente', '__proto__', 'constructor'], {
       status: 'done',
       queryId: 'q-1',
@@ -108,7 +116,9 @@ describe('export escaping', () => {
     };
     const names = Object.keys(cells);
     const rejects: RejectRow[] = [{ row: 2, input: ' =1+1', reason: 'BAD_LENGTH', message: '\n@x' }];
-    await new FileSink({ dir }).write(sourceOf([done(cells, { obs: ' =1+1', lista: ['=x'] })], names, rejects), ['csv']);
+    await new FileSink({ dir }).write(sourceOf([done(cells, { obs: ' =1+1', lista: ['=x'] })], names, rejects), [
+      'csv',
+    ]);
     const { records } = await csvRecords(join(dir, 'b.csv'));
     expect(records[0]).toMatchObject({
       space: "' =1+1",
@@ -137,7 +147,23 @@ describe('export escaping', () => {
   });
 
   it('escapeFormula: the OWASP triggers, after any leading whitespace; nothing else', () => {
-    for (const text of ['=1', '+1', '-1', '@a', '\t', '\tx', '\r', '\rx', ' =1', '\n\n-1', ' \t @a', '\u00a0=1', '\u3000=1', '＝1+1', '＠SUM(A1)']) {
+    for (const text of [
+      '=1',
+      '+1',
+      '-1',
+      '@a',
+      '\t',
+      '\tx',
+      '\r',
+      '\rx',
+      ' =1',
+      '\n\n-1',
+      ' \t @a',
+      '\u00a0=1',
+      '\u3000=1',
+      '＝1+1',
+      '＠SUM(A1)',
+    ]) {
       expect(escapeFormula(text)).toBe(`'${text}`);
     }
     for (const text of ['', 'a', ' a', '\na', '1-1', 'a=1', "'=1", 'São Paulo', '   ']) {

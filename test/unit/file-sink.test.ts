@@ -1,11 +1,11 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
 import { BASE_COLUMNS } from '../../src/sinks/csv.js';
-import { FileSink, nodeFs, type FileSinkFs } from '../../src/sinks/file-sink.js';
+import { FileSink, type FileSinkFs, nodeFs } from '../../src/sinks/file-sink.js';
 import type { ExportRow, ExportSource, RejectRow } from '../../src/sinks/types.js';
 
 const T0 = Date.UTC(2024, 4, 1, 12, 0, 0);
@@ -58,13 +58,28 @@ const ROWS: ExportRow[] = [
     status: 'duplicate',
     duplicateOf: 1,
     queryId: 'q-1',
-    result: { veiculo: { marca: 'Fiat', modelo: 'Uno', municipio: 'São Paulo', ano: 2010, restricoes: [] }, formula: '+1', saldo: -2, nulo: null },
+    result: {
+      veiculo: { marca: 'Fiat', modelo: 'Uno', municipio: 'São Paulo', ano: 2010, restricoes: [] },
+      formula: '+1',
+      saldo: -2,
+      nulo: null,
+    },
     extra: { Cidade: 'Rio', status: 'x', obs: 'multi\nlinha, com "aspas"' },
   },
-  { row: 6, input: 'ABC1C34', plate: 'ABC1C34', status: 'pending', sameVehicleAs: 'ABC1234', enqueuedAt: T0, extra: { Cidade: 'Niterói', status: '', obs: '' } },
+  {
+    row: 6,
+    input: 'ABC1C34',
+    plate: 'ABC1C34',
+    status: 'pending',
+    sameVehicleAs: 'ABC1234',
+    enqueuedAt: T0,
+    extra: { Cidade: 'Niterói', status: '', obs: '' },
+  },
 ];
 
-const REJECTS: RejectRow[] = [{ row: 4, input: '=1+1', reason: 'BAD_LENGTH', message: 'plates have 7 characters, this has 2' }];
+const REJECTS: RejectRow[] = [
+  { row: 4, input: '=1+1', reason: 'BAD_LENGTH', message: 'plates have 7 characters, this has 2' },
+];
 
 function sourceOf(rows: ExportRow[], rejects: RejectRow[] = REJECTS, batchId = 'b-1'): ExportSource {
   return {
@@ -88,7 +103,8 @@ afterEach(async () => {
 });
 
 const BOM = '\ufeff';
-const readCsv = async (path: string) => parse(await readFile(path, 'utf8'), { bom: true, relax_column_count: true }) as string[][];
+const readCsv = async (path: string) =>
+  parse(await readFile(path, 'utf8'), { bom: true, relax_column_count: true }) as string[][];
 
 describe('FileSink', () => {
   it('writes JSONL with keys in a fixed order and ISO times', async () => {
@@ -99,7 +115,19 @@ describe('FileSink', () => {
     expect(lines).toHaveLength(6);
     expect(lines[5]).toBe('');
     const first = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
-    expect(Object.keys(first)).toEqual(['row', 'input', 'plate', 'status', 'queryId', 'result', 'enqueuedAt', 'createdAt', 'finishedAt', 'requests', 'input_columns']);
+    expect(Object.keys(first)).toEqual([
+      'row',
+      'input',
+      'plate',
+      'status',
+      'queryId',
+      'result',
+      'enqueuedAt',
+      'createdAt',
+      'finishedAt',
+      'requests',
+      'input_columns',
+    ]);
     expect(first).toMatchObject({
       enqueuedAt: '2024-05-01T12:00:00.000Z',
       finishedAt: '2024-05-01T12:00:05.000Z',
@@ -144,7 +172,8 @@ describe('FileSink', () => {
       'result.nulo',
     ]);
     expect(records).toHaveLength(5);
-    const byName = (record: string[] | undefined) => Object.fromEntries((header ?? []).map((name, i) => [name, record?.[i]]));
+    const byName = (record: string[] | undefined) =>
+      Object.fromEntries((header ?? []).map((name, i) => [name, record?.[i]]));
     expect(byName(records[0])).toMatchObject({
       row: '1',
       input: 'abc-1234',
@@ -174,9 +203,24 @@ describe('FileSink', () => {
       obs: "'-2",
       'result.veiculo.marca': '',
     });
-    expect(byName(records[2])).toMatchObject({ row: '4', input: "'=1+1", status: 'rejected', error_code: 'BAD_LENGTH' });
-    expect(byName(records[3])).toMatchObject({ status: 'duplicate', duplicate_of: '1', 'result.veiculo.restricoes': '[]', obs: 'multi\nlinha, com "aspas"' });
-    expect(byName(records[4])).toMatchObject({ status: 'pending', same_vehicle_as: 'ABC1234', Cidade: 'Niterói', finished_at: '' });
+    expect(byName(records[2])).toMatchObject({
+      row: '4',
+      input: "'=1+1",
+      status: 'rejected',
+      error_code: 'BAD_LENGTH',
+    });
+    expect(byName(records[3])).toMatchObject({
+      status: 'duplicate',
+      duplicate_of: '1',
+      'result.veiculo.restricoes': '[]',
+      obs: 'multi\nlinha, com "aspas"',
+    });
+    expect(byName(records[4])).toMatchObject({
+      status: 'pending',
+      same_vehicle_as: 'ABC1234',
+      Cidade: 'Niterói',
+      finished_at: '',
+    });
     // No cell of the file starts a formula (numbers aside).
     const saldo = header?.indexOf('result.saldo');
     for (const record of [header ?? [], ...records]) {
@@ -184,7 +228,9 @@ describe('FileSink', () => {
     }
 
     const rejects = await readFile(join(dir, 'b-1.rejects.csv'), 'utf8');
-    expect(rejects).toBe(`${BOM}row,input,reason,message\r\n4,'=1+1,BAD_LENGTH,"plates have 7 characters, this has 2"\r\n`);
+    expect(rejects).toBe(
+      `${BOM}row,input,reason,message\r\n4,'=1+1,BAD_LENGTH,"plates have 7 characters, this has 2"\r\n`,
+    );
   });
 
   it('writes the rejects file with its header even when there are none', async () => {
@@ -304,7 +350,10 @@ describe('FileSink', () => {
             plate: `ABC${String(i % 10_000).padStart(4, '0')}`,
             status: 'done',
             queryId: `q-${i}`,
-            result: { veiculo: { marca: 'Fiat', modelo: 'Uno Mille Economy', ano: 2000 + (i % 20), cor: 'Prata' }, situacao: 'Em circulação' },
+            result: {
+              veiculo: { marca: 'Fiat', modelo: 'Uno Mille Economy', ano: 2000 + (i % 20), cor: 'Prata' },
+              situacao: 'Em circulação',
+            },
             finishedAt: T0 + i,
             requests: 2,
             extra: { Cidade: 'São Paulo' },

@@ -28,7 +28,8 @@ function graph(): Map<string, string[]> {
       const target = resolve(dirname(file), m[2]!.replace(/\.js$/, '.ts'));
       if (target.startsWith(SRC)) targets.push(target);
     }
-    for (const m of text.matchAll(/import\('(\.[^']+)'\)/g)) targets.push(resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+    for (const m of text.matchAll(/import\('(\.[^']+)'\)/g))
+      targets.push(resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')));
     out.set(file, targets);
   }
   return out;
@@ -57,7 +58,9 @@ function cycles(g: Map<string, string[]>): string[][] {
 
 function crossings(g: Map<string, string[]>, from: string, to: string): string[] {
   return [...g.entries()].flatMap(([file, targets]) =>
-    rel(file).startsWith(`${from}/`) ? targets.filter((t) => rel(t).startsWith(`${to}/`)).map((t) => `${rel(file)} → ${rel(t)}`) : [],
+    rel(file).startsWith(`${from}/`)
+      ? targets.filter((t) => rel(t).startsWith(`${to}/`)).map((t) => `${rel(file)} → ${rel(t)}`)
+      : [],
   );
 }
 
@@ -83,7 +86,13 @@ describe('the import graph of src/', () => {
         .map(([file]) => rel(file))
         .sort();
     expect(importers('producers/ingest.ts')).toEqual(['producers/enqueue.ts']);
-    const doors = ['api/routes/batches.ts', 'commands/run.ts', 'console/routes.ts', 'index.ts', 'producers/inbox-intake.ts'];
+    const doors = [
+      'api/routes/batches.ts',
+      'commands/run.ts',
+      'console/routes.ts',
+      'index.ts',
+      'producers/inbox-intake.ts',
+    ];
     expect(doors.filter((door) => !importers('producers/enqueue.ts').includes(door))).toEqual([]);
   });
 

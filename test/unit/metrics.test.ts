@@ -25,14 +25,24 @@ function busy(): Metrics {
   metrics.waited('insurer', 'rate_limit', 1_500);
   metrics.waited('fleet', 'budget', 60_000);
   metrics.quota('fleet', { limit: 300, remaining: 12, resetAt: 1_700_000_060_000, observedAt: 1_700_000_000_000 });
-  metrics.finished('fleet', { batchId: 'b', plate: 'ABC1234', status: 'done', createdAt: 1_000, finishedAt: 4_000, requests: 3, polls: 2, attempts: 1 });
+  metrics.finished('fleet', {
+    batchId: 'b',
+    plate: 'ABC1234',
+    status: 'done',
+    createdAt: 1_000,
+    finishedAt: 4_000,
+    requests: 3,
+    polls: 2,
+    attempts: 1,
+  });
   metrics.webhook('batch.finished', 'retry');
   metrics.webhook('batch.finished', 'delivered');
   return metrics;
 }
 
 // What Prometheus sends (scrape_protocols' default order).
-const PROMETHEUS_ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+const PROMETHEUS_ACCEPT =
+  'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
 
 describe('metrics exposition', () => {
   it('after work on both accounts, passes promtool check metrics with no findings', async () => {

@@ -65,7 +65,9 @@ describe('one owner per Redis structure', () => {
 
   it('every VqbKeys method has an owner listed here', () => {
     const keys = readFileSync(join(ROOT, 'src/queue/keys.ts'), 'utf8');
-    const methods = [...keys.matchAll(/^ {2}(?:get )?([a-zA-Z]+)\(/gm)].map((m) => m[1]!).filter((m) => m !== 'constructor');
+    const methods = [...keys.matchAll(/^ {2}(?:get )?([a-zA-Z]+)\(/gm)]
+      .map((m) => m[1]!)
+      .filter((m) => m !== 'constructor');
     expect(methods.filter((m) => OWNERS[m] === undefined)).toEqual([]);
   });
 });
@@ -75,11 +77,15 @@ describe('Lua scripts live in files with a KEYS/ARGV header', () => {
   const scripts = readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.lua'));
 
   it('no TypeScript module defines or evaluates Lua inline', () => {
-    const inline = CODE.filter((file) => /defineCommand\(|\.eval\(|\.evalsha\(|redis\.call\(/.test(readFileSync(join(ROOT, file), 'utf8')));
+    const inline = CODE.filter((file) =>
+      /defineCommand\(|\.eval\(|\.evalsha\(|redis\.call\(/.test(readFileSync(join(ROOT, file), 'utf8')),
+    );
     expect(inline.map((f) => relative(ROOT, join(ROOT, f)))).toEqual(['src/queue/scripts.ts']);
   });
 
-  it.each(scripts)('%s: named <name>-<keys>.lua, a header naming each KEYS[i] it uses and its ARGV, and no KEYS beyond its count', (file) => {
+  it.each(
+    scripts,
+  )('%s: named <name>-<keys>.lua, a header naming each KEYS[i] it uses and its ARGV, and no KEYS beyond its count', (file) => {
     const text = readFileSync(join(ROOT, dir, file), 'utf8');
     const count = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
     const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
@@ -96,7 +102,11 @@ describe('Lua scripts live in files with a KEYS/ARGV header', () => {
 
   it('a rule shared by scripts lives once in includes/, and every include is used', () => {
     const includes = readdirSync(join(ROOT, dir, 'includes')).map((f) => f.replace(/\.lua$/, ''));
-    const used = new Set(scripts.flatMap((file) => [...readFileSync(join(ROOT, dir, file), 'utf8').matchAll(/^--- @include "([a-z-]+)"$/gm)].map((m) => m[1]!)));
+    const used = new Set(
+      scripts.flatMap((file) =>
+        [...readFileSync(join(ROOT, dir, file), 'utf8').matchAll(/^--- @include "([a-z-]+)"$/gm)].map((m) => m[1]!),
+      ),
+    );
     expect([...used].filter((name) => !includes.includes(name))).toEqual([]);
     expect(includes.filter((name) => !used.has(name))).toEqual([]);
   });

@@ -9,7 +9,8 @@ describe('PlateMap', () => {
     expect(plateCode('ZZZ9Z99')).toBeLessThan(2 ** 32);
     // Old and Mercosul forms differ only in the 5th character: digits and letters never collide.
     const seen = new Set<number>();
-    for (const p of ['ABC1234', 'ABC1C34', 'ABC1A34', 'ABC1034', 'ABD1234', 'BBC1234', 'ABC1235']) seen.add(plateCode(p));
+    for (const p of ['ABC1234', 'ABC1C34', 'ABC1A34', 'ABC1034', 'ABD1234', 'BBC1234', 'ABC1235'])
+      seen.add(plateCode(p));
     expect(seen.size).toBe(7);
   });
 

@@ -1,11 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
-import { decide, decideJobFailure, STALLED_REASON, wasSent } from '../../workers/actions.js';
-import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError } from '../../src/upstream/errors.js';
 import { pacingIntervalMs } from '../../src/accounts.js';
 import { loadConfig } from '../../src/config.js';
+import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
+import {
+  BadResponseError,
+  ExpiredKeyError,
+  InvalidKeyError,
+  PermanentError,
+  PermissionError,
+  RateLimitedError,
+  TransientError,
+} from '../../src/upstream/errors.js';
+import { decide, decideJobFailure, STALLED_REASON, wasSent } from '../../workers/actions.js';
 
-const poll = { initialMs: 1000, intervalMs: 500, maxIntervalMs: 4000, deadlineMs: 60_000, adaptive: true, quantile: 0.9, interactiveMs: 1000 };
+const poll = {
+  initialMs: 1000,
+  intervalMs: 500,
+  maxIntervalMs: 4000,
+  deadlineMs: 60_000,
+  adaptive: true,
+  quantile: 0.9,
+  interactiveMs: 1000,
+};
 
 describe('poll schedule', () => {
   it('settles where a share q of first polls find the query finished', () => {
@@ -75,8 +91,12 @@ describe('failure table', () => {
     // Only the upstream's own error envelope proves a 5xx create was not made; a gateway's page
     // or an answer cut off after its status proves nothing (issue 20: re-sent only flagged).
     expect(decide(new TransientError('HTTP_503', 503, 'x', 'SERVICE_UNAVAILABLE')).refundCreate).toBe(true);
-    expect(decide(new TransientError('HTTP_502', 502, 'the upstream answered 502: <html>Bad Gateway</html>')).refundCreate).toBe(false);
-    expect(decide(new TransientError('CONNECTION_RESET', 201, 'create request failed: other side closed')).refundCreate).toBe(false);
+    expect(
+      decide(new TransientError('HTTP_502', 502, 'the upstream answered 502: <html>Bad Gateway</html>')).refundCreate,
+    ).toBe(false);
+    expect(
+      decide(new TransientError('CONNECTION_RESET', 201, 'create request failed: other side closed')).refundCreate,
+    ).toBe(false);
     expect(decide(new TransientError('BODY_TIMEOUT', 201, 'x')).refundCreate).toBe(false);
     expect(decide(new TransientError('CONNECTION_REFUSED', 0, 'x')).refundCreate).toBe(true);
     expect(decide(new TransientError('CONNECTION_RESET', 0, 'x')).refundCreate).toBe(false);

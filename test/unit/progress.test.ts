@@ -65,7 +65,10 @@ describe('the ETA', () => {
   it('is what the progress lines report (non-terminal output)', () => {
     let clock = 0;
     const logs = captureLogs('info');
-    const progress = createProgress(new Writable({ write: (_c, _e, done) => done() }), logs.logger, { now: () => clock, logEveryMs: 0 });
+    const progress = createProgress(new Writable({ write: (_c, _e, done) => done() }), logs.logger, {
+      now: () => clock,
+      logEveryMs: 0,
+    });
     const reported: { at: number; finished: number; etaSec: number | null }[] = [];
     for (const [at, finished] of wavySamples()) {
       clock = at;
@@ -96,7 +99,16 @@ function batch(finished: number): BatchInfo {
     extraColumns: [],
     product: 'agregados',
     reuseWithinMs: 0,
-    counts: { total: TOTAL, enqueued: TOTAL, done: finished, failed: 0, inflight: 0, queued: TOTAL - finished, rejected: 0, duplicates: 0 } as BatchInfo['counts'],
+    counts: {
+      total: TOTAL,
+      enqueued: TOTAL,
+      done: finished,
+      failed: 0,
+      inflight: 0,
+      queued: TOTAL - finished,
+      rejected: 0,
+      duplicates: 0,
+    } as BatchInfo['counts'],
   };
 }
 
@@ -149,7 +161,10 @@ describe('the progress bar on a terminal', () => {
 
     const lines = term.lines.filter((l) => l !== '');
     expect(lines).toHaveLength(4);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: 'upstream asked to wait: all workers hold for 2000 ms' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 40,
+      msg: 'upstream asked to wait: all workers hold for 2000 ms',
+    });
     expect(JSON.parse(lines[1]!)).toMatchObject({ msg: 'second warning' });
     expect(lines[2]).toMatch(/^█+░+ 200\/800 \(200 done, 0 failed\)/);
     expect(JSON.parse(lines[3]!)).toMatchObject({ msg: 'after the bar' });

@@ -1,9 +1,9 @@
 // How vqb tells a full or a lost Redis from other errors, what it answers for one, and that an
 // outage is logged once per change of state, not once per error.
 import { describe, expect, it } from 'vitest';
+import { isError, RedisFullError } from '../../src/errors.js';
 import { describeError } from '../../src/http/errors.js';
-import { RedisFullError, isError } from '../../src/errors.js';
-import { RedisHealth, isRedisDown, isRedisFull } from '../../src/queue/redis-health.js';
+import { isRedisDown, isRedisFull, RedisHealth } from '../../src/queue/redis-health.js';
 import { captureLogs } from '../helpers/logs.js';
 
 const OOM = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -12,10 +12,14 @@ describe('redis health', () => {
   it('recognises OOM answers, also inside an aborted MULTI, and lost connections', () => {
     expect(isRedisFull(new Error(OOM))).toBe(true);
     // ioredis: EXEC refused, the queued commands' OOM errors in previousErrors.
-    const aborted = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), { previousErrors: [new Error(OOM)] });
+    const aborted = Object.assign(new Error('EXECABORT Transaction discarded because of previous errors.'), {
+      previousErrors: [new Error(OOM)],
+    });
     expect(isRedisFull(aborted)).toBe(true);
     expect(isRedisFull(new Error('ERR wrong number of arguments'))).toBe(false);
-    expect(isRedisDown(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isRedisDown(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6379'), { code: 'ECONNREFUSED' }))).toBe(
+      true,
+    );
     expect(isRedisDown(new Error('Connection is closed.'))).toBe(true);
     expect(isRedisDown(new Error(OOM))).toBe(false);
   });

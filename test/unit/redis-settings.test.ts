@@ -30,9 +30,19 @@ function configError(overrides: Overrides): ConfigError {
 describe('Redis connection settings', () => {
   it('standalone by default, from REDIS_URL', () => {
     const { redis } = loadConfig({}, { REDIS_URL: 'redis://cache:6380/2' });
-    expect(redis).toMatchObject({ mode: 'standalone', nodes: [{ host: 'cache', port: 6380 }], db: 2, display: 'redis://cache:6380/2', setting: 'REDIS_URL' });
+    expect(redis).toMatchObject({
+      mode: 'standalone',
+      nodes: [{ host: 'cache', port: 6380 }],
+      db: 2,
+      display: 'redis://cache:6380/2',
+      setting: 'REDIS_URL',
+    });
     expect(redis.tls).toBeUndefined();
-    expect(loadConfig({}).redis).toMatchObject({ mode: 'standalone', nodes: [{ host: '127.0.0.1', port: 6379 }], db: 0 });
+    expect(loadConfig({}).redis).toMatchObject({
+      mode: 'standalone',
+      nodes: [{ host: '127.0.0.1', port: 6379 }],
+      db: 0,
+    });
   });
 
   it('cluster: several seed nodes; rediss:// with a CA file; the password from a file, never shown', () => {
@@ -92,7 +102,11 @@ describe('Redis connection settings', () => {
   it.each<[string, Overrides, string]>([
     ['sentinel mode without sentinels', { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS'],
     ['sentinel mode without a name', { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINELS: 'h:26379' }, 'REDIS_SENTINEL_NAME'],
-    ['a sentinel without a port', { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINELS: 'h', REDIS_SENTINEL_NAME: 'm' }, 'REDIS_SENTINELS'],
+    [
+      'a sentinel without a port',
+      { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINELS: 'h', REDIS_SENTINEL_NAME: 'm' },
+      'REDIS_SENTINELS',
+    ],
     ['sentinels outside sentinel mode', { REDIS_SENTINELS: 'h:26379' }, 'REDIS_SENTINELS'],
     ['several URLs outside cluster mode', { REDIS_URL: 'redis://a:1,redis://b:2' }, 'REDIS_URL'],
     ['mixed schemes', { VQ_REDIS_MODE: 'cluster', REDIS_URL: 'redis://a:1,rediss://b:2' }, 'REDIS_URL'],
@@ -100,9 +114,21 @@ describe('Redis connection settings', () => {
     ['a cluster prefix without a hash tag', { VQ_REDIS_MODE: 'cluster', VQ_PREFIX: 'vqb' }, 'VQ_PREFIX'],
     ['an empty hash tag', { VQ_REDIS_MODE: 'cluster', VQ_PREFIX: '{}vqb' }, 'VQ_PREFIX'],
     ['a CA file without rediss://', { REDIS_TLS_CA_FILE: file('ca2.pem', CA) }, 'REDIS_TLS_CA_FILE'],
-    ['a CA file that is missing', { REDIS_URL: 'rediss://a:1', REDIS_TLS_CA_FILE: join(dir, 'none.pem') }, 'REDIS_TLS_CA_FILE'],
-    ['a CA file that is not PEM', { REDIS_URL: 'rediss://a:1', REDIS_TLS_CA_FILE: file('junk.pem', 'hello') }, 'REDIS_TLS_CA_FILE'],
-    ['a password in the URL and a file', { REDIS_URL: 'redis://:pw@a:1', REDIS_PASSWORD_FILE: file('pw2', 'x') }, 'REDIS_PASSWORD_FILE'],
+    [
+      'a CA file that is missing',
+      { REDIS_URL: 'rediss://a:1', REDIS_TLS_CA_FILE: join(dir, 'none.pem') },
+      'REDIS_TLS_CA_FILE',
+    ],
+    [
+      'a CA file that is not PEM',
+      { REDIS_URL: 'rediss://a:1', REDIS_TLS_CA_FILE: file('junk.pem', 'hello') },
+      'REDIS_TLS_CA_FILE',
+    ],
+    [
+      'a password in the URL and a file',
+      { REDIS_URL: 'redis://:pw@a:1', REDIS_PASSWORD_FILE: file('pw2', 'x') },
+      'REDIS_PASSWORD_FILE',
+    ],
     ['an empty password file', { REDIS_PASSWORD_FILE: file('empty', '\n') }, 'REDIS_PASSWORD_FILE'],
     ['an unknown mode', { VQ_REDIS_MODE: 'replicated' }, 'VQ_REDIS_MODE'],
   ])('%s is a ConfigError naming the variable', (_, overrides, variable) => {

@@ -27,7 +27,8 @@ function installed(dir: string, out: { name: string; version: string; node: stri
         version: string;
         engines?: { node?: string };
       };
-      if (manifest.engines?.node) out.push({ name: manifest.name, version: manifest.version, node: manifest.engines.node });
+      if (manifest.engines?.node)
+        out.push({ name: manifest.name, version: manifest.version, node: manifest.engines.node });
     } catch {
       // a folder without a manifest (a package's own data) is not a package
     }
@@ -59,7 +60,9 @@ describe('supported runtime', () => {
   it('no installed dependency declares a Node newer than engines allows', () => {
     const packages = installed(join(ROOT, 'node_modules'));
     expect(packages.length).toBeGreaterThan(10);
-    const misfits = packages.filter((p) => !semver.subset(ours, p.node, { includePrerelease: false })).map((p) => `${p.name}@${p.version} needs node ${p.node}`);
+    const misfits = packages
+      .filter((p) => !semver.subset(ours, p.node, { includePrerelease: false }))
+      .map((p) => `${p.name}@${p.version} needs node ${p.node}`);
     expect(misfits).toEqual([]);
   });
 

@@ -80,7 +80,14 @@ describe('parseSimulatorArgs', () => {
 
   it('reads --config and lets flags override it', () => {
     const file = join(dir, 'sim.json');
-    writeFileSync(file, JSON.stringify({ rateLimit: '60/min', failRate: 0.5, keys: [{ key: 'file-key', permissions: ['run_queries'], expiresAt: '2031-01-01T00:00:00Z' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        rateLimit: '60/min',
+        failRate: 0.5,
+        keys: [{ key: 'file-key', permissions: ['run_queries'], expiresAt: '2031-01-01T00:00:00Z' }],
+      }),
+    );
     expect(parseSimulatorArgs(['--config', file, '--fail-rate', '0'])).toEqual({
       rateLimit: '60/min',
       failRate: 0,
@@ -121,7 +128,14 @@ describe('parseSimulatorArgs', () => {
 
   it('defaults match the contract notes', () => {
     const o = resolveOptions();
-    expect(o).toMatchObject({ host: '127.0.0.1', port: 0, rateLimit: '600/min', window: 'sliding', dailyQuota: 100_000, completionMs: [5000, 15000] });
+    expect(o).toMatchObject({
+      host: '127.0.0.1',
+      port: 0,
+      rateLimit: '600/min',
+      window: 'sliding',
+      dailyQuota: 100_000,
+      completionMs: [5000, 15000],
+    });
     expect(o.keys.map((k) => k.key)).toEqual(['demo-key', 'demo-view-only', 'demo-expired']);
   });
 });

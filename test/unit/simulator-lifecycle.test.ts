@@ -16,13 +16,20 @@ describe('planCreate', () => {
   it('fails listed plates always and others at failRate', () => {
     const random = seededRandom(2);
     expect(planCreate('BAD0000', { ...base, failPlates: new Set(['BAD0000']) }, random).failed).toBe(true);
-    const failed = Array.from({ length: 2000 }, () => planCreate('ABC1D23', { ...base, failRate: 0.25 }, random).failed).filter(Boolean).length;
+    const failed = Array.from(
+      { length: 2000 },
+      () => planCreate('ABC1D23', { ...base, failRate: 0.25 }, random).failed,
+    ).filter(Boolean).length;
     expect(failed).toBeGreaterThan(400);
     expect(failed).toBeLessThan(600);
   });
 
   it('answers terminal at creation with zero delay at terminalOnCreateRate 1', () => {
-    expect(planCreate('ABC1D23', { ...base, terminalOnCreateRate: 1 }, () => 0.5)).toEqual({ delayMs: 0, failed: false, terminalOnCreate: true });
+    expect(planCreate('ABC1D23', { ...base, terminalOnCreateRate: 1 }, () => 0.5)).toEqual({
+      delayMs: 0,
+      failed: false,
+      terminalOnCreate: true,
+    });
   });
 
   it('chance decides 0 and 1 without drawing', () => {

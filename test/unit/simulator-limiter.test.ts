@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createLimiter, retryAfterSeconds, type Limiter } from '../../src/simulator/limiter.js';
-import { QuotaCounter, quotaWindow, DAY_MS } from '../../src/simulator/quota.js';
+import { createLimiter, type Limiter, retryAfterSeconds } from '../../src/simulator/limiter.js';
+import { DAY_MS, QuotaCounter, quotaWindow } from '../../src/simulator/quota.js';
 import { seededRandom } from '../../src/simulator/vehicle.js';
 
 /** Offers a request at each time; returns the accepted times. */
-function drive(limiter: Limiter, times: number[]): { accepted: number[]; rejected: Array<{ t: number; retryAfterMs: number }> } {
+function drive(
+  limiter: Limiter,
+  times: number[],
+): { accepted: number[]; rejected: Array<{ t: number; retryAfterMs: number }> } {
   const accepted: number[] = [];
   const rejected: Array<{ t: number; retryAfterMs: number }> = [];
   for (const t of times) {
@@ -97,7 +100,10 @@ describe('retryAfterSeconds', () => {
 describe('daily quota', () => {
   it('uses UTC days by default', () => {
     const t = Date.UTC(2030, 4, 6, 23, 59, 59, 500);
-    expect(quotaWindow(t, { windowMs: null, originMs: 0 })).toEqual({ startMs: Date.UTC(2030, 4, 6), endMs: Date.UTC(2030, 4, 7) });
+    expect(quotaWindow(t, { windowMs: null, originMs: 0 })).toEqual({
+      startMs: Date.UTC(2030, 4, 6),
+      endMs: Date.UTC(2030, 4, 7),
+    });
     expect(Date.UTC(2030, 4, 7) - Date.UTC(2030, 4, 6)).toBe(DAY_MS);
   });
 

@@ -1,8 +1,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { QueryStore, packPlate, unpackPlate } from '../../src/simulator/store.js';
 import { IndexCounter, PlateCounter } from '../../src/simulator/stats.js';
+import { packPlate, QueryStore, unpackPlate } from '../../src/simulator/store.js';
 
 describe('plate packing', () => {
   it('round-trips both formats and keeps them apart', () => {

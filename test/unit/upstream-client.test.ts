@@ -8,10 +8,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
-import { BadResponseError, InvalidKeyError, PermanentError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
+import {
+  BadResponseError,
+  InvalidKeyError,
+  PermanentError,
+  RateLimitedError,
+  TransientError,
+  UpstreamError,
+} from '../../src/upstream/errors.js';
 import { createKeyProvider, type KeyProvider } from '../../src/upstream/key.js';
-import { rejection } from '../helpers/process.js';
 import { decide } from '../../workers/actions.js';
+import { rejection } from '../helpers/process.js';
 
 const ORIGIN = 'https://api.vehicles.test';
 const KEY = 'sk_live_9f8e7d6c5b4a';
@@ -36,7 +43,13 @@ afterEach(async () => {
 });
 
 function client(options: Partial<UpstreamClientOptions> = {}): UpstreamClient {
-  const c = new UpstreamClient({ baseUrl: ORIGIN, apiKey: async () => KEY, dispatcher: agent, now: () => NOW, ...options });
+  const c = new UpstreamClient({
+    baseUrl: ORIGIN,
+    apiKey: async () => KEY,
+    dispatcher: agent,
+    now: () => NOW,
+    ...options,
+  });
   clients.push(c);
   return c;
 }
@@ -110,7 +123,9 @@ describe('the request on the wire', () => {
   it('keeps a path prefix of the base URL, with or without a trailing slash', async () => {
     for (const base of [`${ORIGIN}/api/v2`, `${ORIGIN}/api/v2/`]) {
       pool.intercept({ path: `/api/v2${CREATE_PATH}`, method: 'POST' }).reply(201, envelope(201, { queryId: 'p' }));
-      pool.intercept({ path: '/api/v2/queries/integration/p', method: 'GET' }).reply(200, envelope(200, { queryId: 'p', status: 'DONE' }));
+      pool
+        .intercept({ path: '/api/v2/queries/integration/p', method: 'GET' })
+        .reply(200, envelope(200, { queryId: 'p', status: 'DONE' }));
       const c = client({ baseUrl: base });
       expect((await c.createQuery('ABC1234')).queryId).toBe('p');
       expect((await c.getQuery('p')).state).toBe('completed');
@@ -128,7 +143,9 @@ describe('the quota snapshot', () => {
   });
 
   it('is updated from a success answer', async () => {
-    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(201, envelope(201, { queryId: 'a' }), { headers: rateHeaders(60, 59, NOW_S + 60) });
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST' })
+      .reply(201, envelope(201, { queryId: 'a' }), { headers: rateHeaders(60, 59, NOW_S + 60) });
     const c = client();
     await c.createQuery('ABC1D23');
     expect(c.quota).toEqual({ limit: 60, remaining: 59, resetAt: NOW + 60_000, observedAt: NOW });
@@ -137,18 +154,25 @@ describe('the quota snapshot', () => {
   it('is updated from error answers (429 and 5xx) too', async () => {
     let now = NOW;
     const c = client({ now: () => now });
-    pool
-      .intercept({ path: CREATE_PATH, method: 'POST' })
-      .reply(429, JSON.stringify({ statusCode: 429, error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Try again in 30 seconds.', retryAfter: 30 } }), {
+    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(
+      429,
+      JSON.stringify({
+        statusCode: 429,
+        error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Try again in 30 seconds.', retryAfter: 30 },
+      }),
+      {
         headers: { ...rateHeaders(60, 0, NOW_S + 30), 'retry-after': '30' },
-      });
+      },
+    );
     const limited = await rejection(c.createQuery('ABC1D23'));
     expect(limited).toBeInstanceOf(RateLimitedError);
     expect((limited as RateLimitedError).retryAfterMs).toBe(30_000);
     expect(c.quota).toEqual({ limit: 60, remaining: 0, resetAt: NOW + 30_000, observedAt: NOW });
 
     now = NOW + 31_000;
-    pool.intercept({ path: '/queries/integration/q1', method: 'GET' }).reply(503, 'Service Unavailable', { headers: rateHeaders(60, 58, NOW_S + 90) });
+    pool
+      .intercept({ path: '/queries/integration/q1', method: 'GET' })
+      .reply(503, 'Service Unavailable', { headers: rateHeaders(60, 58, NOW_S + 90) });
     const down = await rejection(c.getQuery('q1'));
     expect(down).toBeInstanceOf(TransientError);
     expect(c.quota).toEqual({ limit: 60, remaining: 58, resetAt: NOW + 90_000, observedAt: NOW + 31_000 });
@@ -157,7 +181,9 @@ describe('the quota snapshot', () => {
 
 describe('answers the client refuses', () => {
   it('a declared content-length over maxBodyBytes → BadResponseError', async () => {
-    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(201, envelope(201, { queryId: 'a' }), { headers: { 'content-length': '5000000' } });
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST' })
+      .reply(201, envelope(201, { queryId: 'a' }), { headers: { 'content-length': '5000000' } });
     const error = await rejection(client({ maxBodyBytes: 1_000_000 }).createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(BadResponseError);
     expect(error.message).toContain('5000000');
@@ -166,7 +192,9 @@ describe('answers the client refuses', () => {
 
   it('an undeclared (chunked) body that grows past maxBodyBytes → BadResponseError', async () => {
     const big = envelope(200, { queryId: 'a', status: 'COMPLETED', padding: 'x'.repeat(4_096) });
-    pool.intercept({ path: '/queries/integration/a', method: 'GET' }).reply(200, big, { headers: { 'transfer-encoding': 'chunked' } });
+    pool
+      .intercept({ path: '/queries/integration/a', method: 'GET' })
+      .reply(200, big, { headers: { 'transfer-encoding': 'chunked' } });
     const error = await rejection(client({ maxBodyBytes: 1_024 }).getQuery('a'));
     expect(error).toBeInstanceOf(BadResponseError);
     expect(error.message).toContain('1024-byte limit');
@@ -181,12 +209,16 @@ describe('answers the client refuses', () => {
 
   it('an oversized error answer keeps its HTTP class: 429 still rate-limited, 502 still transient', async () => {
     const c = client({ maxBodyBytes: 1_024 });
-    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(429, 'x'.repeat(4_096), { headers: { 'retry-after': '7', 'content-length': '4096' } });
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST' })
+      .reply(429, 'x'.repeat(4_096), { headers: { 'retry-after': '7', 'content-length': '4096' } });
     const limited = await rejection(c.createQuery('ABC1D23'));
     expect(limited).toBeInstanceOf(RateLimitedError);
     expect((limited as RateLimitedError).retryAfterMs).toBe(7_000);
 
-    pool.intercept({ path: '/queries/integration/q', method: 'GET' }).reply(502, `<html>${'<p>Bad Gateway</p>'.repeat(500)}</html>`);
+    pool
+      .intercept({ path: '/queries/integration/q', method: 'GET' })
+      .reply(502, `<html>${'<p>Bad Gateway</p>'.repeat(500)}</html>`);
     const gateway = await rejection(c.getQuery('q'));
     expect(gateway).toBeInstanceOf(TransientError);
     expect(gateway).toMatchObject({ status: 502, code: 'HTTP_502' });
@@ -202,7 +234,10 @@ describe('answers the client refuses', () => {
   it('a 404 with the upstream code → PermanentError', async () => {
     pool
       .intercept({ path: '/queries/integration/nope', method: 'GET' })
-      .reply(404, JSON.stringify({ statusCode: 404, error: { code: 'QUERY_NOT_FOUND', message: 'No query with id "nope".' } }));
+      .reply(
+        404,
+        JSON.stringify({ statusCode: 404, error: { code: 'QUERY_NOT_FOUND', message: 'No query with id "nope".' } }),
+      );
     const error = await rejection(client().getQuery('nope'));
     expect(error).toBeInstanceOf(PermanentError);
     expect(error).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND' });
@@ -211,7 +246,9 @@ describe('answers the client refuses', () => {
 
 describe('network failures', () => {
   it('a connection reset → TransientError CONNECTION_RESET with status 0', async () => {
-    pool.intercept({ path: CREATE_PATH, method: 'POST' }).replyWithError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST' })
+      .replyWithError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
     const error = await rejection(client().createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(TransientError);
     expect(error).toMatchObject({ status: 0, code: 'CONNECTION_RESET', kind: 'transient' });
@@ -227,7 +264,9 @@ describe('network failures', () => {
 
   it('reports each call to observers, with the error', async () => {
     pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(201, envelope(201, { queryId: 'a' }));
-    pool.intercept({ path: '/queries/integration/a', method: 'GET' }).replyWithError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));
+    pool
+      .intercept({ path: '/queries/integration/a', method: 'GET' })
+      .replyWithError(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));
     const c = client();
     const events: { operation: string; status: number; code: string | undefined }[] = [];
     c.onRequest((e) => events.push({ operation: e.operation, status: e.status, code: e.error?.code }));
@@ -311,7 +350,9 @@ describe('the key from a file', () => {
 
   it('an inline key comes from its Secret', async () => {
     const keys = recordKeys(1);
-    await client({ apiKey: createKeyProvider({ kind: 'inline', secret: new Secret('inline-key') }) }).createQuery('ABC1D23');
+    await client({ apiKey: createKeyProvider({ kind: 'inline', secret: new Secret('inline-key') }) }).createQuery(
+      'ABC1D23',
+    );
     expect(keys).toEqual(['inline-key']);
   });
 });
@@ -328,17 +369,28 @@ describe('the API key never appears in an error', () => {
 
   it('not when the upstream echoes it back in a 401, a 403 or a 5xx page', async () => {
     const c = client();
-    pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(401, JSON.stringify({ statusCode: 401, error: { code: 'INVALID_API_KEY', message: `Invalid API key ${KEY}.` } }));
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST' })
+      .reply(
+        401,
+        JSON.stringify({ statusCode: 401, error: { code: 'INVALID_API_KEY', message: `Invalid API key ${KEY}.` } }),
+      );
     const invalid = await rejection(c.createQuery('ABC1D23'));
     expect(invalid).toBeInstanceOf(InvalidKeyError);
     expectNoKey(invalid);
 
-    pool
-      .intercept({ path: '/queries/integration/q', method: 'GET' })
-      .reply(403, JSON.stringify({ statusCode: 403, error: { code: 'INSUFFICIENT_PERMISSIONS', message: `Key ${KEY} may not view queries.` } }));
+    pool.intercept({ path: '/queries/integration/q', method: 'GET' }).reply(
+      403,
+      JSON.stringify({
+        statusCode: 403,
+        error: { code: 'INSUFFICIENT_PERMISSIONS', message: `Key ${KEY} may not view queries.` },
+      }),
+    );
     expectNoKey(await rejection(c.getQuery('q')));
 
-    pool.intercept({ path: '/queries/integration/q', method: 'GET' }).reply(502, `<html><body><h1>502 Bad Gateway</h1><pre>x-api-key: ${KEY}</pre></body></html>`);
+    pool
+      .intercept({ path: '/queries/integration/q', method: 'GET' })
+      .reply(502, `<html><body><h1>502 Bad Gateway</h1><pre>x-api-key: ${KEY}</pre></body></html>`);
     const gateway = await rejection(c.getQuery('q'));
     expect(gateway).toBeInstanceOf(TransientError);
     expectNoKey(gateway);
@@ -353,7 +405,9 @@ describe('the API key never appears in an error', () => {
 
   it('not when a lower layer puts the request headers in its message', async () => {
     // MockAgent's "not matched" error quotes every request header, as some proxies' errors do.
-    pool.intercept({ path: CREATE_PATH, method: 'POST', headers: { 'x-api-key': 'some-other-key' } }).reply(201, envelope(201, { queryId: 'a' }));
+    pool
+      .intercept({ path: CREATE_PATH, method: 'POST', headers: { 'x-api-key': 'some-other-key' } })
+      .reply(201, envelope(201, { queryId: 'a' }));
     const error = await rejection(client().createQuery('ABC1D23'));
     expect(error).toBeInstanceOf(TransientError);
     expect(error).toMatchObject({ status: 0 });
@@ -365,9 +419,13 @@ describe('the API key never appears in an error', () => {
     try {
       const path = join(dir, 'api-key');
       await writeFile(path, 'file-secret-123\n');
-      pool
-        .intercept({ path: CREATE_PATH, method: 'POST' })
-        .reply(401, JSON.stringify({ statusCode: 401, error: { code: 'EXPIRED_API_KEY', message: 'API key file-secret-123 expired.' } }));
+      pool.intercept({ path: CREATE_PATH, method: 'POST' }).reply(
+        401,
+        JSON.stringify({
+          statusCode: 401,
+          error: { code: 'EXPIRED_API_KEY', message: 'API key file-secret-123 expired.' },
+        }),
+      );
       const provider: KeyProvider = createKeyProvider({ kind: 'file', path });
       const error = await rejection(client({ apiKey: provider }).createQuery('ABC1D23'));
       expect(error).toMatchObject({ code: 'EXPIRED_API_KEY', status: 401 });

@@ -1,14 +1,24 @@
 // Reading upstream answers: the shapes the contract doc says we must tolerate, and the one typed
 // error each failure becomes.
 import { describe, expect, it } from 'vitest';
-import { BadResponseError, ExpiredKeyError, InvalidKeyError, PermanentError, PermissionError, RateLimitedError, TransientError, UpstreamError } from '../../src/upstream/errors.js';
+import {
+  BadResponseError,
+  ExpiredKeyError,
+  InvalidKeyError,
+  PermanentError,
+  PermissionError,
+  RateLimitedError,
+  TransientError,
+  UpstreamError,
+} from '../../src/upstream/errors.js';
 import { classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
 import { decide } from '../../workers/actions.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 const json = (value: unknown) => JSON.stringify(value);
 const envelope = (status: number, body: unknown) => json({ statusCode: status, body });
-const errorBody = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) => json({ statusCode: status, error: { code, message, ...extra } });
+const errorBody = (status: number, code: string, message: string, extra: Record<string, unknown> = {}) =>
+  json({ statusCode: status, error: { code, message, ...extra } });
 
 function thrown(fn: () => unknown): unknown {
   try {
@@ -30,7 +40,10 @@ describe('parseQueryBody: shapes', () => {
   });
 
   it('reads a bare body with `id`, and a numeric id as a string', () => {
-    expect(parseQueryBody('create', 201, json({ id: 'abc', status: 'PENDING' }))).toMatchObject({ queryId: 'abc', state: 'pending' });
+    expect(parseQueryBody('create', 201, json({ id: 'abc', status: 'PENDING' }))).toMatchObject({
+      queryId: 'abc',
+      state: 'pending',
+    });
     expect(parseQueryBody('create', 201, json({ id: 42, status: 'QUEUED' })).queryId).toBe('42');
     expect(parseQueryBody('create', 201, envelope(201, { id: 7 })).queryId).toBe('7');
   });
@@ -47,7 +60,12 @@ describe('parseQueryBody: shapes', () => {
   });
 
   it('a create without a status is pending; a get uses the queryId it asked for when the body omits it', () => {
-    expect(parseQueryBody('create', 201, json({ queryId: 'q' }))).toEqual({ queryId: 'q', status: '', state: 'pending', terminal: false });
+    expect(parseQueryBody('create', 201, json({ queryId: 'q' }))).toEqual({
+      queryId: 'q',
+      status: '',
+      state: 'pending',
+      terminal: false,
+    });
     expect(parseQueryBody('get', 200, envelope(200, { status: 'PROCESSING' }), 'known-id').queryId).toBe('known-id');
   });
 });
@@ -109,7 +127,9 @@ describe('parseQueryBody: unusable answers', () => {
     expect(html).toBeInstanceOf(BadResponseError);
     expect((html as Error).message).toContain('not JSON');
     expect((html as Error).message).toContain('Gateway login');
-    expect(thrown(() => parseQueryBody('get', 200, '{"statusCode":200,"body":{"queryId":"q"'))).toBeInstanceOf(BadResponseError);
+    expect(thrown(() => parseQueryBody('get', 200, '{"statusCode":200,"body":{"queryId":"q"'))).toBeInstanceOf(
+      BadResponseError,
+    );
     expect(thrown(() => parseQueryBody('get', 200, '[1,2]'))).toBeInstanceOf(BadResponseError);
     expect(thrown(() => parseQueryBody('get', 200, ''))).toBeInstanceOf(BadResponseError);
   });
@@ -137,7 +157,12 @@ describe('errorFromResponse', () => {
     const body = errorBody(403, 'INSUFFICIENT_PERMISSIONS', 'This API key lacks a permission.');
     const create = errorFromResponse('create', 403, {}, body, NOW);
     expect(create).toBeInstanceOf(PermissionError);
-    expect(create).toMatchObject({ operation: 'create', permission: 'Run vehicle queries', status: 403, kind: 'permission' });
+    expect(create).toMatchObject({
+      operation: 'create',
+      permission: 'Run vehicle queries',
+      status: 403,
+      kind: 'permission',
+    });
     expect(create.message).toContain('Run vehicle queries');
     expect(create.message).toContain('This API key lacks a permission.');
 
@@ -148,12 +173,21 @@ describe('errorFromResponse', () => {
   });
 
   it('429 → RateLimitedError with retryAfterMs from the best hint', () => {
-    const body = errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded. Try again in 2 seconds.', { retryAfter: 2, retryAfterMs: 1_250 });
+    const body = errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded. Try again in 2 seconds.', {
+      retryAfter: 2,
+      retryAfterMs: 1_250,
+    });
     const e = errorFromResponse('create', 429, { 'retry-after': '2' }, body, NOW);
     expect(e).toBeInstanceOf(RateLimitedError);
     expect(e).toMatchObject({ status: 429, kind: 'rate-limited', retryAfterMs: 1_250, code: 'RATE_LIMIT_EXCEEDED' });
 
-    const provider = errorFromResponse('get', 429, { 'retry-after': '60' }, errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Try again in 60 seconds.', { retryAfter: 60 }), NOW);
+    const provider = errorFromResponse(
+      'get',
+      429,
+      { 'retry-after': '60' },
+      errorBody(429, 'RATE_LIMIT_EXCEEDED', 'Try again in 60 seconds.', { retryAfter: 60 }),
+      NOW,
+    );
     expect((provider as RateLimitedError).retryAfterMs).toBe(60_000);
 
     const bare = errorFromResponse('get', 429, {}, 'Too Many Requests', NOW);
@@ -162,11 +196,23 @@ describe('errorFromResponse', () => {
   });
 
   it('500 JSON and 502/503 HTML → TransientError keeping the status', () => {
-    const e500 = errorFromResponse('create', 500, {}, errorBody(500, 'INTERNAL_SERVER_ERROR', 'Internal server error.'), NOW);
+    const e500 = errorFromResponse(
+      'create',
+      500,
+      {},
+      errorBody(500, 'INTERNAL_SERVER_ERROR', 'Internal server error.'),
+      NOW,
+    );
     expect(e500).toBeInstanceOf(TransientError);
-    expect(e500).toMatchObject({ status: 500, code: 'HTTP_500', upstreamCode: 'INTERNAL_SERVER_ERROR', kind: 'transient' });
+    expect(e500).toMatchObject({
+      status: 500,
+      code: 'HTTP_500',
+      upstreamCode: 'INTERNAL_SERVER_ERROR',
+      kind: 'transient',
+    });
 
-    const html = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
+    const html =
+      '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
     const e502 = errorFromResponse('get', 502, { 'content-type': 'text/html' }, html, NOW);
     expect(e502).toBeInstanceOf(TransientError);
     expect(e502).toMatchObject({ status: 502, code: 'HTTP_502', upstreamCode: undefined, kind: 'transient' });
@@ -178,19 +224,41 @@ describe('errorFromResponse', () => {
   });
 
   it('400 and 404 → PermanentError keeping the upstream code', () => {
-    const bad = errorFromResponse('create', 400, {}, errorBody(400, 'INVALID_PLATE', 'Invalid license plate "X".'), NOW);
+    const bad = errorFromResponse(
+      'create',
+      400,
+      {},
+      errorBody(400, 'INVALID_PLATE', 'Invalid license plate "X".'),
+      NOW,
+    );
     expect(bad).toBeInstanceOf(PermanentError);
-    expect(bad).toMatchObject({ status: 400, code: 'INVALID_PLATE', upstreamCode: 'INVALID_PLATE', kind: 'permanent', message: 'Invalid license plate "X".' });
+    expect(bad).toMatchObject({
+      status: 400,
+      code: 'INVALID_PLATE',
+      upstreamCode: 'INVALID_PLATE',
+      kind: 'permanent',
+      message: 'Invalid license plate "X".',
+    });
 
     const missing = errorFromResponse('get', 404, {}, errorBody(404, 'QUERY_NOT_FOUND', 'No query with id "x".'), NOW);
     expect(missing).toBeInstanceOf(PermanentError);
-    expect(missing).toMatchObject({ status: 404, code: 'QUERY_NOT_FOUND', upstreamCode: 'QUERY_NOT_FOUND', kind: 'permanent' });
+    expect(missing).toMatchObject({
+      status: 404,
+      code: 'QUERY_NOT_FOUND',
+      upstreamCode: 'QUERY_NOT_FOUND',
+      kind: 'permanent',
+    });
   });
 
   it('an unknown 4xx code keeps its class: permanent, the code kept; without a code, HTTP_<status>', () => {
     const odd = errorFromResponse('create', 422, {}, errorBody(422, 'PLATE_BLOCKED_BY_COURT', 'Blocked.'), NOW);
     expect(odd).toBeInstanceOf(PermanentError);
-    expect(odd).toMatchObject({ status: 422, code: 'PLATE_BLOCKED_BY_COURT', upstreamCode: 'PLATE_BLOCKED_BY_COURT', kind: 'permanent' });
+    expect(odd).toMatchObject({
+      status: 422,
+      code: 'PLATE_BLOCKED_BY_COURT',
+      upstreamCode: 'PLATE_BLOCKED_BY_COURT',
+      kind: 'permanent',
+    });
 
     const teapot = errorFromResponse('get', 418, {}, 'I am a teapot', NOW);
     expect(teapot).toMatchObject({ status: 418, code: 'HTTP_418', upstreamCode: undefined, message: 'I am a teapot' });

@@ -1,7 +1,13 @@
 // Pure timing: every function gets a fixed `now`, so no clock and no fake timers are needed.
 import { describe, expect, it } from 'vitest';
 import { parseRateLimit } from '../../src/config.js';
-import { backoffDelay, parseRateLimitHeaders, parseResetHeader, parseRetryAfter, retryAfterFrom429 } from '../../src/upstream/timing.js';
+import {
+  backoffDelay,
+  parseRateLimitHeaders,
+  parseResetHeader,
+  parseRetryAfter,
+  retryAfterFrom429,
+} from '../../src/upstream/timing.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0); // 2030-01-01T12:00:00Z, a whole second
 const NOW_S = NOW / 1000;
@@ -45,12 +51,19 @@ describe('X-RateLimit-Reset', () => {
   });
 
   it('parseRateLimitHeaders collects limit, remaining and reset, skipping the bad ones', () => {
-    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(NOW_S + 10) }, NOW)).toEqual({
+    expect(
+      parseRateLimitHeaders(
+        { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(NOW_S + 10) },
+        NOW,
+      ),
+    ).toEqual({
       limit: 60,
       remaining: 0,
       resetAt: NOW + 10_000,
     });
-    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': ['300', '60'], 'x-ratelimit-remaining': 'lots' }, NOW)).toEqual({ limit: 300 });
+    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': ['300', '60'], 'x-ratelimit-remaining': 'lots' }, NOW)).toEqual(
+      { limit: 300 },
+    );
     expect(parseRateLimitHeaders({}, NOW)).toEqual({});
   });
 });
@@ -58,7 +71,10 @@ describe('X-RateLimit-Reset', () => {
 describe('retryAfterFrom429', () => {
   const reset = String(NOW_S + 50); // 50 s
   const allHints = { 'retry-after': '20', 'x-ratelimit-reset': reset };
-  const body = (error: Record<string, unknown>) => ({ statusCode: 429, error: { code: 'RATE_LIMIT_EXCEEDED', message: 'slow down', ...error } });
+  const body = (error: Record<string, unknown>) => ({
+    statusCode: 429,
+    error: { code: 'RATE_LIMIT_EXCEEDED', message: 'slow down', ...error },
+  });
 
   it('prefers the body retryAfterMs over everything else', () => {
     expect(retryAfterFrom429(allHints, body({ retryAfterMs: 1_234, retryAfter: 30 }), NOW)).toBe(1_234);
@@ -66,7 +82,13 @@ describe('retryAfterFrom429', () => {
 
   it('then Retry-After (seconds or date)', () => {
     expect(retryAfterFrom429(allHints, body({ retryAfter: 30 }), NOW)).toBe(20_000);
-    expect(retryAfterFrom429({ 'retry-after': 'Tue, 01 Jan 2030 12:00:05 GMT', 'x-ratelimit-reset': reset }, body({ retryAfter: 30 }), NOW)).toBe(5_000);
+    expect(
+      retryAfterFrom429(
+        { 'retry-after': 'Tue, 01 Jan 2030 12:00:05 GMT', 'x-ratelimit-reset': reset },
+        body({ retryAfter: 30 }),
+        NOW,
+      ),
+    ).toBe(5_000);
     expect(retryAfterFrom429({ 'retry-after': ['3', '9'] }, undefined, NOW)).toBe(3_000);
   });
 
@@ -121,21 +143,40 @@ describe('backoffDelay', () => {
 describe('what the upstream says of its limit', () => {
   const now = Date.UTC(2026, 10, 24, 12, 0, 0);
   it('reads the IETF draft fields before X-RateLimit-*: the first policy, its window, remaining and reset', () => {
-    expect(parseRateLimitHeaders({ 'ratelimit-policy': '"default";q=300;w=60, "daily";q=10000;w=86400', ratelimit: '"default";r=12;t=30' }, now)).toEqual({
+    expect(
+      parseRateLimitHeaders(
+        { 'ratelimit-policy': '"default";q=300;w=60, "daily";q=10000;w=86400', ratelimit: '"default";r=12;t=30' },
+        now,
+      ),
+    ).toEqual({
       limit: 300,
       windowMs: 60_000,
       remaining: 12,
       resetAt: now + 30_000,
     });
     expect(
-      parseRateLimitHeaders({ 'ratelimit-policy': '20;w=1', 'ratelimit-limit': '20', 'ratelimit-remaining': '3', 'ratelimit-reset': '1', 'x-ratelimit-limit': '99' }, now),
+      parseRateLimitHeaders(
+        {
+          'ratelimit-policy': '20;w=1',
+          'ratelimit-limit': '20',
+          'ratelimit-remaining': '3',
+          'ratelimit-reset': '1',
+          'x-ratelimit-limit': '99',
+        },
+        now,
+      ),
     ).toEqual({
       limit: 20,
       windowMs: 1_000,
       remaining: 3,
       resetAt: now + 1_000,
     });
-    expect(parseRateLimitHeaders({ 'x-ratelimit-limit': '300', 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': String(now / 1000 + 40) }, now)).toEqual({
+    expect(
+      parseRateLimitHeaders(
+        { 'x-ratelimit-limit': '300', 'x-ratelimit-remaining': '5', 'x-ratelimit-reset': String(now / 1000 + 40) },
+        now,
+      ),
+    ).toEqual({
       limit: 300,
       remaining: 5,
       resetAt: now + 40_000,
@@ -144,9 +185,22 @@ describe('what the upstream says of its limit', () => {
 
   it('parses `auto` with a ceiling and a start; a fixed rate stays exact', () => {
     expect(parseRateLimit('auto')).toEqual({ max: 1, durationMs: 1_000, text: 'auto', auto: {} });
-    expect(parseRateLimit('auto<=300/min')).toEqual({ max: 1, durationMs: 1_000, text: 'auto<=300/min', auto: { ceilingPerSecond: 5 } });
-    expect(parseRateLimit('auto<=20/s,start=5/s')).toMatchObject({ max: 5, durationMs: 1_000, auto: { ceilingPerSecond: 20 } });
-    expect(parseRateLimit('auto<=30/min')).toMatchObject({ max: 30, durationMs: 60_000, auto: { ceilingPerSecond: 0.5 } });
+    expect(parseRateLimit('auto<=300/min')).toEqual({
+      max: 1,
+      durationMs: 1_000,
+      text: 'auto<=300/min',
+      auto: { ceilingPerSecond: 5 },
+    });
+    expect(parseRateLimit('auto<=20/s,start=5/s')).toMatchObject({
+      max: 5,
+      durationMs: 1_000,
+      auto: { ceilingPerSecond: 20 },
+    });
+    expect(parseRateLimit('auto<=30/min')).toMatchObject({
+      max: 30,
+      durationMs: 60_000,
+      auto: { ceilingPerSecond: 0.5 },
+    });
     expect(parseRateLimit('auto<=fast')).toBeUndefined();
     expect(parseRateLimit('60/min')).toEqual({ max: 60, durationMs: 60_000, text: '60/min' });
   });

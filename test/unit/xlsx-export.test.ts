@@ -3,8 +3,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import JSZip from 'jszip';
 import { parse } from 'csv-parse/sync';
+import JSZip from 'jszip';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { FileSink } from '../../src/sinks/file-sink.js';
 import type { ExportRow, ExportSource } from '../../src/sinks/types.js';
@@ -18,14 +18,28 @@ const ROWS: ExportRow[] = [
     plate: 'ABC1234',
     status: 'done',
     queryId: 'q-1',
-    result: { veiculo: { marca: 'Fiat', ano: 2010, restricoes: ['furto'] }, saldo: -2, ativo: true, formula: '=1+1', nulo: null },
+    result: {
+      veiculo: { marca: 'Fiat', ano: 2010, restricoes: ['furto'] },
+      saldo: -2,
+      ativo: true,
+      formula: '=1+1',
+      nulo: null,
+    },
     enqueuedAt: T0,
     createdAt: T0 + 1000,
     finishedAt: T0 + 5000,
     requests: 3,
     extra: { obs: "=cmd|' /C calc'!A0", codigo: '0012' },
   },
-  { row: 3, input: '@SUM(A1)', plate: '', status: 'rejected', error: { code: 'EMPTY', message: 'no plate' }, possibleDuplicate: true, extra: { obs: '+55', codigo: '' } },
+  {
+    row: 3,
+    input: '@SUM(A1)',
+    plate: '',
+    status: 'rejected',
+    error: { code: 'EMPTY', message: 'no plate' },
+    possibleDuplicate: true,
+    extra: { obs: '+55', codigo: '' },
+  },
 ];
 
 const source: ExportSource = {

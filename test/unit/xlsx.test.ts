@@ -57,16 +57,25 @@ describe('cellText', () => {
     expect(cellText({ formula: '1/0', result: { error: '#DIV/0!' } })).toBe('#DIV/0!');
     expect(cellText({ error: '#N/A' })).toBe('#N/A');
     expect(cellText({ text: 'site', hyperlink: 'http://example.com' })).toBe('site');
-    expect(cellText({ text: { richText: [{ text: 'a' }, { text: 'b' }] }, hyperlink: 'http://x' } as unknown as ExcelJS.CellValue)).toBe('ab');
+    expect(
+      cellText({
+        text: { richText: [{ text: 'a' }, { text: 'b' }] },
+        hyperlink: 'http://x',
+      } as unknown as ExcelJS.CellValue),
+    ).toBe('ab');
   });
 });
 
 describe('isXlsxInput', () => {
   it('goes by media type, name, or the zip magic bytes', () => {
-    expect(isXlsxInput({ contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet; charset=binary' })).toBe(true);
+    expect(
+      isXlsxInput({ contentType: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet; charset=binary' }),
+    ).toBe(true);
     expect(isXlsxInput({ fileName: 'Frota.XLSX' })).toBe(true);
     expect(isXlsxInput({ fileName: 'frota.csv', head: Buffer.from('PK\x03\x04rest', 'latin1') })).toBe(true);
-    expect(isXlsxInput({ fileName: 'frota.csv', contentType: 'text/csv', head: Buffer.from('placa\nABC1234\n') })).toBe(false);
+    expect(isXlsxInput({ fileName: 'frota.csv', contentType: 'text/csv', head: Buffer.from('placa\nABC1234\n') })).toBe(
+      false,
+    );
   });
 });
 
@@ -81,20 +90,50 @@ describe('readPlateXlsx', () => {
       extraColumns: ['id', 'valor', 'calculado', 'data', 'ok', 'nota'],
     });
     expect(rows).toEqual([
-      { row: 1, input: 'EXC1A23', extra: { id: '1234567', valor: '10.25', calculado: '20.5', data: '2024-03-01', ok: 'TRUE', nota: '=HYPERLINK("http://x")' } },
-      { row: 2, input: 'EXC2B34', extra: { id: '2', valor: '3', calculado: '999', data: '2024-03-01T10:30:00', ok: 'FALSE', nota: '+55 11' } },
+      {
+        row: 1,
+        input: 'EXC1A23',
+        extra: {
+          id: '1234567',
+          valor: '10.25',
+          calculado: '20.5',
+          data: '2024-03-01',
+          ok: 'TRUE',
+          nota: '=HYPERLINK("http://x")',
+        },
+      },
+      {
+        row: 2,
+        input: 'EXC2B34',
+        extra: { id: '2', valor: '3', calculado: '999', data: '2024-03-01T10:30:00', ok: 'FALSE', nota: '+55 11' },
+      },
       // row 3 is blank: skipped, counted
-      { row: 4, input: 'exc-3456', extra: { id: '4', valor: '-1', calculado: 'cached', data: '', ok: '', nota: '@user' } },
+      {
+        row: 4,
+        input: 'exc-3456',
+        extra: { id: '4', valor: '-1', calculado: 'cached', data: '', ok: '', nota: '@user' },
+      },
     ]);
   });
 
   it('reads the LibreOffice fixture, and --sheet picks the second sheet (case-insensitively)', async () => {
     const bytes = await readFile(fixturePath);
     const first = await readAll(bytes);
-    expect(first.header).toMatchObject({ sheet: 'Frota', sheets: ['Frota', 'Segunda'], plateColumn: 'Placa do veículo' });
+    expect(first.header).toMatchObject({
+      sheet: 'Frota',
+      sheets: ['Frota', 'Segunda'],
+      plateColumn: 'Placa do veículo',
+    });
     expect(first.rows.map((r) => r.input)).toEqual(['ABC1D23', 'xyz-9876', '0012345', 'LIB2O24']);
     expect(first.rows.map((r) => r.row)).toEqual([1, 2, 3, 5]);
-    expect(first.rows[0]!.extra).toEqual({ Cliente: 'Ação Ltda', Código: '1234567', Valor: '10.5', Dobro: '21', Vencimento: '2024-03-01', Ativo: 'TRUE' });
+    expect(first.rows[0]!.extra).toEqual({
+      Cliente: 'Ação Ltda',
+      Código: '1234567',
+      Valor: '10.5',
+      Dobro: '21',
+      Vencimento: '2024-03-01',
+      Ativo: 'TRUE',
+    });
     expect(first.rows[1]!.extra.Cliente).toBe('=cmd|calc');
     const second = await readAll(bytes, { sheet: 'segunda' });
     expect(second.header).toMatchObject({ sheet: 'Segunda', plateColumn: 'plate', extraColumns: ['note'] });
@@ -134,7 +173,9 @@ describe('readPlateXlsx', () => {
     expect(await errorCode(readPlateXlsx(await workbook(() => {})))).toBe('XLSX_NO_SHEET');
     expect(await errorCode(readPlateXlsx(good, { sheet: 'Nope' }))).toBe('XLSX_SHEET_NOT_FOUND');
     expect(await errorCode(readPlateXlsx(await workbook((wb) => wb.addWorksheet('vazia'))))).toBe('XLSX_EMPTY');
-    expect(await errorCode(readPlateXlsx(await workbook((wb) => wb.addWorksheet('so cabecalho').addRow(['placa', 'nome']))))).toBe('XLSX_EMPTY');
+    expect(
+      await errorCode(readPlateXlsx(await workbook((wb) => wb.addWorksheet('so cabecalho').addRow(['placa', 'nome'])))),
+    ).toBe('XLSX_EMPTY');
     expect(await errorCode(readPlateXlsx(good, { column: 'chassi' }))).toBe('XLSX_NO_PLATE_COLUMN');
     expect(await errorCode(readPlateXlsx(good, { maxBytes: 1000 }))).toBe('XLSX_TOO_LARGE');
     const big = await workbook((wb) =>

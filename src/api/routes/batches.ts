@@ -4,21 +4,19 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.js';
 import { BatchNotFoundError } from '../../errors.js';
-import { batchContext, batchContexts } from '../../queue/batch-status.js';
-import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
-import { rerunFailed } from '../../queue/rerun.js';
-import { Retention } from '../../retention.js';
-import { archiveFor } from '../../sinks/export.js';
-import type { QueueServices } from '../../services.js';
-import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestResult } from '../../producers/enqueue.js';
 import { canSee, type Scope, type TokenAuth } from '../../http/auth.js';
 import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../../http/csv-body.js';
-import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
 import { ApiError } from '../../http/errors.js';
-import { readPlateUpload } from '../../http/plate-upload.js';
-import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
 import { jsonReply, ref } from '../../http/openapi.js';
-import { batchResults } from '../../sinks/results.js';
+import { readPlateUpload } from '../../http/plate-upload.js';
+import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
+import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
+import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestResult } from '../../producers/enqueue.js';
+import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
+import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
+import { batchContext, batchContexts } from '../../queue/batch-status.js';
+import { rerunFailed } from '../../queue/rerun.js';
+import { Retention } from '../../retention.js';
 import {
   BatchParams,
   type BatchView,
@@ -34,7 +32,9 @@ import {
   RetryBody,
   type RetryReply,
 } from '../../schemas/api.js';
-import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
+import type { QueueServices } from '../../services.js';
+import { archiveFor } from '../../sinks/export.js';
+import { batchResults } from '../../sinks/results.js';
 import { archivedBatchView, batchLinks, batchView } from '../views.js';
 
 export interface V1Options {
@@ -53,7 +53,10 @@ const MAX_REJECTS = 100;
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
-  const dryRun = async (input: EnqueueInput, options: BatchRequest): Promise<DryRunReply> => ({ dryRun: true, estimate: await estimate(services, input, options) });
+  const dryRun = async (input: EnqueueInput, options: BatchRequest): Promise<DryRunReply> => ({
+    dryRun: true,
+    estimate: await estimate(services, input, options),
+  });
 
   // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
   const scopes = new WeakMap<object, Scope>();
@@ -85,7 +88,8 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     if (manifest === undefined || !canSee(scopeOf(request), manifest.batch.account)) throw new BatchNotFoundError(id);
     return manifest;
   };
-  const view = async (info: BatchInfo, at: number): Promise<BatchView> => batchView(info, await batchContext(services, info), at);
+  const view = async (info: BatchInfo, at: number): Promise<BatchView> =>
+    batchView(info, await batchContext(services, info), at);
 
   // No route here takes text/plain: without fastify's default parser for it, such a body is 415
   // (with it, a string body passed validation meant for JSON and failed in the handler).
@@ -94,7 +98,10 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   // A CSV or .xlsx body is handed over as the raw stream: readPlateUpload meters and reads it.
   app.addContentTypeParser(FILE_TYPES, (request, payload, done) => {
     if (request.routeOptions.url !== '/v1/batches') {
-      done(new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'), undefined);
+      done(
+        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'),
+        undefined,
+      );
       return;
     }
     if (Number(request.headers['content-length']) > bodyLimit) {
@@ -122,9 +129,20 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
           content: {
             'application/json': { schema: ref('CreateBatchBody') },
             'multipart/form-data': { schema: ref('CreateBatchForm') },
-            'text/csv': { schema: { type: 'string', format: 'binary', description: 'a CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header' } },
+            'text/csv': {
+              schema: {
+                type: 'string',
+                format: 'binary',
+                description: 'a CSV file: `;`, `,` or tab, UTF-8 or Windows-1252, with or without a header',
+              },
+            },
             [XLSX_MEDIA_TYPE]: {
-              schema: { type: 'string', format: 'binary', description: 'an Excel .xlsx workbook: its first visible sheet, or `sheet`; the same header rules as a CSV' },
+              schema: {
+                type: 'string',
+                format: 'binary',
+                description:
+                  'an Excel .xlsx workbook: its first visible sheet, or `sheet`; the same header rules as a CSV',
+              },
             },
           },
         },
@@ -140,7 +158,8 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         // A generated client's text body, JSON-encoded under application/json: not a list of plates.
         if (typeof request.body === 'string' && /[\r\n]/.test(request.body)) throw csvJsonEncoded();
         const body = request.body as { plates?: unknown } | null | undefined;
-        if (body && !(body instanceof Readable) && Array.isArray(body.plates) && body.plates.length > maxPlates) throw tooManyPlates(maxPlates);
+        if (body && !(body instanceof Readable) && Array.isArray(body.plates) && body.plates.length > maxPlates)
+          throw tooManyPlates(maxPlates);
       },
     },
     async (request, reply) => {
@@ -148,14 +167,28 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       let result: IngestResult;
       if (body instanceof Readable || request.isMultipart()) {
         // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
-        const fileOptions = { bodyLimit, maxPlates, ...(query.column !== undefined ? { column: query.column } : {}), ...(query.sheet !== undefined ? { sheet: query.sheet } : {}) };
+        const fileOptions = {
+          bodyLimit,
+          maxPlates,
+          ...(query.column !== undefined ? { column: query.column } : {}),
+          ...(query.sheet !== undefined ? { sheet: query.sheet } : {}),
+        };
         const upload: CsvUpload =
           body instanceof Readable
-            ? { csv: await readPlateUpload(body, undefined, request.headers['content-type'], fileOptions), options: query }
+            ? {
+                csv: await readPlateUpload(body, undefined, request.headers['content-type'], fileOptions),
+                options: query,
+              }
             : await readCsvUpload(request, { bodyLimit, maxPlates });
         const { csv, options: csvOptions } = upload;
         const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
-        const input: EnqueueInput = { source: 'api', name, digest: csv.digest, rows: csv.rows, extraColumns: csv.header.extraColumns };
+        const input: EnqueueInput = {
+          source: 'api',
+          name,
+          digest: csv.digest,
+          rows: csv.rows,
+          extraColumns: csv.header.extraColumns,
+        };
         const options: BatchRequest = {
           ...(csvOptions.force !== undefined ? { force: csvOptions.force } : {}),
           ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
@@ -184,10 +217,19 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         result = await enqueue(services, input, options);
       }
       const { batch, created } = result;
-      const [batchReply, rejects] = await Promise.all([view(batch, now()), firstRejects(services.batches, batch.id, batch.counts.rejected)]);
+      const [batchReply, rejects] = await Promise.all([
+        view(batch, now()),
+        firstRejects(services.batches, batch.id, batch.counts.rejected),
+      ]);
       const links = batchLinks(batch.id);
       request.log.info(
-        { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, rejected: batch.counts.rejected },
+        {
+          batchId: batch.id,
+          created,
+          rows: batch.counts.total,
+          enqueued: batch.counts.enqueued,
+          rejected: batch.counts.rejected,
+        },
         created ? 'batch enqueued' : 'batch already known',
       );
       const reply202: CreateBatchReply = { batch: { ...batchReply, created }, rejects, links };
@@ -263,11 +305,20 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         querystring: requestSchema(ResultsQuery),
         response: {
           200: {
-            description: 'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv; or an .xlsx workbook',
+            description:
+              'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv; or an .xlsx workbook',
             content: {
               'application/x-ndjson': { schema: ref('ResultRow') },
-              'text/csv': { schema: { type: 'string', description: 'the CSV export: a header row, then one row per input row' } },
-              [XLSX_MEDIA_TYPE]: { schema: { type: 'string', format: 'binary', description: 'the .xlsx export: sheets `results` and `rejects`' } },
+              'text/csv': {
+                schema: { type: 'string', description: 'the CSV export: a header row, then one row per input row' },
+              },
+              [XLSX_MEDIA_TYPE]: {
+                schema: {
+                  type: 'string',
+                  format: 'binary',
+                  description: 'the .xlsx export: sheets `results` and `rejects`',
+                },
+              },
             },
           },
           ...errorResponses(400, 401, 404, 503),
@@ -276,9 +327,20 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       validatorCompiler: zodValidator({ params: BatchParams, querystring: ResultsQuery }),
     },
     async (request, reply) => {
-      if ((await visibleArchive(request, request.params.id)) === undefined) await visibleBatch(request, request.params.id);
-      const results = await batchResults(services, request.params.id, request.query.format, config.csvDelimiter, request.log, archive);
-      return reply.type(results.contentType).header('content-disposition', `attachment; filename="${results.fileName}"`).send(results.body);
+      if ((await visibleArchive(request, request.params.id)) === undefined)
+        await visibleBatch(request, request.params.id);
+      const results = await batchResults(
+        services,
+        request.params.id,
+        request.query.format,
+        config.csvDelimiter,
+        request.log,
+        archive,
+      );
+      return reply
+        .type(results.contentType)
+        .header('content-disposition', `attachment; filename="${results.fileName}"`)
+        .send(results.body);
     },
   );
 
@@ -311,10 +373,19 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       const result = await retention.delete(id, { cancel: request.query.cancel });
       const links = batchLinks(id);
       if (result.state === 'cancelling') {
-        const body: DeleteReply = { batchId: id, state: 'cancelling', dropped: result.dropped, running: result.running, links };
+        const body: DeleteReply = {
+          batchId: id,
+          state: 'cancelling',
+          dropped: result.dropped,
+          running: result.running,
+          links,
+        };
         return reply.code(202).send(body);
       }
-      request.log.info({ batchId: id, folder: result.folder, alreadyArchived: result.alreadyArchived }, 'batch deleted (archived)');
+      request.log.info(
+        { batchId: id, folder: result.folder, alreadyArchived: result.alreadyArchived },
+        'batch deleted (archived)',
+      );
       const body: DeleteReply = {
         batchId: id,
         state: 'archived',
@@ -333,12 +404,16 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       schema: {
         operationId: 'retryBatch',
         summary: 'Run the failed plates again',
-        description: 'Plates with a queryId poll that query again (no charge); `recreate: true` creates every failed plate anew (a charge each).',
+        description:
+          'Plates with a queryId poll that query again (no charge); `recreate: true` creates every failed plate anew (a charge each).',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
         body: { content: { 'application/json': { schema: ref('RetryBody') } } },
-        response: { 202: jsonReply('RetryReply', 'the failed plates are queued again'), ...errorResponses(400, 401, 404, 415, 503) },
+        response: {
+          202: jsonReply('RetryReply', 'the failed plates are queued again'),
+          ...errorResponses(400, 401, 404, 415, 503),
+        },
       },
       validatorCompiler: zodValidator({ params: BatchParams, body: RetryBody }),
     },
@@ -354,7 +429,11 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
 }
 
 /** The first rejected rows of a batch, read from its stored rows (none to read when none were rejected). */
-async function firstRejects(batches: BatchStore, batchId: string, rejected: number): Promise<CreateBatchReply['rejects']> {
+async function firstRejects(
+  batches: BatchStore,
+  batchId: string,
+  rejected: number,
+): Promise<CreateBatchReply['rejects']> {
   const out: CreateBatchReply['rejects'] = [];
   if (rejected === 0) return out;
   for await (const row of batches.rows(batchId)) {

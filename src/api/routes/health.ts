@@ -1,9 +1,9 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
 import type { FastifyInstance } from 'fastify';
-import type { RedisClient } from '../../queue/redis.js';
-import type { QueueServices } from '../../services.js';
 import { jsonReply } from '../../http/openapi.js';
+import type { RedisClient } from '../../queue/redis.js';
 import type { HealthReply } from '../../schemas/api.js';
+import type { QueueServices } from '../../services.js';
 import { lineView } from '../views.js';
 
 const PING_TIMEOUT_MS = 1_000;
@@ -51,9 +51,18 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
       const lines = await services.lines.states().catch(() => undefined);
       if (lines === undefined) return reply.code(503).send(down);
       const stuck = lines.some(
-        (line) => line.paused || line.pause !== undefined || line.unreachable !== undefined || line.limitReason === 'quota' || line.budgetUntil !== undefined,
+        (line) =>
+          line.paused ||
+          line.pause !== undefined ||
+          line.unreachable !== undefined ||
+          line.limitReason === 'quota' ||
+          line.budgetUntil !== undefined,
       );
-      const body: HealthReply = { status: stuck ? 'degraded' : 'ok', redis: 'ok', accounts: lines.map((line) => lineView(line)) };
+      const body: HealthReply = {
+        status: stuck ? 'degraded' : 'ok',
+        redis: 'ok',
+        accounts: lines.map((line) => lineView(line)),
+      };
       return reply.send(body);
     },
   );

@@ -8,8 +8,8 @@
 // and without the batch id and the plate, which its key and field already say. Outcomes stored
 // as plain JSON before that are read as they were (the format byte tells them apart).
 import { pack, unpack } from '../compact.js';
-import type { RedisClient } from '../redis.js';
 import type { VqbKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { Outcome } from '../types.js';
 

@@ -4,21 +4,21 @@
 // blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
 // reads and writes a batch's hash, rows and outcomes.
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../redis.js';
+import type { z } from 'zod';
 import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
-import type { CostLedger } from '../costs.js';
+import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import type { Budget } from '../budget.js';
+import type { CostLedger } from '../costs.js';
 import type { InFlight } from '../inflight.js';
 import type { VqbKeys } from '../keys.js';
+import type { RedisClient } from '../redis.js';
+import { execAll } from '../redis-health.js';
 import type { Scheduler } from '../scheduler.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { PriorityClass } from '../types.js';
-import type { z } from 'zod';
-import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
-import { execAll } from '../redis-health.js';
-import { encodeRow, decodeRow, type IngestRow } from './rows.js';
+import { decodeRow, encodeRow, type IngestRow } from './rows.js';
 
-export { encodeRow, decodeRow, type IngestRow, type StoredRow } from './rows.js';
+export { decodeRow, encodeRow, type IngestRow, type StoredRow } from './rows.js';
 
 /** Which door a batch came through (the one list: schemas/batch.ts). */
 export type BatchSource = z.output<typeof BatchSourceSchema>;
@@ -146,7 +146,8 @@ export class BatchStore {
     const createdAt = this.#now();
     const [flag, stored] = (await this.#redis.vqbBatchOpen(key, createdAt, batch.digest ?? '')) as [number, string];
     const created = Number(flag) === 1;
-    if (!created && batch.digest !== undefined && stored !== '' && stored !== batch.digest) throw new BatchIdTakenError(batch.id);
+    if (!created && batch.digest !== undefined && stored !== '' && stored !== batch.digest)
+      throw new BatchIdTakenError(batch.id);
     if (created) {
       await this.#redis
         .multi()
@@ -176,7 +177,10 @@ export class BatchStore {
    * once (two API servers, a retried request) must not both store its rows. A crashed holder's
    * lock expires after INGEST_LOCK_MS; the next ingest then resumes from its rows.
    */
-  async lockIngest(batchId: string, onWait?: (expiresInMs: number) => void): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
+  async lockIngest(
+    batchId: string,
+    onWait?: (expiresInMs: number) => void,
+  ): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
     const key = this.#keys.ingestLock(batchId);
     const token = randomBytes(8).toString('hex');
     let told = false;
@@ -215,7 +219,10 @@ export class BatchStore {
    * were never stored. A refused chunk throws RedisFullError; the same ingest run again resumes
    * from the position stored with the last chunk that was written.
    */
-  async addRows(batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>, rows: readonly IngestRow[]): Promise<void> {
+  async addRows(
+    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>,
+    rows: readonly IngestRow[],
+  ): Promise<void> {
     if (rows.length === 0) return;
     const queued = rows.filter((r) => r.kind === 'queued');
     const key = this.#keys.batch(batch.id);
@@ -274,8 +281,17 @@ export class BatchStore {
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
     const account = f.account ?? 'default';
-    const [costs, inflight, budget] = await Promise.all([this.#deps.costs.forBatch(batchId), this.#deps.inflight.forBatch(account, batchId), this.#deps.budget.forBatch(batchId)]);
-    const counts = { ...Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])), ...costs, inflight, queued: 0 } as BatchCounts;
+    const [costs, inflight, budget] = await Promise.all([
+      this.#deps.costs.forBatch(batchId),
+      this.#deps.inflight.forBatch(account, batchId),
+      this.#deps.budget.forBatch(batchId),
+    ]);
+    const counts = {
+      ...Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])),
+      ...costs,
+      inflight,
+      queued: 0,
+    } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     return {
       id: f.id ?? batchId,
@@ -301,14 +317,23 @@ export class BatchStore {
   /** Newest first; with `accounts`, only the batches of those accounts. */
   async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
     if (accounts === undefined) {
-      const [total, ids] = await Promise.all([this.#redis.zcard(this.#keys.batches), this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1)]);
+      const [total, ids] = await Promise.all([
+        this.#redis.zcard(this.#keys.batches),
+        this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1),
+      ]);
       return { total, batches: await Promise.all(ids.map((id: string) => this.get(id))) };
     }
     // A scoped reader: filter by account (batches are counted in hundreds, not millions).
     const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
-    const owners = ids.length === 0 ? [] : await Promise.all(ids.map((id: string) => this.#redis.hget(this.#keys.batch(id), 'account')));
+    const owners =
+      ids.length === 0
+        ? []
+        : await Promise.all(ids.map((id: string) => this.#redis.hget(this.#keys.batch(id), 'account')));
     const mine = ids.filter((_: string, i: number) => accounts.includes(owners[i] ?? 'default'));
-    return { total: mine.length, batches: await Promise.all(mine.slice(offset, offset + limit).map((id: string) => this.get(id))) };
+    return {
+      total: mine.length,
+      batches: await Promise.all(mine.slice(offset, offset + limit).map((id: string) => this.get(id))),
+    };
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */
@@ -325,12 +350,21 @@ export class BatchStore {
   // --- retention (retention.ts orchestrates; each owner forgets its own keys)
 
   /** Every stored batch with what retention needs to decide: when it finished, and whether a delete was asked. */
-  async retentionCandidates(): Promise<{ id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]> {
+  async retentionCandidates(): Promise<
+    { id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]
+  > {
     const ids = await this.#redis.zrange(this.#keys.batches, 0, -1);
-    const fields = await Promise.all(ids.map((id: string) => this.#redis.hmget(this.#keys.batch(id), 'account', 'finishedAt', 'deleteRequested')));
+    const fields = await Promise.all(
+      ids.map((id: string) => this.#redis.hmget(this.#keys.batch(id), 'account', 'finishedAt', 'deleteRequested')),
+    );
     return ids.map((id: string, i: number) => {
       const [account, finishedAt, deleteRequested] = fields[i] ?? [];
-      return { id, account: account ?? 'default', ...(finishedAt ? { finishedAt: Number(finishedAt) } : {}), deleteRequested: deleteRequested === '1' };
+      return {
+        id,
+        account: account ?? 'default',
+        ...(finishedAt ? { finishedAt: Number(finishedAt) } : {}),
+        deleteRequested: deleteRequested === '1',
+      };
     });
   }
 
@@ -342,7 +376,11 @@ export class BatchStore {
   /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
   async forget(batchId: string): Promise<void> {
     if (!isBatchId(batchId)) return;
-    await this.#redis.multi().del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId)).zrem(this.#keys.batches, batchId).exec();
+    await this.#redis
+      .multi()
+      .del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId))
+      .zrem(this.#keys.batches, batchId)
+      .exec();
   }
 
   /** Roughly what the batch's hash, rows and outcomes take in Redis (MEMORY USAGE, sampled: cheap, an estimate). */

@@ -1,8 +1,9 @@
 // What became of each webhook of a batch: one small hash per batch, a field per webhook-id, read
 // by the batch's status (API, library, `vqb status`). Written when the event is emitted (pending)
 // and after every attempt; a delivery is one job, so its attempts never write at once.
-import type { RedisClient } from '../../queue/redis.js';
+
 import type { VqbKeys } from '../../queue/keys.js';
+import type { RedisClient } from '../../queue/redis.js';
 import type { WebhookEventType } from './events.js';
 
 export type DeliveryState = 'pending' | 'retrying' | 'delivered' | 'failed';
@@ -48,7 +49,9 @@ export class DeliveryLog {
 
   /** The batch's deliveries, oldest first. */
   async list(batchId: string): Promise<DeliveryRecord[]> {
-    const all = Object.values(await this.#redis.hgetall(this.#keys.batchWebhooks(batchId))).map((raw) => JSON.parse(raw) as DeliveryRecord);
+    const all = Object.values(await this.#redis.hgetall(this.#keys.batchWebhooks(batchId))).map(
+      (raw) => JSON.parse(raw) as DeliveryRecord,
+    );
     return all.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 

@@ -3,9 +3,9 @@
 // account and when it was paused) and where it goes, so two workers that both notice the same
 // event make the same delivery job, and the second is a no-op.
 import { createHash } from 'node:crypto';
+import { spanText } from '../../presenters/time.js';
 import type { AccountPause } from '../../queue/accounts.js';
 import type { BatchCounts, BatchInfo } from '../../queue/batch/store.js';
-import { spanText } from '../../presenters/time.js';
 
 export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
 
@@ -55,7 +55,10 @@ export function publicLinks(batchId: string, publicUrl: string | undefined): { s
   return { self, results: `${self}/results` };
 }
 
-export function batchFinishedEvent(info: BatchInfo & { finishedAt: number }, publicUrl: string | undefined): WebhookEvent<'batch.finished'> {
+export function batchFinishedEvent(
+  info: BatchInfo & { finishedAt: number },
+  publicUrl: string | undefined,
+): WebhookEvent<'batch.finished'> {
   return {
     type: 'batch.finished',
     timestamp: new Date(info.finishedAt).toISOString(),
@@ -93,7 +96,9 @@ export function accountEvent(
       ...(resumedAt !== undefined ? { resumedAt: new Date(resumedAt).toISOString() } : {}),
       ...(batchId !== undefined ? { batchId, links: publicLinks(batchId, publicUrl) } : {}),
       summary:
-        resumedAt === undefined ? `account ${account} paused: ${pause.message}` : `account ${account} resumed after ${spanText(resumedAt - pause.at)} paused (${pause.message})`,
+        resumedAt === undefined
+          ? `account ${account} paused: ${pause.message}`
+          : `account ${account} resumed after ${spanText(resumedAt - pause.at)} paused (${pause.message})`,
     },
   };
 }

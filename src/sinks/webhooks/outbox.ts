@@ -7,9 +7,9 @@ import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../../queue/accounts.js';
 import type { BatchStore } from '../../queue/batch/store.js';
-import type { RedisClient } from '../../queue/redis.js';
 import type { VqbKeys } from '../../queue/keys.js';
-import { type DeliveryRecord, DeliveryLog } from './deliveries.js';
+import type { RedisClient } from '../../queue/redis.js';
+import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
 
 export const WEBHOOK_JOB = 'webhook';
@@ -113,7 +113,12 @@ export class WebhookOutbox {
   }
 
   /** Every unfinished batch of the account with a callbackUrl, and VQ_WEBHOOK_URL. */
-  async #toAccountTargets(accountId: string, pause: AccountPause, resumedAt: number | undefined, onlyNew: boolean): Promise<string[]> {
+  async #toAccountTargets(
+    accountId: string,
+    pause: AccountPause,
+    resumedAt: number | undefined,
+    onlyNew: boolean,
+  ): Promise<string[]> {
     const { publicUrl, url: globalUrl } = this.#config.webhooks;
     const type = resumedAt === undefined ? 'account.paused' : 'account.resumed';
     const ids: string[] = [];
@@ -157,10 +162,23 @@ export class WebhookOutbox {
 
   async #send(id: string, event: WebhookEvent, url: string, batchId: string | undefined): Promise<void> {
     if (batchId !== undefined) {
-      const record: DeliveryRecord = { id, event: event.type, url, state: 'pending', attempts: 0, createdAt: this.#now() };
+      const record: DeliveryRecord = {
+        id,
+        event: event.type,
+        url,
+        state: 'pending',
+        attempts: 0,
+        createdAt: this.#now(),
+      };
       await this.deliveries.emitted(batchId, record);
     }
-    const data: WebhookJobData = { id, type: event.type, url, ...(batchId !== undefined ? { batchId } : {}), body: JSON.stringify(event) };
+    const data: WebhookJobData = {
+      id,
+      type: event.type,
+      url,
+      ...(batchId !== undefined ? { batchId } : {}),
+      body: JSON.stringify(event),
+    };
     await this.queue.add(WEBHOOK_JOB, data, { jobId: id });
   }
 

@@ -37,7 +37,11 @@ export class WebhookSender {
 
   /** The three headers of the specification for this attempt. */
   sign(id: string, body: string, at: number): Record<string, string> {
-    return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at / 1000)), 'webhook-signature': this.#webhook.sign(id, new Date(at), body) };
+    return {
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at / 1000)),
+      'webhook-signature': this.#webhook.sign(id, new Date(at), body),
+    };
   }
 
   async send(data: WebhookJobData): Promise<SendResult> {
@@ -45,7 +49,11 @@ export class WebhookSender {
     try {
       const response = await request(data.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'vqb-webhooks', ...this.sign(data.id, data.body, this.#now()) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'vqb-webhooks',
+          ...this.sign(data.id, data.body, this.#now()),
+        },
         body: data.body,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
@@ -59,10 +67,18 @@ export class WebhookSender {
       return { ok: false, status, error: `the receiver answered ${status}` };
     } catch (err) {
       const e = err as { name?: string; code?: string; message?: string };
-      if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+      if (
+        e.name === 'TimeoutError' ||
+        e.name === 'AbortError' ||
+        e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+        e.code === 'UND_ERR_BODY_TIMEOUT'
+      ) {
         return { ok: false, error: `no answer within ${timeoutMs} ms (VQ_WEBHOOK_TIMEOUT)` };
       }
-      return { ok: false, error: `could not reach the receiver: ${e.code ?? e.name ?? 'error'}${e.message ? ` (${e.message})` : ''}` };
+      return {
+        ok: false,
+        error: `could not reach the receiver: ${e.code ?? e.name ?? 'error'}${e.message ? ` (${e.message})` : ''}`,
+      };
     }
   }
 }

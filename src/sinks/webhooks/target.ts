@@ -29,20 +29,35 @@ export function checkCallbackUrl(raw: string, settings: Pick<WebhookSettings, 'a
   try {
     url = new URL(raw);
   } catch {
-    throw new InputError(CALLBACK_URL_INVALID, `callbackUrl: expected an absolute http:// or https:// URL; got ${JSON.stringify(raw.slice(0, 200))}`);
+    throw new InputError(
+      CALLBACK_URL_INVALID,
+      `callbackUrl: expected an absolute http:// or https:// URL; got ${JSON.stringify(raw.slice(0, 200))}`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new InputError(CALLBACK_URL_INVALID, `callbackUrl: only http:// and https:// URLs are called; got ${url.protocol}`);
+    throw new InputError(
+      CALLBACK_URL_INVALID,
+      `callbackUrl: only http:// and https:// URLs are called; got ${url.protocol}`,
+    );
   }
   if (url.username !== '' || url.password !== '') {
-    throw new InputError(CALLBACK_URL_INVALID, 'callbackUrl: no user name or password in the URL (deliveries are signed instead; see VQ_WEBHOOK_SECRET)');
+    throw new InputError(
+      CALLBACK_URL_INVALID,
+      'callbackUrl: no user name or password in the URL (deliveries are signed instead; see VQ_WEBHOOK_SECRET)',
+    );
   }
   if (raw.length > 2_048) throw new InputError(CALLBACK_URL_INVALID, 'callbackUrl: at most 2048 characters');
   if (!hostAllowed(url.host, settings.allow)) {
-    throw new InputError(CALLBACK_HOST_NOT_ALLOWED, `callbackUrl: host ${url.host} is not on this server's webhook allow-list (VQ_WEBHOOK_ALLOW)`);
+    throw new InputError(
+      CALLBACK_HOST_NOT_ALLOWED,
+      `callbackUrl: host ${url.host} is not on this server's webhook allow-list (VQ_WEBHOOK_ALLOW)`,
+    );
   }
   if (settings.secret === undefined) {
-    throw new InputError(WEBHOOK_SECRET_MISSING, 'callbackUrl: this server signs webhooks and has no secret; its operator must set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE)');
+    throw new InputError(
+      WEBHOOK_SECRET_MISSING,
+      'callbackUrl: this server signs webhooks and has no secret; its operator must set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE)',
+    );
   }
   return url.href;
 }
