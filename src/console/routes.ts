@@ -16,8 +16,8 @@
 //   GET  /console/app.css, app.js       the only assets
 //
 // Sessions: sessions.ts. CSRF: the cookie is SameSite=Strict, and every POST carries the
-// session's CSRF token (a form field; in the query string for the multipart upload, checked before
-// its body is read).
+// session's CSRF token in a form field (the multipart upload's first field, checked before the
+// file is read; never in a URL, where request logs would keep it). One function per route group.
 import { timingSafeEqual } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
@@ -33,7 +33,7 @@ import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../prod
 import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
-import type { RedisHealth } from '../queue/redis-health.js';
+import type { RedisHealth, RedisWaitReason } from '../queue/redis-health.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -138,414 +138,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await scope.register(formbody, { bodyLimit: 16_384 });
     await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
 
-    const langOf = (request: FastifyRequest): Lang =>
-      pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
-    const context = (request: FastifyRequest, signed?: Signed): PageContext => {
-      const lang = langOf(request);
-      return {
-        lang,
-        t: translator(lang),
-        path: request.url,
-        ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
-      };
-    };
-    const page = (reply: FastifyReply, body: string, status = 200) =>
-      reply.code(status).type('text/html; charset=utf-8').send(body);
-    const required = async (request: FastifyRequest): Promise<Signed> => {
-      const signed = await resolve(request);
-      if (!signed) throw new SignInNeeded();
-      return signed;
-    };
-    const checkCsrf = (signed: Signed, sent: unknown) => {
-      const expected = Buffer.from(signed.session.csrf);
-      const got = Buffer.from(typeof sent === 'string' ? sent : '');
-      if (got.length !== expected.length || !timingSafeEqual(got, expected))
-        throw new ApiError('CSRF', translator('en')('error.csrf'));
-    };
-    const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
-    const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
-      const info = await services.batches.get(id);
-      if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
-      return info;
-    };
-    /** The manifest of an archived batch this session may see; undefined while the batch is in Redis. */
-    const visibleArchive = async (signed: Signed, id: string): Promise<ArchiveManifest | undefined> => {
-      if (await services.batches.exists(id)) return undefined;
-      const manifest = await archive.manifest(id);
-      if (manifest === undefined || !canSee(signed.scope, manifest.batch.account)) throw new BatchNotFoundError(id);
-      return manifest;
-    };
-    const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
-
-    scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('x-frame-options', 'DENY');
-      reply.header('referrer-policy', 'same-origin');
-      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-      return payload;
-    });
-
-    scope.setErrorHandler(async (err, request, reply) => {
-      if (err instanceof SignInNeeded)
-        return reply.redirect(
-          request.method === 'GET' && request.url !== '/'
-            ? `/sign-in?back=${encodeURIComponent(request.url)}`
-            : '/sign-in',
-          303,
-        );
-      const body = describeError(err) ?? {
-        statusCode: 500,
-        error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` },
-      };
-      if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
-      const ctx = context(request, await resolve(request).catch(() => undefined));
-      const batchId =
-        body.error.code === 'BATCH_NOT_FOUND' ? (request.params as { id?: string } | undefined)?.id : undefined;
-      const { message, detail } = errorText(ctx, body, batchId);
-      return page(reply, errorPage(ctx, message, body.statusCode >= 500 ? undefined : detail), body.statusCode);
-    });
-
-    scope.get(ASSET_CSS, async (_request, reply) =>
-      reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS),
-    );
-    // The icon browsers ask for on every page (/favicon.ico) and the pages' own <link rel=icon>.
-    for (const path of [ASSET_ICON, '/favicon.ico']) {
-      scope.get(path, async (_request, reply) =>
-        reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(ICON_SVG),
-      );
-    }
-    scope.get(ASSET_JS, async (_request, reply) =>
-      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS),
-    );
-
-    scope.get<{ Querystring: { to?: string; back?: string } }>('/lang', async (request, reply) => {
-      const to = LANGS.find((l) => l === request.query.to);
-      if (to)
-        reply.setCookie(LANG_COOKIE, to, {
-          path: '/',
-          sameSite: 'lax',
-          httpOnly: true,
-          maxAge: 365 * 86_400,
-          secure: request.protocol === 'https',
-        });
-      return reply.redirect(localPath(request.query.back), 303);
-    });
-
-    scope.get<{ Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
-      if (await resolve(request)) return reply.redirect(localPath(request.query.back), 303);
-      return page(reply, signInPage(context(request)));
-    });
-
-    scope.post<{ Body: { token?: unknown }; Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
-      const token = typeof request.body?.token === 'string' ? request.body.token.trim() : '';
-      const ctx = context(request);
-      let signedScope: Scope;
-      try {
-        signedScope = await auth.checkDigest(token === '' ? undefined : sha256(token));
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        request.log.info({ code }, 'console sign-in refused');
-        return page(
-          reply,
-          signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')),
-          code === 'AUTH_NOT_CONFIGURED' ? 503 : 401,
-        );
-      }
-      const session = await sessions.create(sha256(token));
-      request.log.info(
-        { admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts },
-        'console signed in',
-      );
-      reply.setCookie(SESSION_COOKIE, session.id, {
-        path: '/',
-        httpOnly: true,
-        sameSite: 'strict',
-        secure: request.protocol === 'https',
-        maxAge: Math.floor(SESSION_TTL_MS / 1000),
-      });
-      return reply.redirect(localPath(request.query.back), 303);
-    });
-
-    scope.post('/sign-out', async (request, reply) => {
-      const signed = await required(request);
-      checkCsrf(signed, formCsrf(request));
-      await sessions.delete(signed.session.id);
-      reply.clearCookie(SESSION_COOKIE, { path: '/' });
-      request.log.info('console signed out');
-      return reply.redirect('/sign-in', 303);
-    });
-
-    scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
-      const signed = await required(request);
-      const ctx = context(request, signed);
-      const { views, lines } = await listViews(signed.scope);
-      return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait()));
-    });
-
-    const listViews = async (s: Scope) => {
-      const { batches } = await services.batches.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
-      const at = now();
-      const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
-      const lines = await Promise.all(accountsOf(s).map((id) => services.lines.for(id).state()));
-      return { views, lines };
-    };
-
-    scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
-      const signed = await resolve(request);
-      if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
-      const one = request.query.batch;
-      if (one !== undefined) await visibleBatch(signed, one);
-      const ctx = context(request, signed);
-      await streamEvents(request, reply, streams, 'batches', async () => {
-        let views: BatchView[];
-        let lines: AccountLineState[];
-        if (one !== undefined) {
-          const info = await services.batches.get(one);
-          views = [batchView(info, await batchContext(services, info), now())];
-          lines = [await services.lines.for(info.account).state()];
-        } else ({ views, lines } = await listViews(signed.scope));
-        // The words of why a line waits come from its state (a key failure, an operator, an outage).
-        const lineOf = new Map(lines.map((l) => [l.account, l]));
-        return JSON.stringify(
-          views.map((v) => ({
-            id: v.id,
-            percent: v.progress.percent,
-            fields: batchFields(v, ctx, lineOf.get(v.account)),
-          })),
-        );
-      });
-    });
-
-    scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
-      '/batches/:id',
-      async (request, reply) => {
-        const signed = await required(request);
-        const ctx = context(request, signed);
-        const manifest = await visibleArchive(signed, request.params.id);
-        if (manifest !== undefined)
-          return page(
-            reply,
-            batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)),
-          );
-        const info = await visibleBatch(signed, request.params.id);
-        const view = batchView(info, await batchContext(services, info), now());
-        const line = await services.lines.for(info.account).state();
-        return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
-      },
-    );
-
-    scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
-      '/batches/:id/results',
-      async (request, reply) => {
-        const signed = await required(request);
-        if ((await visibleArchive(signed, request.params.id)) === undefined)
-          await visibleBatch(signed, request.params.id);
-        const query = ResultsQuery.safeParse(request.query);
-        if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
-        const results = await batchResults(
-          services,
-          request.params.id,
-          query.data.format,
-          config.csvDelimiter,
-          request.log,
-          archive,
-          langOf(request),
-        );
-        return reply
-          .type(results.contentType)
-          .header('content-disposition', `attachment; filename="${results.fileName}"`)
-          .send(results.body);
-      },
-    );
-
-    scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
-      const signed = await required(request);
-      const { id } = request.params;
-      if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
-      const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive, langOf(request));
-      return reply
-        .type(rejects.contentType)
-        .header('content-disposition', `attachment; filename="${rejects.fileName}"`)
-        .send(rejects.body);
-    });
-
-    scope.post<{ Params: { id: string } }>('/batches/:id/retry', async (request, reply) => {
-      const signed = await required(request);
-      checkCsrf(signed, formCsrf(request));
-      const { id } = request.params;
-      await visibleBatch(signed, id);
-      const result = await rerunFailed(services, id, { now });
-      request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
-      return reply.redirect(
-        `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,
-        303,
-      );
-    });
-
-    scope.post<{ Params: { account: string; action: string }; Querystring: { back?: string } }>(
-      '/accounts/:account/:action',
-      async (request, reply) => {
-        const signed = await required(request);
-        checkCsrf(signed, formCsrf(request));
-        const { account, action } = request.params;
-        if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume'))
-          throw new ApiError('NOT_FOUND', `no account ${account}`);
-        const line = services.lines.for(account);
-        if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
-        else await services.webhooks.accountResumed(account, await line.resume());
-        request.log.info(
-          { account, via: 'console' },
-          action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator',
-        );
-        const back = new URL(localPath(request.query.back), 'http://console.invalid');
-        for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);
-        back.searchParams.set(action === 'pause' ? 'paused' : 'resumed', account);
-        return reply.redirect(`${back.pathname}${back.search}`, 303);
-      },
-    );
-
-    scope.get('/upload', async (request, reply) => {
-      const signed = await required(request);
-      return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
-    });
-
-    scope.post(
-      '/upload',
-      {
-        // Signed in, before the body is read; the CSRF token is the form's first field (never in the
-        // URL, where request logs and proxies would keep it), checked before the file is read.
-        onRequest: async (request) => {
-          await required(request);
-        },
-      },
-      async (request, reply) => {
-        const signed = await required(request);
-        const ctx = context(request, signed);
-        const accounts = accountsOf(signed.scope);
-        let staged: string;
-        let callbackUrl: string | undefined;
-        try {
-          // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
-          const upload = await readCsvUpload(
-            request,
-            { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates },
-            { blankFieldsAbsent: true, control: { field: 'csrf', check: (value) => checkCsrf(signed, value) } },
-          );
-          const { csv, options } = upload;
-          callbackUrl = options.callbackUrl;
-          const account = options.account ?? accounts[0];
-          if (account === undefined || !accounts.includes(account))
-            throw new ApiError(
-              'ACCOUNT_NOT_FOUND',
-              `no account ${JSON.stringify(options.account ?? '')} for this token`,
-            );
-          const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
-          const force = options.force === true;
-          const reuse = options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {};
-          const input: EnqueueInput = {
-            source: 'console',
-            name,
-            digest: csv.digest,
-            rows: csv.rows,
-            extraColumns: csv.header.extraColumns,
-          };
-          const batchOptions: BatchRequest = {
-            account,
-            force,
-            ...reuse,
-            ...(callbackUrl !== undefined ? { callbackUrl } : {}),
-          };
-          // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
-          const estimated = await estimate(services, input, batchOptions);
-          const batchId = estimated.batchId;
-          const checkedCallback =
-            callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
-          staged = await uploads.put({
-            owner: idHash(signed.session.id),
-            batchId,
-            name,
-            digest: csv.digest,
-            account,
-            extraColumns: [...csv.header.extraColumns],
-            force,
-            ...reuse,
-            ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
-            ...(options.priority !== undefined ? { priority: options.priority } : {}),
-            ...(options.weight !== undefined ? { weight: options.weight } : {}),
-            ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
-            estimate: estimated,
-            rows: csv.rows,
-          });
-          request.log.info(
-            { batchId, rows: estimated.rows, creates: estimated.creates, via: 'console' },
-            'upload staged for confirmation',
-          );
-        } catch (err) {
-          const body = describeError(err);
-          if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
-          const code = body.error.code;
-          const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
-          return page(
-            reply,
-            uploadPage(ctx, accounts, message, callbackUrl !== undefined ? { callbackUrl } : {}),
-            body.statusCode,
-          );
-        }
-        return reply.redirect(`/upload/${staged}`, 303);
-      },
-    );
-
-    scope.get<{ Params: { stage: string } }>('/upload/:stage', async (request, reply) => {
-      const signed = await required(request);
-      const ctx = context(request, signed);
-      const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
-      if (!upload) return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
-      return page(
-        reply,
-        estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate, upload.callbackUrl),
-      );
-    });
-
-    scope.post<{ Params: { stage: string } }>('/upload/:stage/confirm', async (request, reply) => {
-      const signed = await required(request);
-      checkCsrf(signed, formCsrf(request));
-      const ctx = context(request, signed);
-      const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
-      // Taken once: a double click confirms one batch.
-      if (
-        !upload ||
-        !accountsOf(signed.scope).includes(upload.account) ||
-        !(await uploads.take(request.params.stage))
-      ) {
-        return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
-      }
-      // The staged id (a forced upload's own suffix included) names the batch; the console is its door.
-      const { batch, created } = await enqueue(
-        services,
-        {
-          source: 'console',
-          name: upload.name,
-          digest: upload.digest,
-          rows: upload.rows,
-          extraColumns: upload.extraColumns,
-        },
-        {
-          batchId: upload.batchId,
-          account: upload.account,
-          ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
-          ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
-          ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
-          ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
-          ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
-        },
-      );
-      request.log.info(
-        { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' },
-        created ? 'batch enqueued' : 'batch already known',
-      );
-      return reply.redirect(`/batches/${encodeURIComponent(batch.id)}`, 303);
-    });
+    const kit = consoleKit({ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams });
+    pageHooks(scope, kit);
+    assetRoutes(scope);
+    sessionRoutes(scope, kit);
+    batchRoutes(scope, kit);
+    downloadRoutes(scope, kit);
+    accountRoutes(scope, kit);
+    uploadRoutes(scope, kit);
   });
 
   return {
@@ -555,6 +155,481 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   };
 }
 
+interface KitBase {
+  services: QueueServices;
+  config: Config;
+  auth: TokenAuth;
+  now: () => number;
+  redisWait: () => RedisWaitReason | undefined;
+  archive: ReturnType<typeof archiveFor>;
+  sessions: SessionStore;
+  uploads: StagedUploads;
+  resolve: (request: FastifyRequest) => Promise<Signed | undefined>;
+  streams: OpenStreams;
+}
+
+/** What every route group of the console uses: the stores, the session, the page helpers. */
+function consoleKit(base: KitBase) {
+  const { services, config, archive, resolve } = base;
+  const langOf = (request: FastifyRequest): Lang =>
+    pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
+  const context = (request: FastifyRequest, signed?: Signed): PageContext => {
+    const lang = langOf(request);
+    return {
+      lang,
+      t: translator(lang),
+      path: request.url,
+      ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
+    };
+  };
+  const page = (reply: FastifyReply, body: string, status = 200) =>
+    reply.code(status).type('text/html; charset=utf-8').send(body);
+  const required = async (request: FastifyRequest): Promise<Signed> => {
+    const signed = await resolve(request);
+    if (!signed) throw new SignInNeeded();
+    return signed;
+  };
+  const checkCsrf = (signed: Signed, sent: unknown) => {
+    const expected = Buffer.from(signed.session.csrf);
+    const got = Buffer.from(typeof sent === 'string' ? sent : '');
+    if (got.length !== expected.length || !timingSafeEqual(got, expected))
+      throw new ApiError('CSRF', translator('en')('error.csrf'));
+  };
+  const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
+  const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
+    const info = await services.batches.get(id);
+    if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
+    return info;
+  };
+  /** The manifest of an archived batch this session may see; undefined while the batch is in Redis. */
+  const visibleArchive = async (signed: Signed, id: string): Promise<ArchiveManifest | undefined> => {
+    if (await services.batches.exists(id)) return undefined;
+    const manifest = await archive.manifest(id);
+    if (manifest === undefined || !canSee(signed.scope, manifest.batch.account)) throw new BatchNotFoundError(id);
+    return manifest;
+  };
+  const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
+
+  return { ...base, langOf, context, page, required, checkCsrf, formCsrf, visibleBatch, visibleArchive, accountsOf };
+}
+
+type Kit = ReturnType<typeof consoleKit>;
+
+/** Security headers on every page, and errors as pages in the reader's language. */
+function pageHooks(scope: FastifyInstance, kit: Kit): void {
+  const { resolve, context, page } = kit;
+  scope.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('referrer-policy', 'same-origin');
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    return payload;
+  });
+
+  scope.setErrorHandler(async (err, request, reply) => {
+    if (err instanceof SignInNeeded)
+      return reply.redirect(
+        request.method === 'GET' && request.url !== '/'
+          ? `/sign-in?back=${encodeURIComponent(request.url)}`
+          : '/sign-in',
+        303,
+      );
+    const body = describeError(err) ?? {
+      statusCode: 500,
+      error: { code: 'INTERNAL', message: `internal error (request ${request.id}); the server log has the details` },
+    };
+    if (body.statusCode >= 500) request.log.error({ err }, 'console request failed');
+    const ctx = context(request, await resolve(request).catch(() => undefined));
+    const batchId =
+      body.error.code === 'BATCH_NOT_FOUND' ? (request.params as { id?: string } | undefined)?.id : undefined;
+    const { message, detail } = errorText(ctx, body, batchId);
+    return page(reply, errorPage(ctx, message, body.statusCode >= 500 ? undefined : detail), body.statusCode);
+  });
+}
+
+/** The style sheet, the script, the icon and the language switch. */
+function assetRoutes(scope: FastifyInstance): void {
+  scope.get(ASSET_CSS, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(CSS),
+  );
+  // The icon browsers ask for on every page (/favicon.ico) and the pages' own <link rel=icon>.
+  for (const path of [ASSET_ICON, '/favicon.ico']) {
+    scope.get(path, async (_request, reply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(ICON_SVG),
+    );
+  }
+  scope.get(ASSET_JS, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(JS),
+  );
+
+  scope.get<{ Querystring: { to?: string; back?: string } }>('/lang', async (request, reply) => {
+    const to = LANGS.find((l) => l === request.query.to);
+    if (to)
+      reply.setCookie(LANG_COOKIE, to, {
+        path: '/',
+        sameSite: 'lax',
+        httpOnly: true,
+        maxAge: 365 * 86_400,
+        secure: request.protocol === 'https',
+      });
+    return reply.redirect(localPath(request.query.back), 303);
+  });
+}
+
+/** Sign in with a service token (a session cookie), sign out. */
+function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
+  const { auth, sessions, resolve, context, page, required, checkCsrf, formCsrf } = kit;
+  scope.get<{ Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
+    if (await resolve(request)) return reply.redirect(localPath(request.query.back), 303);
+    return page(reply, signInPage(context(request)));
+  });
+
+  scope.post<{ Body: { token?: unknown }; Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
+    const token = typeof request.body?.token === 'string' ? request.body.token.trim() : '';
+    const ctx = context(request);
+    let signedScope: Scope;
+    try {
+      signedScope = await auth.checkDigest(token === '' ? undefined : sha256(token));
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      request.log.info({ code }, 'console sign-in refused');
+      return page(
+        reply,
+        signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')),
+        code === 'AUTH_NOT_CONFIGURED' ? 503 : 401,
+      );
+    }
+    const session = await sessions.create(sha256(token));
+    request.log.info(
+      { admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts },
+      'console signed in',
+    );
+    reply.setCookie(SESSION_COOKIE, session.id, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: request.protocol === 'https',
+      maxAge: Math.floor(SESSION_TTL_MS / 1000),
+    });
+    return reply.redirect(localPath(request.query.back), 303);
+  });
+
+  scope.post('/sign-out', async (request, reply) => {
+    const signed = await required(request);
+    checkCsrf(signed, formCsrf(request));
+    await sessions.delete(signed.session.id);
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    request.log.info('console signed out');
+    return reply.redirect('/sign-in', 303);
+  });
+}
+
+/** The batch list, live updates, one batch, its downloads, its retry. */
+function batchRoutes(scope: FastifyInstance, kit: Kit): void {
+  const {
+    services,
+    now,
+    redisWait,
+    resolve,
+    streams,
+    context,
+    page,
+    required,
+    visibleBatch,
+    visibleArchive,
+    accountsOf,
+  } = kit;
+  scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
+    const signed = await required(request);
+    const ctx = context(request, signed);
+    const { views, lines } = await listViews(signed.scope);
+    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait()));
+  });
+
+  const listViews = async (s: Scope) => {
+    const { batches } = await services.batches.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
+    const at = now();
+    const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
+    const lines = await Promise.all(accountsOf(s).map((id) => services.lines.for(id).state()));
+    return { views, lines };
+  };
+
+  scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
+    const signed = await resolve(request);
+    if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
+    const one = request.query.batch;
+    if (one !== undefined) await visibleBatch(signed, one);
+    const ctx = context(request, signed);
+    await streamEvents(request, reply, streams, 'batches', async () => {
+      let views: BatchView[];
+      let lines: AccountLineState[];
+      if (one !== undefined) {
+        const info = await services.batches.get(one);
+        views = [batchView(info, await batchContext(services, info), now())];
+        lines = [await services.lines.for(info.account).state()];
+      } else ({ views, lines } = await listViews(signed.scope));
+      // The words of why a line waits come from its state (a key failure, an operator, an outage).
+      const lineOf = new Map(lines.map((l) => [l.account, l]));
+      return JSON.stringify(
+        views.map((v) => ({
+          id: v.id,
+          percent: v.progress.percent,
+          fields: batchFields(v, ctx, lineOf.get(v.account)),
+        })),
+      );
+    });
+  });
+
+  scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
+    '/batches/:id',
+    async (request, reply) => {
+      const signed = await required(request);
+      const ctx = context(request, signed);
+      const manifest = await visibleArchive(signed, request.params.id);
+      if (manifest !== undefined)
+        return page(
+          reply,
+          batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)),
+        );
+      const info = await visibleBatch(signed, request.params.id);
+      const view = batchView(info, await batchContext(services, info), now());
+      const line = await services.lines.for(info.account).state();
+      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
+    },
+  );
+}
+
+/** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */
+function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
+  const { services, config, now, archive, langOf, required, checkCsrf, formCsrf, visibleBatch, visibleArchive } = kit;
+  scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
+    '/batches/:id/results',
+    async (request, reply) => {
+      const signed = await required(request);
+      if ((await visibleArchive(signed, request.params.id)) === undefined)
+        await visibleBatch(signed, request.params.id);
+      const query = ResultsQuery.safeParse(request.query);
+      if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
+      const results = await batchResults(
+        services,
+        request.params.id,
+        query.data.format,
+        config.csvDelimiter,
+        request.log,
+        archive,
+        langOf(request),
+      );
+      return reply
+        .type(results.contentType)
+        .header('content-disposition', `attachment; filename="${results.fileName}"`)
+        .send(results.body);
+    },
+  );
+
+  scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
+    const signed = await required(request);
+    const { id } = request.params;
+    if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
+    const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive, langOf(request));
+    return reply
+      .type(rejects.contentType)
+      .header('content-disposition', `attachment; filename="${rejects.fileName}"`)
+      .send(rejects.body);
+  });
+
+  scope.post<{ Params: { id: string } }>('/batches/:id/retry', async (request, reply) => {
+    const signed = await required(request);
+    checkCsrf(signed, formCsrf(request));
+    const { id } = request.params;
+    await visibleBatch(signed, id);
+    const result = await rerunFailed(services, id, { now });
+    request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
+    return reply.redirect(
+      `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,
+      303,
+    );
+  });
+}
+
+/** Pause and resume an account's line. */
+function accountRoutes(scope: FastifyInstance, kit: Kit): void {
+  const { services, required, checkCsrf, formCsrf, accountsOf } = kit;
+  scope.post<{ Params: { account: string; action: string }; Querystring: { back?: string } }>(
+    '/accounts/:account/:action',
+    async (request, reply) => {
+      const signed = await required(request);
+      checkCsrf(signed, formCsrf(request));
+      const { account, action } = request.params;
+      if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume'))
+        throw new ApiError('NOT_FOUND', `no account ${account}`);
+      const line = services.lines.for(account);
+      if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
+      else await services.webhooks.accountResumed(account, await line.resume());
+      request.log.info(
+        { account, via: 'console' },
+        action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator',
+      );
+      const back = new URL(localPath(request.query.back), 'http://console.invalid');
+      for (const k of ['paused', 'resumed', 'retried', 'recreated', 'skipped']) back.searchParams.delete(k);
+      back.searchParams.set(action === 'pause' ? 'paused' : 'resumed', account);
+      return reply.redirect(`${back.pathname}${back.search}`, 303);
+    },
+  );
+}
+
+/**
+ * Reads an uploaded file (the API's own reader: CSV or XLSX, the CSRF token checked before the file
+ * is read), prices it with the enqueue module's dry run and stages it for the operator to confirm.
+ * Returns the staged upload's id.
+ */
+async function stageUpload(
+  kit: Kit,
+  request: FastifyRequest,
+  signed: Signed,
+  accounts: readonly string[],
+  seen: { callbackUrl?: string },
+): Promise<string> {
+  const { services, config, uploads, checkCsrf } = kit;
+  // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
+  const upload = await readCsvUpload(
+    request,
+    { bodyLimit: config.http.bodyLimit, maxPlates: config.http.maxPlates },
+    { blankFieldsAbsent: true, control: { field: 'csrf', check: (value) => checkCsrf(signed, value) } },
+  );
+  const { csv, options } = upload;
+  const callbackUrl = options.callbackUrl;
+  if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
+  const account = options.account ?? accounts[0];
+  if (account === undefined || !accounts.includes(account))
+    throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
+  const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
+  const force = options.force === true;
+  const reuse = options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {};
+  const input: EnqueueInput = {
+    source: 'console',
+    name,
+    digest: csv.digest,
+    rows: csv.rows,
+    extraColumns: csv.header.extraColumns,
+  };
+  const batchOptions: BatchRequest = {
+    account,
+    force,
+    ...reuse,
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+  };
+  // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
+  const estimated = await estimate(services, input, batchOptions);
+  const batchId = estimated.batchId;
+  const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
+  const staged = await uploads.put({
+    owner: idHash(signed.session.id),
+    batchId,
+    name,
+    digest: csv.digest,
+    account,
+    extraColumns: [...csv.header.extraColumns],
+    force,
+    ...reuse,
+    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.weight !== undefined ? { weight: options.weight } : {}),
+    ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
+    estimate: estimated,
+    rows: csv.rows,
+  });
+  request.log.info(
+    { batchId, rows: estimated.rows, creates: estimated.creates, via: 'console' },
+    'upload staged for confirmation',
+  );
+  return staged;
+}
+
+/** Upload a file, see its estimate, confirm it. */
+function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
+  const { services, uploads, context, page, required, checkCsrf, formCsrf, accountsOf } = kit;
+  scope.get('/upload', async (request, reply) => {
+    const signed = await required(request);
+    return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
+  });
+
+  scope.post(
+    '/upload',
+    {
+      // Signed in, before the body is read; the CSRF token is the form's first field (never in the
+      // URL, where request logs and proxies would keep it), checked before the file is read.
+      onRequest: async (request) => {
+        await required(request);
+      },
+    },
+    async (request, reply) => {
+      const signed = await required(request);
+      const ctx = context(request, signed);
+      const accounts = accountsOf(signed.scope);
+      let staged: string;
+      // What the form said, for the page that shows a refusal with the operator's input kept.
+      const seen: { callbackUrl?: string } = {};
+      try {
+        staged = await stageUpload(kit, request, signed, accounts, seen);
+      } catch (err) {
+        const body = describeError(err);
+        if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
+        const code = body.error.code;
+        const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
+        return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
+      }
+      return reply.redirect(`/upload/${staged}`, 303);
+    },
+  );
+
+  scope.get<{ Params: { stage: string } }>('/upload/:stage', async (request, reply) => {
+    const signed = await required(request);
+    const ctx = context(request, signed);
+    const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
+    if (!upload) return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
+    return page(
+      reply,
+      estimatePage(ctx, request.params.stage, upload.name, upload.account, upload.estimate, upload.callbackUrl),
+    );
+  });
+
+  scope.post<{ Params: { stage: string } }>('/upload/:stage/confirm', async (request, reply) => {
+    const signed = await required(request);
+    checkCsrf(signed, formCsrf(request));
+    const ctx = context(request, signed);
+    const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
+    // Taken once: a double click confirms one batch.
+    if (!upload || !accountsOf(signed.scope).includes(upload.account) || !(await uploads.take(request.params.stage))) {
+      return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
+    }
+    // The staged id (a forced upload's own suffix included) names the batch; the console is its door.
+    const { batch, created } = await enqueue(
+      services,
+      {
+        source: 'console',
+        name: upload.name,
+        digest: upload.digest,
+        rows: upload.rows,
+        extraColumns: upload.extraColumns,
+      },
+      {
+        batchId: upload.batchId,
+        account: upload.account,
+        ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
+        ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
+        ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
+        ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
+        ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
+      },
+    );
+    request.log.info(
+      { batchId: batch.id, created, rows: batch.counts.total, enqueued: batch.counts.enqueued, via: 'console' },
+      created ? 'batch enqueued' : 'batch already known',
+    );
+    return reply.redirect(`/batches/${encodeURIComponent(batch.id)}`, 303);
+  });
+}
 /** Thrown by a page that needs a session: the error handler sends the browser to sign in. */
 class SignInNeeded extends Error {}
 
