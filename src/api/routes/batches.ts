@@ -1,7 +1,7 @@
 // /v1: enqueue plates (JSON or CSV), follow batches, stream their results, retry failed plates.
 // Every route here needs a service token (the onRequest hook runs before any body is read).
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
 import { BatchNotFoundError } from '../../errors.js';
 import { canSee, type Scope, type TokenAuth } from '../../http/auth.js';
@@ -51,6 +51,35 @@ const FILE_TYPES = [...CSV_TYPES, XLSX_MEDIA_TYPE];
 const MAX_REJECTS = 100;
 
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
+  const kit = v1Kit(app, options);
+  const { bodyLimit } = kit;
+  // No route here takes text/plain: without fastify's default parser for it, such a body is 415
+  // (with it, a string body passed validation meant for JSON and failed in the handler).
+  app.removeContentTypeParser('text/plain');
+  await registerCsvUploads(app, { bodyLimit, uploadRoute: '/v1/batches' });
+  // A CSV or .xlsx body is handed over as the raw stream: readPlateUpload meters and reads it.
+  app.addContentTypeParser(FILE_TYPES, (request, payload, done) => {
+    if (request.routeOptions.url !== '/v1/batches') {
+      done(
+        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'),
+        undefined,
+      );
+      return;
+    }
+    if (Number(request.headers['content-length']) > bodyLimit) {
+      done(bodyTooLarge(bodyLimit), undefined);
+      return;
+    }
+    done(null, payload);
+  });
+
+  createRoutes(app, kit);
+  readRoutes(app, kit);
+  changeRoutes(app, kit);
+}
+
+/** What every route group of /v1 uses: the stores, the token's scope of each request, the archive. */
+function v1Kit(app: FastifyInstance, options: V1Options) {
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
   const dryRun = async (input: EnqueueInput, options: BatchRequest): Promise<DryRunReply> => ({
@@ -91,26 +120,87 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   const view = async (info: BatchInfo, at: number): Promise<BatchView> =>
     batchView(info, await batchContext(services, info), at);
 
-  // No route here takes text/plain: without fastify's default parser for it, such a body is 415
-  // (with it, a string body passed validation meant for JSON and failed in the handler).
-  app.removeContentTypeParser('text/plain');
-  await registerCsvUploads(app, { bodyLimit, uploadRoute: '/v1/batches' });
-  // A CSV or .xlsx body is handed over as the raw stream: readPlateUpload meters and reads it.
-  app.addContentTypeParser(FILE_TYPES, (request, payload, done) => {
-    if (request.routeOptions.url !== '/v1/batches') {
-      done(
-        new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only POST /v1/batches takes text/csv or .xlsx; send application/json'),
-        undefined,
-      );
-      return;
-    }
-    if (Number(request.headers['content-length']) > bodyLimit) {
-      done(bodyTooLarge(bodyLimit), undefined);
-      return;
-    }
-    done(null, payload);
-  });
+  return {
+    services,
+    config,
+    now,
+    bodyLimit,
+    maxPlates,
+    dryRun,
+    scopes,
+    scopeOf,
+    visibleBatch,
+    accountFor,
+    archive,
+    retention,
+    visibleArchive,
+    view,
+  };
+}
 
+type V1Kit = ReturnType<typeof v1Kit>;
+
+/** What POST /v1/batches was sent, as the enqueue module takes it: a file (body or form) or a JSON list. */
+async function readCreateRequest(
+  request: FastifyRequest<{ Body: CreateBatchBody | Readable; Querystring: CreateBatchQuery }>,
+  kit: V1Kit,
+): Promise<{ input: EnqueueInput; options: BatchRequest; dryRun: boolean }> {
+  const { bodyLimit, maxPlates, accountFor } = kit;
+  const { body, query } = request;
+  if (body instanceof Readable || request.isMultipart()) {
+    // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
+    const fileOptions = {
+      bodyLimit,
+      maxPlates,
+      ...(query.column !== undefined ? { column: query.column } : {}),
+      ...(query.sheet !== undefined ? { sheet: query.sheet } : {}),
+    };
+    const upload: CsvUpload =
+      body instanceof Readable
+        ? {
+            csv: await readPlateUpload(body, undefined, request.headers['content-type'], fileOptions),
+            options: query,
+          }
+        : await readCsvUpload(request, { bodyLimit, maxPlates });
+    const { csv, options: csvOptions } = upload;
+    const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
+    const input: EnqueueInput = {
+      source: 'api',
+      name,
+      digest: csv.digest,
+      rows: csv.rows,
+      extraColumns: csv.header.extraColumns,
+    };
+    const options: BatchRequest = {
+      ...(csvOptions.force !== undefined ? { force: csvOptions.force } : {}),
+      ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
+      ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
+      account: accountFor(request, csvOptions.account),
+      ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
+      ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
+      ...(csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {}),
+    };
+    return { input, options, dryRun: csvOptions.dryRun === true };
+  } else {
+    const input: EnqueueInput = { source: 'api', plates: body.plates, name: body.name ?? 'api' };
+    const options: BatchRequest = {
+      ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
+      ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),
+      ...(body.force !== undefined ? { force: body.force } : {}),
+      ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
+      ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
+      account: accountFor(request, body.account),
+      ...(body.priority !== undefined ? { priority: body.priority } : {}),
+      ...(body.weight !== undefined ? { weight: body.weight } : {}),
+      ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),
+    };
+    return { input, options, dryRun: body.dryRun === true };
+  }
+}
+
+/** POST /v1/batches: a JSON list, a CSV or .xlsx body, or a form; a dry run or the batch. */
+function createRoutes(app: FastifyInstance, kit: V1Kit): void {
+  const { services, now, maxPlates, dryRun, view } = kit;
   app.post<{ Body: CreateBatchBody | Readable; Querystring: CreateBatchQuery }>(
     '/batches',
     {
@@ -163,59 +253,9 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       },
     },
     async (request, reply) => {
-      const { body, query } = request;
-      let result: IngestResult;
-      if (body instanceof Readable || request.isMultipart()) {
-        // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
-        const fileOptions = {
-          bodyLimit,
-          maxPlates,
-          ...(query.column !== undefined ? { column: query.column } : {}),
-          ...(query.sheet !== undefined ? { sheet: query.sheet } : {}),
-        };
-        const upload: CsvUpload =
-          body instanceof Readable
-            ? {
-                csv: await readPlateUpload(body, undefined, request.headers['content-type'], fileOptions),
-                options: query,
-              }
-            : await readCsvUpload(request, { bodyLimit, maxPlates });
-        const { csv, options: csvOptions } = upload;
-        const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
-        const input: EnqueueInput = {
-          source: 'api',
-          name,
-          digest: csv.digest,
-          rows: csv.rows,
-          extraColumns: csv.header.extraColumns,
-        };
-        const options: BatchRequest = {
-          ...(csvOptions.force !== undefined ? { force: csvOptions.force } : {}),
-          ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
-          ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
-          account: accountFor(request, csvOptions.account),
-          ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
-          ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
-          ...(csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {}),
-        };
-        if (csvOptions.dryRun) return reply.code(200).send(await dryRun(input, options));
-        result = await enqueue(services, input, options);
-      } else {
-        const input: EnqueueInput = { source: 'api', plates: body.plates, name: body.name ?? 'api' };
-        const options: BatchRequest = {
-          ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
-          ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),
-          ...(body.force !== undefined ? { force: body.force } : {}),
-          ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
-          ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
-          account: accountFor(request, body.account),
-          ...(body.priority !== undefined ? { priority: body.priority } : {}),
-          ...(body.weight !== undefined ? { weight: body.weight } : {}),
-          ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),
-        };
-        if (body.dryRun) return reply.code(200).send(await dryRun(input, options));
-        result = await enqueue(services, input, options);
-      }
+      const { input, options, dryRun: dry } = await readCreateRequest(request, kit);
+      if (dry) return reply.code(200).send(await dryRun(input, options));
+      const result: IngestResult = await enqueue(services, input, options);
       const { batch, created } = result;
       const [batchReply, rejects] = await Promise.all([
         view(batch, now()),
@@ -236,7 +276,11 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
       return reply.code(202).header('location', links.self).send(reply202);
     },
   );
+}
 
+/** GET: the batch list, one batch, its results. */
+function readRoutes(app: FastifyInstance, kit: V1Kit): void {
+  const { services, config, now, scopeOf, visibleBatch, archive, visibleArchive, view } = kit;
   app.get<{ Querystring: ListQuery }>(
     '/batches',
     {
@@ -343,7 +387,11 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
         .send(results.body);
     },
   );
+}
 
+/** DELETE a batch (archive first; cancel its unsent plates), POST …/retry its failed plates. */
+function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
+  const { services, now, visibleBatch, retention, visibleArchive } = kit;
   app.delete<{ Params: BatchParams; Querystring: DeleteQuery }>(
     '/batches/:id',
     {
