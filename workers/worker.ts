@@ -5,7 +5,7 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Config, requireAccountUpstream } from '../src/config.js';
+import { type Account, type Config, requireAccountUpstream } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
@@ -27,6 +27,131 @@ import { watchEventLoop } from './loop-watch.js';
 import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
 import { startWebhookWorker } from './webhooks.js';
+
+/** What every account's worker shares in one process. */
+interface AccountWorkerDeps {
+  config: Config;
+  deps: WorkerDeps;
+  services: Omit<QueueServices, 'close'>;
+  commands: RedisClient;
+  blocking: RedisClient;
+  recorder: Recorder;
+  learner: PollLearner;
+  fence: JobFence;
+  lockLoss: LockLoss;
+  health: RedisHealth;
+  onPaused: (accountId: string) => Promise<void>;
+  /** Filled here: each account's upstream client and flow, by account id. */
+  clients: Map<string, UpstreamClient>;
+  flows: Map<string, AccountFlow>;
+  now: () => number;
+}
+
+/**
+ * One account's BullMQ Worker: its upstream client (its key), its flow (its pace, holds and
+ * pauses), the plate processor, and what BullMQ reports on its own (stalls, lost locks, errors).
+ */
+function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<PlateJobData, JobResult, string> {
+  const {
+    config,
+    deps,
+    services,
+    commands,
+    blocking,
+    recorder,
+    learner,
+    fence,
+    lockLoss,
+    health,
+    onPaused,
+    clients,
+    flows,
+    now,
+  } = shared;
+  const { logger } = deps;
+  const { baseUrl, apiKey } = requireAccountUpstream(account);
+  const client = new UpstreamClient({
+    baseUrl,
+    apiKey: createKeyProvider(apiKey),
+    connectTimeoutMs: config.upstreamHttp.connectTimeoutMs,
+    requestTimeoutMs: config.upstreamHttp.requestTimeoutMs,
+    now,
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+  });
+  if (deps.metrics) {
+    const metrics = deps.metrics;
+    client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
+  }
+  clients.set(account.id, client);
+  const flow = new AccountFlow({
+    line: services.lines.for(account.id),
+    inflight: services.inflight,
+    budget: services.budget,
+    scheduler: services.scheduler,
+    jitterMs: config.pacingJitterMs,
+    logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    now,
+    ...(deps.random ? { random: deps.random } : {}),
+    onPaused,
+  });
+  flows.set(account.id, flow);
+  // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
+  const replicated =
+    config.redis.mode === 'sentinel'
+      ? async (): Promise<void> => {
+          await waitForReplica(commands);
+        }
+      : undefined;
+  const processor = new PlateProcessor({
+    ...(replicated ? { replicated } : {}),
+    config,
+    api: client,
+    flow,
+    recorder,
+    learner,
+    fence,
+    lockLoss,
+    logger,
+    clock: { now, ...(deps.random ? { random: deps.random } : {}) },
+    ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
+  });
+  const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(
+    queueNameFor(config, account.id),
+    processor.process,
+    {
+      connection: blocking,
+      prefix: config.prefix,
+      concurrency: config.concurrency,
+      // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
+      limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
+      lockDuration: config.locks.lockDurationMs,
+      stalledInterval: config.locks.stalledIntervalMs,
+      maxStalledCount: config.locks.maxStalledCount,
+      // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
+      maximumRateLimitDelay: 5_000,
+    },
+  );
+  worker.on('failed', (job, err) => {
+    // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
+    if (!job || err instanceof UnrecoverableError) return;
+    const code = decideJobFailure(err.message, job.attemptsMade < (job.opts.attempts ?? 1));
+    if (!code) return;
+    recorder
+      .record(job, job.data, { code, message: err.message })
+      .catch((recordErr: unknown) =>
+        logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'),
+      );
+  });
+  // A lost lock is its own event (one warning naming the job), not a Redis client error.
+  worker.on('lockRenewalFailed', (jobIds: string[]) => {
+    for (const jobId of jobIds) lockLoss.report(account.id, jobId, 'renewal-failed');
+  });
+  worker.on('error', (err) => {
+    if (lockErrorJob(err) === undefined) health.report(err, `worker ${account.id}`);
+  });
+  return worker;
+}
 
 /**
  * BullMQ's limiter as a coarse gate in front of the exact pace: it lets one job of the account
@@ -99,26 +224,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const services = queueServicesOn(config, commands, now);
   for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
-  // Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
-  // never allowed to fail the plate's job (its outcome is stored already).
-  const onBatchFinished = async (batchId: string) => {
-    try {
-      const id = await services.webhooks.batchFinished(batchId);
-      if (id) logger.info({ batchId, webhookId: id }, 'webhook batch.finished emitted');
-    } catch (err) {
-      logger.error({ err, batchId }, 'could not emit the batch.finished webhook');
-    }
-  };
-  const onPaused = async (accountId: string) => {
-    try {
-      const pause = (await services.lines.for(accountId).state()).pause;
-      if (!pause) return;
-      const ids = await services.webhooks.accountPaused(accountId, pause);
-      if (ids.length > 0) logger.info({ account: accountId, webhookIds: ids }, 'webhook account.paused emitted');
-    } catch (err) {
-      logger.error({ err, account: accountId }, 'could not emit the account.paused webhook');
-    }
-  };
+  const { onBatchFinished, onPaused } = webhookEmitters(services, logger);
   const webhookWorker = startWebhookWorker(config, {
     connection: blocking,
     deliveries: services.webhooks.deliveries,
@@ -143,91 +249,87 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const lockLoss = new LockLoss(logger, deps.metrics);
   const clients = new Map<string, UpstreamClient>();
   const flows = new Map<string, AccountFlow>();
-  const workers = config.accounts.map((account) => {
-    const { baseUrl, apiKey } = requireAccountUpstream(account);
-    const client = new UpstreamClient({
-      baseUrl,
-      apiKey: createKeyProvider(apiKey),
-      connectTimeoutMs: config.upstreamHttp.connectTimeoutMs,
-      requestTimeoutMs: config.upstreamHttp.requestTimeoutMs,
-      now,
-      ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
-    });
-    if (deps.metrics) {
-      const metrics = deps.metrics;
-      client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
-    }
-    clients.set(account.id, client);
-    const flow = new AccountFlow({
-      line: services.lines.for(account.id),
-      inflight: services.inflight,
-      budget: services.budget,
-      scheduler: services.scheduler,
-      jitterMs: config.pacingJitterMs,
-      logger,
-      ...(deps.metrics ? { metrics: deps.metrics } : {}),
-      now,
-      ...(deps.random ? { random: deps.random } : {}),
-      onPaused,
-    });
-    flows.set(account.id, flow);
-    // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
-    const replicated =
-      config.redis.mode === 'sentinel'
-        ? async (): Promise<void> => {
-            await waitForReplica(commands);
-          }
-        : undefined;
-    const processor = new PlateProcessor({
-      ...(replicated ? { replicated } : {}),
-      config,
-      api: client,
-      flow,
-      recorder,
-      learner,
-      fence,
-      lockLoss,
-      logger,
-      clock: { now, ...(deps.random ? { random: deps.random } : {}) },
-      ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
-    });
-    const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(
-      queueNameFor(config, account.id),
-      processor.process,
-      {
-        connection: blocking,
-        prefix: config.prefix,
-        concurrency: config.concurrency,
-        // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
-        limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
-        lockDuration: config.locks.lockDurationMs,
-        stalledInterval: config.locks.stalledIntervalMs,
-        maxStalledCount: config.locks.maxStalledCount,
-        // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
-        maximumRateLimitDelay: 5_000,
-      },
-    );
-    worker.on('failed', (job, err) => {
-      // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
-      if (!job || err instanceof UnrecoverableError) return;
-      const code = decideJobFailure(err.message, job.attemptsMade < (job.opts.attempts ?? 1));
-      if (!code) return;
-      recorder
-        .record(job, job.data, { code, message: err.message })
-        .catch((recordErr: unknown) =>
-          logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'),
-        );
-    });
-    // A lost lock is its own event (one warning naming the job), not a Redis client error.
-    worker.on('lockRenewalFailed', (jobIds: string[]) => {
-      for (const jobId of jobIds) lockLoss.report(account.id, jobId, 'renewal-failed');
-    });
-    worker.on('error', (err) => {
-      if (lockErrorJob(err) === undefined) health.report(err, `worker ${account.id}`);
-    });
-    return worker;
+  const shared: AccountWorkerDeps = {
+    config,
+    deps,
+    services,
+    commands,
+    blocking,
+    recorder,
+    learner,
+    fence,
+    lockLoss,
+    health,
+    onPaused,
+    clients,
+    flows,
+    now,
+  };
+  const workers = config.accounts.map((account) => accountWorker(account, shared));
+
+  const housekeeping = startHousekeeping(config, services, flows, health, logger);
+
+  // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
+  const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
+    if (!health.outage(err)) logger.warn({ err }, 'could not record this worker as alive');
   });
 
+  let closing: Promise<void> | undefined;
+  return {
+    workers,
+    webhookWorker,
+    services,
+    clients,
+    learner,
+    health,
+    close() {
+      closing ??= (async () => {
+        await housekeeping.stop();
+        await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
+        await Promise.all([...clients.values()].map((c) => c.close()));
+        await services.queues.close();
+        await services.webhooks.close();
+        await stopPresence();
+        for (const stop of unwatch) stop();
+        health.close();
+        await Promise.allSettled([commands.quit(), blocking.quit()]);
+      })();
+      return closing;
+    },
+    async closeWithin(ms) {
+      let timer: NodeJS.Timeout | undefined;
+      const clean = await Promise.race([
+        this.close().then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), ms);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (clean) return { clean, held: [] };
+      const held = recorder.held();
+      // Nothing more will be stored: stop every retry and reconnect, quietly.
+      health.close();
+      for (const stop of unwatch) stop();
+      for (const w of workers) void w.close(true).catch(() => undefined);
+      commands.disconnect();
+      blocking.disconnect();
+      return { clean, held };
+    },
+  };
+}
+
+/**
+ * A worker process's timers: feeding each account's queue from the scheduler (every
+ * FEED_EVERY_MS), recovering staged plates a crashed feeder left (every RECOVER_EVERY_MS), and
+ * emitting webhook events a stopped process noticed but did not send (at start, then every minute).
+ */
+function startHousekeeping(
+  config: Config,
+  services: Omit<QueueServices, 'close'>,
+  flows: Map<string, AccountFlow>,
+  health: RedisHealth,
+  logger: Logger,
+): { stop(): Promise<void> } {
   const feed = async () => {
     for (const account of config.accounts) {
       // An account holding its creates at a spending cap gets none fed: they would only sleep as delayed jobs.
@@ -276,55 +378,41 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   };
   sweep();
   const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
-
-  // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
-  const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
-    if (!health.outage(err)) logger.warn({ err }, 'could not record this worker as alive');
-  });
-
-  let closing: Promise<void> | undefined;
   return {
-    workers,
-    webhookWorker,
-    services,
-    clients,
-    learner,
-    health,
-    close() {
-      closing ??= (async () => {
-        clearInterval(feedTimer);
-        clearInterval(recoverTimer);
-        clearInterval(sweepTimer);
-        await sweeping;
-        await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
-        await Promise.all([...clients.values()].map((c) => c.close()));
-        await services.queues.close();
-        await services.webhooks.close();
-        await stopPresence();
-        for (const stop of unwatch) stop();
-        health.close();
-        await Promise.allSettled([commands.quit(), blocking.quit()]);
-      })();
-      return closing;
-    },
-    async closeWithin(ms) {
-      let timer: NodeJS.Timeout | undefined;
-      const clean = await Promise.race([
-        this.close().then(() => true),
-        new Promise<false>((resolve) => {
-          timer = setTimeout(() => resolve(false), ms);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (clean) return { clean, held: [] };
-      const held = recorder.held();
-      // Nothing more will be stored: stop every retry and reconnect, quietly.
-      health.close();
-      for (const stop of unwatch) stop();
-      for (const w of workers) void w.close(true).catch(() => undefined);
-      commands.disconnect();
-      blocking.disconnect();
-      return { clean, held };
+    async stop() {
+      clearInterval(feedTimer);
+      clearInterval(recoverTimer);
+      clearInterval(sweepTimer);
+      await sweeping;
     },
   };
+}
+
+/**
+ * Webhook events are emitted by the process that saw them happen; a failure to emit is logged,
+ * never allowed to fail the plate's job (its outcome is stored already).
+ */
+function webhookEmitters(
+  services: Omit<QueueServices, 'close'>,
+  logger: Logger,
+): { onBatchFinished: (batchId: string) => Promise<void>; onPaused: (accountId: string) => Promise<void> } {
+  const onBatchFinished = async (batchId: string) => {
+    try {
+      const id = await services.webhooks.batchFinished(batchId);
+      if (id) logger.info({ batchId, webhookId: id }, 'webhook batch.finished emitted');
+    } catch (err) {
+      logger.error({ err, batchId }, 'could not emit the batch.finished webhook');
+    }
+  };
+  const onPaused = async (accountId: string) => {
+    try {
+      const pause = (await services.lines.for(accountId).state()).pause;
+      if (!pause) return;
+      const ids = await services.webhooks.accountPaused(accountId, pause);
+      if (ids.length > 0) logger.info({ account: accountId, webhookIds: ids }, 'webhook account.paused emitted');
+    } catch (err) {
+      logger.error({ err, account: accountId }, 'could not emit the account.paused webhook');
+    }
+  };
+  return { onBatchFinished, onPaused };
 }
