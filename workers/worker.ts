@@ -18,6 +18,7 @@ import { RedisHealth } from '../src/queue/redis-health.js';
 import { ReuseStore } from '../src/queue/reuse.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { type QueueServices, queueServicesOn } from '../src/services.js';
+import { settlesWithin } from '../src/settle.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { decideJobFailure } from './actions.js';
@@ -297,14 +298,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       return closing;
     },
     async closeWithin(ms) {
-      let timer: NodeJS.Timeout | undefined;
-      const clean = await Promise.race([
-        this.close().then(() => true),
-        new Promise<false>((resolve) => {
-          timer = setTimeout(() => resolve(false), ms);
-        }),
-      ]);
-      clearTimeout(timer);
+      const clean = await settlesWithin(this.close(), ms);
       if (clean) return { clean, held: [] };
       const held = recorder.held();
       // Nothing more will be stored: stop every retry and reconnect, quietly.

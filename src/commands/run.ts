@@ -17,6 +17,7 @@ import { releaseBatchHold } from '../queue/holds.js';
 import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
+import { settlesWithin } from '../settle.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
@@ -271,15 +272,7 @@ export async function runFile(
 }
 
 async function closeWithin(services: QueueServices, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    services.close().then(() => true),
-    new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms);
-    }),
-  ]);
-  clearTimeout(timer);
-  if (!closed) services.redis.disconnect();
+  if (!(await settlesWithin(services.close(), ms))) services.redis.disconnect();
 }
 
 /**

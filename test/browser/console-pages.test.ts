@@ -6,25 +6,14 @@ import { mkdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_PAUSE_REASON } from '../../src/console/say.js';
 import { createHttpApi } from '../../src/server.js';
+import { launchChromium, ROOT, SHOTS } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
-const ROOT = join(import.meta.dirname, '../..');
-const SHOTS = join(ROOT, 'out/test/browser');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const WIDTHS = [390, 1280] as const;
 
 /**
@@ -102,7 +91,7 @@ beforeAll(async () => {
   app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -6,27 +6,16 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import type { FastifyInstance } from 'fastify';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
+import { launchChromium, ROOT, SHOTS } from '../helpers/browser.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const FROTA = 'frota-token-0123456789abcdef';
 const SEGUROS = 'seguros-token-0123456789abcd';
-const ROOT = join(import.meta.dirname, '../..');
 const SAMPLE = join(ROOT, 'samples/plates.csv');
-const SHOTS = join(ROOT, 'out/test/browser');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 const harness = useHarness('all');
 let h: Harness;
@@ -86,7 +75,7 @@ beforeAll(async () => {
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   // playwright gives every launch a fresh, throw-away profile (its own --user-data-dir).
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
+  browser = await launchChromium();
   sampleRows = parse(await readFile(SAMPLE), { bom: true, columns: true, delimiter: ';' }) as Record<string, string>[];
 });
 

@@ -1,0 +1,19 @@
+// Waiting for something with a bound: a stop must end whatever Redis or a stuck job does.
+
+/** True when `promise` settles within `ms` (its rejection counts as settled), false when the time ran out first. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
