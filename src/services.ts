@@ -43,7 +43,7 @@ export function queueServicesOn(
 ): Omit<QueueServices, 'close'> {
   const keys = new VqbKeys(config);
   const queues = new AccountQueues(config, redis);
-  const scheduler = new Scheduler(redis, keys);
+  const scheduler = new Scheduler(redis, keys, now);
   const costs = new CostLedger(redis, keys, now);
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => queues.for(account).toKey(''));
   const budget = new Budget(redis, keys, config.accounts, now);

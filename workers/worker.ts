@@ -1,11 +1,12 @@
-// Builds a worker process's parts from a Config: for every account a BullMQ Worker on the
-// account's queue, its upstream client and its flow control; one feeder loop that keeps each
-// account's queue topped up from the scheduler; and the stores the processor writes to.
+// Builds a worker process's parts from a Config: for every account with work a BullMQ Worker on
+// the account's queue, its upstream client and its flow control (workers/account-workers.ts); one
+// feeder loop that keeps those accounts' queues topped up from the scheduler; and the stores the
+// processor writes to.
 // `vqb work`, `vqb run`, `vqb serve --workers` and the library all use it.
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Account, type Config, requireAccountUpstream } from '../src/config.js';
+import { type Account, accountOf, type Config, requireAccountUpstream } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
@@ -21,6 +22,7 @@ import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { settlesWithin } from '../src/settle.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
+import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
@@ -42,9 +44,6 @@ interface AccountWorkerDeps {
   lockLoss: LockLoss;
   health: RedisHealth;
   onPaused: (accountId: string) => Promise<void>;
-  /** Filled here: each account's upstream client and flow, by account id. */
-  clients: Map<string, UpstreamClient>;
-  flows: Map<string, AccountFlow>;
   now: () => number;
 }
 
@@ -52,23 +51,9 @@ interface AccountWorkerDeps {
  * One account's BullMQ Worker: its upstream client (its key), its flow (its pace, holds and
  * pauses), the plate processor, and what BullMQ reports on its own (stalls, lost locks, errors).
  */
-function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<PlateJobData, JobResult, string> {
-  const {
-    config,
-    deps,
-    services,
-    commands,
-    blocking,
-    recorder,
-    learner,
-    fence,
-    lockLoss,
-    health,
-    onPaused,
-    clients,
-    flows,
-    now,
-  } = shared;
+function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun {
+  const { config, deps, services, commands, blocking, recorder, learner, fence, lockLoss, health, onPaused, now } =
+    shared;
   const { logger } = deps;
   const { baseUrl, apiKey } = requireAccountUpstream(account);
   const client = new UpstreamClient({
@@ -83,7 +68,6 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<Plat
     const metrics = deps.metrics;
     client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
   }
-  clients.set(account.id, client);
   const flow = new AccountFlow({
     line: services.lines.for(account.id),
     inflight: services.inflight,
@@ -96,7 +80,6 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<Plat
     ...(deps.random ? { random: deps.random } : {}),
     onPaused,
   });
-  flows.set(account.id, flow);
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
   const replicated =
     config.redis.mode === 'sentinel'
@@ -117,7 +100,7 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<Plat
     clock: { now, ...(deps.random ? { random: deps.random } : {}) },
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
   });
-  const worker: Worker<PlateJobData, JobResult, string> = new Worker<PlateJobData, JobResult, string>(
+  const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(
     queueNameFor(config, account.id),
     processor.process,
     {
@@ -151,7 +134,7 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): Worker<Plat
   worker.on('error', (err) => {
     if (lockErrorJob(err) === undefined) health.report(err, `worker ${account.id}`);
   });
-  return worker;
+  return { worker, client, flow };
 }
 
 /**
@@ -190,11 +173,13 @@ export interface WorkerDeps {
 }
 
 export interface WorkerHandle {
-  workers: Worker<PlateJobData, JobResult, string>[];
+  /** The BullMQ Workers running now: one per account with work. */
+  readonly workers: PlateWorker[];
   /** The webhook deliveries' worker (none without VQ_WEBHOOK_SECRET). */
   webhookWorker: ReturnType<typeof startWebhookWorker>;
   services: Omit<QueueServices, 'close'>;
-  clients: Map<string, UpstreamClient>;
+  /** The upstream clients of the accounts running now. */
+  readonly clients: Map<string, UpstreamClient>;
   learner: PollLearner;
   health: RedisHealth;
   /** Stop taking jobs, let the running ones finish and persist, then disconnect. */
@@ -248,8 +233,6 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
-  const clients = new Map<string, UpstreamClient>();
-  const flows = new Map<string, AccountFlow>();
   const shared: AccountWorkerDeps = {
     config,
     deps,
@@ -262,13 +245,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     lockLoss,
     health,
     onPaused,
-    clients,
-    flows,
     now,
   };
-  const workers = config.accounts.map((account) => accountWorker(account, shared));
+  const runs = new AccountWorkers((accountId) => accountWorker(accountOf(config, accountId), shared), now);
 
-  const housekeeping = startHousekeeping(config, services, flows, health, logger);
+  const housekeeping = startHousekeeping(config, services, runs, health, logger);
 
   // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
   const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
@@ -277,17 +258,20 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
 
   let closing: Promise<void> | undefined;
   return {
-    workers,
+    get workers() {
+      return runs.workers();
+    },
     webhookWorker,
     services,
-    clients,
+    get clients() {
+      return runs.clients();
+    },
     learner,
     health,
     close() {
       closing ??= (async () => {
         await housekeeping.stop();
-        await Promise.all([...workers.map((w) => w.close()), webhookWorker?.close()]);
-        await Promise.all([...clients.values()].map((c) => c.close()));
+        await Promise.all([runs.closeAll(), webhookWorker?.close()]);
         await services.queues.close();
         await services.webhooks.close();
         await stopPresence();
@@ -304,7 +288,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       // Nothing more will be stored: stop every retry and reconnect, quietly.
       health.close();
       for (const stop of unwatch) stop();
-      for (const w of workers) void w.close(true).catch(() => undefined);
+      runs.forceAll();
       commands.disconnect();
       blocking.disconnect();
       return { clean, held };
@@ -313,23 +297,39 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
 }
 
 /**
- * A worker process's timers: feeding each account's queue from the scheduler (every
- * FEED_EVERY_MS), recovering staged plates a crashed feeder left (every RECOVER_EVERY_MS), and
- * emitting webhook events a stopped process noticed but did not send (at start, then every minute).
+ * A worker process's timers: feeding the queues of the accounts with work and running their
+ * Workers (every FEED_EVERY_MS), recovering staged plates a crashed feeder left (every
+ * RECOVER_EVERY_MS), and emitting webhook events a stopped process noticed but did not send (at
+ * start, then every minute). An idle account costs one entry less in a read of the active set.
  */
 function startHousekeeping(
   config: Config,
   services: Omit<QueueServices, 'close'>,
-  flows: Map<string, AccountFlow>,
+  runs: AccountWorkers,
   health: RedisHealth,
   logger: Logger,
 ): { stop(): Promise<void> } {
+  const configured = new Set(config.accounts.map((a) => a.id));
+  // The first feed looks at every account once: work queued before the active set existed (an
+  // upgrade) or while no process ran is found, and idle accounts leave the set.
+  let first = true;
   const feed = async () => {
-    for (const account of config.accounts) {
-      // An account holding its creates at a spending cap gets none fed: they would only sleep as delayed jobs.
-      if ((await services.lines.for(account.id).state()).budgetUntil !== undefined) continue;
-      await services.feeder.feed(account.id, flows.get(account.id)?.ratePerSecond);
-    }
+    if (first) await services.scheduler.activate([...configured]);
+    first = false;
+    const busy = new Set<string>();
+    // Another process's configuration may name accounts this one does not serve.
+    const active = (await services.scheduler.activeAccounts()).filter((id) => configured.has(id));
+    // All at once: the commands of many accounts share round trips on the connection.
+    await Promise.all(
+      active.map(async (accountId) => {
+        const creates = !(await services.lines.for(accountId).createsHeld());
+        const { idle } = await services.feeder.feed(accountId, runs.flow(accountId)?.ratePerSecond, { creates });
+        if (idle) return;
+        busy.add(accountId);
+        runs.busy(accountId);
+      }),
+    );
+    runs.retire(busy);
   };
   let feeding = false;
   const feedTimer = setInterval(() => {
@@ -344,9 +344,10 @@ function startHousekeeping(
       });
   }, FEED_EVERY_MS);
   const recoverTimer = setInterval(() => {
-    for (const account of config.accounts) {
-      services.feeder.recover(account.id).catch((err: unknown) => {
-        if (!health.outage(err)) logger.error({ err, account: account.id }, 'could not recover staged plates');
+    // Staged plates keep their account active, so the running accounts are the ones to look at.
+    for (const accountId of runs.ids()) {
+      services.feeder.recover(accountId).catch((err: unknown) => {
+        if (!health.outage(err)) logger.error({ err, account: accountId }, 'could not recover staged plates');
       });
     }
   }, RECOVER_EVERY_MS);

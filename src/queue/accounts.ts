@@ -298,6 +298,12 @@ export class AccountLine {
     await this.pause(OPERATOR_PAUSE, message);
   }
 
+  /** Whether the account's creates are held at a spending cap now (one field, read on every feed). */
+  async createsHeld(): Promise<boolean> {
+    const until = Number(await this.#redis.hget(this.#line, 'budgetUntil'));
+    return Number.isFinite(until) && until > this.#now();
+  }
+
   async releaseCreates(): Promise<void> {
     await this.#redis.hdel(this.#line, 'budgetUntil', 'budgetReason');
   }

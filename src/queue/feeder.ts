@@ -1,11 +1,12 @@
 // Turns the scheduler's picks into BullMQ jobs, a few at a time: each account's queue holds about
 // half a second of its rate in creates, so a batch that arrives now is served within that, and a
 // million plates queued cost a million list entries, not a million jobs. Every worker process
-// runs the feeder on a timer; producers call it once after an ingest so an interactive plate is
-// on the queue at once.
+// runs the feeder on a timer for the accounts with work (the scheduler's active set); producers
+// call it once after an ingest so an interactive plate is on the queue at once. A feed is one
+// script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts.js';
 import { type AccountQueues, createPriority, JOB_NAME, jobIdFor, newJobData } from './account-queues.js';
-import type { Picked, Scheduler } from './scheduler.js';
+import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
 const STAGED_STALE_MS = 30_000;
@@ -37,18 +38,38 @@ export class Feeder {
 
   /**
    * Puts every interactive plate on the queue at once (a person waits; they go before anything
-   * queued, and they are few), then tops the account's queue up to its target with the others.
-   * Returns how many plates became jobs.
+   * queued, and they are few), then tops the account's queue up to its target with the others;
+   * with `creates: false` (the account's creates are held at a spending cap) it feeds none, since
+   * they would only sleep as delayed jobs. Returns how many plates became jobs, and whether the
+   * account had nothing left and left the active set.
    */
-  async feed(accountId: string, ratePerSecond?: number): Promise<number> {
+  async feed(
+    accountId: string,
+    ratePerSecond?: number,
+    options: { creates?: boolean } = {},
+  ): Promise<{ fed: number; idle: boolean }> {
     const account = this.#account(accountId);
-    const interactive = await this.#scheduler.pick(accountId, INTERACTIVE_AT_ONCE, this.#now(), true);
-    await this.#add(account, interactive);
-    const counts = await this.#queues.for(accountId).getJobCounts('prioritized', 'wait');
-    const queued = (counts.prioritized ?? 0) + (counts.wait ?? 0);
-    const picked = await this.#scheduler.pick(accountId, this.target(account, ratePerSecond) - queued, this.#now());
+    const creates = options.creates ?? true;
+    const { picked, idle } = await this.#scheduler.feed(
+      accountId,
+      this.#queueKeys(accountId),
+      creates ? INTERACTIVE_AT_ONCE : 0,
+      creates ? this.target(account, ratePerSecond) : 0,
+      this.#now(),
+    );
     await this.#add(account, picked);
-    return interactive.length + picked.length;
+    return { fed: picked.length, idle };
+  }
+
+  #queueKeys(accountId: string): QueueKeys {
+    const queue = this.#queues.for(accountId);
+    return {
+      wait: queue.toKey('wait'),
+      prioritized: queue.toKey('prioritized'),
+      delayed: queue.toKey('delayed'),
+      active: queue.toKey('active'),
+      paused: queue.toKey('paused'),
+    };
   }
 
   /** Adds the jobs of picks whose feeder died before it could. */

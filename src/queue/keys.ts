@@ -11,7 +11,7 @@
 // | account:<id>                     | hash   | queue/accounts.ts (the account's line) |
 // | account:<id>:pace                | hash   | queue/accounts.ts (pacing)  |
 // | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
-// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged | | queue/scheduler.ts |
+// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:active | | queue/scheduler.ts |
 // | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
 // | cost:<day>, cost:batch:<id>      | hash   | queue/costs.ts            |
 // | learn:<product>                  | hash   | queue/poll-schedule.ts    |
@@ -95,6 +95,11 @@ export class VqbKeys {
 
   staged(accountId: string): string {
     return `${this.base}:sched:${accountId}:staged`;
+  }
+
+  /** Sorted set: the accounts with work (plates waiting or jobs on their queue), by when each became active. */
+  get schedActive(): string {
+    return `${this.base}:sched:active`;
   }
 
   // --- queue/budget.ts

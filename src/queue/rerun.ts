@@ -54,6 +54,9 @@ export async function rerunFailed(
     };
     await queue.add('plate', data, { jobId, priority: pollPriority(info.priority) });
   }
+  // Poll jobs went on the queue directly: the account has work again, so worker processes run a
+  // Worker for it (the enlist below does the same for plates created again).
+  if (result.retried > recreate.length) await scheduler.activate([account.id]);
   if (recreate.length > 0) {
     await scheduler.push(batchId, recreate);
     await scheduler.enlist(account.id, batchId, info.priority, info.weight);

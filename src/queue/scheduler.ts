@@ -2,8 +2,10 @@
 // batch keeps them in a compact list (about 10 bytes a plate instead of a job's kilobyte), and
 // the feeder (queue/feeder.ts) turns a few at a time into jobs, as the account's pace needs them.
 // The choice is fair: classes in order (interactive, normal, bulk), and within a class stride
-// scheduling by weight, a newcomer sharing from the moment it arrives. This module alone reads and
-// writes the class sets, the weights, the pending lists and the staged set.
+// scheduling by weight, a newcomer sharing from the moment it arrives. It also keeps the set of
+// active accounts (plates waiting or jobs on their queue): worker processes feed only those and run
+// a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
+// writes the class sets, the weights, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
@@ -24,7 +26,22 @@ export interface BatchShare {
   share: number;
 }
 
-const SCRIPTS = ['sched-enlist', 'sched-pick'] as const;
+/** An account's BullMQ queue keys the feed reads to know how much is queued and whether anything is left. */
+export interface QueueKeys {
+  wait: string;
+  prioritized: string;
+  delayed: string;
+  active: string;
+  paused: string;
+}
+
+export interface Feed {
+  picked: Picked[];
+  /** The account had nothing left (no plate waiting, staged or queued) and left the active set. */
+  idle: boolean;
+}
+
+const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed'] as const;
 
 function member(p: Picked): string {
   return `${PRIORITY_CLASSES.indexOf(p.cls) + 1}:${p.batchId}.${p.plate}`;
@@ -36,13 +53,28 @@ function parseMember(m: string): Picked | undefined {
   return match && cls ? { cls, batchId: match[2]!, plate: match[3]! } : undefined;
 }
 
+/** The scripts' flat replies (class index, batch id, plate, …) from `start` on. */
+function unflatten(flat: readonly (number | string)[], start: number): Picked[] {
+  const picked: Picked[] = [];
+  for (let i = start; i + 2 < flat.length; i += 3) {
+    picked.push({
+      cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!,
+      batchId: String(flat[i + 1]),
+      plate: String(flat[i + 2]),
+    });
+  }
+  return picked;
+}
+
 export class Scheduler {
   readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
   readonly #keys: VqbKeys;
+  readonly #now: () => number;
 
-  constructor(redis: RedisClient, keys: VqbKeys) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
+    this.#now = now;
   }
 
   /** Appends plates to the batch's waiting list (ingest calls enlist after it). */
@@ -67,16 +99,62 @@ export class Scheduler {
     if (plates.length === 0) return;
     tx.rpush(this.#keys.pending(batchId), ...plates);
     (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
-      this.#keys.schedClass(accountId, cls),
-      this.#keys.schedWeights,
-      batchId,
-      weight,
+      ...this.#enlistArgs(accountId, batchId, cls, weight),
     );
   }
 
   /** The batch takes part in its account's scheduling (again); a no-op while it already does. */
   async enlist(accountId: string, batchId: string, cls: PriorityClass, weight: number): Promise<void> {
-    await this.#redis.vqbSchedEnlist(this.#keys.schedClass(accountId, cls), this.#keys.schedWeights, batchId, weight);
+    await this.#redis.vqbSchedEnlist(...this.#enlistArgs(accountId, batchId, cls, weight));
+  }
+
+  #enlistArgs(accountId: string, batchId: string, cls: PriorityClass, weight: number): (string | number)[] {
+    const keys = [this.#keys.schedClass(accountId, cls), this.#keys.schedWeights, this.#keys.schedActive];
+    return [...keys, batchId, weight, accountId, this.#now()];
+  }
+
+  /**
+   * Marks accounts active: a job was put on an account's queue outside the scheduler (a rerun's
+   * poll), or a process starting looks once at every account it serves (work left from before the
+   * active set existed, or queued while no process ran). A no-op for accounts already active.
+   */
+  async activate(accountIds: readonly string[]): Promise<void> {
+    if (accountIds.length === 0) return;
+    const now = this.#now();
+    await this.#redis.zadd(this.#keys.schedActive, 'NX', ...accountIds.flatMap((id) => [now, id]));
+  }
+
+  /** The accounts with work: the only ones a worker process feeds and runs a Worker for. */
+  async activeAccounts(): Promise<string[]> {
+    return this.#redis.zrange(this.#keys.schedActive, 0, -1);
+  }
+
+  /**
+   * One feed of the account's queue in one round trip (sched-feed): up to `interactiveMax`
+   * interactive plates, then creates of any class until `target` jobs wait on the queue; staged
+   * until `unstage`. With nothing left anywhere, the account leaves the active set (`idle`).
+   */
+  async feed(accountId: string, queue: QueueKeys, interactiveMax: number, target: number, now: number): Promise<Feed> {
+    const keys = [
+      ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
+      this.#keys.schedWeights,
+      this.#keys.staged(accountId),
+      this.#keys.schedActive,
+      queue.wait,
+      queue.prioritized,
+      queue.delayed,
+      queue.active,
+      queue.paused,
+    ];
+    const flat = (await this.#redis.vqbSchedFeed(
+      ...keys,
+      interactiveMax,
+      target,
+      this.#keys.pendingPrefix,
+      now,
+      accountId,
+    )) as (number | string)[];
+    return { idle: flat[0] === 1, picked: unflatten(flat, 1) };
   }
 
   /** The batch gets no more creates until enlisted again (held at its spending cap). */
@@ -102,15 +180,7 @@ export class Scheduler {
       now,
       interactiveOnly ? 1 : PRIORITY_CLASSES.length,
     )) as (number | string)[];
-    const picked: Picked[] = [];
-    for (let i = 0; i + 2 < flat.length; i += 3) {
-      picked.push({
-        cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!,
-        batchId: String(flat[i + 1]),
-        plate: String(flat[i + 2]),
-      });
-    }
-    return picked;
+    return unflatten(flat, 0);
   }
 
   async unstage(accountId: string, picked: readonly Picked[]): Promise<void> {

@@ -1,0 +1,30 @@
+--[[
+  One feed of an account's queue (queue/scheduler.ts, for queue/feeder.ts), in one round trip:
+  every interactive plate at once (a person waits; up to ARGV[1]), then creates of every class
+  until the BullMQ queue holds ARGV[2] jobs waiting. When the account has nothing at all (no batch
+  in a class, nothing staged, no job waiting, prioritized, delayed, active or paused) it leaves the
+  active set, so no process feeds it or holds a Worker for it until work arrives again
+  (sched-enlist and Scheduler.activate put it back). The check and the removal are one script, so
+  an enlist can never fall between them.
+    KEYS[1..3] the account's class zsets; KEYS[4] hash batch -> weight; KEYS[5] the staged zset;
+    KEYS[6] the active accounts zset (account id -> epoch ms it became active);
+    KEYS[7..11] the account's BullMQ queue: wait list, prioritized zset, delayed zset, active list,
+    paused list
+    ARGV[1] interactive plates at most (0 while the account's creates are held at a cap);
+    ARGV[2] jobs the queue should hold waiting (0: no creates); ARGV[3] prefix of the pending lists;
+    ARGV[4] now, epoch ms; ARGV[5] the account id
+  Returns {1 when the account just went idle, else 0, then class index, batch id, plate, ...}
+]]
+--- @include "sched-take"
+local classes = {KEYS[1], KEYS[2], KEYS[3]}
+local now = ARGV[4]
+local out = {0}
+local queued = redis.call('LLEN', KEYS[7]) + redis.call('ZCARD', KEYS[8])
+local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, tonumber(ARGV[1]), 1, out)
+picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, tonumber(ARGV[2]) - queued - picked, 3, out)
+if picked > 0 or queued > 0 then return out end
+if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
+if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end
+if redis.call('LLEN', KEYS[10]) + redis.call('LLEN', KEYS[11]) > 0 then return out end
+if redis.call('ZREM', KEYS[6], ARGV[5]) == 1 then out[1] = 1 end
+return out

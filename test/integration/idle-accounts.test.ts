@@ -1,0 +1,77 @@
+// Idle accounts cost nothing (issue 21): a worker process runs a BullMQ Worker, and feeds, only
+// for accounts with work (the scheduler's active set). Before, every configured account had a
+// Worker (a blocking connection each) and was fed every 200 ms: 20 idle accounts cost ~700 Redis
+// commands/s and 22+ connections per process.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { WorkerHandle } from '../../workers/worker.js';
+import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
+
+const ACCOUNTS = Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, rateLimit: '50/s' }));
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function info(field: string, section: string): Promise<number> {
+  const text = await h!.redis.redis.info(section);
+  return Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(text)?.[1]);
+}
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not ${what} after ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+describe('idle accounts', () => {
+  it('20 accounts with nothing queued: no Worker, a few connections and commands per process whatever the accounts', async () => {
+    h = await startHarness({ label: 'idle', accounts: ACCOUNTS, workers: 0 });
+    const clientsBefore = await info('connected_clients', 'clients');
+    const worker = h.startWorker();
+    await sleep(1_500);
+    expect(worker.workers).toHaveLength(0);
+    expect(await h.services.scheduler.activeAccounts()).toEqual([]);
+    // The worker's command connection, its blocking one, and no more: none per account.
+    expect(await info('connected_clients', 'clients')).toBeLessThanOrEqual(clientsBefore + 3);
+    const before = await info('total_commands_processed', 'stats');
+    await sleep(3_000);
+    const perSecond = ((await info('total_commands_processed', 'stats')) - before) / 3;
+    const clients = (await info('connected_clients', 'clients')) - clientsBefore;
+    console.log(
+      `20 idle accounts, one worker process: ${perSecond.toFixed(1)} Redis commands/s, ${clients} connections`,
+    );
+    // A read of the active set every 200 ms, a PING every 2 s, presence every 10 s (+ our INFO calls).
+    expect(perSecond).toBeLessThan(25);
+  });
+
+  it('an account with work gets a Worker for its batch, the others none, and it stops once the account is idle', async () => {
+    h = await startHarness({ label: 'idle-busy', accounts: ACCOUNTS, workers: 0 });
+    const worker: WorkerHandle = h.startWorker();
+    await h.enqueue('busy-a7', makePlates(20), { account: 'a7' });
+    await waitFor('running a Worker', () => worker.workers.length === 1);
+    expect([...worker.clients.keys()]).toEqual(['a7']);
+    await h.waitForBatch('busy-a7');
+    expect((await h.services.batches.get('busy-a7')).counts.done).toBe(20);
+    expect(h.sim.stats().creates).toBe(20);
+    // Idle again: out of the active set at once, the Worker stopped after its grace.
+    await waitFor('out of the active set', async () => (await h!.services.scheduler.activeAccounts()).length === 0);
+    await waitFor('without a Worker', () => worker.workers.length === 0);
+    // And it comes back when work does.
+    await h.enqueue('busy-a7-again', makePlates(5, 100), { account: 'a7' });
+    await h.waitForBatch('busy-a7-again');
+    expect(h.sim.stats().creates).toBe(25);
+  });
+
+  it('work left where no active set names it (an upgrade, a lost key) is found when a worker starts', async () => {
+    h = await startHarness({ label: 'idle-upgrade', accounts: ACCOUNTS, workers: 0 });
+    await h.enqueue('before-upgrade', makePlates(10), { account: 'a3' });
+    await h.redis.redis.del(h.services.keys.schedActive);
+    h.startWorker();
+    await h.waitForBatch('before-upgrade');
+    expect((await h.services.batches.get('before-upgrade')).counts.done).toBe(10);
+  });
+});
