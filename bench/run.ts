@@ -15,6 +15,7 @@ import { measureIngest } from './ingest.js';
 import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { type BenchResults, writeResults } from './report.js';
+import { measureScale, scaleSettings } from './scale.js';
 import { measureInteractive, measureShares } from './scheduling.js';
 import { type ClientSpec, measureBatch, measureWindow, type StepContext } from './upstream.js';
 
@@ -31,6 +32,7 @@ const STEPS = [
   'finished',
   'eventloop',
   'learned',
+  'scale',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -195,6 +197,7 @@ async function main(): Promise<number> {
       finished: { plates: s.finishedPlates },
       eventloop: { rows: s.eventLoopRows },
       learned: learnedScenarios(quick).map((x) => ({ name: x.name, minutes: x.minutes })),
+      scale: scaleSettings(quick),
     },
     steps: [],
     errors: [],
@@ -364,6 +367,16 @@ async function main(): Promise<number> {
             if (run) runs.push(run);
           }
           results.learned = runs;
+          break;
+        }
+        case 'scale': {
+          const scale = await attempt('cost follows work: idle accounts, then per plate beside BullMQ by hand', () =>
+            measureScale(ctx, scaleSettings(quick)),
+          );
+          if (scale) {
+            results.scale = scale;
+            results.errors.push(...scale.errors.map((e) => `scale: ${e}`));
+          }
           break;
         }
         case 'eventloop': {
