@@ -62,7 +62,7 @@ export function queueServicesOn(
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(scheduler, queues, config.accounts, now),
+    feeder: new Feeder(scheduler, queues, inflight, config.accounts, now),
     webhooks: new WebhookOutbox(config, redis, keys, batches, now),
   };
 }

@@ -7,11 +7,12 @@ import type { Logger } from 'pino';
 import { perSecond } from '../src/accounts.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
+import { createPriority, pollPriority } from '../src/queue/account-queues.js';
 import { type AccountLine, type LimitReason, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { Scheduler } from '../src/queue/scheduler.js';
-import type { PlateJobData } from '../src/queue/types.js';
+import type { PlateJobData, PriorityClass } from '../src/queue/types.js';
 import type { QuotaSnapshot } from '../src/upstream/client.js';
 import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
 import { backoffDelay } from '../src/upstream/timing.js';
@@ -19,8 +20,11 @@ import { adviceFor } from './actions.js';
 
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
-  /** The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before sending. */
-  | { go: true; due: number }
+  /**
+   * The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before
+   * sending. `priority` (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
+   */
+  | { go: true; due: number; priority: number }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -42,6 +46,9 @@ export interface FlowDeps {
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
 }
+
+/** A pacing slot at most this far off is waited for in the worker, not by putting the job back. */
+const WAIT_HERE_MS = 2_000;
 
 /** How often a process that sees only answers asks whether an outage recorded by another process ended. */
 const REACH_CHECK_MS = 5_000;
@@ -84,6 +91,9 @@ export class AccountFlow {
   /** A configured rate far from the upstream's announced limit is said once per process. */
   #warnedConfigured = false;
   #rate: number;
+  /** This process's requests waiting for the account's slot (see #slot): whether one asks Redis now, the others in order. */
+  #asking = false;
+  readonly #waiters: { priority: number; go: () => void }[] = [];
   /** Reachability: this process saw a failure since its last answer; when it last asked whether an outage (of any process) ended. */
   #reach = { failed: false, checkedAt: 0 };
 
@@ -105,24 +115,63 @@ export class AccountFlow {
   }
 
   /** A poll: only the pace decides. */
-  async admitPoll(): Promise<Admission> {
-    const slot = await this.#slot();
-    return 'why' in slot ? slot : { go: true, due: slot.due };
+  async admitPoll(cls: PriorityClass): Promise<Admission> {
+    const priority = pollPriority(cls);
+    const slot = await this.#slot(priority);
+    return 'why' in slot ? slot : { go: true, due: slot.due, priority };
   }
 
   /**
-   * The account's next slot, slept until, when it is within the horizon; otherwise when to ask
-   * again. `due` counts from before the request to Redis, so a reply that reached a busy event
-   * loop late shows as lateness too.
+   * The account's next slot, slept until, when it is within the horizon. A slot a little further
+   * off (the pace, not a hold) is waited for here: putting the job back on the queue costs BullMQ
+   * about forty Redis commands and a fetch (issue 21: 578 commands a plate under `auto` when every
+   * early job went back). The requests of this process that wait so form a queue, most urgent
+   * first (`priority`), and only its head asks Redis: the others would only ask in vain, and an
+   * interactive request taken now goes before creates that have waited. A hold, or a slot further
+   * than WAIT_HERE_MS, puts the job back (`later`). `due` counts from before the request to Redis,
+   * so a reply that reached a busy event loop late shows as lateness too.
    */
-  async #slot(): Promise<{ due: number } | Extract<Admission, { why: 'later' }>> {
-    const asked = performance.now();
-    const slot = await this.#d.line.slot(this.horizonMs);
-    if (!slot.reserved) return this.#later(slot.waitMs);
-    const due = asked + slot.waitMs;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    return { due };
+  async #slot(priority: number): Promise<{ due: number } | Extract<Admission, { why: 'later' }>> {
+    const done = await this.#turn(priority);
+    try {
+      for (;;) {
+        const asked = performance.now();
+        const slot = await this.#d.line.slot(this.horizonMs);
+        if (slot.reserved) {
+          // The next waiter asks now: its slot is one interval after this one.
+          done();
+          const due = asked + slot.waitMs;
+          const wait = due - performance.now();
+          if (wait > 0) await sleep(wait);
+          return { due };
+        }
+        if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
+        await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
+      }
+    } finally {
+      done();
+    }
+  }
+
+  /** Waits until this request heads the process's queue for the account's slot; the function returned passes the turn on (once). */
+  async #turn(priority: number): Promise<() => void> {
+    if (this.#asking) {
+      await new Promise<void>((go) => {
+        const waiter = { priority, go };
+        const at = this.#waiters.findIndex((w) => w.priority > priority);
+        if (at < 0) this.#waiters.push(waiter);
+        else this.#waiters.splice(at, 0, waiter);
+      });
+    }
+    this.#asking = true;
+    let passed = false;
+    return () => {
+      if (passed) return;
+      passed = true;
+      const next = this.#waiters.shift();
+      if (next) next.go();
+      else this.#asking = false;
+    };
   }
 
   /**
@@ -135,7 +184,7 @@ export class AccountFlow {
     let due = admission.due;
     for (;;) {
       while (performance.now() - due > this.#d.jitterMs / 2) {
-        const slot = await this.#slot();
+        const slot = await this.#slot(admission.priority);
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
         else due = slot.due;
       }
@@ -157,17 +206,25 @@ export class AccountFlow {
     return { go: false, why: 'later', retryInMs: Math.max(1, waitMs - this.horizonMs / 2) };
   }
 
-  /** A create: the pace, then the in-flight cap, then the spending caps (reserved before sending). */
+  /**
+   * A create: the in-flight cap, then the pace, then the spending caps (reserved before sending).
+   * The cap comes first: a create that waits in the worker for its slot and is then refused by
+   * the cap would have held a worker slot the polls that drain the pipeline need, and wasted the
+   * account's slot.
+   */
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
-    const slot = await this.#slot();
-    if ('why' in slot) return slot;
-    const now = this.#now();
-    if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, now))) {
+    if (!(await this.#d.inflight.acquire(this.accountId, jobId, data.batchId, this.#now()))) {
       // Polls (a higher priority) drain the pipeline meanwhile.
       return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };
     }
+    const priority = createPriority(data.cls);
+    const slot = await this.#slot(priority);
+    if ('why' in slot) {
+      await this.#d.inflight.release(this.accountId, jobId, data.batchId);
+      return slot;
+    }
     const verdict = await this.#d.budget.reserve(this.accountId, data.batchId);
-    if (verdict === 'ok') return { go: true, due: slot.due };
+    if (verdict === 'ok') return { go: true, due: slot.due, priority };
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);
     return { go: false, why: 'cap', heldBy: verdict, until: await this.#holdAtCap(data, verdict) };
   }

@@ -251,7 +251,7 @@ export class PlateProcessor {
   async #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
     const data = job.data;
     const queryId = data.queryId!;
-    const admission = await this.#admitted(await this.#d.flow.admitPoll(), job, token);
+    const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
     let answer: QueryOutcome;
     try {
       answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });

@@ -107,8 +107,7 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun 
       connection: blocking,
       prefix: config.prefix,
       concurrency: config.concurrency,
-      // A learned rate (`auto`) moves: no gate fixed at start-up may cap it; the pace alone paces.
-      limiter: gateFor(services.lines.for(account.id).auto ? 0 : services.lines.for(account.id).intervalMs),
+      limiter: RATE_LIMIT_SWITCH,
       lockDuration: config.locks.lockDurationMs,
       stalledInterval: config.locks.stalledIntervalMs,
       maxStalledCount: config.locks.maxStalledCount,
@@ -138,19 +137,13 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun 
 }
 
 /**
- * BullMQ's limiter as a coarse gate in front of the exact pace: it lets one job of the account
- * start per 90 % of the pacing interval, across every worker, so jobs reach their slot (the
- * exact pace, queue/accounts.ts) about when it comes and seldom find it too far off. A job that
- * does is put back at the head of its priority, and BullMQ puts several such jobs back in job-id
- * order, not in the scheduler's: keeping them rare keeps the batches' shares what the scheduler
- * chose. The gate admits faster than the slots, so its wake-up delay costs no throughput.
+ * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
+ * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
+ * the exact pace (queue/accounts.ts) decides when each request goes, and a job taken early waits
+ * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
+ * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
  */
-export function gateFor(intervalMs: number): { max: number; duration: number } {
-  // Above 50 requests a second BullMQ's wake-ups would cost more than the gate saves: no gate
-  // then, only the switch a hold needs (BullMQ honours it only when `max` is set).
-  if (intervalMs < 20) return { max: 1_000_000_000, duration: 1_000 };
-  return { max: 1, duration: Math.floor(intervalMs * 0.9) };
-}
+export const RATE_LIMIT_SWITCH = { max: 1_000_000_000, duration: 1_000 } as const;
 
 /** How often each process tops up the account queues from the scheduler. */
 const FEED_EVERY_MS = 200;

@@ -6,6 +6,7 @@
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts.js';
 import { type AccountQueues, createPriority, JOB_NAME, jobIdFor, newJobData } from './account-queues.js';
+import type { InFlight } from './inflight.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
@@ -17,12 +18,20 @@ const INTERACTIVE_AT_ONCE = 500;
 export class Feeder {
   readonly #scheduler: Scheduler;
   readonly #queues: AccountQueues;
+  readonly #inflight: InFlight;
   readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
 
-  constructor(scheduler: Scheduler, queues: AccountQueues, accounts: readonly Account[], now: () => number = Date.now) {
+  constructor(
+    scheduler: Scheduler,
+    queues: AccountQueues,
+    inflight: InFlight,
+    accounts: readonly Account[],
+    now: () => number = Date.now,
+  ) {
     this.#scheduler = scheduler;
     this.#queues = queues;
+    this.#inflight = inflight;
     this.#accounts = new Map(accounts.map((a) => [a.id, a]));
     this.#now = now;
   }
@@ -53,6 +62,7 @@ export class Feeder {
     const { picked, idle } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(accountId),
+      this.#inflight.capOf(accountId),
       creates ? INTERACTIVE_AT_ONCE : 0,
       creates ? this.target(account, ratePerSecond) : 0,
       this.#now(),

@@ -42,6 +42,14 @@ export class InFlight {
     );
   }
 
+  /**
+   * What the feeder reads to leave creates off the queue while the cap is reached (they would
+   * only be refused and go round again): the account's in-flight set and the cap.
+   */
+  capOf(accountId: string): { key: string; cap: number } {
+    return { key: this.#keys.inflight(accountId), cap: this.#cap };
+  }
+
   async count(accountId: string): Promise<number> {
     return this.#redis.zcard(this.#keys.inflight(accountId));
   }

@@ -35,6 +35,12 @@ export interface QueueKeys {
   paused: string;
 }
 
+/** The account's in-flight cap as the feed reads it (queue/inflight.ts owns the set). */
+export interface InFlightCap {
+  key: string;
+  cap: number;
+}
+
 export interface Feed {
   picked: Picked[];
   /** The account had nothing left (no plate waiting, staged or queued) and left the active set. */
@@ -131,10 +137,18 @@ export class Scheduler {
 
   /**
    * One feed of the account's queue in one round trip (sched-feed): up to `interactiveMax`
-   * interactive plates, then creates of any class until `target` jobs wait on the queue; staged
+   * interactive plates, then creates of any class until `target` jobs wait on the queue (and no
+   * more than the in-flight cap has room for); staged
    * until `unstage`. With nothing left anywhere, the account leaves the active set (`idle`).
    */
-  async feed(accountId: string, queue: QueueKeys, interactiveMax: number, target: number, now: number): Promise<Feed> {
+  async feed(
+    accountId: string,
+    queue: QueueKeys,
+    inflight: InFlightCap,
+    interactiveMax: number,
+    target: number,
+    now: number,
+  ): Promise<Feed> {
     const keys = [
       ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
       this.#keys.schedWeights,
@@ -145,6 +159,7 @@ export class Scheduler {
       queue.delayed,
       queue.active,
       queue.paused,
+      inflight.key,
     ];
     const flat = (await this.#redis.vqbSchedFeed(
       ...keys,
@@ -153,6 +168,7 @@ export class Scheduler {
       this.#keys.pendingPrefix,
       now,
       accountId,
+      inflight.cap,
     )) as (number | string)[];
     return { idle: flat[0] === 1, picked: unflatten(flat, 1) };
   }

@@ -143,9 +143,9 @@ describe('broken answers', () => {
       logger: h.logs.logger,
     });
     // Two slots: the second is half a second away; while it sleeps, another worker draws a 429.
-    const first = await flow.admitPoll();
+    const first = await flow.admitPoll('normal');
     expect(first.go).toBe(true);
-    const admitted = flow.admitPoll();
+    const admitted = flow.admitPoll('normal');
     await sleep(100);
     const holdEnds = Date.now() + 1_200;
     await h.line.hold(1_200, 'rate_limit');

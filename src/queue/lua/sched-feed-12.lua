@@ -1,7 +1,8 @@
 --[[
   One feed of an account's queue (queue/scheduler.ts, for queue/feeder.ts), in one round trip:
   every interactive plate at once (a person waits; up to ARGV[1]), then creates of every class
-  until the BullMQ queue holds ARGV[2] jobs waiting. When the account has nothing at all (no batch
+  until the BullMQ queue holds ARGV[2] jobs waiting, and no more than the account's in-flight cap
+  has room for (a create the cap refuses would only go round the queue again). When the account has nothing at all (no batch
   in a class, nothing staged, no job waiting, prioritized, delayed, active or paused) it leaves the
   active set, so no process feeds it or holds a Worker for it until work arrives again
   (sched-enlist and Scheduler.activate put it back). The check and the removal are one script, so
@@ -9,10 +10,10 @@
     KEYS[1..3] the account's class zsets; KEYS[4] hash batch -> weight; KEYS[5] the staged zset;
     KEYS[6] the active accounts zset (account id -> epoch ms it became active);
     KEYS[7..11] the account's BullMQ queue: wait list, prioritized zset, delayed zset, active list,
-    paused list
+    paused list; KEYS[12] the account's in-flight zset (queue/inflight.ts)
     ARGV[1] interactive plates at most (0 while the account's creates are held at a cap);
     ARGV[2] jobs the queue should hold waiting (0: no creates); ARGV[3] prefix of the pending lists;
-    ARGV[4] now, epoch ms; ARGV[5] the account id
+    ARGV[4] now, epoch ms; ARGV[5] the account id; ARGV[6] the in-flight cap
   Returns {1 when the account just went idle, else 0, then class index, batch id, plate, ...}
 ]]
 --- @include "sched-take"
@@ -21,7 +22,9 @@ local now = ARGV[4]
 local out = {0}
 local queued = redis.call('LLEN', KEYS[7]) + redis.call('ZCARD', KEYS[8])
 local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, tonumber(ARGV[1]), 1, out)
-picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, tonumber(ARGV[2]) - queued - picked, 3, out)
+local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
+local want = math.min(tonumber(ARGV[2]) - queued - picked, room)
+picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out)
 if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
 if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end
