@@ -131,12 +131,12 @@ export class AccountFlow {
    * than WAIT_HERE_MS, puts the job back (`later`). `due` counts from before the request to Redis,
    * so a reply that reached a busy event loop late shows as lateness too.
    */
-  async #slot(priority: number): Promise<{ due: number } | Extract<Admission, { why: 'later' }>> {
+  async #slot(priority: number, retake = false): Promise<{ due: number } | Extract<Admission, { why: 'later' }>> {
     const done = await this.#turn(priority);
     try {
       for (;;) {
         const asked = performance.now();
-        const slot = await this.#d.line.slot(this.horizonMs);
+        const slot = await this.#d.line.slot(this.horizonMs, retake);
         if (slot.reserved) {
           // The next waiter asks now: its slot is one interval after this one.
           done();
@@ -184,7 +184,7 @@ export class AccountFlow {
     let due = admission.due;
     for (;;) {
       while (performance.now() - due > this.#d.jitterMs / 2) {
-        const slot = await this.#slot(admission.priority);
+        const slot = await this.#slot(admission.priority, true);
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
         else due = slot.due;
       }

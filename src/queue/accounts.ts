@@ -126,14 +126,16 @@ export class AccountLine {
 
   /**
    * The account's next request slot, reserved when it is at most `horizonMs` away: sleep
-   * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away.
+   * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away. `retake`:
+   * the request gave up a slot it had (a hold, a late wake-up), so this one is not counted again.
    */
-  async slot(horizonMs: number): Promise<Slot> {
+  async slot(horizonMs: number, retake = false): Promise<Slot> {
     const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(
       this.#pace,
       this.intervalMs,
       horizonMs,
       this.auto ? 'auto' : 'cap',
+      retake ? '1' : '0',
     )) as [number, string, 'pace' | 'hold'];
     const waitMs = Math.max(0, Number(wait));
     return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };

@@ -10,6 +10,9 @@
     ARGV[1] pacing interval, ms (decimals allowed): the configured one, or the start of `auto`
     ARGV[2] horizon, ms: only a slot at most this far away is reserved
     ARGV[3] 'auto' (the learned interval in force) | 'cap' (a configured rate: never faster than it)
+    ARGV[4] '1' when the request gave up a slot it had reserved (a hold came, or it woke too late):
+            the new slot is not counted as used again, or the learner would see fewer refusals
+            than there were
   Returns {reserved 1|0, wait ms, 'pace'|'hold'}: reserved → the caller sleeps `wait` and sends;
   not reserved → nothing changed, the slot is `wait` away.
 ]]
@@ -30,5 +33,5 @@ end
 local wait = start - now
 if wait > tonumber(ARGV[2]) then return {0, tostring(wait), reason} end
 redis.call('HSET', KEYS[1], 'tat', tostring(start + interval))
-redis.call('HINCRBY', KEYS[1], 'used', 1)
+if ARGV[4] ~= '1' then redis.call('HINCRBY', KEYS[1], 'used', 1) end
 return {1, tostring(wait), reason}
