@@ -19,7 +19,11 @@ const MESSAGES: Record<LockLossWhen, string> = {
   'answer-dropped': "another worker took the job over; this worker's answer was not written over the newer state",
 };
 
-const LOCK_ERROR = /^(?:could not renew lock for job|Missing lock for job) (\S+?)\.?(?:\s|$)/;
+/**
+ * BullMQ's words for it: the lock could not be renewed, it is gone ("Missing lock"), or another
+ * worker holds it now ("Lock mismatch", when a paused worker wakes and tries to finish the job).
+ */
+const LOCK_ERROR = /^(?:could not renew lock for job|Missing lock for job|Lock mismatch for job) (\S+?)\.?(?:\s|$)/;
 
 /** The job id when `err` is BullMQ saying this worker no longer holds a job's lock. */
 export function lockErrorJob(err: unknown): string | undefined {

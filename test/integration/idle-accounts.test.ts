@@ -3,6 +3,7 @@
 // Worker (a blocking connection each) and was fed every 200 ms: 20 idle accounts cost ~700 Redis
 // commands/s and 22+ connections per process.
 import { afterEach, describe, expect, it } from 'vitest';
+import { rerunFailed } from '../../src/queue/rerun.js';
 import type { WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
 
@@ -64,6 +65,28 @@ describe('idle accounts', () => {
     await h.enqueue('busy-a7-again', makePlates(5, 100), { account: 'a7' });
     await h.waitForBatch('busy-a7-again');
     expect(h.sim.stats().creates).toBe(25);
+  });
+
+  it('a retry after the account went idle (its Worker stopped) is run: the rerun wakes the account', async () => {
+    const plates = makePlates(6);
+    h = await startHarness({
+      label: 'idle-retry',
+      accounts: ACCOUNTS.slice(0, 2),
+      workers: 0,
+      sim: { failPlates: [plates[2]!] },
+    });
+    const worker = h.startWorker();
+    await h.enqueue('retry-a1', plates, { account: 'a1' });
+    await h.waitForBatch('retry-a1');
+    expect((await h.services.batches.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
+    await waitFor('without a Worker', () => worker.workers.length === 0);
+    const polled = h.sim.stats().gets;
+    // The failed plate's query was paid for: the retry polls it again (a job put straight on the queue).
+    expect(await rerunFailed(h.services, 'retry-a1')).toEqual({ retried: 1, recreated: 0, skipped: 0 });
+    await h.waitForBatch('retry-a1');
+    expect(h.sim.stats().gets).toBeGreaterThan(polled);
+    expect(h.sim.stats().creates).toBe(6);
+    expect((await h.services.batches.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
   });
 
   it('work left where no active set names it (an upgrade, a lost key) is found when a worker starts', async () => {
