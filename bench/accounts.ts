@@ -3,7 +3,7 @@
 // length opens a few seconds after every key has sent its first request; each account's figure
 // is the requests its key had counted in that window ÷ the window ÷ its limit, from the
 // simulator's per-key stats (`byKey[label]`), and its 429s over the whole run.
-import { perSecond } from '../src/accounts.js';
+import { perSecond } from '../src/accounts/account.js';
 import { parseRateLimit } from '../src/config.js';
 import type { SimulatorStats } from '../src/simulator/index.js';
 import { platesFrom, sleep } from './common.js';

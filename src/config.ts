@@ -2,12 +2,12 @@
 // and handed down as a frozen Config. Nothing else in the code base reads process.env.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { type Account, defaultAccount, loadAccountsFile } from './accounts.js';
-import { ConfigError, VqbError } from './errors.js';
+import { type Account, defaultAccount, loadAccountsFile } from './accounts/account.js';
+import { ConfigError } from './errors.js';
 import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
 import { hostAllowed } from './sinks/webhooks/target.js';
 
-export type { Account } from './accounts.js';
+export type { Account } from './accounts/account.js';
 export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
 export { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 
@@ -564,44 +564,4 @@ function redisConnectionFrom(v: Parsed): RedisConnection {
     sentinelName: v.REDIS_SENTINEL_NAME,
     sentinelPasswordFile: v.REDIS_SENTINEL_PASSWORD_FILE,
   });
-}
-
-/** The account a batch or command names; an unknown id is a typed error listing the known ones. */
-export function accountOf(config: Pick<Config, 'accounts'>, id: string | undefined): Account {
-  const wanted = id ?? config.accounts[0]?.id ?? 'default';
-  const account = config.accounts.find((a) => a.id === wanted);
-  if (!account)
-    throw new VqbError(
-      'ACCOUNT_NOT_FOUND',
-      `no account ${JSON.stringify(wanted)}; configured: ${config.accounts.map((a) => a.id).join(', ')}`,
-    );
-  return account;
-}
-
-/** Workers call the upstream for every account: each needs a base URL and a key. */
-export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
-  const fromEnv = account.id === 'default';
-  if (!account.baseUrl) {
-    if (fromEnv)
-      throw new ConfigError(
-        'VQ_BASE_URL',
-        'expected the upstream base URL, e.g. https://api.example.com; it is not set',
-      );
-    throw new ConfigError(
-      'VQ_ACCOUNTS_FILE',
-      `expected the upstream base URL of account ${account.id} (baseUrl, or VQ_BASE_URL); it is not set`,
-    );
-  }
-  if (!account.apiKey) {
-    if (fromEnv)
-      throw new ConfigError(
-        'VQ_API_KEY',
-        'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set',
-      );
-    throw new ConfigError(
-      'VQ_ACCOUNTS_FILE',
-      `expected the upstream API key of account ${account.id} (apiKeyFile or apiKey); neither is set`,
-    );
-  }
-  return { baseUrl: account.baseUrl, apiKey: account.apiKey };
 }

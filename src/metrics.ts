@@ -14,7 +14,7 @@ import {
   openMetricsContentType,
   Registry,
 } from 'prom-client';
-import { type Account, isAuto, perSecond } from './accounts.js';
+import { type Account, isAuto, perSecond } from './accounts/account.js';
 import type { LimitReason } from './queue/accounts.js';
 import type { Outcome } from './queue/types.js';
 import type { QueueServices } from './services.js';

@@ -4,7 +4,7 @@
 // processor should do with the job; it never touches a job itself.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { perSecond } from '../src/accounts.js';
+import { perSecond } from '../src/accounts/account.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
 import { createPriority, pollPriority } from '../src/queue/account-queues.js';

@@ -6,7 +6,8 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Account, accountOf, type Config, requireAccountUpstream } from '../src/config.js';
+import { type Account, accountOf, requireAccountUpstream } from '../src/accounts/account.js';
+import type { Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { queueNameFor } from '../src/queue/account-queues.js';
 import { OPERATOR_PAUSE } from '../src/queue/accounts.js';

@@ -1,6 +1,7 @@
 // Spending caps and the cost report.
+
+import { accountOf } from '../accounts/account.js';
 import type { Command } from '../cli.js';
-import { accountOf } from '../config.js';
 import { UsageError } from '../errors.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../services.js';

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { startWorker } from '../../workers/worker.js';
-import { pacingIntervalMs } from '../accounts.js';
+import { pacingIntervalMs } from '../accounts/account.js';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';

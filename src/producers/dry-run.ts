@@ -2,7 +2,7 @@
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
-import { accountOf } from '../config.js';
+import { accountOf } from '../accounts/account.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';

@@ -4,7 +4,7 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
-import { accountOf } from '../config.js';
+import { accountOf } from '../accounts/account.js';
 import { InputError } from '../errors.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';

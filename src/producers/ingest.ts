@@ -2,7 +2,7 @@
 // (valid, invalid, duplicate), stored for the exports, and each new plate enqueued once. The
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
-import { accountOf } from '../config.js';
+import { accountOf } from '../accounts/account.js';
 import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import { isRedisFull } from '../queue/redis-health.js';

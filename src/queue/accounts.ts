@@ -4,7 +4,7 @@
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
 // This module alone reads and writes the account's line and pace hashes.
 
-import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts.js';
+import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import { VqbError } from '../errors.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';

@@ -1,6 +1,6 @@
 // What a batch's status needs from beyond the batch itself: its account's line and the share of
 // the account's rate it gets now. Read through the modules that own them.
-import { perSecond } from '../accounts.js';
+import { perSecond } from '../accounts/account.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 import type { AccountLineState } from './accounts.js';

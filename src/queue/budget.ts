@@ -4,7 +4,7 @@
 // plate: the plate waits and goes on when the cap is raised or resets. This module alone reads
 // and writes the spend counters, the run-time caps and each batch's budget hash.
 
-import type { Account } from '../accounts.js';
+import type { Account } from '../accounts/account.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';

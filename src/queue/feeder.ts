@@ -4,7 +4,7 @@
 // runs the feeder on a timer for the accounts with work (the scheduler's active set); producers
 // call it once after an ingest so an interactive plate is on the queue at once. A feed is one
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
-import { type Account, perSecond } from '../accounts.js';
+import { type Account, perSecond } from '../accounts/account.js';
 import { type AccountQueues, createPriority, JOB_NAME, jobIdFor, newJobData } from './account-queues.js';
 import type { InFlight } from './inflight.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';

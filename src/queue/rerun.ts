@@ -1,7 +1,7 @@
 // Running a batch's failed plates again. A plate that has a queryId resumes polling that query (it
 // was paid for); it is created anew only when asked (`recreate`), since that pays again, and then
 // it goes back to the scheduler like any plate waiting to be created.
-import { accountOf } from '../config.js';
+import { accountOf } from '../accounts/account.js';
 import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { PlateJobData } from './types.js';

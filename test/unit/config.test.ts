@@ -2,16 +2,8 @@
 // never shows when a Config is logged or serialised.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { parseAccounts } from '../../src/accounts.js';
-import {
-  accountOf,
-  type Config,
-  loadConfig,
-  parseDuration,
-  parseRateLimit,
-  requireAccountUpstream,
-  Secret,
-} from '../../src/config.js';
+import { accountOf, parseAccounts, requireAccountUpstream } from '../../src/accounts/account.js';
+import { type Config, loadConfig, parseDuration, parseRateLimit, Secret } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 
 function configError(fn: () => unknown): ConfigError {

@@ -1,7 +1,7 @@
 // The exposition itself, without Redis: standard Node.js names, promtool-clean, every account's
 // limit next to its requests, and OpenMetrics for a scraper that asks for it.
 import { describe, expect, it } from 'vitest';
-import { parseAccounts } from '../../src/accounts.js';
+import { parseAccounts } from '../../src/accounts/account.js';
 import { parseRateLimit } from '../../src/config.js';
 import { Metrics, wantsOpenMetrics } from '../../src/metrics.js';
 import { families, parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pacingIntervalMs } from '../../src/accounts.js';
+import { pacingIntervalMs } from '../../src/accounts/account.js';
 import { loadConfig } from '../../src/config.js';
 import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
 import {

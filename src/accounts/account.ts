@@ -2,12 +2,13 @@
 // team's plan and an insurer's, say); each runs at its own rate, holds for its own 429s and quota,
 // and pauses alone when its key fails. Read once with the rest of the config: from
 // VQ_ACCOUNTS_FILE (JSON), or, without it, the environment's settings form the one account
-// `default`, exactly as before accounts existed.
+// `default`, exactly as before accounts existed. Which account a batch or command names is decided
+// here alone (accountOf), and what a worker needs of it to call the upstream (requireAccountUpstream).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
-import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
-import { parseRateLimit, Secret } from './setting-values.js';
+import { ConfigError, VqbError } from '../errors.js';
+import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
+import { parseRateLimit, Secret } from '../setting-values.js';
 
 export interface Account {
   /** Lower-case letters, digits, `_` and `-`; it names the account's queue and Redis keys. */
@@ -134,4 +135,44 @@ export function perSecond(account: Pick<Account, 'rateLimit'>): number {
  */
 export function pacingIntervalMs(account: Pick<Account, 'rateLimit'>, jitterMs: number): number {
   return (account.rateLimit.durationMs + jitterMs) / account.rateLimit.max;
+}
+
+/** The account a batch or command names; an unknown id is a typed error listing the known ones. */
+export function accountOf(config: { readonly accounts: readonly Account[] }, id: string | undefined): Account {
+  const wanted = id ?? config.accounts[0]?.id ?? 'default';
+  const account = config.accounts.find((a) => a.id === wanted);
+  if (!account)
+    throw new VqbError(
+      'ACCOUNT_NOT_FOUND',
+      `no account ${JSON.stringify(wanted)}; configured: ${config.accounts.map((a) => a.id).join(', ')}`,
+    );
+  return account;
+}
+
+/** Workers call the upstream for every account: each needs a base URL and a key. */
+export function requireAccountUpstream(account: Account): { baseUrl: string; apiKey: ApiKeySource } {
+  const fromEnv = account.id === 'default';
+  if (!account.baseUrl) {
+    if (fromEnv)
+      throw new ConfigError(
+        'VQ_BASE_URL',
+        'expected the upstream base URL, e.g. https://api.example.com; it is not set',
+      );
+    throw new ConfigError(
+      'VQ_ACCOUNTS_FILE',
+      `expected the upstream base URL of account ${account.id} (baseUrl, or VQ_BASE_URL); it is not set`,
+    );
+  }
+  if (!account.apiKey) {
+    if (fromEnv)
+      throw new ConfigError(
+        'VQ_API_KEY',
+        'expected the upstream API key (or VQ_API_KEY_FILE naming a file that holds it); neither is set',
+      );
+    throw new ConfigError(
+      'VQ_ACCOUNTS_FILE',
+      `expected the upstream API key of account ${account.id} (apiKeyFile or apiKey); neither is set`,
+    );
+  }
+  return { baseUrl: account.baseUrl, apiKey: account.apiKey };
 }
