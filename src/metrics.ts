@@ -15,19 +15,16 @@ import {
   Registry,
 } from 'prom-client';
 import { type Account, isAuto, perSecond } from './accounts/account.js';
-import type { LimitReason } from './queue/accounts.js';
+import type { RedisWaitReason, WaitedReason } from './accounts/wait.js';
 import type { Outcome } from './queue/types.js';
 import type { QueueServices } from './services.js';
 import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';
 
-/** Why an account's line waits: a 429 or the upstream's quota, a spending cap, a failed key. */
-export type WaitReason = LimitReason | 'budget' | 'key' | 'redis_down' | 'redis_full';
-
 /** What the worker reports, per account; a no-op implementation keeps metrics optional. */
 export interface WorkerMetrics {
   request(account: string, operation: UpstreamOperation, status: number): void;
-  waited(account: string, reason: WaitReason, ms: number): void;
+  waited(account: string, reason: WaitedReason, ms: number): void;
   finished(account: string, outcome: Outcome): void;
   quota(account: string, snapshot: QuotaSnapshot | undefined): void;
   /** One webhook delivery attempt and what became of it. */
@@ -211,7 +208,7 @@ export class Metrics implements WorkerMetrics {
     if (status === 429) this.#rateLimited.inc({ account });
   }
 
-  waited(account: string, reason: WaitReason, ms: number): void {
+  waited(account: string, reason: WaitedReason, ms: number): void {
     this.#waited.inc({ account, reason }, ms / 1000);
   }
 
@@ -267,10 +264,7 @@ export class Metrics implements WorkerMetrics {
   }
 
   /** Queue-wide gauges, read from Redis at each scrape. */
-  observeQueue(
-    services: ObservedServices,
-    redis?: { readonly waitReason: 'redis_down' | 'redis_full' | undefined },
-  ): void {
+  observeQueue(services: ObservedServices, redis?: { readonly waitReason: RedisWaitReason | undefined }): void {
     const registers = [this.registry];
     const accounts = services.config.accounts.map((a) => a.id);
     // One read per scrape for the gauges that share it (a scrape starts every collect at once).

@@ -24,15 +24,15 @@
 // A create not refunded stays marked `creating`: the next attempt re-sends it flagged possible
 // duplicate (or fails CREATE_UNCERTAIN with VQ_RECREATE_UNCERTAIN=false). Every request that
 // left counts as sent in the cost figures, whatever came back (`wasSent`).
+import type { LimitReason } from '../src/accounts/wait.js';
 import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
 export type Action = 'pause-account' | 'wait' | 'retry' | 'fail';
-export type WaitReason = 'rate_limit' | 'quota';
 
 export interface Decision {
   action: Action;
   /** For `wait`: what the account waits for. */
-  waitReason?: WaitReason;
+  waitReason?: LimitReason;
   /** A create that failed this way certainly did not reach the upstream, or was answered: give back its spending-cap unit and in-flight slot. */
   refundCreate: boolean;
 }

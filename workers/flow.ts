@@ -5,10 +5,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { perSecond } from '../src/accounts/account.js';
+import type { LimitReason } from '../src/accounts/wait.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
 import { createPriority, pollPriority } from '../src/queue/account-queues.js';
-import { type AccountLine, type LimitReason, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
+import { type AccountLine, UNREACHABLE_AFTER } from '../src/queue/accounts.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { Scheduler } from '../src/queue/scheduler.js';

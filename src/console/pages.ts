@@ -2,10 +2,10 @@
 // works without JavaScript; forms post to the server and the server redirects (POST → 303 → GET).
 // Progress numbers carry `data-field` names that the live updates (app.js) fill in.
 
+import type { RedisWaitReason } from '../accounts/wait.js';
 import { rateText, waitingOf } from '../presenters/line.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/accounts.js';
-import type { RedisWaitReason } from '../queue/redis-health.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';

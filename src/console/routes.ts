@@ -22,6 +22,7 @@ import { timingSafeEqual } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { RedisWaitReason } from '../accounts/wait.js';
 import type { Config } from '../config.js';
 import { BatchNotFoundError } from '../errors.js';
 import { canSee, type Scope, sha256, type TokenAuth } from '../http/auth.js';
@@ -33,7 +34,7 @@ import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../prod
 import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
-import type { RedisHealth, RedisWaitReason } from '../queue/redis-health.js';
+import type { RedisHealth } from '../queue/redis-health.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';

@@ -1,12 +1,12 @@
 // Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
 // the HTTP API and the library all show. Pure functions of the stored state.
+import type { RedisWaitReason } from '../accounts/wait.js';
 import type { AccountLineState, RateInForce } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
 import { dateText, relativeText, spanText } from './time.js';
 
 export type { Waiting };
-export type WaitReason = Waiting['reason'];
 
 export function clock(ms: number): string {
   return new Date(ms).toTimeString().slice(0, 8);
@@ -17,11 +17,7 @@ function resumeHint(account: string): string {
 }
 
 /** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
-export function waitingOf(
-  state: AccountLineState,
-  redis?: 'redis_down' | 'redis_full',
-  now = Date.now(),
-): Waiting | undefined {
+export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now = Date.now()): Waiting | undefined {
   // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
   if (redis === 'redis_down')
     return {

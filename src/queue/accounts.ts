@@ -5,14 +5,13 @@
 // This module alone reads and writes the account's line and pace hashes.
 
 import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts/account.js';
+import type { LimitReason } from '../accounts/wait.js';
 import { VqbError } from '../errors.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
-
-export type LimitReason = 'rate_limit' | 'quota';
 
 /** The pause code `vqb pause` records: an operator's decision, which `vqb run` never lifts by itself. */
 export const OPERATOR_PAUSE = 'PAUSED_BY_OPERATOR';

@@ -8,13 +8,11 @@
 // Connections are made in src/queue/redis.ts; whoever makes one calls `health.watch` on it.
 import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisWaitReason } from '../accounts/wait.js';
 import { RedisFullError } from '../errors.js';
 import type { RedisClient } from './redis.js';
 
 export type RedisState = 'up' | 'down' | 'full';
-
-/** The wait reason a line shows while Redis stops it. */
-export type RedisWaitReason = 'redis_down' | 'redis_full';
 
 function messagesOf(err: unknown): string[] {
   if (typeof err !== 'object' || err === null) return [String(err)];

@@ -4,6 +4,7 @@
 // in ISO 8601). The HTTP API validates with these, /openapi.json publishes them (named in
 // src/http/openapi.ts), and the library's types are inferred from them.
 import { z } from 'zod';
+import { WAIT_REASONS } from '../accounts/wait.js';
 
 export const AccountId = z
   .string()
@@ -99,7 +100,7 @@ export const BatchCounts = z
 export type BatchCounts = z.output<typeof BatchCounts>;
 
 export const Waiting = z.object({
-  reason: z.enum(['paused', 'upstream_unreachable', 'budget', 'rate_limit', 'quota', 'redis_down', 'redis_full']),
+  reason: z.enum(WAIT_REASONS),
   code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
   message: z.string().describe('what happens and what to do, in words'),
   until: z.iso.datetime().optional().describe('when the wait ends, when known'),
