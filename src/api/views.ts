@@ -1,13 +1,13 @@
 // How batches and accounts look to API clients. The batch view is shared with the library and the
 // CLI (presenters/batch-view.ts); the words come from presenters/line.ts, as in the CLI.
 import { rateView, waitingOf } from '../presenters/line.js';
-import type { AccountLineState } from '../queue/accounts.js';
-import type { AccountLine } from '../schemas/api.js';
+import type { AccountLineState } from '../queue/line.js';
+import type { AccountLineView } from '../schemas/api.js';
 
 export { archivedBatchView, batchLinks, batchView } from '../presenters/batch-view.js';
 export { waitingOf };
 
-export function lineView(line: AccountLineState, now: number = Date.now()): AccountLine {
+export function lineView(line: AccountLineState, now: number = Date.now()): AccountLineView {
   const waiting = waitingOf(line, undefined, now);
   return {
     account: line.account,
@@ -20,7 +20,7 @@ export function lineView(line: AccountLineState, now: number = Date.now()): Acco
   };
 }
 
-function upstreamView(line: AccountLineState): AccountLine['upstream'] {
+function upstreamView(line: AccountLineState): AccountLineView['upstream'] {
   const down = line.unreachable;
   if (down !== undefined)
     return {

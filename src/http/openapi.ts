@@ -6,7 +6,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
-  AccountLine,
+  AccountLineView,
   BatchCounts,
   BatchView,
   CostEstimate,
@@ -48,7 +48,8 @@ const ANSWERS = {
   RetryReply,
   DeleteReply,
   Health: HealthReply,
-  AccountLine,
+  // The published name stays AccountLine (clients' types); in code the class queue/line.ts owns that name.
+  AccountLine: AccountLineView,
   ResultRow,
   UpstreamResult,
   WebhookDelivery,

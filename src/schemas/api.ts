@@ -247,7 +247,7 @@ export const DeleteReply = z.object({
 export type DeleteReply = z.output<typeof DeleteReply>;
 
 /** An account's line: running, paused (why), waiting (for what, until when). */
-export const AccountLine = z.object({
+export const AccountLineView = z.object({
   account: z.string(),
   rateLimit: z.string().describe('the configured request limit, e.g. `300/min` or `auto`'),
   rate: RateInForce.optional().describe('the rate in force now, and where it comes from'),
@@ -266,11 +266,11 @@ export const AccountLine = z.object({
     })
     .describe("whether the account's upstream answers (no answer or a 5xx to 3 requests in a row: unreachable)"),
 });
-export type AccountLine = z.output<typeof AccountLine>;
+export type AccountLineView = z.output<typeof AccountLineView>;
 
 export const HealthReply = z.object({
   status: z.enum(['ok', 'degraded']),
   redis: z.enum(['ok', 'down']),
-  accounts: z.array(AccountLine).optional().describe("each account's line; left out when Redis is down"),
+  accounts: z.array(AccountLineView).optional().describe("each account's line; left out when Redis is down"),
 });
 export type HealthReply = z.output<typeof HealthReply>;
