@@ -90,7 +90,7 @@ export async function finishAll(services: QueueServices, config: Config, batchId
   }
   // Ingest fed the first few plates as jobs at once: record them too, and drop their jobs (a
   // worker's finished job is removed on completion).
-  const queue = services.queues.for(account);
+  const queue = services.accounts.queue(account);
   for (const job of await queue.getJobs(['waiting', 'prioritized', 'delayed'])) {
     const plate = job.data.plate;
     const at = Date.now();

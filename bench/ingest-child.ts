@@ -16,7 +16,7 @@ import { loadConfig } from '../src/config.js';
 import { readPlateCsv } from '../src/producers/csv.js';
 import { PlateDeduper } from '../src/producers/dedup.js';
 import { ingest } from '../src/producers/ingest.js';
-import { AccountQueues, JOB_NAME, jobIdFor, newJobData } from '../src/queue/account-queues.js';
+import { JOB_NAME, jobIdFor, newJobData, openAccountQueue } from '../src/queue/account-queues.js';
 import { connectRedis } from '../src/queue/redis.js';
 import { openQueueServices } from '../src/services.js';
 import { plateAt } from './common.js';
@@ -89,7 +89,7 @@ async function run(job: IngestJob): Promise<IngestResult> {
       return finish(job, ms, batch.counts.enqueued, startRssBytes);
     }
     const redis = connectRedis(job.redisUrl, { failFast: true, name: 'vqb-bench-raw' });
-    const queue = new AccountQueues(config, redis).for(config.accounts[0]!.id);
+    const queue = openAccountQueue(config, config.accounts[0]!.id, redis);
     await queue.waitUntilReady();
     const startRssBytes = process.memoryUsage().rss;
     const t0 = performance.now();

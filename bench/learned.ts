@@ -133,7 +133,7 @@ export async function measureLearned(ctx: StepContext, scenario: LearnedScenario
         minuteStart = now;
       }
     }
-    const rate = await services.lines.for('default').rate();
+    const rate = await services.accounts.line('default').rate();
     const run: LearnedRun = {
       ...scenario,
       sharePerMinute,

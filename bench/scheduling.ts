@@ -151,8 +151,8 @@ export async function measureInteractive(
     for (let k = 0; k < spec.rounds; k++) {
       const load = {
         bulkWaiting: (await bulk.progress()).counts.queued,
-        queueAtSubmit: await fleet.vqb.services.queues
-          .for('default')
+        queueAtSubmit: await fleet.vqb.services.accounts
+          .queue('default')
           .getJobCounts('prioritized', 'wait', 'active', 'delayed'),
       };
       if (load.bulkWaiting === 0)

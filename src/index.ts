@@ -17,8 +17,8 @@ import { batchView } from './presenters/batch-view.js';
 import type { CostEstimate } from './producers/dry-run.js';
 import { enqueue, estimate } from './producers/enqueue.js';
 import type { PlateInput } from './producers/list.js';
-import type { AccountLineState } from './queue/accounts.js';
 import { batchContext } from './queue/batch-status.js';
+import type { AccountLineState } from './queue/line.js';
 import { type RerunResult, rerunFailed } from './queue/rerun.js';
 import { type BatchView, EnqueueOptions } from './schemas/batch.js';
 import { openQueueServices, type QueueServices } from './services.js';
@@ -40,7 +40,7 @@ export {
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { CostEstimate } from './producers/dry-run.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
-export type { AccountLineState } from './queue/accounts.js';
+export type { AccountLineState } from './queue/line.js';
 export type { Outcome, PriorityClass } from './queue/types.js';
 export type { BatchCounts, BatchOptions, BatchView, EnqueueOptions, Waiting } from './schemas/batch.js';
 export type { ResultRow, UpstreamResult } from './schemas/result-row.js';
@@ -172,23 +172,23 @@ export class Vqb {
 
   /** Each account's line: running, holding (429, quota, a cap) until when, or paused and why. */
   lines(): Promise<AccountLineState[]> {
-    return this.services.lines.states();
+    return this.services.accounts.states();
   }
 
   /** The line of one account (default: the first configured). */
   line(account?: string): Promise<AccountLineState> {
-    return this.services.lines.for(account ?? this.config.accounts[0]!.id).state();
+    return this.services.accounts.line(account).state();
   }
 
   /** Pauses one account, or every account. */
   async pause(account?: string): Promise<void> {
-    for (const line of this.services.lines.pick(account)) await line.pauseByOperator();
+    for (const { line } of this.services.accounts.pick(account)) await line.pauseByOperator();
   }
 
   /** Resumes one account, or every account (after a key was fixed, too). */
   async resume(account?: string): Promise<void> {
-    for (const line of this.services.lines.pick(account))
-      await this.services.webhooks.accountResumed(line.account.id, await line.resume());
+    for (const { id, line } of this.services.accounts.pick(account))
+      await this.services.webhooks.accountResumed(id, await line.resume());
   }
 
   async close(): Promise<void> {

@@ -46,7 +46,7 @@ export const noMetrics: WorkerMetrics = {
 };
 
 /** What the queue-wide gauges read. */
-export type ObservedServices = Pick<QueueServices, 'config' | 'queues' | 'inflight' | 'lines' | 'budget' | 'batches'>;
+export type ObservedServices = Pick<QueueServices, 'config' | 'accounts' | 'inflight' | 'budget' | 'batches'>;
 
 /** Unfinished batches with progress gauges: the newest this many (a label value per batch). */
 export const PROGRESS_BATCHES = 50;
@@ -268,7 +268,7 @@ export class Metrics implements WorkerMetrics {
     const registers = [this.registry];
     const accounts = services.config.accounts.map((a) => a.id);
     // One read per scrape for the gauges that share it (a scrape starts every collect at once).
-    const lines = perScrape(() => services.lines.states());
+    const lines = perScrape(() => services.accounts.states());
     const batches = perScrape(async () => (await services.batches.list(0, COUNTED_BATCHES)).batches);
     const spending = perScrape(() =>
       Promise.all(
@@ -286,7 +286,7 @@ export class Metrics implements WorkerMetrics {
       labelNames: ['account', 'state'],
       registers,
       async collect() {
-        for (const [account, queue] of services.queues.entries()) {
+        for (const { id: account, queue } of services.accounts.all()) {
           const counts = await queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed', 'completed');
           for (const [state, n] of Object.entries(counts)) this.set({ account, state }, Number(n));
         }

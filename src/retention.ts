@@ -20,7 +20,7 @@ import type { DeliveryRecord } from './sinks/webhooks/deliveries.js';
 
 export type RetentionServices = Pick<
   QueueServices,
-  'redis' | 'keys' | 'queues' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'
+  'redis' | 'keys' | 'accounts' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'
 >;
 
 export interface RetentionLogger {
@@ -278,7 +278,7 @@ export class Retention {
   /** Every Redis key of the batch, each removed by its owner; the batch's entry last, so a crash part-way leaves it listed and the next prune finishes the job. */
   async #forget(info: BatchInfo): Promise<void> {
     const { id, account } = info;
-    const queue = this.#s.queues.for(account);
+    const queue = this.#s.accounts.queue(account);
     let plates: string[] = [];
     const removeJobs = async () => {
       await Promise.all(plates.map((plate) => queue.remove(jobIdFor(id, plate))));

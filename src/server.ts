@@ -110,7 +110,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
-    await mountDashboard(app, services.queues.all(), async (request, reply) => {
+    await mountDashboard(app, services.accounts.queues(), async (request, reply) => {
       try {
         // A browser comes with the console's session; a client with a token in a header.
         const session = await consoleHandle?.sessionScope(request);

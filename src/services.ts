@@ -1,9 +1,9 @@
 // The queue-side parts every producer, command and worker needs, opened once from a Config and
-// closed together: the Redis connection, each account's queue and line, and the stores over them.
+// closed together: the Redis connection, each account's record (its queue and line), and the stores
+// over them.
 
+import { Accounts } from './accounts/registry.js';
 import type { Config } from './config.js';
-import { AccountQueues } from './queue/account-queues.js';
-import { AccountLine, AccountLines } from './queue/accounts.js';
 import { OutcomeStore } from './queue/batch/outcomes.js';
 import { BatchStore } from './queue/batch/store.js';
 import { Budget } from './queue/budget.js';
@@ -21,8 +21,8 @@ export interface QueueServices {
   config: Config;
   redis: RedisClient;
   keys: VqbKeys;
-  queues: AccountQueues;
-  lines: AccountLines;
+  /** Every configured account: its settings, queue and line, built once here. */
+  accounts: Accounts;
   batches: BatchStore;
   outcomes: OutcomeStore;
   inflight: InFlight;
@@ -42,27 +42,24 @@ export function queueServicesOn(
   now: () => number = Date.now,
 ): Omit<QueueServices, 'close'> {
   const keys = new VqbKeys(config);
-  const queues = new AccountQueues(config, redis);
+  const accounts = new Accounts(config, redis, keys, now);
   const scheduler = new Scheduler(redis, keys, now);
   const costs = new CostLedger(redis, keys, now);
-  const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => queues.for(account).toKey(''));
+  const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => accounts.queue(account).toKey(''));
   const budget = new Budget(redis, keys, config.accounts, now);
   const batches = new BatchStore(redis, keys, { scheduler, costs, inflight, budget }, now);
   return {
     config,
     redis,
     keys,
-    queues,
-    lines: new AccountLines(
-      config.accounts.map((a) => new AccountLine(a, queues.for(a.id), redis, keys, config.pacingJitterMs, now)),
-    ),
+    accounts,
     batches,
     outcomes: new OutcomeStore(redis, keys),
     inflight,
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(scheduler, queues, inflight, config.accounts, now),
+    feeder: new Feeder(scheduler, accounts, inflight, now),
     webhooks: new WebhookOutbox(config, redis, keys, batches, now),
   };
 }
@@ -82,8 +79,8 @@ export async function openQueueServices(
   // BullMQ prints a queue's connection errors as raw multi-line blocks when nothing listens. A
   // process with a log routes them to its RedisHealth (one JSON line per change); a short command
   // hears of an outage from the call it awaits, so they are not repeated.
-  for (const [account, queue] of services.queues.entries()) {
-    if (options.health) options.health.quiet(queue, `queue ${account}`);
+  for (const { id, queue } of services.accounts.all()) {
+    if (options.health) options.health.quiet(queue, `queue ${id}`);
     else queue.on('error', () => undefined);
   }
   const unwatch = options.health?.watch(redis);
@@ -91,7 +88,7 @@ export async function openQueueServices(
     ...services,
     async close() {
       unwatch?.();
-      await services.queues.close();
+      await services.accounts.close();
       await services.webhooks.close();
       await redis.quit().catch(() => redis.disconnect());
     },

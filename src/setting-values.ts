@@ -39,7 +39,7 @@ export interface RateLimit {
   durationMs: number;
   /** As the user wrote it, for messages. */
   text: string;
-  /** `auto`: the rate in force is learned from the upstream's answers (queue/accounts.ts), never above the ceiling. */
+  /** `auto`: the rate in force is learned from the upstream's answers (queue/line.ts), never above the ceiling. */
   auto?: { ceilingPerSecond?: number };
 }
 

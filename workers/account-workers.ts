@@ -3,7 +3,9 @@
 // account made a process's cost grow with accounts it never served (issue 21: 200 idle accounts,
 // 406 connections, 24,735 commands/s). Here an account's Worker, upstream client and flow start
 // when the account appears in the scheduler's active set and stop IDLE_CLOSE_MS after it left it.
+// Each starts from the account's record (src/accounts/registry.ts): its settings, key, queue and line.
 import type { Worker } from 'bullmq';
+import type { AccountRecord, Accounts } from '../src/accounts/registry.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import type { UpstreamClient } from '../src/upstream/client.js';
 import type { AccountFlow } from './flow.js';
@@ -22,13 +24,15 @@ export interface AccountRun {
 }
 
 export class AccountWorkers {
-  readonly #start: (accountId: string) => AccountRun;
+  readonly #accounts: Pick<Accounts, 'for'>;
+  readonly #start: (account: AccountRecord) => AccountRun;
   readonly #now: () => number;
   readonly #running = new Map<string, AccountRun & { idleSince: number | undefined }>();
   /** Runs stopping (idle accounts, or all at the process's stop), awaited by `closeAll`, forced by `forceAll`. */
   readonly #stopping = new Map<AccountRun, Promise<void>>();
 
-  constructor(start: (accountId: string) => AccountRun, now: () => number) {
+  constructor(accounts: Pick<Accounts, 'for'>, start: (account: AccountRecord) => AccountRun, now: () => number) {
+    this.#accounts = accounts;
     this.#start = start;
     this.#now = now;
   }
@@ -37,7 +41,7 @@ export class AccountWorkers {
   busy(accountId: string): void {
     const run = this.#running.get(accountId);
     if (run) run.idleSince = undefined;
-    else this.#running.set(accountId, { ...this.#start(accountId), idleSince: undefined });
+    else this.#running.set(accountId, { ...this.#start(this.#accounts.for(accountId)), idleSince: undefined });
   }
 
   /** Every running account not in `busy` starts its idle time; those idle long enough stop. */

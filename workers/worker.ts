@@ -6,12 +6,12 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Account, accountOf, requireAccountUpstream } from '../src/accounts/account.js';
+import { requireAccountUpstream } from '../src/accounts/account.js';
+import type { AccountRecord } from '../src/accounts/registry.js';
 import type { Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
-import { queueNameFor } from '../src/queue/account-queues.js';
-import { OPERATOR_PAUSE } from '../src/queue/accounts.js';
 import { JobFence } from '../src/queue/job-fence.js';
+import { OPERATOR_PAUSE } from '../src/queue/line.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
 import type { RedisClient } from '../src/queue/redis.js';
@@ -52,7 +52,8 @@ interface AccountWorkerDeps {
  * One account's BullMQ Worker: its upstream client (its key), its flow (its pace, holds and
  * pauses), the plate processor, and what BullMQ reports on its own (stalls, lost locks, errors).
  */
-function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun {
+function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): AccountRun {
+  const { account, line, queue } = record;
   const { config, deps, services, commands, blocking, recorder, learner, fence, lockLoss, health, onPaused, now } =
     shared;
   const { logger } = deps;
@@ -70,7 +71,7 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun 
     client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
   }
   const flow = new AccountFlow({
-    line: services.lines.for(account.id),
+    line,
     inflight: services.inflight,
     budget: services.budget,
     scheduler: services.scheduler,
@@ -101,21 +102,17 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun 
     clock: { now, ...(deps.random ? { random: deps.random } : {}) },
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
   });
-  const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(
-    queueNameFor(config, account.id),
-    processor.process,
-    {
-      connection: blocking,
-      prefix: config.prefix,
-      concurrency: config.concurrency,
-      limiter: RATE_LIMIT_SWITCH,
-      lockDuration: config.locks.lockDurationMs,
-      stalledInterval: config.locks.stalledIntervalMs,
-      maxStalledCount: config.locks.maxStalledCount,
-      // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
-      maximumRateLimitDelay: 5_000,
-    },
-  );
+  const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(queue.name, processor.process, {
+    connection: blocking,
+    prefix: config.prefix,
+    concurrency: config.concurrency,
+    limiter: RATE_LIMIT_SWITCH,
+    lockDuration: config.locks.lockDurationMs,
+    stalledInterval: config.locks.stalledIntervalMs,
+    maxStalledCount: config.locks.maxStalledCount,
+    // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
+    maximumRateLimitDelay: 5_000,
+  });
   worker.on('failed', (job, err) => {
     // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
     if (!job || err instanceof UnrecoverableError) return;
@@ -140,7 +137,7 @@ function accountWorker(account: Account, shared: AccountWorkerDeps): AccountRun 
 /**
  * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
  * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
- * the exact pace (queue/accounts.ts) decides when each request goes, and a job taken early waits
+ * the exact pace (queue/line.ts) decides when each request goes, and a job taken early waits
  * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
  * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
  */
@@ -202,7 +199,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     watchEventLoop(logger, config.locks.lockDurationMs),
   ];
   const services = queueServicesOn(config, commands, now);
-  for (const [account, queue] of services.queues.entries()) health.quiet(queue, `queue ${account}`);
+  for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   const { onBatchFinished, onPaused } = webhookEmitters(services, logger);
   const webhookWorker = startWebhookWorker(config, {
@@ -241,7 +238,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     onPaused,
     now,
   };
-  const runs = new AccountWorkers((accountId) => accountWorker(accountOf(config, accountId), shared), now);
+  const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
 
   const housekeeping = startHousekeeping(config, services, runs, health, logger);
 
@@ -266,7 +263,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       closing ??= (async () => {
         await housekeeping.stop();
         await Promise.all([runs.closeAll(), webhookWorker?.close()]);
-        await services.queues.close();
+        await services.accounts.close();
         await services.webhooks.close();
         await stopPresence();
         for (const stop of unwatch) stop();
@@ -316,7 +313,7 @@ function startHousekeeping(
     // All at once: the commands of many accounts share round trips on the connection.
     await Promise.all(
       active.map(async (accountId) => {
-        const creates = !(await services.lines.for(accountId).createsHeld());
+        const creates = !(await services.accounts.line(accountId).createsHeld());
         const { idle } = await services.feeder.feed(accountId, runs.flow(accountId)?.ratePerSecond, { creates });
         if (idle) return;
         busy.add(accountId);
@@ -349,7 +346,7 @@ function startHousekeeping(
   // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
   const sweepWebhooks = async () => {
     if (config.webhooks.secret === undefined) return;
-    const pauses = (await services.lines.states()).flatMap((state) =>
+    const pauses = (await services.accounts.states()).flatMap((state) =>
       state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
     );
     const ids = await services.webhooks.sweep(pauses);
@@ -395,7 +392,7 @@ function webhookEmitters(
   };
   const onPaused = async (accountId: string) => {
     try {
-      const pause = (await services.lines.for(accountId).state()).pause;
+      const pause = (await services.accounts.line(accountId).state()).pause;
       if (!pause) return;
       const ids = await services.webhooks.accountPaused(accountId, pause);
       if (ids.length > 0) logger.info({ account: accountId, webhookIds: ids }, 'webhook account.paused emitted');

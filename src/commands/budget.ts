@@ -1,6 +1,5 @@
 // Spending caps and the cost report.
 
-import { accountOf } from '../accounts/account.js';
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
@@ -35,8 +34,7 @@ export const budgetCommand: Command = {
       const { budget } = services;
       const [batchId] = ctx.args;
       const batchInfo = batchId ? await services.batches.get(batchIdArg(batchId)) : undefined;
-      const account = accountOf(
-        config,
+      const account = services.accounts.for(
         typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account,
       ).id;
       const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');

@@ -10,7 +10,9 @@ export const pauseCommand: Command = {
   options: { ...ACCOUNT_OPTION, reason: { type: 'string' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
-      const lines = services.lines.pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined);
+      const lines = services.accounts
+        .pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined)
+        .map((a) => a.line);
       const reason = typeof ctx.flags.reason === 'string' ? ctx.flags.reason : 'paused by an operator (vqb pause)';
       for (const line of lines) await line.pauseByOperator(reason);
       const states = await Promise.all(lines.map((l) => l.state()));
@@ -31,7 +33,9 @@ export const resumeCommand: Command = {
   options: ACCOUNT_OPTION,
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
-      const lines = services.lines.pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined);
+      const lines = services.accounts
+        .pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined)
+        .map((a) => a.line);
       const before = await Promise.all(lines.map((l) => l.state()));
       for (const line of lines) await services.webhooks.accountResumed(line.account.id, await line.resume());
       const after = await Promise.all(lines.map((l) => l.state()));

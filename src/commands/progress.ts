@@ -2,8 +2,8 @@
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
 import { describeLine, duration } from '../presenters/text.js';
-import type { AccountLineState as LineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { AccountLineState as LineState } from '../queue/line.js';
 
 export interface Progress {
   update(info: BatchInfo, line: LineState): void;

@@ -12,9 +12,9 @@ import { describeBatch, duration } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
-import { OPERATOR_PAUSE } from '../queue/accounts.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
+import { OPERATOR_PAUSE } from '../queue/line.js';
 import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
@@ -134,7 +134,7 @@ export async function runFile(
       ctx.print(describeEstimate(estimated, account));
       return { code: 0, batchId };
     }
-    const line = services.lines.for(account.id);
+    const line = services.accounts.line(account.id);
     const state = await line.state();
     if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
       // Running the command again is how a user says "I fixed the key": try once more. An

@@ -55,11 +55,10 @@ export const statusCommand: Command = {
       }
       const limit = Number.parseInt(String(ctx.flags.limit ?? '5'), 10) || 5;
       const accounts = await Promise.all(
-        services.lines.all().map(async (line) => {
-          const id = line.account.id;
+        services.accounts.all().map(async ({ id, line, queue }) => {
           const [state, jobs, inflight, shares] = await Promise.all([
             line.state(),
-            line.queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'),
+            queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'failed'),
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);

@@ -5,7 +5,7 @@
 import type { RedisWaitReason } from '../accounts/wait.js';
 import { rateText, waitingOf } from '../presenters/line.js';
 import type { CostEstimate } from '../producers/dry-run.js';
-import type { AccountLineState } from '../queue/accounts.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';

@@ -31,9 +31,9 @@ import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
-import type { AccountLineState } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { RedisHealth } from '../queue/redis-health.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
@@ -352,7 +352,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     const { batches } = await services.batches.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
     const at = now();
     const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
-    const lines = await Promise.all(accountsOf(s).map((id) => services.lines.for(id).state()));
+    const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
     return { views, lines };
   };
 
@@ -368,7 +368,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       if (one !== undefined) {
         const info = await services.batches.get(one);
         views = [batchView(info, await batchContext(services, info), now())];
-        lines = [await services.lines.for(info.account).state()];
+        lines = [await services.accounts.line(info.account).state()];
       } else ({ views, lines } = await listViews(signed.scope));
       // The words of why a line waits come from its state (a key failure, an operator, an outage).
       const lineOf = new Map(lines.map((l) => [l.account, l]));
@@ -395,7 +395,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
         );
       const info = await visibleBatch(signed, request.params.id);
       const view = batchView(info, await batchContext(services, info), now());
-      const line = await services.lines.for(info.account).state();
+      const line = await services.accounts.line(info.account).state();
       return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
     },
   );
@@ -464,7 +464,7 @@ function accountRoutes(scope: FastifyInstance, kit: Kit): void {
       const { account, action } = request.params;
       if (!accountsOf(signed.scope).includes(account) || (action !== 'pause' && action !== 'resume'))
         throw new ApiError('NOT_FOUND', `no account ${account}`);
-      const line = services.lines.for(account);
+      const line = services.accounts.line(account);
       if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
       else await services.webhooks.accountResumed(account, await line.resume());
       request.log.info(

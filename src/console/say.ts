@@ -3,7 +3,7 @@
 // errors. The dictionary is i18n.ts; this turns state into its words.
 
 import type { ErrorBody } from '../http/errors.js';
-import type { AccountLineState } from '../queue/accounts.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { Waiting } from '../schemas/batch.js';
 import { isKey, type Key, type Lang, type Translate } from './i18n.js';
 

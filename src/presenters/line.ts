@@ -1,8 +1,8 @@
 // Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
 // the HTTP API and the library all show. Pure functions of the stored state.
 import type { RedisWaitReason } from '../accounts/wait.js';
-import type { AccountLineState, RateInForce } from '../queue/accounts.js';
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { AccountLineState, RateInForce } from '../queue/line.js';
 import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
 import { dateText, relativeText, spanText } from './time.js';
 

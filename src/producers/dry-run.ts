@@ -2,7 +2,6 @@
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
-import { accountOf } from '../accounts/account.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
@@ -40,7 +39,7 @@ export async function estimateCost(
   options: { reuseWithinMs?: number; account?: string; now?: () => number } = {},
 ): Promise<CostEstimate> {
   const { config, redis, keys, outcomes } = services;
-  const account = accountOf(config, options.account);
+  const { account, line } = services.accounts.for(options.account);
   const now = (options.now ?? Date.now)();
   const deduper = new PlateDeduper();
   let total = 0;
@@ -77,7 +76,7 @@ export async function estimateCost(
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
   // The rate in force: for `auto`, what the account has learned or been told so far.
-  const { perSecond } = await services.lines.for(account.id).rate();
+  const { perSecond } = await line.rate();
   const perDay = account.perDay;
   return {
     batchId,

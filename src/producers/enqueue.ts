@@ -4,7 +4,6 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
-import { accountOf } from '../accounts/account.js';
 import { InputError } from '../errors.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
@@ -57,9 +56,13 @@ interface Prepared {
 }
 
 /** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
-function prepare(services: Pick<QueueServices, 'config'>, input: EnqueueInput, options: BatchRequest): Prepared {
+function prepare(
+  services: Pick<QueueServices, 'config' | 'accounts'>,
+  input: EnqueueInput,
+  options: BatchRequest,
+): Prepared {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
-  const account = accountOf(services.config, options.account).id;
+  const account = services.accounts.for(options.account).id;
   const callbackUrl =
     options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
   let rows: Iterable<InputRow> | AsyncIterable<InputRow>;
@@ -83,7 +86,7 @@ function prepare(services: Pick<QueueServices, 'config'>, input: EnqueueInput, o
 
 /** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
 export function batchIdOf(
-  services: Pick<QueueServices, 'config'>,
+  services: Pick<QueueServices, 'config' | 'accounts'>,
   input: EnqueueInput,
   options: BatchRequest = {},
 ): string {

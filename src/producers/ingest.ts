@@ -2,7 +2,6 @@
 // (valid, invalid, duplicate), stored for the exports, and each new plate enqueued once. The
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
-import { accountOf } from '../accounts/account.js';
 import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
 import { isRedisFull } from '../queue/redis-health.js';
@@ -71,7 +70,7 @@ async function ingestBatch(
   rows: AsyncIterable<InputRow> | Iterable<InputRow>,
 ): Promise<IngestResult> {
   const { batches, config } = services;
-  const account = accountOf(config, options.account);
+  const { account } = services.accounts.for(options.account);
   const weight = options.weight ?? 1;
   if (!Number.isInteger(weight) || weight < 1 || weight > 1_000)
     throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');

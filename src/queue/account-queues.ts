@@ -52,52 +52,19 @@ export function newJobData(account: Account, batchId: string, plate: string, cls
 /** Events kept in each queue's BullMQ events stream. */
 const EVENTS_KEPT = 1_000;
 
-/** The queues of every configured account, opened on one connection. */
-export class AccountQueues {
-  readonly #queues = new Map<string, PlateQueue>();
-
-  constructor(config: Config, connection: RedisClient) {
-    for (const account of config.accounts) {
-      this.#queues.set(
-        account.id,
-        new Queue<PlateJobData, unknown, string>(queueNameFor(config, account.id), {
-          connection,
-          prefix: config.prefix,
-          defaultJobOptions: defaultJobOptions(config),
-          // BullMQ's events stream (trimmed with XADD MAXLEN ~): nothing in vqb reads it (no
-          // QueueEvents), so 1,000 recent events for a person looking, not BullMQ's 10,000
-          // (about a megabyte of Redis per account queue).
-          streams: { events: { maxLen: EVENTS_KEPT } },
-        }),
-      );
-    }
-  }
-
-  for(accountId: string): PlateQueue {
-    const queue = this.#queues.get(accountId);
-    if (!queue) throw new Error(`no queue for account ${accountId}`);
-    return queue;
-  }
-
-  all(): PlateQueue[] {
-    return [...this.#queues.values()];
-  }
-
-  entries(): [string, PlateQueue][] {
-    return [...this.#queues.entries()];
-  }
-
-  /** Job counts summed over every account's queue. */
-  async counts(...types: string[]): Promise<Record<string, number>> {
-    const sum: Record<string, number> = {};
-    for (const queue of this.all()) {
-      for (const [state, n] of Object.entries(await queue.getJobCounts(...(types as never[]))))
-        sum[state] = (sum[state] ?? 0) + n;
-    }
-    return sum;
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(this.all().map((q) => q.close()));
-  }
+/** Opens the account's queue on `connection` (every account's queue shares the process's command connection). */
+export function openAccountQueue(
+  config: Pick<Config, 'queueName' | 'prefix' | 'attempts' | 'backoffMs' | 'keepFailedMs'>,
+  accountId: string,
+  connection: RedisClient,
+): PlateQueue {
+  return new Queue<PlateJobData, unknown, string>(queueNameFor(config, accountId), {
+    connection,
+    prefix: config.prefix,
+    defaultJobOptions: defaultJobOptions(config),
+    // BullMQ's events stream (trimmed with XADD MAXLEN ~): nothing in vqb reads it (no
+    // QueueEvents), so 1,000 recent events for a person looking, not BullMQ's 10,000
+    // (about a megabyte of Redis per account queue).
+    streams: { events: { maxLen: EVENTS_KEPT } },
+  });
 }

@@ -3,8 +3,8 @@
 import { perSecond } from '../accounts/account.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
-import type { AccountLineState } from './accounts.js';
 import type { BatchInfo } from './batch/store.js';
+import type { AccountLineState } from './line.js';
 
 export interface BatchContext {
   line: AccountLineState;
@@ -16,7 +16,7 @@ export interface BatchContext {
   webhooks?: DeliveryRecord[];
 }
 
-type StatusServices = Pick<QueueServices, 'lines' | 'scheduler'> & Partial<Pick<QueueServices, 'webhooks'>>;
+type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler'> & Partial<Pick<QueueServices, 'webhooks'>>;
 
 export async function batchContext(services: StatusServices, info: BatchInfo): Promise<BatchContext> {
   const [context] = await batchContexts(services, [info]);
@@ -32,7 +32,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
     if (!found) {
-      const line = services.lines.for(accountId);
+      const line = services.accounts.line(accountId);
       found = Promise.all([line.state(), services.scheduler.shares(accountId)]).then(([state, shares]) => ({
         state,
         shares: new Map(shares.map((s) => [s.batchId, s.share])),

@@ -5,7 +5,8 @@
 // call it once after an ingest so an interactive plate is on the queue at once. A feed is one
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts/account.js';
-import { type AccountQueues, createPriority, JOB_NAME, jobIdFor, newJobData } from './account-queues.js';
+import type { Accounts } from '../accounts/registry.js';
+import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { InFlight } from './inflight.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 
@@ -17,22 +18,14 @@ const INTERACTIVE_AT_ONCE = 500;
 
 export class Feeder {
   readonly #scheduler: Scheduler;
-  readonly #queues: AccountQueues;
+  readonly #accounts: Pick<Accounts, 'for'>;
   readonly #inflight: InFlight;
-  readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
 
-  constructor(
-    scheduler: Scheduler,
-    queues: AccountQueues,
-    inflight: InFlight,
-    accounts: readonly Account[],
-    now: () => number = Date.now,
-  ) {
+  constructor(scheduler: Scheduler, accounts: Pick<Accounts, 'for'>, inflight: InFlight, now: () => number = Date.now) {
     this.#scheduler = scheduler;
-    this.#queues = queues;
+    this.#accounts = accounts;
     this.#inflight = inflight;
-    this.#accounts = new Map(accounts.map((a) => [a.id, a]));
     this.#now = now;
   }
 
@@ -57,22 +50,21 @@ export class Feeder {
     ratePerSecond?: number,
     options: { creates?: boolean } = {},
   ): Promise<{ fed: number; idle: boolean }> {
-    const account = this.#account(accountId);
+    const { account, queue } = this.#accounts.for(accountId);
     const creates = options.creates ?? true;
     const { picked, idle } = await this.#scheduler.feed(
       accountId,
-      this.#queueKeys(accountId),
+      this.#queueKeys(queue),
       this.#inflight.capOf(accountId),
       creates ? INTERACTIVE_AT_ONCE : 0,
       creates ? this.target(account, ratePerSecond) : 0,
       this.#now(),
     );
-    await this.#add(account, picked);
+    await this.#add(account, queue, picked);
     return { fed: picked.length, idle };
   }
 
-  #queueKeys(accountId: string): QueueKeys {
-    const queue = this.#queues.for(accountId);
+  #queueKeys(queue: PlateQueue): QueueKeys {
     return {
       wait: queue.toKey('wait'),
       prioritized: queue.toKey('prioritized'),
@@ -85,13 +77,14 @@ export class Feeder {
   /** Adds the jobs of picks whose feeder died before it could. */
   async recover(accountId: string): Promise<number> {
     const stale = await this.#scheduler.staleStaged(accountId, STAGED_STALE_MS, this.#now());
-    await this.#add(this.#account(accountId), stale);
+    const { account, queue } = this.#accounts.for(accountId);
+    await this.#add(account, queue, stale);
     return stale.length;
   }
 
-  async #add(account: Account, picked: readonly Picked[]): Promise<void> {
+  async #add(account: Account, queue: PlateQueue, picked: readonly Picked[]): Promise<void> {
     if (picked.length === 0) return;
-    await this.#queues.for(account.id).addBulk(
+    await queue.addBulk(
       picked.map((p) => ({
         name: JOB_NAME,
         data: newJobData(account, p.batchId, p.plate, p.cls),
@@ -99,11 +92,5 @@ export class Feeder {
       })),
     );
     await this.#scheduler.unstage(account.id, picked);
-  }
-
-  #account(accountId: string): Account {
-    const account = this.#accounts.get(accountId);
-    if (!account) throw new Error(`no account ${accountId}`);
-    return account;
   }
 }

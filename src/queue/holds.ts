@@ -5,7 +5,7 @@
 import type { QueueServices } from '../services.js';
 import type { PlateJobData } from './types.js';
 
-type Services = Pick<QueueServices, 'queues' | 'scheduler' | 'budget' | 'lines' | 'batches'>;
+type Services = Pick<QueueServices, 'accounts' | 'scheduler' | 'budget' | 'batches'>;
 
 /** Wakes the creates of every job on the account's queue held as `heldBy` (and, for a batch, only that batch's). */
 async function wakeHeld(
@@ -13,7 +13,7 @@ async function wakeHeld(
   accountId: string,
   match: (data: PlateJobData) => boolean,
 ): Promise<number> {
-  const queue = services.queues.for(accountId);
+  const queue = services.accounts.queue(accountId);
   let woken = 0;
   for (let start = 0; ; start += 500) {
     const jobs = await queue.getDelayed(start, start + 499);
@@ -40,6 +40,6 @@ export async function releaseBatchHold(services: Services, batchId: string): Pro
 
 /** The account's day or month cap was raised or removed: its creates go on. Returns how many woke. */
 export async function releaseAccountHold(services: Services, accountId: string): Promise<number> {
-  await services.lines.for(accountId).releaseCreates();
+  await services.accounts.line(accountId).releaseCreates();
   return wakeHeld(services, accountId, (d) => d.heldBy === 'day' || d.heldBy === 'month');
 }

@@ -8,8 +8,8 @@
 // | batches, batch:<id>              | zset, hash | queue/batches.ts      |
 // | batch:<id>:rows, :outcomes       | list, hash | queue/batches.ts      |
 // | batch:<id>:ingest                | string | queue/batches.ts (ingest lock) |
-// | account:<id>                     | hash   | queue/accounts.ts (the account's line) |
-// | account:<id>:pace                | hash   | queue/accounts.ts (pacing)  |
+// | account:<id>                     | hash   | queue/line.ts (the account's line)     |
+// | account:<id>:pace                | hash   | queue/line.ts (pacing)      |
 // | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
 // | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:active | | queue/scheduler.ts |
 // | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
@@ -57,7 +57,7 @@ export class VqbKeys {
     return `${this.base}:batch:${batchId}:ingest`;
   }
 
-  // --- queue/accounts.ts
+  // --- queue/line.ts
   account(accountId: string): string {
     return `${this.base}:account:${accountId}`;
   }

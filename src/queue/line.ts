@@ -2,11 +2,11 @@
 // cannot work (every job would fail the same way), held because the upstream asked it to wait
 // (429, quota), or holding its creates at a spending cap. Pacing lives here too: every request of
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
-// This module alone reads and writes the account's line and pace hashes.
+// This module alone reads and writes the account's line and pace hashes; each configured account's
+// line is made once, with its record in src/accounts/registry.ts.
 
 import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
-import { VqbError } from '../errors.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
@@ -347,37 +347,5 @@ export class AccountLine {
       state.budgetReason = fields.budgetReason === 'month' ? 'month' : 'day';
     }
     return state;
-  }
-}
-
-/** The lines of every configured account. */
-export class AccountLines {
-  readonly #lines = new Map<string, AccountLine>();
-
-  constructor(lines: Iterable<AccountLine>) {
-    for (const line of lines) this.#lines.set(line.account.id, line);
-  }
-
-  for(accountId: string): AccountLine {
-    const line = this.#lines.get(accountId);
-    if (!line)
-      throw new VqbError(
-        'ACCOUNT_NOT_FOUND',
-        `no account ${JSON.stringify(accountId)}; configured: ${[...this.#lines.keys()].join(', ')}`,
-      );
-    return line;
-  }
-
-  all(): AccountLine[] {
-    return [...this.#lines.values()];
-  }
-
-  states(): Promise<AccountLineState[]> {
-    return Promise.all(this.all().map((l) => l.state()));
-  }
-
-  /** The accounts named, or all of them when none is. */
-  pick(accountId?: string): AccountLine[] {
-    return accountId === undefined ? this.all() : [this.for(accountId)];
   }
 }

@@ -1,7 +1,6 @@
 // Running a batch's failed plates again. A plate that has a queryId resumes polling that query (it
 // was paid for); it is created anew only when asked (`recreate`), since that pays again, and then
 // it goes back to the scheduler like any plate waiting to be created.
-import { accountOf } from '../accounts/account.js';
 import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { PlateJobData } from './types.js';
@@ -19,10 +18,9 @@ export async function rerunFailed(
   batchId: string,
   options: { recreate?: boolean; now?: () => number } = {},
 ): Promise<RerunResult> {
-  const { batches, outcomes, queues, scheduler, config } = services;
+  const { batches, outcomes, accounts, scheduler, config } = services;
   const info = await batches.get(batchId);
-  const account = accountOf(config, info.account);
-  const queue = queues.for(account.id);
+  const { account, queue } = accounts.for(info.account);
   const now = options.now ?? Date.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
   const failed = [];

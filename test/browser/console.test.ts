@@ -192,11 +192,11 @@ describe('web console in Chromium', () => {
     expect(rows).toHaveLength(sampleRows.length);
     // Pause and resume the account's line, with plain forms.
     await page.click('text=Pause account seguros');
-    expect(await h.services.lines.for('seguros').state()).toMatchObject({ paused: true });
+    expect(await h.services.accounts.line('seguros').state()).toMatchObject({ paused: true });
     expect(await page.textContent('[role=status]')).toContain('paused');
     await shot(page, '09-no-js-paused');
     await page.click('text=Resume account seguros');
-    expect(await h.services.lines.for('seguros').state()).toMatchObject({ paused: false });
+    expect(await h.services.accounts.line('seguros').state()).toMatchObject({ paused: false });
     // A form posted without the session's CSRF token is refused.
     expect((await page.request.post(`${base}/accounts/seguros/pause`, { form: { csrf: 'forged' } })).status()).toBe(
       403,
@@ -215,7 +215,7 @@ describe('web console in Chromium', () => {
     await h.waitForBatch('dash-batch');
     const before = await h.services.batches.get('dash-batch');
     expect(before.counts).toMatchObject({ done: 1, failed: 1 });
-    const queue = h.services.queues.for('frota');
+    const queue = h.services.accounts.queue('frota');
     const [failedJob] = await queue.getFailed();
     expect(failedJob).toBeDefined();
 

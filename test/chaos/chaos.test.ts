@@ -160,7 +160,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const config: Config = testConfig(prefix, settings);
     services = await openQueueServices(config);
     const s = services;
-    for (const queue of s.queues.all()) queue.on('error', () => {}); // Redis restarts are expected here; commands are retried below
+    for (const queue of s.accounts.queues()) queue.on('error', () => {}); // Redis restarts are expected here; commands are retried below
 
     const accountOfPlate = new Map<string, string>();
     for (const b of bulk) {
@@ -345,7 +345,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         );
       },
       async 'key-rotation'() {
-        const line = s.lines.for(rotated.id);
+        const line = s.accounts.line(rotated.id);
         sim!.keys.expire(rotated.keys[0]);
         note(`${rotated.id}'s key expired upstream`);
         const paused = await waitFor(async () => (await line.state()).pause, 30_000, `${rotated.id} paused`);
@@ -355,7 +355,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
 
         // The other account runs on meanwhile: its line is not paused and it keeps creating.
         expect(
-          (await retrying(() => s.lines.for(other.id).state(), 'line')).paused,
+          (await retrying(() => s.accounts.line(other.id).state(), 'line')).paused,
           `${other.id} is not paused with ${rotated.id}`,
         ).toBe(false);
         const pausedAt = Date.now();
@@ -478,7 +478,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
           all().map(async (b) => `${b.id} ${JSON.stringify((await batchInfo(b.id)).counts)}`),
         );
         const counts = await Promise.all(
-          s.queues.entries().map(async ([id, q]) => `${id} ${JSON.stringify(await q.getJobCounts())}`),
+          s.accounts.all().map(async ({ id, queue: q }) => `${id} ${JSON.stringify(await q.getJobCounts())}`),
         );
         throw new Error(
           `batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\n${timeline.join('\n')}`,
@@ -492,7 +492,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     // The last outcomes land just before their jobs complete: give the queues a moment to settle.
     const busy = ['wait', 'paused', 'prioritized', 'delayed', 'active', 'waiting-children'] as const;
     const leftOver = async () => {
-      const counts = await s.queues.counts(...busy);
+      const counts = await s.accounts.counts(...busy);
       const waiting = await Promise.all(
         accounts.map(async (a) => [a.id, await s.scheduler.pendingTotal(a.id)] as const),
       );
@@ -507,7 +507,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
       'queues settled',
     ).catch(() => undefined);
     expect(settled, `jobs or plates left unfinished: ${JSON.stringify(await leftOver())}`).toBeDefined();
-    for (const state of await s.lines.states())
+    for (const state of await s.accounts.states())
       expect(state.paused, `account ${state.account} paused at the end`).toBe(false);
     for (const w of workers) await procs.kill(w, 'SIGTERM');
     for (const w of workers) expect((await w.exited).code, `worker ${w.output.pid} exits cleanly on SIGTERM`).toBe(0);
@@ -569,7 +569,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     );
 
     // Failed jobs only for plates whose outcome is failed, each on its own account's queue.
-    for (const [accountId, queue] of s.queues.entries()) {
+    for (const { id: accountId, queue } of s.accounts.all()) {
       for (const job of await queue.getJobs(['failed'], 0, -1)) {
         expect(job!.data.account, `failed job ${job!.id}`).toBe(accountId);
         expect(outcomesOf.get(job!.data.batchId)?.get(job!.data.plate)?.status, `failed job ${job!.id}`).toBe('failed');

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
 import type { Config, Overrides } from '../../src/config.js';
 import type { PlateQueue } from '../../src/queue/account-queues.js';
-import type { AccountLine } from '../../src/queue/accounts.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
+import type { AccountLine } from '../../src/queue/line.js';
 import type { PriorityClass } from '../../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
@@ -123,10 +123,10 @@ export async function startHarness(
     ...(accountsFile.VQ_ACCOUNTS_FILE ? { accountsFile: accountsFile.VQ_ACCOUNTS_FILE } : {}),
     keyFileOf: (accountId) => join(dir, `key-${accountId}`),
     workers,
-    line: services.lines.for(config.accounts[0]!.id),
-    queue: services.queues.for(config.accounts[0]!.id),
+    line: services.accounts.line(config.accounts[0]!.id),
+    queue: services.accounts.queue(config.accounts[0]!.id),
     async idle() {
-      const counts = await services.queues.counts('wait', 'prioritized', 'delayed', 'active');
+      const counts = await services.accounts.counts('wait', 'prioritized', 'delayed', 'active');
       if (Object.values(counts).some((n) => n > 0)) return false;
       for (const account of config.accounts) if ((await services.scheduler.pendingTotal(account.id)) > 0) return false;
       return true;

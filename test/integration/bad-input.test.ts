@@ -176,7 +176,7 @@ describe('vqb run: files that cannot be used', () => {
   // read in full, as a check, before anything is enqueued.
   it('a file found unusable late enqueues nothing', async () => {
     const h = await lateNul();
-    const counts = await h.services.queues.counts('wait', 'prioritized', 'delayed', 'active');
+    const counts = await h.services.accounts.counts('wait', 'prioritized', 'delayed', 'active');
     expect(
       Object.values(counts).reduce((a, b) => a + b, 0),
       `jobs left on the queue: ${JSON.stringify(counts)}`,

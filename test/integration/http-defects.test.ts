@@ -332,7 +332,7 @@ describe("6. errors from Node's parser and from the dashboard", () => {
   });
 
   it("the dashboard's own errors (read-only, not found, bad query, a failure inside) are in our shape", async () => {
-    const queue = h.services.queues.all()[0]!.name;
+    const queue = h.services.accounts.queues()[0]!.name;
     const path = `/admin/queues/api/queues/${encodeURIComponent(queue)}`;
     expectError(await call(`${path}/pause`, { method: 'PUT' }), 405);
     expectError(await call(`${path}/add`, { json: { name: 'x', data: {} } }), 405);
@@ -344,7 +344,7 @@ describe("6. errors from Node's parser and from the dashboard", () => {
     // A failure inside the dashboard: its own services, one of whose queues breaks.
     const services = await openQueueServices(h.config);
     extraServices.push(services);
-    const broken = services.queues.all()[0]!;
+    const broken = services.accounts.queues()[0]!;
     broken.getJobCounts = async () => {
       throw new Error('dashboard-internal-detail');
     };

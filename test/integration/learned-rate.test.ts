@@ -22,7 +22,7 @@ async function measure(h: Harness, keyLabel: string, ms: number): Promise<{ perS
 
 /** The rate in force as `vqb status` and the API read it. */
 async function inForce(h: Harness, account = 'default') {
-  return h.services.lines.for(account).rate();
+  return h.services.accounts.line(account).rate();
 }
 
 describe('learned rate (auto)', () => {

@@ -84,11 +84,11 @@ describe('worker engine: key-level failures', () => {
     await h.enqueue('b', makePlates(120, 1_000), { account: 'seguros' });
     await waitFor(async () => (await h!.services.batches.get('a')).counts.done >= 20);
     h.sim.keys.expire(accountKey('frota'));
-    const frota = h.services.lines.for('frota');
+    const frota = h.services.accounts.line('frota');
     await waitFor(async () => (await frota.state()).pause !== undefined);
     expect((await frota.state()).pause?.code).toBe('EXPIRED_API_KEY');
     expect((await frota.state()).pause?.message).toContain('vqb resume --account frota');
-    expect((await h.services.lines.for('seguros').state()).paused).toBe(false);
+    expect((await h.services.accounts.line('seguros').state()).paused).toBe(false);
 
     // While frota is paused, seguros keeps going at its own rate.
     const before = h.sim.stats().byKey.seguros!;

@@ -47,7 +47,7 @@ describe('worker engine: pacing and quotas', () => {
     // The 429s took the rate in force below the configured 60/s (it climbs back while none come).
     const rates = holds.map((l) => Number(l.ratePerSecond));
     expect(Math.min(...rates)).toBeLessThan(60);
-    expect((await h.services.lines.for('default').rate()).source).toBe('learned');
+    expect((await h.services.accounts.line('default').rate()).source).toBe('learned');
     expect((await h.services.batches.get('b')).counts.rateLimited).toBe(stats.rateLimited);
   });
 

@@ -27,7 +27,7 @@ export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_
   }
 }
 
-export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'lines'>): void {
+export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'accounts'>): void {
   app.get(
     '/healthz',
     {
@@ -48,7 +48,7 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
     async (_request, reply) => {
       const down: HealthReply = { status: 'degraded', redis: 'down' };
       if (!(await redisAnswers(services.redis))) return reply.code(503).send(down);
-      const lines = await services.lines.states().catch(() => undefined);
+      const lines = await services.accounts.states().catch(() => undefined);
       if (lines === undefined) return reply.code(503).send(down);
       const stuck = lines.some(
         (line) =>

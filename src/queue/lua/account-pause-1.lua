@@ -1,5 +1,5 @@
 --[[
-  Records why an account is paused, once (queue/accounts.ts): the caller logs the fatal line
+  Records why an account is paused, once (queue/line.ts): the caller logs the fatal line
   only when this returns 1, so a thousand failing jobs make one line.
     KEYS[1] the account's line hash
     ARGV[1] code; ARGV[2] message; ARGV[3] epoch ms

@@ -1,5 +1,5 @@
 --[[
-  Reserves the account's next request slot when it is near enough (queue/accounts.ts).
+  Reserves the account's next request slot when it is near enough (queue/line.ts).
   Slots are spaced by the pacing interval on Redis's clock, so every worker on every machine
   shares one schedule; a hold (429, quota) moves the next slot to its end. The learned estimate
   in the same hash (pace-learn) gives the interval of an `auto` account, and, for a configured

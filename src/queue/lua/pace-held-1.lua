@@ -1,6 +1,6 @@
 --[[
   How long the account's hold (a 429 or a used-up quota, set by pace-hold) still lasts, on Redis's
-  clock (queue/accounts.ts): a request that reserved its slot before another worker's 429 set the
+  clock (queue/line.ts): a request that reserved its slot before another worker's 429 set the
   hold waits it out before it is sent.
     KEYS[1] the account's pace hash (field hold, epoch ms)
   Returns the ms left (0 when no hold is in force).

@@ -1,6 +1,6 @@
 --[[
   Holds every request of the account for ARGV[1] ms, unless a longer hold is in force: a 429
-  asking for 1 s must not cut short a quota hold of 6 h set by another worker (queue/accounts.ts).
+  asking for 1 s must not cut short a quota hold of 6 h set by another worker (queue/line.ts).
     KEYS[1] the account's pace hash; KEYS[2] the account's line hash (for status)
     ARGV[1] ms; ARGV[2] reason: rate_limit | quota
   Returns the epoch ms the hold ends when this call set or lengthened it, else 0.

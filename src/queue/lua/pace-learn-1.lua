@@ -1,5 +1,5 @@
 --[[
-  Learns the rate of an account whose limit is `auto` (queue/accounts.ts), from what its answers
+  Learns the rate of an account whose limit is `auto` (queue/line.ts), from what its answers
   say, into its pace hash: one estimate per account, shared by every worker on every machine,
   read by pace-acquire (field interval) and resumed after a restart. A configured rate is learned
   the same way with itself as the ceiling and nothing announced, so an upstream that refuses it

@@ -1,6 +1,6 @@
 --[[
   An upstream request of the account was answered: an outage recorded by upstream-failed ends
-  (queue/accounts.ts). Only the call that ends it gets the outage back, so one process logs
+  (queue/line.ts). Only the call that ends it gets the outage back, so one process logs
   "reachable again"; the line keeps when it came back, for status and the console.
     KEYS[1] the account's line hash
     ARGV[1] epoch ms

@@ -1,6 +1,6 @@
 --[[
   An upstream request of the account got no usable answer (connection refused, a timeout, a
-  reset, a 5xx): counts it on the account's line (queue/accounts.ts). The first failure after an
+  reset, a 5xx): counts it on the account's line (queue/line.ts). The first failure after an
   answer starts the outage; the caller logs one warning when the count reaches its threshold, so
   a thousand failing requests make one line.
     KEYS[1] the account's line hash

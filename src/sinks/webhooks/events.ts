@@ -4,8 +4,8 @@
 // event make the same delivery job, and the second is a no-op.
 import { createHash } from 'node:crypto';
 import { spanText } from '../../presenters/time.js';
-import type { AccountPause } from '../../queue/accounts.js';
 import type { BatchCounts, BatchInfo } from '../../queue/batch/store.js';
+import type { AccountPause } from '../../queue/line.js';
 
 export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
 

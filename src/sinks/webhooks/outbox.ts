@@ -5,9 +5,9 @@
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
-import { type AccountPause, OPERATOR_PAUSE } from '../../queue/accounts.js';
 import type { BatchStore } from '../../queue/batch/store.js';
 import type { VqbKeys } from '../../queue/keys.js';
+import { type AccountPause, OPERATOR_PAUSE } from '../../queue/line.js';
 import type { RedisClient } from '../../queue/redis.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
