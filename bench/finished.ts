@@ -118,7 +118,7 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     const batchId = 'bench-finished';
     await ingest(services, { id: batchId, source: 'library', name: 'finished' }, rowsFromPlates(list));
     await finishAll(services, config, batchId);
-    const { counts } = await services.batches.get(batchId);
+    const { counts } = await services.batchViews.get(batchId);
     if (counts.done !== plates)
       throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
     const after = await usedMemory(ctx.redis);

@@ -94,7 +94,7 @@ export class Batch {
    * progress, its account, its share of the account's creates, why it waits and an ETA.
    */
   async progress(): Promise<BatchView> {
-    const info = await this.#services.batches.get(this.id);
+    const info = await this.#services.batchViews.get(this.id);
     return batchView(info, await batchContext(this.#services, info), Date.now());
   }
 
@@ -108,7 +108,7 @@ export class Batch {
   async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchView> {
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
     for (;;) {
-      const info = await this.#services.batches.get(this.id);
+      const info = await this.#services.batchViews.get(this.id);
       if (info.finishedAt !== undefined) return batchView(info, await batchContext(this.#services, info), Date.now());
       options.signal?.throwIfAborted();
       if (Date.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
@@ -161,7 +161,7 @@ export class Vqb {
 
   /** A batch enqueued earlier (by any producer). */
   async batch(id: string): Promise<Batch> {
-    await this.services.batches.get(id); // throws BatchNotFoundError
+    await this.services.batchViews.get(id); // throws BatchNotFoundError
     return new Batch(id, this.services);
   }
 

@@ -46,7 +46,7 @@ export const noMetrics: WorkerMetrics = {
 };
 
 /** What the queue-wide gauges read. */
-export type ObservedServices = Pick<QueueServices, 'config' | 'accounts' | 'inflight' | 'budget' | 'batches'>;
+export type ObservedServices = Pick<QueueServices, 'config' | 'accounts' | 'inflight' | 'budget' | 'batchViews'>;
 
 /** Unfinished batches with progress gauges: the newest this many (a label value per batch). */
 export const PROGRESS_BATCHES = 50;
@@ -269,7 +269,7 @@ export class Metrics implements WorkerMetrics {
     const accounts = services.config.accounts.map((a) => a.id);
     // One read per scrape for the gauges that share it (a scrape starts every collect at once).
     const lines = perScrape(() => services.accounts.states());
-    const batches = perScrape(async () => (await services.batches.list(0, COUNTED_BATCHES)).batches);
+    const batches = perScrape(async () => (await services.batchViews.list(0, COUNTED_BATCHES)).batches);
     const spending = perScrape(() =>
       Promise.all(
         accounts.map(async (account) => ({

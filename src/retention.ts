@@ -20,7 +20,17 @@ import type { DeliveryRecord } from './sinks/webhooks/deliveries.js';
 
 export type RetentionServices = Pick<
   QueueServices,
-  'redis' | 'keys' | 'accounts' | 'batches' | 'outcomes' | 'scheduler' | 'costs' | 'budget' | 'inflight' | 'webhooks'
+  | 'redis'
+  | 'keys'
+  | 'accounts'
+  | 'batches'
+  | 'batchViews'
+  | 'outcomes'
+  | 'scheduler'
+  | 'costs'
+  | 'budget'
+  | 'inflight'
+  | 'webhooks'
 >;
 
 export interface RetentionLogger {
@@ -101,7 +111,7 @@ export class Retention {
       if (c.finishedAt === undefined) continue;
       const reason = c.deleteRequested ? 'delete' : c.finishedAt <= cutoff ? 'retention' : undefined;
       if (reason === undefined) continue;
-      const info = await this.#s.batches.get(c.id).catch(() => undefined);
+      const info = await this.#s.batchViews.get(c.id).catch(() => undefined);
       if (info === undefined || (await this.#deliveriesPending(c.id))) continue;
       const bytes = await this.#s.batches.memoryUsage(c.id);
       out.push({
@@ -159,7 +169,7 @@ export class Retention {
       if (manifest === undefined) throw new BatchNotFoundError(batchId);
       return { state: 'archived', alreadyArchived: true, ...archived(this.#archive, manifest) };
     }
-    const info = await this.#s.batches.get(batchId);
+    const info = await this.#s.batchViews.get(batchId);
     if (info.finishedAt === undefined) {
       if (!options.cancel)
         throw new BatchRunningError(
@@ -178,7 +188,7 @@ export class Retention {
    * deleted as soon as it finishes. Returns the plates dropped and those still running.
    */
   async cancel(batchId: string): Promise<{ dropped: number; running: number }> {
-    const info = await this.#s.batches.get(batchId);
+    const info = await this.#s.batchViews.get(batchId);
     if (info.finishedAt !== undefined) return { dropped: 0, running: 0 };
     if (!info.sealed)
       throw new BatchRunningError(batchId, 'its rows are still being stored; cancel once the ingest has ended');
@@ -201,7 +211,7 @@ export class Retention {
         ),
       );
     }
-    const after = await this.#s.batches.get(batchId);
+    const after = await this.#s.batchViews.get(batchId);
     const running = after.finishedAt === undefined ? remaining(after) : 0;
     this.#logger?.info(
       { batchId, dropped: plates.length, running },
@@ -215,7 +225,7 @@ export class Retention {
    * running, ArchiveError (nothing deleted) when the archive cannot be written or read back.
    */
   async archiveAndForget(batchId: string): Promise<ArchivedBatch> {
-    const info = await this.#s.batches.get(batchId);
+    const info = await this.#s.batchViews.get(batchId);
     if (info.finishedAt === undefined)
       throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
     const expected = {
@@ -241,7 +251,7 @@ export class Retention {
       );
     }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
-    const now = await this.#s.batches.get(batchId);
+    const now = await this.#s.batchViews.get(batchId);
     if (
       now.finishedAt === undefined ||
       now.counts.done !== info.counts.done ||

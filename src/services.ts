@@ -6,6 +6,7 @@ import { Accounts } from './accounts/registry.js';
 import type { Config } from './config.js';
 import { OutcomeStore } from './queue/batch/outcomes.js';
 import { BatchStore } from './queue/batch/store.js';
+import { BatchViews } from './queue/batch/view.js';
 import { Budget } from './queue/budget.js';
 import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
@@ -24,6 +25,8 @@ export interface QueueServices {
   /** Every configured account: its settings, queue and line, built once here. */
   accounts: Accounts;
   batches: BatchStore;
+  /** A batch as readers see it: its hash joined with its costs, in-flight plates and cap (a query). */
+  batchViews: BatchViews;
   outcomes: OutcomeStore;
   inflight: InFlight;
   budget: Budget;
@@ -47,20 +50,22 @@ export function queueServicesOn(
   const costs = new CostLedger(redis, keys, now);
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => accounts.queue(account).toKey(''));
   const budget = new Budget(redis, keys, config.accounts, now);
-  const batches = new BatchStore(redis, keys, { scheduler, costs, inflight, budget }, now);
+  const batches = new BatchStore(redis, keys, now);
+  const batchViews = new BatchViews({ batches, costs, inflight, budget });
   return {
     config,
     redis,
     keys,
     accounts,
     batches,
+    batchViews,
     outcomes: new OutcomeStore(redis, keys),
     inflight,
     budget,
     costs,
     scheduler,
     feeder: new Feeder(scheduler, accounts, inflight, now),
-    webhooks: new WebhookOutbox(config, redis, keys, batches, now),
+    webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now),
   };
 }
 

@@ -67,7 +67,7 @@ export const retryCommand: Command = {
         `batch ${batchId}: ${result.retried} ${plates} queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
       );
       if (result.retried > 0 && workers === 0) {
-        const { account } = await services.batches.get(batchId);
+        const { account } = await services.batchViews.get(batchId);
         ctx.print(
           `no worker is running for account ${account}: start \`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`,
         );

@@ -33,7 +33,7 @@ export const budgetCommand: Command = {
     return withQueueServices(config, async (services) => {
       const { budget } = services;
       const [batchId] = ctx.args;
-      const batchInfo = batchId ? await services.batches.get(batchIdArg(batchId)) : undefined;
+      const batchInfo = batchId ? await services.batchViews.get(batchIdArg(batchId)) : undefined;
       const account = services.accounts.for(
         typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account,
       ).id;
@@ -61,7 +61,7 @@ export const budgetCommand: Command = {
       const [caps, spent, batch] = await Promise.all([
         budget.caps(account),
         budget.spent(account),
-        batchId ? services.batches.get(batchId) : undefined,
+        batchId ? services.batchViews.get(batchId) : undefined,
       ]);
       const report = {
         account,

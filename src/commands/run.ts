@@ -142,7 +142,7 @@ export async function runFile(
       ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
       await services.webhooks.accountResumed(account.id, await line.resume());
     }
-    const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
+    const existing = (await services.batches.exists(batchId)) ? await services.batchViews.get(batchId) : undefined;
     // A --batch-id that another file's batch holds: nothing of this file is queued under it.
     if (existing) await services.batches.assertContent(batchId, digest);
     if (existing && callbackUrl !== undefined) await services.webhooks.retarget(batchId, callbackUrl);
@@ -199,7 +199,7 @@ export async function runFile(
     try {
       for (;;) {
         // A stop is heard even while a read waits on a Redis that went away at the same moment.
-        const read = Promise.all([services.batches.get(batchId), line.state()]);
+        const read = Promise.all([services.batchViews.get(batchId), line.state()]);
         const got = stopped ? undefined : await Promise.race([read, ctx.io.stopSignal.then(() => undefined)]);
         if (got === undefined) {
           read.catch(() => undefined);
@@ -261,7 +261,7 @@ export async function runFile(
       batchId,
       format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
     );
-    ctx.print(describeBatch(await services.batches.get(batchId)));
+    ctx.print(describeBatch(await services.batchViews.get(batchId)));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
     );

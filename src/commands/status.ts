@@ -36,7 +36,7 @@ export const statusCommand: Command = {
             return 0;
           }
         }
-        const info = await services.batches.get(id);
+        const info = await services.batchViews.get(id);
         const context = await batchContext(services, info);
         // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
@@ -65,7 +65,7 @@ export const statusCommand: Command = {
           return { account: id, line: state, jobs, inflight, shares };
         }),
       );
-      const recent = await services.batches.list(0, limit);
+      const recent = await services.batchViews.list(0, limit);
       if (ctx.flags.json) {
         const now = Date.now();
         const batches = (await batchContexts(services, recent.batches)).map((context, i) =>

@@ -198,7 +198,7 @@ function consoleKit(base: KitBase) {
   };
   const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
   const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
-    const info = await services.batches.get(id);
+    const info = await services.batchViews.get(id);
     if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
     return info;
   };
@@ -349,7 +349,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
   });
 
   const listViews = async (s: Scope) => {
-    const { batches } = await services.batches.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
+    const { batches } = await services.batchViews.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
     const at = now();
     const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
     const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
@@ -366,7 +366,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       let views: BatchView[];
       let lines: AccountLineState[];
       if (one !== undefined) {
-        const info = await services.batches.get(one);
+        const info = await services.batchViews.get(one);
         views = [batchView(info, await batchContext(services, info), now())];
         lines = [await services.accounts.line(info.account).state()];
       } else ({ views, lines } = await listViews(signed.scope));

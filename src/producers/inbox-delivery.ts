@@ -64,7 +64,7 @@ export class InboxDelivery {
           log.warn({ batchId }, `inbox: batch ${batchId} no longer exists; nothing to export`);
           continue;
         }
-        const info = await services.batches.get(batchId);
+        const info = await services.batchViews.get(batchId);
         if (info.finishedAt === undefined) continue;
         const record = JSON.parse((await services.redis.hget(this.#pendingKey, batchId)) ?? '{}') as {
           also?: ExportFormat[];

@@ -159,7 +159,7 @@ export class InboxIntake {
       const next: ProcessingRecord = { name, ino: String(st.ino), digest, batchId };
       await services.redis.hset(this.#processingKey, procName, JSON.stringify(next));
 
-      const existing = (await services.batches.exists(batchId)) ? await services.batches.get(batchId) : undefined;
+      const existing = (await services.batches.exists(batchId)) ? await services.batchViews.get(batchId) : undefined;
       const blog = log.child({ batchId });
       if (existing?.sealed) {
         blog.info(

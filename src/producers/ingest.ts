@@ -79,7 +79,7 @@ async function ingestBatch(
     throw new BatchArchivedError(options.id);
   const callbackUrl =
     options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
-  const { created, info } = await batches.open({
+  const { created } = await batches.open({
     id: options.id,
     account: account.id,
     priority: options.priority ?? 'normal',
@@ -89,11 +89,12 @@ async function ingestBatch(
     product: account.product,
     ...(options.metadata ? { metadata: options.metadata } : {}),
     ...(options.extraColumns ? { extraColumns: [...options.extraColumns] } : {}),
-    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
     reuseWithinMs: options.reuseWithinMs ?? config.budget.reuseWithinMs,
     ...(options.digest !== undefined ? { digest: options.digest } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
+  if (created && options.maxCreates !== undefined) await services.budget.setMaxCreates(options.id, options.maxCreates);
+  const info = await services.batchViews.get(options.id);
   // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
   if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {
     await services.webhooks.retarget(info.id, callbackUrl);
@@ -104,7 +105,7 @@ async function ingestBatch(
   // both store its rows: one ingests, the other waits and then finds the batch sealed.
   const lock = await batches.lockIngest(options.id, options.onLockWait);
   try {
-    const current = await batches.get(options.id);
+    const current = await services.batchViews.get(options.id);
     if (current.sealed) return { batch: current, created };
     const batch = await ingestRows(services, options, info, rows, lock.refresh);
     // Every plate already had an outcome when the input ended (all rejected, all reused): the
@@ -144,15 +145,15 @@ async function ingestRows(
     }
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
-      await batches.addRows(batch, chunk);
+      await batches.addRows(batch, chunk, services.scheduler);
       await refreshLock();
       chunk = [];
     }
   }
-  await batches.addRows(batch, chunk);
+  await batches.addRows(batch, chunk, services.scheduler);
   if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
   await batches.seal(options.id);
-  return batches.get(options.id);
+  return services.batchViews.get(options.id);
 }
 
 function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {

@@ -5,7 +5,7 @@
 import type { QueueServices } from '../services.js';
 import type { PlateJobData } from './types.js';
 
-type Services = Pick<QueueServices, 'accounts' | 'scheduler' | 'budget' | 'batches'>;
+type Services = Pick<QueueServices, 'accounts' | 'scheduler' | 'budget' | 'batchViews'>;
 
 /** Wakes the creates of every job on the account's queue held as `heldBy` (and, for a batch, only that batch's). */
 async function wakeHeld(
@@ -32,7 +32,7 @@ async function wakeHeld(
 
 /** The batch's cap was raised or removed: it is scheduled again and its held jobs go on. Returns how many woke. */
 export async function releaseBatchHold(services: Services, batchId: string): Promise<number> {
-  const info = await services.batches.get(batchId);
+  const info = await services.batchViews.get(batchId);
   await services.budget.setHeld(batchId, false);
   await services.scheduler.enlist(info.account, batchId, info.priority, info.weight);
   return wakeHeld(services, info.account, (d) => d.batchId === batchId && d.heldBy === 'batch');

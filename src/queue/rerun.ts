@@ -18,8 +18,8 @@ export async function rerunFailed(
   batchId: string,
   options: { recreate?: boolean; now?: () => number } = {},
 ): Promise<RerunResult> {
-  const { batches, outcomes, accounts, scheduler, config } = services;
-  const info = await batches.get(batchId);
+  const { batchViews, outcomes, accounts, scheduler, config } = services;
+  const info = await batchViews.get(batchId);
   const { account, queue } = accounts.for(info.account);
   const now = options.now ?? Date.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };

@@ -58,7 +58,7 @@ export async function batchExportSource(
   outcomes: OutcomeStore,
   batchId: string,
 ): Promise<ExportSource> {
-  const info = await batches.get(batchId);
+  const info = await batches.read(batchId);
   return {
     batchId,
     extraColumns: info.extraColumns,

@@ -127,12 +127,12 @@ describe('web console in Chromium', () => {
     expect(await estimate('expectedPolls')).toBeGreaterThan(0);
     expect(await page.isVisible('[data-estimate=secondsAtRate]')).toBe(true);
     // Nothing is enqueued before the operator confirms.
-    expect((await h.services.batches.list(0, 10)).total).toBe(0);
+    expect((await h.services.batchViews.list(0, 10)).total).toBe(0);
     await shot(page, '03-estimate');
 
     await Promise.all([page.waitForURL(/\/batches\/.+/), page.click('text=Confirm and start the batch')]);
     batchId = decodeURIComponent(page.url().split('/batches/')[1]!);
-    expect((await h.services.batches.get(batchId)).account).toBe('seguros');
+    expect((await h.services.batchViews.get(batchId)).account).toBe('seguros');
     await shot(page, '04-batch-running');
     // Live updates (server-sent events) bring the page to 100 % without a reload.
     await expect.poll(() => page.textContent('[data-field=percent]'), { timeout: 60_000, interval: 200 }).toBe('100 %');
@@ -143,7 +143,7 @@ describe('web console in Chromium', () => {
     expect(rows).toHaveLength(sampleRows.length);
     expect(rows.map((r) => r.input)).toEqual(sampleRows.map((r) => r.placa));
     expect(rows.map((r) => r.codigo_interno)).toEqual(sampleRows.map((r) => r.codigo_interno));
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(rows.filter((r) => r.status === 'done')).toHaveLength(info.counts.done);
 
     // The language switch: Portuguese, and back.
@@ -213,7 +213,7 @@ describe('web console in Chromium', () => {
     h.sim.update({ failPlates: ['FAL1A23'] });
     await h.enqueue('dash-batch', ['FAL1A23', 'BOM1A23'], { account: 'frota' });
     await h.waitForBatch('dash-batch');
-    const before = await h.services.batches.get('dash-batch');
+    const before = await h.services.batchViews.get('dash-batch');
     expect(before.counts).toMatchObject({ done: 1, failed: 1 });
     const queue = h.services.accounts.queue('frota');
     const [failedJob] = await queue.getFailed();
@@ -255,7 +255,7 @@ describe('web console in Chromium', () => {
       expect(viaToken.status, action).toBeLessThan(500);
     }
     expect(await queue.getJobState(failedJob!.id!)).toBe('failed');
-    expect((await h.services.batches.get('dash-batch')).counts).toMatchObject({ done: 1, failed: 1 });
+    expect((await h.services.batchViews.get('dash-batch')).counts).toMatchObject({ done: 1, failed: 1 });
     expect(h.sim.stats().requests).toBe(simBefore);
 
     // vqb's own retry, from the console: the plate is asked upstream again and the counts follow.
@@ -265,7 +265,7 @@ describe('web console in Chromium', () => {
     expect(await page.textContent('[role=status]')).toContain('1 failed plate queued again');
     await h.waitForBatch('dash-batch');
     expect(h.sim.stats().requests).toBeGreaterThan(simBefore);
-    const after = await h.services.batches.get('dash-batch');
+    const after = await h.services.batchViews.get('dash-batch');
     expect(after.counts.done + after.counts.failed).toBe(after.counts.enqueued);
     await context.close();
   });

@@ -190,7 +190,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         }
       }
     }
-    const batchInfo = (id: string) => retrying(() => s.batches.get(id), `batch ${id}`);
+    const batchInfo = (id: string) => retrying(() => s.batchViews.get(id), `batch ${id}`);
     const allFinished = async () => {
       for (const b of all()) if ((await batchInfo(b.id)).finishedAt === undefined) return false;
       return true;
@@ -518,7 +518,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
 
     // --- one outcome per valid plate, one create per plate unless flagged -----------------------
     const outcomesOf = new Map<string, Map<string, Outcome>>();
-    const infoOf = new Map<string, Awaited<ReturnType<typeof s.batches.get>>>();
+    const infoOf = new Map<string, Awaited<ReturnType<typeof s.batchViews.get>>>();
     const allOutcomes: Outcome[] = [];
     for (const b of all()) {
       const outcomes = new Map<string, Outcome>();
@@ -527,7 +527,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         outcomes.set(o.plate, o);
       }
       expect([...outcomes.keys()].sort(), b.id).toEqual([...b.valid].sort());
-      const info = await s.batches.get(b.id);
+      const info = await s.batchViews.get(b.id);
       const failed = [...outcomes.values()].filter((o) => o.status === 'failed').length;
       expect(info.counts, b.id).toMatchObject({
         enqueued: b.valid.length,

@@ -188,7 +188,7 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
     const deadline = Date.now() + SIZE.finishMs;
     const batchIds = ['faults-frota', 'faults-seguros'];
     for (;;) {
-      const infos = await Promise.all(batchIds.map((id) => services!.batches.get(id)));
+      const infos = await Promise.all(batchIds.map((id) => services!.batchViews.get(id)));
       if (infos.every((i) => i.finishedAt !== undefined)) break;
       if (Date.now() > deadline)
         throw new Error(`not finished: ${JSON.stringify(infos.map((i) => i.counts))}\n${timeline.join('\n')}`);
@@ -213,7 +213,7 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
         if ((stats.createsByPlate?.[plate] ?? 0) > 1 && !o?.possibleDuplicate) unflagged.push(plate);
       });
     }
-    const infos = await Promise.all(batchIds.map((id) => services!.batches.get(id)));
+    const infos = await Promise.all(batchIds.map((id) => services!.batchViews.get(id)));
     const sent = infos.reduce((a, i) => a + i.counts.createsSent, 0);
     const badLines = procs.outputs.flatMap((o) =>
       [...notJson(o.stdout), ...notJson(o.stderr)].map((l) => `${o.name}: ${l.slice(0, 200)}`),

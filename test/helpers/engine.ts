@@ -138,7 +138,7 @@ export async function startHarness(
     },
     async enqueue(batchId, plates, options = {}) {
       const account = options.account ?? config.accounts[0]!.id;
-      const { info } = await services.batches.open({
+      await services.batches.open({
         id: batchId,
         account,
         priority: options.priority ?? 'normal',
@@ -147,6 +147,7 @@ export async function startHarness(
         name: batchId,
         product: config.product,
       });
+      const info = await services.batchViews.get(batchId);
       const seen = new Map<string, number>();
       const rows: IngestRow[] = plates.map((plate, i) => {
         const first = seen.get(plate);
@@ -155,14 +156,15 @@ export async function startHarness(
         seen.set(plate, i + 1);
         return { row: i + 1, input: plate, extra: [], kind: 'queued', plate };
       });
-      for (let i = 0; i < rows.length; i += 500) await services.batches.addRows(info, rows.slice(i, i + 500));
+      for (let i = 0; i < rows.length; i += 500)
+        await services.batches.addRows(info, rows.slice(i, i + 500), services.scheduler);
       await services.batches.seal(batchId);
       await services.feeder.feed(account);
     },
     async waitForBatch(batchId, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const info = await services.batches.get(batchId);
+        const info = await services.batchViews.get(batchId);
         if (info.finishedAt !== undefined) return;
         if (Date.now() > deadline)
           throw new Error(`batch ${batchId} not finished after ${timeoutMs} ms: ${JSON.stringify(info.counts)}`);

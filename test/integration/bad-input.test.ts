@@ -182,7 +182,7 @@ describe('vqb run: files that cannot be used', () => {
       `jobs left on the queue: ${JSON.stringify(counts)}`,
     ).toBe(0);
     // Nor waiting to be fed: no batch was stored at all.
-    expect((await h.services.batches.list()).total).toBe(0);
+    expect((await h.services.batchViews.list()).total).toBe(0);
   });
 });
 
@@ -464,7 +464,7 @@ describe('the pipeline with a broken upstream', () => {
     await h.enqueue('b', plates);
     await h.waitForBatch('b', 60_000);
 
-    const info = await h.services.batches.get('b');
+    const info = await h.services.batchViews.get('b');
     expect(info.counts).toMatchObject({ enqueued: 41, done: 40, failed: 1, possibleDuplicates: 0 });
     expect(broken).toBe(80);
     expect(

@@ -20,8 +20,8 @@ describe('batches', () => {
       h.enqueue('b2', [...plates.slice(200), ...plates.slice(200, 230)]),
     ]);
     await Promise.all([h.waitForBatch('b1'), h.waitForBatch('b2')]);
-    const b1 = await h.services.batches.get('b1');
-    const b2 = await h.services.batches.get('b2');
+    const b1 = await h.services.batchViews.get('b1');
+    const b2 = await h.services.batchViews.get('b2');
     expect(b1.counts.done + b1.counts.failed).toBe(250);
     expect(b2.counts).toMatchObject({ total: 230, enqueued: 200, duplicates: 30, inflight: 0, queued: 0 });
     expect(b2.counts.done + b2.counts.failed).toBe(200);
@@ -46,7 +46,7 @@ describe('batches', () => {
       ingestList(h.services, plates, { source: 'api' }),
     ]);
     expect(a.batch.id).toBe(b.batch.id);
-    const info = await h.services.batches.get(a.batch.id);
+    const info = await h.services.batchViews.get(a.batch.id);
     expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });
     expect(await h.services.redis.llen(h.services.keys.rows(a.batch.id))).toBe(3_000);
     // Each plate waits once to be fed: the feeder keeps only a few seconds of the rate as jobs.
@@ -59,19 +59,19 @@ describe('batches', () => {
     const h = await harness.start({ label: 'retry', sim: { failPlates: [plates[3]!, plates[7]!] } });
     await h.enqueue('b', plates);
     await h.waitForBatch('b');
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
 
     const polled = await retryFailed(h.services, 'b');
     expect(polled).toEqual({ retried: 2, recreated: 0, skipped: 0 });
     await h.waitForBatch('b');
     expect(h.sim.stats().creates).toBe(20); // the same (failed) queries were polled, not re-created
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 18, failed: 2 });
 
     h.sim.update({ failPlates: [] });
     const recreated = await retryFailed(h.services, 'b', { recreate: true });
     expect(recreated).toEqual({ retried: 2, recreated: 2, skipped: 0 });
     await h.waitForBatch('b');
     expect(h.sim.stats().creates).toBe(22);
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 20, failed: 0 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 20, failed: 0 });
   });
 });

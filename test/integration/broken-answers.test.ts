@@ -12,7 +12,7 @@ const PLATES = 40;
 
 async function check(h: Harness, batchId: string): Promise<{ twice: number; flagged: number; failed: number }> {
   const stats = h.sim.stats({ plates: true });
-  const info = await h.services.batches.get(batchId);
+  const info = await h.services.batchViews.get(batchId);
   let flagged = 0;
   let failed = 0;
   for (const plate of makePlates(PLATES)) {
@@ -103,7 +103,7 @@ describe('broken answers', () => {
     await h.waitForBatch('p', 60_000);
     const stats = h.sim.stats();
     expect(stats.faults.pollsNotFound).toBeGreaterThan(5);
-    const info = await h.services.batches.get('p');
+    const info = await h.services.batchViews.get('p');
     expect(info.counts).toMatchObject({ done: PLATES, failed: 0 });
     expect(stats.duplicateCreates).toBe(0);
     expect(info.counts.pollsSent).toBe(stats.countedGets);
@@ -126,7 +126,7 @@ describe('broken answers', () => {
     const stats = h.sim.stats();
     expect(stats.rateLimited).toBeGreaterThan(0);
     expect(stats.duplicateCreates).toBe(0);
-    const info = await h.services.batches.get('r');
+    const info = await h.services.batchViews.get('r');
     expect(info.counts).toMatchObject({ done: PLATES, failed: 0 });
     expect(info.counts.createsSent).toBe(stats.countedCreates);
     expect(info.counts.pollsSent).toBe(stats.countedGets);

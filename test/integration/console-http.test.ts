@@ -150,7 +150,7 @@ describe('web console over HTTP', () => {
     expect(await (await fetch(`${base}/upload`, { headers: { cookie } })).text()).toMatch(
       /<form method="post" action="\/upload" enctype="multipart\/form-data">\s*<input type="hidden" name="csrf"/,
     );
-    expect((await h.services.batches.list(0, 10)).total).toBe(0);
+    expect((await h.services.batchViews.list(0, 10)).total).toBe(0);
 
     // Another session cannot see or confirm it.
     const other = await signIn(base);
@@ -167,14 +167,14 @@ describe('web console over HTTP', () => {
       body: 'csrf=',
     });
     expect(noCsrf.status).toBe(403);
-    expect((await h.services.batches.list(0, 10)).total).toBe(0);
+    expect((await h.services.batchViews.list(0, 10)).total).toBe(0);
 
     const confirm = () => confirmUpload(base, stage, { cookie, csrf });
     const first = await confirm();
     expect(first.status).toBe(303);
     const batchPath = first.headers.get('location')!;
     expect((await confirm()).status).toBe(404);
-    const { batches } = await h.services.batches.list(0, 10);
+    const { batches } = await h.services.batchViews.list(0, 10);
     expect(batches).toHaveLength(1);
     expect(batches[0]!.counts).toMatchObject({ total: 3, enqueued: 2, rejected: 1 });
 
@@ -273,7 +273,7 @@ describe('web console over HTTP', () => {
     expect(before.xlsx).toHaveLength(7);
     expect(before.rejects).toContain('not a plate');
 
-    const finishedAt = (await h.services.batches.get(batch.id)).finishedAt!;
+    const finishedAt = (await h.services.batchViews.get(batch.id)).finishedAt!;
     const swept = await new Retention(h.services, archiveFor(h.config), {
       retainMs: h.config.retention.retainMs,
       now: () => finishedAt + 31 * DAY,
@@ -353,7 +353,7 @@ describe('web console over HTTP', () => {
     expect(await noSecret.text()).toContain('This server has no webhook secret (VQ_WEBHOOK_SECRET)');
     await app!.close();
     expect(await staged()).toBe(0);
-    expect((await h.services.batches.list(0, 10)).total).toBe(0);
+    expect((await h.services.batchViews.list(0, 10)).total).toBe(0);
     const again = await serve(h);
 
     // A browser sends the empty field: no callback.
@@ -372,7 +372,7 @@ describe('web console over HTTP', () => {
     const confirm = await confirmUpload(again, stage, { cookie, csrf });
     const batchPath = confirm.headers.get('location')!;
     const id = decodeURIComponent(batchPath.slice('/batches/'.length));
-    expect((await h.services.batches.get(id)).callbackUrl).toBe(rx.url);
+    expect((await h.services.batchViews.get(id)).callbackUrl).toBe(rx.url);
     await h.waitForBatch(id);
     // The receiver refuses both tries: the delivery ends `failed`, its last error kept.
     await rx.waitFor(2);
@@ -411,7 +411,7 @@ describe('web console over HTTP', () => {
     ]);
     expect(confirmed.status).toBe(303);
     expect(posted.status).toBe(202);
-    const { batches } = await h.services.batches.list(0, 10);
+    const { batches } = await h.services.batchViews.list(0, 10);
     expect(batches).toHaveLength(1);
     expect(batches[0]!.counts).toMatchObject({ total: 5001, enqueued: 5000, rejected: 1 });
   });

@@ -44,8 +44,8 @@ describe('cost controls', () => {
     await ingestList(h.services, makePlates(60), { source: 'library', batchId: 'capped', maxCreates: 25 });
     h.startWorker();
     // Settled: the batch is held and no job of it is queued or running (the rest sleep, held).
-    await waitFor(async () => (await h!.services.batches.get('capped')).blocked === 'budget' && (await settled(h!)));
-    let info = await h.services.batches.get('capped');
+    await waitFor(async () => (await h!.services.batchViews.get('capped')).blocked === 'budget' && (await settled(h!)));
+    let info = await h.services.batchViews.get('capped');
     expect(h.sim.stats().creates).toBe(25);
     expect(info.counts).toMatchObject({ creates: 25, done: 25, failed: 0 });
     expect(info.blocked).toBe('budget');
@@ -57,7 +57,7 @@ describe('cost controls', () => {
     await h.services.budget.setMaxCreates('capped', 60);
     await releaseBatchHold(h.services, 'capped');
     await h.waitForBatch('capped');
-    info = await h.services.batches.get('capped');
+    info = await h.services.batchViews.get('capped');
     expect(info.counts).toMatchObject({ creates: 60, done: 60, failed: 0 });
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
   });
@@ -69,7 +69,7 @@ describe('cost controls', () => {
     await waitFor(
       async () =>
         (await h!.line.state()).budgetReason === 'day' &&
-        (await h!.services.batches.get('day')).counts.done >= 10 &&
+        (await h!.services.batchViews.get('day')).counts.done >= 10 &&
         (await settled(h!)),
     );
     expect(h.sim.stats().creates).toBe(10);
@@ -97,7 +97,7 @@ describe('cost controls', () => {
     await h.waitForBatch('second');
     const stats = h.sim.stats({ plates: true });
     expect(stats.creates).toBe(30); // 20 + only the 10 new plates
-    const second = await h.services.batches.get('second');
+    const second = await h.services.batchViews.get('second');
     expect(second.counts).toMatchObject({ done: 20, reused: 10, creates: 10 });
     const reused = await h.services.outcomes.get('second', plates[12]!);
     expect(reused).toMatchObject({ status: 'done', reused: true, requests: 0 });
@@ -114,7 +114,7 @@ describe('cost controls', () => {
     await h.waitForBatch('fourth');
     await ingestList(h.services, fresh, { source: 'library', batchId: 'fifth', reuseWithinMs: 3_600_000 });
     await h.waitForBatch('fifth');
-    expect((await h.services.batches.get('fifth')).counts).toMatchObject({ done: 5, reused: 0, creates: 5 });
+    expect((await h.services.batchViews.get('fifth')).counts).toMatchObject({ done: 5, reused: 0, creates: 5 });
   });
 
   it("the cost report equals the simulator's counters", async () => {
@@ -126,7 +126,7 @@ describe('cost controls', () => {
     await ingestList(h.services, makePlates(40), { source: 'library', batchId: 'r' });
     await h.waitForBatch('r', 60_000);
     const stats = h.sim.stats();
-    const info = await h.services.batches.get('r');
+    const info = await h.services.batchViews.get('r');
     expect(info.counts.creates).toBe(stats.creates);
     expect(info.counts.polls).toBe(stats.gets);
     expect(info.counts.rateLimited).toBe(stats.rateLimited);

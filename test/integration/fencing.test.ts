@@ -72,7 +72,11 @@ describe('fencing', () => {
       expect(lost.every((l) => l.level === 40 && typeof l.jobId === 'string')).toBe(true);
       expect(lost.map((l) => l.when)).toContain('create-superseded');
       expect(lines.filter((l) => l.msg === 'redis client error')).toEqual([]);
-      expect((await h.services.batches.get('w')).counts).toMatchObject({ done: 1, inflight: 0, possibleDuplicates: 1 });
+      expect((await h.services.batchViews.get('w')).counts).toMatchObject({
+        done: 1,
+        inflight: 0,
+        possibleDuplicates: 1,
+      });
     } finally {
       await stop(procs);
     }
@@ -99,7 +103,7 @@ describe('fencing', () => {
     try {
       for (let i = 0; i < 3; i++) {
         await sleep(800 + i * 300);
-        if ((await h.services.batches.get('f')).finishedAt !== undefined) break;
+        if ((await h.services.batchViews.get('f')).finishedAt !== undefined) break;
         victim.kill('SIGSTOP');
         await sleep(4_000);
         victim.kill('SIGCONT');
@@ -114,7 +118,7 @@ describe('fencing', () => {
       const twice = Object.entries(stats.createsByPlate ?? {}).filter(([, n]) => n > 1);
       const unflagged = twice.filter(([plate]) => !flagged.has(plate));
       expect(unflagged).toEqual([]);
-      const counts = (await h.services.batches.get('f')).counts;
+      const counts = (await h.services.batchViews.get('f')).counts;
       expect(counts).toMatchObject({ done: 150, failed: 0, inflight: 0 });
       let lockLosses = 0;
       // The frozen worker says, once per pause, that it was stalled past its locks.

@@ -255,7 +255,7 @@ describe('limits and errors', () => {
   it('hides unexpected failures behind 500 INTERNAL', async () => {
     const broken = {
       ...h.services,
-      batches: { list: () => Promise.reject(new Error('boom: /srv/secret/path')) },
+      batchViews: { list: () => Promise.reject(new Error('boom: /srv/secret/path')) },
     } as unknown as QueueServices;
     const at = await serve(h.config, broken);
     const answer = await call('/v1/batches', { at });

@@ -44,7 +44,7 @@ function call(path: string, options: CallOptions = {}): Promise<Answer> {
 }
 
 async function batchTotal(): Promise<number> {
-  return (await h.services.batches.list(0, 1)).total;
+  return (await h.services.batchViews.list(0, 1)).total;
 }
 
 /** A raw HTTP exchange: what the server wrote back, and whether it closed the connection. */
@@ -151,7 +151,7 @@ describe('1. a batch id already taken by other content', () => {
     });
     expectError(withFields, 409, 'BATCH_ID_TAKEN');
 
-    const info = await h.services.batches.get('taken-1');
+    const info = await h.services.batchViews.get('taken-1');
     expect(info.counts).toMatchObject({ total: 2, enqueued: 2 });
     const rows = [];
     for await (const row of h.services.batches.rows('taken-1')) rows.push(row.input);

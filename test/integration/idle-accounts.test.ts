@@ -56,7 +56,7 @@ describe('idle accounts', () => {
     await waitFor('running a Worker', () => worker.workers.length === 1);
     expect([...worker.clients.keys()]).toEqual(['a7']);
     await h.waitForBatch('busy-a7');
-    expect((await h.services.batches.get('busy-a7')).counts.done).toBe(20);
+    expect((await h.services.batchViews.get('busy-a7')).counts.done).toBe(20);
     expect(h.sim.stats().creates).toBe(20);
     // Idle again: out of the active set at once, the Worker stopped after its grace.
     await waitFor('out of the active set', async () => (await h!.services.scheduler.activeAccounts()).length === 0);
@@ -78,7 +78,7 @@ describe('idle accounts', () => {
     const worker = h.startWorker();
     await h.enqueue('retry-a1', plates, { account: 'a1' });
     await h.waitForBatch('retry-a1');
-    expect((await h.services.batches.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
+    expect((await h.services.batchViews.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
     await waitFor('without a Worker', () => worker.workers.length === 0);
     const polled = h.sim.stats().gets;
     // The failed plate's query was paid for: the retry polls it again (a job put straight on the queue).
@@ -86,7 +86,7 @@ describe('idle accounts', () => {
     await h.waitForBatch('retry-a1');
     expect(h.sim.stats().gets).toBeGreaterThan(polled);
     expect(h.sim.stats().creates).toBe(6);
-    expect((await h.services.batches.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
+    expect((await h.services.batchViews.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
   });
 
   it('work left where no active set names it (an upgrade, a lost key) is found when a worker starts', async () => {
@@ -95,6 +95,6 @@ describe('idle accounts', () => {
     await h.redis.redis.del(h.services.keys.schedActive);
     h.startWorker();
     await h.waitForBatch('before-upgrade');
-    expect((await h.services.batches.get('before-upgrade')).counts.done).toBe(10);
+    expect((await h.services.batchViews.get('before-upgrade')).counts.done).toBe(10);
   });
 });

@@ -104,7 +104,7 @@ describe('inbox drop folder', () => {
     await watcher.scanOnce(); // changed since the last scan: still not taken
     expect(await ls('inbox')).toEqual(['frota.csv']);
     expect(await ls('processing')).toEqual([]);
-    expect((await h.services.batches.list()).total).toBe(0);
+    expect((await h.services.batchViews.list()).total).toBe(0);
 
     await sleep(STABLE_MS + 50);
     await watcher.scanOnce();
@@ -116,7 +116,7 @@ describe('inbox drop folder', () => {
     expect(await readFile(join(dir('archive'), archived[0]!), 'utf8')).toBe(content);
 
     const batchId = idFor('frota.csv', content);
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(info).toMatchObject({ source: 'inbox', name: 'frota.csv', sealed: true });
     expect(info.counts).toMatchObject({ total: 7, enqueued: 5, rejected: 1, duplicates: 1 });
 
@@ -158,7 +158,7 @@ describe('inbox drop folder', () => {
     await watcher.scanOnce();
     await watcher.scanOnce();
     expect(await ls('inbox')).toEqual(['.lote.csv', 'lote.csv.part']);
-    expect((await h.services.batches.list()).total).toBe(0);
+    expect((await h.services.batchViews.list()).total).toBe(0);
 
     await rename(join(dir('inbox'), 'lote.csv.part'), join(dir('inbox'), 'lote.csv'));
     await watcher.scanOnce(); // no stability wait: the rename says the file is complete
@@ -209,7 +209,7 @@ describe('inbox drop folder', () => {
     // Only the good file became a batch: the NUL file queued nothing before its bad bytes were found.
     await h.waitForBatch(idFor('good.csv', good));
     await queueIdle(h);
-    const { batches } = await h.services.batches.list();
+    const { batches } = await h.services.batchViews.list();
     expect(batches.map((b) => b.id)).toEqual([idFor('good.csv', good)]);
     expect(h.sim.stats().creates).toBe(2);
   });
@@ -234,7 +234,7 @@ describe('inbox drop folder', () => {
     await drop('frota.csv');
     expect(await ls('archive')).toHaveLength(2);
     expect(await ls('outbox')).toContain(`${batchId}.csv`); // the batch was finished: exported in the same scan
-    expect((await h.services.batches.list()).total).toBe(1);
+    expect((await h.services.batchViews.list()).total).toBe(1);
     await queueIdle(h);
     expect(h.sim.stats().creates).toBe(3);
 
@@ -264,7 +264,7 @@ describe('inbox drop folder', () => {
     const name = 'retomada.csv';
     const batchId = idFor(name, content);
     // What a watcher that died after queuing its first chunk left: 10 rows stored, not sealed.
-    const { info: opened } = await h.services.batches.open({
+    await h.services.batches.open({
       id: batchId,
       account: 'default',
       priority: 'normal',
@@ -274,10 +274,11 @@ describe('inbox drop folder', () => {
       product: h.config.product,
       extraColumns: ['cliente'],
     });
+    const opened = await h.services.batchViews.get(batchId);
     const first: IngestRow[] = list
       .slice(0, 10)
       .map((plate, i) => ({ row: i + 1, input: plate, extra: [`cliente ${i + 1}`], kind: 'queued', plate }));
-    await h.services.batches.addRows(opened, first);
+    await h.services.batches.addRows(opened, first, h.services.scheduler);
     await writeFile(join(dir('processing'), name), content);
     await sleep(300); // the first jobs get created meanwhile
 
@@ -287,7 +288,7 @@ describe('inbox drop folder', () => {
     expect(await ls('processing')).toEqual([]);
     expect(await ls('archive')).toHaveLength(1);
     await until(again, async () => (await ls('outbox')).includes(`${batchId}.csv`), 'the export');
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(info.counts).toMatchObject({ total: 30, enqueued: 30, done: 30, failed: 0, duplicates: 0 });
     const stats = h.sim.stats({ plates: true });
     expect(stats.creates).toBe(30);

@@ -86,7 +86,7 @@ describe('one batch shape', () => {
 
 describe('the library refuses typos', () => {
   it('an unknown or mistyped option throws OptionsError (BAD_OPTIONS) naming it, and nothing is stored or paid', async () => {
-    const batches = (await h.services.batches.list(0, 1)).total;
+    const batches = (await h.services.batchViews.list(0, 1)).total;
     const creates = h.sim.stats().creates;
 
     // @ts-expect-error `metadat` is not an option: a type error first, and at run time for JavaScript callers
@@ -105,7 +105,7 @@ describe('the library refuses typos', () => {
     // @ts-expect-error the dry run checks the same options
     expect(await rejection(vqb.estimate(['DEF4G56'], { reuseWithin: 1_000 }))).toMatchObject({ code: 'BAD_OPTIONS' });
 
-    expect((await h.services.batches.list(0, 1)).total).toBe(batches);
+    expect((await h.services.batchViews.list(0, 1)).total).toBe(batches);
     expect(await h.idle()).toBe(true);
     expect(h.sim.stats().creates).toBe(creates);
   });

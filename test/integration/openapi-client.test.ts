@@ -297,13 +297,13 @@ describe('CSV uploads and CSVs sent as JSON strings', () => {
   const file = (text: string) => new Blob([text], { type: 'text/csv' });
 
   it('refuses a JSON-encoded CSV with 400 CSV_JSON_ENCODED, as text/csv, as JSON and as an uploaded file, and stores nothing', async () => {
-    const before = (await h.services.batches.list(0, 1)).total;
+    const before = (await h.services.batchViews.list(0, 1)).total;
     const encoded = JSON.stringify('placa\nABC1D23\nXYZ9876\n');
     const message = await expectError(await post(encoded, { 'content-type': 'text/csv' }), 400, 'CSV_JSON_ENCODED');
     expect(message).toMatch(/JSON string/);
     await expectError(await post(encoded, { 'content-type': 'application/json' }), 400, 'CSV_JSON_ENCODED');
     await expectError(await post(form([['file', file(encoded), 'frota.csv']])), 400, 'CSV_JSON_ENCODED');
-    expect((await h.services.batches.list(0, 1)).total).toBe(before);
+    expect((await h.services.batchViews.list(0, 1)).total).toBe(before);
   });
 
   it('takes the file as a plain `file` field too, and options as fields; a dry run stores nothing', async () => {

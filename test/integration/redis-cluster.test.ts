@@ -90,7 +90,7 @@ describe('Redis Cluster', () => {
     expect(createsAtMigrationEnd).toBeLessThan(n); // the migration happened while plates were still being created
 
     const batchId = /batch (cluster-[0-9a-f]{12})/.exec(stdout)![1]!;
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(info.counts).toMatchObject({ total: n, enqueued: n, done: n, failed: 0, possibleDuplicates: 0 });
     for (const plate of plates) expect((await h.services.outcomes.get(batchId, plate))?.status, plate).toBe('done');
     const stats = h.sim.stats({ plates: true });

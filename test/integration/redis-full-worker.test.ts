@@ -52,7 +52,11 @@ describe('a worker with a full Redis', () => {
     await ingest(services, { id: 'full', source: 'library', name: 'full' }, rowsFromPlates(plates));
     const metrics = new Metrics({ accounts: config.accounts });
     worker = startWorker(config, { logger: logs.logger, metrics });
-    await waitFor(async () => (await services!.batches.get('full')).counts.creates >= 10, 30_000, 'creates under way');
+    await waitFor(
+      async () => (await services!.batchViews.get('full')).counts.creates >= 10,
+      30_000,
+      'creates under way',
+    );
     // Full: any write that may grow memory is refused from now on.
     await admin.config('SET', 'maxmemory', '1');
     await waitFor(async () => worker!.health.state === 'full', 30_000, 'the worker sees Redis full');
@@ -65,11 +69,15 @@ describe('a worker with a full Redis', () => {
         )?.[1] ?? 0,
       );
     await waitFor(async () => (await waited()) >= 2, 60_000, 'outcomes waiting to be stored');
-    const during = (await services.batches.get('full')).counts;
+    const during = (await services.batchViews.get('full')).counts;
     await admin.config('SET', 'maxmemory', '0');
-    await waitFor(async () => (await services!.batches.get('full')).finishedAt !== undefined, 90_000, 'batch finished');
+    await waitFor(
+      async () => (await services!.batchViews.get('full')).finishedAt !== undefined,
+      90_000,
+      'batch finished',
+    );
 
-    const info = await services.batches.get('full');
+    const info = await services.batchViews.get('full');
     expect(info.counts).toMatchObject({ enqueued: PLATES, done: PLATES, failed: 0 });
     expect(during.done).toBeLessThan(PLATES);
     const outcomes: Outcome[] = [];

@@ -71,7 +71,7 @@ function env(): Record<string, string> {
 
 /** What Redis holds for the batch: every plate handed to the scheduler has its row and is counted. */
 async function holdings(services: QueueServices, batchId: string) {
-  const info = await services.batches.get(batchId);
+  const info = await services.batchViews.get(batchId);
   const rows: { row: number; plate: string; kind: string }[] = [];
   for await (const r of services.batches.rows(batchId)) rows.push(r);
   const waiting = await admin.lrange(services.keys.pending(batchId), 0, -1);

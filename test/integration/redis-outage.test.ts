@@ -125,7 +125,7 @@ describe('Redis killed and restarted under serve --workers', () => {
 
     const services = await openQueueServices(testConfig(PREFIX, { REDIS_URL: server.url }));
     try {
-      const info = await services.batches.get(batch.id);
+      const info = await services.batchViews.get(batch.id);
       expect(info.counts).toMatchObject({ enqueued: PLATES, done: PLATES, failed: 0 });
       const outcomes: Outcome[] = [];
       for await (const o of services.outcomes.scan(batch.id)) outcomes.push(o);

@@ -62,7 +62,7 @@ describe('Redis Sentinel', () => {
     expect(createsAtFailover).toBeLessThan(n); // the failover happened while plates were still being created
 
     const batchId = /batch (sentinel-[0-9a-f]{12})/.exec(stdout)![1]!;
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(info.counts).toMatchObject({ total: n, enqueued: n, done: n, failed: 0 });
     const stats = h.sim.stats({ plates: true });
     expect(Object.keys(stats.createsByPlate ?? {}).sort()).toEqual([...plates].sort());

@@ -37,7 +37,7 @@ describe('Redis over TLS (rediss://)', () => {
     expect(code).toBe(0);
     const batchId = /batch (tls-[0-9a-f]{12})/.exec(stdout)?.[1];
     expect(batchId).toBeDefined();
-    const info = await h.services.batches.get(batchId!);
+    const info = await h.services.batchViews.get(batchId!);
     expect(info.counts).toMatchObject({ total: 40, enqueued: 40, done: 40 });
     const stats = h.sim.stats({ plates: true });
     expect(Object.values(stats.createsByPlate ?? {}).every((n) => n === 1)).toBe(true);

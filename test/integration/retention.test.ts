@@ -168,7 +168,7 @@ describe('retention', () => {
       );
 
       // 29 days after it finished: kept. 31 days: archived and deleted. Same sweep, clock injected.
-      const finishedAt = (await h.services.batches.get(id)).finishedAt!;
+      const finishedAt = (await h.services.batchViews.get(id)).finishedAt!;
       const at = (ms: number) =>
         new Retention(h.services, archiveFor(h.config), {
           retainMs: h.config.retention.retainMs,
@@ -182,7 +182,7 @@ describe('retention', () => {
       // Redis: no key names the batch (its hash, rows, outcomes, costs, budget, jobs…), nor lists it.
       expect(await keysNaming(h.services.redis, id)).toEqual([]);
       expect(await h.services.batches.exists(id)).toBe(false);
-      expect((await h.services.batches.list(0, 100)).batches.map((b) => b.id)).toEqual(['still-running']);
+      expect((await h.services.batchViews.list(0, 100)).batches.map((b) => b.id)).toEqual(['still-running']);
 
       // The archive: the export files and a manifest naming their sha256 and rows.
       const folder = join(archiveDir, id);
@@ -249,7 +249,7 @@ describe('retention', () => {
       expect((await at(10_000 * DAY).prune({ olderThanMs: 0 })).candidates).toEqual([]);
       expect((await cli(h, ['prune', '--older-than', '0s'])).code).toBe(0);
       expect(await keysNaming(h.services.redis, 'still-running')).toEqual(running);
-      expect((await h.services.batches.get('still-running')).finishedAt).toBeUndefined();
+      expect((await h.services.batchViews.get('still-running')).finishedAt).toBeUndefined();
     } finally {
       await api.app.close();
     }
@@ -267,7 +267,7 @@ describe('retention', () => {
       const plates = makePlates(60, 200);
       await h.enqueue('to-cancel', plates);
       await waitFor(
-        async () => (await h.services.batches.get('to-cancel')).counts.creates >= 3,
+        async () => (await h.services.batchViews.get('to-cancel')).counts.creates >= 3,
         20_000,
         'a few creates',
       );
@@ -405,7 +405,7 @@ describe('retention', () => {
     // A file changed after it was written: verification fails, nothing deleted.
     const archiveDir = join(dir, 'a4');
     const archive = new BatchArchive({ dir: archiveDir, csvDelimiter: h.config.csvDelimiter });
-    const info = await h.services.batches.get(id);
+    const info = await h.services.batchViews.get(id);
     const retention = new Retention(h.services, archive, { retainMs: 0 });
     await archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info);
     await writeFile(join(archiveDir, id, `${id}.csv`), 'tampered');

@@ -58,7 +58,7 @@ describe('vqb run', () => {
     expect(csv).not.toMatch(/;=cmd/);
     expect(csv).toContain('Ação Ltda');
 
-    const info = await h.services.batches.get(batchId!);
+    const info = await h.services.batchViews.get(batchId!);
     expect(info.counts).toMatchObject({ total: 7, enqueued: 4, done: 3, failed: 1, rejected: 2, duplicates: 1 });
     const rejects = await readFile(join(h.config.outDir, `${batchId}.rejects.csv`), 'utf8');
     expect(rejects).toContain('NOPE');
@@ -95,7 +95,7 @@ describe('vqb run', () => {
     expect(second.stdout).toMatch(/resuming batch big-[0-9a-f]{12}/);
     const stats = h.sim.stats({ plates: true });
     const batchId = /resuming batch (\S+):/.exec(second.stdout)![1]!;
-    const info = await h.services.batches.get(batchId);
+    const info = await h.services.batchViews.get(batchId);
     expect(info.counts).toMatchObject({ enqueued: 300, done: 300 });
     // Only a create cut off in flight by the kill may repeat, and its outcome says so. The flag
     // means "possible": a process killed after marking the create but before sending it is flagged

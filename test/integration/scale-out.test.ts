@@ -59,8 +59,8 @@ describe('scale-out', () => {
       expect(key.rateLimited, account).toBe(0);
       expect(key.maxInWindow, account).toBeLessThanOrEqual(limit);
     }
-    expect((await h.services.batches.get('a')).counts).toMatchObject({ done: 60, failed: 0 });
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 120, failed: 0 });
+    expect((await h.services.batchViews.get('a')).counts).toMatchObject({ done: 60, failed: 0 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 120, failed: 0 });
   }, 120_000);
 
   it('four processes on one account at 20/s (sliding window): no 429, never more than the limit in any second', async () => {

@@ -44,7 +44,7 @@ describe('fair shares between the batches of one account', () => {
     });
     await h.enqueue('first', makePlates(150), { weight: wa });
     // The second arrives while the first is well under way.
-    await waitFor(async () => (await h.services.batches.get('first')).counts.creates >= 30);
+    await waitFor(async () => (await h.services.batchViews.get('first')).counts.creates >= 30);
     await h.enqueue('second', makePlates(150, 1_000), { weight: wb });
     await h.waitForBatch('first', 60_000);
     await h.waitForBatch('second', 60_000);
@@ -68,7 +68,7 @@ describe('priority classes', () => {
       sim: { completionMs: [800, 1_000] },
     });
     await h.enqueue('fleet', makePlates(400));
-    await waitFor(async () => (await h.services.batches.get('fleet')).counts.creates >= 40);
+    await waitFor(async () => (await h.services.batchViews.get('fleet')).counts.creates >= 40);
     const submitted = Date.now();
     const { batch } = await ingestList(h.services, ['XYZ1A23'], {
       source: 'library',
@@ -77,7 +77,7 @@ describe('priority classes', () => {
     });
     await h.waitForBatch(batch.id, 30_000);
     // The fleet still had hundreds of plates to create: the interactive plate did not merely run after it.
-    expect((await h.services.batches.get('fleet')).counts.queued).toBeGreaterThan(200);
+    expect((await h.services.batchViews.get('fleet')).counts.queued).toBeGreaterThan(200);
     const [outcome] = await outcomes(h, batch.id);
     const fleetCreatedAt = (await outcomes(h, 'fleet')).map((o) => o.createdAt!);
     // Created at once: no more than a few fleet plates (already reserved slots) went out between
@@ -93,7 +93,7 @@ describe('priority classes', () => {
   it('bulk waits for normal batches of its account; an interactive batch over VQ_INTERACTIVE_MAX is refused with a typed error', async () => {
     const h = await harness.start({ label: 'bulk', config: { VQ_RATE_LIMIT: '100/s', VQ_INTERACTIVE_MAX: '5' } });
     await h.enqueue('bulk', makePlates(200), { priority: 'bulk' });
-    await waitFor(async () => (await h.services.batches.get('bulk')).counts.creates >= 20);
+    await waitFor(async () => (await h.services.batchViews.get('bulk')).counts.creates >= 20);
     await h.enqueue('normal', makePlates(100, 1_000));
     await h.waitForBatch('normal', 60_000);
     const normalLast = Math.max(...(await outcomes(h, 'normal')).map((o) => o.createdAt!));
@@ -121,7 +121,7 @@ describe('the feeder', () => {
     expect(await h.services.feeder.recover('default')).toBe(10);
     h.startWorker();
     await h.waitForBatch(batch.id, 30_000);
-    expect((await h.services.batches.get(batch.id)).counts).toMatchObject({ done: 30, failed: 0 });
+    expect((await h.services.batchViews.get(batch.id)).counts).toMatchObject({ done: 30, failed: 0 });
     const stats = h.sim.stats({ plates: true });
     expect(stats.creates).toBe(30);
     expect(stats.maxCreatesPerPlate).toBe(1);

@@ -78,7 +78,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     await waitFor(async () => logs.includes('upstream reachable again'), 60_000, 'the recovery line');
     expect(logs.split('\n').filter((l) => l.includes('"event":"upstream.reachable"'))).toHaveLength(1);
     await waitFor(
-      async () => (await h.services.batches.get('unreach')).finishedAt !== undefined,
+      async () => (await h.services.batchViews.get('unreach')).finishedAt !== undefined,
       60_000,
       'the batch finished',
     );

@@ -217,7 +217,7 @@ describe('webhooks: nothing lost to a crash', () => {
         polls: 1,
         attempts: 1,
       });
-    expect((await h.services.batches.get(batch.id)).finishedAt).toBeDefined();
+    expect((await h.services.batchViews.get(batch.id)).finishedAt).toBeDefined();
     expect(await h.services.webhooks.queue.getJobCounts('waiting', 'completed')).toEqual({ waiting: 0, completed: 0 });
 
     h.startWorker();
@@ -247,7 +247,7 @@ describe('webhooks: the drop folder', () => {
         await rename(join(root, 'inbox', 'frota.csv.part'), join(root, 'inbox', 'frota.csv'));
         await waitFor(async () => {
           await watcher.scanOnce();
-          return (await h.services.batches.list()).total === 1;
+          return (await h.services.batchViews.list()).total === 1;
         });
         const [delivery] = await rx.waitFor(1);
         expect(delivery!.verifyError).toBeUndefined();
@@ -276,7 +276,7 @@ describe('webhooks: account.paused and account.resumed', () => {
       }),
     });
     const { batch } = await ingestList(h.services, makePlates(120), { source: 'library', callbackUrl: rx.url });
-    await waitFor(async () => (await h.services.batches.get(batch.id)).counts.done >= 10);
+    await waitFor(async () => (await h.services.batchViews.get(batch.id)).counts.done >= 10);
     h.sim.keys.expire(TEST_KEY);
 
     const paused = await rx.waitFor(2, (d) => d.payload?.type === 'account.paused');
@@ -380,7 +380,7 @@ describe('webhooks: bad targets are refused up front, nothing stored', () => {
       expect(bad).toMatchObject({ code: 'CALLBACK_HOST_NOT_ALLOWED' });
       const typo = await rejection(vqb.enqueue(['ABC1234'], { callbakUrl: 'http://127.0.0.1/' } as never));
       expect(typo).toMatchObject({ code: 'BAD_OPTIONS', message: expect.stringMatching(/callbakUrl/) });
-      expect((await h.services.batches.list()).total).toBe(0);
+      expect((await h.services.batchViews.list()).total).toBe(0);
     } finally {
       await vqb.close();
     }
@@ -442,7 +442,7 @@ describe('vqb run --notify', () => {
     const refused = await spawnVqb(['run', file, '--notify', 'http://evil.test/hook'], env).done;
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/VQ_WEBHOOK_ALLOW/);
-    expect((await h.services.batches.list()).total).toBe(0);
+    expect((await h.services.batchViews.list()).total).toBe(0);
 
     const run = await spawnVqb(['run', file, '--notify', rx.url], env).done;
     expect(run.stderr).toBe('');

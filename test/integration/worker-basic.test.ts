@@ -18,7 +18,7 @@ describe('worker engine: the happy path', () => {
     expect(stats.creates).toBe(300);
     expect(stats.maxCreatesPerPlate).toBe(1);
     expect(Object.keys(stats.createsByPlate ?? {}).sort()).toEqual([...plates].sort());
-    const info = await h.services.batches.get('b1');
+    const info = await h.services.batchViews.get('b1');
     expect(info.counts).toMatchObject({ enqueued: 300, done: 300, failed: 0, inflight: 0, creates: 300 });
     let outcomes = 0;
     for await (const o of h.services.outcomes.scan('b1')) {

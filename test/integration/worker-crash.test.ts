@@ -28,14 +28,14 @@ describe('worker engine: crashes', () => {
     await h.enqueue('b', plates);
     const first = spawnWorker(h);
     // Wait until the pipeline is full of stored queryIds, then kill without warning.
-    for (let i = 0; i < 200 && (await h.services.batches.get('b')).counts.done < 60; i++) await sleep(50);
+    for (let i = 0; i < 200 && (await h.services.batchViews.get('b')).counts.done < 60; i++) await sleep(50);
     const stored = new Map<string, string>();
     for (const job of await h.queue.getJobs(['delayed', 'active', 'prioritized', 'wait'])) {
       if (job?.data.queryId) stored.set(job.data.plate, job.data.queryId);
     }
     first.kill('SIGKILL');
     await once(first, 'exit');
-    const before = await h.services.batches.get('b');
+    const before = await h.services.batchViews.get('b');
     expect(before.finishedAt).toBeUndefined();
     expect(stored.size).toBeGreaterThan(0);
 
@@ -46,7 +46,7 @@ describe('worker engine: crashes', () => {
       expect(stats.createsByPlate?.[plate], plate).toBe(1);
       expect((await h.services.outcomes.get('b', plate))?.queryId).toBe(queryId);
     }
-    const info = await h.services.batches.get('b');
+    const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(300);
     // Only a create cut off between request and stored answer may repeat, and it is flagged (the
     // flag says "possible": a create killed before it left is flagged too, so flags ⊇ repeats).
@@ -62,7 +62,7 @@ describe('worker engine: crashes', () => {
     h = await startHarness({ label: 'sigterm', workers: 0, sim: { completionMs: [300, 800], latencyMs: [100, 200] } });
     await h.enqueue('b', makePlates(200));
     const child = spawnWorker(h);
-    for (let i = 0; i < 200 && (await h.services.batches.get('b')).counts.done < 20; i++) await sleep(50);
+    for (let i = 0; i < 200 && (await h.services.batchViews.get('b')).counts.done < 20; i++) await sleep(50);
     const started = Date.now();
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];

@@ -21,7 +21,7 @@ describe('worker engine: faults', () => {
     });
     await h.enqueue('b', plates);
     await h.waitForBatch('b', 90_000);
-    const info = await h.services.batches.get('b');
+    const info = await h.services.batchViews.get('b');
     expect(info.counts).toMatchObject({ done: 99, failed: 1 });
     const failed = await h.services.outcomes.get('b', bad);
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'VEHICLE_NOT_FOUND' } });
@@ -51,7 +51,7 @@ describe('worker engine: faults', () => {
     const flagged: string[] = [];
     for await (const o of h.services.outcomes.scan('b')) if (o.possibleDuplicate) flagged.push(o.plate);
     expect(flagged.sort()).toEqual(twice);
-    const info = await h.services.batches.get('b');
+    const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(80);
     expect(info.counts.possibleDuplicates).toBe(twice.length);
   });
@@ -68,7 +68,7 @@ describe('worker engine: faults', () => {
     const maxInFlight = await peak.stop();
     // Two slots, yet far more queries ran upstream at once: waiting ones sat in `delayed`.
     expect(maxInFlight).toBeGreaterThan(50);
-    expect((await h.services.batches.get('b')).counts.done).toBe(200);
+    expect((await h.services.batchViews.get('b')).counts.done).toBe(200);
   });
 
   it('in a 2,000-plate batch results arrive long before the last create, and in-flight queries never pass the cap', async () => {
@@ -87,7 +87,7 @@ describe('worker engine: faults', () => {
       firstResult = Math.min(firstResult, o.finishedAt);
       lastCreate = Math.max(lastCreate, o.createdAt ?? 0);
     }
-    const info = await h.services.batches.get('b');
+    const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(2_000);
     expect(maxInFlight).toBeLessThanOrEqual(100);
     expect(maxInFlight).toBeGreaterThan(50);

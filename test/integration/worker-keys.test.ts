@@ -14,7 +14,7 @@ describe('worker engine: key-level failures', () => {
   it('a key that expires mid-batch pauses the queue with no job failed; a rotated key and resume finish it', async () => {
     h = await startHarness({ label: 'expire', config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '4' } });
     await h.enqueue('b', makePlates(120));
-    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= 20);
+    await waitFor(async () => (await h!.services.batchViews.get('b')).counts.done >= 20);
     h.sim.keys.expire(TEST_KEY);
 
     await waitFor(async () => (await h!.line.state()).paused);
@@ -23,7 +23,7 @@ describe('worker engine: key-level failures', () => {
     expect(state.pause?.message).toMatch(/vqb resume/);
     // Requests in flight when the key expired settle: put back, not failed.
     await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
-    const paused = await h.services.batches.get('b');
+    const paused = await h.services.batchViews.get('b');
     expect(paused.counts.failed).toBe(0);
     expect(paused.counts.done).toBeLessThan(120);
     expect(await h.queue.getFailedCount()).toBe(0);
@@ -37,7 +37,7 @@ describe('worker engine: key-level failures', () => {
     await h.line.resume();
     await h.waitForBatch('b', 60_000);
 
-    const done = await h.services.batches.get('b');
+    const done = await h.services.batchViews.get('b');
     expect(done.counts).toMatchObject({ done: 120, failed: 0 });
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
     // The key never appears in logs, nor in what Redis holds for the batch.
@@ -60,14 +60,14 @@ describe('worker engine: key-level failures', () => {
     expect(state.pause?.message).toContain(named);
     expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
     await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
-    expect((await h.services.batches.get('b')).counts.failed).toBe(0);
+    expect((await h.services.batchViews.get('b')).counts.failed).toBe(0);
     expect(await h.queue.getFailedCount()).toBe(0);
 
     // Fix the key and resume: nothing was lost.
     h.sim.keys.add({ key: TEST_KEY });
     await h.line.resume();
     await h.waitForBatch('b', 30_000);
-    expect((await h.services.batches.get('b')).counts.done).toBe(10);
+    expect((await h.services.batchViews.get('b')).counts.done).toBe(10);
   });
 
   it("one account's expired key pauses that account alone: the other keeps its full rate; rotated and resumed, the first finishes, nothing created twice", async () => {
@@ -82,7 +82,7 @@ describe('worker engine: key-level failures', () => {
     });
     await h.enqueue('a', makePlates(80), { account: 'frota' });
     await h.enqueue('b', makePlates(120, 1_000), { account: 'seguros' });
-    await waitFor(async () => (await h!.services.batches.get('a')).counts.done >= 20);
+    await waitFor(async () => (await h!.services.batchViews.get('a')).counts.done >= 20);
     h.sim.keys.expire(accountKey('frota'));
     const frota = h.services.accounts.line('frota');
     await waitFor(async () => (await frota.state()).pause !== undefined);
@@ -92,12 +92,12 @@ describe('worker engine: key-level failures', () => {
 
     // While frota is paused, seguros keeps going at its own rate.
     const before = h.sim.stats().byKey.seguros!;
-    const doneBefore = (await h.services.batches.get('b')).counts.done;
-    await waitFor(async () => (await h!.services.batches.get('b')).counts.done >= doneBefore + 20);
+    const doneBefore = (await h.services.batchViews.get('b')).counts.done;
+    await waitFor(async () => (await h!.services.batchViews.get('b')).counts.done >= doneBefore + 20);
     const after = h.sim.stats().byKey.seguros!;
     expect(after.counted).toBeGreaterThan(before.counted);
     expect(after.rateLimited).toBe(0);
-    expect((await h.services.batches.get('a')).counts.failed).toBe(0);
+    expect((await h.services.batchViews.get('a')).counts.failed).toBe(0);
 
     // Rotate frota's key and resume it alone.
     h.sim.keys.add({ key: 'rotated-frota-key', label: 'frota2' });
@@ -105,8 +105,8 @@ describe('worker engine: key-level failures', () => {
     await frota.resume();
     await h.waitForBatch('a', 60_000);
     await h.waitForBatch('b', 60_000);
-    expect((await h.services.batches.get('a')).counts).toMatchObject({ done: 80, failed: 0 });
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 120, failed: 0 });
+    expect((await h.services.batchViews.get('a')).counts).toMatchObject({ done: 80, failed: 0 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 120, failed: 0 });
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
     expect(h.logs.lines.filter((l) => l.level === 60)).toHaveLength(1);
   });

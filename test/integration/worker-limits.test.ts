@@ -21,7 +21,7 @@ describe('worker engine: pacing and quotas', () => {
     const stats = h.sim.stats();
     expect(stats.rateLimited).toBe(0);
     expect(stats.maxInWindow).toBeLessThanOrEqual(40);
-    expect((await h.services.batches.get('b')).counts.done).toBe(150);
+    expect((await h.services.batchViews.get('b')).counts.done).toBe(150);
   });
 
   it('an upstream limit tighter than configured, with no headers: 429s pause every worker, a handful per pause', async () => {
@@ -32,7 +32,7 @@ describe('worker engine: pacing and quotas', () => {
     });
     await h.enqueue('b', makePlates(60));
     await h.waitForBatch('b', 90_000);
-    expect((await h.services.batches.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
     const stats = h.sim.stats({ plates: true });
     expect(stats.maxCreatesPerPlate).toBe(1);
     const holds = h.logs.lines.filter((l) => l.event === 'account.hold' && l.cause === 'rate_limited');
@@ -48,7 +48,7 @@ describe('worker engine: pacing and quotas', () => {
     const rates = holds.map((l) => Number(l.ratePerSecond));
     expect(Math.min(...rates)).toBeLessThan(60);
     expect((await h.services.accounts.line('default').rate()).source).toBe('learned');
-    expect((await h.services.batches.get('b')).counts.rateLimited).toBe(stats.rateLimited);
+    expect((await h.services.batchViews.get('b')).counts.rateLimited).toBe(stats.rateLimited);
   });
 
   it('a quota that runs out pauses the line until it resets, then finishes by itself', async () => {
@@ -63,7 +63,7 @@ describe('worker engine: pacing and quotas', () => {
     // 50 plates need at least 100 requests: more than one quota window's worth.
     expect(stats.creates + stats.gets).toBeGreaterThan(60);
     expect(stats.maxCreatesPerPlate).toBe(1);
-    expect((await h.services.batches.get('b')).counts.done).toBe(50);
+    expect((await h.services.batchViews.get('b')).counts.done).toBe(50);
     // Remaining hit 0 with the reset further than one rate window away: every worker held until
     // the reset instead of drawing 429s (only requests already on the wire can still get one).
     expect(h.logs.lines.some((l) => l.event === 'account.hold' && l.cause === 'budget_used_up')).toBe(true);

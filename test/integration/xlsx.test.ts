@@ -115,7 +115,7 @@ function column(rows: unknown[][], name: string): unknown[] {
 }
 
 async function batchCount(): Promise<number> {
-  return (await h.services.batches.list(0, 1)).total;
+  return (await h.services.batchViews.list(0, 1)).total;
 }
 
 async function waitFinished(id: string): Promise<void> {
@@ -134,7 +134,7 @@ describe('vqb run file.xlsx', () => {
     expect(run.stdout).toContain('plate column "Placa do veículo"');
     const batchId = /batch (frota-[0-9a-f]{12})/.exec(run.stdout)?.[1];
     expect(batchId).toBeDefined();
-    const info = await h.services.batches.get(batchId!);
+    const info = await h.services.batchViews.get(batchId!);
     expect(info.counts).toMatchObject({ total: 4, enqueued: 3, done: 3, rejected: 1 });
 
     const csv = csvRows(await readFile(join(h.config.outDir, `${batchId}.csv`), 'utf8'));

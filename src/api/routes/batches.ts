@@ -94,7 +94,7 @@ function v1Kit(app: FastifyInstance, options: V1Options) {
   });
   const scopeOf = (request: object): Scope => scopes.get(request) ?? { admin: false, accounts: [] };
   const visibleBatch = async (request: object, id: string): Promise<BatchInfo> => {
-    const info = await services.batches.get(id);
+    const info = await services.batchViews.get(id);
     if (!canSee(scopeOf(request), info.account)) throw new BatchNotFoundError(id);
     return info;
   };
@@ -297,7 +297,11 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
     async (request): Promise<ListReply> => {
       const { offset, limit } = request.query;
       const scope = scopeOf(request);
-      const { total, batches } = await services.batches.list(offset, limit, scope.admin ? undefined : scope.accounts);
+      const { total, batches } = await services.batchViews.list(
+        offset,
+        limit,
+        scope.admin ? undefined : scope.accounts,
+      );
       const at = now();
       const page = (o: number) => `/v1/batches?offset=${o}&limit=${limit}`;
       return {

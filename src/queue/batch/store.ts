@@ -2,14 +2,12 @@
 // and live counts plus the list of its input rows and the hash of its outcomes; its plates wait in
 // the scheduler's list until the feeder makes them jobs. Counts move only in Lua scripts or MULTI
 // blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
-// reads and writes a batch's hash, rows and outcomes.
+// reads and writes a batch's hash, rows and outcomes. What a batch looks like to its readers
+// (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
-import type { Budget } from '../budget.js';
-import type { CostLedger } from '../costs.js';
-import type { InFlight } from '../inflight.js';
 import type { VqbKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { execAll } from '../redis-health.js';
@@ -100,7 +98,6 @@ export interface NewBatch extends BatchPlacement {
   product: string;
   metadata?: Record<string, unknown>;
   extraColumns?: string[];
-  maxCreates?: number;
   reuseWithinMs?: number;
   /**
    * The digest of the batch's content (its rows or file), stored at creation. Opening the id
@@ -115,32 +112,40 @@ const INGEST_LOCK_MS = 60_000;
 
 const COUNT_FIELDS = ['total', 'enqueued', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates'] as const;
 
-/** What a batch's view reads from the modules that own the rest of its state. */
-export interface BatchStoreDeps {
-  scheduler: Scheduler;
-  costs: CostLedger;
-  inflight: InFlight;
-  budget: Budget;
+/** What a batch's own hash holds; its view (view.ts) adds what other stores own of it. */
+export interface StoredBatch extends BatchPlacement {
+  id: string;
+  source: BatchSource;
+  name: string;
+  createdAt: number;
+  finishedAt?: number;
+  sealed: boolean;
+  metadata: Record<string, unknown>;
+  extraColumns: string[];
+  product: string;
+  /** The counts the hash keeps (the view adds the costs, the plates in flight and those queued). */
+  counts: Record<(typeof COUNT_FIELDS)[number], number>;
+  reuseWithinMs: number;
+  callbackUrl?: string;
 }
 
 export class BatchStore {
   readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'lock-release'>;
   readonly #keys: VqbKeys;
-  readonly #deps: BatchStoreDeps;
   readonly #now: () => number;
 
-  constructor(redis: RedisClient, keys: VqbKeys, deps: BatchStoreDeps, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'lock-release']);
     this.#keys = keys;
-    this.#deps = deps;
     this.#now = now;
   }
 
   /**
    * Creates the batch, or finds the one with this id (same input → same batch, nothing paid twice).
    * Throws BatchIdTakenError when the batch was created from other content (both digests known).
+   * A new batch's cap is the budget's (Budget.setMaxCreates), its view the query's (view.ts).
    */
-  async open(batch: NewBatch): Promise<{ created: boolean; info: BatchInfo }> {
+  async open(batch: NewBatch): Promise<{ created: boolean }> {
     if (!isBatchId(batch.id)) throw new InputError('BAD_BATCH_ID', `${BATCH_ID_RULE}; got ${JSON.stringify(batch.id)}`);
     const key = this.#keys.batch(batch.id);
     const createdAt = this.#now();
@@ -167,9 +172,8 @@ export class BatchStore {
         })
         .zadd(this.#keys.batches, createdAt, batch.id)
         .exec();
-      if (batch.maxCreates !== undefined) await this.#deps.budget.setMaxCreates(batch.id, batch.maxCreates);
     }
-    return { created, info: await this.get(batch.id) };
+    return { created };
   }
 
   /**
@@ -214,7 +218,7 @@ export class BatchStore {
 
   /**
    * Stores a chunk of rows, moves the counts and the ingest position, and hands its new plates to
-   * the scheduler, all in one MULTI: Redis runs all of it or, when full (maxmemory reached under
+   * the scheduler (which writes its own lists into the same MULTI), all in one MULTI: Redis runs all of it or, when full (maxmemory reached under
    * noeviction), refuses the whole transaction at EXEC, so no plate waits whose row and count
    * were never stored. A refused chunk throws RedisFullError; the same ingest run again resumes
    * from the position stored with the last chunk that was written.
@@ -222,6 +226,7 @@ export class BatchStore {
   async addRows(
     batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>,
     rows: readonly IngestRow[],
+    scheduler: Pick<Scheduler, 'pushIn'>,
   ): Promise<void> {
     if (rows.length === 0) return;
     const queued = rows.filter((r) => r.kind === 'queued');
@@ -234,7 +239,7 @@ export class BatchStore {
     const rejected = rows.length - queued.length - duplicates;
     if (rejected > 0) multi.hincrby(key, 'rejected', rejected);
     if (duplicates > 0) multi.hincrby(key, 'duplicates', duplicates);
-    this.#deps.scheduler.pushIn(
+    scheduler.pushIn(
       multi,
       batch.account,
       batch.id,
@@ -254,7 +259,7 @@ export class BatchStore {
   async seal(batchId: string): Promise<boolean> {
     const result = Number(await this.#redis.vqbBatchSeal(this.#keys.batch(batchId), this.#now()));
     if (result === -1) throw new BatchNotFoundError(batchId);
-    return result === 2 || (await this.get(batchId)).finishedAt !== undefined;
+    return result === 2 || Boolean(await this.#redis.hget(this.#keys.batch(batchId), 'finishedAt'));
   }
 
   /** A new callbackUrl for an existing batch (`vqb run --notify` resuming it), already checked. */
@@ -275,27 +280,15 @@ export class BatchStore {
     return (await this.#redis.exists(this.#keys.batch(batchId))) === 1;
   }
 
-  async get(batchId: string): Promise<BatchInfo> {
+  /** What the batch's hash holds; BatchNotFoundError when there is no such batch. */
+  async read(batchId: string): Promise<StoredBatch> {
     if (!isBatchId(batchId)) throw new BatchNotFoundError(batchId);
     const f = await this.#redis.hgetall(this.#keys.batch(batchId));
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
-    const account = f.account ?? 'default';
-    const [costs, inflight, budget] = await Promise.all([
-      this.#deps.costs.forBatch(batchId),
-      this.#deps.inflight.forBatch(account, batchId),
-      this.#deps.budget.forBatch(batchId),
-    ]);
-    const counts = {
-      ...Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])),
-      ...costs,
-      inflight,
-      queued: 0,
-    } as BatchCounts;
-    counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     return {
       id: f.id ?? batchId,
-      account,
+      account: f.account ?? 'default',
       priority: (f.priority ?? 'normal') as PriorityClass,
       weight: Number(f.weight ?? 1) || 1,
       source: (f.source ?? 'library') as BatchSource,
@@ -306,22 +299,20 @@ export class BatchStore {
       metadata: JSON.parse(f.metadata ?? '{}') as Record<string, unknown>,
       extraColumns: JSON.parse(f.extraColumns ?? '[]') as string[],
       product: f.product ?? 'agregados',
-      counts,
-      ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
+      counts: Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as StoredBatch['counts'],
       reuseWithinMs: n('reuseWithinMs'),
-      ...(budget.held ? { blocked: 'budget' } : {}),
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
     };
   }
 
-  /** Newest first; with `accounts`, only the batches of those accounts. */
-  async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
+  /** Batch ids, newest first; with `accounts`, only those of these accounts. */
+  async ids(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; ids: string[] }> {
     if (accounts === undefined) {
       const [total, ids] = await Promise.all([
         this.#redis.zcard(this.#keys.batches),
         this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1),
       ]);
-      return { total, batches: await Promise.all(ids.map((id: string) => this.get(id))) };
+      return { total, ids };
     }
     // A scoped reader: filter by account (batches are counted in hundreds, not millions).
     const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
@@ -330,10 +321,7 @@ export class BatchStore {
         ? []
         : await Promise.all(ids.map((id: string) => this.#redis.hget(this.#keys.batch(id), 'account')));
     const mine = ids.filter((_: string, i: number) => accounts.includes(owners[i] ?? 'default'));
-    return {
-      total: mine.length,
-      batches: await Promise.all(mine.slice(offset, offset + limit).map((id: string) => this.get(id))),
-    };
+    return { total: mine.length, ids: mine.slice(offset, offset + limit) };
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */

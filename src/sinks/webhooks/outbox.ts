@@ -6,6 +6,7 @@
 import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
 import type { BatchStore } from '../../queue/batch/store.js';
+import type { BatchViews } from '../../queue/batch/view.js';
 import type { VqbKeys } from '../../queue/keys.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../../queue/line.js';
 import type { RedisClient } from '../../queue/redis.js';
@@ -37,13 +38,22 @@ export class WebhookOutbox {
   readonly #config: Config;
   readonly #redis: RedisClient;
   readonly #batches: BatchStore;
+  readonly #views: BatchViews;
   readonly #now: () => number;
   #queue: Queue<WebhookJobData, unknown, string> | undefined;
 
-  constructor(config: Config, redis: RedisClient, keys: VqbKeys, batches: BatchStore, now: () => number = Date.now) {
+  constructor(
+    config: Config,
+    redis: RedisClient,
+    keys: VqbKeys,
+    batches: BatchStore,
+    views: BatchViews,
+    now: () => number = Date.now,
+  ) {
     this.#config = config;
     this.#redis = redis;
     this.#batches = batches;
+    this.#views = views;
     this.#now = now;
     this.deliveries = new DeliveryLog(redis, keys);
   }
@@ -72,7 +82,7 @@ export class WebhookOutbox {
    * A batch finished again after a retry of its failed plates is a new event.
    */
   async batchFinished(batchId: string): Promise<string | undefined> {
-    const info = await this.#batches.get(batchId);
+    const info = await this.#views.get(batchId);
     const url = info.callbackUrl;
     if (url === undefined || info.finishedAt === undefined) return undefined;
     const event = batchFinishedEvent({ ...info, finishedAt: info.finishedAt }, this.#config.webhooks.publicUrl);
@@ -87,7 +97,7 @@ export class WebhookOutbox {
    * told now (a new delivery: the id covers the receiver).
    */
   async retarget(batchId: string, url: string): Promise<void> {
-    const info = await this.#batches.get(batchId);
+    const info = await this.#views.get(batchId);
     if (info.callbackUrl === url) return;
     await this.#batches.setCallbackUrl(batchId, url);
     if (info.finishedAt !== undefined) await this.batchFinished(batchId);
@@ -122,7 +132,7 @@ export class WebhookOutbox {
     const { publicUrl, url: globalUrl } = this.#config.webhooks;
     const type = resumedAt === undefined ? 'account.paused' : 'account.resumed';
     const ids: string[] = [];
-    const { batches } = await this.#batches.list(0, Number.MAX_SAFE_INTEGER, [accountId]);
+    const { batches } = await this.#views.list(0, Number.MAX_SAFE_INTEGER, [accountId]);
     for (const info of batches) {
       const url = info.callbackUrl;
       if (info.finishedAt !== undefined || url === undefined) continue;
@@ -149,7 +159,7 @@ export class WebhookOutbox {
    */
   async sweep(pauses: readonly { account: string; pause: AccountPause }[], limit = 50): Promise<string[]> {
     const added: string[] = [];
-    const { batches } = await this.#batches.list(0, limit);
+    const { batches } = await this.#views.list(0, limit);
     for (const info of batches) {
       if (info.finishedAt === undefined || info.callbackUrl === undefined) continue;
       const id = messageId('batch.finished', info.id, String(info.finishedAt), info.callbackUrl);

@@ -1,0 +1,61 @@
+// A batch as its readers see it (`vqb status`, the API, the console, webhooks, retention): its own
+// hash (BatchStore) joined with what other stores own of it: the requests it cost (CostLedger), its
+// plates in flight (InFlight), its cap and whether the cap holds it (Budget). A query over those
+// stores, not a store: it writes nothing and owns no key.
+import type { Budget } from '../budget.js';
+import type { CostLedger } from '../costs.js';
+import type { InFlight } from '../inflight.js';
+import type { BatchCounts, BatchInfo, BatchStore } from './store.js';
+
+/** The stores a batch's view reads. */
+export interface BatchViewSources {
+  batches: BatchStore;
+  costs: CostLedger;
+  inflight: InFlight;
+  budget: Budget;
+}
+
+export class BatchViews {
+  readonly #s: BatchViewSources;
+
+  constructor(sources: BatchViewSources) {
+    this.#s = sources;
+  }
+
+  /** The batch with its counts, costs and cap; BatchNotFoundError when there is no such batch. */
+  async get(batchId: string): Promise<BatchInfo> {
+    const stored = await this.#s.batches.read(batchId);
+    const [costs, inflight, budget] = await Promise.all([
+      this.#s.costs.forBatch(batchId),
+      this.#s.inflight.forBatch(stored.account, batchId),
+      this.#s.budget.forBatch(batchId),
+    ]);
+    const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
+    counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
+    return {
+      id: stored.id,
+      account: stored.account,
+      priority: stored.priority,
+      weight: stored.weight,
+      source: stored.source,
+      name: stored.name,
+      createdAt: stored.createdAt,
+      ...(stored.finishedAt !== undefined ? { finishedAt: stored.finishedAt } : {}),
+      sealed: stored.sealed,
+      metadata: stored.metadata,
+      extraColumns: stored.extraColumns,
+      product: stored.product,
+      counts,
+      ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
+      reuseWithinMs: stored.reuseWithinMs,
+      ...(budget.held ? { blocked: 'budget' } : {}),
+      ...(stored.callbackUrl !== undefined ? { callbackUrl: stored.callbackUrl } : {}),
+    };
+  }
+
+  /** Newest first; with `accounts`, only the batches of those accounts. */
+  async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
+    const { total, ids } = await this.#s.batches.ids(offset, limit, accounts);
+    return { total, batches: await Promise.all(ids.map((id) => this.get(id))) };
+  }
+}
