@@ -21,6 +21,8 @@ export interface AccountRun {
   worker: PlateWorker;
   client: UpstreamClient;
   flow: AccountFlow;
+  /** Ends the waits of polls waiting in the worker (they go to BullMQ's delayed set), so a stop need not wait for them. */
+  stopWaits: () => void;
 }
 
 export class AccountWorkers {
@@ -57,6 +59,7 @@ export class AccountWorkers {
   }
 
   #stop(run: AccountRun): Promise<void> {
+    run.stopWaits();
     const stopping = (async () => {
       await run.worker.close();
       await run.client.close();
@@ -90,7 +93,9 @@ export class AccountWorkers {
 
   /** Stops every Worker at once, running jobs or not (a bounded stop that ran out of time). */
   forceAll(): void {
-    for (const run of [...this.#running.values(), ...this.#stopping.keys()])
+    for (const run of [...this.#running.values(), ...this.#stopping.keys()]) {
+      run.stopWaits();
       void run.worker.close(true).catch(() => undefined);
+    }
   }
 }

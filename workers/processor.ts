@@ -7,6 +7,7 @@
 // (src/queue/job-fence.ts, where the create protocol is written down as a table): a worker that
 // was paused past its lock sends no create and writes no older step over a newer one.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
@@ -21,6 +22,7 @@ import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
 import { type AccountFlow, type Admission, isUnreachable } from './flow.js';
 import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
+import type { PollRoom } from './poll-room.js';
 import type { Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
@@ -51,7 +53,23 @@ export interface ProcessorDeps {
    * the window a pause there leaves open. Only tests set it (`VQB_TEST_STOP_AFTER_FENCE`).
    */
   afterFence?: () => Promise<void>;
+  /** Room for polls waiting for their time in this worker, their jobs kept active (none: every poll goes to the delayed set; see #pollAt). */
+  pollRoom?: PollRoom;
 }
+
+/**
+ * A poll due within this long waits for it in the worker, its job kept active and its lock held
+ * (BullMQ renews it), instead of going through BullMQ's delayed set: moveToDelayed, promotion and
+ * a fetch cost about 25 Redis commands a poll (issue 21). Further off, or with no room, it goes
+ * to the delayed set as before.
+ */
+const POLL_WAIT_HERE_MS = 5_000;
+/**
+ * A wait that ended this much later than planned (the process was paused, the event loop blocked)
+ * is not trusted: the lock may have lapsed and another worker may be polling. The job goes to the
+ * delayed set instead, which BullMQ refuses without the lock.
+ */
+const OVERSLEPT_MS = 1_000;
 
 export type JobResult = { status: 'done' | 'exists'; queryId?: string };
 
@@ -73,11 +91,18 @@ export class PlateProcessor {
   readonly #d: ProcessorDeps;
   readonly #now: () => number;
   readonly #random: () => number;
+  /** The stop that ends the waits of polls waiting in this worker (see #pollAt). */
+  readonly #stop = new AbortController();
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
     this.#now = deps.clock?.now ?? Date.now;
     this.#random = deps.clock?.random ?? Math.random;
+  }
+
+  /** The worker is stopping: polls waiting here go to BullMQ's delayed set at once, so the stop need not wait for them. */
+  stopWaits(): void {
+    this.#stop.abort();
   }
 
   readonly process = async (job: PlateJob, token?: string): Promise<JobResult> => {
@@ -177,18 +202,19 @@ export class PlateProcessor {
     };
     // The query id is paid for: while Redis waits, a stop that cannot wait writes it to a file.
     const paid = { kind: 'queryId' as const, batchId: data.batchId, plate: data.plate, queryId: answer.queryId };
-    await this.#d.recorder.untilStored(
-      data.account,
-      () => this.#d.recorder.count(data.batchId, 'creates', 'createsSent'),
-      paid,
-    );
     // The write that makes "create once" hold: from here on every activation polls this queryId.
     // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
     // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
     // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
+    // The same step counts the create (whoever stores the id) and gives the job its poll priority.
     const kept = await this.#d.recorder.untilStored(
       data.account,
-      () => this.#d.fence.write(job, undefined, creating, polling, { orLostMark: true }),
+      () =>
+        this.#d.fence.write(job, undefined, creating, polling, {
+          orLostMark: true,
+          count: this.#d.recorder.counting(data.batchId, 'creates', 'createsSent'),
+          priority: pollPriority(data.cls),
+        }),
       paid,
     );
     if (kept !== 'ok') {
@@ -205,12 +231,7 @@ export class PlateProcessor {
     // A person waits for an interactive plate: poll it soon and often rather than at the quantile.
     const learned = await this.#d.learner.firstPollDelay(data.product);
     const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
-    try {
-      await job.changePriority({ priority: pollPriority(data.cls) });
-    } catch (err) {
-      this.#rethrowLockLoss(err, job, 'answer-stored');
-    }
-    return this.#sleepUntil(job, token, createdAt + delay, 'answer-stored');
+    return this.#pollAt(job, token, createdAt + delay, log);
   }
 
   /**
@@ -262,7 +283,9 @@ export class PlateProcessor {
     }
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
-    await this.#d.recorder.count(data.batchId, 'polls', 'pollsSent');
+    // A pending answer is counted in the write that stores it (below); any other, here.
+    const stillPending = !answer.terminal && (data.pollDeadline === undefined || now < data.pollDeadline);
+    if (!stillPending) await this.#d.recorder.count(data.batchId, 'polls', 'pollsSent');
     if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
     if (answer.terminal) return this.#finish(job, polled, answer, log);
@@ -283,7 +306,8 @@ export class PlateProcessor {
       );
     }
     // A stale worker's answer must not overwrite what the job's holder wrote since.
-    if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now })) !== 'ok') {
+    const count = this.#d.recorder.counting(data.batchId, 'polls', 'pollsSent');
+    if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now }, { count })) !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId });
       throw new LostJob();
     }
@@ -291,7 +315,7 @@ export class PlateProcessor {
       data.cls === 'interactive'
         ? this.#d.config.poll.interactiveMs
         : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
-    return this.#sleepUntil(job, token, Math.min(now + next, data.pollDeadline ?? Infinity), 'answer-stored');
+    return this.#pollAt(job, token, Math.min(now + next, data.pollDeadline ?? Infinity), log);
   }
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
@@ -315,6 +339,29 @@ export class PlateProcessor {
         }
         return this.#sleepUntil(job, token, admission.until);
     }
+  }
+
+  /**
+   * The job's query id is stored: poll it at `at`. Soon enough and with room, in this worker (see
+   * POLL_WAIT_HERE_MS); otherwise, or when the wait overran or the worker stops, from BullMQ's
+   * delayed set. Either way a crash loses nothing: the next activation polls the stored id.
+   */
+  async #pollAt(job: PlateJob, token: string | undefined, at: number, log: Logger): Promise<JobResult> {
+    const wait = Math.max(0, at - this.#now());
+    const signal = this.#stop.signal;
+    const room = this.#d.pollRoom;
+    if (token !== undefined && wait <= POLL_WAIT_HERE_MS && !signal.aborted && room?.enter()) {
+      const planned = performance.now() + wait;
+      try {
+        await sleep(wait, undefined, { signal });
+      } catch {
+        // The worker is stopping: the delayed set takes the job below.
+      } finally {
+        room.leave();
+      }
+      if (!signal.aborted && performance.now() - planned <= OVERSLEPT_MS) return this.#poll(job, token, log);
+    }
+    return this.#sleepUntil(job, token, at, 'answer-stored');
   }
 
   async #sleepUntil(

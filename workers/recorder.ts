@@ -5,7 +5,7 @@ import type { Job } from 'bullmq';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
 import type { BatchStore } from '../src/queue/batch/store.js';
-import type { CostField, CostLedger } from '../src/queue/costs.js';
+import type { CostCount, CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
@@ -72,6 +72,11 @@ export class Recorder {
 
   count(batchId: string, ...fields: CostField[]): Promise<void> {
     return this.#d.costs.count(batchId, ...fields);
+  }
+
+  /** The same count, handed to a job-fence write that runs anyway. */
+  counting(batchId: string, ...fields: CostField[]): CostCount {
+    return this.#d.costs.counting(batchId, ...fields);
   }
 
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */

@@ -10,6 +10,7 @@ import { requireAccountUpstream } from '../src/accounts/account.js';
 import type { AccountRecord } from '../src/accounts/registry.js';
 import type { Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
+import { CreateAdmission } from '../src/queue/admission.js';
 import { JobFence } from '../src/queue/job-fence.js';
 import { OPERATOR_PAUSE } from '../src/queue/line.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
@@ -28,6 +29,7 @@ import { decideJobFailure } from './actions.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
+import { PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
 import { startWebhookWorker } from './webhooks.js';
@@ -72,6 +74,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   }
   const flow = new AccountFlow({
     line,
+    admission: new CreateAdmission(commands, line, services.inflight, services.budget),
     inflight: services.inflight,
     budget: services.budget,
     scheduler: services.scheduler,
@@ -89,6 +92,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
           await waitForReplica(commands);
         }
       : undefined;
+  const pollRoom = new PollRoom(config.concurrency);
   const processor = new PlateProcessor({
     ...(replicated ? { replicated } : {}),
     config,
@@ -101,10 +105,12 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     logger,
     clock: { now, ...(deps.random ? { random: deps.random } : {}) },
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
+    pollRoom,
   });
   const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(queue.name, processor.process, {
     connection: blocking,
     prefix: config.prefix,
+    // VQ_CONCURRENCY jobs at work; polls waiting for their time here add to it (PollRoom).
     concurrency: config.concurrency,
     limiter: RATE_LIMIT_SWITCH,
     lockDuration: config.locks.lockDurationMs,
@@ -113,6 +119,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
     maximumRateLimitDelay: 5_000,
   });
+  pollRoom.attach(worker);
   worker.on('failed', (job, err) => {
     // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
     if (!job || err instanceof UnrecoverableError) return;
@@ -131,7 +138,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   worker.on('error', (err) => {
     if (lockErrorJob(err) === undefined) health.report(err, `worker ${account.id}`);
   });
-  return { worker, client, flow };
+  return { worker, client, flow, stopWaits: () => processor.stopWaits() };
 }
 
 /**

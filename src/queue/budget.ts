@@ -54,17 +54,27 @@ export class Budget {
   }
 
   async reserve(accountId: string, batchId: string): Promise<BudgetVerdict> {
+    const { keys, args } = this.terms(accountId, batchId);
+    return (await this.#redis.vqbBudgetReserve(...keys, ...args)) as BudgetVerdict;
+  }
+
+  /**
+   * What the caps' rule (lua/includes/budget-take.lua) needs for one create of the batch: the
+   * keys and the configured caps (the run-time ones are read in the script). For budget-reserve
+   * and for the create's one admission script (queue/admission.ts).
+   */
+  terms(accountId: string, batchId: string): { keys: string[]; args: (string | number)[] } {
     const now = this.#now();
-    const caps = await this.caps(accountId);
-    return (await this.#redis.vqbBudgetReserve(
-      this.#keys.batchBudget(batchId),
-      this.#keys.spendDay(accountId, utcDay(now)),
-      this.#keys.spendMonth(accountId, utcMonth(now)),
-      caps.perDay ?? -1,
-      caps.perMonth ?? -1,
-      3 * 86_400,
-      40 * 86_400,
-    )) as BudgetVerdict;
+    const configured = this.#accounts.get(accountId);
+    return {
+      keys: [
+        this.#keys.batchBudget(batchId),
+        this.#keys.spendDay(accountId, utcDay(now)),
+        this.#keys.spendMonth(accountId, utcMonth(now)),
+        this.#keys.budget(accountId),
+      ],
+      args: [configured?.perDay ?? -1, configured?.perMonth ?? -1, 3 * 86_400, 40 * 86_400],
+    };
   }
 
   async refund(accountId: string, batchId: string): Promise<void> {

@@ -4,6 +4,7 @@
 
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
+import { type Scripted, withScripts } from './scripts.js';
 
 /**
  * creates / polls: answered (a query id, a status). createsSent / pollsSent: every request that
@@ -56,23 +57,40 @@ export function emptyCosts(): CostCounts {
   return { creates: 0, createsSent: 0, polls: 0, pollsSent: 0, rateLimited: 0, reused: 0, possibleDuplicates: 0 };
 }
 
+/**
+ * Counts handed to another script that runs anyway (job-fence, when a create's answer is stored):
+ * the cost hashes and the fields, counted there by the same rule (lua/includes/cost-count.lua).
+ */
+export interface CostCount {
+  keys: [batch: string, day: string];
+  fields: string;
+  dayTtlS: number;
+}
+
 export class CostLedger {
-  readonly #redis: RedisClient;
+  readonly #redis: Scripted<'cost-count'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
 
   constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
-    this.#redis = redis;
+    this.#redis = withScripts(redis, ['cost-count']);
     this.#keys = keys;
     this.#now = now;
   }
 
-  /** One more of each field, for the batch and for today, in one round trip. */
+  /** One more of each field, for the batch and for today, in one script (the day's TTL set when it starts). */
   async count(batchId: string, ...fields: CostField[]): Promise<void> {
-    const day = this.#keys.costDay(utcDay(this.#now()));
-    const multi = this.#redis.multi();
-    for (const field of fields) multi.hincrby(this.#keys.batchCosts(batchId), field, 1).hincrby(day, field, 1);
-    await multi.expire(day, DAY_TTL_S).exec();
+    const { keys, fields: list, dayTtlS } = this.counting(batchId, ...fields);
+    await this.#redis.vqbCostCount(...keys, dayTtlS, list);
+  }
+
+  /** The same count, for a script that runs anyway to do it (see CostCount). */
+  counting(batchId: string, ...fields: CostField[]): CostCount {
+    return {
+      keys: [this.#keys.batchCosts(batchId), this.#keys.costDay(utcDay(this.#now()))],
+      fields: fields.join(','),
+      dayTtlS: DAY_TTL_S,
+    };
   }
 
   /** Only the day's counter (the batch's own count moved elsewhere, e.g. in the outcome script). */

@@ -25,12 +25,19 @@ export class InFlight {
 
   /** True when the job holds (or already held) a slot; false when the account's cap is reached. */
   async acquire(accountId: string, jobId: string, batchId: string, now: number): Promise<boolean> {
-    const keys = [this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId)];
-    return (
-      Number(
-        await this.#redis.vqbInflightAcquire(...keys, jobId, batchId, this.#cap, now, this.#jobPrefix(accountId)),
-      ) === 1
-    );
+    const { keys, args } = this.terms(accountId, jobId, batchId, now);
+    return Number(await this.#redis.vqbInflightAcquire(...keys, ...args)) === 1;
+  }
+
+  /**
+   * What the cap's rule (lua/includes/inflight-take.lua) needs for one create: for
+   * inflight-acquire and for the create's one admission script (queue/admission.ts).
+   */
+  terms(accountId: string, jobId: string, batchId: string, now: number): { keys: string[]; args: (string | number)[] } {
+    return {
+      keys: [this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId)],
+      args: [jobId, batchId, this.#cap, now, this.#jobPrefix(accountId)],
+    };
   }
 
   async release(accountId: string, jobId: string, batchId: string): Promise<void> {

@@ -23,6 +23,7 @@
 //
 // A worker whose write is refused sends nothing and leaves the job to its holder.
 import type { Job } from 'bullmq';
+import type { CostCount } from './costs.js';
 import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 import type { JobStep, PlateJobData } from './types.js';
@@ -44,27 +45,39 @@ export class JobFence {
   /**
    * Writes `next` as the job's data when the stored data is still at `seen`'s step and createId
    * and, with a token, the caller still holds the job's lock. On success the job's in-memory data
-   * is `next` too.
+   * is `next` too. `count`: cost counters moved in the same step, whether or not the write is
+   * allowed (an answer is paid for whoever stores it). `priority`: the job's new BullMQ priority,
+   * written with the data (the job is active: BullMQ's changePriority would only set this field).
    */
   async write(
     job: PlateJob,
     token: string | undefined,
     seen: Pick<PlateJobData, 'step' | 'createId'>,
     next: PlateJobData,
-    options: { orLostMark?: boolean } = {},
+    options: { orLostMark?: boolean; count?: CostCount; priority?: number } = {},
   ): Promise<FenceResult> {
     const key = `${job.queueQualifiedName}:${job.id}`;
+    const count = options.count;
     const raw = await this.#redis.vqbJobFence(
       key,
       `${key}:lock`,
+      // Without counts the cost keys are not touched; the job's own key stands in (same slot).
+      count?.keys[0] ?? key,
+      count?.keys[1] ?? key,
       token ?? '',
       seen.step satisfies JobStep,
       seen.createId ?? '',
       JSON.stringify(next),
       options.orLostMark ? '1' : '0',
+      count?.fields ?? '',
+      options.priority !== undefined ? String(options.priority) : '',
+      count?.dayTtlS ?? 0,
     );
     const result = RESULTS[String(raw)] ?? 'moved-on';
-    if (result === 'ok') job.data = next;
+    if (result === 'ok') {
+      job.data = next;
+      if (options.priority !== undefined) job.priority = options.priority;
+    }
     return result;
   }
 }

@@ -5,11 +5,12 @@
 //
 // | key                              | type   | owner                     |
 // |----------------------------------|--------|---------------------------|
-// | batches, batch:<id>              | zset, hash | queue/batches.ts      |
-// | batch:<id>:rows, :outcomes       | list, hash | queue/batches.ts      |
-// | batch:<id>:ingest                | string | queue/batches.ts (ingest lock) |
+// | batches, batch:<id>              | zset, hash | queue/batch/      |
+// | batch:<id>:rows, :outcomes       | list, hash | queue/batch/      |
+// | batch:<id>:ingest                | string | queue/batch/ (ingest lock) |
 // | account:<id>                     | hash   | queue/line.ts (the account's line)     |
 // | account:<id>:pace                | hash   | queue/line.ts (pacing)      |
+// | account:<id>:hold                | string | queue/line.ts (a hold in force, expiring with it) |
 // | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
 // | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:active | | queue/scheduler.ts |
 // | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
@@ -64,6 +65,10 @@ export class VqbKeys {
 
   pace(accountId: string): string {
     return `${this.base}:account:${accountId}:pace`;
+  }
+
+  paceHold(accountId: string): string {
+    return `${this.base}:account:${accountId}:hold`;
   }
 
   // --- queue/inflight.ts

@@ -80,10 +80,17 @@ export interface RateInForce {
 
 export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
+/** What pace-acquire (and create-admit, when it got as far as the pace) answers. */
+export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold'];
+
+export function slotOf([reserved, wait, reason]: SlotReply): Slot {
+  const waitMs = Math.max(0, Number(wait));
+  return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
+}
+
 const SCRIPTS = [
   'pace-acquire',
   'pace-hold',
-  'pace-held',
   'pace-learn',
   'account-pause',
   'upstream-failed',
@@ -129,15 +136,19 @@ export class AccountLine {
    * the request gave up a slot it had (a hold, a late wake-up), so this one is not counted again.
    */
   async slot(horizonMs: number, retake = false): Promise<Slot> {
-    const [reserved, wait, reason] = (await this.#redis.vqbPaceAcquire(
-      this.#pace,
-      this.intervalMs,
-      horizonMs,
-      this.auto ? 'auto' : 'cap',
-      retake ? '1' : '0',
-    )) as [number, string, 'pace' | 'hold'];
-    const waitMs = Math.max(0, Number(wait));
-    return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
+    const { keys, args } = this.paceTerms(horizonMs, retake);
+    return slotOf((await this.#redis.vqbPaceAcquire(...keys, ...args)) as SlotReply);
+  }
+
+  /**
+   * What the pace's rule (lua/includes/pace-take.lua) needs: for pace-acquire and for the
+   * create's one admission script (queue/admission.ts).
+   */
+  paceTerms(horizonMs: number, retake = false): { keys: string[]; args: (string | number)[] } {
+    return {
+      keys: [this.#pace],
+      args: [this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap', retake ? '1' : '0'],
+    };
   }
 
   /**
@@ -146,14 +157,17 @@ export class AccountLine {
    */
   async hold(ms: number, reason: LimitReason): Promise<boolean> {
     const wait = Math.max(1, Math.ceil(ms));
-    const until = Number(await this.#redis.vqbPaceHold(this.#pace, this.#line, wait, reason));
+    const until = Number(
+      await this.#redis.vqbPaceHold(this.#pace, this.#line, this.#keys.paceHold(this.account.id), wait, reason),
+    );
     await this.stopTaking(wait);
     return until > 0;
   }
 
   /** Ms left of the account's hold (0: none), on Redis's clock. */
   async heldFor(): Promise<number> {
-    return Number(await this.#redis.vqbPaceHeld(this.#pace));
+    // One PTTL, asked before every request (was a script: TIME and HGET).
+    return Math.max(0, await this.#redis.pttl(this.#keys.paceHold(this.account.id)));
   }
 
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */

@@ -7,14 +7,15 @@ import type { RedisClient } from './redis.js';
 
 const DIR = new URL('./lua/', import.meta.url);
 
-interface Script {
+export interface Script {
   numberOfKeys: number;
   lua: string;
 }
 
 let cache: Map<string, Script> | undefined;
 
-function scripts(): Map<string, Script> {
+/** Every script by name, its includes in place (the text Redis runs; the bench names EVALSHAs by it). */
+export function luaScripts(): ReadonlyMap<string, Script> {
   if (cache) return cache;
   cache = new Map();
   for (const file of readdirSync(DIR)) {
@@ -58,7 +59,7 @@ export type Scripted<T extends string> = RedisClient & {
 
 /** Defines the named scripts on `redis` (once per connection) and returns it typed with them. */
 export function withScripts<const T extends string>(redis: RedisClient, names: readonly T[]): Scripted<T> {
-  const all = scripts();
+  const all = luaScripts();
   for (const name of names) {
     const command = commandName(name);
     if (command in redis) continue;

@@ -3,6 +3,7 @@
 // sent, so `vqb cost` matches the upstream's own count. Counted at the simulator: what it made
 // and what it was sent, not only what vqb recorded.
 import { describe, expect, it } from 'vitest';
+import { CreateAdmission } from '../../src/queue/admission.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
 import { AccountFlow } from '../../workers/flow.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
@@ -136,6 +137,7 @@ describe('broken answers', () => {
     const h = await harness.start({ label: 'hold-sleep', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
     const flow = new AccountFlow({
       line: h.line,
+      admission: new CreateAdmission(h.services.redis, h.line, h.services.inflight, h.services.budget),
       inflight: h.services.inflight,
       budget: h.services.budget,
       scheduler: h.services.scheduler,

@@ -25,6 +25,7 @@ const OWNERS: Record<string, string> = {
   ingestLock: 'src/queue/batch/',
   account: 'src/queue/line.ts',
   pace: 'src/queue/line.ts',
+  paceHold: 'src/queue/line.ts',
   inflight: 'src/queue/inflight.ts',
   inflightByBatch: 'src/queue/inflight.ts',
   schedClass: 'src/queue/scheduler.ts',
