@@ -5,15 +5,17 @@
 // in its counters: commands are INFO's total_commands_processed (Lua's inner calls included),
 // broken down by INFO commandstats; this step's own INFO and HMGET calls are subtracted.
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
+import * as bullmqScripts from 'bullmq/dist/esm/scripts/index.js';
 import { Redis } from 'ioredis';
 import { createVqb, type Overrides } from '../src/index.js';
 import { VqbKeys } from '../src/queue/keys.js';
+import { luaScripts } from '../src/queue/scripts.js';
 import { startThrowawayRedis } from '../src/redis-server.js';
 import type { BullmqPeerOptions, BullmqPeerProgress } from './bullmq-peer.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
@@ -112,6 +114,8 @@ export interface PerPlateRun {
 export interface WorkloadFigures extends ScaleWorkload {
   vqb?: PerPlateRun;
   peer?: PerPlateRun;
+  /** vqb's Redis commands per plate by script (Lua's inner calls with their script), from a third run under MONITOR. */
+  vqbSteps?: Record<string, number>;
 }
 
 export interface ScaleFigures {
@@ -314,6 +318,59 @@ async function figures(sim: SimChild, plates: number, w: Window): Promise<PerPla
   };
 }
 
+/** Commands attributed to what sent them while a run lasts (see byScript). */
+interface Watcher {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Names a script by the SHA1 its EVALSHA carries: vqb's (src/queue/lua) and BullMQ's own. */
+function scriptNames(): Map<string, string> {
+  const sha = (text: string) => createHash('sha1').update(text).digest('hex');
+  const names = new Map<string, string>();
+  for (const [name, script] of luaScripts()) names.set(sha(script.lua), name);
+  for (const script of Object.values(bullmqScripts) as { name?: string; content?: string }[])
+    if (script.content && script.name) names.set(sha(script.content), `bullmq ${script.name}`);
+  return names;
+}
+
+/**
+ * MONITOR on its own connection: every command by what sent it, a script's inner calls counted
+ * with the script (Redis runs a script whole, so its calls follow its EVALSHA in the stream);
+ * other commands by their name. MONITOR costs redis-server CPU, so this runs apart from the
+ * measured runs.
+ */
+function byScript(redisUrl: string, counts: Map<string, number>): Watcher {
+  const names = scriptNames();
+  let monitor: Awaited<ReturnType<Redis['monitor']>> | undefined;
+  let current = '';
+  return {
+    async start() {
+      monitor = await new Redis(redisUrl, { connectionName: 'vqb-bench-monitor' }).monitor();
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        const command = (args[0] ?? '').toLowerCase();
+        if (source !== 'lua') {
+          if (command === 'monitor') return;
+          current =
+            command === 'evalsha' || command === 'eval'
+              ? (names.get(
+                  command === 'eval'
+                    ? createHash('sha1')
+                        .update(args[1] ?? '')
+                        .digest('hex')
+                    : (args[1] ?? ''),
+                ) ?? 'a script')
+              : command;
+        }
+        counts.set(current, (counts.get(current) ?? 0) + 1);
+      });
+    },
+    async stop() {
+      monitor?.disconnect();
+    },
+  };
+}
+
 function timeoutFor(w: ScaleWorkload): number {
   return Math.max(120_000, 10 * ((2 * w.plates) / w.rate + w.completionMs[1] / 1000) * 1000);
 }
@@ -324,6 +381,7 @@ async function runVqb(
   redisUrl: string,
   sim: SimChild,
   w: ScaleWorkload,
+  watch?: Watcher,
 ): Promise<PerPlateRun> {
   const prefix = `{vqbbench-scale-${w.name}-${randomBytes(4).toString('hex')}}`;
   const settings = {
@@ -344,6 +402,7 @@ async function runVqb(
     const plates = platesFrom(ctx.allocatePlates(w.plates), w.plates);
     await sleep(1_000);
     await sim.reset();
+    await watch?.start();
     const a = await probe.snapshot();
     const cpu0 = worker.cpuSeconds();
     const t0 = Date.now();
@@ -362,6 +421,7 @@ async function runVqb(
       await sleep(200);
     }
     const b = await probe.snapshot();
+    await watch?.stop();
     const cpuS = worker.cpuSeconds() - cpu0;
     const run = await figures(sim, w.plates, {
       a,
@@ -510,6 +570,15 @@ export async function measureScale(ctx: StepContext, s: ScaleSettings): Promise<
             out.errors.push(`workload ${w.name}, ${who}: ${(err as Error).message.split('\n')[0]}`);
             ctx.log(`    workload ${w.name}, ${who} FAILED: ${(err as Error).message}`);
           }
+        }
+        try {
+          const counts = new Map<string, number>();
+          await runVqb(ctx, probe, server.url, sim, w, byScript(server.url, counts));
+          figures.vqbSteps = Object.fromEntries(
+            [...counts].sort((x, y) => y[1] - x[1]).map(([name, n]) => [name, round(n / w.plates, 2)]),
+          );
+        } catch (err) {
+          out.errors.push(`workload ${w.name}, vqb by script: ${(err as Error).message.split('\n')[0]}`);
         }
       } finally {
         await sim.stop();
@@ -660,6 +729,37 @@ function breakdownTable(w: WorkloadFigures): Table | undefined {
   };
 }
 
+/** What each script or command is for, along a plate's path. */
+const STEP_OF: Record<string, string> = {
+  'batch-open': 'ingest',
+  'sched-enlist': 'ingest',
+  'sched-feed': 'feed (staged → queue)',
+  'bullmq addPrioritizedJob': 'feed (staged → queue)',
+  'bullmq moveToActive': 'fetch',
+  bzpopmin: 'fetch',
+  'create-admit': 'admit a create (pace, in-flight, caps)',
+  'pace-acquire': 'admit a poll (pace)',
+  pttl: 'hold check before sending',
+  'job-fence': 'fence (creating mark, query id, poll progress)',
+  'cost-count': 'cost counters',
+  'bullmq moveToDelayed': 'poll later (delayed set)',
+  'learn-observe': 'poll schedule learning',
+  'batch-record': 'record the outcome',
+  'inflight-release': 'record the outcome',
+  hexists: 'outcome already stored?',
+  'bullmq moveToFinished': 'finish (and fetch the next)',
+};
+
+function stepsTable(w: WorkloadFigures): Table | undefined {
+  if (!w.vqbSteps) return undefined;
+  const entries = Object.entries(w.vqbSteps).filter(([, n]) => n >= 0.1);
+  return {
+    title: `vqb's Redis commands per plate by script (MONITOR, a separate run; inner calls with their script), ${w.plates.toLocaleString('en')} plates at ${w.rate}/s`,
+    head: ['script or command', 'step', 'per plate'],
+    cells: entries.map(([name, n]) => [name, STEP_OF[name] ?? '', fixed(1)(n)]),
+  };
+}
+
 function tables(f: ScaleFigures): Table[] {
   const out: Table[] = [];
   const idle = idleTable(f);
@@ -668,6 +768,8 @@ function tables(f: ScaleFigures): Table[] {
     out.push(workloadTable(w));
     const breakdown = breakdownTable(w);
     if (breakdown) out.push(breakdown);
+    const steps = stepsTable(w);
+    if (steps) out.push(steps);
   }
   return out;
 }
@@ -684,7 +786,10 @@ from the bench, one Worker with \`limiter: {max: limit, duration: 1000}\` and co
 create, \`updateData\` with the queryId, \`moveToDelayed\` + DelayedError between polls, the body
 returned as the job's result, 429 → \`worker.rateLimit(Retry-After)\`. Both from the enqueue to the
 last result stored; same simulator (sliding window, reset before each run). Commands per plate and
-the breakdown include the enqueue; CPU is the worker processes' only (the enqueue runs in the bench).`;
+the breakdown include the enqueue; CPU is the worker processes' only (the enqueue runs in the bench).
+**By script:** a third run of vqb, the same workload, under MONITOR (which costs redis-server CPU, so
+it is kept apart): each command is named by the script whose EVALSHA it follows (Lua's inner calls
+included), vqb's by its file in \`src/queue/lua/\`, BullMQ's by its own.`;
 
 /** The step's tables as text (printed) and as a Markdown section (RESULTS.md). */
 export function scaleTables(f: ScaleFigures): { text: string; markdown: string } {
