@@ -7,11 +7,11 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
-import * as bullmqScripts from 'bullmq/dist/esm/scripts/index.js';
 import { Redis } from 'ioredis';
 import { createVqb, type Overrides } from '../src/index.js';
 import { VqbKeys } from '../src/queue/keys.js';
@@ -329,6 +329,8 @@ function scriptNames(): Map<string, string> {
   const sha = (text: string) => createHash('sha1').update(text).digest('hex');
   const names = new Map<string, string>();
   for (const [name, script] of luaScripts()) names.set(sha(script.lua), name);
+  // BullMQ's ESM build imports without file extensions, which Node does not resolve: its CommonJS build does.
+  const bullmqScripts = createRequire(import.meta.url)('bullmq/dist/cjs/scripts/index.js') as Record<string, unknown>;
   for (const script of Object.values(bullmqScripts) as { name?: string; content?: string }[])
     if (script.content && script.name) names.set(sha(script.content), `bullmq ${script.name}`);
   return names;
@@ -342,11 +344,13 @@ function scriptNames(): Map<string, string> {
  */
 function byScript(redisUrl: string, counts: Map<string, number>): Watcher {
   const names = scriptNames();
+  let client: Redis | undefined;
   let monitor: Awaited<ReturnType<Redis['monitor']>> | undefined;
   let current = '';
   return {
     async start() {
-      monitor = await new Redis(redisUrl, { connectionName: 'vqb-bench-monitor' }).monitor();
+      client = new Redis(redisUrl, { connectionName: 'vqb-bench-monitor' });
+      monitor = await client.monitor();
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         const command = (args[0] ?? '').toLowerCase();
         if (source !== 'lua') {
@@ -367,6 +371,7 @@ function byScript(redisUrl: string, counts: Map<string, number>): Watcher {
     },
     async stop() {
       monitor?.disconnect();
+      client?.disconnect();
     },
   };
 }
