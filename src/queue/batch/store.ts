@@ -70,25 +70,13 @@ export interface BatchPlacement {
   weight: number;
 }
 
-export interface BatchInfo extends BatchPlacement {
-  id: string;
-  source: BatchSource;
-  name: string;
-  createdAt: number;
-  finishedAt?: number;
-  sealed: boolean;
-  metadata: Record<string, unknown>;
-  extraColumns: string[];
-  product: string;
+/** A batch as readers see it: its own hash (StoredBatch) joined with what other stores own of it (view.ts). */
+export interface BatchInfo extends Omit<StoredBatch, 'counts'> {
   counts: BatchCounts;
   /** Cap on creates for this batch (unset = none). */
   maxCreates?: number;
-  /** Plates with a stored result this recent are answered from it (0 = off). */
-  reuseWithinMs: number;
   /** Why the batch's creates are held back, when they are ('budget'). */
   blocked?: string;
-  /** Where the batch's webhooks go (checked by sinks/webhooks/target.ts before it was stored). */
-  callbackUrl?: string;
 }
 
 export interface NewBatch extends BatchPlacement {
@@ -125,7 +113,9 @@ export interface StoredBatch extends BatchPlacement {
   product: string;
   /** The counts the hash keeps (the view adds the costs, the plates in flight and those queued). */
   counts: Record<(typeof COUNT_FIELDS)[number], number>;
+  /** Plates with a stored result this recent are answered from it (0 = off). */
   reuseWithinMs: number;
+  /** Where the batch's webhooks go (checked by sinks/webhooks/target.ts before it was stored). */
   callbackUrl?: string;
 }
 
