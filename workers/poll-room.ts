@@ -7,17 +7,15 @@
 import type { Worker } from 'bullmq';
 
 /** Polls waiting in one account's Worker at most: each is a timer and a job lock BullMQ renews. */
-export const POLL_ROOM = 256;
+const POLL_ROOM = 256;
 
 export class PollRoom {
   readonly #base: number;
-  readonly #max: number;
   #waiting = 0;
   #worker: Worker | undefined;
 
-  constructor(base: number, max = POLL_ROOM) {
+  constructor(base: number) {
     this.#base = base;
-    this.#max = max;
   }
 
   /** The Worker whose concurrency follows the polls waiting (set once it exists). */
@@ -27,7 +25,7 @@ export class PollRoom {
 
   /** A poll may wait here: true when there was room (call `leave` when its wait ends). */
   enter(): boolean {
-    if (this.#waiting >= this.#max) return false;
+    if (this.#waiting >= POLL_ROOM) return false;
     this.#waiting++;
     this.#apply();
     this.#wake();
@@ -37,10 +35,6 @@ export class PollRoom {
   leave(): void {
     this.#waiting--;
     this.#apply();
-  }
-
-  get waiting(): number {
-    return this.#waiting;
   }
 
   #apply(): void {
