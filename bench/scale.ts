@@ -116,6 +116,8 @@ export interface WorkloadFigures extends ScaleWorkload {
   peer?: PerPlateRun;
   /** vqb's Redis commands per plate by script (Lua's inner calls with their script), from a third run under MONITOR. */
   vqbSteps?: Record<string, number>;
+  /** The same run's client calls (round trips a client sent: a script's EVALSHA is one) per plate by script. */
+  vqbCalls?: Record<string, number>;
 }
 
 export interface ScaleFigures {
@@ -342,7 +344,7 @@ function scriptNames(): Map<string, string> {
  * other commands by their name. MONITOR costs redis-server CPU, so this runs apart from the
  * measured runs.
  */
-function byScript(redisUrl: string, counts: Map<string, number>): Watcher {
+function byScript(redisUrl: string, counts: Map<string, number>, calls: Map<string, number>): Watcher {
   const names = scriptNames();
   let client: Redis | undefined;
   let monitor: Awaited<ReturnType<Redis['monitor']>> | undefined;
@@ -365,6 +367,7 @@ function byScript(redisUrl: string, counts: Map<string, number>): Watcher {
                     : (args[1] ?? ''),
                 ) ?? 'a script')
               : command;
+          calls.set(current, (calls.get(current) ?? 0) + 1);
         }
         counts.set(current, (counts.get(current) ?? 0) + 1);
       });
@@ -578,10 +581,12 @@ export async function measureScale(ctx: StepContext, s: ScaleSettings): Promise<
         }
         try {
           const counts = new Map<string, number>();
-          await runVqb(ctx, probe, server.url, sim, w, byScript(server.url, counts));
-          figures.vqbSteps = Object.fromEntries(
-            [...counts].sort((x, y) => y[1] - x[1]).map(([name, n]) => [name, round(n / w.plates, 2)]),
-          );
+          const calls = new Map<string, number>();
+          await runVqb(ctx, probe, server.url, sim, w, byScript(server.url, counts, calls));
+          const perPlate = (m: Map<string, number>) =>
+            Object.fromEntries([...m].sort((x, y) => y[1] - x[1]).map(([name, n]) => [name, round(n / w.plates, 2)]));
+          figures.vqbSteps = perPlate(counts);
+          figures.vqbCalls = perPlate(calls);
         } catch (err) {
           out.errors.push(`workload ${w.name}, vqb by script: ${(err as Error).message.split('\n')[0]}`);
         }
@@ -744,24 +749,29 @@ const STEP_OF: Record<string, string> = {
   bzpopmin: 'fetch',
   'create-admit': 'admit a create (pace, in-flight, caps)',
   'pace-acquire': 'admit a poll (pace)',
-  pttl: 'hold check before sending',
-  'job-fence': 'fence (creating mark, query id, poll progress)',
+  pttl: 'hold check before a poll',
+  'job-fence': 'fence (creating mark + hold check, query id, poll progress)',
   'cost-count': 'cost counters',
   'bullmq moveToDelayed': 'poll later (delayed set)',
   'learn-observe': 'poll schedule learning',
+  'plate-settle': 'record the outcome, give back the in-flight slot, count the answer',
   'batch-record': 'record the outcome',
-  'inflight-release': 'record the outcome',
-  hexists: 'outcome already stored?',
+  'inflight-release': 'give back the in-flight slot',
+  hexists: 'outcome already stored? (a job fetched past its create)',
+  zrange: 'feed (the active accounts)',
+  zrem: 'feed (unstage)',
   'bullmq moveToFinished': 'finish (and fetch the next)',
 };
 
 function stepsTable(w: WorkloadFigures): Table | undefined {
   if (!w.vqbSteps) return undefined;
   const entries = Object.entries(w.vqbSteps).filter(([, n]) => n >= 0.1);
+  const calls = w.vqbCalls ?? {};
+  const total = Object.values(calls).reduce((a, b) => a + b, 0);
   return {
-    title: `vqb's Redis commands per plate by script (MONITOR, a separate run; inner calls with their script), ${w.plates.toLocaleString('en')} plates at ${w.rate}/s`,
-    head: ['script or command', 'step', 'per plate'],
-    cells: entries.map(([name, n]) => [name, STEP_OF[name] ?? '', fixed(1)(n)]),
+    title: `vqb's Redis commands per plate by script (MONITOR, a separate run; inner calls with their script; calls = round trips a client sent, ${fixed(1)(total)} a plate in all), ${w.plates.toLocaleString('en')} plates at ${w.rate}/s`,
+    head: ['script or command', 'step', 'commands per plate', 'calls per plate'],
+    cells: entries.map(([name, n]) => [name, STEP_OF[name] ?? '', fixed(1)(n), fixed(2)(calls[name] ?? 0)]),
   };
 }
 

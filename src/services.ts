@@ -12,6 +12,7 @@ import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { VqbKeys } from './queue/keys.js';
+import { PlateSettle } from './queue/plate-settle.js';
 import type { RedisClient } from './queue/redis.js';
 import { connectRedis, preflightRedis } from './queue/redis.js';
 import type { RedisHealth } from './queue/redis-health.js';
@@ -28,6 +29,8 @@ export interface QueueServices {
   /** A batch as readers see it: its hash joined with its costs, in-flight plates and cap (a query). */
   batchViews: BatchViews;
   outcomes: OutcomeStore;
+  /** A plate's end in one step: outcome, in-flight slot given back, the last answer counted. */
+  settle: PlateSettle;
   inflight: InFlight;
   budget: Budget;
   costs: CostLedger;
@@ -52,6 +55,7 @@ export function queueServicesOn(
   const budget = new Budget(redis, keys, config.accounts, now);
   const batches = new BatchStore(redis, keys, now);
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
+  const outcomes = new OutcomeStore(redis, keys);
   return {
     config,
     redis,
@@ -59,7 +63,8 @@ export function queueServicesOn(
     accounts,
     batches,
     batchViews,
-    outcomes: new OutcomeStore(redis, keys),
+    outcomes,
+    settle: new PlateSettle(redis, outcomes, inflight),
     inflight,
     budget,
     costs,

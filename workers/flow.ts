@@ -32,7 +32,9 @@ export type Admission =
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
   | { go: false; why: 'inflight'; retryInMs: number }
   /** A spending cap is reached: the job waits until `until` (the batch's cap: until it is raised). */
-  | { go: false; why: 'cap'; heldBy: 'batch' | 'day' | 'month'; until: number };
+  | { go: false; why: 'cap'; heldBy: 'batch' | 'day' | 'month'; until: number }
+  /** A create's plate has its outcome already: nothing is sent, the job ends (its slot given back). */
+  | { go: false; why: 'finished' };
 
 export interface FlowDeps {
   line: AccountLine;
@@ -118,6 +120,11 @@ export class AccountFlow {
     return this.#d.line.account.id;
   }
 
+  /** The account's hold key, for the write made right before a create (queue/job-fence.ts `mark`). */
+  get holdKey(): string {
+    return this.#d.line.holdKey;
+  }
+
   /** A poll: only the pace decides. */
   async admitPoll(cls: PriorityClass): Promise<Admission> {
     const priority = pollPriority(cls);
@@ -191,17 +198,22 @@ export class AccountFlow {
    * the one N slots after it. It takes the account's next slot instead (a slot lost, rarely; a
    * 429 never). A hold that started meanwhile (a 429 elsewhere) is waited out here.
    */
-  async ready(admission: Extract<Admission, { go: true }>): Promise<void> {
+  async ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<void> {
     let due = admission.due;
+    // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
+    // first look, unless the request must take another slot first.
+    let known = heldMs;
     for (;;) {
       while (performance.now() - due > this.#d.jitterMs / 2) {
+        known = undefined;
         const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, true));
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
         else due = slot.due;
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
       // out here, then the request takes a slot on the schedule the hold moved.
-      const held = await this.#d.line.heldFor();
+      const held = known ?? (await this.#d.line.heldFor());
+      known = undefined;
       if (held <= 0) return;
       await sleep(held);
       due = -Infinity;
@@ -226,9 +238,10 @@ export class AccountFlow {
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
     const priority = createPriority(data.cls);
     const slot = await this.#slot(priority, (horizonMs) =>
-      this.#d.admission.take(jobId, data.batchId, horizonMs, this.#now()),
+      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now()),
     );
     if ('refused' in slot) {
+      if (slot.refused === 'finished') return { go: false, why: 'finished' };
       // Polls (a higher priority) drain the pipeline meanwhile.
       if (slot.refused === 'inflight')
         return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };

@@ -12,6 +12,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config.js';
 import { pollPriority } from '../src/queue/account-queues.js';
+import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
@@ -64,6 +65,10 @@ export interface ProcessorDeps {
  * to the delayed set as before.
  */
 const POLL_WAIT_HERE_MS = 5_000;
+
+/** What a poll that was answered is counted as (queue/costs.ts). */
+const POLL_COUNT: CostField[] = ['polls', 'pollsSent'];
+
 /**
  * A wait that ended this much later than planned (the process was paused, the event loop blocked)
  * is not trusted: the lock may have lapsed and another worker may be polling. The job goes to the
@@ -113,7 +118,9 @@ export class PlateProcessor {
       jobId: job.id,
       ...(data.queryId ? { queryId: data.queryId } : {}),
     });
-    if (await this.#d.recorder.finishedBefore(job)) return { status: 'exists' };
+    // A plate with its outcome already is not worked again. At step `create` (most jobs) the
+    // create's admission looks, in the step it runs anyway; at any other, a look of its own.
+    if (data.step !== 'create' && (await this.#d.recorder.finishedBefore(job))) return { status: 'exists' };
     try {
       return data.step === 'poll' ? await this.#poll(job, token, log) : await this.#create(job, token, log);
     } catch (err) {
@@ -152,11 +159,16 @@ export class PlateProcessor {
     const stored = await this.#d.recorder.reusable(data);
     if (stored) {
       const reused: PlateJobData = { ...data, ...(stored.queryId ? { queryId: stored.queryId } : {}) };
-      await this.#d.recorder.record(job, reused, undefined, stored.result, { reused: true, reusedAgeMs: stored.ageMs });
-      await this.#d.recorder.count(data.batchId, 'reused');
+      const extra = { reused: true, reusedAgeMs: stored.ageMs };
+      // Counted only when it became the plate's outcome: the plate may have one already (its
+      // admission, which would have said so, comes after this look).
+      if ((await this.#d.recorder.record(job, reused, undefined, stored.result, extra)) !== 'exists')
+        await this.#d.recorder.count(data.batchId, 'reused');
       return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
     }
-    const admission = await this.#admitted(await this.#d.flow.admitCreate(job.id!, data), job, token);
+    const verdict = await this.#d.flow.admitCreate(job.id!, data);
+    if (!verdict.go && verdict.why === 'finished') return { status: 'exists' };
+    const admission = await this.#admitted(verdict, job, token);
 
     const creating: PlateJobData = {
       ...data,
@@ -168,15 +180,20 @@ export class PlateProcessor {
     delete creating.heldBy;
     // The fence: the mark is written only while this worker holds the job's lock and the job is
     // still at the step it read. A worker paused past its lock stops here and sends nothing.
-    const fenced = await this.#d.fence.write(job, token, data, creating);
+    // The same step reads the account's hold: a 429 elsewhere since this slot was taken.
+    const { result: fenced, heldMs } = await this.#d.fence.mark(job, token, data, creating, this.#d.flow.holdKey);
     if (fenced !== 'ok') return this.#lostBeforeSend(job, data, fenced, log);
     // The "creating" mark is what flags a create re-sent after a crash or failover as a possible
     // duplicate: it must survive a failover before the create goes out.
     await this.#d.replicated?.();
     await this.#d.afterFence?.();
+    // Time passed since the fence read the hold (a replica wait): the send reads it again.
+    const held = this.#d.replicated || this.#d.afterFence ? undefined : heldMs;
     let answer: QueryOutcome;
     try {
-      answer = await this.#d.api.createQuery(data.plate, data.product, { ready: () => this.#d.flow.ready(admission) });
+      answer = await this.#d.api.createQuery(data.plate, data.product, {
+        ready: () => this.#d.flow.ready(admission, held),
+      });
     } catch (err) {
       if (isUpstreamError(err)) {
         const decision = decide(err);
@@ -283,34 +300,35 @@ export class PlateProcessor {
     }
     const now = this.#now();
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
-    // A pending answer is counted in the write that stores it (below); any other, here.
-    const stillPending = !answer.terminal && (data.pollDeadline === undefined || now < data.pollDeadline);
-    if (!stillPending) await this.#d.recorder.count(data.batchId, 'polls', 'pollsSent');
-    if (data.polls === 0) await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
-    await this.#d.flow.onAnswer(this.#d.api.quota, log);
-    if (answer.terminal) return this.#finish(job, polled, answer, log);
-
-    if (!classifyStatus(answer.status).known && answer.status !== '')
-      log.debug({ status: answer.status }, 'unknown query status, treated as pending');
+    // The answer is paid for: it is counted in the write that stores what it said (the outcome,
+    // or the pending poll), made before anything else that could fail and send the poll again.
+    // Then the poll schedule learns from it and the pace hears the quota it reported.
+    const learn = async () => {
+      if (data.polls === 0)
+        await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
+      await this.#d.flow.onAnswer(this.#d.api.quota, log);
+    };
     // At least one poll is always made once the deadline has passed (the account may have been
     // paused for hours): only a query still pending after that poll times out.
-    if (data.pollDeadline !== undefined && now >= data.pollDeadline) {
-      return this.#failWith(
-        job,
-        polled,
-        {
-          code: 'POLL_TIMEOUT',
-          message: `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls`,
-        },
-        log,
-      );
+    const timedOut = !answer.terminal && data.pollDeadline !== undefined && now >= data.pollDeadline;
+    if (answer.terminal || timedOut) {
+      try {
+        if (answer.terminal) return await this.#finish(job, polled, answer, log, POLL_COUNT);
+        const message = `query ${queryId} still ${answer.status || 'pending'} after ${polled.polls} polls`;
+        return await this.#failWith(job, polled, { code: 'POLL_TIMEOUT', message }, log, undefined, POLL_COUNT);
+      } finally {
+        await learn();
+      }
     }
+    if (!classifyStatus(answer.status).known && answer.status !== '')
+      log.debug({ status: answer.status }, 'unknown query status, treated as pending');
     // A stale worker's answer must not overwrite what the job's holder wrote since.
-    const count = this.#d.recorder.counting(data.batchId, 'polls', 'pollsSent');
+    const count = this.#d.recorder.counting(data.batchId, ...POLL_COUNT);
     if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now }, { count })) !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId });
       throw new LostJob();
     }
+    await learn();
     const next =
       data.cls === 'interactive'
         ? this.#d.config.poll.interactiveMs
@@ -338,6 +356,9 @@ export class PlateProcessor {
           throw new LostJob();
         }
         return this.#sleepUntil(job, token, admission.until);
+      case 'finished':
+        // Only a create is told so, and #create ends the job before asking here.
+        throw new Error('a finished plate reached the send');
     }
   }
 
@@ -378,9 +399,15 @@ export class PlateProcessor {
     throw new DelayedError();
   }
 
-  async #finish(job: PlateJob, data: PlateJobData, answer: QueryOutcome, log: Logger): Promise<JobResult> {
+  async #finish(
+    job: PlateJob,
+    data: PlateJobData,
+    answer: QueryOutcome,
+    log: Logger,
+    count: CostField[] = [],
+  ): Promise<JobResult> {
     if (answer.state === 'completed') {
-      if ((await this.#d.recorder.record(job, data, undefined, answer.result)) === 'batch-finished')
+      if ((await this.#d.recorder.record(job, data, undefined, answer.result, {}, count)) === 'batch-finished')
         log.info('batch finished');
       return { status: 'done', queryId: data.queryId! };
     }
@@ -389,7 +416,7 @@ export class PlateProcessor {
       code: typeof reason?.code === 'string' ? reason.code : 'QUERY_FAILED',
       message: typeof reason?.message === 'string' ? reason.message : `the upstream query ended ${answer.status}`,
     };
-    return this.#failWith(job, data, error, log, answer.result);
+    return this.#failWith(job, data, error, log, answer.result, count);
   }
 
   async #onUpstreamError(job: PlateJob, err: AnyUpstreamError, log: Logger): Promise<never> {
@@ -428,8 +455,10 @@ export class PlateProcessor {
     error: OutcomeError,
     log: Logger,
     result?: unknown,
+    count: CostField[] = [],
   ): Promise<never> {
-    if ((await this.#d.recorder.record(job, data, error, result)) === 'batch-finished') log.info('batch finished');
+    if ((await this.#d.recorder.record(job, data, error, result, {}, count)) === 'batch-finished')
+      log.info('batch finished');
     log.info({ code: error.code, plate: data.plate }, 'plate failed');
     throw new UnrecoverableError(`${error.code}: ${error.message}`);
   }

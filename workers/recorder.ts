@@ -1,18 +1,21 @@
 // Where a plate's work is written down: its terminal outcome (before the job completes, so a paid
-// result survives any crash after it arrived), the in-flight slot it gives back, the cost
-// counters, the reuse store, the metrics. The processor calls this and nothing below it.
+// result survives any crash after it arrived) with the in-flight slot it gives back and the count
+// of the answer that ended it (one script), the cost counters, the reuse store, the metrics. The processor calls this and nothing below it.
 import type { Job } from 'bullmq';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
 import type { BatchStore } from '../src/queue/batch/store.js';
 import type { CostCount, CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
+import type { PlateSettle } from '../src/queue/plate-settle.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
 
 export interface RecorderDeps {
   outcomes: OutcomeStore;
+  /** The outcome, the in-flight slot given back and the last answer's count, in one step. */
+  settle: PlateSettle;
   batches: BatchStore;
   inflight: InFlight;
   costs: CostLedger;
@@ -101,7 +104,7 @@ export class Recorder {
    * job's lock may lapse meanwhile, and a second worker that takes the job over finds the
    * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
    */
-  #store(account: string, outcome: Outcome): Promise<RecordResult> {
+  #store(jobId: string, account: string, outcome: Outcome, count: CostField[]): Promise<RecordResult> {
     const held = {
       kind: 'outcome' as const,
       batchId: outcome.batchId,
@@ -109,7 +112,13 @@ export class Recorder {
       ...(outcome.queryId ? { queryId: outcome.queryId } : {}),
       outcome,
     };
-    return this.untilStored(account, () => this.#d.outcomes.record(outcome), held);
+    const settle = this.#d.settle.prepare({
+      outcome,
+      account,
+      jobId,
+      count: this.#d.costs.counting(outcome.batchId, ...count),
+    });
+    return this.untilStored(account, settle, held);
   }
 
   /** Paid things waiting for Redis in this process now. */
@@ -151,13 +160,18 @@ export class Recorder {
     }
   }
 
-  /** Stores the terminal outcome (unless one exists) and everything that follows from it. */
+  /**
+   * Stores the terminal outcome (unless one exists) and everything that follows from it, in one
+   * step with the job's in-flight slot given back and `count` (the answer that ended the plate,
+   * paid whoever stores its outcome) counted.
+   */
   async record(
     job: PlateJob,
     data: PlateJobData,
     error: OutcomeError | undefined,
     result?: unknown,
     extra: Partial<Outcome> = {},
+    count: CostField[] = [],
   ): Promise<RecordResult> {
     const outcome: Outcome = {
       batchId: data.batchId,
@@ -175,8 +189,7 @@ export class Recorder {
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
       ...extra,
     };
-    const recorded = await this.#store(data.account, outcome);
-    await this.#d.inflight.release(data.account, job.id!, data.batchId);
+    const recorded = await this.#store(job.id!, data.account, outcome, count);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');

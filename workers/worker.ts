@@ -74,7 +74,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   }
   const flow = new AccountFlow({
     line,
-    admission: new CreateAdmission(commands, line, services.inflight, services.budget),
+    admission: new CreateAdmission(commands, line, services.inflight, services.budget, services.outcomes),
     inflight: services.inflight,
     budget: services.budget,
     scheduler: services.scheduler,
@@ -220,6 +220,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   });
   const recorder = new Recorder({
     outcomes: services.outcomes,
+    settle: services.settle,
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
@@ -320,8 +321,7 @@ function startHousekeeping(
     // All at once: the commands of many accounts share round trips on the connection.
     await Promise.all(
       active.map(async (accountId) => {
-        const creates = !(await services.accounts.line(accountId).createsHeld());
-        const { idle } = await services.feeder.feed(accountId, runs.flow(accountId)?.ratePerSecond, { creates });
+        const { idle } = await services.feeder.feed(accountId, runs.flow(accountId)?.ratePerSecond);
         if (idle) return;
         busy.add(accountId);
         runs.busy(accountId);

@@ -1,7 +1,9 @@
 // A create's admission in one Redis step: the account's in-flight cap, its pace and the spending
 // caps, each checked by its owner's rule (the Lua includes of queue/inflight.ts, queue/line.ts and
-// queue/budget.ts), taken only when all three say yes. Three scripts a create became one (issue
-// 21); the owners still alone name their keys: each hands its part of the call (`terms`).
+// queue/budget.ts), taken only when all three say yes, and none when the plate has its outcome
+// already (queue/batch/). Four round trips a create became one (issue 21); the owners still alone
+// name their keys: each hands its part of the call (`terms`).
+import type { OutcomeStore } from './batch/outcomes.js';
 import type { Budget } from './budget.js';
 import type { InFlight } from './inflight.js';
 import { type AccountLine, type Slot, type SlotReply, slotOf } from './line.js';
@@ -9,35 +11,49 @@ import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 
 /** Admitted or not by the pace (a Slot), or refused by a cap before any slot was taken. */
-export type CreateVerdict = Slot | { refused: 'inflight' } | { refused: 'batch' | 'day' | 'month' };
+export type CreateVerdict =
+  | Slot
+  | { refused: 'inflight' }
+  | { refused: 'batch' | 'day' | 'month' }
+  /** The plate has its outcome: nothing taken, its in-flight slot (if any) given back. */
+  | { refused: 'finished' };
 
 export class CreateAdmission {
   readonly #redis: Scripted<'create-admit'>;
   readonly #line: AccountLine;
   readonly #inflight: InFlight;
   readonly #budget: Budget;
+  readonly #outcomes: OutcomeStore;
 
-  constructor(redis: RedisClient, line: AccountLine, inflight: InFlight, budget: Budget) {
+  constructor(redis: RedisClient, line: AccountLine, inflight: InFlight, budget: Budget, outcomes: OutcomeStore) {
     this.#redis = withScripts(redis, ['create-admit']);
     this.#line = line;
     this.#inflight = inflight;
     this.#budget = budget;
+    this.#outcomes = outcomes;
   }
 
-  /** One create of `jobId` (batch `batchId`): a pacing slot within `horizonMs`, with its in-flight slot and cap unit. */
-  async take(jobId: string, batchId: string, horizonMs: number, now: number): Promise<CreateVerdict> {
+  /**
+   * One create of `jobId` (`plate` of batch `batchId`): a pacing slot within `horizonMs`, with its
+   * in-flight slot and cap unit.
+   */
+  async take(jobId: string, batchId: string, plate: string, horizonMs: number, now: number): Promise<CreateVerdict> {
     const account = this.#line.account.id;
     const pace = this.#line.paceTerms(horizonMs);
     const inflight = this.#inflight.terms(account, jobId, batchId, now);
     const budget = this.#budget.terms(account, batchId);
+    const outcome = this.#outcomes.existsTerms(batchId, plate);
     const reply = (await this.#redis.vqbCreateAdmit(
       ...pace.keys,
       ...inflight.keys,
       ...budget.keys,
+      ...outcome.keys,
       ...pace.args,
       ...inflight.args,
       ...budget.args,
+      ...outcome.args,
     )) as [number, string, string];
+    if (reply[0] === -3) return { refused: 'finished' };
     if (reply[0] === -1) return { refused: 'inflight' };
     if (reply[0] === -2) return { refused: reply[2] as 'batch' | 'day' | 'month' };
     return slotOf(reply as SlotReply);

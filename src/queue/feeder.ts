@@ -41,23 +41,19 @@ export class Feeder {
   /**
    * Puts every interactive plate on the queue at once (a person waits; they go before anything
    * queued, and they are few), then tops the account's queue up to its target with the others;
-   * with `creates: false` (the account's creates are held at a spending cap) it feeds none, since
-   * they would only sleep as delayed jobs. Returns how many plates became jobs, and whether the
-   * account had nothing left and left the active set.
+   * while the account's creates are held at a spending cap it feeds none, since they would only
+   * sleep as delayed jobs (the feed's script reads the hold). Returns how many plates became
+   * jobs, and whether the account had nothing left and left the active set.
    */
-  async feed(
-    accountId: string,
-    ratePerSecond?: number,
-    options: { creates?: boolean } = {},
-  ): Promise<{ fed: number; idle: boolean }> {
-    const { account, queue } = this.#accounts.for(accountId);
-    const creates = options.creates ?? true;
+  async feed(accountId: string, ratePerSecond?: number): Promise<{ fed: number; idle: boolean }> {
+    const { account, queue, line } = this.#accounts.for(accountId);
     const { picked, idle } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
       this.#inflight.capOf(accountId),
-      creates ? INTERACTIVE_AT_ONCE : 0,
-      creates ? this.target(account, ratePerSecond) : 0,
+      line.capHold,
+      INTERACTIVE_AT_ONCE,
+      this.target(account, ratePerSecond),
       this.#now(),
     );
     await this.#add(account, queue, picked);

@@ -41,12 +41,13 @@ export class InFlight {
   }
 
   async release(accountId: string, jobId: string, batchId: string): Promise<void> {
-    await this.#redis.vqbInflightRelease(
-      this.#keys.inflight(accountId),
-      this.#keys.inflightByBatch(accountId),
-      jobId,
-      batchId,
-    );
+    const { keys, args } = this.releaseTerms(accountId, jobId, batchId);
+    await this.#redis.vqbInflightRelease(...keys, ...args);
+  }
+
+  /** What giving a slot back (lua/includes/inflight-release.lua) needs: for inflight-release and plate-settle. */
+  releaseTerms(accountId: string, jobId: string, batchId: string): { keys: string[]; args: string[] } {
+    return { keys: [this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId)], args: [jobId, batchId] };
   }
 
   /**

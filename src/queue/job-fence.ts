@@ -56,14 +56,41 @@ export class JobFence {
     next: PlateJobData,
     options: { orLostMark?: boolean; count?: CostCount; priority?: number } = {},
   ): Promise<FenceResult> {
+    return (await this.#write(job, token, seen, next, options)).result;
+  }
+
+  /**
+   * The write right before a create is sent (the `creating` mark), which also reads the account's
+   * hold (`holdKey`, queue/line.ts) in the same step: `heldMs` left of it, 0 when none. The
+   * request then needs no check of its own (workers/flow.ts `ready`).
+   */
+  async mark(
+    job: PlateJob,
+    token: string | undefined,
+    seen: Pick<PlateJobData, 'step' | 'createId'>,
+    next: PlateJobData,
+    holdKey: string,
+  ): Promise<{ result: FenceResult; heldMs: number }> {
+    return this.#write(job, token, seen, next, {}, holdKey);
+  }
+
+  async #write(
+    job: PlateJob,
+    token: string | undefined,
+    seen: Pick<PlateJobData, 'step' | 'createId'>,
+    next: PlateJobData,
+    options: { orLostMark?: boolean; count?: CostCount; priority?: number },
+    holdKey?: string,
+  ): Promise<{ result: FenceResult; heldMs: number }> {
     const key = `${job.queueQualifiedName}:${job.id}`;
     const count = options.count;
-    const raw = await this.#redis.vqbJobFence(
+    const reply = await this.#redis.vqbJobFence(
       key,
       `${key}:lock`,
       // Without counts the cost keys are not touched; the job's own key stands in (same slot).
       count?.keys[0] ?? key,
       count?.keys[1] ?? key,
+      holdKey ?? key,
       token ?? '',
       seen.step satisfies JobStep,
       seen.createId ?? '',
@@ -72,12 +99,14 @@ export class JobFence {
       count?.fields ?? '',
       options.priority !== undefined ? String(options.priority) : '',
       count?.dayTtlS ?? 0,
+      holdKey !== undefined ? '1' : '0',
     );
+    const [raw, held] = Array.isArray(reply) ? reply : [reply, 0];
     const result = RESULTS[String(raw)] ?? 'moved-on';
     if (result === 'ok') {
       job.data = next;
       if (options.priority !== undefined) job.priority = options.priority;
     }
-    return result;
+    return { result, heldMs: Number(held) };
   }
 }

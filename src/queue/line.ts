@@ -11,6 +11,7 @@ import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
+import type { CapHold } from './scheduler.js';
 import { type Scripted, withScripts } from './scripts.js';
 
 /** The pause code `vqb pause` records: an operator's decision, which `vqb run` never lifts by itself. */
@@ -164,6 +165,15 @@ export class AccountLine {
     return until > 0;
   }
 
+  /**
+   * The key a hold in force is kept in, expiring with it: for a script that runs right before a
+   * request anyway and reads the hold too (job-fence, before a create), so the send needs no
+   * heldFor of its own.
+   */
+  get holdKey(): string {
+    return this.#keys.paceHold(this.account.id);
+  }
+
   /** Ms left of the account's hold (0: none), on Redis's clock. */
   async heldFor(): Promise<number> {
     // One PTTL, asked before every request (was a script: TIME and HGET).
@@ -313,10 +323,9 @@ export class AccountLine {
     await this.pause(OPERATOR_PAUSE, message);
   }
 
-  /** Whether the account's creates are held at a spending cap now (one field, read on every feed). */
-  async createsHeld(): Promise<boolean> {
-    const until = Number(await this.#redis.hget(this.#line, 'budgetUntil'));
-    return Number.isFinite(until) && until > this.#now();
+  /** Where a feed reads whether the account's creates are held at a spending cap (in its own script, queue/scheduler.ts). */
+  get capHold(): CapHold {
+    return { key: this.#line, field: 'budgetUntil' };
   }
 
   async releaseCreates(): Promise<void> {

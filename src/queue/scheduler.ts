@@ -41,6 +41,12 @@ export interface InFlightCap {
   cap: number;
 }
 
+/** Where the feed reads until when the account's creates are held at a spending cap (queue/line.ts owns it). */
+export interface CapHold {
+  key: string;
+  field: string;
+}
+
 export interface Feed {
   picked: Picked[];
   /** The account had nothing left (no plate waiting, staged or queued) and left the active set. */
@@ -145,6 +151,7 @@ export class Scheduler {
     accountId: string,
     queue: QueueKeys,
     inflight: InFlightCap,
+    capHold: CapHold,
     interactiveMax: number,
     target: number,
     now: number,
@@ -160,6 +167,7 @@ export class Scheduler {
       queue.active,
       queue.paused,
       inflight.key,
+      capHold.key,
     ];
     const flat = (await this.#redis.vqbSchedFeed(
       ...keys,
@@ -169,6 +177,7 @@ export class Scheduler {
       now,
       accountId,
       inflight.cap,
+      capHold.field,
     )) as (number | string)[];
     return { idle: flat[0] === 1, picked: unflatten(flat, 1) };
   }

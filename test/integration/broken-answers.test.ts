@@ -137,7 +137,13 @@ describe('broken answers', () => {
     const h = await harness.start({ label: 'hold-sleep', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
     const flow = new AccountFlow({
       line: h.line,
-      admission: new CreateAdmission(h.services.redis, h.line, h.services.inflight, h.services.budget),
+      admission: new CreateAdmission(
+        h.services.redis,
+        h.line,
+        h.services.inflight,
+        h.services.budget,
+        h.services.outcomes,
+      ),
       inflight: h.services.inflight,
       budget: h.services.budget,
       scheduler: h.services.scheduler,

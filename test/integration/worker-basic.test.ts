@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
+import { createPriority, JOB_NAME, jobIdFor, newJobData } from '../../src/queue/account-queues.js';
+import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -30,5 +31,33 @@ describe('worker engine: the happy path', () => {
     expect(outcomes).toBe(300);
     // Polls spent: at most a few per plate; the learner aims for ~1.
     expect(stats.gets / 300).toBeLessThan(3);
+  });
+
+  it('a job added again for a plate that has its outcome sends nothing and holds no slot', async () => {
+    // A batch resumed, a job added by hand: the create's admission finds the outcome (issue 21:
+    // in the step it runs anyway) and the job ends without a request.
+    h = await startHarness({ label: 'again', config: { VQ_RATE_LIMIT: '200/s' } });
+    const plates = makePlates(5);
+    await h.enqueue('b1', plates);
+    await h.waitForBatch('b1', 30_000);
+    const before = h.sim.stats();
+    const account = h.config.accounts[0]!;
+    for (const plate of plates) {
+      const job = await h.queue.add(JOB_NAME, newJobData(account, 'b1', plate, 'normal'), {
+        jobId: `${jobIdFor('b1', plate)}-again`,
+        priority: createPriority('normal'),
+      });
+      expect(job.id).toBeDefined();
+    }
+    // Jobs put on the queue by hand: the account is made active so a process serves it.
+    await h.services.scheduler.activate([account.id]);
+    const deadline = Date.now() + 15_000;
+    while (!(await h.idle()) && Date.now() < deadline) await sleep(100);
+    expect(await h.idle()).toBe(true);
+    const after = h.sim.stats();
+    expect(after.creates - before.creates).toBe(0);
+    expect(after.gets - before.gets).toBe(0);
+    expect(await h.services.inflight.count(account.id)).toBe(0);
+    expect((await h.services.batchViews.get('b1')).counts).toMatchObject({ done: 5, creates: 5 });
   });
 });

@@ -26,6 +26,12 @@ export function decodeOutcome(batchId: string, plate: string, raw: Buffer): Outc
   return { batchId, plate, ...(unpack(raw) as Omit<Outcome, 'batchId' | 'plate'>) };
 }
 
+/** The reply of the outcome's rule: 0 an outcome existed, 1 recorded, 2 recorded and the batch finished. */
+export function recordResult(reply: unknown): RecordResult {
+  const result = Number(reply);
+  return result === 0 ? 'exists' : result === 2 ? 'batch-finished' : 'recorded';
+}
+
 export class OutcomeStore {
   readonly #redis: Scripted<'batch-record'>;
   readonly #keys: VqbKeys;
@@ -37,18 +43,25 @@ export class OutcomeStore {
 
   /** Stores the outcome unless one exists. */
   async record(outcome: Outcome): Promise<RecordResult> {
-    const result = Number(
-      await this.#redis.vqbBatchRecord(
-        this.#keys.outcomes(outcome.batchId),
-        this.#keys.batch(outcome.batchId),
-        outcome.plate,
-        encodeOutcome(outcome),
-        outcome.status,
-        String(outcome.finishedAt),
-        outcome.possibleDuplicate ? '1' : '0',
-      ),
-    );
-    return result === 0 ? 'exists' : result === 2 ? 'batch-finished' : 'recorded';
+    const { keys, args } = this.terms(outcome, encodeOutcome(outcome));
+    return recordResult(await this.#redis.vqbBatchRecord(...keys, ...args));
+  }
+
+  /**
+   * What the outcome's rule (lua/includes/outcome-record.lua) needs: for batch-record and for a
+   * plate's one settling script (queue/plate-settle.ts). `packed` is encodeOutcome(outcome), made
+   * once so that a retried call sends the very same bytes.
+   */
+  terms(outcome: Outcome, packed: Buffer): { keys: string[]; args: (string | Buffer)[] } {
+    return {
+      keys: [this.#keys.outcomes(outcome.batchId), this.#keys.batch(outcome.batchId)],
+      args: [outcome.plate, packed, outcome.status, String(outcome.finishedAt), outcome.possibleDuplicate ? '1' : '0'],
+    };
+  }
+
+  /** What "the plate has its outcome" needs, for a script that looks before it takes anything (create-admit). */
+  existsTerms(batchId: string, plate: string): { keys: string[]; args: string[] } {
+    return { keys: [this.#keys.outcomes(batchId)], args: [plate] };
   }
 
   async get(batchId: string, plate: string): Promise<Outcome | undefined> {

@@ -10,20 +10,27 @@
     KEYS[1..3] the account's class zsets; KEYS[4] hash batch -> weight; KEYS[5] the staged zset;
     KEYS[6] the active accounts zset (account id -> epoch ms it became active);
     KEYS[7..11] the account's BullMQ queue: wait list, prioritized zset, delayed zset, active list,
-    paused list; KEYS[12] the account's in-flight zset (queue/inflight.ts)
-    ARGV[1] interactive plates at most (0 while the account's creates are held at a cap);
-    ARGV[2] jobs the queue should hold waiting (0: no creates); ARGV[3] prefix of the pending lists;
-    ARGV[4] now, epoch ms; ARGV[5] the account id; ARGV[6] the in-flight cap
+    paused list; KEYS[12] the account's in-flight zset (queue/inflight.ts); KEYS[13] the
+    account's line hash (queue/line.ts: its field ARGV[7] says until when creates are held at a
+    spending cap; while they are, none is fed, interactive or not, since each would only sleep
+    as a delayed job: the look a feed made with an HGET of its own before, issue 21)
+    ARGV[1] interactive plates at most; ARGV[2] jobs the queue should hold waiting (0: no
+    creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] the account id;
+    ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms)
   Returns {1 when the account just went idle, else 0, then class index, batch id, plate, ...}
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
 local now = ARGV[4]
 local out = {0}
+local interactive, target = tonumber(ARGV[1]), tonumber(ARGV[2])
+if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now) then
+  interactive, target = 0, 0
+end
 local queued = redis.call('LLEN', KEYS[7]) + redis.call('ZCARD', KEYS[8])
-local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, tonumber(ARGV[1]), 1, out)
+local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, interactive, 1, out)
 local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
-local want = math.min(tonumber(ARGV[2]) - queued - picked, room)
+local want = math.min(target - queued - picked, room)
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out)
 if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end

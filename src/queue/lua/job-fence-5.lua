@@ -9,6 +9,8 @@
     KEYS[2] the job's lock key (BullMQ's: the token of the worker that holds the job)
     KEYS[3] the batch's cost hash; KEYS[4] the UTC day's cost hash (queue/costs.ts; counted only
             when ARGV[6] names fields)
+    KEYS[5] the account's hold key (queue/line.ts: a string that expires when a hold ends; read
+            only when ARGV[9] is '1')
     ARGV[1] the lock token the writer holds ('' = this write does not need the lock)
     ARGV[2] the step the stored data must still be at
     ARGV[3] the createId the stored data must still carry ('' = none)
@@ -18,23 +20,32 @@
     ARGV[6] cost fields to count, comma-separated ('' = none): counted whether or not the write
             is allowed (a request that was answered is paid for, whoever stores its answer)
     ARGV[7] the job's new BullMQ priority ('' = unchanged); ARGV[8] the day hash's time to live, s
+    ARGV[9] '1': the write is the last before a request, and the reply says the ms left of the
+            account's hold too (a 429 elsewhere since the slot was taken), as {result, ms}
   Returns 1 written; 0 the lock is not the writer's; -1 the stored step or createId moved on;
-  -2 no such job (removed).
+  -2 no such job (removed). With ARGV[9] '1': {that result, ms of hold left (0 = none)}.
 ]]
 --- @include "cost-count"
 if ARGV[6] ~= '' then countCosts(KEYS[3], KEYS[4], ARGV[8], ARGV[6]) end
-local raw = redis.call('HGET', KEYS[1], 'data')
-if not raw then return -2 end
-if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-local ok, stored = pcall(cjson.decode, raw)
-if not ok or type(stored) ~= 'table' then return -1 end
-local createId = stored.createId
-if type(createId) ~= 'string' then createId = '' end
-local lostMark = ARGV[5] == '1' and stored.step == 'create'
-if not lostMark and (stored.step ~= ARGV[2] or createId ~= ARGV[3]) then return -1 end
-if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[1], 'data', ARGV[4], 'priority', ARGV[7])
-else
-  redis.call('HSET', KEYS[1], 'data', ARGV[4])
+local function write()
+  local raw = redis.call('HGET', KEYS[1], 'data')
+  if not raw then return -2 end
+  if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+  local ok, stored = pcall(cjson.decode, raw)
+  if not ok or type(stored) ~= 'table' then return -1 end
+  local createId = stored.createId
+  if type(createId) ~= 'string' then createId = '' end
+  local lostMark = ARGV[5] == '1' and stored.step == 'create'
+  if not lostMark and (stored.step ~= ARGV[2] or createId ~= ARGV[3]) then return -1 end
+  if ARGV[7] ~= '' then
+    redis.call('HSET', KEYS[1], 'data', ARGV[4], 'priority', ARGV[7])
+  else
+    redis.call('HSET', KEYS[1], 'data', ARGV[4])
+  end
+  return 1
 end
-return 1
+local result = write()
+if ARGV[9] ~= '1' then return result end
+local held = redis.call('PTTL', KEYS[5])
+if held < 0 then held = 0 end
+return {result, held}

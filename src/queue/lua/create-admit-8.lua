@@ -9,16 +9,21 @@
     KEYS[2] the account's in-flight zset; KEYS[3] its slots per batch (queue/inflight.ts)
     KEYS[4] the batch's budget hash; KEYS[5] the account's day counter; KEYS[6] its month counter;
     KEYS[7] the account's budget hash, run-time caps (queue/budget.ts)
+    KEYS[8] the batch's outcomes hash (queue/batch/: the plate is finished already when it holds one)
     ARGV[1] pacing interval, ms; ARGV[2] horizon, ms; ARGV[3] 'auto' | 'cap'; ARGV[4] retake '1'|'0'
     ARGV[5] job id; ARGV[6] batch id; ARGV[7] in-flight cap; ARGV[8] now (epoch ms, the slot's
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
-    ARGV[13] month TTL s
+    ARGV[13] month TTL s; ARGV[14] the plate
   Returns {1, wait ms, reason} admitted (sleep `wait`, then send); {0, wait ms, 'pace'|'hold'}
   the slot is further than the horizon; {-1, 0, 'inflight'} the in-flight cap is reached;
-  {-2, 0, 'batch'|'day'|'month'} a spending cap is reached.
+  {-2, 0, 'batch'|'day'|'month'} a spending cap is reached; {-3, 0, 'finished'} the plate has its
+  outcome already (a batch resumed, a job added again, a crash after the outcome was stored): its
+  in-flight slot, if it held one, is given back and nothing is sent. This is the look a job at
+  step `create` made with an HEXISTS of its own before (issue 21: a round trip a plate).
 ]]
 --- @include "inflight-take"
+--- @include "inflight-release"
 --- @include "pace-take"
 --- @include "budget-take"
 -- The pace is looked at first only because it is the cheapest to read: a slot beyond the horizon
@@ -26,6 +31,10 @@
 -- the cap and the caps said yes.
 local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3])
 if next.wait > tonumber(ARGV[2]) then return {0, tostring(next.wait), next.reason} end
+if redis.call('HEXISTS', KEYS[8], ARGV[14]) == 1 then
+  releaseInflight(KEYS[2], KEYS[3], ARGV[5], ARGV[6])
+  return {-3, '0', 'finished'}
+end
 local room = inflightRoom(KEYS[2], KEYS[3], ARGV[5], tonumber(ARGV[7]), ARGV[9])
 if room == 'full' then return {-1, '0', 'inflight'} end
 local capped = budgetCapped(KEYS[4], KEYS[5], KEYS[6], KEYS[7], tonumber(ARGV[10]), tonumber(ARGV[11]))

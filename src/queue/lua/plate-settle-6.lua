@@ -1,0 +1,24 @@
+--[[
+  A plate's end in one step (queue/plate-settle.ts): its terminal outcome stored unless one exists
+  (includes/outcome-record.lua), its in-flight slot given back (includes/inflight-release.lua),
+  and the last request's cost counted (includes/cost-count.lua). Three scripts a plate became one
+  (issue 21); each rule still has one owner, who hands its keys and arguments.
+    KEYS[1] the batch's outcomes hash; KEYS[2] the batch hash (queue/batch/)
+    KEYS[3] the account's in-flight zset; KEYS[4] its slots per batch (queue/inflight.ts)
+    KEYS[5] the batch's cost hash; KEYS[6] the UTC day's cost hash (queue/costs.ts)
+    ARGV[1..5] as batch-record: plate, packed outcome, 'done' | 'failed', now (epoch ms), '1' possible duplicate
+    ARGV[6] job id; ARGV[7] batch id (inflight-release)
+    ARGV[8] the day hash's time to live, s; ARGV[9] cost fields, comma-separated ('' = none)
+  The count is made whoever's outcome is stored (an answer is paid for either way), except when the
+  stored outcome is this very one: the same call ran before and its reply was lost, so it counted.
+  Returns 0 an outcome existed, 1 recorded, 2 recorded and the batch finished.
+]]
+--- @include "batch-finish"
+--- @include "outcome-record"
+--- @include "inflight-release"
+--- @include "cost-count"
+local recorded = recordOutcome(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+local again = recorded == 0 and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2]
+if not again and ARGV[9] ~= '' then countCosts(KEYS[5], KEYS[6], ARGV[8], ARGV[9]) end
+releaseInflight(KEYS[3], KEYS[4], ARGV[6], ARGV[7])
+return recorded

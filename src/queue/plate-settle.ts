@@ -1,0 +1,49 @@
+// A plate's end in one Redis step: its terminal outcome stored (the rule of queue/batch/outcomes.ts),
+// its in-flight slot given back (queue/inflight.ts) and the answer that ended it counted
+// (queue/costs.ts). Three round trips a plate became one (issue 21: a worker's CPU is mostly the
+// writes it sends Redis). Each owner still alone names its keys: it hands its part (`terms`).
+import { encodeOutcome, type OutcomeStore, type RecordResult, recordResult } from './batch/outcomes.js';
+import type { CostCount } from './costs.js';
+import type { InFlight } from './inflight.js';
+import type { RedisClient } from './redis.js';
+import { type Scripted, withScripts } from './scripts.js';
+import type { Outcome } from './types.js';
+
+export interface Settling {
+  outcome: Outcome;
+  account: string;
+  jobId: string;
+  /** The cost keys (always: the script's keys are fixed) and the fields to count ('' = none). */
+  count: CostCount;
+}
+
+export class PlateSettle {
+  readonly #redis: Scripted<'plate-settle'>;
+  readonly #outcomes: OutcomeStore;
+  readonly #inflight: InFlight;
+
+  constructor(redis: RedisClient, outcomes: OutcomeStore, inflight: InFlight) {
+    this.#redis = withScripts(redis, ['plate-settle']);
+    this.#outcomes = outcomes;
+    this.#inflight = inflight;
+  }
+
+  /**
+   * The call, made once per settling: the outcome packed here, so a call retried after its reply
+   * was lost sends the same bytes and the script knows it counted already.
+   */
+  prepare(s: Settling): () => Promise<RecordResult> {
+    const outcome = this.#outcomes.terms(s.outcome, encodeOutcome(s.outcome));
+    const release = this.#inflight.releaseTerms(s.account, s.jobId, s.outcome.batchId);
+    const args = [
+      ...outcome.keys,
+      ...release.keys,
+      ...s.count.keys,
+      ...outcome.args,
+      ...release.args,
+      s.count.dayTtlS,
+      s.count.fields,
+    ];
+    return async () => recordResult(await this.#redis.vqbPlateSettle(...args));
+  }
+}
