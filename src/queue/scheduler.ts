@@ -49,7 +49,7 @@ export interface CapHold {
 
 export interface Feed {
   picked: Picked[];
-  /** The account had nothing left (no plate waiting, staged or queued) and left the active set. */
+  /** The account had nothing left (no plate waiting, staged or queued) and is out of the active set (by this feed or another process's). */
   idle: boolean;
 }
 

@@ -17,7 +17,8 @@
     ARGV[1] interactive plates at most; ARGV[2] jobs the queue should hold waiting (0: no
     creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] the account id;
     ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms)
-  Returns {1 when the account just went idle, else 0, then class index, batch id, plate, ...}
+  Returns {1 when the account has nothing (it is out of the active set, by this call or by another
+  process's), else 0, then class index, batch id, plate, ...}
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
@@ -36,5 +37,8 @@ if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
 if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end
 if redis.call('LLEN', KEYS[10]) + redis.call('LLEN', KEYS[11]) > 0 then return out end
-if redis.call('ZREM', KEYS[6], ARGV[5]) == 1 then out[1] = 1 end
+-- Idle whoever's call removed it: a second process feeding the same account at the same moment
+-- (two processes start, both look at every account) must not take it for busy and start a Worker.
+redis.call('ZREM', KEYS[6], ARGV[5])
+out[1] = 1
 return out
