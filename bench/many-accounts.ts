@@ -32,6 +32,8 @@ export const MANY_TARGETS = { ofLimit: 0.9, rateLimited: 0, interactiveAfterBulk
 
 export interface ManyAccountsSettings {
   accounts: number;
+  /** VQ_* settings the bench's own environment passes to the workers (an experiment), recorded with the figures. */
+  workerEnv?: Record<string, string>;
   workers: number;
   platesPerAccount: number;
   /**
@@ -71,6 +73,8 @@ export interface AccountUse {
   /** Enqueue resolved → the key's first counted request, s. */
   firstRequestS: number;
   rateLimited: number;
+  /** Gaps between the key's consecutive requests in that span, in intervals of its limit, rounded. */
+  gaps: number[];
 }
 
 export interface InteractiveFigures {
@@ -121,6 +125,11 @@ export interface ManyAccountsFigures {
   platesPerS: number;
   ofLimit: Distribution;
   firstRequestS: Distribution;
+  /**
+   * Gaps between a key's consecutive requests while its account had creates waiting, in intervals
+   * of its limit (rounded): how many were one interval (no slot missed), two (one slot missed), …
+   */
+  gapsInIntervals: Record<string, number>;
   /** The accounts below the target, lowest first (at most 10). */
   lowest: AccountUse[];
   belowTarget: number;
@@ -158,6 +167,16 @@ function quantile(sorted: number[], q: number): number {
 function distribution(xs: number[]): Distribution {
   const s = [...xs].sort((a, b) => a - b);
   return { min: s[0] ?? NaN, p10: quantile(s, 0.1), median: quantile(s, 0.5), max: s.at(-1) ?? NaN };
+}
+
+function gapCounts(uses: AccountUse[]): Record<string, number> {
+  const out: Record<string, number> = { '0': 0, '1': 0, '2': 0, '3': 0, '4+': 0 };
+  for (const u of uses)
+    for (const g of u.gaps) {
+      const k = g >= 4 ? '4+' : String(g);
+      out[k] = (out[k] ?? 0) + 1;
+    }
+  return out;
 }
 
 function workerLog(workers: WorkerChild[]): Record<string, number> {
@@ -240,6 +259,8 @@ function accountUse(
   const requests = times.creates.filter(within).length + times.gets.filter(within).length;
   const waitingS = (lastCreate - enqueuedAt) / 1000;
   const first = Math.min(...times.creates, ...times.gets);
+  const sent = [...times.creates, ...times.gets].filter(within).sort((x, y) => x - y);
+  const gaps = sent.slice(1).map((t, i) => Math.round(((t - sent[i]!) / 1000) * limitPerS));
   return {
     account: id,
     waitingS: round(waitingS, 2),
@@ -250,10 +271,17 @@ function accountUse(
     ofLimit: round(requests / (waitingS * limitPerS + 1), 3),
     firstRequestS: round((first - enqueuedAt) / 1000, 2),
     rateLimited,
+    gaps,
   };
 }
 
 export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSettings): Promise<ManyAccountsFigures> {
+  // The workers inherit the bench's environment (bench/procs.ts): a VQ_* setting there is part of what was measured.
+  const workerEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('VQ_'))) as Record<
+    string,
+    string
+  >;
+  if (Object.keys(workerEnv).length > 0) s = { ...s, workerEnv };
   const limit = parseRateLimit(s.keyLimit);
   if (!limit) throw new Error(`bad key limit ${s.keyLimit}`);
   const limitPerS = perSecond({ rateLimit: limit });
@@ -392,6 +420,7 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       platesPerS: round(plates / wallS, 1),
       ofLimit: distribution(uses.map((u) => u.ofLimit)),
       firstRequestS: distribution(uses.map((u) => u.firstRequestS)),
+      gapsInIntervals: gapCounts(uses),
       lowest: sorted.filter((u) => u.ofLimit < MANY_TARGETS.ofLimit).slice(0, 10),
       belowTarget: uses.filter((u) => u.ofLimit < MANY_TARGETS.ofLimit).length + (s.accounts - uses.length),
       ...(interactive ? { interactive } : {}),
@@ -454,6 +483,11 @@ function rows(f: ManyAccountsFigures): string[][] {
       `each ≥ ${t.ofLimit}`,
     ],
     ['accounts below the target', String(f.belowTarget), '0'],
+    [
+      "gaps between a key's requests meanwhile, in intervals of its limit: 0 / 1 / 2 / 3 / 4+",
+      ['0', '1', '2', '3', '4+'].map((k) => (f.gapsInIntervals[k] ?? 0).toLocaleString('en')).join(' / '),
+      'all 1',
+    ],
     [
       "enqueue → the key's first request, s: median / p10 … max",
       `${f.firstRequestS.median.toFixed(1)} / ${f.firstRequestS.p10.toFixed(1)} … ${f.firstRequestS.max.toFixed(1)}`,
@@ -519,7 +553,10 @@ function rows(f: ManyAccountsFigures): string[][] {
 function title(f: ManyAccountsFigures): string {
   const s = f.settings;
   const [lo, hi] = s.completionMs;
-  return `${s.accounts.toLocaleString('en')} accounts (a key each at ${s.keyLimit}, learned from the headers), ${s.workers} \`vqb work\` processes, a ${s.platesPerAccount}-plate batch on every account, queries complete in ${lo / 1000}–${hi / 1000} s`;
+  const env = Object.entries(s.workerEnv ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+  return `${s.accounts.toLocaleString('en')} accounts (a key each at ${s.keyLimit}, learned from the headers), ${s.workers} \`vqb work\` processes${env ? ` with ${env}` : ''}, a ${s.platesPerAccount}-plate batch on every account, queries complete in ${lo / 1000}–${hi / 1000} s`;
 }
 
 export const MANY_METHOD = `A redis-server of the step's own (a free port); a simulator with one key per account, each
@@ -538,7 +575,7 @@ export function manyAccountsTables(f: ManyAccountsFigures): { text: string; mark
   const cells = rows(f);
   const lowest =
     f.lowest.length > 0
-      ? `lowest accounts: ${f.lowest.map((u) => `${u.account} ${u.ofLimit} (${u.requests} requests in ${u.waitingS} s, first after ${u.firstRequestS} s)`).join('; ')}`
+      ? `lowest accounts: ${f.lowest.map((u) => `${u.account} ${u.ofLimit} (${u.requests} requests in ${u.waitingS} s, first after ${u.firstRequestS} s, gaps ${u.gaps.join(' ')})`).join('; ')}`
       : '';
   const log = Object.entries(f.workerLog)
     .filter(([msg]) => !msg.startsWith('info'))
