@@ -108,7 +108,9 @@ function collectLines(
 
 export interface SimChild {
   url: string;
-  stats(): Promise<SimulatorStats>;
+  pid: number;
+  /** `times`: with every counted request's arrival per key (`timesByKey`). */
+  stats(options?: { times?: boolean }): Promise<SimulatorStats>;
   /** Clears stats and limiter state (queries stay). */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -133,7 +135,9 @@ export async function startSimChild(flags: string[]): Promise<SimChild> {
   };
   return {
     url,
-    stats: async () => (await call('GET', '/__stats')) as SimulatorStats,
+    pid: child.pid!,
+    stats: async (options = {}) =>
+      (await call('GET', options.times ? '/__stats?times=1' : '/__stats')) as SimulatorStats,
     reset: async () => void (await call('POST', '/__admin/reset')),
     stop: () => stopChild(child, 5_000),
   };

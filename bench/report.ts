@@ -9,6 +9,7 @@ import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { LearnedRun } from './learned.js';
+import { type ManyAccountsFigures, manyAccountsTables } from './many-accounts.js';
 import { type ScaleFigures, scaleTables } from './scale.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
@@ -41,6 +42,8 @@ export interface BenchResults {
   learned?: LearnedRun[];
   /** Idle cost by account count, and Redis and CPU per plate beside BullMQ by hand (absent from older runs). */
   scale?: ScaleFigures;
+  /** 1,000 accounts at once, four processes, one Redis (absent from older runs). */
+  many?: ManyAccountsFigures;
   /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
   steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
@@ -571,7 +574,13 @@ export async function writeResults(
   const rows = tableRows(results, rate);
   const own = vqbRows(results);
   const scale = results.scale ? scaleTables(results.scale) : undefined;
-  const table = [rows.length > 0 ? formatTable(rows) : '', own.length > 0 ? formatVqbTable(own) : '', scale?.text ?? '']
+  const many = results.many ? manyAccountsTables(results.many) : undefined;
+  const table = [
+    rows.length > 0 ? formatTable(rows) : '',
+    own.length > 0 ? formatVqbTable(own) : '',
+    scale?.text ?? '',
+    many?.text ?? '',
+  ]
     .filter(Boolean)
     .join('\n\n');
   await mkdir(dirname(jsonPath), { recursive: true });
@@ -587,6 +596,7 @@ export async function writeResults(
     ...(rows.length > 0 ? ['## vqb and a naive peer under the same upstream', '', markdownTable(rows), ''] : []),
     ...(own.length > 0 ? ['## Scheduling and per-account pacing (vqb alone)', '', markdownVqbTable(own), ''] : []),
     ...(scale ? [scale.markdown] : []),
+    ...(many ? [many.markdown] : []),
     workerLogSection(results),
     stepsSection(results),
     results.errors.length > 0 ? `**Steps that failed:**\n\n${results.errors.map((e) => `- ${e}`).join('\n')}\n` : '',

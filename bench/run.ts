@@ -13,6 +13,7 @@ import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
 import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
+import { manyAccountsSettings, measureManyAccounts } from './many-accounts.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { type BenchResults, writeResults } from './report.js';
 import { measureScale, scaleSettings } from './scale.js';
@@ -33,6 +34,7 @@ const STEPS = [
   'eventloop',
   'learned',
   'scale',
+  'many',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -46,7 +48,7 @@ const ALIASES: Record<string, Step[]> = {
 };
 
 const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]]
-  --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest) for smoke tests
+  --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest, 100 accounts in many) for smoke tests
   --only    run only these steps (requests → makespan, footprint → makespan + ingest, memory and
             queued → ingest, scheduling → interactive + shares, per-account → accounts + scaleout + minute)`;
 
@@ -198,6 +200,7 @@ async function main(): Promise<number> {
       eventloop: { rows: s.eventLoopRows },
       learned: learnedScenarios(quick).map((x) => ({ name: x.name, minutes: x.minutes })),
       scale: scaleSettings(quick),
+      many: manyAccountsSettings(quick),
     },
     steps: [],
     errors: [],
@@ -377,6 +380,15 @@ async function main(): Promise<number> {
             results.scale = scale;
             results.errors.push(...scale.errors.map((e) => `scale: ${e}`));
           }
+          break;
+        }
+        case 'many': {
+          const settings = manyAccountsSettings(quick);
+          const many = await attempt(
+            `${settings.accounts.toLocaleString('en')} accounts, ${settings.workers} processes, a ${settings.platesPerAccount}-plate batch each`,
+            () => measureManyAccounts(ctx, settings),
+          );
+          if (many) results.many = many;
           break;
         }
         case 'eventloop': {

@@ -139,7 +139,7 @@ export interface ScaleFigures {
 // ---------------------------------------------------------------------------------------------
 // The dedicated Redis and its counters
 
-interface Snapshot {
+export interface Snapshot {
   at: number;
   commands: number;
   clients: number;
@@ -149,20 +149,21 @@ interface Snapshot {
   mine: Map<string, number>;
 }
 
-/** Reads the dedicated server's counters, and counts its own calls so they can be subtracted. */
-class Probe {
+/** Reads the dedicated server's counters, and counts its own calls so they can be subtracted (bench/many-accounts.ts too). */
+export class Probe {
   readonly #mine = new Map<string, number>();
 
   constructor(readonly redis: Redis) {}
 
-  #count(command: string): void {
-    this.#mine.set(command, (this.#mine.get(command) ?? 0) + 1);
+  /** Counts `n` calls of `command` this step made itself on another path (a pipeline), to be subtracted. */
+  count(command: string, n = 1): void {
+    this.#mine.set(command, (this.#mine.get(command) ?? 0) + n);
   }
 
   /** One `INFO all`: stats, clients, cpu and commandstats read at the same instant. */
   async snapshot(): Promise<Snapshot> {
     const mine = new Map(this.#mine);
-    this.#count('info');
+    this.count('info');
     const before = Date.now();
     const text = await this.redis.info('all');
     const at = (before + Date.now()) / 2;
@@ -180,25 +181,25 @@ class Probe {
   }
 
   async hmget(key: string, ...fields: string[]): Promise<(string | null)[]> {
-    this.#count('hmget');
+    this.count('hmget');
     return this.redis.hmget(key, ...fields);
   }
 
   async flushall(): Promise<void> {
-    this.#count('flushall');
+    this.count('flushall');
     await this.redis.flushall();
   }
 }
 
 /** Commands between two snapshots, this step's own left out. */
-function commandsBetween(a: Snapshot, b: Snapshot): number {
+export function commandsBetween(a: Snapshot, b: Snapshot): number {
   let mine = 0;
   for (const [cmd, n] of b.mine) mine += n - (a.mine.get(cmd) ?? 0);
   return b.commands - a.commands - mine;
 }
 
 /** Calls by command between two snapshots, this step's own left out, largest first. */
-function callsBetween(a: Snapshot, b: Snapshot): [string, number][] {
+export function callsBetween(a: Snapshot, b: Snapshot): [string, number][] {
   const out: [string, number][] = [];
   for (const [cmd, n] of b.calls) {
     const delta = n - (a.calls.get(cmd) ?? 0) - ((b.mine.get(cmd) ?? 0) - (a.mine.get(cmd) ?? 0));
@@ -634,13 +635,13 @@ const fixed = (digits: number) => (x: number | undefined) =>
   x === undefined || !Number.isFinite(x) ? '—' : x.toFixed(digits);
 const mark = (ok: boolean | undefined) => (ok === undefined ? '' : ok ? ' ✓' : ' ✗');
 
-function text(head: string[], cells: string[][]): string {
+export function text(head: string[], cells: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((x, i) => (i === 0 ? x.padEnd(widths[i]!) : x.padStart(widths[i]!))).join('  ');
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.map(line)].join('\n');
 }
 
-function markdown(head: string[], cells: string[][]): string {
+export function markdown(head: string[], cells: string[][]): string {
   return [
     `| ${head.join(' | ')} |`,
     `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,

@@ -78,7 +78,7 @@ function summarize(samples: SingleLatency[]): LatencySummary {
 }
 
 /** The simulator's createdAt and completedAt from a stored result, enveloped or bare. */
-function upstreamTimes(result: unknown): { createdAt: number; completedAt: number } {
+export function upstreamTimes(result: unknown): { createdAt: number; completedAt: number } {
   const body = (result as { body?: unknown } | undefined)?.body ?? result;
   const b = body as { createdAt?: string; completedAt?: string } | undefined;
   const createdAt = Date.parse(b?.createdAt ?? '');

@@ -248,7 +248,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
 
-  const housekeeping = startHousekeeping(config, services, runs, health, logger);
+  const housekeeping = startHousekeeping(config, services, runs, health, logger, now);
 
   // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
   const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
@@ -307,8 +307,11 @@ function startHousekeeping(
   runs: AccountWorkers,
   health: RedisHealth,
   logger: Logger,
+  now: () => number,
 ): { stop(): Promise<void> } {
   const configured = new Set(config.accounts.map((a) => a.id));
+  // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
+  const restUntil = new Map<string, number>();
   // The first feed looks at every account once: work queued before the active set existed (an
   // upgrade) or while no process ran is found, and idle accounts leave the set.
   let first = true;
@@ -318,15 +321,27 @@ function startHousekeeping(
     const busy = new Set<string>();
     // Another process's configuration may name accounts this one does not serve.
     const active = (await services.scheduler.activeAccounts()).filter((id) => configured.has(id));
+    const at = now();
     // All at once: the commands of many accounts share round trips on the connection.
     await Promise.all(
       active.map(async (accountId) => {
-        const { idle } = await services.feeder.feed(accountId, runs.flow(accountId)?.ratePerSecond);
-        if (idle) return;
+        if ((restUntil.get(accountId) ?? 0) > at) {
+          busy.add(accountId);
+          return;
+        }
+        const rate = runs.flow(accountId)?.ratePerSecond;
+        const { fed, idle } = await services.feeder.feed(accountId, rate);
+        if (idle) {
+          restUntil.delete(accountId);
+          return;
+        }
+        if (fed === 0) restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS));
+        else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);
       }),
     );
+    for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);
     runs.retire(busy);
   };
   let feeding = false;

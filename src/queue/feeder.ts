@@ -16,6 +16,9 @@ const STAGED_STALE_MS = 30_000;
 /** Interactive plates fed per feed call at most, whatever the queue holds (VQ_INTERACTIVE_MAX is at most 500). */
 const INTERACTIVE_AT_ONCE = 500;
 
+/** The longest a process leaves a busy account unfed after a feed that found its queue full. */
+const REST_MAX_MS = 2_000;
+
 export class Feeder {
   readonly #scheduler: Scheduler;
   readonly #accounts: Pick<Accounts, 'for'>;
@@ -36,6 +39,23 @@ export class Feeder {
    */
   target(account: Account, ratePerSecond = perSecond(account)): number {
     return Math.min(1_000, Math.max(4, Math.ceil(ratePerSecond * 0.5)));
+  }
+
+  /**
+   * How long a process may leave the account unfed after a feed that added nothing (its queue
+   * held its target): a quarter of the time that queue lasts at the account's rate, at least
+   * `everyMs` (the feed period) and at most 2 s. A slow account's queue holds many seconds of its
+   * creates (4 creates are 20 s at 12/min), so feeding it every 200 ms from every process only
+   * loaded Redis (issue 21: 1,000 busy accounts, four processes, about 12,500 feeds a second, four
+   * fifths of Redis's commands, and the bursts delayed the pacing calls behind them); an account
+   * at 8/s or more is still fed every period. Interactive plates do not wait for it: the producer
+   * feeds the account once its ingest is stored.
+   */
+  restMs(accountId: string, ratePerSecond: number | undefined, everyMs: number): number {
+    const { account } = this.#accounts.for(accountId);
+    const rate = ratePerSecond ?? perSecond(account);
+    const lastsMs = (this.target(account, rate) / rate) * 1_000;
+    return Math.min(REST_MAX_MS, Math.max(everyMs, lastsMs / 4));
   }
 
   /**

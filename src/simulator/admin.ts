@@ -1,5 +1,6 @@
 // Run-time control of the simulator over HTTP, no key needed (it is a test double):
-//   GET  /__stats[?plates=1]           statistics (with per-plate creates and per-query gets)
+//   GET  /__stats[?plates=1][&times=1] statistics (with per-plate creates and per-query gets; with
+//                                      the arrival time of every counted request, per key)
 //   GET  /__admin/keys                 list keys
 //   POST /__admin/keys                 add or replace a key {key, permissions?, expiresAt?, plan?, rateLimit?, dailyQuota?}
 //   POST /__admin/keys/:key/expire     the key expires now (401 EXPIRED_API_KEY from then on)
@@ -24,8 +25,11 @@ export function handleAdmin(
   body: string,
 ): Reply {
   if (path === '/__stats' && method === 'GET') {
-    const plates = search.get('plates');
-    return jsonReply(200, engine.snapshot(plates !== null && plates !== '0' && plates !== 'false'));
+    const flag = (name: string) => {
+      const value = search.get(name);
+      return value !== null && value !== '0' && value !== 'false';
+    };
+    return jsonReply(200, engine.snapshot(flag('plates'), flag('times')));
   }
   if (path === '/__admin/keys' && method === 'GET') return jsonReply(200, { keys: engine.keys.list() });
   if (path === '/__admin/keys' && method === 'POST') {

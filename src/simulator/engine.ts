@@ -78,8 +78,8 @@ export class SimulatorEngine {
     this.#limits.clear();
   }
 
-  snapshot(withPlates = false): SimulatorStats {
-    return this.stats.snapshot(this.store.size, withPlates);
+  snapshot(withPlates = false, withTimes = false): SimulatorStats {
+    return this.stats.snapshot(this.store.size, withPlates, withTimes);
   }
 
   handle(request: ApiRequest): Reply {
@@ -108,7 +108,7 @@ export class SimulatorEngine {
     if (!check.ok) return errorReply(401, check.code, check.message);
     const record = check.record;
 
-    const limited = this.#admit(record, now);
+    const limited = this.#admit(record, now, request.method === 'POST' ? 'create' : 'get');
     if (limited.reply) return limited.reply;
     const headers = limited.headers;
     if (request.method === 'POST') this.stats.countedCreates += 1;
@@ -140,7 +140,7 @@ export class SimulatorEngine {
   }
 
   /** Rate limit and quota: turn the request away (not counted) or count it and return the headers. */
-  #admit(record: KeyRecord, now: number): { reply?: Reply; headers: Record<string, string> } {
+  #admit(record: KeyRecord, now: number, kind: 'create' | 'get'): { reply?: Reply; headers: Record<string, string> } {
     const { limiter, quota, quotaLimit } = this.#limitsFor(record);
     const rate = limiter?.peek(now);
     const quotaWindow = { windowMs: this.options.quotaWindowMs, originMs: this.#originMs };
@@ -164,7 +164,7 @@ export class SimulatorEngine {
     const rateAfter = limiter?.take(now);
     const quotaAfter = quotaLimit === null ? undefined : quota.take(now, quotaLimit, quotaWindow);
     const duration = limiter?.durationMs ?? parseRateLimit(this.options.rateLimit)?.durationMs ?? 60_000;
-    this.stats.countedRequest(record.label, now, duration);
+    this.stats.countedRequest(record.label, now, duration, kind);
     return { headers: rateHeaders(this.options.rateLimitHeaders, limiter, rateAfter, quotaLimit, quotaAfter) };
   }
 

@@ -31,7 +31,7 @@ export interface SimulatorHandle {
   url: string;
   port: number;
   close(): Promise<void>;
-  stats(options?: { plates?: boolean }): SimulatorStats;
+  stats(options?: { plates?: boolean; times?: boolean }): SimulatorStats;
   /** Changes options at run time (same as PATCH /__admin/config); `keys` replaces all keys. */
   update(patch: Partial<SimulatorOptions>): void;
   /** Clears stats and limiter/quota state; queries and keys stay (same as POST /__admin/reset). */
@@ -57,7 +57,7 @@ export async function startSimulator(
     url: running.url,
     port: running.port,
     close: () => (closed ??= running.close()),
-    stats: (opts = {}) => engine.snapshot(opts.plates === true),
+    stats: (opts = {}) => engine.snapshot(opts.plates === true, opts.times === true),
     update: (patch) => {
       engine.update(patch);
     },

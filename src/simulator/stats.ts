@@ -37,6 +37,12 @@ export interface SimulatorStats {
   byKey: Record<string, KeyStats>;
   /** Only with `?plates=1` / `stats({ plates: true })`. */
   createsByPlate?: Record<string, number>;
+  /**
+   * Only with `?times=1` / `stats({ times: true })`: per key label, when each counted create and
+   * get arrived (ms since the epoch, in order), so a client's use of each key's limit over any
+   * span can be read from the upstream's side (benchmarks with many keys).
+   */
+  timesByKey?: Record<string, { creates: number[]; gets: number[] }>;
   getsByQuery?: { max: number; total: number; queries: number };
 }
 
@@ -159,6 +165,8 @@ export class StatsCollector {
   getsByQuery = new IndexCounter();
   readonly #windows = new Map<string, WindowCounter>();
   readonly #byKey = new Map<string, KeyStats>();
+  /** A double per counted request (kept until a reset, like the per-plate counts). */
+  readonly #times = new Map<string, { creates: number[]; gets: number[] }>();
 
   #keyStats(label: string): KeyStats {
     let stats = this.#byKey.get(label);
@@ -180,8 +188,14 @@ export class StatsCollector {
     this.lastRequestAt = now;
   }
 
-  countedRequest(label: string, now: number, durationMs: number): void {
+  countedRequest(label: string, now: number, durationMs: number, kind: 'create' | 'get'): void {
     this.counted += 1;
+    let times = this.#times.get(label);
+    if (!times) {
+      times = { creates: [], gets: [] };
+      this.#times.set(label, times);
+    }
+    (kind === 'create' ? times.creates : times.gets).push(now);
     let window = this.#windows.get(label);
     if (!window) {
       window = new WindowCounter();
@@ -212,7 +226,7 @@ export class StatsCollector {
     if (status === 429) this.rateLimited += 1;
   }
 
-  snapshot(queries: number, withPlates: boolean): SimulatorStats {
+  snapshot(queries: number, withPlates: boolean, withTimes = false): SimulatorStats {
     const out: SimulatorStats = {
       requests: this.requests,
       counted: this.counted,
@@ -233,6 +247,10 @@ export class StatsCollector {
       lastRequestAt: this.lastRequestAt,
       byKey: Object.fromEntries([...this.#byKey].map(([label, stats]) => [label, { ...stats }])),
     };
+    if (withTimes)
+      out.timesByKey = Object.fromEntries(
+        [...this.#times].map(([label, t]) => [label, { creates: [...t.creates], gets: [...t.gets] }]),
+      );
     if (withPlates) {
       out.createsByPlate = this.plates.toRecord();
       out.getsByQuery = { max: this.getsByQuery.max, total: this.getsByQuery.total, queries: this.getsByQuery.queries };
