@@ -26,13 +26,7 @@ export type Admission =
    * The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before
    * sending. `priority` (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
-  | {
-      go: true;
-      due: number;
-      priority: number;
-      /** performance.now() when the script that gave the slot was asked: it read the account's hold then. */
-      asked: number;
-    }
+  | { go: true; due: number; priority: number }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -61,12 +55,6 @@ export interface FlowDeps {
 
 /** A pacing slot at most this far off is waited for in the worker, not by putting the job back. */
 const WAIT_HERE_MS = 2_000;
-
-/**
- * A slot given this recently read the account's hold fresh enough to send on (a look of its own,
- * one PTTL, would be a round trip old too): a free slot's request needs no second look.
- */
-const HOLD_READ_FRESH_MS = 5;
 
 /** How often a process that sees only answers asks whether an outage recorded by another process ended. */
 const REACH_CHECK_MS = 5_000;
@@ -141,7 +129,7 @@ export class AccountFlow {
   async admitPoll(cls: PriorityClass): Promise<Admission> {
     const priority = pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs) => this.#d.line.slot(horizonMs));
-    return 'why' in slot ? slot : { go: true, due: slot.due, priority, asked: slot.asked };
+    return 'why' in slot ? slot : { go: true, due: slot.due, priority };
   }
 
   /**
@@ -158,7 +146,7 @@ export class AccountFlow {
   async #slot<R extends { refused: string } = never>(
     priority: number,
     ask: (horizonMs: number) => Promise<Slot | R>,
-  ): Promise<{ due: number; asked: number } | Extract<Admission, { why: 'later' }> | R> {
+  ): Promise<{ due: number } | Extract<Admission, { why: 'later' }> | R> {
     const done = await this.#turn(priority);
     try {
       for (;;) {
@@ -173,7 +161,7 @@ export class AccountFlow {
           const due = asked + slot.waitMs;
           const wait = due - performance.now();
           if (wait > 0) await sleep(wait);
-          return { due, asked };
+          return { due };
         }
         if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
         await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
@@ -212,11 +200,9 @@ export class AccountFlow {
    */
   async ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<void> {
     let due = admission.due;
-    // The hold was read by the write made just before this (a create's fence: `heldMs`), or by
-    // the script that gave the slot when that was only now (a poll whose slot was free): that
-    // reading stands for the first look, as a reading of its own would (it too is a round trip
-    // old when the request leaves), unless the request must take another slot first.
-    let known = heldMs ?? (performance.now() - admission.asked <= HOLD_READ_FRESH_MS ? 0 : undefined);
+    // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
+    // first look, unless the request must take another slot first.
+    let known = heldMs;
     for (;;) {
       while (performance.now() - due > this.#d.jitterMs / 2) {
         known = undefined;
@@ -262,7 +248,7 @@ export class AccountFlow {
       return { go: false, why: 'cap', heldBy: slot.refused, until: await this.#holdAtCap(data, slot.refused) };
     }
     if ('why' in slot) return slot;
-    return { go: true, due: slot.due, priority, asked: slot.asked };
+    return { go: true, due: slot.due, priority };
   }
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */
