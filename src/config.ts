@@ -104,7 +104,7 @@ export const SETTINGS = {
   },
   VQ_PACING_JITTER: {
     schema: duration.default(25),
-    help: 'delay allowance between two requests of one account: N requests span at least the window plus this, so a sliding window never sees N+1',
+    help: 'delay allowance between two requests of one account: N requests span at least the window plus this (or 0.5 % of a longer window), so a sliding window never sees N+1',
   },
   VQ_INTERACTIVE_MAX: {
     schema: int(1, 500).default(100),

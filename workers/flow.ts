@@ -4,7 +4,7 @@
 // processor should do with the job; it never touches a job itself.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { perSecond } from '../src/accounts/account.js';
+import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
 import type { LimitReason } from '../src/accounts/wait.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
@@ -97,6 +97,8 @@ export class AccountFlow {
   /** A configured rate far from the upstream's announced limit is said once per process. */
   #warnedConfigured = false;
   #rate: number;
+  /** The window of the limit in force (an announced one, else the configured), for the jitter allowance. */
+  #windowMs: number;
   /** This process's requests waiting for the account's slot (see #slot): whether one asks Redis now, the others in order. */
   #asking = false;
   readonly #waiters: { priority: number; go: () => void }[] = [];
@@ -109,6 +111,7 @@ export class AccountFlow {
     this.#random = deps.random ?? Math.random;
     this.#metrics = deps.metrics ?? noMetrics;
     this.#rate = perSecond(deps.line.account);
+    this.#windowMs = deps.line.account.rateLimit.durationMs;
   }
 
   /** The account's rate in force as this process last heard it (for `auto`, the learned one), requests per second. */
@@ -204,7 +207,7 @@ export class AccountFlow {
     // first look, unless the request must take another slot first.
     let known = heldMs;
     for (;;) {
-      while (performance.now() - due > this.#d.jitterMs / 2) {
+      while (performance.now() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
         known = undefined;
         const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, true));
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
@@ -317,6 +320,7 @@ export class AccountFlow {
 
   #logRate(rate: { perSecond: number; source: string; windowMs?: number; changed: boolean }, log: Logger): void {
     this.#rate = rate.perSecond;
+    this.#windowMs = rate.windowMs ?? this.#d.line.account.rateLimit.durationMs;
     if (!rate.changed) return;
     const fields = {
       event: 'account.rate',

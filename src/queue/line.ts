@@ -5,7 +5,7 @@
 // This module alone reads and writes the account's line and pace hashes; each configured account's
 // line is made once, with its record in src/accounts/registry.ts.
 
-import { type Account, isAuto, pacingIntervalMs, perSecond } from '../accounts/account.js';
+import { type Account, isAuto, JITTER_PER_WINDOW, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
@@ -218,6 +218,7 @@ export class AccountLine {
       ceiling !== undefined ? String(ceiling) : '',
       String(jitterMs),
       this.auto ? 'auto' : 'cap',
+      String(JITTER_PER_WINDOW),
     )) as [string, RateSource, string, number];
     const value = Number(rate);
     // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pacingIntervalMs } from '../../src/accounts/account.js';
+import { jitterAllowanceMs, pacingIntervalMs } from '../../src/accounts/account.js';
 import { loadConfig } from '../../src/config.js';
 import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
 import {
@@ -72,16 +72,23 @@ describe('failure → queue action table', () => {
 });
 
 describe('pacing', () => {
-  it('N requests span the window plus the jitter allowance: the margin is a fixed time, not a share of the rate', () => {
+  it('N requests span the window plus the jitter allowance: VQ_PACING_JITTER, or 0.5 % of a longer window', () => {
     const interval = (rate: string, jitter = '25ms') => {
       const config = loadConfig({ VQ_RATE_LIMIT: rate, VQ_PACING_JITTER: jitter });
       return pacingIntervalMs(config.accounts[0]!, config.pacingJitterMs);
     };
-    expect(interval('60/min')).toBeCloseTo(1000.417, 2);
+    // A per-minute window: 300 ms of room (a late wake-up there costs a slot seconds away).
+    expect(interval('60/min')).toBeCloseTo(1005, 2);
+    expect(interval('12/min')).toBeCloseTo(5025, 2);
+    expect(interval('300/min', '0ms')).toBe(201);
+    expect(interval('60/min', '1s')).toBeCloseTo(1016.667, 2);
+    // A per-second window: the setting (0.5 % of a second is 5 ms).
     expect(interval('20/s')).toBeCloseTo(51.25, 2);
-    expect(interval('300/min', '0ms')).toBe(200);
-    // The cost of the margin: under 0.1 % at per-minute limits, 2.4 % at 20/s.
-    expect(1000 / interval('60/min')).toBeGreaterThan(0.999);
+    expect(interval('20/s', '0ms')).toBeCloseTo(50.25, 2);
+    expect(jitterAllowanceMs(1_000, 25)).toBe(25);
+    expect(jitterAllowanceMs(60_000, 25)).toBe(300);
+    // The cost of the margin: 0.5 % at per-minute limits, 2.4 % at 20/s.
+    expect(1000 / interval('60/min')).toBeGreaterThan(0.99);
     expect(50 / interval('20/s')).toBeGreaterThan(0.97);
   });
 });

@@ -19,7 +19,8 @@
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
     ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
-    the estimate holds an interval only while it is below it)
+    the estimate holds an interval only while it is below it); ARGV[9] the allowance's least share
+    of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room)
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
@@ -82,7 +83,7 @@ if ARGV[2] ~= '' then
     end
   end
   local r = limit * 1000 / windowMs
-  local interval = (windowMs + jitter) / limit
+  local interval = (windowMs + math.max(jitter, windowMs * tonumber(ARGV[9]))) / limit
   if ceiling and r > ceiling then
     r = ceiling
     interval = 1000 / ceiling
