@@ -158,8 +158,11 @@ describe('web console in Chromium', () => {
 
   it("a scoped token does not see another account's batch", async () => {
     const { context, page } = await newPage({ locale: 'pt-BR' });
-    // With the keyboard alone: the token field has the focus; Enter sends the form.
+    // With the keyboard alone: the token field has the focus; Enter sends the form. Chromium
+    // applies autofocus after the load event, at its next rendering step: keys typed before that
+    // went nowhere on a loaded CI machine, so the test waits for the focus it asserts.
     await page.goto(`${base}/`);
+    await page.waitForFunction("document.activeElement?.id === 'token'");
     await page.keyboard.type(FROTA);
     await Promise.all([page.waitForURL(`${base}/`), page.keyboard.press('Enter')]);
     expect(await page.getAttribute('html', 'lang')).toBe('pt-BR');
