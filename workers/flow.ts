@@ -36,6 +36,9 @@ export type Admission =
   /** A create's plate has its outcome already: nothing is sent, the job ends (its slot given back). */
   | { go: false; why: 'finished' };
 
+/** What a poll is told, and a create once it is known not to be finished: all but `finished`. */
+export type SendAdmission = Exclude<Admission, { why: 'finished' }>;
+
 export interface FlowDeps {
   line: AccountLine;
   /** A create's in-flight slot, pacing slot and cap unit, taken in one step. */
@@ -129,7 +132,7 @@ export class AccountFlow {
   }
 
   /** A poll: only the pace decides. */
-  async admitPoll(cls: PriorityClass): Promise<Admission> {
+  async admitPoll(cls: PriorityClass): Promise<SendAdmission> {
     const priority = pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs) => this.#d.line.slot(horizonMs));
     return 'why' in slot ? slot : { go: true, due: slot.due, priority };

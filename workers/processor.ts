@@ -21,7 +21,7 @@ import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, isUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
-import { type AccountFlow, type Admission, isUnreachable } from './flow.js';
+import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } from './flow.js';
 import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
 import type { PollRoom } from './poll-room.js';
 import type { Recorder } from './recorder.js';
@@ -338,7 +338,8 @@ export class PlateProcessor {
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
   async #admitted(
-    admission: Admission,
+    // A create whose plate is finished already ends in #create before it gets here.
+    admission: SendAdmission,
     job: PlateJob,
     token: string | undefined,
   ): Promise<Extract<Admission, { go: true }>> {
@@ -356,9 +357,6 @@ export class PlateProcessor {
           throw new LostJob();
         }
         return this.#sleepUntil(job, token, admission.until);
-      case 'finished':
-        // Only a create is told so, and #create ends the job before asking here.
-        throw new Error('a finished plate reached the send');
     }
   }
 

@@ -1,6 +1,7 @@
 // Where a plate's work is written down: its terminal outcome (before the job completes, so a paid
 // result survives any crash after it arrived) with the in-flight slot it gives back and the count
-// of the answer that ended it (one script), the cost counters, the reuse store, the metrics. The processor calls this and nothing below it.
+// of the answer that ended it (one script), the cost counters, the reuse store, the metrics. The
+// processor calls this and nothing below it.
 import type { Job } from 'bullmq';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
