@@ -1,29 +1,61 @@
-// The name of every Redis key vqb owns, and which module owns it. All keys start with the
-// configured prefix (default `{vqb}`), so one hash slot holds them in Redis Cluster and a Lua
-// script may touch several at once. A structure is read and written only by its owner module;
-// `test/unit/ownership.test.ts` checks that no other module names it.
+// The name of every Redis key vqb owns, and which module owns it. A structure is read and written
+// only by its owner module; `test/unit/ownership.test.ts` checks that no other module names it.
 //
+// Two homes (issue 21: a Redis Cluster spreads the accounts instead of holding all in one slot):
+// - **An account's slot**: `<bare>:{<queue>.<account>}:…`, where `<bare>` is the prefix without
+//   its braces (`{vqb}` → `vqb`). The braces make `<queue>.<account>` the hash tag, so the account's
+//   BullMQ queue (`<bare>:{<queue>.<account>}:wait`, …), its line, pace, in-flight set, scheduling,
+//   spend and costs, and every key of each of its batches share one slot: one Lua script may touch
+//   all of them, and on a Cluster each account lands where its slot is.
+// - **The global slot**: `<prefix>:<queue>:vqb:…` (the prefix's own hash tag): the few structures
+//   every account shares, touched apart from any account's keys.
+//
+// Account slot, `A = <bare>:{<queue>.<account>}:vqb`:
 // | key                              | type   | owner                     |
 // |----------------------------------|--------|---------------------------|
-// | batches, batch:<id>              | zset, hash | queue/batch/      |
-// | batch:<id>:rows, :outcomes       | list, hash | queue/batch/      |
-// | batch:<id>:ingest                | string | queue/batch/ (ingest lock) |
-// | account:<id>                     | hash   | queue/line.ts (the account's line)     |
-// | account:<id>:pace                | hash   | queue/line.ts (pacing)      |
-// | account:<id>:hold                | string | queue/line.ts (a hold in force, expiring with it) |
-// | inflight:<account>, inflight:<account>:batches | zset, hash | queue/inflight.ts |
-// | sched:<account>:<class>, sched:weights, sched:pending:<batch>, sched:<account>:staged, sched:active | | queue/scheduler.ts |
-// | spend:<account>:d:<day>, :m:<month>, budget:<account>, budget:batch:<id> | | queue/budget.ts |
-// | cost:<day>, cost:batch:<id>      | hash   | queue/costs.ts            |
-// | learn:<product>                  | hash   | queue/poll-schedule.ts    |
-// | reuse:<plate>                    | string | queue/reuse.ts            |
-// | inbox:<name>                     | hash   | producers/inbox*.ts       |
-// | console:session:<sha256 of id>   | hash   | console/sessions.ts       |
-// | console:upload:<id>              | string | console/uploads.ts (staged before confirm) |
-// | retention:lock                   | string | src/retention.ts (one sweep at a time) |
-// | batch:<id>:webhooks              | hash   | sinks/webhooks/ (deliveries of the batch's events) |
-// BullMQ owns the keys of each account's queue (`<prefix>:<queue>.<account>:*`) and of the
-// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`).
+// | A:batch:<id>, :rows, :outcomes   | hash, list, hash | queue/batch/    |
+// | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
+// | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
+// | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
+// | A:inflight, A:inflight:batches   | zset, hash | queue/inflight.ts     |
+// | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
+// | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
+// | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
+// | A:batch:<id>:webhooks            | hash   | sinks/webhooks/ (deliveries of the batch's events) |
+// Global slot, `G = <prefix>:<queue>:vqb`:
+// | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch by creation; its account) |
+// | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
+// | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
+// | G:reuse:<plate>                  | string | queue/reuse.ts            |
+// | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
+// | G:console:session:<sha256 of id> | hash   | console/sessions.ts       |
+// | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
+// | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
+// | G:layout                         | string | queue/layout.ts (which key layout the data is in) |
+// BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
+// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot).
+
+/** A batch as its keys need it: its id and the account whose slot holds it. */
+export interface BatchRef {
+  id: string;
+  account: string;
+}
+
+/** The prefix without its hash-tag braces: `{vqb}` → `vqb`. */
+export function barePrefix(prefix: string): string {
+  return prefix.replace(/[{}]/g, '');
+}
+
+/** What BullMQ is given for an account's queue: the account's hash tag is the queue name. */
+export function accountQueueName(settings: KeySettings, accountId: string): { name: string; prefix: string } {
+  return { name: `{${settings.queueName}.${accountId}}`, prefix: barePrefix(settings.prefix) };
+}
+
+/** SCAN patterns that match every key of a deployment (both homes): for tools and tests that clear one. */
+export function deploymentPatterns(prefix: string): string[] {
+  const bare = barePrefix(prefix);
+  return bare === prefix ? [`${prefix}:*`] : [`${prefix}:*`, `${bare}:{*`];
+}
 
 export interface KeySettings {
   prefix: string;
@@ -31,106 +63,131 @@ export interface KeySettings {
 }
 
 export class VqbKeys {
+  /** The global slot's base (`G`). */
   readonly base: string;
+  readonly #settings: KeySettings;
+  readonly #bare: string;
 
   constructor(settings: KeySettings) {
+    this.#settings = { prefix: settings.prefix, queueName: settings.queueName };
     this.base = `${settings.prefix}:${settings.queueName}:vqb`;
+    this.#bare = barePrefix(settings.prefix);
   }
 
-  // --- queue/batches.ts
+  /** The account's slot's base (`A`). */
+  accountBase(accountId: string): string {
+    return `${this.#bare}:{${this.#settings.queueName}.${accountId}}:vqb`;
+  }
+
+  /** The hash tag of the account's slot (CLUSTER KEYSLOT of it is the account's slot). */
+  accountTag(accountId: string): string {
+    return `${this.#settings.queueName}.${accountId}`;
+  }
+
+  // --- queue/batch/
   get batches(): string {
     return `${this.base}:batches`;
   }
 
-  batch(batchId: string): string {
-    return `${this.base}:batch:${batchId}`;
+  /** Hash: batch id → its account (where its keys live). */
+  get batchAccounts(): string {
+    return `${this.base}:batches:account`;
   }
 
-  outcomes(batchId: string): string {
-    return `${this.base}:batch:${batchId}:outcomes`;
+  batch(b: BatchRef): string {
+    return `${this.accountBase(b.account)}:batch:${b.id}`;
   }
 
-  rows(batchId: string): string {
-    return `${this.base}:batch:${batchId}:rows`;
+  outcomes(b: BatchRef): string {
+    return `${this.batch(b)}:outcomes`;
   }
 
-  ingestLock(batchId: string): string {
-    return `${this.base}:batch:${batchId}:ingest`;
+  rows(b: BatchRef): string {
+    return `${this.batch(b)}:rows`;
+  }
+
+  ingestLock(b: BatchRef): string {
+    return `${this.batch(b)}:ingest`;
   }
 
   // --- queue/line.ts
   account(accountId: string): string {
-    return `${this.base}:account:${accountId}`;
+    return `${this.accountBase(accountId)}:line`;
   }
 
   pace(accountId: string): string {
-    return `${this.base}:account:${accountId}:pace`;
+    return `${this.accountBase(accountId)}:pace`;
   }
 
   paceHold(accountId: string): string {
-    return `${this.base}:account:${accountId}:hold`;
+    return `${this.accountBase(accountId)}:hold`;
   }
 
   // --- queue/inflight.ts
   inflight(accountId: string): string {
-    return `${this.base}:inflight:${accountId}`;
+    return `${this.accountBase(accountId)}:inflight`;
   }
 
   inflightByBatch(accountId: string): string {
-    return `${this.base}:inflight:${accountId}:batches`;
+    return `${this.accountBase(accountId)}:inflight:batches`;
   }
 
   // --- queue/scheduler.ts
   schedClass(accountId: string, cls: string): string {
-    return `${this.base}:sched:${accountId}:${cls}`;
+    return `${this.accountBase(accountId)}:sched:${cls}`;
   }
 
-  get schedWeights(): string {
-    return `${this.base}:sched:weights`;
+  schedWeights(accountId: string): string {
+    return `${this.accountBase(accountId)}:sched:weights`;
   }
 
-  /** The prefix of the per-batch lists of plates waiting to be created (the script appends the id). */
-  get pendingPrefix(): string {
-    return `${this.base}:sched:pending:`;
+  /** The prefix of the account's per-batch lists of plates waiting to be created (the script appends the id). */
+  pendingPrefix(accountId: string): string {
+    return `${this.accountBase(accountId)}:sched:pending:`;
   }
 
-  pending(batchId: string): string {
-    return `${this.pendingPrefix}${batchId}`;
+  pending(b: BatchRef): string {
+    return `${this.pendingPrefix(b.account)}${b.id}`;
   }
 
   staged(accountId: string): string {
-    return `${this.base}:sched:${accountId}:staged`;
+    return `${this.accountBase(accountId)}:sched:staged`;
   }
 
-  /** Sorted set: the accounts with work (plates waiting or jobs on their queue), by when each became active. */
+  /** String on the account's slot: the generation of its current stay among the active accounts, while it has work. */
+  schedActiveFlag(accountId: string): string {
+    return `${this.accountBase(accountId)}:sched:active`;
+  }
+
+  /** Sorted set (global): the accounts with work, scored by the generation their flag was set at. */
   get schedActive(): string {
-    return `${this.base}:sched:active`;
+    return `${this.base}:active`;
   }
 
   // --- queue/budget.ts
   spendDay(accountId: string, day: string): string {
-    return `${this.base}:spend:${accountId}:d:${day}`;
+    return `${this.accountBase(accountId)}:spend:d:${day}`;
   }
 
   spendMonth(accountId: string, month: string): string {
-    return `${this.base}:spend:${accountId}:m:${month}`;
+    return `${this.accountBase(accountId)}:spend:m:${month}`;
   }
 
   budget(accountId: string): string {
-    return `${this.base}:budget:${accountId}`;
+    return `${this.accountBase(accountId)}:budget`;
   }
 
-  batchBudget(batchId: string): string {
-    return `${this.base}:budget:batch:${batchId}`;
+  batchBudget(b: BatchRef): string {
+    return `${this.accountBase(b.account)}:budget:batch:${b.id}`;
   }
 
   // --- queue/costs.ts
-  costDay(day: string): string {
-    return `${this.base}:cost:${day}`;
+  costDay(accountId: string, day: string): string {
+    return `${this.accountBase(accountId)}:cost:${day}`;
   }
 
-  batchCosts(batchId: string): string {
-    return `${this.base}:cost:batch:${batchId}`;
+  batchCosts(b: BatchRef): string {
+    return `${this.accountBase(b.account)}:cost:batch:${b.id}`;
   }
 
   // --- queue/poll-schedule.ts
@@ -159,8 +216,8 @@ export class VqbKeys {
   }
 
   // --- sinks/webhooks/
-  batchWebhooks(batchId: string): string {
-    return `${this.base}:batch:${batchId}:webhooks`;
+  batchWebhooks(b: BatchRef): string {
+    return `${this.batch(b)}:webhooks`;
   }
 
   // --- retention.ts
@@ -171,5 +228,10 @@ export class VqbKeys {
 
   get retentionLock(): string {
     return `${this.base}:retention:lock`;
+  }
+
+  // --- queue/layout.ts
+  get layout(): string {
+    return `${this.base}:layout`;
   }
 }
