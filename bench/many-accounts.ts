@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { perSecond } from '../src/accounts/account.js';
 import { parseRateLimit } from '../src/config.js';
 import { createVqb, type Overrides, type Vqb } from '../src/index.js';
-import { VqbKeys } from '../src/queue/keys.js';
+import { type BatchRef, VqbKeys } from '../src/queue/keys.js';
 import { startThrowawayRedis } from '../src/redis-server.js';
 import { platesFrom, sleep } from './common.js';
 import {
@@ -224,22 +224,22 @@ function sampleRedis(probe: Probe): { stop(): Promise<{ peakClients: number; pea
 async function waitFinished(
   probe: Probe,
   keys: VqbKeys,
-  ids: string[],
+  batches: BatchRef[],
   deadline: number,
 ): Promise<Map<string, { finishedAt: number; done: number; failed: number }>> {
   const finished = new Map<string, { finishedAt: number; done: number; failed: number }>();
   for (;;) {
-    const open = ids.filter((id) => !finished.has(id));
+    const open = batches.filter((b) => !finished.has(b.id));
     if (open.length === 0) return finished;
     const pipeline = probe.redis.pipeline();
-    for (const id of open) pipeline.hmget(keys.batch(id), 'finishedAt', 'done', 'failed');
+    for (const b of open) pipeline.hmget(keys.batch(b), 'finishedAt', 'done', 'failed');
     probe.count('hmget', open.length);
     const replies = (await pipeline.exec()) ?? [];
-    open.forEach((id, i) => {
+    open.forEach(({ id }, i) => {
       const [at, done, failed] = (replies[i]?.[1] ?? []) as (string | null)[];
       if (at) finished.set(id, { finishedAt: Number(at), done: Number(done ?? 0), failed: Number(failed ?? 0) });
     });
-    if (finished.size === ids.length) return finished;
+    if (finished.size === batches.length) return finished;
     if (Date.now() > deadline) return finished;
     await sleep(1_000);
   }
@@ -354,8 +354,11 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       priority: 'interactive',
     });
 
-    const batchIds = [...ids.map((id) => `many-${id}`), 'many-interactive'];
-    const finished = await waitFinished(probe, keys, batchIds, t0 + s.timeoutMs);
+    const batchRefs = [
+      ...ids.map((id) => ({ id: `many-${id}`, account: id })),
+      { id: 'many-interactive', account: interactiveAccount },
+    ];
+    const finished = await waitFinished(probe, keys, batchRefs, t0 + s.timeoutMs);
     const b = await probe.snapshot();
     const { peakClients, peakCommandsPerS } = await sampler.stop();
     const cpuS = workers.map((w, i) => w.cpuSeconds() - cpu0[i]!);
@@ -364,8 +367,8 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
     const bulkEnd = bulkDone.length > 0 ? Math.max(...bulkDone) : Date.now();
     const wallS = (bulkEnd - t0) / 1000;
     const seconds = (b.at - a.at) / 1000;
-    if (finished.size < batchIds.length)
-      ctx.log(`    only ${finished.size} of ${batchIds.length} batches finished within ${s.timeoutMs / 1000} s`);
+    if (finished.size < batchRefs.length)
+      ctx.log(`    only ${finished.size} of ${batchRefs.length} batches finished within ${s.timeoutMs / 1000} s`);
 
     const stats = await sim.stats({ times: true });
     const times = stats.timesByKey ?? {};
@@ -380,7 +383,10 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       perSecondCounts.set(Math.floor(at / 1000), (perSecondCounts.get(Math.floor(at / 1000)) ?? 0) + 1);
 
     let interactive: InteractiveFigures | undefined;
-    const outcome = await vqb.services.outcomes.get('many-interactive', interactivePlate);
+    const outcome = await vqb.services.outcomes.get(
+      { id: 'many-interactive', account: interactiveAccount },
+      interactivePlate,
+    );
     if (outcome?.status === 'done') {
       const up = upstreamTimes(outcome.result);
       interactive = {
@@ -405,7 +411,7 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       startWorkersS: round(startWorkersS, 1),
       enqueueS: round(enqueueS, 1),
       wallS: round(wallS, 1),
-      batches: batchIds.length,
+      batches: batchRefs.length,
       batchesFinished: finished.size,
       platesDone: [...finished.values()].reduce((sum, f) => sum + f.done, 0),
       platesFailed: [...finished.values()].reduce((sum, f) => sum + f.failed, 0),

@@ -423,7 +423,10 @@ async function runVqb(
       settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides,
       workers: false,
     });
-    const key = new VqbKeys({ prefix, queueName: vqb.config.queueName }).batch(`scale-${w.name}`);
+    const key = new VqbKeys({ prefix, queueName: vqb.config.queueName }).batch({
+      id: `scale-${w.name}`,
+      account: vqb.config.accounts[0]!.id,
+    });
     const plates = platesFrom(ctx.allocatePlates(w.plates), w.plates);
     await sleep(1_000);
     await sim.reset();

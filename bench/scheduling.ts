@@ -110,7 +110,7 @@ async function submitOne(
   const submittedAt = Date.now();
   const batch = await fleet.vqb.enqueue([plate], { batchId, priority });
   await batch.done({ pollMs: 50, timeoutMs: 300_000 });
-  const outcome: Outcome | undefined = await fleet.vqb.services.outcomes.get(batchId, plate);
+  const outcome: Outcome | undefined = await fleet.vqb.services.outcomes.get(await fleet.vqb.services.batches.ref(batchId), plate);
   if (!outcome || outcome.status !== 'done')
     throw new Error(`${batchId}: no done outcome for ${plate} (${outcome?.error?.code ?? 'none stored'})`);
   const up = upstreamTimes(outcome.result);
@@ -231,7 +231,7 @@ export interface ShareSpec {
 /** Creates our timestamps say the batch made, sorted. */
 async function createTimes(fleet: Fleet, batchId: string): Promise<number[]> {
   const times: number[] = [];
-  for await (const o of fleet.vqb.services.outcomes.scan(batchId))
+  for await (const o of fleet.vqb.services.outcomes.scan(await fleet.vqb.services.batches.ref(batchId)))
     if (o.createdAt !== undefined) times.push(o.createdAt);
   return times.sort((a, b) => a - b);
 }

@@ -198,7 +198,7 @@ export class Retention {
     for (let i = 0; i < plates.length; i += CHUNK) {
       await Promise.all(
         plates.slice(i, i + CHUNK).map((plate) =>
-          this.#s.outcomes.record({
+          this.#s.outcomes.record(info.account, {
             batchId,
             plate,
             status: 'failed',
@@ -302,10 +302,10 @@ export class Retention {
     await removeJobs();
     await this.#s.scheduler.forget(account, id);
     await this.#s.inflight.forget(account, id);
-    await this.#s.costs.forget(id);
-    await this.#s.budget.forget(id);
-    await this.#s.webhooks.deliveries.forget(id);
-    await this.#s.outcomes.forget(id);
+    await this.#s.costs.forget(info);
+    await this.#s.budget.forget(info);
+    await this.#s.webhooks.deliveries.forget(info);
+    await this.#s.outcomes.forget(info);
     await this.#s.batches.forget(id);
   }
 }

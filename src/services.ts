@@ -50,7 +50,7 @@ export function queueServicesOn(
   const keys = new VqbKeys(config);
   const accounts = new Accounts(config, redis, keys, now);
   const scheduler = new Scheduler(redis, keys, now);
-  const costs = new CostLedger(redis, keys, now);
+  const costs = new CostLedger(redis, keys, () => config.accounts.map((a) => a.id), now);
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => accounts.queue(account).toKey(''));
   const budget = new Budget(redis, keys, config.accounts, now);
   const batches = new BatchStore(redis, keys, now);

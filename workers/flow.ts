@@ -467,7 +467,7 @@ export class AccountFlow {
   async #holdAtCap(data: PlateJobData, verdict: 'batch' | 'day' | 'month'): Promise<number> {
     const log = this.#d.logger.child({ account: this.accountId, batchId: data.batchId });
     if (verdict === 'batch') {
-      if (await this.#d.budget.setHeld(data.batchId, true)) {
+      if (await this.#d.budget.setHeld({ id: data.batchId, account: this.accountId }, true)) {
         await this.#d.scheduler.delist(this.accountId, data.batchId, data.cls);
         log.info('batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
       }

@@ -16,7 +16,7 @@ import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
-import type { OutcomeError, PlateJobData } from '../src/queue/types.js';
+import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
 import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, isUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
@@ -163,7 +163,7 @@ export class PlateProcessor {
       // Counted only when it became the plate's outcome: the plate may have one already (its
       // admission, which would have said so, comes after this look).
       if ((await this.#d.recorder.record(job, reused, undefined, stored.result, extra)) !== 'exists')
-        await this.#d.recorder.count(data.batchId, 'reused');
+        await this.#d.recorder.count(batchOf(data), 'reused');
       return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
     }
     const verdict = await this.#d.flow.admitCreate(job.id!, data);
@@ -203,7 +203,7 @@ export class PlateProcessor {
           await this.#d.fence.write(job, token, creating, { ...creating, step: 'create' });
         } else if (wasSent(err)) {
           // Left, and not refused by the upstream's own answer: it may be billed.
-          await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(data.batchId, 'createsSent'));
+          await this.#d.recorder.untilStored(data.account, () => this.#d.recorder.count(batchOf(data), 'createsSent'));
         }
       }
       throw err;
@@ -229,7 +229,7 @@ export class PlateProcessor {
       () =>
         this.#d.fence.write(job, undefined, creating, polling, {
           orLostMark: true,
-          count: this.#d.recorder.counting(data.batchId, 'creates', 'createsSent'),
+          count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
           priority: pollPriority(data.cls),
         }),
       paid,
@@ -295,7 +295,7 @@ export class PlateProcessor {
       answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
     } catch (err) {
       if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
-        await this.#d.recorder.count(data.batchId, 'pollsSent');
+        await this.#d.recorder.count(batchOf(data), 'pollsSent');
       throw err;
     }
     const now = this.#now();
@@ -323,7 +323,7 @@ export class PlateProcessor {
     if (!classifyStatus(answer.status).known && answer.status !== '')
       log.debug({ status: answer.status }, 'unknown query status, treated as pending');
     // A stale worker's answer must not overwrite what the job's holder wrote since.
-    const count = this.#d.recorder.counting(data.batchId, ...POLL_COUNT);
+    const count = this.#d.recorder.counting(batchOf(data), ...POLL_COUNT);
     if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now }, { count })) !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId });
       throw new LostJob();
@@ -428,7 +428,7 @@ export class PlateProcessor {
         // Back to waiting with no attempt spent; the paused queue holds it until `vqb resume`.
         throw Worker.RateLimitError();
       case 'wait':
-        await this.#d.recorder.count(job.data.batchId, 'rateLimited');
+        await this.#d.recorder.count(batchOf(job.data), 'rateLimited');
         if (err.kind === 'rate-limited')
           await this.#d.flow.onRateLimited(err, decision.waitReason ?? 'rate_limit', log);
         throw Worker.RateLimitError();

@@ -8,6 +8,7 @@ import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js'
 import type { BatchStore } from '../src/queue/batch/store.js';
 import type { CostCount, CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
+import type { BatchRef } from '../src/queue/keys.js';
 import type { PlateSettle } from '../src/queue/plate-settle.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
@@ -69,18 +70,18 @@ export class Recorder {
   /** The plate already has an outcome (a resumed batch, a job added again): give back its slot. */
   async finishedBefore(job: PlateJob): Promise<boolean> {
     const { account, batchId, plate } = job.data;
-    if (!(await this.#d.outcomes.has(batchId, plate))) return false;
+    if (!(await this.#d.outcomes.has({ id: batchId, account }, plate))) return false;
     await this.#d.inflight.release(account, job.id!, batchId);
     return true;
   }
 
-  count(batchId: string, ...fields: CostField[]): Promise<void> {
-    return this.#d.costs.count(batchId, ...fields);
+  count(batch: BatchRef, ...fields: CostField[]): Promise<void> {
+    return this.#d.costs.count(batch, ...fields);
   }
 
   /** The same count, handed to a job-fence write that runs anyway. */
-  counting(batchId: string, ...fields: CostField[]): CostCount {
-    return this.#d.costs.counting(batchId, ...fields);
+  counting(batch: BatchRef, ...fields: CostField[]): CostCount {
+    return this.#d.costs.counting(batch, ...fields);
   }
 
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */
@@ -117,7 +118,7 @@ export class Recorder {
       outcome,
       account,
       jobId,
-      count: this.#d.costs.counting(outcome.batchId, ...count),
+      count: this.#d.costs.counting({ id: outcome.batchId, account }, ...count),
     });
     return this.untilStored(account, settle, held);
   }
@@ -193,7 +194,7 @@ export class Recorder {
     const recorded = await this.#store(job.id!, data.account, outcome, count);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
-      if (outcome.possibleDuplicate) await this.#d.costs.countDay('possibleDuplicates');
+      if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');
       // Kept for later batches only when reuse is on (for the deployment or for this batch).
       if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
         const window = await this.#reuseWindow(data.batchId, this.#now());

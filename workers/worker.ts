@@ -109,7 +109,8 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   });
   const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(queue.name, processor.process, {
     connection: blocking,
-    prefix: config.prefix,
+    // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
+    prefix: queue.opts.prefix!,
     // VQ_CONCURRENCY jobs at work; polls waiting for their time here add to it (PollRoom).
     concurrency: config.concurrency,
     limiter: RATE_LIMIT_SWITCH,

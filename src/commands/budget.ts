@@ -42,7 +42,7 @@ export const budgetCommand: Command = {
       const perMonth = capFlag(ctx.flags['per-month'], 'per-month');
       if (maxCreates !== undefined) {
         if (!batchId) throw new UsageError('--max-creates needs a batch id');
-        await budget.setMaxCreates(batchId, maxCreates);
+        await budget.setMaxCreates(await services.batches.ref(batchId), maxCreates);
         const restored = await releaseBatchHold(services, batchId);
         if (!ctx.flags.json)
           ctx.print(

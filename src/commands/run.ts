@@ -151,7 +151,7 @@ export async function runFile(
         `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
       );
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
-        await services.budget.setMaxCreates(batchId, options.maxCreates);
+        await services.budget.setMaxCreates(existing, options.maxCreates);
         const restored = await releaseBatchHold(services, batchId);
         if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
       }

@@ -51,7 +51,7 @@ export async function estimateCost(
   const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
   let chunk: string[] = [];
   const flush = async () => {
-    const found = await outcomes.getMany(batchId, chunk);
+    const found = await outcomes.getMany({ id: batchId, account: account.id }, chunk);
     const fresh = found.map((o, i) => (o ? undefined : chunk[i]!)).filter((p): p is string => p !== undefined);
     alreadyFinished += chunk.length - fresh.length;
     reusable += await reuse.countFresh(fresh, reuseWithinMs, now);

@@ -4,6 +4,7 @@
 // no-op in Redis itself.
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Account, Config } from '../config.js';
+import { accountQueueName } from './keys.js';
 import type { RedisClient } from './redis.js';
 import type { PlateJobData, PriorityClass } from './types.js';
 
@@ -30,8 +31,15 @@ export function jobIdFor(batchId: string, plate: string): string {
   return `${batchId}.${plate}`;
 }
 
-export function queueNameFor(config: Pick<Config, 'queueName'>, accountId: string): string {
-  return `${config.queueName}.${accountId}`;
+/**
+ * The account's queue name and BullMQ prefix: the name is the account's hash tag (keys.ts), so the
+ * queue's keys share the account's slot with its line, pace and batches.
+ */
+export function queueNameFor(
+  config: Pick<Config, 'queueName' | 'prefix'>,
+  accountId: string,
+): { name: string; prefix: string } {
+  return accountQueueName(config, accountId);
 }
 
 export function defaultJobOptions(config: Pick<Config, 'attempts' | 'backoffMs' | 'keepFailedMs'>): JobsOptions {
@@ -58,9 +66,10 @@ export function openAccountQueue(
   accountId: string,
   connection: RedisClient,
 ): PlateQueue {
-  return new Queue<PlateJobData, unknown, string>(queueNameFor(config, accountId), {
+  const { name, prefix } = queueNameFor(config, accountId);
+  return new Queue<PlateJobData, unknown, string>(name, {
     connection,
-    prefix: config.prefix,
+    prefix,
     defaultJobOptions: defaultJobOptions(config),
     // BullMQ's events stream (trimmed with XADD MAXLEN ~): nothing in vqb reads it (no
     // QueueEvents), so 1,000 recent events for a person looking, not BullMQ's 10,000

@@ -42,7 +42,7 @@ export class CreateAdmission {
     const pace = this.#line.paceTerms(horizonMs);
     const inflight = this.#inflight.terms(account, jobId, batchId, now);
     const budget = this.#budget.terms(account, batchId);
-    const outcome = this.#outcomes.existsTerms(batchId, plate);
+    const outcome = this.#outcomes.existsTerms({ id: batchId, account }, plate);
     const reply = (await this.#redis.vqbCreateAdmit(
       ...pace.keys,
       ...inflight.keys,

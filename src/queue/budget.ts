@@ -6,7 +6,7 @@
 
 import type { Account } from '../accounts/account.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
-import type { VqbKeys } from './keys.js';
+import type { BatchRef, VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 
@@ -68,7 +68,7 @@ export class Budget {
     const configured = this.#accounts.get(accountId);
     return {
       keys: [
-        this.#keys.batchBudget(batchId),
+        this.#keys.batchBudget({ id: batchId, account: accountId }),
         this.#keys.spendDay(accountId, utcDay(now)),
         this.#keys.spendMonth(accountId, utcMonth(now)),
         this.#keys.budget(accountId),
@@ -80,7 +80,7 @@ export class Budget {
   async refund(accountId: string, batchId: string): Promise<void> {
     const now = this.#now();
     await this.#redis.vqbBudgetRefund(
-      this.#keys.batchBudget(batchId),
+      this.#keys.batchBudget({ id: batchId, account: accountId }),
       this.#keys.spendDay(accountId, utcDay(now)),
       this.#keys.spendMonth(accountId, utcMonth(now)),
     );
@@ -101,25 +101,25 @@ export class Budget {
   }
 
   /** A batch's create cap (undefined: none) and whether it is held at it. */
-  async forBatch(batchId: string): Promise<{ maxCreates?: number; held: boolean }> {
-    const [max, held] = await this.#redis.hmget(this.#keys.batchBudget(batchId), 'max', 'held');
+  async forBatch(batch: BatchRef): Promise<{ maxCreates?: number; held: boolean }> {
+    const [max, held] = await this.#redis.hmget(this.#keys.batchBudget(batch), 'max', 'held');
     return { ...(max !== null && max !== '' ? { maxCreates: Number(max) } : {}), held: held === '1' };
   }
 
   /** A new create cap for the batch (`null` removes it). */
-  async setMaxCreates(batchId: string, maxCreates: number | null): Promise<void> {
-    if (maxCreates === null) await this.#redis.hdel(this.#keys.batchBudget(batchId), 'max');
-    else await this.#redis.hset(this.#keys.batchBudget(batchId), 'max', String(maxCreates));
+  async setMaxCreates(batch: BatchRef, maxCreates: number | null): Promise<void> {
+    if (maxCreates === null) await this.#redis.hdel(this.#keys.batchBudget(batch), 'max');
+    else await this.#redis.hset(this.#keys.batchBudget(batch), 'max', String(maxCreates));
   }
 
   /** The batch reached its cap (true) or may go on (false); returns whether this call changed it. */
-  async setHeld(batchId: string, held: boolean): Promise<boolean> {
-    const key = this.#keys.batchBudget(batchId);
+  async setHeld(batch: BatchRef, held: boolean): Promise<boolean> {
+    const key = this.#keys.batchBudget(batch);
     return held ? (await this.#redis.hsetnx(key, 'held', '1')) === 1 : (await this.#redis.hdel(key, 'held')) === 1;
   }
 
   /** Deletes the batch's budget hash (retention; the account's spend counters stay). */
-  async forget(batchId: string): Promise<void> {
-    await this.#redis.del(this.#keys.batchBudget(batchId));
+  async forget(batch: BatchRef): Promise<void> {
+    await this.#redis.del(this.#keys.batchBudget(batch));
   }
 }

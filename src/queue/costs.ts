@@ -1,8 +1,10 @@
 // What the upstream may bill us for, counted per batch and per UTC day: queries created, polls,
 // 429s received, results reused instead of paid, and possible duplicate charges. This module alone
-// reads and writes the cost hashes: one per batch, and one per day kept for 400 days.
+// reads and writes the cost hashes: one per batch, and one per account and day kept for 400 days
+// (each on its account's slot, so a plate's count moves in the script that settles it). Days
+// counted before issue 21's layout were one hash for all accounts: read in place, added in.
 
-import type { VqbKeys } from './keys.js';
+import type { BatchRef, VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 
@@ -71,60 +73,65 @@ export class CostLedger {
   readonly #redis: Scripted<'cost-count'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
+  readonly #accounts: () => readonly string[];
 
-  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
+  /** `accounts`: the ids whose days a report adds up (the configured accounts). */
+  constructor(redis: RedisClient, keys: VqbKeys, accounts: () => readonly string[], now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['cost-count']);
     this.#keys = keys;
+    this.#accounts = accounts;
     this.#now = now;
   }
 
   /** One more of each field, for the batch and for today, in one script (the day's TTL set when it starts). */
-  async count(batchId: string, ...fields: CostField[]): Promise<void> {
-    const { keys, fields: list, dayTtlS } = this.counting(batchId, ...fields);
+  async count(batch: BatchRef, ...fields: CostField[]): Promise<void> {
+    const { keys, fields: list, dayTtlS } = this.counting(batch, ...fields);
     await this.#redis.vqbCostCount(...keys, dayTtlS, list);
   }
 
   /** The same count, for a script that runs anyway to do it (see CostCount). */
-  counting(batchId: string, ...fields: CostField[]): CostCount {
+  counting(batch: BatchRef, ...fields: CostField[]): CostCount {
     return {
-      keys: [this.#keys.batchCosts(batchId), this.#keys.costDay(utcDay(this.#now()))],
+      keys: [this.#keys.batchCosts(batch), this.#keys.costDay(batch.account, utcDay(this.#now()))],
       fields: fields.join(','),
       dayTtlS: DAY_TTL_S,
     };
   }
 
   /** Only the day's counter (the batch's own count moved elsewhere, e.g. in the outcome script). */
-  async countDay(field: CostField): Promise<void> {
-    const day = this.#keys.costDay(utcDay(this.#now()));
+  async countDay(accountId: string, field: CostField): Promise<void> {
+    const day = this.#keys.costDay(accountId, utcDay(this.#now()));
     await this.#redis.multi().hincrby(day, field, 1).expire(day, DAY_TTL_S).exec();
   }
 
   /** A batch's counters (possibleDuplicates is counted with its outcomes, in the batch). */
-  async forBatch(batchId: string): Promise<Omit<CostCounts, 'possibleDuplicates'>> {
+  async forBatch(batch: BatchRef): Promise<Omit<CostCounts, 'possibleDuplicates'>> {
     const fields = ['creates', 'createsSent', 'polls', 'pollsSent', 'rateLimited', 'reused'] as const;
-    const values = await this.#redis.hmget(this.#keys.batchCosts(batchId), ...fields);
+    const values = await this.#redis.hmget(this.#keys.batchCosts(batch), ...fields);
     return Object.fromEntries(fields.map((field, i) => [field, Number(values[i] ?? 0)])) as Omit<
       CostCounts,
       'possibleDuplicates'
     >;
   }
 
-  /** The last `days` UTC days, newest first. */
+  /** The last `days` UTC days, newest first, all accounts added up. */
   async days(days = 7): Promise<{ day: string; counts: CostCounts }[]> {
     const out: { day: string; counts: CostCounts }[] = [];
     const now = this.#now();
+    const accounts = this.#accounts();
     for (let i = 0; i < days; i++) {
       const day = utcDay(now - i * 86_400_000);
-      const fields = await this.#redis.hgetall(this.#keys.costDay(day));
+      const keys = [...accounts.map((id) => this.#keys.costDay(id, day)), this.#keys.legacyCostDay(day)];
+      const hashes = await Promise.all(keys.map((key) => this.#redis.hgetall(key)));
       const counts = emptyCosts();
-      for (const field of COST_FIELDS) counts[field] = Number(fields[field] ?? 0);
+      for (const fields of hashes) for (const field of COST_FIELDS) counts[field] += Number(fields[field] ?? 0);
       out.push({ day, counts });
     }
     return out;
   }
 
   /** Deletes the batch's counters (retention; the day counters stay, they are not the batch's). */
-  async forget(batchId: string): Promise<void> {
-    await this.#redis.del(this.#keys.batchCosts(batchId));
+  async forget(batch: BatchRef): Promise<void> {
+    await this.#redis.del(this.#keys.batchCosts(batch));
   }
 }

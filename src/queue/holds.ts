@@ -33,7 +33,7 @@ async function wakeHeld(
 /** The batch's cap was raised or removed: it is scheduled again and its held jobs go on. Returns how many woke. */
 export async function releaseBatchHold(services: Services, batchId: string): Promise<number> {
   const info = await services.batchViews.get(batchId);
-  await services.budget.setHeld(batchId, false);
+  await services.budget.setHeld(info, false);
   await services.scheduler.enlist(info.account, batchId, info.priority, info.weight);
   return wakeHeld(services, info.account, (d) => d.batchId === batchId && d.heldBy === 'batch');
 }

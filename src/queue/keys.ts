@@ -21,6 +21,7 @@
 // | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
 // | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
+// | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
 // | A:batch:<id>:webhooks            | hash   | sinks/webhooks/ (deliveries of the batch's events) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch by creation; its account) |
@@ -184,6 +185,11 @@ export class VqbKeys {
   // --- queue/costs.ts
   costDay(accountId: string, day: string): string {
     return `${this.accountBase(accountId)}:cost:${day}`;
+  }
+
+  /** A day's costs of every account, as counted before the per-account layout (read in place). */
+  legacyCostDay(day: string): string {
+    return `${this.base}:cost:${day}`;
   }
 
   batchCosts(b: BatchRef): string {

@@ -33,7 +33,7 @@ export class PlateSettle {
    * was lost sends the same bytes and the script knows it counted already.
    */
   prepare(s: Settling): () => Promise<RecordResult> {
-    const outcome = this.#outcomes.terms(s.outcome, encodeOutcome(s.outcome));
+    const outcome = this.#outcomes.terms(s.account, s.outcome, encodeOutcome(s.outcome));
     const release = this.#inflight.releaseTerms(s.account, s.jobId, s.outcome.batchId);
     const args = [
       ...outcome.keys,

@@ -188,20 +188,24 @@ export async function preflightRedis(
 export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Promise<number> {
   let deleted = 0;
   const cluster = redis instanceof Cluster;
-  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  for (const server of serversOf(redis)) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await server.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length === 0) continue;
-      if (!cluster) deleted += await server.unlink(...keys);
-      else {
-        const results = (await server.pipeline(keys.map((key) => ['unlink', key])).exec()) ?? [];
-        for (const [err, n] of results) if (!err) deleted += Number(n);
-      }
-    } while (cursor !== '0');
-  }
+  const escape = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+  // A deployment prefix `{p}` also names its accounts' keys `p:{…}` (keys.ts): those go too.
+  const tag = /^\{([^{}]+)\}(:|$)/.exec(prefix)?.[1];
+  const matches = [`${escape(prefix)}*`, ...(tag !== undefined ? [`${escape(tag)}:{*`] : [])];
+  for (const server of serversOf(redis))
+    for (const match of matches) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await server.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length === 0) continue;
+        if (!cluster) deleted += await server.unlink(...keys);
+        else {
+          const results = (await server.pipeline(keys.map((key) => ['unlink', key])).exec()) ?? [];
+          for (const [err, n] of results) if (!err) deleted += Number(n);
+        }
+      } while (cursor !== '0');
+    }
   return deleted;
 }
 

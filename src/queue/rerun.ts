@@ -24,7 +24,7 @@ export async function rerunFailed(
   const now = options.now ?? Date.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
   const failed = [];
-  for await (const outcome of outcomes.scan(batchId)) if (outcome.status === 'failed') failed.push(outcome);
+  for await (const outcome of outcomes.scan(info)) if (outcome.status === 'failed') failed.push(outcome);
 
   const recreate: string[] = [];
   for (const outcome of failed) {
@@ -35,7 +35,7 @@ export async function rerunFailed(
       continue;
     }
     await job?.remove();
-    await outcomes.removeFailed(batchId, [outcome.plate]);
+    await outcomes.removeFailed(info, [outcome.plate]);
     result.retried++;
     if (options.recreate === true || !outcome.queryId) {
       recreate.push(outcome.plate);
@@ -56,7 +56,7 @@ export async function rerunFailed(
   // Worker for it (the enlist below does the same for plates created again).
   if (result.retried > recreate.length) await scheduler.activate([account.id]);
   if (recreate.length > 0) {
-    await scheduler.push(batchId, recreate);
+    await scheduler.push(info, recreate);
     await scheduler.enlist(account.id, batchId, info.priority, info.weight);
     await services.feeder.feed(account.id);
   }

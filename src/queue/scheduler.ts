@@ -7,7 +7,7 @@
 // a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
 // writes the class sets, the weights, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
-import type { VqbKeys } from './keys.js';
+import type { BatchRef, VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
 import { type Scripted, withScripts } from './scripts.js';
 import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
@@ -51,9 +51,11 @@ export interface Feed {
   picked: Picked[];
   /** The account had nothing left (no plate waiting, staged or queued) and is out of the active set (by this feed or another process's). */
   idle: boolean;
+  /** When idle: the generation of the account's active flag that was cleared (sched-retire). */
+  generation: number;
 }
 
-const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed'] as const;
+const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
 
 function member(p: Picked): string {
   return `${PRIORITY_CLASSES.indexOf(p.cls) + 1}:${p.batchId}.${p.plate}`;
@@ -90,15 +92,15 @@ export class Scheduler {
   }
 
   /** Appends plates to the batch's waiting list (ingest calls enlist after it). */
-  async push(batchId: string, plates: readonly string[]): Promise<void> {
-    if (plates.length > 0) await this.#redis.rpush(this.#keys.pending(batchId), ...plates);
+  async push(batch: BatchRef, plates: readonly string[]): Promise<void> {
+    if (plates.length > 0) await this.#redis.rpush(this.#keys.pending(batch), ...plates);
   }
 
   /**
    * `push` and `enlist` as commands of the caller's transaction: ingest stores a chunk's rows,
    * counts and plates in one MULTI, so a full Redis refuses all of them or none (no plate waits
    * whose row and count were never stored). The transaction must come from a connection this
-   * scheduler was built on (its scripts are defined there).
+   * scheduler was built on (its scripts are defined there). Call `announce` after it ran.
    */
   pushIn(
     tx: ChainableCommander,
@@ -109,7 +111,7 @@ export class Scheduler {
     plates: readonly string[],
   ): void {
     if (plates.length === 0) return;
-    tx.rpush(this.#keys.pending(batchId), ...plates);
+    tx.rpush(this.#keys.pending({ id: batchId, account: accountId }), ...plates);
     (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
       ...this.#enlistArgs(accountId, batchId, cls, weight),
     );
@@ -118,22 +120,47 @@ export class Scheduler {
   /** The batch takes part in its account's scheduling (again); a no-op while it already does. */
   async enlist(accountId: string, batchId: string, cls: PriorityClass, weight: number): Promise<void> {
     await this.#redis.vqbSchedEnlist(...this.#enlistArgs(accountId, batchId, cls, weight));
+    await this.announce(accountId);
   }
 
   #enlistArgs(accountId: string, batchId: string, cls: PriorityClass, weight: number): (string | number)[] {
-    const keys = [this.#keys.schedClass(accountId, cls), this.#keys.schedWeights, this.#keys.schedActive];
-    return [...keys, batchId, weight, accountId, this.#now()];
+    const keys = [
+      this.#keys.schedClass(accountId, cls),
+      this.#keys.schedWeights(accountId),
+      this.#keys.schedActiveFlag(accountId),
+    ];
+    return [...keys, batchId, weight];
+  }
+
+  /**
+   * Lists the account among the active ones at its flag's generation (after an enlist set the
+   * flag on the account's slot). GT: a later generation is never lowered, and a feed that found the
+   * account idle at an older one (sched-retire) leaves it listed. Should this process die between
+   * the enlist and here, the account waits for the next process start (`activate`).
+   */
+  async announce(accountId: string): Promise<void> {
+    const gen = Number((await this.#redis.hget(this.#keys.schedActiveFlag(accountId), 'gen')) ?? 0);
+    await this.#redis.zadd(this.#keys.schedActive, 'GT', gen, accountId);
   }
 
   /**
    * Marks accounts active: a job was put on an account's queue outside the scheduler (a rerun's
    * poll), or a process starting looks once at every account it serves (work left from before the
-   * active set existed, or queued while no process ran). A no-op for accounts already active.
+   * active set existed, or queued while no process ran). Each gets a new generation; one with
+   * nothing to do leaves again at its first feed.
    */
   async activate(accountIds: readonly string[]): Promise<void> {
     if (accountIds.length === 0) return;
-    const now = this.#now();
-    await this.#redis.zadd(this.#keys.schedActive, 'NX', ...accountIds.flatMap((id) => [now, id]));
+    const gens = await Promise.all(
+      accountIds.map(async (id) => {
+        const flag = this.#keys.schedActiveFlag(id);
+        const replies = (await this.#redis.multi().hset(flag, 'on', '1').hincrby(flag, 'gen', 1).exec()) ?? [];
+        const [err, gen] = replies[1] ?? [null, 0];
+        if (err) throw err;
+        return Number(gen);
+      }),
+    );
+    await this.#redis.zadd(this.#keys.schedActive, 'GT', ...accountIds.flatMap((id, i) => [gens[i]!, id]));
   }
 
   /** The accounts with work: the only ones a worker process feeds and runs a Worker for. */
@@ -158,9 +185,9 @@ export class Scheduler {
   ): Promise<Feed> {
     const keys = [
       ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
-      this.#keys.schedWeights,
+      this.#keys.schedWeights(accountId),
       this.#keys.staged(accountId),
-      this.#keys.schedActive,
+      this.#keys.schedActiveFlag(accountId),
       queue.wait,
       queue.prioritized,
       queue.delayed,
@@ -173,13 +200,16 @@ export class Scheduler {
       ...keys,
       interactiveMax,
       target,
-      this.#keys.pendingPrefix,
+      this.#keys.pendingPrefix(accountId),
       now,
       accountId,
       inflight.cap,
       capHold.field,
     )) as (number | string)[];
-    return { idle: flat[0] === 1, picked: unflatten(flat, 1) };
+    const idle = Number(flat[0]) === 1;
+    const generation = Number(flat[1]);
+    if (idle) await this.#redis.vqbSchedRetire(this.#keys.schedActive, accountId, generation);
+    return { idle, generation, picked: unflatten(flat, 2) };
   }
 
   /** The batch gets no more creates until enlisted again (held at its spending cap). */
@@ -195,13 +225,13 @@ export class Scheduler {
     if (n <= 0) return [];
     const keys = [
       ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
-      this.#keys.schedWeights,
+      this.#keys.schedWeights(accountId),
       this.#keys.staged(accountId),
     ];
     const flat = (await this.#redis.vqbSchedPick(
       ...keys,
       n,
-      this.#keys.pendingPrefix,
+      this.#keys.pendingPrefix(accountId),
       now,
       interactiveOnly ? 1 : PRIORITY_CLASSES.length,
     )) as (number | string)[];
@@ -226,8 +256,8 @@ export class Scheduler {
   }
 
   /** Plates of the batch still waiting to be fed. */
-  async waiting(batchId: string): Promise<number> {
-    return this.#redis.llen(this.#keys.pending(batchId));
+  async waiting(batch: BatchRef): Promise<number> {
+    return this.#redis.llen(this.#keys.pending(batch));
   }
 
   /** Plates of the account waiting to be fed, over all its batches. */
@@ -235,7 +265,7 @@ export class Scheduler {
     let total = 0;
     for (const cls of PRIORITY_CLASSES) {
       for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1))
-        total += await this.waiting(batchId);
+        total += await this.waiting({ id: batchId, account: accountId });
     }
     return total;
   }
@@ -247,7 +277,7 @@ export class Scheduler {
     for (const cls of PRIORITY_CLASSES) {
       const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
       if (ids.length === 0) continue;
-      const weights = (await this.#redis.hmget(this.#keys.schedWeights, ...ids)).map(
+      const weights = (await this.#redis.hmget(this.#keys.schedWeights(accountId), ...ids)).map(
         (w: string | null) => Number(w ?? 1) || 1,
       );
       const total = weights.reduce((a: number, b: number) => a + b, 0);
@@ -265,7 +295,8 @@ export class Scheduler {
    * are not among them; they become jobs and run.
    */
   async drop(accountId: string, batchId: string): Promise<string[]> {
-    const multi = this.#redis.multi().lrange(this.#keys.pending(batchId), 0, -1).del(this.#keys.pending(batchId));
+    const pending = this.#keys.pending({ id: batchId, account: accountId });
+    const multi = this.#redis.multi().lrange(pending, 0, -1).del(pending);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     const replies = (await multi.exec()) ?? [];
     const [err, plates] = replies[0] ?? [null, []];
@@ -275,7 +306,10 @@ export class Scheduler {
 
   /** Removes every trace of the batch from the account's scheduling (retention). */
   async forget(accountId: string, batchId: string): Promise<void> {
-    const multi = this.#redis.multi().del(this.#keys.pending(batchId)).hdel(this.#keys.schedWeights, batchId);
+    const multi = this.#redis
+      .multi()
+      .del(this.#keys.pending({ id: batchId, account: accountId }))
+      .hdel(this.#keys.schedWeights(accountId), batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     await multi.exec();
     const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter(

@@ -69,3 +69,8 @@ export interface Outcome {
   reused?: boolean;
   reusedAgeMs?: number;
 }
+
+/** The job's batch as its keys need it (on the job's account's slot). */
+export function batchOf(data: Pick<PlateJobData, 'batchId' | 'account'>): { id: string; account: string } {
+  return { id: data.batchId, account: data.account };
+}

@@ -66,7 +66,7 @@ export async function batchExportSource(
       let chunk: IngestRow[] = [];
       const flush = async function* (): AsyncIterable<ExportRow> {
         const found = await outcomes.getMany(
-          batchId,
+          info,
           chunk.map((r) => r.plate),
         );
         for (let i = 0; i < chunk.length; i++) {

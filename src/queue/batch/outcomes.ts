@@ -8,7 +8,7 @@
 // and without the batch id and the plate, which its key and field already say. Outcomes stored
 // as plain JSON before that are read as they were (the format byte tells them apart).
 import { pack, unpack } from '../compact.js';
-import type { VqbKeys } from '../keys.js';
+import type { BatchRef, VqbKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { type Scripted, withScripts } from '../scripts.js';
 import type { Outcome } from '../types.js';
@@ -42,8 +42,8 @@ export class OutcomeStore {
   }
 
   /** Stores the outcome unless one exists. */
-  async record(outcome: Outcome): Promise<RecordResult> {
-    const { keys, args } = this.terms(outcome, encodeOutcome(outcome));
+  async record(account: string, outcome: Outcome): Promise<RecordResult> {
+    const { keys, args } = this.terms(account, outcome, encodeOutcome(outcome));
     return recordResult(await this.#redis.vqbBatchRecord(...keys, ...args));
   }
 
@@ -52,49 +52,50 @@ export class OutcomeStore {
    * plate's one settling script (queue/plate-settle.ts). `packed` is encodeOutcome(outcome), made
    * once so that a retried call sends the very same bytes.
    */
-  terms(outcome: Outcome, packed: Buffer): { keys: string[]; args: (string | Buffer)[] } {
+  terms(account: string, outcome: Outcome, packed: Buffer): { keys: string[]; args: (string | Buffer)[] } {
+    const batch = { id: outcome.batchId, account };
     return {
-      keys: [this.#keys.outcomes(outcome.batchId), this.#keys.batch(outcome.batchId)],
+      keys: [this.#keys.outcomes(batch), this.#keys.batch(batch)],
       args: [outcome.plate, packed, outcome.status, String(outcome.finishedAt), outcome.possibleDuplicate ? '1' : '0'],
     };
   }
 
   /** What "the plate has its outcome" needs, for a script that looks before it takes anything (create-admit). */
-  existsTerms(batchId: string, plate: string): { keys: string[]; args: string[] } {
-    return { keys: [this.#keys.outcomes(batchId)], args: [plate] };
+  existsTerms(batch: BatchRef, plate: string): { keys: string[]; args: string[] } {
+    return { keys: [this.#keys.outcomes(batch)], args: [plate] };
   }
 
-  async get(batchId: string, plate: string): Promise<Outcome | undefined> {
-    const raw = await this.#redis.hgetBuffer(this.#keys.outcomes(batchId), plate);
-    return raw ? decodeOutcome(batchId, plate, raw) : undefined;
+  async get(batch: BatchRef, plate: string): Promise<Outcome | undefined> {
+    const raw = await this.#redis.hgetBuffer(this.#keys.outcomes(batch), plate);
+    return raw ? decodeOutcome(batch.id, plate, raw) : undefined;
   }
 
-  async has(batchId: string, plate: string): Promise<boolean> {
-    return (await this.#redis.hexists(this.#keys.outcomes(batchId), plate)) === 1;
+  async has(batch: BatchRef, plate: string): Promise<boolean> {
+    return (await this.#redis.hexists(this.#keys.outcomes(batch), plate)) === 1;
   }
 
   /** Many at once, in the order asked (undefined where none is stored yet). */
-  async getMany(batchId: string, plates: readonly string[]): Promise<(Outcome | undefined)[]> {
+  async getMany(batch: BatchRef, plates: readonly string[]): Promise<(Outcome | undefined)[]> {
     if (plates.length === 0) return [];
-    const raws = await this.#redis.hmgetBuffer(this.#keys.outcomes(batchId), ...plates);
-    return raws.map((raw: Buffer | null, i: number) => (raw ? decodeOutcome(batchId, plates[i]!, raw) : undefined));
+    const raws = await this.#redis.hmgetBuffer(this.#keys.outcomes(batch), ...plates);
+    return raws.map((raw: Buffer | null, i: number) => (raw ? decodeOutcome(batch.id, plates[i]!, raw) : undefined));
   }
 
   /** Every stored outcome of a batch, streamed with HSCAN (bounded memory). */
-  async *scan(batchId: string): AsyncIterable<Outcome> {
+  async *scan(batch: BatchRef): AsyncIterable<Outcome> {
     let cursor = '0';
     do {
-      const [next, flat] = await this.#redis.hscanBuffer(this.#keys.outcomes(batchId), cursor, 'COUNT', 500);
+      const [next, flat] = await this.#redis.hscanBuffer(this.#keys.outcomes(batch), cursor, 'COUNT', 500);
       cursor = next.toString();
-      for (let i = 1; i < flat.length; i += 2) yield decodeOutcome(batchId, flat[i - 1]!.toString(), flat[i]!);
+      for (let i = 1; i < flat.length; i += 2) yield decodeOutcome(batch.id, flat[i - 1]!.toString(), flat[i]!);
     } while (cursor !== '0');
   }
 
   /** Removes failed outcomes so that `retry` can run those plates again; returns the removed ones. */
-  async removeFailed(batchId: string, plates: readonly string[]): Promise<number> {
+  async removeFailed(batch: BatchRef, plates: readonly string[]): Promise<number> {
     if (plates.length === 0) return 0;
-    const key = this.#keys.batch(batchId);
-    const removed = await this.#redis.hdel(this.#keys.outcomes(batchId), ...plates);
+    const key = this.#keys.batch(batch);
+    const removed = await this.#redis.hdel(this.#keys.outcomes(batch), ...plates);
     if (removed > 0) {
       await this.#redis.multi().hincrby(key, 'failed', -removed).hdel(key, 'finishedAt').exec();
     }
@@ -102,7 +103,7 @@ export class OutcomeStore {
   }
 
   /** Deletes every stored outcome of the batch (retention, after its archive was verified). */
-  async forget(batchId: string): Promise<void> {
-    await this.#redis.del(this.#keys.outcomes(batchId));
+  async forget(batch: BatchRef): Promise<void> {
+    await this.#redis.del(this.#keys.outcomes(batch));
   }
 }

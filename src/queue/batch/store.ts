@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
-import type { VqbKeys } from '../keys.js';
+import type { BatchRef, VqbKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { execAll } from '../redis-health.js';
 import type { Scheduler } from '../scheduler.js';
@@ -98,6 +98,13 @@ export interface NewBatch extends BatchPlacement {
 
 const INGEST_LOCK_MS = 60_000;
 
+/**
+ * How long a process trusts what it read of a batch's account. A batch never changes account; the
+ * bound only covers an id forgotten by retention and opened again on another account meanwhile.
+ */
+const HOME_TTL_MS = 60_000;
+const HOMES_KEPT = 10_000;
+
 const COUNT_FIELDS = ['total', 'enqueued', 'done', 'failed', 'rejected', 'duplicates', 'possibleDuplicates'] as const;
 
 /** What a batch's own hash holds; its view (view.ts) adds what other stores own of it. */
@@ -123,11 +130,40 @@ export class BatchStore {
   readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
+  /** Batch id → its account and until when that is trusted (a read saved per request). */
+  readonly #homes = new Map<string, { account: string; until: number }>();
 
   constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'lock-release']);
     this.#keys = keys;
     this.#now = now;
+  }
+
+  /**
+   * The batch with the account whose slot holds its keys (read from the global index); undefined
+   * for an id no batch has. Callers that have the batch's account already (a job, a batch read)
+   * build the ref themselves.
+   */
+  async find(batchId: string): Promise<BatchRef | undefined> {
+    if (!isBatchId(batchId)) return undefined;
+    const known = this.#homes.get(batchId);
+    if (known && known.until > this.#now()) return { id: batchId, account: known.account };
+    const account = await this.#redis.hget(this.#keys.batchAccounts, batchId);
+    if (account === null) return undefined;
+    this.#remember(batchId, account);
+    return { id: batchId, account };
+  }
+
+  /** As find, but a batch that does not exist is BatchNotFoundError. */
+  async ref(batchId: string): Promise<BatchRef> {
+    const ref = await this.find(batchId);
+    if (!ref) throw new BatchNotFoundError(batchId);
+    return ref;
+  }
+
+  #remember(batchId: string, account: string): void {
+    if (this.#homes.size >= HOMES_KEPT) this.#homes.delete(this.#homes.keys().next().value!);
+    this.#homes.set(batchId, { account, until: this.#now() + HOME_TTL_MS });
   }
 
   /**
@@ -137,16 +173,18 @@ export class BatchStore {
    */
   async open(batch: NewBatch): Promise<{ created: boolean }> {
     if (!isBatchId(batch.id)) throw new InputError('BAD_BATCH_ID', `${BATCH_ID_RULE}; got ${JSON.stringify(batch.id)}`);
-    const key = this.#keys.batch(batch.id);
+    // The index entry first: a batch is found from it, and the same id opened again (even for
+    // another account) finds the first batch (HSETNX), as it always did, not a second home.
+    await this.#redis.hsetnx(this.#keys.batchAccounts, batch.id, batch.account);
+    const ref = await this.ref(batch.id);
+    const key = this.#keys.batch(ref);
     const createdAt = this.#now();
     const [flag, stored] = (await this.#redis.vqbBatchOpen(key, createdAt, batch.digest ?? '')) as [number, string];
     const created = Number(flag) === 1;
     if (!created && batch.digest !== undefined && stored !== '' && stored !== batch.digest)
       throw new BatchIdTakenError(batch.id);
     if (created) {
-      await this.#redis
-        .multi()
-        .hset(key, {
+      await this.#redis.hset(key, {
           id: batch.id,
           account: batch.account,
           priority: batch.priority,
@@ -158,10 +196,10 @@ export class BatchStore {
           extraColumns: JSON.stringify(batch.extraColumns ?? []),
           ingestedRows: '0',
           reuseWithinMs: String(batch.reuseWithinMs ?? 0),
-          ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
-        })
-        .zadd(this.#keys.batches, createdAt, batch.id)
-        .exec();
+        ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
+      });
+      // The global list (its own slot) after the batch's hash: a listed batch always has one.
+      await this.#redis.zadd(this.#keys.batches, createdAt, batch.id);
     }
     return { created };
   }
@@ -175,7 +213,7 @@ export class BatchStore {
     batchId: string,
     onWait?: (expiresInMs: number) => void,
   ): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
-    const key = this.#keys.ingestLock(batchId);
+    const key = this.#keys.ingestLock(await this.ref(batchId));
     const token = randomBytes(8).toString('hex');
     let told = false;
     while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
@@ -198,12 +236,12 @@ export class BatchStore {
 
   /** Plates with a stored result this recent are answered from it (0: reuse is off for the batch). */
   async reuseWindow(batchId: string): Promise<number> {
-    return Number((await this.#redis.hget(this.#keys.batch(batchId), 'reuseWithinMs')) ?? 0);
+    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batchId)), 'reuseWithinMs')) ?? 0);
   }
 
   /** Rows already ingested: a restarted ingest skips them (their jobs and counts exist). */
   async ingestedRows(batchId: string): Promise<number> {
-    return Number((await this.#redis.hget(this.#keys.batch(batchId), 'ingestedRows')) ?? 0);
+    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batchId)), 'ingestedRows')) ?? 0);
   }
 
   /**
@@ -216,12 +254,12 @@ export class BatchStore {
   async addRows(
     batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>,
     rows: readonly IngestRow[],
-    scheduler: Pick<Scheduler, 'pushIn'>,
+    scheduler: Pick<Scheduler, 'pushIn' | 'announce'>,
   ): Promise<void> {
     if (rows.length === 0) return;
     const queued = rows.filter((r) => r.kind === 'queued');
-    const key = this.#keys.batch(batch.id);
-    const multi = this.#redis.multi().rpush(this.#keys.rows(batch.id), ...rows.map(encodeRow));
+    const key = this.#keys.batch(batch);
+    const multi = this.#redis.multi().rpush(this.#keys.rows(batch), ...rows.map(encodeRow));
     multi.hincrby(key, 'total', rows.length);
     multi.hincrby(key, 'ingestedRows', rows.length);
     if (queued.length > 0) multi.hincrby(key, 'enqueued', queued.length);
@@ -238,47 +276,50 @@ export class BatchStore {
       queued.map((r) => r.plate),
     );
     await execAll(multi, `storing rows ${rows[0]!.row}–${rows.at(-1)!.row} of batch ${batch.id}`);
+    if (queued.length > 0) await scheduler.announce(batch.account);
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
   async setExtraColumns(batchId: string, columns: readonly string[]): Promise<void> {
-    await this.#redis.hset(this.#keys.batch(batchId), 'extraColumns', JSON.stringify(columns));
+    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'extraColumns', JSON.stringify(columns));
   }
 
   /** All rows are in: from now on the last outcome marks the batch finished. True if it already is. */
   async seal(batchId: string): Promise<boolean> {
-    const result = Number(await this.#redis.vqbBatchSeal(this.#keys.batch(batchId), this.#now()));
+    const key = this.#keys.batch(await this.ref(batchId));
+    const result = Number(await this.#redis.vqbBatchSeal(key, this.#now()));
     if (result === -1) throw new BatchNotFoundError(batchId);
-    return result === 2 || Boolean(await this.#redis.hget(this.#keys.batch(batchId), 'finishedAt'));
+    return result === 2 || Boolean(await this.#redis.hget(key, 'finishedAt'));
   }
 
   /** A new callbackUrl for an existing batch (`vqb run --notify` resuming it), already checked. */
   async setCallbackUrl(batchId: string, url: string): Promise<void> {
     if (!(await this.exists(batchId))) throw new BatchNotFoundError(batchId);
-    await this.#redis.hset(this.#keys.batch(batchId), 'callbackUrl', url);
+    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'callbackUrl', url);
   }
 
   /** Throws BatchIdTakenError when the batch was created from content with another digest (as open does). */
   async assertContent(batchId: string, digest: string): Promise<void> {
-    if (!isBatchId(batchId)) return;
-    const stored = await this.#redis.hget(this.#keys.batch(batchId), 'digest');
+    const ref = await this.find(batchId);
+    if (!ref) return;
+    const stored = await this.#redis.hget(this.#keys.batch(ref), 'digest');
     if (stored !== null && stored !== '' && stored !== digest) throw new BatchIdTakenError(batchId);
   }
 
   async exists(batchId: string): Promise<boolean> {
-    if (!isBatchId(batchId)) return false;
-    return (await this.#redis.exists(this.#keys.batch(batchId))) === 1;
+    const ref = await this.find(batchId);
+    return ref !== undefined && (await this.#redis.exists(this.#keys.batch(ref))) === 1;
   }
 
   /** What the batch's hash holds; BatchNotFoundError when there is no such batch. */
   async read(batchId: string): Promise<StoredBatch> {
-    if (!isBatchId(batchId)) throw new BatchNotFoundError(batchId);
-    const f = await this.#redis.hgetall(this.#keys.batch(batchId));
+    const ref = await this.ref(batchId);
+    const f = await this.#redis.hgetall(this.#keys.batch(ref));
     if (!f.createdAt) throw new BatchNotFoundError(batchId);
     const n = (name: string): number => Number(f[name] ?? 0);
     return {
       id: f.id ?? batchId,
-      account: f.account ?? 'default',
+      account: ref.account,
       priority: (f.priority ?? 'normal') as PriorityClass,
       weight: Number(f.weight ?? 1) || 1,
       source: (f.source ?? 'library') as BatchSource,
@@ -306,18 +347,16 @@ export class BatchStore {
     }
     // A scoped reader: filter by account (batches are counted in hundreds, not millions).
     const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
-    const owners =
-      ids.length === 0
-        ? []
-        : await Promise.all(ids.map((id: string) => this.#redis.hget(this.#keys.batch(id), 'account')));
+    const owners: (string | null)[] = ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
     const mine = ids.filter((_: string, i: number) => accounts.includes(owners[i] ?? 'default'));
     return { total: mine.length, ids: mine.slice(offset, offset + limit) };
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */
   async *rows(batchId: string, chunk = 1_000): AsyncIterable<IngestRow> {
-    if (!isBatchId(batchId)) return;
-    const key = this.#keys.rows(batchId);
+    const ref = await this.find(batchId);
+    if (!ref) return;
+    const key = this.#keys.rows(ref);
     for (let start = 0; ; start += chunk) {
       const raws = await this.#redis.lrange(key, start, start + chunk - 1);
       for (const raw of raws) yield decodeRow(raw);
@@ -332,14 +371,17 @@ export class BatchStore {
     { id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]
   > {
     const ids = await this.#redis.zrange(this.#keys.batches, 0, -1);
+    const accounts: (string | null)[] = ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
     const fields = await Promise.all(
-      ids.map((id: string) => this.#redis.hmget(this.#keys.batch(id), 'account', 'finishedAt', 'deleteRequested')),
+      ids.map((id: string, i: number) =>
+        this.#redis.hmget(this.#keys.batch({ id, account: accounts[i] ?? 'default' }), 'finishedAt', 'deleteRequested'),
+      ),
     );
     return ids.map((id: string, i: number) => {
-      const [account, finishedAt, deleteRequested] = fields[i] ?? [];
+      const [finishedAt, deleteRequested] = fields[i] ?? [];
       return {
         id,
-        account: account ?? 'default',
+        account: accounts[i] ?? 'default',
         ...(finishedAt ? { finishedAt: Number(finishedAt) } : {}),
         deleteRequested: deleteRequested === '1',
       };
@@ -348,22 +390,24 @@ export class BatchStore {
 
   /** A delete was asked while plates were still running (`--cancel`): the sweep archives the batch once it finishes. */
   async requestDelete(batchId: string): Promise<void> {
-    await this.#redis.hset(this.#keys.batch(batchId), 'deleteRequested', '1');
+    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'deleteRequested', '1');
   }
 
   /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
   async forget(batchId: string): Promise<void> {
-    if (!isBatchId(batchId)) return;
-    await this.#redis
-      .multi()
-      .del(this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.ingestLock(batchId))
-      .zrem(this.#keys.batches, batchId)
-      .exec();
+    const ref = await this.find(batchId);
+    if (!ref) return;
+    await this.#redis.del(this.#keys.batch(ref), this.#keys.rows(ref), this.#keys.ingestLock(ref));
+    // The index last: a batch half forgotten is still listed, and the next sweep finishes it.
+    await this.#redis.multi().zrem(this.#keys.batches, batchId).hdel(this.#keys.batchAccounts, batchId).exec();
+    this.#homes.delete(batchId);
   }
 
   /** Roughly what the batch's hash, rows and outcomes take in Redis (MEMORY USAGE, sampled: cheap, an estimate). */
   async memoryUsage(batchId: string): Promise<number> {
-    const keys = [this.#keys.batch(batchId), this.#keys.rows(batchId), this.#keys.outcomes(batchId)];
+    const ref = await this.find(batchId);
+    if (!ref) return 0;
+    const keys = [this.#keys.batch(ref), this.#keys.rows(ref), this.#keys.outcomes(ref)];
     const sizes = await Promise.all(keys.map((key) => this.#redis.memory('USAGE', key) as Promise<number | null>));
     return sizes.reduce<number>((sum, n) => sum + Number(n ?? 0), 0);
   }

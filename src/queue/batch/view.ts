@@ -26,9 +26,9 @@ export class BatchViews {
   async get(batchId: string): Promise<BatchInfo> {
     const stored = await this.#s.batches.read(batchId);
     const [costs, inflight, budget] = await Promise.all([
-      this.#s.costs.forBatch(batchId),
+      this.#s.costs.forBatch(stored),
       this.#s.inflight.forBatch(stored.account, batchId),
-      this.#s.budget.forBatch(batchId),
+      this.#s.budget.forBatch(stored),
     ]);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);

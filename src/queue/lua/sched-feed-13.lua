@@ -5,25 +5,27 @@
   has room for (a create the cap refuses would only go round the queue again). When the account has nothing at all (no batch
   in a class, nothing staged, no job waiting, prioritized, delayed, active or paused) it leaves the
   active set, so no process feeds it or holds a Worker for it until work arrives again
-  (sched-enlist and Scheduler.activate put it back). The check and the removal are one script, so
-  an enlist can never fall between them.
+  (sched-enlist and Scheduler.activate put it back): its flag is cleared here, and the caller takes
+  it off the global list at the generation returned (sched-retire). The check and the clearing are
+  one script, so an enlist can never fall between them.
     KEYS[1..3] the account's class zsets; KEYS[4] hash batch -> weight; KEYS[5] the staged zset;
-    KEYS[6] the active accounts zset (account id -> epoch ms it became active);
+    KEYS[6] the account's active flag (hash: on, gen);
     KEYS[7..11] the account's BullMQ queue: wait list, prioritized zset, delayed zset, active list,
     paused list; KEYS[12] the account's in-flight zset (queue/inflight.ts); KEYS[13] the
     account's line hash (queue/line.ts: its field ARGV[7] says until when creates are held at a
     spending cap; while they are, none is fed, interactive or not, since each would only sleep
     as a delayed job: the look a feed made with an HGET of its own before, issue 21)
     ARGV[1] interactive plates at most; ARGV[2] jobs the queue should hold waiting (0: no
-    creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] the account id;
+    creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] unused;
     ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms)
-  Returns {1 when the account has nothing (it is out of the active set, by this call or by another
-  process's), else 0, then class index, batch id, plate, ...}
+  Returns {1 when the account has nothing (its flag is off, by this call or by another
+  process's), else 0; the flag's generation (when idle), else 0; then class index, batch id,
+  plate, ...}
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
 local now = ARGV[4]
-local out = {0}
+local out = {0, 0}
 local interactive, target = tonumber(ARGV[1]), tonumber(ARGV[2])
 if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now) then
   interactive, target = 0, 0
@@ -39,6 +41,7 @@ if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return o
 if redis.call('LLEN', KEYS[10]) + redis.call('LLEN', KEYS[11]) > 0 then return out end
 -- Idle whoever's call removed it: a second process feeding the same account at the same moment
 -- (two processes start, both look at every account) must not take it for busy and start a Worker.
-redis.call('ZREM', KEYS[6], ARGV[5])
+redis.call('HDEL', KEYS[6], 'on')
 out[1] = 1
+out[2] = tonumber(redis.call('HGET', KEYS[6], 'gen') or '0')
 return out

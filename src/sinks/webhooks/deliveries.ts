@@ -2,7 +2,7 @@
 // by the batch's status (API, library, `vqb status`). Written when the event is emitted (pending)
 // and after every attempt; a delivery is one job, so its attempts never write at once.
 
-import type { VqbKeys } from '../../queue/keys.js';
+import type { BatchRef, VqbKeys } from '../../queue/keys.js';
 import type { RedisClient } from '../../queue/redis.js';
 import type { WebhookEventType } from './events.js';
 
@@ -24,39 +24,55 @@ export interface DeliveryRecord {
   createdAt: number;
 }
 
+/** Finds a batch's account, whose slot holds its keys (BatchStore.find). */
+export type FindBatch = (batchId: string) => Promise<BatchRef | undefined>;
+
 export class DeliveryLog {
   readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
+  readonly #find: FindBatch;
 
-  constructor(redis: RedisClient, keys: VqbKeys) {
+  constructor(redis: RedisClient, keys: VqbKeys, find: FindBatch) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#find = find;
+  }
+
+  /** The batch's delivery hash; a batch that no longer exists has none (its id is all a webhook job holds). */
+  async #key(batchId: string): Promise<string | undefined> {
+    const batch = await this.#find(batchId);
+    return batch ? this.#keys.batchWebhooks(batch) : undefined;
   }
 
   /** Notes a new delivery unless it is known (a second emit of the same event changes nothing). */
   async emitted(batchId: string, record: DeliveryRecord): Promise<void> {
-    await this.#redis.hsetnx(this.#keys.batchWebhooks(batchId), record.id, JSON.stringify(record));
+    const key = await this.#key(batchId);
+    if (key) await this.#redis.hsetnx(key, record.id, JSON.stringify(record));
   }
 
   async update(batchId: string, record: DeliveryRecord): Promise<void> {
-    await this.#redis.hset(this.#keys.batchWebhooks(batchId), record.id, JSON.stringify(record));
+    const key = await this.#key(batchId);
+    if (key) await this.#redis.hset(key, record.id, JSON.stringify(record));
   }
 
   async get(batchId: string, id: string): Promise<DeliveryRecord | undefined> {
-    const raw = await this.#redis.hget(this.#keys.batchWebhooks(batchId), id);
+    const key = await this.#key(batchId);
+    const raw = key ? await this.#redis.hget(key, id) : null;
     return raw ? (JSON.parse(raw) as DeliveryRecord) : undefined;
   }
 
   /** The batch's deliveries, oldest first. */
   async list(batchId: string): Promise<DeliveryRecord[]> {
-    const all = Object.values(await this.#redis.hgetall(this.#keys.batchWebhooks(batchId))).map(
+    const key = await this.#key(batchId);
+    if (!key) return [];
+    const all = Object.values(await this.#redis.hgetall(key)).map(
       (raw) => JSON.parse(raw) as DeliveryRecord,
     );
     return all.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   /** Deletes the batch's delivery records (retention, once they are in its archive's manifest). */
-  async forget(batchId: string): Promise<void> {
-    await this.#redis.del(this.#keys.batchWebhooks(batchId));
+  async forget(batch: BatchRef): Promise<void> {
+    await this.#redis.del(this.#keys.batchWebhooks(batch));
   }
 }

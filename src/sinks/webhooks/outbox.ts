@@ -55,7 +55,7 @@ export class WebhookOutbox {
     this.#batches = batches;
     this.#views = views;
     this.#now = now;
-    this.deliveries = new DeliveryLog(redis, keys);
+    this.deliveries = new DeliveryLog(redis, keys, (id) => batches.find(id));
   }
 
   /** Opened on first use: most processes that open the services never emit anything. */
