@@ -110,7 +110,10 @@ async function submitOne(
   const submittedAt = Date.now();
   const batch = await fleet.vqb.enqueue([plate], { batchId, priority });
   await batch.done({ pollMs: 50, timeoutMs: 300_000 });
-  const outcome: Outcome | undefined = await fleet.vqb.services.outcomes.get(await fleet.vqb.services.batches.ref(batchId), plate);
+  const outcome: Outcome | undefined = await fleet.vqb.services.outcomes.get(
+    await fleet.vqb.services.batches.ref(batchId),
+    plate,
+  );
   if (!outcome || outcome.status !== 'done')
     throw new Error(`${batchId}: no done outcome for ${plate} (${outcome?.error?.code ?? 'none stored'})`);
   const up = upstreamTimes(outcome.result);

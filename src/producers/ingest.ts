@@ -93,7 +93,8 @@ async function ingestBatch(
     ...(options.digest !== undefined ? { digest: options.digest } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
-  if (created && options.maxCreates !== undefined) await services.budget.setMaxCreates({ id: options.id, account: account.id }, options.maxCreates);
+  if (created && options.maxCreates !== undefined)
+    await services.budget.setMaxCreates({ id: options.id, account: account.id }, options.maxCreates);
   const info = await services.batchViews.get(options.id);
   // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
   if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {

@@ -188,10 +188,10 @@ export async function preflightRedis(
 export async function deleteKeysByPrefix(redis: RedisClient, prefix: string): Promise<number> {
   let deleted = 0;
   const cluster = redis instanceof Cluster;
-  const escape = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+  const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
   // A deployment prefix `{p}` also names its accounts' keys `p:{…}` (keys.ts): those go too.
   const tag = /^\{([^{}]+)\}(:|$)/.exec(prefix)?.[1];
-  const matches = [`${escape(prefix)}*`, ...(tag !== undefined ? [`${escape(tag)}:{*`] : [])];
+  const matches = [`${glob(prefix)}*`, ...(tag !== undefined ? [`${glob(tag)}:{*`] : [])];
   for (const server of serversOf(redis))
     for (const match of matches) {
       let cursor = '0';

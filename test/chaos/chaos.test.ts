@@ -324,7 +324,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         for (const b of bulk) {
           if (
             b.account === batch.account &&
-            (await retrying(() => s.scheduler.waiting(b.id), 'waiting')) >= AHEAD_MIN_WAITING
+            (await retrying(() => s.scheduler.waiting(b), 'waiting')) >= AHEAD_MIN_WAITING
           )
             ahead.push(b.id);
         }
@@ -522,7 +522,7 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
     const allOutcomes: Outcome[] = [];
     for (const b of all()) {
       const outcomes = new Map<string, Outcome>();
-      for await (const o of s.outcomes.scan(b.id)) {
+      for await (const o of s.outcomes.scan(await s.batches.ref(b.id))) {
         expect(outcomes.has(o.plate), `two outcomes for ${o.plate} in ${b.id}`).toBe(false);
         outcomes.set(o.plate, o);
       }

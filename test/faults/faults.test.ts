@@ -205,7 +205,7 @@ describe.skipIf(process.env.VQB_FAULTS !== '1')('faults', () => {
       ['faults-frota', plates.slice(0, split)],
       ['faults-seguros', plates.slice(split)],
     ] as const) {
-      const outcomes = await services.outcomes.getMany(batchId, list);
+      const outcomes = await services.outcomes.getMany(await services.batches.ref(batchId), list);
       list.forEach((plate, i) => {
         const o = outcomes[i];
         if (!o) missing.push(plate);

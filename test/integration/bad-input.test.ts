@@ -477,12 +477,12 @@ describe('the pipeline with a broken upstream', () => {
     expect(createsByPlate.size).toBe(41);
     const idOf = new Map([...queries].map(([id, q]) => [q.plate, id]));
     for (const plate of plates.slice(0, 40)) {
-      const o = await h.services.outcomes.get('b', plate);
+      const o = await h.services.outcomes.get(await h.services.batches.ref('b'), plate);
       expect(o?.status, plate).toBe('done');
       expect(o?.queryId).toBe(idOf.get(plate));
       expect((o?.result as { vehicle?: { plate?: string } }).vehicle?.plate).toBe(plate);
     }
-    const html = await h.services.outcomes.get('b', HTML_CREATE);
+    const html = await h.services.outcomes.get(await h.services.batches.ref('b'), HTML_CREATE);
     expect(html?.status).toBe('failed');
     expect(html?.error?.code).toBe('BAD_RESPONSE');
     expect(html?.error?.message).toMatch(/not JSON: <html>/);

@@ -27,7 +27,7 @@ describe('batches', () => {
     expect(b2.counts.done + b2.counts.failed).toBe(200);
     let stored = 0;
     let failed = 0;
-    for await (const o of h.services.outcomes.scan('b1')) {
+    for await (const o of h.services.outcomes.scan(await h.services.batches.ref('b1'))) {
       stored++;
       if (o.status === 'failed') failed++;
     }
@@ -48,9 +48,11 @@ describe('batches', () => {
     expect(a.batch.id).toBe(b.batch.id);
     const info = await h.services.batchViews.get(a.batch.id);
     expect(info.counts).toMatchObject({ total: 3_000, enqueued: 3_000 });
-    expect(await h.services.redis.llen(h.services.keys.rows(a.batch.id))).toBe(3_000);
+    expect(await h.services.redis.llen(h.services.keys.rows(a.batch))).toBe(3_000);
     // Each plate waits once to be fed: the feeder keeps only a few seconds of the rate as jobs.
-    expect(await h.services.scheduler.waiting(a.batch.id)).toBe(3_000 - (await h.queue.count()));
+    expect(await h.services.scheduler.waiting(await h.services.batches.ref(a.batch.id))).toBe(
+      3_000 - (await h.queue.count()),
+    );
     expect(await h.queue.count()).toBe(h.services.feeder.target(h.config.accounts[0]!));
   });
 

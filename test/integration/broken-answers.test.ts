@@ -17,7 +17,7 @@ async function check(h: Harness, batchId: string): Promise<{ twice: number; flag
   let flagged = 0;
   let failed = 0;
   for (const plate of makePlates(PLATES)) {
-    const outcome = await h.services.outcomes.get(batchId, plate);
+    const outcome = await h.services.outcomes.get(await h.services.batches.ref(batchId), plate);
     expect(outcome, plate).toBeDefined();
     if (outcome?.status === 'failed') failed += 1;
     if (outcome?.possibleDuplicate) flagged += 1;
@@ -88,7 +88,7 @@ describe('broken answers', () => {
       expect(twice).toBe(0);
       expect(failed).toBe(faults);
       for (const plate of makePlates(PLATES)) {
-        const o = await h.services.outcomes.get('b', plate);
+        const o = await h.services.outcomes.get(await h.services.batches.ref('b'), plate);
         if (o?.status === 'failed') expect(o.error?.code).toBe(failedCode);
       }
     }

@@ -46,6 +46,8 @@ describe('compact storage', () => {
     expect(() => unpack(Buffer.from([0x07, 1, 2]))).toThrow(/unknown format 0x7/);
   });
 
+  const B = { id: 'b', account: 'a' };
+
   it('reads outcomes stored as plain JSON before, beside packed ones, through get, getMany and scan', async () => {
     ctx = await redisTestContext('compact');
     const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'plates' });
@@ -53,18 +55,18 @@ describe('compact storage', () => {
     const old = outcome('OLD1A11', { status: 'failed', error: { code: 'VEHICLE_NOT_FOUND', message: 'No vehicle' } });
     delete old.result;
     // The old format: the whole outcome as JSON, batch id and plate included.
-    await ctx.redis.hset(keys.outcomes('b'), old.plate, JSON.stringify(old));
+    await ctx.redis.hset(keys.outcomes(B), old.plate, JSON.stringify(old));
     const fresh = outcome('NEW1A11', { possibleDuplicate: true });
-    expect(await store.record(fresh)).toBe('recorded');
-    expect(await store.record(fresh)).toBe('exists');
-    const stored = await ctx.redis.hgetBuffer(keys.outcomes('b'), fresh.plate);
+    expect(await store.record('a', fresh)).toBe('recorded');
+    expect(await store.record('a', fresh)).toBe('exists');
+    const stored = await ctx.redis.hgetBuffer(keys.outcomes(B), fresh.plate);
     expect(stored).toEqual(encodeOutcome(fresh));
     expect(stored!.includes(Buffer.from('"batchId"'))).toBe(false);
-    expect(await store.get('b', old.plate)).toEqual(old);
-    expect(await store.get('b', fresh.plate)).toEqual(fresh);
-    expect(await store.getMany('b', [fresh.plate, 'NONE111', old.plate])).toEqual([fresh, undefined, old]);
+    expect(await store.get(B, old.plate)).toEqual(old);
+    expect(await store.get(B, fresh.plate)).toEqual(fresh);
+    expect(await store.getMany(B, [fresh.plate, 'NONE111', old.plate])).toEqual([fresh, undefined, old]);
     const scanned: Outcome[] = [];
-    for await (const o of store.scan('b')) scanned.push(o);
+    for await (const o of store.scan(B)) scanned.push(o);
     expect(scanned.sort((a, z) => a.plate.localeCompare(z.plate))).toEqual([fresh, old]);
   });
 

@@ -52,9 +52,9 @@ describe('cost controls', () => {
     expect(info.finishedAt).toBeUndefined();
     // Held plates are off the queue: the batch left the scheduler, so they use no pacing slot while they wait.
     expect((await h.services.scheduler.shares('default')).map((s) => s.batchId)).not.toContain('capped');
-    expect(await h.services.scheduler.waiting('capped')).toBeGreaterThan(0);
+    expect(await h.services.scheduler.waiting(await h.services.batches.ref('capped'))).toBeGreaterThan(0);
 
-    await h.services.budget.setMaxCreates('capped', 60);
+    await h.services.budget.setMaxCreates(await h.services.batches.ref('capped'), 60);
     await releaseBatchHold(h.services, 'capped');
     await h.waitForBatch('capped');
     info = await h.services.batchViews.get('capped');
@@ -99,7 +99,7 @@ describe('cost controls', () => {
     expect(stats.creates).toBe(30); // 20 + only the 10 new plates
     const second = await h.services.batchViews.get('second');
     expect(second.counts).toMatchObject({ done: 20, reused: 10, creates: 10 });
-    const reused = await h.services.outcomes.get('second', plates[12]!);
+    const reused = await h.services.outcomes.get(await h.services.batches.ref('second'), plates[12]!);
     expect(reused).toMatchObject({ status: 'done', reused: true, requests: 0 });
     expect(reused!.reusedAgeMs).toBeGreaterThanOrEqual(0);
     expect((reused!.result as { licensePlate: string }).licensePlate).toBe(plates[12]);
@@ -130,7 +130,9 @@ describe('cost controls', () => {
     expect(info.counts.creates).toBe(stats.creates);
     expect(info.counts.polls).toBe(stats.gets);
     expect(info.counts.rateLimited).toBe(stats.rateLimited);
-    const [today] = await new CostLedger(h.services.redis, h.services.keys).days(1);
+    const [today] = await new CostLedger(h.services.redis, h.services.keys, () =>
+      h.config.accounts.map((a) => a.id),
+    ).days(1);
     expect(today!.counts).toMatchObject({ creates: stats.creates, polls: stats.gets, rateLimited: stats.rateLimited });
   });
 });

@@ -30,7 +30,7 @@ function jsonLines(text: string): Record<string, unknown>[] {
 
 async function outcomesOf(h: Harness, batchId: string): Promise<Outcome[]> {
   const out: Outcome[] = [];
-  for await (const o of h.services.outcomes.scan(batchId)) out.push(o);
+  for await (const o of h.services.outcomes.scan(await h.services.batches.ref(batchId))) out.push(o);
   return out;
 }
 

@@ -600,7 +600,7 @@ describe('views (pure)', () => {
     let view: any;
     for (;;) {
       view = (await call('/v1/batches/http-capped')).json;
-      const held = (await h.services.budget.forBatch('http-capped')).held;
+      const held = (await h.services.budget.forBatch(await h.services.batches.ref('http-capped'))).held;
       if (held && view.counts.done + view.counts.failed >= 5 && view.counts.inflight === 0) break;
       if (Date.now() > deadline) throw new Error(`the capped batch did not settle: ${JSON.stringify(view.counts)}`);
       await new Promise((r) => setTimeout(r, 100));

@@ -92,7 +92,8 @@ describe('Redis Cluster', () => {
     const batchId = /batch (cluster-[0-9a-f]{12})/.exec(stdout)![1]!;
     const info = await h.services.batchViews.get(batchId);
     expect(info.counts).toMatchObject({ total: n, enqueued: n, done: n, failed: 0, possibleDuplicates: 0 });
-    for (const plate of plates) expect((await h.services.outcomes.get(batchId, plate))?.status, plate).toBe('done');
+    for (const plate of plates)
+      expect((await h.services.outcomes.get(await h.services.batches.ref(batchId), plate))?.status, plate).toBe('done');
     const stats = h.sim.stats({ plates: true });
     expect(Object.keys(stats.createsByPlate ?? {}).sort()).toEqual([...plates].sort());
     expect(Object.entries(stats.createsByPlate ?? {}).filter(([, c]) => c !== 1)).toEqual([]);

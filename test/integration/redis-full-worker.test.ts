@@ -81,7 +81,7 @@ describe('a worker with a full Redis', () => {
     expect(info.counts).toMatchObject({ enqueued: PLATES, done: PLATES, failed: 0 });
     expect(during.done).toBeLessThan(PLATES);
     const outcomes: Outcome[] = [];
-    for await (const o of services.outcomes.scan('full')) outcomes.push(o);
+    for await (const o of services.outcomes.scan(await services.batches.ref('full'))) outcomes.push(o);
     expect(outcomes.map((o) => o.plate).sort()).toEqual([...plates].sort());
     const creates = sim.stats({ plates: true }).createsByPlate ?? {};
     expect(Object.entries(creates).filter(([, n]) => n !== 1)).toEqual([]);

@@ -74,9 +74,9 @@ async function holdings(services: QueueServices, batchId: string) {
   const info = await services.batchViews.get(batchId);
   const rows: { row: number; plate: string; kind: string }[] = [];
   for await (const r of services.batches.rows(batchId)) rows.push(r);
-  const waiting = await admin.lrange(services.keys.pending(batchId), 0, -1);
+  const waiting = await admin.lrange(services.keys.pending(info), 0, -1);
   const jobs = await services.accounts.queue('default').getJobs(['waiting', 'prioritized', 'delayed', 'active']);
-  const ingested = Number(await admin.hget(services.keys.batch(batchId), 'ingestedRows'));
+  const ingested = Number(await admin.hget(services.keys.batch(info), 'ingestedRows'));
   return { info, rows, waiting, jobPlates: jobs.map((j) => j.data.plate), ingested };
 }
 

@@ -128,7 +128,7 @@ describe('Redis killed and restarted under serve --workers', () => {
       const info = await services.batchViews.get(batch.id);
       expect(info.counts).toMatchObject({ enqueued: PLATES, done: PLATES, failed: 0 });
       const outcomes: Outcome[] = [];
-      for await (const o of services.outcomes.scan(batch.id)) outcomes.push(o);
+      for await (const o of services.outcomes.scan(await services.batches.ref(batch.id))) outcomes.push(o);
       expect(outcomes.map((o) => o.plate).sort()).toEqual([...plates].sort());
     } finally {
       await services.close();

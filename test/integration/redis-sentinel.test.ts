@@ -67,7 +67,7 @@ describe('Redis Sentinel', () => {
     const stats = h.sim.stats({ plates: true });
     expect(Object.keys(stats.createsByPlate ?? {}).sort()).toEqual([...plates].sort());
     for (const plate of plates) {
-      const outcome = await h.services.outcomes.get(batchId, plate);
+      const outcome = await h.services.outcomes.get(await h.services.batches.ref(batchId), plate);
       expect(outcome?.status, plate).toBe('done');
       if ((stats.createsByPlate?.[plate] ?? 0) > 1)
         expect(outcome?.possibleDuplicate, `${plate} created twice but not flagged`).toBe(true);

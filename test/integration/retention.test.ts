@@ -423,7 +423,7 @@ describe('retention', () => {
     // A prune that crashed part-way through forgetting (outcomes gone, the batch still listed): the
     // next one keeps the good archive rather than rewrite it from what is left, and finishes.
     const good = await readFile(join(archiveDir, id, `${id}.jsonl`), 'utf8');
-    await h.services.outcomes.forget(id);
+    await h.services.outcomes.forget(await h.services.batches.ref(id));
     // Rewriting it from what is left fails verification (rows pending) and puts the good one back.
     await expect(
       archive.write(await batchExportSource(h.services.batches, h.services.outcomes, id), info, expected),

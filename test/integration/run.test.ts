@@ -104,7 +104,10 @@ describe('vqb run', () => {
       .filter(([, n]) => n > 1)
       .map(([p]) => p);
     for (const plate of twice)
-      expect((await h.services.outcomes.get(batchId, plate))?.possibleDuplicate, plate).toBe(true);
+      expect(
+        (await h.services.outcomes.get(await h.services.batches.ref(batchId), plate))?.possibleDuplicate,
+        plate,
+      ).toBe(true);
     expect(stats.creates - 300).toBeLessThanOrEqual(info.counts.possibleDuplicates);
   }, 90_000);
 

@@ -169,7 +169,8 @@ describe('the API key is never stored, logged or exported', () => {
     // The run really met the echoes, failed plates and logged at trace level: the search has material.
     expect(upstream.echoes()).toBeGreaterThanOrEqual(8);
     const failed: Outcome[] = [];
-    for await (const o of h.services.outcomes.scan(batchId)) if (o.status === 'failed') failed.push(o);
+    for await (const o of h.services.outcomes.scan(await h.services.batches.ref(batchId)))
+      if (o.status === 'failed') failed.push(o);
     expect(failed.map((o) => `${o.plate} ${o.error?.code}`).sort()).toEqual([
       'ECH0A01 INVALID_PLATE',
       'ECH0A03 BAD_RESPONSE',

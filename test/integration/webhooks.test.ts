@@ -208,7 +208,7 @@ describe('webhooks: nothing lost to a crash', () => {
     const { batch } = await ingestList(h.services, plates, { source: 'library', callbackUrl: rx.url });
     // What a worker does up to its crash: the outcomes recorded, the batch finished by the script.
     for (const plate of plates)
-      await h.services.outcomes.record({
+      await h.services.outcomes.record(batch.account, {
         batchId: batch.id,
         plate,
         status: 'done',

@@ -22,7 +22,7 @@ describe('worker engine: the happy path', () => {
     const info = await h.services.batchViews.get('b1');
     expect(info.counts).toMatchObject({ enqueued: 300, done: 300, failed: 0, inflight: 0, creates: 300 });
     let outcomes = 0;
-    for await (const o of h.services.outcomes.scan('b1')) {
+    for await (const o of h.services.outcomes.scan(await h.services.batches.ref('b1'))) {
       outcomes++;
       expect(o.status).toBe('done');
       expect(o.queryId).toMatch(/\S/);

@@ -44,7 +44,7 @@ describe('worker engine: crashes', () => {
     const stats = h.sim.stats({ plates: true });
     for (const [plate, queryId] of stored) {
       expect(stats.createsByPlate?.[plate], plate).toBe(1);
-      expect((await h.services.outcomes.get('b', plate))?.queryId).toBe(queryId);
+      expect((await h.services.outcomes.get(await h.services.batches.ref('b'), plate))?.queryId).toBe(queryId);
     }
     const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(300);
@@ -54,7 +54,9 @@ describe('worker engine: crashes', () => {
       .filter(([, n]) => n > 1)
       .map(([p]) => p);
     for (const plate of repeated)
-      expect((await h.services.outcomes.get('b', plate))?.possibleDuplicate, plate).toBe(true);
+      expect((await h.services.outcomes.get(await h.services.batches.ref('b'), plate))?.possibleDuplicate, plate).toBe(
+        true,
+      );
     expect(repeated.length).toBeLessThanOrEqual(info.counts.possibleDuplicates);
   }, 120_000);
 

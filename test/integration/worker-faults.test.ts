@@ -23,7 +23,7 @@ describe('worker engine: faults', () => {
     await h.waitForBatch('b', 90_000);
     const info = await h.services.batchViews.get('b');
     expect(info.counts).toMatchObject({ done: 99, failed: 1 });
-    const failed = await h.services.outcomes.get('b', bad);
+    const failed = await h.services.outcomes.get(await h.services.batches.ref('b'), bad);
     expect(failed).toMatchObject({ status: 'failed', error: { code: 'VEHICLE_NOT_FOUND' } });
     expect(failed?.queryId).toBeTruthy();
     const stats = h.sim.stats({ plates: true });
@@ -49,7 +49,8 @@ describe('worker engine: faults', () => {
       .sort();
     expect(stats.faults.dropsAfterCreate).toBeGreaterThan(0);
     const flagged: string[] = [];
-    for await (const o of h.services.outcomes.scan('b')) if (o.possibleDuplicate) flagged.push(o.plate);
+    for await (const o of h.services.outcomes.scan(await h.services.batches.ref('b')))
+      if (o.possibleDuplicate) flagged.push(o.plate);
     expect(flagged.sort()).toEqual(twice);
     const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(80);
@@ -83,7 +84,7 @@ describe('worker engine: faults', () => {
     const maxInFlight = await peak.stop();
     let firstResult = Infinity;
     let lastCreate = 0;
-    for await (const o of h.services.outcomes.scan('b')) {
+    for await (const o of h.services.outcomes.scan(await h.services.batches.ref('b'))) {
       firstResult = Math.min(firstResult, o.finishedAt);
       lastCreate = Math.max(lastCreate, o.createdAt ?? 0);
     }

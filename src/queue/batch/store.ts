@@ -185,17 +185,17 @@ export class BatchStore {
       throw new BatchIdTakenError(batch.id);
     if (created) {
       await this.#redis.hset(key, {
-          id: batch.id,
-          account: batch.account,
-          priority: batch.priority,
-          weight: String(batch.weight),
-          source: batch.source,
-          name: batch.name,
-          product: batch.product,
-          metadata: JSON.stringify(batch.metadata ?? {}),
-          extraColumns: JSON.stringify(batch.extraColumns ?? []),
-          ingestedRows: '0',
-          reuseWithinMs: String(batch.reuseWithinMs ?? 0),
+        id: batch.id,
+        account: batch.account,
+        priority: batch.priority,
+        weight: String(batch.weight),
+        source: batch.source,
+        name: batch.name,
+        product: batch.product,
+        metadata: JSON.stringify(batch.metadata ?? {}),
+        extraColumns: JSON.stringify(batch.extraColumns ?? []),
+        ingestedRows: '0',
+        reuseWithinMs: String(batch.reuseWithinMs ?? 0),
         ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
       });
       // The global list (its own slot) after the batch's hash: a listed batch always has one.
@@ -371,7 +371,8 @@ export class BatchStore {
     { id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]
   > {
     const ids = await this.#redis.zrange(this.#keys.batches, 0, -1);
-    const accounts: (string | null)[] = ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
+    const accounts: (string | null)[] =
+      ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
     const fields = await Promise.all(
       ids.map((id: string, i: number) =>
         this.#redis.hmget(this.#keys.batch({ id, account: accounts[i] ?? 'default' }), 'finishedAt', 'deleteRequested'),

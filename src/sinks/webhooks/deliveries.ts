@@ -65,9 +65,7 @@ export class DeliveryLog {
   async list(batchId: string): Promise<DeliveryRecord[]> {
     const key = await this.#key(batchId);
     if (!key) return [];
-    const all = Object.values(await this.#redis.hgetall(key)).map(
-      (raw) => JSON.parse(raw) as DeliveryRecord,
-    );
+    const all = Object.values(await this.#redis.hgetall(key)).map((raw) => JSON.parse(raw) as DeliveryRecord);
     return all.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
