@@ -130,9 +130,8 @@ describe('cost controls', () => {
     expect(info.counts.creates).toBe(stats.creates);
     expect(info.counts.polls).toBe(stats.gets);
     expect(info.counts.rateLimited).toBe(stats.rateLimited);
-    const [today] = await new CostLedger(h.services.redis, h.services.keys, () =>
-      h.config.accounts.map((a) => a.id),
-    ).days(1);
+    const accounts = h.config.accounts.map((a) => a.id);
+    const [today] = await new CostLedger(h.services.redis, h.services.keys, () => accounts).days(1);
     expect(today!.counts).toMatchObject({ creates: stats.creates, polls: stats.gets, rateLimited: stats.rateLimited });
   });
 });
