@@ -1,7 +1,9 @@
-// Redis Cluster: a real 3-master cluster started by the test. `vqb run` is pointed at a node that
-// does NOT own vqb's slot (a plain client would answer MOVED), and the slot is migrated to another
-// master while the batch runs (SETSLOT IMPORTING/MIGRATING, MIGRATE … KEYS until the slot is empty,
-// SETSLOT NODE): the batch still finishes, each plate with one outcome and one create.
+// Redis Cluster: a real 3-master cluster started by the test. Each account's keys share its own
+// slot (keys.ts), so the accounts spread over the masters: 30 busy accounts put a fair part of the
+// load on each. `vqb run` is pointed at a node that does NOT own its account's slot (a plain
+// client would answer MOVED), and the slot is migrated to another master while the batch runs
+// (SETSLOT IMPORTING/MIGRATING, MIGRATE … KEYS until the slot is empty, SETSLOT NODE): the batch
+// still finishes, each plate with one outcome and one create.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +31,56 @@ afterAll(async () => {
 const urlOf = (port: number) => `redis://127.0.0.1:${port}`;
 
 describe('Redis Cluster', () => {
-  it('a batch through `vqb run` at a node without the slot finishes across a slot migration: one outcome and one create per plate', async () => {
+  it('30 busy accounts spread over 3 masters: each serves at least 20 % of the commands, one create per plate', async () => {
+    const accounts = Array.from({ length: 30 }, (_, i) => ({
+      id: `c${String(i).padStart(2, '0')}`,
+      rateLimit: '20/s',
+    }));
+    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
+    const h = await harness.start({
+      label: 'cluster-spread',
+      workers: 0,
+      accounts,
+      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
+      sim: { completionMs: [100, 300] },
+    });
+    // Where the accounts' slots are: the count per master the load should follow.
+    const owners = await Promise.all(
+      accounts.map(async (a) => (await cluster.ownerOf(await cluster.slotOf(h.services.keys.accountTag(a.id)))).port),
+    );
+    const perMaster = cluster.nodes.map((n) => owners.filter((p) => p === n.port).length);
+    const processed = () =>
+      Promise.all(
+        cluster.nodes.map(async (n) =>
+          Number(/^total_commands_processed:(\d+)/m.exec(await n.redis.info('stats'))?.[1] ?? 0),
+        ),
+      );
+    h.startWorker();
+    const before = await processed();
+    const plates = makePlates(accounts.length * 10, 40_000);
+    await Promise.all(
+      accounts.map((a, i) => h.enqueue(`spread-${a.id}`, plates.slice(i * 10, i * 10 + 10), { account: a.id })),
+    );
+    for (const a of accounts) await h.waitForBatch(`spread-${a.id}`, 120_000);
+    const after = await processed();
+    const served = after.map((n, i) => n - before[i]!);
+    const total = served.reduce((a, b) => a + b, 0);
+    const shares = served.map((n) => n / total);
+    console.log(
+      `30 accounts over 3 masters (accounts per master ${perMaster.join(' / ')}): commands ${served.join(' / ')}, shares ${shares.map((x) => x.toFixed(2)).join(' / ')}`,
+    );
+    for (const share of shares) expect(share).toBeGreaterThanOrEqual(0.2);
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.creates).toBe(plates.length);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    expect(stats.rateLimited).toBe(0);
+    // Each account's keys sit on its own slot: the master that owns it holds them, the others none.
+    const a0 = accounts[0]!.id;
+    const slot0 = await cluster.slotOf(h.services.keys.accountTag(a0));
+    expect(await (await cluster.ownerOf(slot0)).redis.cluster('COUNTKEYSINSLOT', slot0)).toBeGreaterThan(0);
+  }, 240_000);
+
+  it("a batch through `vqb run` at a node without its account's slot finishes across a migration of that slot: one outcome and one create per plate", async () => {
     const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
     const h = await harness.start({
       label: 'cluster',
@@ -37,11 +88,12 @@ describe('Redis Cluster', () => {
       config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
       sim: { completionMs: [200, 600] },
     });
-    const slot = await cluster.slotOf(hashTagOf(h.config.prefix)!);
+    const tag = h.services.keys.accountTag(h.config.accounts[0]!.id);
+    const slot = await cluster.slotOf(tag);
     const owner = await cluster.ownerOf(slot);
     const elsewhere = cluster.nodes.filter((n) => n !== owner);
-    // The node the CLI is given answers MOVED for every vqb key.
-    const moved = await elsewhere[0]!.redis.get(`${h.config.prefix}:probe`).catch((err: Error) => err.message);
+    // The node the CLI is given answers MOVED for every key of the account.
+    const moved = await elsewhere[0]!.redis.get(`x:{${tag}}:probe`).catch((err: Error) => err.message);
     expect(moved).toMatch(/^MOVED /);
 
     const n = 300;
@@ -62,7 +114,7 @@ describe('Redis Cluster', () => {
       240_000,
     );
 
-    // Mid-batch: move vqb's slot to another master, a few keys at a time, while the workers write.
+    // Mid-batch: move the account's slot to another master, a few keys at a time, while the workers write.
     while (h.sim.stats().creates < 60 && run.child.exitCode === null) await sleep(50);
     expect(run.child.exitCode).toBeNull();
     // Ten keys per MIGRATE (as redis-cli --cluster reshard does), and between two MIGRATEs the

@@ -48,7 +48,17 @@ const OWNERS: Record<string, string> = {
   batchWebhooks: 'src/sinks/webhooks/',
   retentionLock: 'src/retention.ts',
   workers: 'src/queue/presence.ts',
+  batchAccounts: 'src/queue/batch/',
+  schedActiveFlag: 'src/queue/scheduler.ts',
+  legacyCostDay: 'src/queue/costs.ts',
+  layout: 'src/queue/layout.ts',
+  // Not structures: the account slot's names, built in keys.ts only (tests and the bench read them).
+  accountBase: 'src/queue/keys.ts',
+  accountTag: 'src/queue/keys.ts',
 };
+
+/** Moves data of the single-slot layout to the current one (issue 21): it names every structure, once. */
+const MIGRATION = 'src/queue/layout.ts';
 
 describe('one owner per Redis structure', () => {
   it('every key name is used only by its owner module', () => {
@@ -57,7 +67,7 @@ describe('one owner per Redis structure', () => {
       const text = readFileSync(join(ROOT, file), 'utf8');
       for (const match of text.matchAll(/\bkeys\.([A-Za-z]+)\b/g)) {
         const owner = OWNERS[match[1]!];
-        if (owner !== undefined && !file.startsWith(owner)) strays.push(`${file}: keys.${match[1]}`);
+        if (owner !== undefined && !file.startsWith(owner) && file !== MIGRATION) strays.push(`${file}: keys.${match[1]}`);
       }
       // A key built by hand from the base would dodge the check.
       if (/keys\.base\b/.test(text) && file !== 'src/queue/keys.ts') strays.push(`${file}: keys.base`);
