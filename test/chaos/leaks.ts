@@ -3,6 +3,7 @@
 // every file under a directory. Used by the chaos suite and test/integration/secrets.test.ts.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { deploymentPatterns } from '../../src/queue/keys.js';
 import type { RedisClient } from '../../src/queue/redis.js';
 
 export interface Leak {
@@ -36,12 +37,17 @@ export interface RedisScan {
   leaks: Leak[];
 }
 
-/** SCAN + TYPE + the whole value of every key matching `${prefix}*`. */
+/** SCAN + TYPE + the whole value of every key of the deployment (both homes: keys.ts). */
 export async function scanRedis(redis: RedisClient, prefix: string, needles: readonly string[]): Promise<RedisScan> {
   const result: RedisScan = { keys: 0, byType: {}, leaks: [] };
+  for (const pattern of deploymentPatterns(prefix)) await scanPattern(redis, pattern, needles, result);
+  return result;
+}
+
+async function scanPattern(redis: RedisClient, pattern: string, needles: readonly string[], result: RedisScan) {
   let cursor = '0';
   do {
-    const [next, names] = await redis.scanBuffer(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    const [next, names] = await redis.scanBuffer(cursor, 'MATCH', pattern, 'COUNT', 500);
     cursor = next.toString();
     for (const nameBuf of names) {
       const name = nameBuf.toString('utf8');
@@ -81,7 +87,6 @@ export async function scanRedis(redis: RedisClient, prefix: string, needles: rea
       for (const v of values) result.leaks.push(...findIn(v, needles, `redis ${type} ${name}`));
     }
   } while (cursor !== '0');
-  return result;
 }
 
 /** Every regular file under dir, recursively. */

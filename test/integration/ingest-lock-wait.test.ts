@@ -9,6 +9,17 @@ const harness = useHarness();
 describe('ingest lock', () => {
   it('waiting for another ingest of the batch is said at once, once, with when its lock expires; the ingest then goes on', async () => {
     const h = await harness.start({ label: 'ingest-lock', workers: 0 });
+    // What a process killed mid-ingest leaves: the batch opened, its ingest lock held.
+    const account = h.config.accounts[0]!;
+    await h.services.batches.open({
+      id: 'locked',
+      account: account.id,
+      priority: 'normal',
+      weight: 1,
+      source: 'library',
+      name: 'locked',
+      product: account.product,
+    });
     const held = await h.services.batches.lockIngest('locked');
     const waits: number[] = [];
     const started = Date.now();

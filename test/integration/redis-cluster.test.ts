@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/queue/redis.js';
-import { hashTagOf } from '../../src/queue/redis-settings.js';
 import { freePort } from '../../src/redis-server.js';
 import { openQueueServices } from '../../src/services.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
