@@ -12,6 +12,7 @@ import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { VqbKeys } from './queue/keys.js';
+import { ensureLayout } from './queue/layout.js';
 import { PlateSettle } from './queue/plate-settle.js';
 import type { RedisClient } from './queue/redis.js';
 import { connectRedis, preflightRedis } from './queue/redis.js';
@@ -81,6 +82,8 @@ export async function openQueueServices(
   const redis = connectRedis(config.redis, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
     await preflightRedis(redis, config, options.warn);
+    // Data of the single-slot layout is moved once, by the first process of the new version.
+    await ensureLayout(redis, new VqbKeys(config), config, (msg) => options.warn?.(msg));
   } catch (err) {
     redis.disconnect();
     throw err;

@@ -5,6 +5,7 @@ import { pacingIntervalMs } from '../accounts/account.js';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { Metrics } from '../metrics.js';
+import { ensureLayoutAtStart } from '../queue/layout.js';
 import { waitForRedisAtStart } from '../queue/redis.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { archiveFor } from '../sinks/export.js';
@@ -61,6 +62,7 @@ export const workCommand: Command = {
       logger.flush();
       return 0;
     }
+    await ensureLayoutAtStart(config, logger);
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}), ...testHooks() });
     // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.

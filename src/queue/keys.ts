@@ -155,7 +155,7 @@ export class VqbKeys {
     return `${this.accountBase(accountId)}:sched:staged`;
   }
 
-  /** String on the account's slot: the generation of its current stay among the active accounts, while it has work. */
+  /** Hash on the account's slot: `on` while it has work, `gen` the generation of its current stay among the active accounts. */
   schedActiveFlag(accountId: string): string {
     return `${this.accountBase(accountId)}:sched:active`;
   }

@@ -11,9 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
 import { ACCOUNT_ID } from '../accounts/account.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
 import { BATCH_ID } from './batch/store.js';
-import { accountQueueName, type BatchRef, type VqbKeys } from './keys.js';
-import { type RedisClient, serversOf } from './redis.js';
+import { accountQueueName, type BatchRef, VqbKeys } from './keys.js';
+import { connectRedis, type RedisClient, serversOf } from './redis.js';
 import { withScripts } from './scripts.js';
 import { PRIORITY_CLASSES } from './types.js';
 
@@ -495,4 +497,20 @@ async function moveRound(redis: RedisClient, moves: Move[]): Promise<number> {
     replyValue(deleted[i], `DEL ${m.from}`);
   });
   return present.length;
+}
+
+/**
+ * For long-lived processes (`vqb work`, `vqb serve`), once Redis answers: their workers open their
+ * connections synchronously, so the data is moved here first, on a connection of its own.
+ */
+export async function ensureLayoutAtStart(
+  config: Pick<Config, 'redis' | 'prefix' | 'queueName'>,
+  logger: Pick<Logger, 'info'>,
+): Promise<LayoutResult> {
+  const redis = connectRedis(config.redis, { name: 'vqb-layout' });
+  try {
+    return await ensureLayout(redis, new VqbKeys(config), config, (msg, fields) => logger.info(fields ?? {}, msg));
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
 }

@@ -197,12 +197,13 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
   }
 
   if (mode === 'cluster') {
-    // Every key vqb and BullMQ write starts with the prefix: its hash tag puts them all in one
-    // slot, which multi-key commands and Lua scripts need. Without one, they would spread.
+    // The structures all accounts share live under the prefix, and some move together (a batch
+    // listed with its account): its hash tag keeps them in one slot. Each account's keys have
+    // a tag of their own (keys.ts).
     if (hashTagOf(input.prefix) === undefined) {
       throw new ConfigError(
         'VQ_PREFIX',
-        `Redis Cluster needs a prefix with a {hash tag} so that every key lands in one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`,
+        `Redis Cluster needs a prefix with a {hash tag} so that the keys all accounts share land in one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`,
       );
     }
     const nodes = urls.map(nodeOf);

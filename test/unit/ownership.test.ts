@@ -67,7 +67,8 @@ describe('one owner per Redis structure', () => {
       const text = readFileSync(join(ROOT, file), 'utf8');
       for (const match of text.matchAll(/\bkeys\.([A-Za-z]+)\b/g)) {
         const owner = OWNERS[match[1]!];
-        if (owner !== undefined && !file.startsWith(owner) && file !== MIGRATION) strays.push(`${file}: keys.${match[1]}`);
+        if (owner !== undefined && !file.startsWith(owner) && file !== MIGRATION)
+          strays.push(`${file}: keys.${match[1]}`);
       }
       // A key built by hand from the base would dodge the check.
       if (/keys\.base\b/.test(text) && file !== 'src/queue/keys.ts') strays.push(`${file}: keys.base`);
