@@ -5,6 +5,7 @@
 // Everything paid is counted at the simulator (its stats, with every counted request's arrival
 // per key): whether all batches finish, the 429s, and each account's use of its key while it had
 // creates waiting; Redis commands, clients and CPU from the dedicated server, worker CPU from /proc.
+// The scenario runs on any `ManyRedis`: one server here, the masters of a cluster in bench/cluster.ts.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { Redis } from 'ioredis';
 import { perSecond } from '../src/accounts/account.js';
 import { parseRateLimit } from '../src/config.js';
 import { createVqb, type Overrides, type Vqb } from '../src/index.js';
-import { type BatchRef, VqbKeys } from '../src/queue/keys.js';
+import { type BatchRef, barePrefix, VqbKeys } from '../src/queue/keys.js';
 import { startThrowawayRedis } from '../src/redis-server.js';
 import { platesFrom, sleep } from './common.js';
 import {
@@ -196,18 +197,42 @@ async function inParallel<T>(items: T[], limit: number, fn: (item: T) => Promise
   );
 }
 
-/** Samples the dedicated Redis each second: the most clients and the densest second of commands. */
-function sampleRedis(probe: Probe): { stop(): Promise<{ peakClients: number; peakCommandsPerS: number }> } {
-  let peakClients = 0;
-  let peakCommandsPerS = 0;
-  let last: Snapshot | undefined;
+interface Peaks {
+  /** Per master: the most clients seen and the densest second of commands. */
+  masters: { peakClients: number; peakCommandsPerS: number }[];
+  /** All masters together, read at the same sample. */
+  peakClients: number;
+  peakCommandsPerS: number;
+}
+
+/** Samples every master each second: the most clients and the densest second of commands, each and in all. */
+function sampleRedis(probes: Probe[]): { stop(): Promise<Peaks> } {
+  const peaks: Peaks = {
+    masters: probes.map(() => ({ peakClients: 0, peakCommandsPerS: 0 })),
+    peakClients: 0,
+    peakCommandsPerS: 0,
+  };
+  let last: Snapshot[] | undefined;
   let stopped = false;
   const loop = (async () => {
     while (!stopped) {
-      const s = await probe.snapshot();
-      peakClients = Math.max(peakClients, s.clients);
-      if (last) peakCommandsPerS = Math.max(peakCommandsPerS, commandsBetween(last, s) / ((s.at - last.at) / 1000));
-      last = s;
+      const now = await Promise.all(probes.map((p) => p.snapshot()));
+      let clients = 0;
+      let commandsPerS = 0;
+      now.forEach((s, i) => {
+        const m = peaks.masters[i]!;
+        m.peakClients = Math.max(m.peakClients, s.clients);
+        clients += s.clients;
+        const prev = last?.[i];
+        if (prev) {
+          const rate = commandsBetween(prev, s) / ((s.at - prev.at) / 1000);
+          m.peakCommandsPerS = Math.max(m.peakCommandsPerS, rate);
+          commandsPerS += rate;
+        }
+      });
+      peaks.peakClients = Math.max(peaks.peakClients, clients);
+      peaks.peakCommandsPerS = Math.max(peaks.peakCommandsPerS, commandsPerS);
+      last = now;
       await sleep(1_000);
     }
   })();
@@ -215,14 +240,17 @@ function sampleRedis(probe: Probe): { stop(): Promise<{ peakClients: number; pea
     async stop() {
       stopped = true;
       await loop;
-      return { peakClients, peakCommandsPerS };
+      return peaks;
     },
   };
 }
 
-/** Waits until every batch's hash has a finishedAt (one pipelined HMGET of those not finished, each second). */
+/**
+ * Waits until every batch's hash has a finishedAt: each second, one pipelined HMGET of those not
+ * finished per master, on the probe of the master that holds the batch (`home`), which counts them.
+ */
 async function waitFinished(
-  probe: Probe,
+  home: (b: BatchRef) => Probe,
   keys: VqbKeys,
   batches: BatchRef[],
   deadline: number,
@@ -231,14 +259,24 @@ async function waitFinished(
   for (;;) {
     const open = batches.filter((b) => !finished.has(b.id));
     if (open.length === 0) return finished;
-    const pipeline = probe.redis.pipeline();
-    for (const b of open) pipeline.hmget(keys.batch(b), 'finishedAt', 'done', 'failed');
-    probe.count('hmget', open.length);
-    const replies = (await pipeline.exec()) ?? [];
-    open.forEach(({ id }, i) => {
-      const [at, done, failed] = (replies[i]?.[1] ?? []) as (string | null)[];
-      if (at) finished.set(id, { finishedAt: Number(at), done: Number(done ?? 0), failed: Number(failed ?? 0) });
-    });
+    const byMaster = new Map<Probe, BatchRef[]>();
+    for (const b of open) {
+      const refs = byMaster.get(home(b)) ?? [];
+      byMaster.set(home(b), refs);
+      refs.push(b);
+    }
+    await Promise.all(
+      [...byMaster].map(async ([probe, refs]) => {
+        const pipeline = probe.redis.pipeline();
+        for (const b of refs) pipeline.hmget(keys.batch(b), 'finishedAt', 'done', 'failed');
+        probe.count('hmget', refs.length);
+        const replies = (await pipeline.exec()) ?? [];
+        refs.forEach(({ id }, i) => {
+          const [at, done, failed] = (replies[i]?.[1] ?? []) as (string | null)[];
+          if (at) finished.set(id, { finishedAt: Number(at), done: Number(done ?? 0), failed: Number(failed ?? 0) });
+        });
+      }),
+    );
     if (finished.size === batches.length) return finished;
     if (Date.now() > deadline) return finished;
     await sleep(1_000);
@@ -275,27 +313,88 @@ function accountUse(
   };
 }
 
+/** Where the scenario's Redis is: one server, or the masters of a cluster, each read directly. */
+export interface ManyRedis {
+  /** What the workers and the bench's library instance are told: REDIS_URL, and VQ_REDIS_MODE for a cluster. */
+  env: Record<string, string>;
+  /** For the log: what was started. */
+  label: string;
+  /** One Probe per master (a direct connection to it), in a fixed order. */
+  probes: Probe[];
+  /** For each hash tag, the index in `probes` of the master holding its slot. */
+  ownersOf(tags: string[]): Promise<number[]>;
+  /** How many of the 16,384 hash slots each master holds (a cluster's; absent for one server). */
+  hashSlots?: number[];
+  close(): Promise<void>;
+}
+
+/** A redis-server of the step's own (a free port, saving nothing): no other client's traffic in its counters. */
+export async function singleRedis(): Promise<ManyRedis> {
+  const server = await startThrowawayRedis();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: 2, connectionName: 'vqb-bench-many' });
+  return {
+    env: { REDIS_URL: server.url },
+    label: `dedicated redis-server at ${server.url}`,
+    probes: [new Probe(redis)],
+    ownersOf: async (tags) => tags.map(() => 0),
+    async close() {
+      redis.disconnect();
+      await server.close();
+    },
+  };
+}
+
+/** One master's part of a run: its counters over the run (the step's own calls subtracted). */
+export interface MasterFigures {
+  port: number;
+  /** Hash slots it holds (a cluster's master). */
+  hashSlots?: number;
+  /** Accounts whose slot this master holds; whether it holds the prefix's (global) slot too. */
+  accounts: number;
+  globalSlot: boolean;
+  commandsPerS: number;
+  peakCommandsPerS: number;
+  /** Its share of all masters' commands. */
+  commandShare: number;
+  /** used_cpu_user + used_cpu_sys over the run ÷ the run: the share of one core it used, %. */
+  cpuPercent: number;
+  cpuMsPerPlate: number;
+  clientsBefore: number;
+  peakClients: number;
+  clientsAtEnd: number;
+}
+
 export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSettings): Promise<ManyAccountsFigures> {
+  return (await runManyAccounts(ctx, s, await singleRedis())).figures;
+}
+
+/**
+ * The scenario on `target` (closed at the end, whatever happens): the figures of the `many` step,
+ * Redis's summed over the masters, and each master's own.
+ */
+export async function runManyAccounts(
+  ctx: StepContext,
+  s: ManyAccountsSettings,
+  target: ManyRedis,
+): Promise<{ figures: ManyAccountsFigures; masters: MasterFigures[] }> {
   // The workers inherit the bench's environment (bench/procs.ts): a VQ_* setting there is part of what was measured.
   const workerEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('VQ_'))) as Record<
     string,
     string
   >;
   if (Object.keys(workerEnv).length > 0) s = { ...s, workerEnv };
-  const limit = parseRateLimit(s.keyLimit);
-  if (!limit) throw new Error(`bad key limit ${s.keyLimit}`);
-  const limitPerS = perSecond({ rateLimit: limit });
-  const server = await startThrowawayRedis();
-  const redis = new Redis(server.url, { maxRetriesPerRequest: 2, connectionName: 'vqb-bench-many' });
-  const probe = new Probe(redis);
+  const probes = target.probes;
   const dir = await mkdtemp(join(tmpdir(), 'vqb-bench-many-'));
   const ids = Array.from({ length: s.accounts }, (_, i) => accountId(i));
   let sim: SimChild | undefined;
   const workers: WorkerChild[] = [];
   let vqb: Vqb | undefined;
-  ctx.log(`    dedicated redis-server at ${server.url}; ${s.accounts} keys at ${s.keyLimit}, learned (auto)`);
+  ctx.log(`    ${target.label}; ${s.accounts} keys at ${s.keyLimit}, learned (auto)`);
   try {
-    const redisVersion = /^redis_version:(.*)$/m.exec(await redis.info('server'))?.[1]?.trim() ?? 'unknown';
+    const limit = parseRateLimit(s.keyLimit);
+    if (!limit) throw new Error(`bad key limit ${s.keyLimit}`);
+    const limitPerS = perSecond({ rateLimit: limit });
+    const redisVersion = /^redis_version:(.*)$/m.exec(await probes[0]!.redis.info('server'))?.[1]?.trim() ?? 'unknown';
     sim = await startSimChildWithConfig({
       keys: ids.map((id, i) => ({ key: keyOf(i), label: id, rateLimit: s.keyLimit })),
       window: 'sliding',
@@ -309,20 +408,27 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       JSON.stringify({ accounts: ids.map((id, i) => ({ id, apiKey: keyOf(i), rateLimit: 'auto' })) }),
     );
     const prefix = `{vqbbench-many-${randomBytes(4).toString('hex')}}`;
-    const settings = { REDIS_URL: server.url, VQ_PREFIX: prefix, VQ_BASE_URL: sim.url, VQ_ACCOUNTS_FILE: file };
-    const before = await probe.snapshot();
+    const settings = { ...target.env, VQ_PREFIX: prefix, VQ_BASE_URL: sim.url, VQ_ACCOUNTS_FILE: file };
+    const before = await Promise.all(probes.map((p) => p.snapshot()));
     const t = Date.now();
     // One at a time: a process's start-up is CPU-bound, and the bench has two cores.
     for (let i = 0; i < s.workers; i++) workers.push(await startWorkerChild({ ...settings, LOG_LEVEL: 'info' }));
     const startWorkersS = (Date.now() - t) / 1000;
     vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides, workers: false });
     const keys = new VqbKeys({ prefix, queueName: vqb.config.queueName });
+    // Which master holds each account's slot, and the prefix's own (the structures every account shares).
+    const [globalOwner, ...owners] = await target.ownersOf([
+      barePrefix(prefix),
+      ...ids.map((id) => keys.accountTag(id)),
+    ]);
+    const ownerOf = new Map(ids.map((id, i) => [id, owners[i]!]));
+    const home = (b: BatchRef) => probes[ownerOf.get(b.account) ?? 0]!;
     const from = ctx.allocatePlates(s.accounts * s.platesPerAccount + 1);
     await sleep(2_000);
     await sim.reset();
 
-    const sampler = sampleRedis(probe);
-    const a = await probe.snapshot();
+    const sampler = sampleRedis(probes);
+    const a = await Promise.all(probes.map((p) => p.snapshot()));
     const cpu0 = workers.map((w) => w.cpuSeconds());
     const simCpu0 = processCpuSeconds(sim.pid);
     const t0 = Date.now();
@@ -358,15 +464,16 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       ...ids.map((id) => ({ id: `many-${id}`, account: id })),
       { id: 'many-interactive', account: interactiveAccount },
     ];
-    const finished = await waitFinished(probe, keys, batchRefs, t0 + s.timeoutMs);
-    const b = await probe.snapshot();
-    const { peakClients, peakCommandsPerS } = await sampler.stop();
+    const finished = await waitFinished(home, keys, batchRefs, t0 + s.timeoutMs);
+    const b = await Promise.all(probes.map((p) => p.snapshot()));
+    const peaks = await sampler.stop();
     const cpuS = workers.map((w, i) => w.cpuSeconds() - cpu0[i]!);
     const simCpuS = processCpuSeconds(sim.pid) - simCpu0;
     const bulkDone = ids.map((id) => finished.get(`many-${id}`)?.finishedAt ?? NaN).filter(Number.isFinite);
     const bulkEnd = bulkDone.length > 0 ? Math.max(...bulkDone) : Date.now();
     const wallS = (bulkEnd - t0) / 1000;
-    const seconds = (b.at - a.at) / 1000;
+    // The masters' snapshots are read together: their mean span is the run's.
+    const seconds = probes.reduce((sum, _, i) => sum + (b[i]!.at - a[i]!.at) / 1000, 0) / probes.length;
     if (finished.size < batchRefs.length)
       ctx.log(`    only ${finished.size} of ${batchRefs.length} batches finished within ${s.timeoutMs / 1000} s`);
 
@@ -404,7 +511,28 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
 
     const sorted = [...uses].sort((x, y) => x.ofLimit - y.ofLimit);
     const plates = s.accounts * s.platesPerAccount + 1;
-    const commands = commandsBetween(a, b);
+    const served = probes.map((_, i) => commandsBetween(a[i]!, b[i]!));
+    const commands = served.reduce((x, y) => x + y, 0);
+    const redisCpuS = probes.map((_, i) => b[i]!.cpuS - a[i]!.cpuS);
+    const calls = new Map<string, number>();
+    probes.forEach((_, i) => {
+      for (const [cmd, n] of callsBetween(a[i]!, b[i]!)) calls.set(cmd, (calls.get(cmd) ?? 0) + n);
+    });
+    const sum = (xs: number[]) => xs.reduce((x, y) => x + y, 0);
+    const masters: MasterFigures[] = probes.map((probe, i) => ({
+      port: probe.redis.options.port ?? 0,
+      ...(target.hashSlots ? { hashSlots: target.hashSlots[i]! } : {}),
+      accounts: owners.filter((o) => o === i).length,
+      globalSlot: globalOwner === i,
+      commandsPerS: round(served[i]! / seconds, 0),
+      peakCommandsPerS: round(peaks.masters[i]!.peakCommandsPerS, 0),
+      commandShare: round(served[i]! / commands, 3),
+      cpuPercent: round((redisCpuS[i]! / seconds) * 100, 1),
+      cpuMsPerPlate: round((redisCpuS[i]! * 1000) / plates, 3),
+      clientsBefore: before[i]!.clients,
+      peakClients: peaks.masters[i]!.peakClients,
+      clientsAtEnd: b[i]!.clients,
+    }));
     const figures: ManyAccountsFigures = {
       settings: s,
       redisVersion,
@@ -430,16 +558,18 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
       lowest: sorted.filter((u) => u.ofLimit < MANY_TARGETS.ofLimit).slice(0, 10),
       belowTarget: uses.filter((u) => u.ofLimit < MANY_TARGETS.ofLimit).length + (s.accounts - uses.length),
       ...(interactive ? { interactive } : {}),
+      // All masters together (one server: its own figures).
       redis: {
         commandsPerS: round(commands / seconds, 0),
-        peakCommandsPerS: round(peakCommandsPerS, 0),
-        clientsBefore: before.clients,
-        peakClients,
-        clientsAtEnd: b.clients,
-        cpuPercent: round(((b.cpuS - a.cpuS) / seconds) * 100, 1),
+        peakCommandsPerS: round(peaks.peakCommandsPerS, 0),
+        clientsBefore: sum(before.map((x) => x.clients)),
+        peakClients: peaks.peakClients,
+        clientsAtEnd: sum(b.map((x) => x.clients)),
+        cpuPercent: round((sum(redisCpuS) / seconds) * 100, 1),
         commandsPerPlate: round(commands / plates, 1),
         topCallsPerS: Object.fromEntries(
-          callsBetween(a, b)
+          [...calls]
+            .sort((x, y) => y[1] - x[1])
             .slice(0, 12)
             .map(([cmd, n]) => [cmd, round(n / seconds, 0)]),
         ),
@@ -455,13 +585,12 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
         `of limit min ${figures.ofLimit.min} p10 ${figures.ofLimit.p10} median ${figures.ofLimit.median}, ` +
         `${figures.redis.commandsPerS} commands/s, ${figures.redis.peakClients} clients`,
     );
-    return figures;
+    return { figures, masters };
   } finally {
     await vqb?.close().catch(() => undefined);
     await Promise.allSettled(workers.map((w) => w.stop()));
     await sim?.stop();
-    redis.disconnect();
-    await server.close();
+    await target.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -471,7 +600,8 @@ export async function measureManyAccounts(ctx: StepContext, s: ManyAccountsSetti
 
 const mark = (ok: boolean) => (ok ? ' ✓' : ' ✗');
 
-function rows(f: ManyAccountsFigures): string[][] {
+/** The step's figures as table rows: figure, measured, target (bench/cluster.ts sets two runs' side by side). */
+export function manyRows(f: ManyAccountsFigures): string[][] {
   const t = MANY_TARGETS;
   const s = f.settings;
   const i = f.interactive;
@@ -556,7 +686,7 @@ function rows(f: ManyAccountsFigures): string[][] {
   return out;
 }
 
-function title(f: ManyAccountsFigures): string {
+export function manyTitle(f: ManyAccountsFigures): string {
   const s = f.settings;
   const [lo, hi] = s.completionMs;
   const env = Object.entries(s.workerEnv ?? {})
@@ -576,9 +706,8 @@ its last create, ÷ (that span × the limit + 1), so a key used at exactly its l
 scores 1.0. Redis: INFO deltas over the run (the step's own INFO and HMGET calls subtracted), clients
 sampled each second. CPU: user + system from \`/proc/<pid>/stat\`, ÷ the run.`;
 
-export function manyAccountsTables(f: ManyAccountsFigures): { text: string; markdown: string } {
-  const head = ['figure', 'measured', 'target'];
-  const cells = rows(f);
+/** The lines under a run's table: its lowest accounts, and the worker log lines above info ('' when none). */
+export function manyNotes(f: ManyAccountsFigures): { lowest: string; log: string } {
   const lowest =
     f.lowest.length > 0
       ? `lowest accounts: ${f.lowest.map((u) => `${u.account} ${u.ofLimit} (${u.requests} requests in ${u.waitingS} s, first after ${u.firstRequestS} s, gaps ${u.gaps.join(' ')})`).join('; ')}`
@@ -587,14 +716,21 @@ export function manyAccountsTables(f: ManyAccountsFigures): { text: string; mark
     .filter(([msg]) => !msg.startsWith('info'))
     .map(([msg, n]) => `${msg} ×${n}`)
     .join('; ');
+  return { lowest, log };
+}
+
+export function manyAccountsTables(f: ManyAccountsFigures): { text: string; markdown: string } {
+  const head = ['figure', 'measured', 'target'];
+  const cells = manyRows(f);
+  const { lowest, log } = manyNotes(f);
   return {
-    text: [`${title(f)}\n${text(head, cells)}`, lowest, log ? `worker log: ${log}` : ''].filter(Boolean).join('\n'),
+    text: [`${manyTitle(f)}\n${text(head, cells)}`, lowest, log ? `worker log: ${log}` : ''].filter(Boolean).join('\n'),
     markdown: [
       '## Many accounts at once (issue 21)',
       '',
       `Redis ${f.redisVersion}. ${MANY_METHOD}`,
       '',
-      `**${title(f)}**`,
+      `**${manyTitle(f)}**`,
       '',
       markdown(head, cells),
       '',

@@ -4,6 +4,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { AccountPacingRun } from './accounts.js';
+import { type ClusterFigures, clusterTables } from './cluster.js';
 import type { MachineInfo } from './common.js';
 import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
@@ -44,6 +45,8 @@ export interface BenchResults {
   scale?: ScaleFigures;
   /** 1,000 accounts at once, four processes, one Redis (absent from older runs). */
   many?: ManyAccountsFigures;
+  /** The same scenario on one Redis and on a 3-master Redis Cluster, in one run (absent from older runs). */
+  cluster?: ClusterFigures;
   /** Each measured run: its wall time and the machine's 1-minute load average at its end. */
   steps: { name: string; seconds: number; load1: number }[];
   errors: string[];
@@ -575,11 +578,13 @@ export async function writeResults(
   const own = vqbRows(results);
   const scale = results.scale ? scaleTables(results.scale) : undefined;
   const many = results.many ? manyAccountsTables(results.many) : undefined;
+  const cluster = results.cluster ? clusterTables(results.cluster) : undefined;
   const table = [
     rows.length > 0 ? formatTable(rows) : '',
     own.length > 0 ? formatVqbTable(own) : '',
     scale?.text ?? '',
     many?.text ?? '',
+    cluster?.text ?? '',
   ]
     .filter(Boolean)
     .join('\n\n');
@@ -597,6 +602,7 @@ export async function writeResults(
     ...(own.length > 0 ? ['## Scheduling and per-account pacing (vqb alone)', '', markdownVqbTable(own), ''] : []),
     ...(scale ? [scale.markdown] : []),
     ...(many ? [many.markdown] : []),
+    ...(cluster ? [cluster.markdown] : []),
     workerLogSection(results),
     stepsSection(results),
     results.errors.length > 0 ? `**Steps that failed:**\n\n${results.errors.map((e) => `- ${e}`).join('\n')}\n` : '',

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { measureAccountPacing } from './accounts.js';
+import { clusterSettings, measureCluster } from './cluster.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
@@ -35,6 +36,7 @@ const STEPS = [
   'learned',
   'scale',
   'many',
+  'cluster',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -48,7 +50,8 @@ const ALIASES: Record<string, Step[]> = {
 };
 
 const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]]
-  --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest, 100 accounts in many) for smoke tests
+  --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest, 100 accounts in many
+            and cluster) for smoke tests
   --only    run only these steps (requests → makespan, footprint → makespan + ingest, memory and
             queued → ingest, scheduling → interactive + shares, per-account → accounts + scaleout + minute)`;
 
@@ -201,6 +204,7 @@ async function main(): Promise<number> {
       learned: learnedScenarios(quick).map((x) => ({ name: x.name, minutes: x.minutes })),
       scale: scaleSettings(quick),
       many: manyAccountsSettings(quick),
+      cluster: clusterSettings(quick),
     },
     steps: [],
     errors: [],
@@ -389,6 +393,15 @@ async function main(): Promise<number> {
             () => measureManyAccounts(ctx, settings),
           );
           if (many) results.many = many;
+          break;
+        }
+        case 'cluster': {
+          const settings = clusterSettings(quick);
+          const cluster = await attempt(
+            `${settings.accounts.toLocaleString('en')} accounts on one Redis, then on a ${settings.masters}-master cluster`,
+            () => measureCluster(ctx, settings),
+          );
+          if (cluster) results.cluster = cluster;
           break;
         }
         case 'eventloop': {

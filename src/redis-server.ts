@@ -1,12 +1,14 @@
 // A redis-server process of our own. `vqb demo` starts a throwaway one when no Redis is running
 // (so the quick start needs nothing but Debian's redis-server package), and tests that must
-// restart or reconfigure Redis start theirs the same way.
-import { type ChildProcess, spawn } from 'node:child_process';
+// restart or reconfigure Redis start theirs the same way; the cluster tests and the bench's
+// `cluster` step start a throwaway Redis Cluster of several such servers.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { VqbError } from './errors.js';
 
@@ -145,6 +147,104 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
     }
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export interface ThrowawayCluster {
+  /** The masters, in the order they were started. */
+  nodes: { port: number; url: string }[];
+  /** REDIS_URL for VQ_REDIS_MODE=cluster: every master's URL, comma-separated (the seeds). */
+  url: string;
+  /** Stops every server and deletes their directory. */
+  close(): Promise<void>;
+}
+
+const CLUSTER_ARGS = [
+  '--save',
+  '',
+  '--appendonly',
+  'no',
+  '--cluster-enabled',
+  'yes',
+  '--cluster-config-file',
+  'nodes.conf',
+  '--cluster-node-timeout',
+  '5000',
+];
+
+/**
+ * A Redis Cluster of `masters` masters and no replicas, each a server like startThrowawayRedis's
+ * (free port, keeps nothing, its own directory under one temporary directory), the slots split
+ * evenly by `redis-cli --cluster create` (Debian's redis-tools, which redis-server depends on).
+ * Resolves once every node says cluster_state:ok and knows every other.
+ */
+export async function startThrowawayCluster(masters = 3): Promise<ThrowawayCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'vqb-cluster-'));
+  const children: ChildProcess[] = [];
+  const nodes: { port: number; url: string }[] = [];
+  const killOnExit = () => {
+    for (const child of children) child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  const close = async () => {
+    process.removeListener('exit', killOnExit);
+    await Promise.all(children.map((child) => stopRedisServer(child)));
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    for (let i = 0; i < masters; i++) {
+      // As in startThrowawayRedis: another process may take the free port first.
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        const nodeDir = join(dir, String(port));
+        await mkdir(nodeDir);
+        try {
+          children.push(await spawnRedisServer({ port, dir: nodeDir, args: CLUSTER_ARGS, detached: true }));
+        } catch (err) {
+          if ((err as VqbError).code === 'REDIS_SERVER_FAILED' && attempt < 3) continue;
+          throw err;
+        }
+        nodes.push({ port, url: `redis://127.0.0.1:${port}` });
+        break;
+      }
+    }
+    try {
+      await promisify(execFile)('redis-cli', [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ]);
+    } catch (err) {
+      throw new VqbError('REDIS_SERVER_FAILED', `redis-cli --cluster create failed: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    // `create` returns once the slots are assigned; the nodes learn of each other by gossip after.
+    const probes = nodes.map((n) => {
+      const redis = new Redis(n.port, '127.0.0.1', { maxRetriesPerRequest: 2 });
+      redis.on('error', () => {});
+      return redis;
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const infos = await Promise.all(probes.map((r) => r.cluster('INFO')));
+        const known = new RegExp(`cluster_known_nodes:${masters}\\b`);
+        if (infos.every((info) => /cluster_state:ok/.test(info) && known.test(info))) break;
+        if (Date.now() > deadline)
+          throw new VqbError('REDIS_SERVER_FAILED', `the cluster of ${masters} did not reach cluster_state:ok in 30 s`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      for (const r of probes) r.disconnect();
+    }
+    return { nodes, url: nodes.map((n) => n.url).join(','), close };
+  } catch (err) {
+    await close();
     throw err;
   }
 }

@@ -1,7 +1,8 @@
 // Real Redis topologies for the connection-mode tests, started from Debian's redis-server: a
-// Redis Cluster (redis-cli --cluster create), a primary with a replica and three sentinels, a
-// TLS-only server with a CA made by openssl. Each lives in a temporary directory on free ports;
-// close() kills every process it started and deletes the directory.
+// Redis Cluster (started by src/redis-server.ts's startThrowawayCluster, which the bench shares),
+// a primary with a replica and three sentinels, a TLS-only server with a CA made by openssl. Each
+// lives in a temporary directory on free ports; close() stops every process it started and deletes
+// the directory.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
-import { freePort } from '../../src/redis-server.js';
+import { freePort, startThrowawayCluster } from '../../src/redis-server.js';
 
 const run = promisify(execFile);
 
@@ -112,56 +113,16 @@ export interface TestCluster {
 }
 
 export async function startCluster(masters = 3): Promise<TestCluster> {
-  const p = await processes('cluster');
+  const started = await startThrowawayCluster(masters);
   const nodes: ClusterNode[] = [];
   try {
-    for (let i = 0; i < masters; i++) {
-      const port = await freePort();
-      const dir = join(p.dir, String(port));
-      await mkdir(dir);
-      await startServer(
-        p,
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--dir',
-          dir,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          'nodes.conf',
-          '--cluster-node-timeout',
-          '5000',
-        ],
-        port,
-      );
+    for (const { port } of started.nodes) {
       const redis = direct(port);
       nodes.push({ port, id: await redis.cluster('MYID'), redis });
     }
-    await run('redis-cli', [
-      '--cluster',
-      'create',
-      ...nodes.map((n) => `127.0.0.1:${n.port}`),
-      '--cluster-replicas',
-      '0',
-      '--cluster-yes',
-    ]);
-    await until(async () => {
-      for (const n of nodes) {
-        const info = await n.redis.cluster('INFO');
-        if (!/cluster_state:ok/.test(info) || !new RegExp(`cluster_known_nodes:${masters}\\b`).test(info)) return false;
-      }
-      return true;
-    }, 'cluster_state:ok on every node');
   } catch (err) {
     for (const n of nodes) n.redis.disconnect();
-    await closeAll(p);
+    await started.close();
     throw err;
   }
 
@@ -199,7 +160,7 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
     },
     async close() {
       for (const n of nodes) n.redis.disconnect();
-      await closeAll(p);
+      await started.close();
     },
   };
   return cluster;
