@@ -274,10 +274,7 @@ export class AccountFlow {
    * rate window (a daily quota), holds the account until
    * then instead of drawing 429s. Resets within the window are left to the pacing: at steady
    * state a smooth pace runs the window's budget to 0 on every request, and X-RateLimit-Reset
-   * has whole-second precision (holding until it cost 40 % of the pace in the benchmark). The
-   * window is the one in force: for `auto`, the announced one (a per-minute key's every 12th
-   * answer says 0 left until a reset up to a minute away; holding on it cost 1,000 accounts
-   * a tenth of their limit), not the starting rate's second.
+   * has whole-second precision (holding until it cost 40 % of the pace in the benchmark).
    */
   async onAnswer(quota: QuotaSnapshot | undefined, log: Logger): Promise<void> {
     await this.reached(log);
@@ -291,7 +288,7 @@ export class AccountFlow {
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
     // +1 s: X-RateLimit-Reset is whole seconds, so a slot freeing 50 ms from now may read as a reset up to a second later.
-    if (wait <= this.#windowMs + 1_000) return;
+    if (wait <= this.#d.line.account.rateLimit.durationMs + 1_000) return;
     const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
     if (await this.#d.line.hold(wait, reason)) {
       this.#metrics.waited(this.accountId, reason, wait);

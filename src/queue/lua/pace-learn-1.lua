@@ -20,15 +20,7 @@
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
     ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
     the estimate holds an interval only while it is below it); ARGV[9] the allowance's least share
-    of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room);
-    ARGV[10] the answer's remaining requests in its window ('' none)
-  When an announced limit is first adopted (or changes), the requests the window already holds
-  push the next slot back: those sent at the starting rate before the answer came were not paced
-  by it, and pacing on from them at the new interval would put more than the limit in one window
-  (a hold at the reset was the only guard, a gap of three intervals a key, issue 21). The next
-  slot is then no earlier than the reset less the time the remaining requests take at the new
-  interval; requests taken but not yet counted by the upstream (sent after the answered one)
-  spend the remaining too.
+    of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room)
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
@@ -99,13 +91,6 @@ if ARGV[2] ~= '' then
   local changed = 0
   if source ~= 'announced' or f[11] ~= ARGV[2] or f[12] ~= tostring(windowMs) then changed = 1 end
   redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'announced', 'interval', tostring(interval), 'announced', ARGV[2], 'windowMs', tostring(windowMs))
-  local remaining, resetIn = tonumber(ARGV[10]), tonumber(ARGV[4])
-  if changed == 1 and remaining and resetIn then
-    local unseen = math.max(0, tonumber(f[5] or '0') - (limit - remaining))
-    local left = math.max(0, remaining - unseen)
-    local floor = math.min(now + resetIn - left * interval, now + windowMs)
-    if floor > tonumber(redis.call('HGET', KEYS[1], 'tat') or '0') then redis.call('HSET', KEYS[1], 'tat', tostring(floor)) end
-  end
   return {tostring(r), 'announced', tostring(windowMs), changed}
 end
 
