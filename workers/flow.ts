@@ -24,9 +24,10 @@ import { adviceFor } from './actions.js';
 export type Admission =
   /**
    * The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before
-   * sending. `priority` (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
+   * sending. `at` names the slot to the pace, should the request give it up. `priority`
+   * (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
-  | { go: true; due: number; priority: number }
+  | { go: true; due: number; at: string; priority: number }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -135,7 +136,7 @@ export class AccountFlow {
   async admitPoll(cls: PriorityClass): Promise<SendAdmission> {
     const priority = pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs) => this.#d.line.slot(horizonMs));
-    return 'why' in slot ? slot : { go: true, due: slot.due, priority };
+    return 'why' in slot ? slot : { go: true, due: slot.due, at: slot.at, priority };
   }
 
   /**
@@ -152,7 +153,7 @@ export class AccountFlow {
   async #slot<R extends { refused: string } = never>(
     priority: number,
     ask: (horizonMs: number) => Promise<Slot | R>,
-  ): Promise<{ due: number } | Extract<Admission, { why: 'later' }> | R> {
+  ): Promise<{ due: number; at: string } | Extract<Admission, { why: 'later' }> | R> {
     const done = await this.#turn(priority);
     try {
       for (;;) {
@@ -167,7 +168,7 @@ export class AccountFlow {
           const due = asked + slot.waitMs;
           const wait = due - performance.now();
           if (wait > 0) await sleep(wait);
-          return { due };
+          return { due, at: slot.at };
         }
         if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
         await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
@@ -205,16 +206,17 @@ export class AccountFlow {
    * 429 never). A hold that started meanwhile (a 429 elsewhere) is waited out here.
    */
   async ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<void> {
-    let due = admission.due;
+    let { due, at } = admission;
     // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
     // first look, unless the request must take another slot first.
     let known = heldMs;
     for (;;) {
       while (performance.now() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
         known = undefined;
-        const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, true));
+        const givenUp = at;
+        const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, givenUp));
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
-        else due = slot.due;
+        else ({ due, at } = slot);
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
       // out here, then the request takes a slot on the schedule the hold moved.
@@ -254,7 +256,7 @@ export class AccountFlow {
       return { go: false, why: 'cap', heldBy: slot.refused, until: await this.#holdAtCap(data, slot.refused) };
     }
     if ('why' in slot) return slot;
-    return { go: true, due: slot.due, priority };
+    return { go: true, due: slot.due, at: slot.at, priority };
   }
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */
@@ -287,8 +289,12 @@ export class AccountFlow {
     await this.#learnFrom(quota, log);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
-    // +1 s: X-RateLimit-Reset is whole seconds, so a slot freeing 50 ms from now may read as a reset up to a second later.
-    if (wait <= this.#d.line.account.rateLimit.durationMs + 1_000) return;
+    // The window in force: for `auto`, the one the upstream announced (a minute), not the 1 s of
+    // the start rate; read against that, a 12/min key held on every answer at its limit (issue 21).
+    // The start rate's slots are counted when the limit is first heard (pace-learn), so the pace
+    // alone keeps any window to its limit. +1 s: X-RateLimit-Reset is whole seconds, so a slot
+    // freeing 50 ms from now may read as a reset up to a second later.
+    if (wait <= this.#windowMs + 1_000) return;
     const reason: LimitReason = wait > QUOTA_WAIT_MS ? 'quota' : 'rate_limit';
     if (await this.#d.line.hold(wait, reason)) {
       this.#metrics.waited(this.accountId, reason, wait);

@@ -79,14 +79,20 @@ export interface RateInForce {
   lastProbeAt?: number;
 }
 
-export type Slot = { reserved: true; waitMs: number } | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
+/**
+ * `at`: the reserved slot's start as the pace wrote it (Redis's clock, ms, as text): a request that
+ * gives the slot up names it (`slot(horizon, at)`), so the pace knows which slot was never sent.
+ */
+export type Slot =
+  | { reserved: true; waitMs: number; at: string }
+  | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
 /** What pace-acquire (and create-admit, when it got as far as the pace) answers. */
-export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold'];
+export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold', at?: string];
 
-export function slotOf([reserved, wait, reason]: SlotReply): Slot {
+export function slotOf([reserved, wait, reason, at]: SlotReply): Slot {
   const waitMs = Math.max(0, Number(wait));
-  return reserved === 1 ? { reserved: true, waitMs } : { reserved: false, waitMs, reason };
+  return reserved === 1 ? { reserved: true, waitMs, at: at ?? '' } : { reserved: false, waitMs, reason };
 }
 
 const SCRIPTS = [
@@ -134,9 +140,10 @@ export class AccountLine {
   /**
    * The account's next request slot, reserved when it is at most `horizonMs` away: sleep
    * `waitMs`, then send. Otherwise nothing is reserved and the slot is `waitMs` away. `retake`:
-   * the request gave up a slot it had (a hold, a late wake-up), so this one is not counted again.
+   * the slot (its `at`) the request gave up (a hold, a late wake-up), so this one is not counted
+   * again and takes its place among the slots an `auto` account took before it heard a limit.
    */
-  async slot(horizonMs: number, retake = false): Promise<Slot> {
+  async slot(horizonMs: number, retake?: string): Promise<Slot> {
     const { keys, args } = this.paceTerms(horizonMs, retake);
     return slotOf((await this.#redis.vqbPaceAcquire(...keys, ...args)) as SlotReply);
   }
@@ -145,10 +152,11 @@ export class AccountLine {
    * What the pace's rule (lua/includes/pace-take.lua) needs: for pace-acquire and for the
    * create's one admission script (queue/admission.ts).
    */
-  paceTerms(horizonMs: number, retake = false): { keys: string[]; args: (string | number)[] } {
+  paceTerms(horizonMs: number, retake?: string): { keys: string[]; args: (string | number)[] } {
     return {
       keys: [this.#pace],
-      args: [this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap', retake ? '1' : '0'],
+      // A slot given up is named by its start; '' (a reply without one) still counts as a retake.
+      args: [this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap', retake === undefined ? '0' : retake || '1'],
     };
   }
 

@@ -10,12 +10,13 @@
     KEYS[4] the batch's budget hash; KEYS[5] the account's day counter; KEYS[6] its month counter;
     KEYS[7] the account's budget hash, run-time caps (queue/budget.ts)
     KEYS[8] the batch's outcomes hash (queue/batch/: the plate is finished already when it holds one)
-    ARGV[1] pacing interval, ms; ARGV[2] horizon, ms; ARGV[3] 'auto' | 'cap'; ARGV[4] retake '1'|'0'
+    ARGV[1] pacing interval, ms; ARGV[2] horizon, ms; ARGV[3] 'auto' | 'cap'; ARGV[4] retake: '0' here
     ARGV[5] job id; ARGV[6] batch id; ARGV[7] in-flight cap; ARGV[8] now (epoch ms, the slot's
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
     ARGV[13] month TTL s; ARGV[14] the plate
-  Returns {1, wait ms, reason} admitted (sleep `wait`, then send); {0, wait ms, 'pace'|'hold'}
+  Returns {1, wait ms, reason, the slot's start} admitted (sleep `wait`, then send; the start
+  names the slot if the request gives it up: pace-acquire's retake); {0, wait ms, 'pace'|'hold'}
   the slot is further than the horizon; {-1, 0, 'inflight'} the in-flight cap is reached;
   {-2, 0, 'batch'|'day'|'month'} a spending cap is reached; {-3, 0, 'finished'} the plate has its
   outcome already (a batch resumed, a job added again, a crash after the outcome was stored): its
@@ -29,7 +30,7 @@
 -- The pace is looked at first only because it is the cheapest to read: a slot beyond the horizon
 -- answers at once (the usual reply to a request that asks early), and nothing is taken before
 -- the cap and the caps said yes.
-local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3])
+local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4])
 if next.wait > tonumber(ARGV[2]) then return {0, tostring(next.wait), next.reason} end
 if redis.call('HEXISTS', KEYS[8], ARGV[14]) == 1 then
   releaseInflight(KEYS[2], KEYS[3], ARGV[5], ARGV[6])
@@ -42,4 +43,4 @@ if capped then return {-2, '0', capped} end
 if room == 'room' then inflightTake(KEYS[2], KEYS[3], ARGV[5], ARGV[6], ARGV[8]) end
 paceTake(KEYS[1], next, ARGV[4])
 budgetTake(KEYS[4], KEYS[5], KEYS[6], ARGV[12], ARGV[13])
-return {1, tostring(next.wait), next.reason}
+return {1, tostring(next.wait), next.reason, paceStart(next)}

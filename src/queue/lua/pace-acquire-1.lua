@@ -2,18 +2,20 @@
   Reserves the account's next request slot when it is near enough (queue/line.ts); the rule is
   includes/pace-take.lua, shared with create-admit.
     KEYS[1] the account's pace hash: tat (next free slot, ms), hold (no request before, ms),
-            interval (learned, ms), used (slots since the learner last looked)
+            interval (learned, ms), used (slots since the learner last looked), early and
+            earlyN (an `auto` account's slots before it heard anything: includes/pace-take.lua)
     ARGV[1] pacing interval, ms (decimals allowed): the configured one, or the start of `auto`
     ARGV[2] horizon, ms: only a slot at most this far away is reserved
     ARGV[3] 'auto' (the learned interval in force) | 'cap' (a configured rate: never faster than it)
-    ARGV[4] '1' when the request gave up a slot it had reserved (a hold came, or it woke too late):
+    ARGV[4] '0', or the start of a slot the request gave up (a hold came, or it woke too late):
             the new slot is not counted as used again, or the learner would see fewer refusals
-            than there were
-  Returns {reserved 1|0, wait ms, 'pace'|'hold'}: reserved → the caller sleeps `wait` and sends;
-  not reserved → nothing changed, the slot is `wait` away.
+            than there were, and it takes the given-up one's place among the early slots
+  Returns {reserved 1|0, wait ms, 'pace'|'hold', the slot's start}: reserved → the caller sleeps
+  `wait` and sends (and names the start if it gives the slot up); not reserved → nothing changed,
+  the slot is `wait` away.
 ]]
 --- @include "pace-take"
-local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3])
+local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4])
 if next.wait > tonumber(ARGV[2]) then return {0, tostring(next.wait), next.reason} end
 paceTake(KEYS[1], next, ARGV[4])
-return {1, tostring(next.wait), next.reason}
+return {1, tostring(next.wait), next.reason, paceStart(next)}

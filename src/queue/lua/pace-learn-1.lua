@@ -15,7 +15,9 @@
     that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
-            last429At, decreasedAt, probeAt, step, announced, windowMs, resetMax, resetSince)
+            last429At, decreasedAt, probeAt, step, announced, windowMs, resetMax, resetSince; early,
+            earlyN: the slots taken before anything was heard, from which tat, the next free slot,
+            is set when a limit is first announced, and earlyTat, the tat so set: pace-take.lua)
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
     ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
@@ -24,17 +26,18 @@
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
+--- @include "pace-take"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
-  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling')
+  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat')
 local startRate = tonumber(ARGV[5])
 local ceiling = tonumber(ARGV[6])
 local jitter = tonumber(ARGV[7])
 local capped = ARGV[8] == 'cap'
 if (f[15] or '') ~= ARGV[6] then
   redis.call('HDEL', KEYS[1], 'rate', 'source', 'interval', 'slow', 'changedAt', 'used', 'rej', 'r429', 'decreasedAt', 'probeAt', 'step', 'announced', 'windowMs',
-    'resetMax', 'resetSince')
+    'resetMax', 'resetSince', 'early', 'earlyN', 'earlyTat')
   redis.call('HSET', KEYS[1], 'ceiling', ARGV[6])
   f = {}
 end
@@ -47,7 +50,21 @@ local function cap(r)
   return r
 end
 
+-- The slots an `auto` account took at its start rate before it heard anything (pace-take's list
+-- early) count against the limit now known: the next slot is set by earlyBound, and the list stays
+-- (earlyTat) so that one of them given up before it was sent gives its interval back (pace-take).
+-- Without it a 12/min key's two or three requests at 1/s were followed by twelve more at 5 s in
+-- the same minute, and only a hold on `Remaining: 0` kept the 13th from a 429 (issue 21).
+local function spaceAfterEarly(interval)
+  if not f[16] or f[18] then return end
+  -- Every slot taken so far is in the list, so this is the next free slot, whether the limit heard
+  -- is slower than the start rate (later) or faster (sooner).
+  local bound = tostring(earlyBound(f[16], tonumber(f[17] or '0'), interval))
+  redis.call('HSET', KEYS[1], 'tat', bound, 'earlyTat', bound)
+end
+
 local function learned(r, fields)
+  redis.call('HDEL', KEYS[1], 'early', 'earlyN', 'earlyTat')
   r = cap(r)
   if capped and r >= ceiling * 0.999 then
     -- Back at the configured rate: paced exactly by it again (no interval of the estimate's own).
@@ -91,6 +108,7 @@ if ARGV[2] ~= '' then
   local changed = 0
   if source ~= 'announced' or f[11] ~= ARGV[2] or f[12] ~= tostring(windowMs) then changed = 1 end
   redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'announced', 'interval', tostring(interval), 'announced', ARGV[2], 'windowMs', tostring(windowMs))
+  spaceAfterEarly(interval)
   return {tostring(r), 'announced', tostring(windowMs), changed}
 end
 
@@ -115,6 +133,7 @@ local changedAt = tonumber(f[4] or '')
 if not changedAt then
   redis.call('HSET', KEYS[1], 'rate', tostring(cap(rate)), 'source', 'start', 'slow', '1', 'changedAt', tostring(now), 'used', '0')
   if not capped then redis.call('HSET', KEYS[1], 'interval', tostring(1000 / cap(rate))) end
+  redis.call('HDEL', KEYS[1], 'early', 'earlyN', 'earlyTat')
   return {tostring(cap(rate)), 'start', '', 1}
 end
 local elapsed = now - changedAt

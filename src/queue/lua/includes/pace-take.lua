@@ -5,18 +5,78 @@
   hash (pace-learn) gives the interval of an `auto` account, and, for a configured rate the
   upstream refused with 429s, a longer one than configured until it climbs back; the slots taken
   are counted so the learner knows whether the rate in force was used.
+  An `auto` account that has heard nothing yet (no interval in the hash) goes at its start rate,
+  but no faster than one request every EARLY_GAP_MS, and lists those slots' starts (field early:
+  the first and the last EARLY_KEPT - 1, earlyN all of them), so the limit it then hears is
+  applied to them too (pace-learn): a slow key's first answers must not be followed by a whole
+  window at the announced rate on top of them. The gap lets the first answer come back before a
+  second slot is taken. The list stays while the next slot is the one it set (earlyTat): a slot
+  taken early and given up after the limit was heard (a worker woken late) was never sent, so it
+  leaves the list and the next slot comes back by what it had cost (a whole interval on a slow key).
   Included by pace-acquire and create-admit.
-  paceNext(paceKey, interval, mode) → the slot's start, its wait from now (ms), 'pace'|'hold', and
-    what paceTake needs; mode 'auto' (the learned interval) | 'cap' (never faster than configured).
-  paceTake(paceKey, next, retake) reserves it; retake '1': the request gave up a slot it had (a
-    hold came, or it woke too late), so this one is not counted as used again.
+  paceNext(paceKey, interval, mode, retake) → the slot's start, its wait from now (ms),
+    'pace'|'hold', and what paceTake needs; mode 'auto' (the learned interval) | 'cap' (never
+    faster than configured); retake as for paceTake.
+  earlyBound(list, n, interval) → the first slot a limit of that interval allows after the early
+    slots (pace-learn, when it first hears a limit).
+  paceTake(paceKey, next, retake) reserves it; retake '0', or the start of a slot the request gave
+    up (a hold came, or it woke too late): this one is not counted as used again, and it replaces
+    that one in the early list (a slot given up was never sent).
+  paceStart(next) is the slot's start as the early list writes it: callers return it, and a
+  request that gives its slot up names it as `retake`.
 ]]
-local function paceNext(paceKey, interval, mode)
+local EARLY_KEPT = 32
+local EARLY_GAP_MS = 1500
+
+-- The list without the slot `at` (nil when it was the only one), its count, and whether it was there.
+local function earlyWithout(list, n, at)
+  local kept = {}
+  local found = false
+  for s in string.gmatch(list, '[^,]+') do
+    if not found and s == at then found = true else kept[#kept + 1] = s end
+  end
+  if not found then return list, n, false end
+  if #kept == 0 then return nil, 0, true end
+  return table.concat(kept, ','), n - 1, true
+end
+
+-- Slot j of the n early ones (the list holds slot 0 and the newest k - 1) is followed by the next
+-- no sooner than (n - j) intervals later, so any limit + 1 requests in a row span the window.
+local function earlyBound(list, n, interval)
+  local starts = {}
+  for s in string.gmatch(list, '[^,]+') do starts[#starts + 1] = tonumber(s) end
+  local k = #starts
+  local bound = starts[1] + n * interval
+  for i = 2, k do bound = math.max(bound, starts[i] + (k - i + 1) * interval) end
+  return bound
+end
+
+local function paceNext(paceKey, interval, mode, retake)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used')
+  local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used', 'early', 'earlyN', 'earlyTat')
+  local early = false
   if f[3] then
     if mode == 'auto' then interval = tonumber(f[3]) else interval = math.max(interval, tonumber(f[3])) end
+    if f[5] then
+      if f[1] ~= f[7] then
+        -- A slot was taken after the limit was heard: the early slots have done their part.
+        redis.call('HDEL', paceKey, 'early', 'earlyN', 'earlyTat')
+      elseif retake ~= '0' then
+        local list, n, found = earlyWithout(f[5], tonumber(f[6] or '0'), retake)
+        if found and list then
+          local bound = tostring(earlyBound(list, n, interval))
+          redis.call('HSET', paceKey, 'tat', bound, 'early', list, 'earlyN', tostring(n), 'earlyTat', bound)
+          f[1] = bound
+        elseif found then
+          redis.call('HDEL', paceKey, 'early', 'earlyN', 'earlyTat')
+          redis.call('HSET', paceKey, 'tat', '0')
+          f[1] = '0'
+        end
+      end
+    end
+  elseif mode == 'auto' then
+    early = true
   end
   local start = math.max(tonumber(f[1] or '0'), now)
   local reason = 'pace'
@@ -25,13 +85,39 @@ local function paceNext(paceKey, interval, mode)
     start = hold
     reason = 'hold'
   end
-  return { start = start, wait = start - now, reason = reason, interval = interval, used = tonumber(f[4] or '0') }
+  return { start = start, wait = start - now, reason = reason, interval = interval, used = tonumber(f[4] or '0'),
+    early = early, earlyList = f[5], earlyN = tonumber(f[6] or '0') }
+end
+
+local function paceStart(next)
+  return string.format('%.3f', next.start)
 end
 
 local function paceTake(paceKey, next, retake)
-  if retake ~= '1' then
-    redis.call('HSET', paceKey, 'tat', tostring(next.start + next.interval), 'used', tostring(next.used + 1))
-  else
-    redis.call('HSET', paceKey, 'tat', tostring(next.start + next.interval))
+  local step = next.interval
+  if next.early then step = math.max(step, EARLY_GAP_MS) end
+  local fields = { 'tat', tostring(next.start + step) }
+  if retake == '0' then
+    fields[3] = 'used'
+    fields[4] = tostring(next.used + 1)
   end
+  if next.early then
+    local list = next.earlyList
+    local n = next.earlyN
+    local at = paceStart(next)
+    -- The slot given up goes; this one takes its place (and its count).
+    if list and retake ~= '0' then list, n = earlyWithout(list, n, retake) end
+    if not list then
+      list = at
+    else
+      -- Keep the first start and the newest ones (earlyBound spaces what follows from both ends).
+      if n >= EARLY_KEPT then list = string.gsub(list, '^([^,]+),[^,]+', '%1') end
+      list = list .. ',' .. at
+    end
+    fields[#fields + 1] = 'early'
+    fields[#fields + 1] = list
+    fields[#fields + 1] = 'earlyN'
+    fields[#fields + 1] = tostring(n + 1)
+  end
+  redis.call('HSET', paceKey, unpack(fields))
 end
