@@ -70,6 +70,13 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
       retryDelayOnMoved: 20,
       retryDelayOnClusterDown: 200,
       maxRedirections: 200,
+      // Every busy account's BullMQ Worker holds a cluster connection of its own, and each asks
+      // for the slot map every 5 s by default: 1,000 busy accounts in 4 processes sent over a
+      // thousand CLUSTER SLOTS a second, timed out at 1 s on a loaded machine
+      // (ClusterAllFailedError) and delayed the first requests 20-50 s (bench step `cluster`). A
+      // MOVED answer refreshes the map at once, so a reshard is followed without the timer.
+      slotsRefreshInterval: 60_000,
+      slotsRefreshTimeout: 5_000,
       // Without this, a fail-fast command against an unreachable cluster waits forever for the
       // first slot map.
       ...(options.failFast ? { clusterRetryStrategy: (times: number) => (times > 3 ? null : 200 * times) } : {}),
