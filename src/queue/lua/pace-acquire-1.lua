@@ -2,8 +2,9 @@
   Reserves the account's next request slot when it is near enough (queue/line.ts); the rule is
   includes/pace-take.lua, shared with create-admit.
     KEYS[1] the account's pace hash: tat (next free slot, ms), hold (no request before, ms),
-            interval (learned, ms), used (slots since the learner last looked), early and
-            earlyN (an `auto` account's slots before it heard anything: includes/pace-take.lua)
+            interval (learned, ms), used (slots since the learner last looked), early, earlyN
+            and earlyTat (an `auto` account's slots before it heard anything, and the tat they
+            set once it did: includes/pace-take.lua)
     ARGV[1] pacing interval, ms (decimals allowed): the configured one, or the start of `auto`
     ARGV[2] horizon, ms: only a slot at most this far away is reserved
     ARGV[3] 'auto' (the learned interval in force) | 'cap' (a configured rate: never faster than it)
