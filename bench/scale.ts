@@ -45,6 +45,12 @@ export interface ScaleWorkload {
   completionMs: [number, number];
   /** The peer's delay before each poll. */
   peerPollMs: number;
+  /**
+   * A batch of this many plates each side runs first, in the same processes, unmeasured: the
+   * figures are per plate of a process that has run (its code compiled, its connections and
+   * account Worker up), not of its first minutes. The first batch's cost is reported apart.
+   */
+  warmPlates: number;
 }
 
 export interface ScaleSettings {
@@ -63,8 +69,22 @@ export function scaleSettings(quick: boolean): ScaleSettings {
     windowMs: 10_000,
     workloads: [
       // The peer polls once the slowest query is done: one poll a plate, its fewest requests.
-      { name: 'a', plates: quick ? 100 : 300, rate: 30, completionMs: [1_000, 3_000], peerPollMs: 3_000 },
-      { name: 'b', plates: quick ? 600 : 3_000, rate: 400, completionMs: [100, 300], peerPollMs: 300 },
+      {
+        name: 'a',
+        plates: quick ? 100 : 300,
+        rate: 30,
+        completionMs: [1_000, 3_000],
+        peerPollMs: 3_000,
+        warmPlates: quick ? 60 : 150,
+      },
+      {
+        name: 'b',
+        plates: quick ? 600 : 3_000,
+        rate: 400,
+        completionMs: [100, 300],
+        peerPollMs: 300,
+        warmPlates: quick ? 400 : 1_500,
+      },
     ],
   };
 }
@@ -105,6 +125,8 @@ export interface PerPlateRun {
    * counts that work for vqb only; producer + worker counts it for both, as the commands do.
    */
   producerCpuMsPerPlate: number;
+  /** Worker CPU per plate of the process's first batch (ScaleWorkload.warmPlates), compiling and connecting included. */
+  coldCpuMsPerPlate?: number;
   redisCpuMsPerPlate: number;
   /** From the simulator's stats over the run. */
   requests: number;
@@ -400,6 +422,17 @@ function timeoutFor(w: ScaleWorkload): number {
   return Math.max(120_000, 10 * ((2 * w.plates) / w.rate + w.completionMs[1] / 1000) * 1000);
 }
 
+/** Waits for a vqb batch's `finishedAt`; returns it with its done and failed counts. */
+async function untilFinished(probe: Probe, key: string, deadline: number): Promise<(string | null)[]> {
+  const from = Date.now();
+  for (;;) {
+    const fields = await probe.hmget(key, 'finishedAt', 'done', 'failed');
+    if (fields[0]) return fields;
+    if (Date.now() > deadline) throw new Error(`vqb: batch not finished within ${deadline - from} ms`);
+    await sleep(200);
+  }
+}
+
 async function runVqb(
   ctx: StepContext,
   probe: Probe,
@@ -423,10 +456,17 @@ async function runVqb(
       settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides,
       workers: false,
     });
-    const key = new VqbKeys({ prefix, queueName: vqb.config.queueName }).batch({
-      id: `scale-${w.name}`,
-      account: vqb.config.accounts[0]!.id,
+    const keys = new VqbKeys({ prefix, queueName: vqb.config.queueName });
+    const account = vqb.config.accounts[0]!.id;
+    const key = keys.batch({ id: `scale-${w.name}`, account });
+    // The first batch, unmeasured but for its CPU (see ScaleWorkload.warmPlates).
+    const warmCpu0 = worker.cpuSeconds();
+    await vqb.enqueue(platesFrom(ctx.allocatePlates(w.warmPlates), w.warmPlates), {
+      batchId: `scale-${w.name}-warm`,
+      name: `scale-${w.name}-warm`,
     });
+    await untilFinished(probe, keys.batch({ id: `scale-${w.name}-warm`, account }), Date.now() + timeoutFor(w));
+    const coldCpuS = worker.cpuSeconds() - warmCpu0;
     const plates = platesFrom(ctx.allocatePlates(w.plates), w.plates);
     await sleep(1_000);
     await sim.reset();
@@ -443,14 +483,7 @@ async function runVqb(
       await vqb.close();
     }
     const enqueued = await probe.snapshot();
-    const deadline = t0 + timeoutFor(w);
-    let fields: (string | null)[];
-    for (;;) {
-      fields = await probe.hmget(key, 'finishedAt', 'done', 'failed');
-      if (fields[0]) break;
-      if (Date.now() > deadline) throw new Error(`vqb: batch not finished within ${deadline - t0} ms`);
-      await sleep(200);
-    }
+    const fields = await untilFinished(probe, key, t0 + timeoutFor(w));
     const b = await probe.snapshot();
     await watch?.stop();
     const cpuS = worker.cpuSeconds() - cpu0;
@@ -464,7 +497,7 @@ async function runVqb(
       finished: Number(fields[1] ?? 0),
       failed: Number(fields[2] ?? 0),
     });
-    return { ...run, workerLog: workerLog([worker]) };
+    return { ...run, coldCpuMsPerPlate: round((coldCpuS * 1000) / w.warmPlates, 3), workerLog: workerLog([worker]) };
   } finally {
     await worker.stop();
     await probe.flushall();
@@ -488,7 +521,7 @@ async function runPeer(
     limiter: { max: w.rate, durationMs: 1_000 },
     concurrency: w.rate,
     pollMs: w.peerPollMs,
-    plates: w.plates,
+    plates: w.warmPlates + w.plates,
   };
   const peer = forkIpc<BullmqPeerProgress | { type: 'ready' }>(BULLMQ_PEER_MODULE);
   const url = new URL(redisUrl);
@@ -499,16 +532,33 @@ async function runPeer(
   try {
     await peer.ask({ type: 'init', options }, 'ready');
     await queue.waitUntilReady();
+    const pid = peer.child.pid!;
+    const done = peer.next<BullmqPeerProgress>('done');
+    done.catch(() => {});
+    // The first batch, unmeasured but for its CPU (see ScaleWorkload.warmPlates).
+    const warmCpu0 = processCpuSeconds(pid);
+    peer.child.send({ type: 'start' });
+    await queue.addBulk(
+      platesFrom(ctx.allocatePlates(w.warmPlates), w.warmPlates).map((plate) => ({ name: 'lookup', data: { plate } })),
+    );
+    const warmDeadline = Date.now() + timeoutFor(w);
+    let warm: BullmqPeerProgress;
+    for (;;) {
+      const p = await peer.ask<BullmqPeerProgress>({ type: 'report' }, 'progress');
+      if (p.completed + p.failed >= w.warmPlates) {
+        warm = p;
+        break;
+      }
+      if (Date.now() > warmDeadline) throw new Error('peer: first batch not finished in time');
+      await sleep(200);
+    }
+    const coldCpuS = processCpuSeconds(pid) - warmCpu0;
     const plates = platesFrom(ctx.allocatePlates(w.plates), w.plates);
     await sleep(1_000);
     await sim.reset();
     const a = await probe.snapshot();
-    const pid = peer.child.pid!;
     const cpu0 = processCpuSeconds(pid);
     const t0 = Date.now();
-    const done = peer.next<BullmqPeerProgress>('done');
-    done.catch(() => {});
-    peer.child.send({ type: 'start' });
     const producer0 = process.cpuUsage();
     await queue.addBulk(plates.map((plate) => ({ name: 'lookup', data: { plate } })));
     const producerCpuS = cpuSince(producer0);
@@ -521,16 +571,17 @@ async function runPeer(
     const p = await Promise.race([done, timeout]).finally(() => clearTimeout(timer));
     const b = await probe.snapshot();
     const cpuS = processCpuSeconds(pid) - cpu0;
-    return await figures(sim, w.plates, {
+    const run = await figures(sim, w.plates, {
       a,
       enqueued,
       b,
       cpuS,
       producerCpuS,
       wallS: ((p.lastFinishedAt ?? Date.now()) - t0) / 1000,
-      finished: p.completed,
-      failed: p.failed,
+      finished: p.completed - warm.completed,
+      failed: p.failed - warm.failed,
     });
+    return { ...run, coldCpuMsPerPlate: round((coldCpuS * 1000) / w.warmPlates, 3) };
   } finally {
     await queue.close().catch(() => {});
     await peer.stop();
@@ -599,7 +650,7 @@ export async function measureScale(ctx: StepContext, s: ScaleSettings): Promise<
             figures[who] = run;
             ctx.log(
               `    ${w.name} (${w.plates} plates at ${w.rate}/s), ${who}: ${run.commandsPerPlate} commands/plate, ` +
-                `${run.cpuMsPerPlate} CPU ms/plate, ${run.rateLimited} 429s, ${run.wallS} s`,
+                `${run.cpuMsPerPlate} CPU ms/plate (first batch ${run.coldCpuMsPerPlate}), ${run.rateLimited} 429s, ${run.wallS} s`,
             );
           } catch (err) {
             out.errors.push(`workload ${w.name}, ${who}: ${(err as Error).message.split('\n')[0]}`);
