@@ -70,7 +70,7 @@ export function queueServicesOn(
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(scheduler, accounts, inflight, now),
+    feeder: new Feeder(scheduler, accounts, inflight, now, { redis, keys }),
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now),
   };
 }

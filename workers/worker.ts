@@ -26,6 +26,7 @@ import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
+import { Doorbell } from './doorbell.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
@@ -47,6 +48,7 @@ interface AccountWorkerDeps {
   lockLoss: LockLoss;
   health: RedisHealth;
   onPaused: (accountId: string) => Promise<void>;
+  doorbell: Doorbell;
   now: () => number;
 }
 
@@ -56,8 +58,21 @@ interface AccountWorkerDeps {
  */
 function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): AccountRun {
   const { account, line, queue } = record;
-  const { config, deps, services, commands, blocking, recorder, learner, fence, lockLoss, health, onPaused, now } =
-    shared;
+  const {
+    config,
+    deps,
+    services,
+    commands,
+    blocking,
+    recorder,
+    learner,
+    fence,
+    lockLoss,
+    health,
+    onPaused,
+    doorbell,
+    now,
+  } = shared;
   const { logger } = deps;
   const { baseUrl, apiKey } = requireAccountUpstream(account);
   const client = new UpstreamClient({
@@ -107,19 +122,26 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
     pollRoom,
   });
-  const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(queue.name, processor.process, {
-    connection: blocking,
-    // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
-    prefix: queue.opts.prefix!,
-    // VQ_CONCURRENCY jobs at work; polls waiting for their time here add to it (PollRoom).
-    concurrency: config.concurrency,
-    limiter: RATE_LIMIT_SWITCH,
-    lockDuration: config.locks.lockDurationMs,
-    stalledInterval: config.locks.stalledIntervalMs,
-    maxStalledCount: config.locks.maxStalledCount,
-    // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
-    maximumRateLimitDelay: 5_000,
-  });
+  const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(
+    queue.name,
+    processor.process,
+    {
+      // Shared by every account's Worker in this process; none holds a blocking connection of its
+      // own: the doorbell wakes them (workers/doorbell.ts).
+      connection: blocking,
+      // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
+      prefix: queue.opts.prefix!,
+      // VQ_CONCURRENCY jobs at work; polls waiting for their time here add to it (PollRoom).
+      concurrency: config.concurrency,
+      limiter: RATE_LIMIT_SWITCH,
+      lockDuration: config.locks.lockDurationMs,
+      stalledInterval: config.locks.stalledIntervalMs,
+      maxStalledCount: config.locks.maxStalledCount,
+      // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
+      maximumRateLimitDelay: 5_000,
+    },
+    doorbell.backendFor(account.id),
+  );
   pollRoom.attach(worker);
   worker.on('failed', (job, err) => {
     // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
@@ -197,12 +219,15 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
   const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
   const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
+  // Subscribed to the wake channel (queue/feeder.ts): a producer fed an account's queue.
+  const wakes: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-wake' });
   // Both connections, every Worker and every Queue report to one health: an outage is one log
   // line per change of state instead of a block per reconnect attempt.
   const health = deps.health ?? new RedisHealth(logger);
   const unwatch = [
     health.watch(commands),
     health.watch(blocking),
+    health.watch(wakes),
     health.heartbeat(commands),
     watchEventLoop(logger, config.locks.lockDurationMs),
   ];
@@ -233,6 +258,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
+  const doorbell = new Doorbell(now);
   const shared: AccountWorkerDeps = {
     config,
     deps,
@@ -245,11 +271,18 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     lockLoss,
     health,
     onPaused,
+    doorbell,
     now,
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
 
-  const housekeeping = startHousekeeping(config, services, runs, health, logger, now);
+  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now);
+  services.feeder
+    .listen(wakes, (accountId) => doorbell.ring(accountId))
+    .catch((err: unknown) => {
+      // The feed pass still rings every Worker whose queue holds jobs; only the shortcut is lost.
+      if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
+    });
 
   // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
   const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {
@@ -277,7 +310,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
         await stopPresence();
         for (const stop of unwatch) stop();
         health.close();
-        await Promise.allSettled([commands.quit(), blocking.quit()]);
+        await Promise.allSettled([commands.quit(), blocking.quit(), wakes.quit()]);
       })();
       return closing;
     },
@@ -291,6 +324,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       runs.forceAll();
       commands.disconnect();
       blocking.disconnect();
+      wakes.disconnect();
       return { clean, held };
     },
   };
@@ -306,6 +340,7 @@ function startHousekeeping(
   config: Config,
   services: Omit<QueueServices, 'close'>,
   runs: AccountWorkers,
+  doorbell: Doorbell,
   health: RedisHealth,
   logger: Logger,
   now: () => number,
@@ -331,7 +366,7 @@ function startHousekeeping(
           return;
         }
         const rate = runs.flow(accountId)?.ratePerSecond;
-        const { fed, idle } = await services.feeder.feed(accountId, rate);
+        const { fed, idle, waiting } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
           return;
@@ -340,6 +375,8 @@ function startHousekeeping(
         else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);
+        // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here fetches.
+        if (waiting > 0) doorbell.ring(accountId);
       }),
     );
     for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);

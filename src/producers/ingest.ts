@@ -114,7 +114,7 @@ async function ingestBatch(
     if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined)
       await services.webhooks.batchFinished(batch.id);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
-    await services.feeder.feed(batch.account);
+    await services.feeder.feedAndWake(batch.account);
     return { batch, created };
   } finally {
     await lock.release();

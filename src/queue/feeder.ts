@@ -8,6 +8,8 @@ import { type Account, perSecond } from '../accounts/account.js';
 import type { Accounts } from '../accounts/registry.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { InFlight } from './inflight.js';
+import type { VqbKeys } from './keys.js';
+import type { RedisClient } from './redis.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
@@ -24,12 +26,47 @@ export class Feeder {
   readonly #accounts: Pick<Accounts, 'for'>;
   readonly #inflight: InFlight;
   readonly #now: () => number;
+  /** Where the wake channel is published (none in unit tests that only compute rests). */
+  readonly #wake: { redis: RedisClient; keys: VqbKeys } | undefined;
 
-  constructor(scheduler: Scheduler, accounts: Pick<Accounts, 'for'>, inflight: InFlight, now: () => number = Date.now) {
+  constructor(
+    scheduler: Scheduler,
+    accounts: Pick<Accounts, 'for'>,
+    inflight: InFlight,
+    now: () => number = Date.now,
+    wake?: { redis: RedisClient; keys: VqbKeys },
+  ) {
     this.#scheduler = scheduler;
     this.#accounts = accounts;
     this.#inflight = inflight;
     this.#now = now;
+    this.#wake = wake;
+  }
+
+  /**
+   * A producer's feed (an ingest, a rerun) tells the worker processes it put jobs on the
+   * account's queue: a Worker of theirs that waits for work fetches at once (workers/doorbell.ts),
+   * not at the process's next feed pass, which for a slow account may be 2 s off (REST_MAX_MS).
+   * One PUBLISH per producer feed that added jobs; the worker processes' own feeds do not
+   * publish: each rings its own Workers, and every process feeds every busy account.
+   */
+  async feedAndWake(accountId: string): Promise<{ fed: number; idle: boolean; waiting: number }> {
+    const fed = await this.feed(accountId);
+    if (fed.fed > 0 && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
+    return fed;
+  }
+
+  /**
+   * Listens on the wake channel with `subscriber` (a connection of its own: a subscribed
+   * connection takes no other command); `onWake` gets the account id of each wake.
+   */
+  async listen(subscriber: RedisClient, onWake: (accountId: string) => void): Promise<void> {
+    if (!this.#wake) return;
+    const channel = this.#wake.keys.wake;
+    subscriber.on('message', (from: string, accountId: string) => {
+      if (from === channel) onWake(accountId);
+    });
+    await subscriber.subscribe(channel);
   }
 
   /**
@@ -63,11 +100,12 @@ export class Feeder {
    * queued, and they are few), then tops the account's queue up to its target with the others;
    * while the account's creates are held at a spending cap it feeds none, since they would only
    * sleep as delayed jobs (the feed's script reads the hold). Returns how many plates became
-   * jobs, and whether the account had nothing left and left the active set.
+   * jobs, how many jobs wait on the queue now, and whether the account had nothing left and left
+   * the active set.
    */
-  async feed(accountId: string, ratePerSecond?: number): Promise<{ fed: number; idle: boolean }> {
+  async feed(accountId: string, ratePerSecond?: number): Promise<{ fed: number; idle: boolean; waiting: number }> {
     const { account, queue, line } = this.#accounts.for(accountId);
-    const { picked, idle } = await this.#scheduler.feed(
+    const { picked, idle, waiting } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
       this.#inflight.capOf(accountId),
@@ -77,7 +115,7 @@ export class Feeder {
       this.#now(),
     );
     await this.#add(account, queue, picked);
-    return { fed: picked.length, idle };
+    return { fed: picked.length, idle, waiting };
   }
 
   #queueKeys(queue: PlateQueue): QueueKeys {

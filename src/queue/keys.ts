@@ -33,6 +33,7 @@
 // | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | queue/layout.ts (which key layout the data is in) |
+// | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
 // webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot).
 
@@ -234,6 +235,12 @@ export class VqbKeys {
 
   get retentionLock(): string {
     return `${this.base}:retention:lock`;
+  }
+
+  // --- queue/feeder.ts
+  /** Pub/sub channel (not a key): an account whose queue a producer just fed, for worker processes to fetch at once. */
+  get wake(): string {
+    return `${this.base}:wake`;
   }
 
   // --- queue/layout.ts

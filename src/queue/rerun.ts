@@ -58,7 +58,7 @@ export async function rerunFailed(
   if (recreate.length > 0) {
     await scheduler.push(info, recreate);
     await scheduler.enlist(account.id, batchId, info.priority, info.weight);
-    await services.feeder.feed(account.id);
+    await services.feeder.feedAndWake(account.id);
   }
   result.recreated = recreate.length;
   return result;

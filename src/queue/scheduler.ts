@@ -53,6 +53,8 @@ export interface Feed {
   idle: boolean;
   /** When idle: the generation of the account's active flag that was cleared (sched-retire). */
   generation: number;
+  /** When not idle: the jobs the account's queue holds waiting (wait + prioritized), this feed's included. */
+  waiting: number;
 }
 
 const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
@@ -207,9 +209,9 @@ export class Scheduler {
       capHold.field,
     )) as (number | string)[];
     const idle = Number(flat[0]) === 1;
-    const generation = Number(flat[1]);
+    const generation = idle ? Number(flat[1]) : 0;
     if (idle) await this.#redis.vqbSchedRetire(this.#keys.schedActive, accountId, generation);
-    return { idle, generation, picked: unflatten(flat, 2) };
+    return { idle, generation, waiting: idle ? 0 : Number(flat[1]), picked: unflatten(flat, 2) };
   }
 
   /** The batch gets no more creates until enlisted again (held at its spending cap). */

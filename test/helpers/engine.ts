@@ -159,7 +159,8 @@ export async function startHarness(
       for (let i = 0; i < rows.length; i += 500)
         await services.batches.addRows(info, rows.slice(i, i + 500), services.scheduler);
       await services.batches.seal(batchId);
-      await services.feeder.feed(account);
+      // As an ingest does: the first plates on the queue, and the worker processes told (a wake).
+      await services.feeder.feedAndWake(account);
     },
     async waitForBatch(batchId, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;

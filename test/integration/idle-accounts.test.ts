@@ -3,6 +3,7 @@
 // Worker (a blocking connection each) and was fed every 200 ms: 20 idle accounts cost ~700 Redis
 // commands/s and 22+ connections per process.
 import { afterEach, describe, expect, it } from 'vitest';
+import { jobIdFor } from '../../src/queue/account-queues.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
 import type { WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
@@ -36,7 +37,7 @@ describe('idle accounts', () => {
     await sleep(1_500);
     expect(worker.workers).toHaveLength(0);
     expect(await h.services.scheduler.activeAccounts()).toEqual([]);
-    // The worker's command connection, its blocking one, and no more: none per account.
+    // The worker's command connection, the one its Workers share, the wake subscriber: none per account.
     expect(await info('connected_clients', 'clients')).toBeLessThanOrEqual(clientsBefore + 3);
     const before = await info('total_commands_processed', 'stats');
     await sleep(3_000);
@@ -65,6 +66,56 @@ describe('idle accounts', () => {
     await h.enqueue('busy-a7-again', makePlates(5, 100), { account: 'a7' });
     await h.waitForBatch('busy-a7-again');
     expect(h.sim.stats().creates).toBe(25);
+  });
+
+  it('20 busy accounts: a Worker each, and no more connections than idle (no Worker holds one of its own)', async () => {
+    h = await startHarness({ label: 'busy-conns', accounts: ACCOUNTS, workers: 0, sim: { completionMs: [300, 600] } });
+    const clientsBefore = await info('connected_clients', 'clients');
+    const worker = h.startWorker();
+    await sleep(500);
+    const idleClients = (await info('connected_clients', 'clients')) - clientsBefore;
+    for (const [i, a] of ACCOUNTS.entries())
+      await h.enqueue(`busy-${a.id}`, makePlates(30, i * 100), { account: a.id });
+    await waitFor('a Worker per busy account', () => worker.workers.length === ACCOUNTS.length);
+    const busyClients = (await info('connected_clients', 'clients')) - clientsBefore;
+    console.log(`20 busy accounts, one worker process: ${busyClients} connections (idle: ${idleClients})`);
+    // BullMQ's default gives each Worker a blocking connection: 20 more here (workers/doorbell.ts).
+    expect(busyClients).toBe(idleClients);
+    for (const a of ACCOUNTS) await h.waitForBatch(`busy-${a.id}`);
+    expect(h.sim.stats().creates).toBe(ACCOUNTS.length * 30);
+  });
+
+  it("a producer's feed wakes the account's waiting Worker at once, not at the process's next feed pass", async () => {
+    // 30/min: the feed pass rests 2 s on this account between looks (Feeder.restMs). Plates are
+    // enqueued 3 s apart (a slot is free every 2 s) while the ones before wait for their first poll
+    // (20 s): the account is busy, its Worker waits for work, and only a wake has it take the new
+    // job at once. Read is when BullMQ made the job active (processedOn).
+    h = await startHarness({
+      label: 'wake',
+      accounts: [{ id: 'slow', rateLimit: '30/min' }],
+      workers: 0,
+      sim: { completionMs: [30_000, 30_000] },
+      config: { VQ_POLL_ADAPTIVE: 'false', VQ_POLL_INITIAL: '20s' },
+    });
+    h.startWorker();
+    const queue = h.services.accounts.queue('slow');
+    const latencies: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const plate = makePlates(1, i)[0]!;
+      const at = Date.now();
+      await h.enqueue(`wake-${i}`, [plate], { account: 'slow' });
+      let taken: number | undefined;
+      await waitFor('taken', async () => {
+        taken = (await queue.getJob(jobIdFor(`wake-${i}`, plate)))?.processedOn;
+        return taken !== undefined;
+      });
+      if (i > 0) latencies.push(taken! - at);
+      await sleep(3_000 - (Date.now() - at));
+    }
+    console.log(`enqueue -> job taken by a waiting Worker, ms: ${latencies.join(', ')}`);
+    // Without the wake each is anywhere up to the 2 s rest plus a feed period.
+    for (const ms of latencies) expect(ms).toBeLessThan(300);
+    expect(h.sim.stats().creates).toBe(4);
   });
 
   it('a retry after the account went idle (its Worker stopped) is run: the rerun wakes the account', async () => {

@@ -52,6 +52,7 @@ const OWNERS: Record<string, string> = {
   schedActiveFlag: 'src/queue/scheduler.ts',
   legacyCostDay: 'src/queue/costs.ts',
   layout: 'src/queue/layout.ts',
+  wake: 'src/queue/feeder.ts',
   // Not structures: the account slot's names, built in keys.ts only (tests and the bench read them).
   accountBase: 'src/queue/keys.ts',
   accountTag: 'src/queue/keys.ts',

@@ -19,8 +19,9 @@
     creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] unused;
     ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms)
   Returns {1 when the account has nothing (its flag is off, by this call or by another
-  process's), else 0; the flag's generation (when idle), else 0; then class index, batch id,
-  plate, ...}
+  process's), else 0; when idle the flag's generation, else how many jobs the queue holds
+  waiting (wait + prioritized, this call's picks included: a process whose Worker waits wakes it,
+  workers/doorbell.ts); then class index, batch id, plate, ...}
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
@@ -35,6 +36,7 @@ local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, interactive, 
 local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
 local want = math.min(target - queued - picked, room)
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out)
+out[2] = queued + picked
 if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
 if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end

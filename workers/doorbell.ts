@@ -1,0 +1,132 @@
+// Wakes an account's BullMQ Worker in this process when work may be waiting for it, in place of
+// the blocking connection BullMQ gives every Worker (BZPOPMIN on the queue's marker). A Worker
+// per busy account each holding a connection made a process's connections grow with the busy
+// accounts (issue 21: 1,000 busy accounts, 4 processes, 4,010 Redis clients, and the first
+// requests 9-14 s late while 4,000 connections opened). BullMQ 6 lets a Worker take its backend
+// from a factory (`backendFactory`, documented for other datastores): here it is BullMQ's own
+// Redis backend on the process's shared connection with no blocking connection, whose
+// `waitForJob` waits on this doorbell instead of on Redis. So the connections of a process stay
+// the same whatever the number of accounts, on one Redis and on a Cluster alike.
+//
+// What rings it, for the Worker to fetch (moveToActive) at once:
+// - the process's feed pass (workers/worker.ts), every time it finds the account's queue holding
+//   jobs waiting (its own feed's, another process's, a producer's, a rerun's, stalled jobs put
+//   back), at most every feed period (200 ms; a resting account, up to its rest);
+// - a wake published by a producer or a feeder of any process (queue/wake.ts), when it added jobs:
+//   an interactive plate is fetched at once, not at the next feed pass;
+// - a job this process delays (a poll's wait): the Worker looks when it comes due;
+// - the wait's own bound, BullMQ's block timeout (its next delayed job, else `drainDelay`), as before.
+// A ring while the Worker is not waiting (it is fetching or at its concurrency) is kept: its next
+// wait returns at once, so no wake is lost between a fetch that found nothing and the next wait.
+import { type BackendFactory, createRedisBackend, type RedisQueueBackend } from 'bullmq';
+
+/** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
+interface Bell {
+  open?: (() => void) | undefined;
+  timer?: NodeJS.Timeout | undefined;
+  /** Epoch ms the current wait ends at by itself. */
+  until: number;
+  /** Rung while not waiting: the next wait returns at once. */
+  rung: boolean;
+  /** Epoch ms of the earliest job this process delayed and the Worker has not looked for since. */
+  dueAt?: number | undefined;
+}
+
+export class Doorbell {
+  readonly #bells = new Map<string, Set<Bell>>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** Work may be waiting for the account: its Worker (if this process runs one) fetches now. */
+  ring(accountId: string): void {
+    for (const bell of this.#bells.get(accountId) ?? []) {
+      if (bell.open) this.#open(bell);
+      else bell.rung = true;
+    }
+  }
+
+  /** A job of the account comes due at `at` (epoch ms): its Worker fetches then. */
+  ringAt(accountId: string, at: number): void {
+    for (const bell of this.#bells.get(accountId) ?? []) {
+      if (bell.dueAt !== undefined && bell.dueAt <= at) continue;
+      bell.dueAt = at;
+      if (bell.open) this.#arm(bell);
+    }
+  }
+
+  /**
+   * BullMQ's Redis backend for the account's Worker: the connection given as `connection` (shared,
+   * not duplicated), no blocking connection, and waits on this doorbell. The bell lives as long as
+   * the backend: closing it (the Worker's close) ends a wait and forgets the bell.
+   */
+  backendFor(accountId: string): BackendFactory<RedisQueueBackend> {
+    return (name, opts) => {
+      const backend = createRedisBackend(name, opts, { withBlockingConnection: false });
+      const bell: Bell = { until: 0, rung: false };
+      let bells = this.#bells.get(accountId);
+      if (!bells) this.#bells.set(accountId, (bells = new Set()));
+      bells.add(bell);
+      backend.waitForJob = async (blockTimeoutS: number) => {
+        await this.#wait(bell, blockTimeoutS * 1_000);
+        return null;
+      };
+      // BullMQ interrupts the blocking wait this way when the Worker stops or pauses.
+      backend.disconnectBlocking = async () => {
+        if (bell.open) this.#open(bell);
+      };
+      backend.reconnectBlocking = async () => {};
+      const moveToDelayed = backend.moveToDelayed.bind(backend);
+      backend.moveToDelayed = async (jobId, timestamp, delay, token, delayOpts) => {
+        const result = await moveToDelayed(jobId, timestamp, delay, token, delayOpts);
+        this.ringAt(accountId, timestamp + delay);
+        return result;
+      };
+      const moveStalled = backend.moveStalledJobsToWait.bind(backend);
+      backend.moveStalledJobsToWait = async () => {
+        const stalled = await moveStalled();
+        // Jobs put back in wait: fetch them here rather than at the next feed pass.
+        if (Array.isArray(stalled) && stalled.length > 0) this.ring(accountId);
+        return stalled;
+      };
+      const close = backend.close.bind(backend);
+      backend.close = async (force?: boolean) => {
+        if (bell.open) this.#open(bell);
+        bells.delete(bell);
+        if (bells.size === 0 && this.#bells.get(accountId) === bells) this.#bells.delete(accountId);
+        await close(force);
+      };
+      return backend;
+    };
+  }
+
+  #wait(bell: Bell, ms: number): Promise<void> {
+    if (bell.rung) {
+      bell.rung = false;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      bell.open = resolve;
+      bell.until = this.#now() + Math.max(0, ms);
+      this.#arm(bell);
+    });
+  }
+
+  #arm(bell: Bell): void {
+    clearTimeout(bell.timer);
+    const at = Math.min(bell.until, bell.dueAt ?? Number.POSITIVE_INFINITY);
+    bell.timer = setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
+  }
+
+  #open(bell: Bell): void {
+    clearTimeout(bell.timer);
+    bell.timer = undefined;
+    // The fetch that follows promotes every delayed job due by now.
+    if (bell.dueAt !== undefined && bell.dueAt <= this.#now()) bell.dueAt = undefined;
+    const open = bell.open;
+    bell.open = undefined;
+    open?.();
+  }
+}
