@@ -366,7 +366,7 @@ function startHousekeeping(
           return;
         }
         const rate = runs.flow(accountId)?.ratePerSecond;
-        const { fed, idle, waiting } = await services.feeder.feed(accountId, rate);
+        const { fed, idle, waiting, limitedMs } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
           return;
@@ -375,8 +375,10 @@ function startHousekeeping(
         else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);
-        // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here fetches.
-        if (waiting > 0) doorbell.ring(accountId);
+        // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here
+        // fetches, now or when the queue's rate-limit switch goes off (a fetch before would find none).
+        if (waiting > 0 && limitedMs > 0) doorbell.ringAt(accountId, now() + limitedMs);
+        else if (waiting > 0) doorbell.ring(accountId);
       }),
     );
     for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);

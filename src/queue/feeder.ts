@@ -21,6 +21,14 @@ const INTERACTIVE_AT_ONCE = 500;
 /** The longest a process leaves a busy account unfed after a feed that found its queue full. */
 const REST_MAX_MS = 2_000;
 
+/** What a feed did: plates it made jobs, whether the account is idle, the jobs waiting on its queue and how long no Worker may take them (Feed). */
+export interface FeedResult {
+  fed: number;
+  idle: boolean;
+  waiting: number;
+  limitedMs: number;
+}
+
 export class Feeder {
   readonly #scheduler: Scheduler;
   readonly #accounts: Pick<Accounts, 'for'>;
@@ -50,7 +58,7 @@ export class Feeder {
    * One PUBLISH per producer feed that added jobs; the worker processes' own feeds do not
    * publish: each rings its own Workers, and every process feeds every busy account.
    */
-  async feedAndWake(accountId: string): Promise<{ fed: number; idle: boolean; waiting: number }> {
+  async feedAndWake(accountId: string): Promise<FeedResult> {
     const fed = await this.feed(accountId);
     if (fed.fed > 0 && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
     return fed;
@@ -103,9 +111,9 @@ export class Feeder {
    * jobs, how many jobs wait on the queue now, and whether the account had nothing left and left
    * the active set.
    */
-  async feed(accountId: string, ratePerSecond?: number): Promise<{ fed: number; idle: boolean; waiting: number }> {
+  async feed(accountId: string, ratePerSecond?: number): Promise<FeedResult> {
     const { account, queue, line } = this.#accounts.for(accountId);
-    const { picked, idle, waiting } = await this.#scheduler.feed(
+    const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
       this.#inflight.capOf(accountId),
@@ -115,7 +123,7 @@ export class Feeder {
       this.#now(),
     );
     await this.#add(account, queue, picked);
-    return { fed: picked.length, idle, waiting };
+    return { fed: picked.length, idle, waiting, limitedMs };
   }
 
   #queueKeys(queue: PlateQueue): QueueKeys {
@@ -125,6 +133,7 @@ export class Feeder {
       delayed: queue.toKey('delayed'),
       active: queue.toKey('active'),
       paused: queue.toKey('paused'),
+      limiter: queue.toKey('limiter'),
     };
   }
 

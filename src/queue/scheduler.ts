@@ -33,6 +33,8 @@ export interface QueueKeys {
   delayed: string;
   active: string;
   paused: string;
+  /** BullMQ's rate-limit switch of the queue (a PTTL is read). */
+  limiter: string;
 }
 
 /** The account's in-flight cap as the feed reads it (queue/inflight.ts owns the set). */
@@ -55,6 +57,8 @@ export interface Feed {
   generation: number;
   /** When not idle: the jobs the account's queue holds waiting (wait + prioritized), this feed's included. */
   waiting: number;
+  /** When jobs wait: the ms left of the queue's rate-limit switch (no Worker takes them before), else 0. */
+  limitedMs: number;
 }
 
 const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
@@ -197,6 +201,7 @@ export class Scheduler {
       queue.paused,
       inflight.key,
       capHold.key,
+      queue.limiter,
     ];
     const flat = (await this.#redis.vqbSchedFeed(
       ...keys,
@@ -211,7 +216,13 @@ export class Scheduler {
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;
     if (idle) await this.#redis.vqbSchedRetire(this.#keys.schedActive, accountId, generation);
-    return { idle, generation, waiting: idle ? 0 : Number(flat[1]), picked: unflatten(flat, 2) };
+    return {
+      idle,
+      generation,
+      waiting: idle ? 0 : Number(flat[1]),
+      limitedMs: Number(flat[2]),
+      picked: unflatten(flat, 3),
+    };
   }
 
   /** The batch gets no more creates until enlisted again (held at its spending cap). */

@@ -14,19 +14,21 @@
     paused list; KEYS[12] the account's in-flight zset (queue/inflight.ts); KEYS[13] the
     account's line hash (queue/line.ts: its field ARGV[7] says until when creates are held at a
     spending cap; while they are, none is fed, interactive or not, since each would only sleep
-    as a delayed job: the look a feed made with an HGET of its own before, issue 21)
+    as a delayed job: the look a feed made with an HGET of its own before, issue 21);
+    KEYS[14] the BullMQ queue's limiter key (its rate-limit switch: queue/line.ts stopTaking)
     ARGV[1] interactive plates at most; ARGV[2] jobs the queue should hold waiting (0: no
     creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] unused;
     ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms)
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
-  waiting (wait + prioritized, this call's picks included: a process whose Worker waits wakes it,
-  workers/doorbell.ts); then class index, batch id, plate, ...}
+  waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
+  switch (0: off); then class index, batch id, plate, ...}. A process whose Worker waits wakes it
+  when jobs wait, or when the switch goes off if it is on (workers/doorbell.ts).
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
 local now = ARGV[4]
-local out = {0, 0}
+local out = {0, 0, 0}
 local interactive, target = tonumber(ARGV[1]), tonumber(ARGV[2])
 if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now) then
   interactive, target = 0, 0
@@ -37,6 +39,7 @@ local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
 local want = math.min(target - queued - picked, room)
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out)
 out[2] = queued + picked
+if out[2] > 0 then out[3] = math.max(0, redis.call('PTTL', KEYS[14])) end
 if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
 if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end
