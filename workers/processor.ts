@@ -304,8 +304,7 @@ export class PlateProcessor {
     // or the pending poll), made before anything else that could fail and send the poll again.
     // Then the poll schedule learns from it and the pace hears the quota it reported.
     const learn = async () => {
-      if (data.polls === 0)
-        await this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
+      if (data.polls === 0) this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
       await this.#d.flow.onAnswer(this.#d.api.quota, log);
     };
     // At least one poll is always made once the deadline has passed (the account may have been

@@ -58,21 +58,8 @@ interface AccountWorkerDeps {
  */
 function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): AccountRun {
   const { account, line, queue } = record;
-  const {
-    config,
-    deps,
-    services,
-    commands,
-    blocking,
-    recorder,
-    learner,
-    fence,
-    lockLoss,
-    health,
-    onPaused,
-    doorbell,
-    now,
-  } = shared;
+  const { config, deps, services, commands, blocking, recorder, learner, fence, lockLoss, health, onPaused, now } =
+    shared;
   const { logger } = deps;
   const { baseUrl, apiKey } = requireAccountUpstream(account);
   const client = new UpstreamClient({
@@ -140,7 +127,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
       maximumRateLimitDelay: 5_000,
     },
-    doorbell.backendFor(account.id),
+    shared.doorbell.backendFor(account.id),
   );
   pollRoom.attach(worker);
   worker.on('failed', (job, err) => {
@@ -305,6 +292,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       closing ??= (async () => {
         await housekeeping.stop();
         await Promise.all([runs.closeAll(), webhookWorker?.close()]);
+        // The first-poll samples gathered since the last send (queue/poll-schedule.ts).
+        await learner.flush().catch((err: unknown) => {
+          if (!health.outage(err)) logger.warn({ err }, 'could not send the poll schedule its last samples');
+        });
         await services.accounts.close();
         await services.webhooks.close();
         await stopPresence();

@@ -43,7 +43,13 @@ export function isRelevant(pendingAtFirstPoll: boolean, elapsedMs: number, estim
   return pendingAtFirstPoll ? gap >= -RELEVANCE : gap <= RELEVANCE;
 }
 
-// ARGV: step, lo, hi, counter field, log(elapsed/initial), relevance, pending (1/0)
+/**
+ * First-poll samples are sent together at most this often, one script call for all of them: one
+ * call a plate was one of the steps of a plate's path (issue 21). The estimate moves at most this
+ * much later; samples not sent when a process dies are lost, as a sample taken there never was.
+ */
+const OBSERVE_EVERY_MS = 500;
+
 export interface LearnedSchedule {
   firstPollMs: number;
   samples: number;
@@ -61,6 +67,10 @@ export class PollLearner {
   readonly #poll: PollSettings;
   readonly #now: () => number;
   readonly #cache = new Map<string, { at: number; ms: number }>();
+  /** Samples not sent yet, by product: log(elapsed / initial) and whether the query was pending. */
+  readonly #samples = new Map<string, (number | string)[]>();
+  #sending: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
 
   constructor(redis: RedisClient, keys: VqbKeys, poll: PollSettings, now: () => number = Date.now) {
     this.#redis = withScripts(redis, ['learn-observe']);
@@ -85,24 +95,46 @@ export class PollLearner {
     return ms;
   }
 
-  /** One first poll, made `elapsedMs` after the create, found the query pending (or finished). */
-  async observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number): Promise<void> {
+  /**
+   * One first poll, made `elapsedMs` after the create, found the query pending (or finished). The
+   * sample is sent with the others of the next OBSERVE_EVERY_MS.
+   */
+  observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number): void {
     if (!this.#poll.adaptive) return;
-    const { minMs, maxMs } = firstPollBounds(this.#poll);
-    const initial = this.#poll.initialMs;
-    const offset = Number(
-      await this.#redis.vqbLearnObserve(
-        this.#keys.learner(product),
-        learnStep(pendingAtFirstPoll, this.#poll.quantile),
-        Math.log(minMs / initial),
-        Math.log(maxMs / initial),
-        pendingAtFirstPoll ? 'pending' : 'finished',
-        Math.log(Math.max(1, elapsedMs) / initial),
-        RELEVANCE,
-        pendingAtFirstPoll ? '1' : '0',
-      ),
-    );
-    this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+    let samples = this.#samples.get(product);
+    if (!samples) this.#samples.set(product, (samples = []));
+    samples.push(Math.log(Math.max(1, elapsedMs) / this.#poll.initialMs), pendingAtFirstPoll ? '1' : '0');
+    this.#sending ??= setTimeout(() => {
+      this.#sending = undefined;
+      void this.flush().catch(() => undefined);
+    }, OBSERVE_EVERY_MS);
+  }
+
+  /** Sends the samples gathered (also at a worker's stop). A failure drops them: they are estimates' input, not records. */
+  flush(): Promise<void> {
+    clearTimeout(this.#sending);
+    this.#sending = undefined;
+    const batch = [...this.#samples];
+    this.#samples.clear();
+    this.#flushing = this.#flushing.then(async () => {
+      const { minMs, maxMs } = firstPollBounds(this.#poll);
+      const initial = this.#poll.initialMs;
+      for (const [product, samples] of batch) {
+        const offset = Number(
+          await this.#redis.vqbLearnObserve(
+            this.#keys.learner(product),
+            learnStep(true, this.#poll.quantile),
+            learnStep(false, this.#poll.quantile),
+            Math.log(minMs / initial),
+            Math.log(maxMs / initial),
+            RELEVANCE,
+            ...samples,
+          ),
+        );
+        this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+      }
+    });
+    return this.#flushing;
   }
 
   async snapshot(product: string): Promise<LearnedSchedule> {

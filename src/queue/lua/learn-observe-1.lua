@@ -1,20 +1,27 @@
 --[[
-  One first-poll sample for the shared poll schedule (workers/poll-schedule.ts): moves the stored
-  log(first-poll delay / initial) by ARGV[1] unless the sample was taken too far from the current
-  estimate to say anything about it.
+  First-poll samples for the shared poll schedule (queue/poll-schedule.ts), in the order they were
+  taken: each moves the stored log(first-poll delay / initial) by its step unless it was taken too
+  far from the estimate in force to say anything about it. A process sends what it gathered at
+  most every half second (one call, not one a plate: issue 21).
     KEYS[1] the product's learner hash (logOffset, pending, finished counters)
-    ARGV[1] step; ARGV[2] lowest, ARGV[3] highest offset; ARGV[4] counter field to increment;
-    ARGV[5] log(elapsed / initial) of the sample; ARGV[6] relevance R; ARGV[7] '1' pending | '0' finished
+    ARGV[1] step of a pending sample; ARGV[2] step of a finished one; ARGV[3] lowest, ARGV[4]
+    highest offset; ARGV[5] relevance R; then per sample: log(elapsed / initial), '1' pending | '0' finished
   Returns the offset now in force (a string).
 ]]
 local v = tonumber(redis.call('HGET', KEYS[1], 'logOffset') or '0')
-redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
-local gap = tonumber(ARGV[5]) - v
-local r = tonumber(ARGV[6])
-if (ARGV[7] == '1' and gap < -r) or (ARGV[7] == '0' and gap > r) then return tostring(v) end
-v = v + tonumber(ARGV[1])
-local lo, hi = tonumber(ARGV[2]), tonumber(ARGV[3])
-if v < lo then v = lo end
-if v > hi then v = hi end
+local lo, hi, r = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local pending, finished = 0, 0
+for i = 6, #ARGV, 2 do
+  local isPending = ARGV[i + 1] == '1'
+  if isPending then pending = pending + 1 else finished = finished + 1 end
+  local gap = tonumber(ARGV[i]) - v
+  if not ((isPending and gap < -r) or ((not isPending) and gap > r)) then
+    v = v + tonumber(isPending and ARGV[1] or ARGV[2])
+    if v < lo then v = lo end
+    if v > hi then v = hi end
+  end
+end
+if pending > 0 then redis.call('HINCRBY', KEYS[1], 'pending', pending) end
+if finished > 0 then redis.call('HINCRBY', KEYS[1], 'finished', finished) end
 redis.call('HSET', KEYS[1], 'logOffset', tostring(v))
 return tostring(v)
