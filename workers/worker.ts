@@ -263,7 +263,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
 
-  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now);
+  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now, deps.random);
   services.feeder
     .listen(wakes, (accountId) => doorbell.ring(accountId))
     .catch((err: unknown) => {
@@ -335,6 +335,7 @@ function startHousekeeping(
   health: RedisHealth,
   logger: Logger,
   now: () => number,
+  random: () => number = Math.random,
 ): { stop(): Promise<void> } {
   const configured = new Set(config.accounts.map((a) => a.id));
   // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
@@ -362,7 +363,11 @@ function startHousekeeping(
           restUntil.delete(accountId);
           return;
         }
-        if (fed === 0) restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS));
+        // Rests end spread over ±25 % of their length: accounts that started together (a thousand
+        // batches enqueued at once) would otherwise all come due on the same tick, one burst of
+        // feeds and wakes that delays the requests waiting for their slots in this process.
+        if (fed === 0)
+          restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2));
         else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);
