@@ -107,7 +107,7 @@ export class PollLearner {
     this.#sending ??= setTimeout(() => {
       this.#sending = undefined;
       void this.flush().catch(() => undefined);
-    }, OBSERVE_EVERY_MS);
+    }, OBSERVE_EVERY_MS).unref();
   }
 
   /** Sends the samples gathered (also at a worker's stop). A failure drops them: they are estimates' input, not records. */
@@ -116,24 +116,27 @@ export class PollLearner {
     this.#sending = undefined;
     const batch = [...this.#samples];
     this.#samples.clear();
-    this.#flushing = this.#flushing.then(async () => {
-      const { minMs, maxMs } = firstPollBounds(this.#poll);
-      const initial = this.#poll.initialMs;
-      for (const [product, samples] of batch) {
-        const offset = Number(
-          await this.#redis.vqbLearnObserve(
-            this.#keys.learner(product),
-            learnStep(true, this.#poll.quantile),
-            learnStep(false, this.#poll.quantile),
-            Math.log(minMs / initial),
-            Math.log(maxMs / initial),
-            RELEVANCE,
-            ...samples,
-          ),
-        );
-        this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
-      }
-    });
+    // A send that failed must not stop the ones after it (a rejected chain would skip them all).
+    this.#flushing = this.#flushing
+      .catch(() => undefined)
+      .then(async () => {
+        const { minMs, maxMs } = firstPollBounds(this.#poll);
+        const initial = this.#poll.initialMs;
+        for (const [product, samples] of batch) {
+          const offset = Number(
+            await this.#redis.vqbLearnObserve(
+              this.#keys.learner(product),
+              learnStep(true, this.#poll.quantile),
+              learnStep(false, this.#poll.quantile),
+              Math.log(minMs / initial),
+              Math.log(maxMs / initial),
+              RELEVANCE,
+              ...samples,
+            ),
+          );
+          this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+        }
+      });
     return this.#flushing;
   }
 

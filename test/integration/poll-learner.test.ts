@@ -65,5 +65,14 @@ describe('poll learner', () => {
     await learner.flush();
     expect((await learner.snapshot('agregados')).samples).toBe(6);
     expect(await learner.firstPollDelay('agregados')).toBe(expected(config.poll, [...samples, [false, initial]]));
+    // A send that fails (Redis refuses it) drops its samples, not the sends after it.
+    const script = (ctx.redis as unknown as { vqbLearnObserve: (...a: unknown[]) => Promise<unknown> }).vqbLearnObserve;
+    (ctx.redis as unknown as { vqbLearnObserve: unknown }).vqbLearnObserve = () => Promise.reject(new Error('refused'));
+    learner.observe('agregados', true, initial);
+    await expect(learner.flush()).rejects.toThrow('refused');
+    (ctx.redis as unknown as { vqbLearnObserve: unknown }).vqbLearnObserve = script;
+    learner.observe('agregados', true, initial);
+    await learner.flush();
+    expect((await learner.snapshot('agregados')).samples).toBe(7);
   });
 });
