@@ -15,7 +15,7 @@ import type { InFlight } from '../src/queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
 import type { Scheduler } from '../src/queue/scheduler.js';
 import type { PlateJobData, PriorityClass } from '../src/queue/types.js';
-import type { QuotaSnapshot } from '../src/upstream/client.js';
+import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
 import { backoffDelay } from '../src/upstream/timing.js';
 import { adviceFor } from './actions.js';
@@ -205,7 +205,38 @@ export class AccountFlow {
    * the one N slots after it. It takes the account's next slot instead (a slot lost, rarely; a
    * 429 never). A hold that started meanwhile (a 429 elsewhere) is waited out here.
    */
-  async ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<void> {
+  /**
+   * The pacing of one request, for the upstream client: `ready` just before it is handed over,
+   * `written` when its bytes leave. A request written later than half the jitter allowance after
+   * its slot (a connection opened first: TCP and TLS handshakes; a stalled event loop) moves the
+   * account's schedule back by the excess, so the request N slots after it still reaches a sliding
+   * window a whole window later (a 429 on the 21st request of a 20/s key otherwise).
+   */
+  send(admission: Extract<Admission, { go: true }>, heldMs?: number): SendOptions {
+    let slot: { due: number; at: string } | undefined;
+    return {
+      ready: async () => {
+        slot = await this.#ready(admission, heldMs);
+      },
+      written: () => {
+        if (slot) this.#written(slot);
+      },
+    };
+  }
+
+  #written({ due, at }: { due: number; at: string }): void {
+    const excess = performance.now() - due - jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2;
+    if (excess <= 0) return;
+    this.#d.logger.debug(
+      { account: this.accountId, lateMs: Math.round(excess) },
+      'request written late; pace moved back',
+    );
+    this.#d.line.shift(at, excess).catch((err: unknown) => {
+      this.#d.logger.warn({ err, account: this.accountId }, 'could not move the pace back after a late request');
+    });
+  }
+
+  async #ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<{ due: number; at: string }> {
     let { due, at } = admission;
     // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
     // first look, unless the request must take another slot first.
@@ -222,7 +253,7 @@ export class AccountFlow {
       // out here, then the request takes a slot on the schedule the hold moved.
       const held = known ?? (await this.#d.line.heldFor());
       known = undefined;
-      if (held <= 0) return;
+      if (held <= 0) return { due, at };
       await sleep(held);
       due = -Infinity;
     }

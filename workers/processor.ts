@@ -191,9 +191,7 @@ export class PlateProcessor {
     const held = this.#d.replicated || this.#d.afterFence ? undefined : heldMs;
     let answer: QueryOutcome;
     try {
-      answer = await this.#d.api.createQuery(data.plate, data.product, {
-        ready: () => this.#d.flow.ready(admission, held),
-      });
+      answer = await this.#d.api.createQuery(data.plate, data.product, this.#d.flow.send(admission, held));
     } catch (err) {
       if (isUpstreamError(err)) {
         const decision = decide(err);
@@ -292,7 +290,7 @@ export class PlateProcessor {
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
     let answer: QueryOutcome;
     try {
-      answer = await this.#d.api.getQuery(queryId, { ready: () => this.#d.flow.ready(admission) });
+      answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
     } catch (err) {
       if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
         await this.#d.recorder.count(batchOf(data), 'pollsSent');

@@ -98,6 +98,7 @@ export function slotOf([reserved, wait, reason, at]: SlotReply): Slot {
 const SCRIPTS = [
   'pace-acquire',
   'pace-hold',
+  'pace-shift',
   'pace-learn',
   'account-pause',
   'upstream-failed',
@@ -158,6 +159,14 @@ export class AccountLine {
       // A slot given up is named by its start; '' (a reply without one) still counts as a retake.
       args: [this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap', retake === undefined ? '0' : retake || '1'],
     };
+  }
+
+  /**
+   * A request left `ms` later than its allowance (its slot: `at`): every slot not yet taken moves
+   * back by `ms` (lua/pace-shift-1.lua says why).
+   */
+  async shift(at: string, ms: number): Promise<void> {
+    await this.#redis.vqbPaceShift(this.#pace, at, ms.toFixed(3), this.intervalMs, this.auto ? 'auto' : 'cap');
   }
 
   /**

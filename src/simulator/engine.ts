@@ -23,6 +23,8 @@ export interface ApiRequest {
   apiKey: string | undefined;
   body: string;
   bodyTooLarge: boolean;
+  /** When the request's headers arrived (the engine's clock); the limits count it then. Default: now. */
+  receivedAt?: number;
 }
 
 export interface EngineDeps {
@@ -91,7 +93,7 @@ export class SimulatorEngine {
   }
 
   #decide(request: ApiRequest): Reply {
-    const now = this.#deps.now();
+    const now = request.receivedAt ?? this.#deps.now();
     this.stats.request(now);
     const route = ROUTE.exec(request.path);
     if (!route || (request.method !== 'POST' && request.method !== 'GET')) {

@@ -19,10 +19,13 @@ export async function listen(engine: SimulatorEngine, host: string, port: number
   let closing = false;
 
   const server = createServer((req, res) => {
+    // Counted when its headers arrive, as a gateway in front of an API counts: reading the body
+    // takes more turns of this process's event loop, which a busy test machine stretches.
+    const receivedAt = engine.now();
     readBody(req, engine.options.maxBodyBytes).then(
       ({ body, tooLarge }) => {
         if (closing) return req.socket.destroy();
-        carryOut(req, res, decide(engine, req, body, tooLarge), pending);
+        carryOut(req, res, decide(engine, req, body, tooLarge, receivedAt), pending);
       },
       () => req.socket.destroy(),
     );
@@ -55,7 +58,13 @@ export async function listen(engine: SimulatorEngine, host: string, port: number
   };
 }
 
-function decide(engine: SimulatorEngine, req: IncomingMessage, body: string, tooLarge: boolean): Reply {
+function decide(
+  engine: SimulatorEngine,
+  req: IncomingMessage,
+  body: string,
+  tooLarge: boolean,
+  receivedAt: number,
+): Reply {
   const method = req.method ?? 'GET';
   try {
     const url = new URL(req.url ?? '/', 'http://simulator.invalid');
@@ -67,6 +76,7 @@ function decide(engine: SimulatorEngine, req: IncomingMessage, body: string, too
       apiKey: typeof apiKey === 'string' && apiKey !== '' ? apiKey : undefined,
       body,
       bodyTooLarge: tooLarge,
+      receivedAt,
     });
   } catch (error) {
     // A bug in the simulator, not a simulated fault: say so plainly.

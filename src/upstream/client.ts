@@ -13,6 +13,7 @@ import {
 import type { KeyProvider } from './key.js';
 import { errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
 import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
+import { WRITTEN, withWriteNotice } from './written.js';
 
 export interface QuotaSnapshot extends RateLimitHeaders {
   /** Epoch ms of the answer these numbers came from. */
@@ -33,8 +34,10 @@ export interface UpstreamClientOptions {
 }
 
 export interface SendOptions {
-  /** Awaited after everything else is ready, immediately before the request is written (the caller's pacing). */
+  /** Awaited after everything else is ready, immediately before the request is handed to undici (the caller's pacing). */
   ready?: () => Promise<void>;
+  /** Called when the request is written to its socket, a connection opened first if none was free (upstream/written.ts). */
+  written?: () => void;
 }
 
 export type RequestObserver = (event: {
@@ -76,7 +79,7 @@ export class UpstreamClient {
     this.#maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
     this.#now = options.now ?? Date.now;
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher =
+    const dispatcher =
       options.dispatcher ??
       new Agent({
         keepAliveTimeout: 30_000,
@@ -85,6 +88,7 @@ export class UpstreamClient {
         headersTimeout: this.#requestTimeoutMs,
         bodyTimeout: this.#requestTimeoutMs,
       });
+    this.#dispatcher = withWriteNotice(dispatcher);
   }
 
   /** Latest X-RateLimit-* numbers seen, if any answer carried them. */
@@ -137,6 +141,7 @@ export class UpstreamClient {
         ...(body === undefined ? {} : { body }),
         // bodyTimeout is per chunk: a body that trickles a byte at a time needs an overall bound.
         signal: AbortSignal.timeout(this.#requestTimeoutMs * 2),
+        ...(options.written ? { [WRITTEN]: options.written } : {}),
       });
       status = response.statusCode;
       const now = this.#now();

@@ -161,7 +161,7 @@ describe('broken answers', () => {
     if (!second.go) throw new Error('expected a slot');
     // Its slot has come (about 500 ms in), inside the hold: it must not leave before the hold ends.
     expect(Date.now()).toBeLessThan(holdEnds - 300);
-    await flow.ready(second);
+    await flow.send(second).ready?.();
     expect(Date.now()).toBeGreaterThanOrEqual(holdEnds - 15);
     expect(await h.line.heldFor()).toBe(0);
   });

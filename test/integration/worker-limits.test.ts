@@ -1,5 +1,6 @@
 // Pacing under the upstream's limits: smooth mode against a sliding window, a limit tighter than
 // configured, and a quota that runs out and resets by itself.
+import { Agent, buildConnector } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 
@@ -22,6 +23,41 @@ describe('worker engine: pacing and quotas', () => {
     expect(stats.rateLimited).toBe(0);
     expect(stats.maxInWindow).toBeLessThanOrEqual(40);
     expect((await h.services.batchViews.get('b')).counts.done).toBe(150);
+  });
+
+  it('requests that wait 150 ms for their connection (a TLS handshake) move the pace back: no 429 a window later', async () => {
+    // Every new connection opens 150 ms after undici asks for it, as a handshake with a distant
+    // upstream does. The pacing looked at the clock before: the first requests reach the upstream
+    // 150 ms after their slots, and the 21st slot of a 20/s key comes 1,025 ms after the first
+    // one, 875 ms after it arrived. Without the move back, that request is a 429.
+    const connect = buildConnector({});
+    const slowConnections = new Agent({
+      connect: (opts, callback) => {
+        setTimeout(() => connect(opts, callback), 150);
+      },
+    });
+    h = await startHarness({
+      label: 'slow-connect',
+      sim: { rateLimit: '20/s', window: 'sliding' },
+      config: { VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4' },
+      dispatcher: slowConnections,
+    });
+    try {
+      await h.enqueue('b', makePlates(60));
+      await h.waitForBatch('b', 60_000);
+      const stats = h.sim.stats();
+      expect(stats.rateLimited).toBe(0);
+      expect(stats.maxInWindow).toBeLessThanOrEqual(20);
+      expect((await h.services.batchViews.get('b')).counts.done).toBe(60);
+      // The late requests said so; the move is once per connection opened late, not per request.
+      const moved = h.logs.lines.filter((l) => l.msg === 'request written late; pace moved back');
+      expect(moved.length).toBeGreaterThan(0);
+      expect(moved.length).toBeLessThan(10);
+    } finally {
+      await h.close();
+      h = undefined;
+      await slowConnections.close();
+    }
   });
 
   it('an upstream limit tighter than configured, with no headers: 429s pause every worker, a handful per pause', async () => {
