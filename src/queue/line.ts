@@ -84,15 +84,18 @@ export interface RateInForce {
  * gives the slot up names it (`slot(horizon, at)`), so the pace knows which slot was never sent.
  */
 export type Slot =
-  | { reserved: true; waitMs: number; at: string }
+  /** `windowMs`: the window of the limit the upstream announced, when one was heard (by any process). */
+  | { reserved: true; waitMs: number; at: string; windowMs?: number }
   | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
 /** What pace-acquire (and create-admit, when it got as far as the pace) answers. */
-export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold', at?: string];
+export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold', at?: string, windowMs?: string];
 
-export function slotOf([reserved, wait, reason, at]: SlotReply): Slot {
+export function slotOf([reserved, wait, reason, at, window]: SlotReply): Slot {
   const waitMs = Math.max(0, Number(wait));
-  return reserved === 1 ? { reserved: true, waitMs, at: at ?? '' } : { reserved: false, waitMs, reason };
+  if (reserved !== 1) return { reserved: false, waitMs, reason };
+  const windowMs = Number(window);
+  return { reserved: true, waitMs, at: at ?? '', ...(window && windowMs > 0 ? { windowMs } : {}) };
 }
 
 const SCRIPTS = [

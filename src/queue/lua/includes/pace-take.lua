@@ -23,7 +23,10 @@
     up (a hold came, or it woke too late): this one is not counted as used again, and it replaces
     that one in the early list (a slot given up was never sent).
   paceStart(next) is the slot's start as the early list writes it: callers return it, and a
-  request that gives its slot up names it as `retake`.
+  request that gives its slot up names it as `retake`. next.windowMs is the window of the limit
+  the upstream announced ('' none heard): callers return it with a reserved slot, so a process
+  that has not had an answer of the account yet still measures a request's lateness against the
+  window in force (a per-minute key allows 150 ms, not the 12.5 ms of the start rate's second).
 ]]
 local EARLY_KEPT = 32
 local EARLY_GAP_MS = 1500
@@ -54,7 +57,7 @@ end
 local function paceNext(paceKey, interval, mode, retake)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used', 'early', 'earlyN', 'earlyTat')
+  local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used', 'early', 'earlyN', 'earlyTat', 'windowMs')
   local early = false
   if f[3] then
     if mode == 'auto' then interval = tonumber(f[3]) else interval = math.max(interval, tonumber(f[3])) end
@@ -86,7 +89,7 @@ local function paceNext(paceKey, interval, mode, retake)
     reason = 'hold'
   end
   return { start = start, wait = start - now, reason = reason, interval = interval, used = tonumber(f[4] or '0'),
-    early = early, earlyList = f[5], earlyN = tonumber(f[6] or '0') }
+    early = early, earlyList = f[5], earlyN = tonumber(f[6] or '0'), windowMs = f[8] or '' }
 end
 
 local function paceStart(next)
