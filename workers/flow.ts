@@ -27,7 +27,7 @@ export type Admission =
    * sending. `at` names the slot to the pace, should the request give it up. `priority`
    * (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
-  | { go: true; due: number; at: string; priority: number }
+  | { go: true; due: number; at: string; priority: number; early?: true }
   /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
   | { go: false; why: 'later'; retryInMs: number }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
@@ -56,6 +56,12 @@ export interface FlowDeps {
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
 }
+
+/**
+ * How late a slot taken before any limit was heard may still be used: well under the 1.5 s that
+ * separates such slots (pace-take.lua EARLY_GAP_MS), so two of them never come closer than 1 s.
+ */
+const EARLY_LATE_MS = 500;
 
 /** A pacing slot at most this far off is waited for in the worker, not by putting the job back. */
 const WAIT_HERE_MS = 2_000;
@@ -136,7 +142,7 @@ export class AccountFlow {
   async admitPoll(cls: PriorityClass): Promise<SendAdmission> {
     const priority = pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs) => this.#d.line.slot(horizonMs));
-    return 'why' in slot ? slot : { go: true, due: slot.due, at: slot.at, priority };
+    return 'why' in slot ? slot : { go: true, ...slot, priority };
   }
 
   /**
@@ -153,7 +159,7 @@ export class AccountFlow {
   async #slot<R extends { refused: string } = never>(
     priority: number,
     ask: (horizonMs: number) => Promise<Slot | R>,
-  ): Promise<{ due: number; at: string } | Extract<Admission, { why: 'later' }> | R> {
+  ): Promise<{ due: number; at: string; early?: true } | Extract<Admission, { why: 'later' }> | R> {
     const done = await this.#turn(priority);
     try {
       for (;;) {
@@ -170,7 +176,7 @@ export class AccountFlow {
           const due = asked + slot.waitMs;
           const wait = due - performance.now();
           if (wait > 0) await sleep(wait);
-          return { due, at: slot.at };
+          return { due, at: slot.at, ...(slot.early ? { early: true as const } : {}) };
         }
         if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
         await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
@@ -239,17 +245,21 @@ export class AccountFlow {
   }
 
   async #ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<{ due: number; at: string }> {
-    let { due, at } = admission;
+    let { due, at, early } = admission;
     // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
     // first look, unless the request must take another slot first.
     let known = heldMs;
     for (;;) {
       while (performance.now() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
+        // A slot taken before any limit was heard is not given up for lateness: the next such slot
+        // is 1.5 s away (a new account's first request went 1.5-4.5 s after its batch so, woken
+        // 14-33 ms late by its fence's round trip). The write moves its start in the early list.
+        if (early && performance.now() - due < EARLY_LATE_MS) break;
         known = undefined;
         const givenUp = at;
         const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, givenUp));
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
-        else ({ due, at } = slot);
+        else ({ due, at, early } = slot);
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
       // out here, then the request takes a slot on the schedule the hold moved.
@@ -289,7 +299,7 @@ export class AccountFlow {
       return { go: false, why: 'cap', heldBy: slot.refused, until: await this.#holdAtCap(data, slot.refused) };
     }
     if ('why' in slot) return slot;
-    return { go: true, due: slot.due, at: slot.at, priority };
+    return { go: true, ...slot, priority };
   }
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */

@@ -85,17 +85,30 @@ export interface RateInForce {
  */
 export type Slot =
   /** `windowMs`: the window of the limit the upstream announced, when one was heard (by any process). */
-  | { reserved: true; waitMs: number; at: string; windowMs?: number }
+  | { reserved: true; waitMs: number; at: string; windowMs?: number; early?: true }
   | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
 /** What pace-acquire (and create-admit, when it got as far as the pace) answers. */
-export type SlotReply = [reserved: number, wait: string, reason: 'pace' | 'hold', at?: string, windowMs?: string];
+export type SlotReply = [
+  reserved: number,
+  wait: string,
+  reason: 'pace' | 'hold',
+  at?: string,
+  windowMs?: string,
+  early?: string,
+];
 
-export function slotOf([reserved, wait, reason, at, window]: SlotReply): Slot {
+export function slotOf([reserved, wait, reason, at, window, early]: SlotReply): Slot {
   const waitMs = Math.max(0, Number(wait));
   if (reserved !== 1) return { reserved: false, waitMs, reason };
   const windowMs = Number(window);
-  return { reserved: true, waitMs, at: at ?? '', ...(window && windowMs > 0 ? { windowMs } : {}) };
+  return {
+    reserved: true,
+    waitMs,
+    at: at ?? '',
+    ...(window && windowMs > 0 ? { windowMs } : {}),
+    ...(early === '1' ? { early: true as const } : {}),
+  };
 }
 
 const SCRIPTS = [

@@ -114,4 +114,22 @@ describe('pace: the start rate before a limit is heard', () => {
     expect(fields.early).toBeUndefined();
     expect(fields.earlyN).toBeUndefined();
   });
+
+  it('an early slot sent late (its write 100 ms after the slot) spaces what follows from when it left, once the limit is heard', async () => {
+    const line = await autoLine('pace-early-late');
+    const first = await line.slot(120_000);
+    if (!first.reserved) throw new Error('expected a slot');
+    expect(first.early).toBe(true);
+    // Its write came 100 ms late (its connection opened first): the pace is told.
+    await line.shift(first.at, 100);
+    await line.learn('ok', announced(20, 1_000), 25);
+    const second = await line.slot(120_000);
+    if (!second.reserved) throw new Error('expected a slot');
+    expect(second.early).toBeUndefined();
+    const interval = (1_000 + 25) / 20;
+    // One interval after when the first left, not after its slot: twenty more in a row then span
+    // a second from the first as the upstream counted it.
+    expect(Number(second.at) - Number(first.at)).toBeGreaterThanOrEqual(100 + interval - 1);
+    expect(Number(second.at) - Number(first.at)).toBeLessThan(100 + interval + 50);
+  });
 });

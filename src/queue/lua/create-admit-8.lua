@@ -15,7 +15,7 @@
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
     ARGV[13] month TTL s; ARGV[14] the plate
-  Returns {1, wait ms, reason, the slot's start, the announced window ms or ''} admitted (sleep
+  Returns {1, wait ms, reason, the slot's start, the announced window ms or '', '1' for an early slot or ''} admitted (sleep
   `wait`, then send; the start names the slot if the request gives it up: pace-acquire's retake;
   the window is what its lateness is measured against); {0, wait ms, 'pace'|'hold'}
   the slot is further than the horizon; {-1, 0, 'inflight'} the in-flight cap is reached;
@@ -44,4 +44,4 @@ if capped then return {-2, '0', capped} end
 if room == 'room' then inflightTake(KEYS[2], KEYS[3], ARGV[5], ARGV[6], ARGV[8]) end
 paceTake(KEYS[1], next, ARGV[4])
 budgetTake(KEYS[4], KEYS[5], KEYS[6], ARGV[12], ARGV[13])
-return {1, tostring(next.wait), next.reason, paceStart(next), next.windowMs}
+return {1, tostring(next.wait), next.reason, paceStart(next), next.windowMs, paceEarly(next)}

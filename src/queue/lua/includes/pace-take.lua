@@ -23,7 +23,9 @@
     up (a hold came, or it woke too late): this one is not counted as used again, and it replaces
     that one in the early list (a slot given up was never sent).
   paceStart(next) is the slot's start as the early list writes it: callers return it, and a
-  request that gives its slot up names it as `retake`. next.windowMs is the window of the limit
+  request that gives its slot up names it as `retake`. paceEarly(next) is '1' for a slot taken
+  before any limit was heard (callers return it: such a request is not given up for lateness, the
+  next early slot being 1.5 s away; its write moves its start in the list, pace-shift). next.windowMs is the window of the limit
   the upstream announced ('' none heard): callers return it with a reserved slot, so a process
   that has not had an answer of the account yet still measures a request's lateness against the
   window in force (a per-minute key allows 150 ms, not the 12.5 ms of the start rate's second).
@@ -94,6 +96,11 @@ end
 
 local function paceStart(next)
   return string.format('%.3f', next.start)
+end
+
+local function paceEarly(next)
+  if next.early then return '1' end
+  return ''
 end
 
 local function paceTake(paceKey, next, retake)
