@@ -7,12 +7,14 @@ import type { Dispatcher } from 'undici';
 import { afterAll, afterEach } from 'vitest';
 import type { Config, Overrides } from '../../src/config.js';
 import type { PlateQueue } from '../../src/queue/account-queues.js';
+import { CreateAdmission } from '../../src/queue/admission.js';
 import type { IngestRow } from '../../src/queue/batch/store.js';
 import type { AccountLine } from '../../src/queue/line.js';
 import type { PriorityClass } from '../../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
+import { AccountFlow } from '../../workers/flow.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
 import { type CapturedLogs, captureLogs } from './logs.js';
@@ -221,6 +223,25 @@ export async function startHarness(
   };
   for (let i = 0; i < (options.workers ?? 1); i++) harness.startWorker();
   return harness;
+}
+
+/** The first account's flow as a worker process builds it (25 ms jitter), for tests that drive the pacing by hand. */
+export function accountFlow(h: Harness): AccountFlow {
+  return new AccountFlow({
+    line: h.line,
+    admission: new CreateAdmission(
+      h.services.redis,
+      h.line,
+      h.services.inflight,
+      h.services.budget,
+      h.services.outcomes,
+    ),
+    inflight: h.services.inflight,
+    budget: h.services.budget,
+    scheduler: h.services.scheduler,
+    jitterMs: 25,
+    logger: h.logs.logger,
+  });
 }
 
 /** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */

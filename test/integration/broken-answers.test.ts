@@ -3,10 +3,8 @@
 // sent, so `vqb cost` matches the upstream's own count. Counted at the simulator: what it made
 // and what it was sent, not only what vqb recorded.
 import { describe, expect, it } from 'vitest';
-import { CreateAdmission } from '../../src/queue/admission.js';
 import type { SimulatorOptions } from '../../src/simulator/options.js';
-import { AccountFlow } from '../../workers/flow.js';
-import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 
 const harness = useHarness();
 const PLATES = 40;
@@ -135,21 +133,7 @@ describe('broken answers', () => {
 
   it('a hold set while a request sleeps for its slot is waited out before the request leaves', async () => {
     const h = await harness.start({ label: 'hold-sleep', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
-    const flow = new AccountFlow({
-      line: h.line,
-      admission: new CreateAdmission(
-        h.services.redis,
-        h.line,
-        h.services.inflight,
-        h.services.budget,
-        h.services.outcomes,
-      ),
-      inflight: h.services.inflight,
-      budget: h.services.budget,
-      scheduler: h.services.scheduler,
-      jitterMs: 25,
-      logger: h.logs.logger,
-    });
+    const flow = accountFlow(h);
     // Two slots: the second is half a second away; while it sleeps, another worker draws a 429.
     const first = await flow.admitPoll('normal');
     expect(first.go).toBe(true);

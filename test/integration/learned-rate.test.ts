@@ -7,9 +7,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { estimateCost } from '../../src/producers/dry-run.js';
 import { rowsFromPlates } from '../../src/producers/ingest.js';
-import { CreateAdmission } from '../../src/queue/admission.js';
-import { AccountFlow } from '../../workers/flow.js';
-import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
@@ -169,26 +167,10 @@ describe('learned rate (auto)', () => {
     const h = await harness.start({ label: 'heard-window', workers: 0, config: { VQ_RATE_LIMIT: 'auto' } });
     // Another process heard the upstream announce 12 a minute (its window allows 150 ms late).
     await h.line.learn('ok', { limit: 12, remaining: 11, windowMs: 60_000 }, 25);
-    const fresh = () =>
-      new AccountFlow({
-        line: h.line,
-        admission: new CreateAdmission(
-          h.services.redis,
-          h.line,
-          h.services.inflight,
-          h.services.budget,
-          h.services.outcomes,
-        ),
-        inflight: h.services.inflight,
-        budget: h.services.budget,
-        scheduler: h.services.scheduler,
-        jitterMs: 25,
-        logger: h.logs.logger,
-      });
     // This process has had no answer: its own idea of the window is the start rate's second,
     // whose allowance is 25 ms (12.5 ms late at most). Woken 60 ms late (a busy host), the
     // request keeps its slot instead of giving it up for one 5 s away.
-    const flow = fresh();
+    const flow = accountFlow(h);
     const admission = await flow.admitPoll('normal');
     if (!admission.go) throw new Error('expected a slot');
     await sleep(60);
