@@ -208,12 +208,6 @@ export class AccountFlow {
   }
 
   /**
-   * Called right before the request is written. A request later than half the jitter allowance
-   * (a busy event loop, a slow Redis reply) is not sent late: it would crowd the window against
-   * the one N slots after it. It takes the account's next slot instead (a slot lost, rarely; a
-   * 429 never). A hold that started meanwhile (a 429 elsewhere) is waited out here.
-   */
-  /**
    * The pacing of one request, for the upstream client: `ready` just before it is handed over,
    * `written` when its bytes leave. A request written later than half the jitter allowance after
    * its slot (a connection opened first: TCP and TLS handshakes; a stalled event loop) moves the
@@ -244,6 +238,13 @@ export class AccountFlow {
     });
   }
 
+  /**
+   * Called right before the request is handed to the upstream client. A request later than half
+   * the jitter allowance (a busy event loop, a slow Redis reply) is not sent late: it would crowd
+   * the window against the one N slots after it. It takes the account's next slot instead (a slot
+   * lost, rarely; a 429 never), unless its slot is an early one. A hold that started meanwhile (a
+   * 429 elsewhere) is waited out here.
+   */
   async #ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<{ due: number; at: string }> {
     let { due, at, early } = admission;
     // A hold read by the write made just before this (a create's fence: `heldMs`) holds for the
