@@ -143,6 +143,12 @@ export interface PerPlateRun {
 export interface WorkloadFigures extends ScaleWorkload {
   vqb?: PerPlateRun;
   peer?: PerPlateRun;
+  /**
+   * The same peer with its limiter spreading the limit evenly (BULLMQ_EVEN): what the one-line fix
+   * for its 429s costs. Shown beside the target's peer, not in its place: the target is read on
+   * the peer as the issue wrote it.
+   */
+  peerEven?: PerPlateRun;
   /** vqb's Redis commands per plate by script (Lua's inner calls with their script), from a third run under MONITOR. */
   vqbSteps?: Record<string, number>;
   /** The same run's client calls (round trips a client sent: a script's EVALSHA is one) per plate by script. */
@@ -504,21 +510,33 @@ async function runVqb(
   }
 }
 
+/**
+ * BullMQ's limiter with the limit spread evenly: the fewest jobs per window of at least 5 ms (a
+ * whole number of ms) at no more than `rate` a second: 1 per 34 ms at 30/s, 2 per 5 ms at 400/s.
+ * The peer as written starts `rate` jobs at once each second, a burst whose work shares the
+ * process's wake-ups (and whose overlap with the simulator's sliding window draws its 429s).
+ */
+export function evenLimiter(rate: number): { max: number; durationMs: number } {
+  const max = Math.max(1, Math.ceil((5 * rate) / 1_000));
+  return { max, durationMs: Math.ceil((max * 1_000) / rate) };
+}
+
 async function runPeer(
   ctx: StepContext,
   probe: Probe,
   redisUrl: string,
   sim: SimChild,
   w: ScaleWorkload,
+  even = false,
 ): Promise<PerPlateRun> {
   const options: BullmqPeerOptions = {
     redisUrl,
     prefix: 'bull',
-    queueName: `plates-${w.name}`,
+    queueName: `plates-${w.name}${even ? '-even' : ''}`,
     baseUrl: sim.url,
     apiKey: BENCH_KEY,
     product: 'agregados',
-    limiter: { max: w.rate, durationMs: 1_000 },
+    limiter: even ? evenLimiter(w.rate) : { max: w.rate, durationMs: 1_000 },
     concurrency: w.rate,
     pollMs: w.peerPollMs,
     plates: w.warmPlates + w.plates,
@@ -644,9 +662,12 @@ export async function measureScale(ctx: StepContext, s: ScaleSettings): Promise<
       ]);
       const figures: WorkloadFigures = { ...w };
       try {
-        for (const who of ['vqb', 'peer'] as const) {
+        for (const who of ['vqb', 'peer', 'peerEven'] as const) {
           try {
-            const run = await (who === 'vqb' ? runVqb : runPeer)(ctx, probe, server.url, sim, w);
+            const run =
+              who === 'vqb'
+                ? await runVqb(ctx, probe, server.url, sim, w)
+                : await runPeer(ctx, probe, server.url, sim, w, who === 'peerEven');
             figures[who] = run;
             ctx.log(
               `    ${w.name} (${w.plates} plates at ${w.rate}/s), ${who}: ${run.commandsPerPlate} commands/plate, ` +
@@ -756,61 +777,55 @@ function idleTable(f: ScaleFigures): Table | undefined {
 }
 
 function workloadTable(w: WorkloadFigures): Table {
-  const { vqb, peer } = w;
+  const { vqb, peer, peerEven } = w;
   const ratio = (x?: number, y?: number) => (x === undefined || !y ? undefined : x / y);
-  const rows: [string, number | undefined, number | undefined, (x: number | undefined) => string, string][] = [];
-  const cmdRatio = ratio(vqb?.commandsPerPlate, peer?.commandsPerPlate);
   const total = (r?: PerPlateRun) => (r === undefined ? undefined : r.cpuMsPerPlate + r.producerCpuMsPerPlate);
+  const cmdRatio = ratio(vqb?.commandsPerPlate, peer?.commandsPerPlate);
   const cpuRatio = ratio(total(vqb), total(peer));
+  const evenRatio = ratio(total(vqb), total(peerEven));
   const workerRatio = ratio(vqb?.cpuMsPerPlate, peer?.cpuMsPerPlate);
-  rows.push(
+  const x = (r: number | undefined) => (r === undefined ? '' : ` (${r.toFixed(2)} ×)`);
+  // Each row: its name, the figure of a run, how it is printed, the target column.
+  const rows: [string, (r: PerPlateRun) => number, (v: number | undefined) => string, string][] = [
     [
       'Redis commands per plate',
-      vqb?.commandsPerPlate,
-      peer?.commandsPerPlate,
+      (r) => r.commandsPerPlate,
       fixed(1),
-      `≤ ${PER_PLATE_TARGETS.commands} × peer${cmdRatio === undefined ? '' : ` (${cmdRatio.toFixed(2)} ×)${mark(cmdRatio <= PER_PLATE_TARGETS.commands)}`}`,
+      `≤ ${PER_PLATE_TARGETS.commands} × peer${x(cmdRatio)}${cmdRatio === undefined ? '' : mark(cmdRatio <= PER_PLATE_TARGETS.commands)}`,
     ],
-    [
-      '… of which while enqueuing (ingest / addBulk)',
-      vqb?.enqueueCommandsPerPlate,
-      peer?.enqueueCommandsPerPlate,
-      fixed(1),
-      '',
-    ],
+    ['… of which while enqueuing (ingest / addBulk)', (r) => r.enqueueCommandsPerPlate, fixed(1), ''],
     [
       'CPU ms per plate: producer + worker',
-      total(vqb),
-      total(peer),
+      (r) => r.cpuMsPerPlate + r.producerCpuMsPerPlate,
       fixed(2),
-      `≤ ${PER_PLATE_TARGETS.cpu} × peer${cpuRatio === undefined ? '' : ` (${cpuRatio.toFixed(2)} ×)${mark(cpuRatio <= PER_PLATE_TARGETS.cpu)}`}`,
+      `≤ ${PER_PLATE_TARGETS.cpu} × peer${x(cpuRatio)}${cpuRatio === undefined ? '' : mark(cpuRatio <= PER_PLATE_TARGETS.cpu)}${evenRatio === undefined ? '' : `; ${evenRatio.toFixed(2)} × the even peer`}`,
     ],
     [
       '… worker processes',
-      vqb?.cpuMsPerPlate,
-      peer?.cpuMsPerPlate,
+      (r) => r.cpuMsPerPlate,
       fixed(2),
       workerRatio === undefined ? '' : `${workerRatio.toFixed(2)} ×`,
     ],
-    ['… the enqueue (in the bench process)', vqb?.producerCpuMsPerPlate, peer?.producerCpuMsPerPlate, fixed(2), ''],
-    ['redis-server CPU ms per plate', vqb?.redisCpuMsPerPlate, peer?.redisCpuMsPerPlate, fixed(2), ''],
-    ['429s received', vqb?.rateLimited, peer?.rateLimited, int, ''],
-    [
-      'requests per plate (every request the simulator got)',
-      vqb?.requestsPerPlate,
-      peer?.requestsPerPlate,
-      fixed(2),
-      '',
-    ],
-    ['densest 1 s at the simulator (requests)', vqb?.maxInWindow, peer?.maxInWindow, int, ''],
-    ['plates finished (done + failed)', vqb && vqb.finished + vqb.failed, peer && peer.finished + peer.failed, int, ''],
-    ['wall s (enqueue → last result stored)', vqb?.wallS, peer?.wallS, fixed(1), ''],
-  );
+    ['… the enqueue (in the bench process)', (r) => r.producerCpuMsPerPlate, fixed(2), ''],
+    ['redis-server CPU ms per plate', (r) => r.redisCpuMsPerPlate, fixed(2), ''],
+    ['429s received', (r) => r.rateLimited, int, ''],
+    ['requests per plate (every request the simulator got)', (r) => r.requestsPerPlate, fixed(2), ''],
+    ['densest 1 s at the simulator (requests)', (r) => r.maxInWindow, int, ''],
+    ['plates finished (done + failed)', (r) => r.finished + r.failed, int, ''],
+    ['wall s (enqueue → last result stored)', (r) => r.wallS, fixed(1), ''],
+  ];
   const [lo, hi] = w.completionMs;
+  const even = evenLimiter(w.rate);
   return {
-    title: `${w.plates.toLocaleString('en')} plates, key limit ${w.rate}/s, queries complete in ${lo / 1000}–${hi / 1000} s (peer polls after ${w.peerPollMs / 1000} s)`,
-    head: ['figure', 'vqb', 'BullMQ by hand', 'target'],
-    cells: rows.map(([name, a, b, format, target]) => [name, format(a), format(b), target]),
+    title: `${w.plates.toLocaleString('en')} plates, key limit ${w.rate}/s, queries complete in ${lo / 1000}–${hi / 1000} s (peer polls after ${w.peerPollMs / 1000} s; the even peer's limiter: ${even.max} per ${even.durationMs} ms)`,
+    head: ['figure', 'vqb', 'BullMQ by hand', 'BullMQ by hand, paced evenly', 'target'],
+    cells: rows.map(([name, of, format, target]) => [
+      name,
+      format(vqb && of(vqb)),
+      format(peer && of(peer)),
+      format(peerEven && of(peerEven)),
+      target,
+    ]),
   };
 }
 
@@ -892,7 +907,10 @@ last result stored; same simulator (sliding window, reset before each run). Comm
 the breakdown include the enqueue, and so does the CPU the target is read on: the worker processes'
 (\`/proc\`) plus the bench process's own while it enqueued (\`process.cpuUsage\`), since the peer's
 producer makes its jobs (addBulk) where vqb's worker processes make theirs (the feeder); both parts
-are shown.
+are shown. **The even peer:** the same peer, its limiter spreading the limit (\`evenLimiter\`: 1 per
+34 ms at 30/s, 2 per 5 ms at 400/s) instead of starting a second's jobs at once; shown for what the
+peer's CPU is made of (work done in bursts shares the process's wake-ups), the target is read on the
+peer as written.
 **By script:** a third run of vqb, the same workload, under MONITOR (which costs redis-server CPU, so
 it is kept apart): each command is named by the script whose EVALSHA it follows (Lua's inner calls
 included), vqb's by its file in \`src/queue/lua/\`, BullMQ's by its own.`;
