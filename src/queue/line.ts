@@ -84,8 +84,12 @@ export interface RateInForce {
  * gives the slot up names it (`slot(horizon, at)`), so the pace knows which slot was never sent.
  */
 export type Slot =
-  /** `windowMs`: the window of the limit the upstream announced, when one was heard (by any process). */
-  | { reserved: true; waitMs: number; at: string; windowMs?: number; early?: true }
+  /**
+   * `windowMs`: the window of the limit the upstream announced, when one was heard (by any
+   * process). `followsMs`: the slot after this one is at least this far from the ask (none after
+   * an early slot).
+   */
+  | { reserved: true; waitMs: number; at: string; windowMs?: number; early?: true; followsMs?: number }
   | { reserved: false; waitMs: number; reason: 'pace' | 'hold' };
 
 /** What pace-acquire (and create-admit, when it got as far as the pace) answers. */
@@ -96,9 +100,10 @@ export type SlotReply = [
   at?: string,
   windowMs?: string,
   early?: string,
+  follows?: string,
 ];
 
-export function slotOf([reserved, wait, reason, at, window, early]: SlotReply): Slot {
+export function slotOf([reserved, wait, reason, at, window, early, follows]: SlotReply): Slot {
   const waitMs = Math.max(0, Number(wait));
   if (reserved !== 1) return { reserved: false, waitMs, reason };
   const windowMs = Number(window);
@@ -108,6 +113,7 @@ export function slotOf([reserved, wait, reason, at, window, early]: SlotReply): 
     at: at ?? '',
     ...(window && windowMs > 0 ? { windowMs } : {}),
     ...(early === '1' ? { early: true as const } : {}),
+    ...(follows ? { followsMs: Number(follows) } : {}),
   };
 }
 

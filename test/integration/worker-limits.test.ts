@@ -2,7 +2,7 @@
 // configured, and a quota that runs out and resets by itself.
 import { Agent, buildConnector } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
+import { accountFlow, type Harness, makePlates, startHarness } from '../helpers/engine.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -23,6 +23,33 @@ describe('worker engine: pacing and quotas', () => {
     expect(stats.rateLimited).toBe(0);
     expect(stats.maxInWindow).toBeLessThanOrEqual(40);
     expect((await h.services.batchViews.get('b')).counts.done).toBe(150);
+  });
+
+  it("a process's requests waiting for a 30/s key's slots ask the pace once each, and keep its spacing", async () => {
+    // The request that took a slot says when the next is near; the next asks then, not at once
+    // (it would be told "34 ms, beyond the horizon" and ask again: two round trips a request).
+    h = await startHarness({ label: 'one-ask', workers: 0, config: { VQ_RATE_LIMIT: '30/s' } });
+    const line = h.line;
+    const slot = line.slot.bind(line);
+    let asks = 0;
+    line.slot = (...args: Parameters<typeof slot>) => {
+      asks += 1;
+      return slot(...args);
+    };
+    const flow = accountFlow(h);
+    const dues = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const admission = await flow.admitPoll('normal');
+        if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
+        return admission.due;
+      }),
+    );
+    dues.sort((a, b) => a - b);
+    const gaps = dues.slice(1).map((d, i) => d - dues[i]!);
+    expect(asks).toBeLessThanOrEqual(13);
+    // Spaced by the interval ((1,000 + 25) / 30 = 34.2 ms), none lost: 11 gaps in about 11 intervals.
+    expect(Math.min(...gaps)).toBeGreaterThan(34.1 - 1);
+    expect(dues[11]! - dues[0]!).toBeLessThan(11 * 34.2 + 40);
   });
 
   it('requests that wait 150 ms for their connection (a TLS handshake) move the pace back: no 429 a window later', async () => {

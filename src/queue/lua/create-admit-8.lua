@@ -15,9 +15,10 @@
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
     ARGV[13] month TTL s; ARGV[14] the plate
-  Returns {1, wait ms, reason, the slot's start, the announced window ms or '', '1' for an early slot or ''} admitted (sleep
-  `wait`, then send; the start names the slot if the request gives it up: pace-acquire's retake;
-  the window is what its lateness is measured against); {0, wait ms, 'pace'|'hold'}
+  Returns {1, wait ms, reason, the slot's start, the announced window ms or '', '1' for an early
+  slot or '', the next slot's wait ms or ''} admitted (sleep `wait`, then send; the start names
+  the slot if the request gives it up: pace-acquire's retake; the window is what its lateness is
+  measured against; the next slot's wait, when the process's next request asks); {0, wait ms, 'pace'|'hold'}
   the slot is further than the horizon; {-1, 0, 'inflight'} the in-flight cap is reached;
   {-2, 0, 'batch'|'day'|'month'} a spending cap is reached; {-3, 0, 'finished'} the plate has its
   outcome already (a batch resumed, a job added again, a crash after the outcome was stored): its
@@ -44,4 +45,4 @@ if capped then return {-2, '0', capped} end
 if room == 'room' then inflightTake(KEYS[2], KEYS[3], ARGV[5], ARGV[6], ARGV[8]) end
 paceTake(KEYS[1], next, ARGV[4])
 budgetTake(KEYS[4], KEYS[5], KEYS[6], ARGV[12], ARGV[13])
-return {1, tostring(next.wait), next.reason, paceStart(next), next.windowMs, paceEarly(next)}
+return {1, tostring(next.wait), next.reason, paceStart(next), next.windowMs, paceEarly(next), paceFollows(next)}

@@ -29,6 +29,8 @@
   the upstream announced ('' none heard): callers return it with a reserved slot, so a process
   that has not had an answer of the account yet still measures a request's lateness against the
   window in force (a per-minute key allows 150 ms, not the 12.5 ms of the start rate's second).
+  paceFollows(next) is how far from now the next slot is at the soonest ('' after an early slot):
+  callers return it with a reserved slot, so the process's next request does not ask in vain.
 ]]
 local EARLY_KEPT = 32
 local EARLY_GAP_MS = 1500
@@ -101,6 +103,14 @@ end
 local function paceEarly(next)
   if next.early then return '1' end
   return ''
+end
+
+-- How far from now the slot after this one is, at the soonest (ms, as text): callers return it
+-- with a reserved slot, so the process's next request asks no sooner than that slot is near
+-- (another process may take it first, never sooner). An early slot's follower says nothing ('').
+local function paceFollows(next)
+  if next.early then return '' end
+  return string.format('%.3f', next.wait + next.interval)
 end
 
 local function paceTake(paceKey, next, retake)
