@@ -144,7 +144,7 @@ export interface WorkloadFigures extends ScaleWorkload {
   vqb?: PerPlateRun;
   peer?: PerPlateRun;
   /**
-   * The same peer with its limiter spreading the limit evenly (BULLMQ_EVEN): what the one-line fix
+   * The same peer with its limiter spreading the limit evenly (`evenLimiter`): what the one-line fix
    * for its 429s costs. Shown beside the target's peer, not in its place: the target is read on
    * the peer as the issue wrote it.
    */
