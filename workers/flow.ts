@@ -504,7 +504,16 @@ export class AccountFlow {
   /** A key failure: the account pauses for every worker, once, with what to do. */
   async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
     const advice = adviceFor(err, this.accountId);
-    if (await this.#d.line.pause(err.code, `${err.message} — ${advice}`)) {
+    const verdict = await this.#d.line.pause(err.code, `${err.message} — ${advice}`, err.sentAt);
+    if (verdict === 'before-resume') {
+      // Sent with the key as it was before the operator fixed it: the job goes back and is sent again.
+      log.info(
+        { account: this.accountId, code: err.code },
+        'a request sent before the account resumed failed on its key: sent again, the account stays running',
+      );
+      return;
+    }
+    if (verdict === 'recorded') {
       this.#metrics.waited(this.accountId, 'key', 0);
       log.fatal(
         { event: 'account.paused', account: this.accountId, code: err.code, status: err.status },

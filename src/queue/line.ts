@@ -123,6 +123,7 @@ const SCRIPTS = [
   'pace-shift',
   'pace-learn',
   'account-pause',
+  'account-resume',
   'upstream-failed',
   'upstream-answered',
 ] as const;
@@ -316,11 +317,19 @@ export class AccountLine {
     return this.#redis.hincrby(this.#pace, 'streak', 1);
   }
 
-  /** Pauses the account for every worker; true when this call recorded a new reason. */
-  async pause(code: string, message: string): Promise<boolean> {
-    const isNew = Number(await this.#redis.vqbAccountPause(this.#line, code, message, this.#now())) === 1;
+  /**
+   * Pauses the account for every worker: `recorded` when this call recorded the reason (its
+   * caller says so, once), `already` when it was. `sentAt` is when the failed request was sent:
+   * one sent before the account's last resume pauses nothing (`before-resume`: the operator fixed
+   * the key since; lua/account-pause-1.lua).
+   */
+  async pause(code: string, message: string, sentAt?: number): Promise<'recorded' | 'already' | 'before-resume'> {
+    const verdict = Number(
+      await this.#redis.vqbAccountPause(this.#line, code, message, this.#now(), sentAt === undefined ? '' : sentAt),
+    );
+    if (verdict < 0) return 'before-resume';
     await this.queue.pause();
-    return isNew;
+    return verdict === 1 ? 'recorded' : 'already';
   }
 
   /**
@@ -328,9 +337,9 @@ export class AccountLine {
    * again. Returns the pause it lifted, when one was recorded (for the account.resumed webhook).
    */
   async resume(): Promise<AccountPause | undefined> {
-    const [code, message, at] = await this.#redis.hmget(this.#line, 'code', 'message', 'at');
-    await this.#redis.hdel(this.#line, 'code', 'message', 'at');
+    const lifted = (await this.#redis.vqbAccountResume(this.#line, this.#now())) as string[];
     await this.queue.resume();
+    const [code, message, at] = lifted;
     return code ? { code, message: message ?? '', at: Number(at) } : undefined;
   }
 

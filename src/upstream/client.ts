@@ -129,9 +129,13 @@ export class UpstreamClient {
     const started = this.#now();
     let status = 0;
     let key: string | undefined;
+    let sentAt: number | undefined;
     try {
-      key = await this.#apiKey();
+      // The key is read after the wait for the slot (which can last a hold): a request that
+      // waited across a rotation and `vqb resume` sends the new key, not the one it began with.
       await options.ready?.();
+      sentAt = this.#now();
+      key = await this.#apiKey();
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#basePath + path,
@@ -155,6 +159,7 @@ export class UpstreamClient {
       throw errorFromResponse(operation, status, response.headers, text, now);
     } catch (err) {
       const error = this.#toUpstreamError(operation, status, err);
+      error.sentAt = sentAt;
       // The upstream (or a proxy, or a lower layer quoting request headers) may echo the key back.
       scrubKey(error, key);
       this.#emit(operation, status, started, error);

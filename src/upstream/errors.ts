@@ -27,6 +27,12 @@ export abstract class UpstreamError extends VqbError {
   abstract readonly kind: UpstreamErrorKind;
   /** The upstream's own error code, when it sent one. */
   readonly upstreamCode: string | undefined;
+  /**
+   * When the request was handed over (epoch ms, the client's clock), with the key read then;
+   * unset when it failed before. A key failure is judged against it: a request sent before the
+   * operator resumed the account carried the key as it was, not as it is.
+   */
+  sentAt: number | undefined;
 
   constructor(code: string, status: number, message: string, upstreamCode?: string, options?: { cause?: unknown }) {
     // The fixed codes (INVALID_API_KEY, RATE_LIMIT_EXCEEDED, BAD_RESPONSE, …) are in the error table;

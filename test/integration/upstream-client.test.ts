@@ -163,6 +163,40 @@ describe('keys and permissions', () => {
     expect(later).toBeInstanceOf(ExpiredKeyError);
   });
 
+  it('the key is read when the request leaves, after its wait for the slot: a rotation during the wait sends the new key; a key failure says when it was sent', async () => {
+    const s = await sim({
+      keys: [
+        { key: 'before-rotation', label: 'old' },
+        { key: 'after-rotation', label: 'new' },
+      ],
+    });
+    let current = 'before-rotation';
+    const c = client(s.url, undefined, { apiKey: async () => current });
+    // The slot's wait (a hold can make it seconds) spans the operator's rotation.
+    const created = await c.createQuery('ABC1D23', 'agregados', {
+      ready: async () => {
+        current = 'after-rotation';
+      },
+    });
+    expect(created.queryId).toBeTruthy();
+    expect(s.stats().byKey.new?.counted).toBe(1);
+    expect(s.stats().byKey.old?.counted ?? 0).toBe(0);
+
+    s.keys.expire('after-rotation');
+    let readyAt = 0;
+    const failed = await rejection(
+      c.getQuery(created.queryId, {
+        ready: async () => {
+          await new Promise((r) => setTimeout(r, 30));
+          readyAt = Date.now();
+        },
+      }),
+    );
+    expect(failed).toBeInstanceOf(ExpiredKeyError);
+    expect((failed as ExpiredKeyError).sentAt).toBeGreaterThanOrEqual(readyAt);
+    expect((failed as ExpiredKeyError).sentAt).toBeLessThanOrEqual(Date.now());
+  });
+
   it('a key without run_queries → PermissionError(create) naming "Run vehicle queries"', async () => {
     const s = await sim({ keys: [{ key: 'viewer', permissions: ['view_queries'] }] });
     const error = await rejection(client(s.url, 'viewer').createQuery('ABC1D23'));

@@ -45,6 +45,28 @@ describe('worker engine: key-level failures', () => {
     expect(h.logs.text()).not.toContain('rotated-key-2');
   });
 
+  it("requests still out when the operator rotates the key and resumes come back with the old key's 401: their jobs go again with the new key, the account does not pause a second time", async () => {
+    h = await startHarness({ label: 'resume-race', config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '8' } });
+    await h.enqueue('b', makePlates(60));
+    await waitFor(async () => (await h!.services.batchViews.get('b')).counts.done >= 5);
+    // Slow answers (1-2 s): requests sent with the expired key before the resume are answered after it.
+    h.sim.update({ latencyMs: [1_000, 2_000] });
+    h.sim.keys.expire(TEST_KEY);
+    await waitFor(async () => (await h!.line.state()).paused);
+    h.sim.keys.add({ key: 'rotated-key-2' });
+    await writeFile(h.keyFile, 'rotated-key-2\n');
+    await h.line.resume();
+    h.sim.update({ latencyMs: [0, 0] });
+    await h.waitForBatch('b', 60_000);
+
+    const late = h.logs.lines.filter((l) => /sent before the account resumed/.test(String(l.msg)));
+    expect(late.length, 'some request was out across the resume (else this test proves nothing)').toBeGreaterThan(0);
+    expect((await h.line.state()).pause).toBeUndefined();
+    expect(h.logs.lines.filter((l) => l.level === 60)).toHaveLength(1);
+    expect((await h.services.batchViews.get('b')).counts).toMatchObject({ done: 60, failed: 0 });
+    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+  });
+
   it.each([
     { missing: 'run_queries', permissions: ['view_queries'], named: 'Run vehicle queries' },
     { missing: 'view_queries', permissions: ['run_queries'], named: 'View queries already run' },
