@@ -329,6 +329,12 @@ export class AccountLine {
     );
     if (verdict < 0) return 'before-resume';
     await this.queue.pause();
+    // A resume between the script and BullMQ's pause would leave the queue paused with no reason
+    // recorded, which no resume is asked for: the reason gone, the pause is taken back.
+    if ((await this.#redis.hexists(this.#line, 'code')) === 0) {
+      await this.queue.resume();
+      return 'before-resume';
+    }
     return verdict === 1 ? 'recorded' : 'already';
   }
 

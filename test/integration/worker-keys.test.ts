@@ -67,6 +67,29 @@ describe('worker engine: key-level failures', () => {
     expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
   });
 
+  it("a resume that lands between a key failure's record and its queue pause leaves the account running, not paused with no reason", async () => {
+    h = await startHarness({ label: 'pause-race', workers: 0 });
+    const line = h.line;
+    const pauseQueue = line.queue.pause.bind(line.queue);
+    // The operator's resume runs in the gap between the two steps of the worker's pause.
+    line.queue.pause = async () => {
+      await line.resume();
+      await pauseQueue();
+    };
+    try {
+      expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', Date.now())).toBe('before-resume');
+    } finally {
+      line.queue.pause = pauseQueue;
+    }
+    const state = await line.state();
+    expect(state.pause).toBeUndefined();
+    expect(state.paused).toBe(false);
+
+    // Sent after that resume, a key failure pauses, with its reason.
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', Date.now() + 1)).toBe('recorded');
+    expect(await line.state()).toMatchObject({ paused: true, pause: { code: 'EXPIRED_API_KEY' } });
+  });
+
   it.each([
     { missing: 'run_queries', permissions: ['view_queries'], named: 'Run vehicle queries' },
     { missing: 'view_queries', permissions: ['run_queries'], named: 'View queries already run' },
