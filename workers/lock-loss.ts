@@ -31,17 +31,41 @@ export function lockErrorJob(err: unknown): string | undefined {
   return typeof message === 'string' ? LOCK_ERROR.exec(message)?.[1] : undefined;
 }
 
+/**
+ * BullMQ tries to renew the locks of the jobs this worker still runs every half lock duration, and
+ * says "lockRenewalFailed" each time for a lock already lost (a job waiting in the worker for its
+ * poll keeps running): one job made 12 warnings in 6 s in the chaos suite. A job's failed renewal
+ * is said once, then not again for this long.
+ */
+const RENEWAL_FAILED_QUIET_MS = 10 * 60_000;
+
 export class LockLoss {
   readonly #log: Logger;
   readonly #metrics: WorkerMetrics;
+  readonly #now: () => number;
+  /** Jobs whose failed renewal was said, and when (oldest first: a Map keeps insertion order). */
+  readonly #renewalSaid = new Map<string, number>();
 
-  constructor(log: Logger, metrics: WorkerMetrics = noMetrics) {
+  constructor(log: Logger, metrics: WorkerMetrics = noMetrics, now: () => number = Date.now) {
     this.#log = log;
     this.#metrics = metrics;
+    this.#now = now;
   }
 
   report(account: string, jobId: string | undefined, when: LockLossWhen, extra: Record<string, unknown> = {}): void {
+    if (when === 'renewal-failed' && jobId !== undefined && this.#saidLately(`${account}\n${jobId}`)) return;
     this.#metrics.lockLost?.(account, when);
     this.#log.warn({ event: 'job.lock_lost', account, jobId, when, ...extra }, MESSAGES[when]);
+  }
+
+  #saidLately(key: string): boolean {
+    const now = this.#now();
+    for (const [said, at] of this.#renewalSaid) {
+      if (now - at < RENEWAL_FAILED_QUIET_MS) break;
+      this.#renewalSaid.delete(said);
+    }
+    if (this.#renewalSaid.has(key)) return true;
+    this.#renewalSaid.set(key, now);
+    return false;
   }
 }

@@ -480,8 +480,22 @@ describe.skipIf(process.env.VQB_CHAOS !== '1')('chaos', () => {
         const counts = await Promise.all(
           s.accounts.all().map(async ({ id, queue: q }) => `${id} ${JSON.stringify(await q.getJobCounts())}`),
         );
+        // CI keeps only what the test prints: each line's state and the workers' warnings and
+        // worse (a pause, a hold, a lost lock) say why a queue stopped moving.
+        const lines = await Promise.all(
+          s.accounts.all().map(async ({ id }) => `${id} ${JSON.stringify(await s.accounts.line(id).state())}`),
+        );
+        const warnings = procs.outputs
+          .filter((o) => o.name.startsWith('worker-'))
+          .flatMap((o) =>
+            o.stderr
+              .split('\n')
+              .filter((l) => /"level":(40|50|60)/.test(l))
+              .map((l) => `${o.name}/${o.pid} ${l.slice(0, 400)}`),
+          )
+          .slice(-40);
         throw new Error(
-          `batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\n${timeline.join('\n')}`,
+          `batches not finished after ${SIZE.finishMs / 1000} s:\n${infos.join('\n')}\nqueues: ${counts.join('; ')}\nlines: ${lines.join('; ')}\n${timeline.join('\n')}\nworkers' last warnings:\n${warnings.join('\n')}`,
         );
       }
       await sleep(500);
