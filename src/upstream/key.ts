@@ -20,23 +20,24 @@ export function createKeyProvider(source: ApiKeySource): KeyProvider {
   let cached: { mtimeMs: number; key: string } | undefined;
   return async () => {
     let mtimeMs: number;
+    let text: string | undefined;
     try {
       mtimeMs = statSync(source.path).mtimeMs;
+      if (cached?.mtimeMs !== mtimeMs) text = readFileSync(source.path, 'utf8');
     } catch {
       throw new ConfigError('VQ_API_KEY_FILE', `cannot read the key file ${source.path}`);
     }
-    if (cached?.mtimeMs !== mtimeMs) {
-      const key = readFileSync(source.path, 'utf8').trim();
-      if (key === '') throw new ConfigError('VQ_API_KEY_FILE', `the key file ${source.path} is empty`);
-      // Sent as a header as is: a second line or a label would be a bad header, not a retryable failure.
-      if (/[\s\x00-\x1f\x7f]/.test(key)) {
-        throw new ConfigError(
-          'VQ_API_KEY_FILE',
-          `the key file ${source.path} must hold only the key, on one line, without spaces`,
-        );
-      }
-      cached = { mtimeMs, key };
+    if (text === undefined && cached) return cached.key;
+    const key = (text ?? '').trim();
+    if (key === '') throw new ConfigError('VQ_API_KEY_FILE', `the key file ${source.path} is empty`);
+    // Sent as a header as is: a second line or a label would be a bad header, not a retryable failure.
+    if (/[\s\x00-\x1f\x7f]/.test(key)) {
+      throw new ConfigError(
+        'VQ_API_KEY_FILE',
+        `the key file ${source.path} must hold only the key, on one line, without spaces`,
+      );
     }
-    return cached.key;
+    cached = { mtimeMs, key };
+    return key;
   };
 }
