@@ -103,6 +103,8 @@ describe('worker engine: key-level failures', () => {
     const state = await h.line.state();
     expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
     expect(state.pause?.message).toContain(named);
+    // The reason is in Redis a round trip or two before the worker that recorded it logs it.
+    await waitFor(async () => h!.logs.lines.some((l) => l.level === 60));
     expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
     await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
     expect((await h.services.batchViews.get('b')).counts.failed).toBe(0);
