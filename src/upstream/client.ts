@@ -130,12 +130,18 @@ export class UpstreamClient {
     let status = 0;
     let key: string | undefined;
     let sentAt: number | undefined;
+    // The whole request's bound, cleared when it ends: AbortSignal.timeout's timer cannot be
+    // cleared, so every request woke the process once more, twice the timeout later, to abort a
+    // signal nobody listened to any longer (two wake-ups a plate at a steady rate).
+    const bound = new AbortController();
+    let boundTimer: NodeJS.Timeout | undefined;
     try {
       // The key is read after the wait for the slot (which can last a hold): a request that
       // waited across a rotation and `vqb resume` sends the new key, not the one it began with.
       await options.ready?.();
       sentAt = this.#now();
       key = await this.#apiKey();
+      boundTimer = setTimeout(() => bound.abort(timeoutReason()), this.#requestTimeoutMs * 2);
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#basePath + path,
@@ -144,7 +150,7 @@ export class UpstreamClient {
         headers: { 'x-api-key': key, 'content-type': 'application/json', accept: 'application/json' },
         ...(body === undefined ? {} : { body }),
         // bodyTimeout is per chunk: a body that trickles a byte at a time needs an overall bound.
-        signal: AbortSignal.timeout(this.#requestTimeoutMs * 2),
+        signal: bound.signal,
         ...(options.written ? { [WRITTEN]: options.written } : {}),
       });
       status = response.statusCode;
@@ -164,6 +170,8 @@ export class UpstreamClient {
       scrubKey(error, key);
       this.#emit(operation, status, started, error);
       throw error;
+    } finally {
+      clearTimeout(boundTimer);
     }
   }
 
@@ -242,6 +250,11 @@ export class UpstreamClient {
     const event = { operation, status, durationMs: this.#now() - started, ...(error ? { error } : {}) };
     for (const observer of this.#observers) observer(event);
   }
+}
+
+/** What the whole request's bound aborts with: the reason AbortSignal.timeout gives (#toUpstreamError reads its name). */
+function timeoutReason(): DOMException {
+  return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 }
 
 /** Replaces the key in an error's message and stack, down its cause chain (log serialisers print causes). */

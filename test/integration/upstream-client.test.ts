@@ -1,5 +1,6 @@
 // UpstreamClient against the simulator over real HTTP (scaled-down times): the lifecycle, and each
 // way the upstream fails becoming the one typed error the queue acts on.
+import { createHook } from 'node:async_hooks';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -332,5 +333,32 @@ describe('bodies over real HTTP', () => {
     expect(error).toMatchObject({ code: 'REQUEST_TIMEOUT', kind: 'transient' });
     expect(error.message).toContain('within 300 ms');
     expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+  });
+
+  it('a request that ends leaves no timer behind: its overall bound never fires afterwards', async () => {
+    const s = await sim();
+    // The bound is twice requestTimeoutMs; an odd figure tells its timer from undici's and vitest's.
+    const boundMs = 2 * 173;
+    const timers = new Set<object>();
+    let fired = 0;
+    const hook = createHook({
+      init(_id, type, _trigger, resource) {
+        if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === boundMs) timers.add(resource);
+      },
+      before(id) {
+        for (const t of timers) if ((t as { [Symbol.toPrimitive](): number })[Symbol.toPrimitive]() === id) fired++;
+      },
+    }).enable();
+    try {
+      const c = client(s.url, 'demo-key', { requestTimeoutMs: 173 });
+      const created = await c.createQuery('ABC1D23');
+      await c.getQuery(created.queryId);
+      expect(timers.size).toBe(2);
+      await new Promise((r) => setTimeout(r, boundMs + 150));
+      // AbortSignal.timeout's timer cannot be cleared: it fired once a request, after the answer.
+      expect(fired).toBe(0);
+    } finally {
+      hook.disable();
+    }
   });
 });
