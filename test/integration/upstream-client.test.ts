@@ -339,14 +339,14 @@ describe('bodies over real HTTP', () => {
     const s = await sim();
     // The bound is twice requestTimeoutMs; an odd figure tells its timer from undici's and vitest's.
     const boundMs = 2 * 173;
-    const timers = new Set<object>();
+    const timers = new Set<number>();
     let fired = 0;
     const hook = createHook({
-      init(_id, type, _trigger, resource) {
-        if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === boundMs) timers.add(resource);
+      init(id, type, _trigger, resource) {
+        if (type === 'Timeout' && (resource as { _idleTimeout?: number })._idleTimeout === boundMs) timers.add(id);
       },
       before(id) {
-        for (const t of timers) if ((t as { [Symbol.toPrimitive](): number })[Symbol.toPrimitive]() === id) fired++;
+        if (timers.has(id)) fired++;
       },
     }).enable();
     try {
