@@ -112,7 +112,7 @@ export const SETTINGS = {
   },
   VQ_CONCURRENCY: {
     schema: int(1, 1000).default(8),
-    help: 'jobs one worker process runs at once (each makes at most one request)',
+    help: "jobs each account's Worker runs at once, at least (each makes at most one request): more when the account's rate and the upstream's answer time need them",
   },
   VQ_MAX_IN_FLIGHT: {
     schema: int(1).default(500),

@@ -1,21 +1,73 @@
-// Room for polls that wait for their time in the worker (workers/processor.ts #pollAt) without
-// taking the place of a job at work. A waiting poll keeps its BullMQ job active, and BullMQ counts
-// every active job against the Worker's concurrency; so while polls wait here the Worker's
-// concurrency is VQ_CONCURRENCY plus the polls waiting, never more. A static VQ_CONCURRENCY + 256
-// let BullMQ fetch a whole batch's creates ahead of the scheduler (unfair shares between batches,
-// creates taken past a batch's cap); this keeps at most VQ_CONCURRENCY jobs at work, as before.
+// How many jobs an account's Worker runs at once, and room for polls that wait for their time in
+// the worker (workers/processor.ts #pollAt) without taking the place of a job at work.
+//
+// Jobs at work: VQ_CONCURRENCY at least, more when the account's rate needs them. A job holds its
+// place while it waits for its slot in the process's line, while its request is out and while its
+// Redis steps run, so a Worker keeps the key busy only with about rate × that time jobs at work
+// (Little's law): with 8, a 100/s key whose upstream answers in 100-150 ms got 33-69 requests a
+// second, a 400/s key beside a local upstream 260 (issue 21's bench). `need` follows the rate in
+// force and the answer time measured.
+//
+// Polls: a waiting poll keeps its BullMQ job active, and BullMQ counts every active job against
+// the Worker's concurrency; so while polls wait here the Worker's concurrency is the jobs at work
+// plus the polls waiting, never more. A static VQ_CONCURRENCY + 256 let BullMQ fetch a whole
+// batch's creates ahead of the scheduler (unfair shares between batches, creates taken past a
+// batch's cap); this keeps the jobs at work to what the pace can use.
 import type { Worker } from 'bullmq';
 
 /** Polls waiting in one account's Worker at most: each is a timer and a job lock BullMQ renews. */
 const POLL_ROOM = 256;
 
+/** Jobs at work in one account's Worker at most, whatever the rate (VQ_CONCURRENCY's own bound). */
+export const MOST_AT_WORK = 1_000;
+
+/**
+ * Besides twice the answer time, what a job holds its place for each request: its Redis steps
+ * (admission, fence, settle, BullMQ's fetch and finish) and its wait in the process's line for a
+ * slot. 150 ms: a 400/s key beside a local upstream used 0.91 of its limit with 24 jobs at work
+ * and 0.99 with 64 (this gives 62).
+ */
+const STEPS_MS = 150;
+
+/** The jobs at work that keep a key of `perSecond` busy when its upstream answers in `answerMs`. */
+export function jobsNeeded(perSecond: number, answerMs: number): number {
+  return Math.min(MOST_AT_WORK, Math.ceil((perSecond * (2 * answerMs + STEPS_MS)) / 1_000));
+}
+
+/** The upstream's answer time, smoothed over the last twenty or so answers (one slow answer moves it a tenth). */
+export class AnswerTime {
+  #ms: number | undefined;
+
+  add(ms: number): number {
+    this.#ms = this.#ms === undefined ? ms : this.#ms + (ms - this.#ms) / 10;
+    return this.#ms;
+  }
+}
+
 export class PollRoom {
-  readonly #base: number;
+  /** VQ_CONCURRENCY: the jobs at work whatever the rate. */
+  readonly #least: number;
+  #needed = 0;
   #waiting = 0;
   #worker: Worker | undefined;
 
-  constructor(base: number) {
-    this.#base = base;
+  constructor(least: number) {
+    this.#least = least;
+  }
+
+  /** Jobs at work now (polls waiting not counted). */
+  get atWork(): number {
+    return Math.max(this.#least, this.#needed);
+  }
+
+  /** The account's rate in force and its upstream's answer time ask for this many jobs at work. */
+  need(jobs: number): void {
+    const before = this.atWork;
+    this.#needed = jobs;
+    if (this.atWork === before) return;
+    this.#apply();
+    // More room: BullMQ fetches at once, not when a job of the smaller number ends.
+    if (this.atWork > before) this.#wake();
   }
 
   /** The Worker whose concurrency follows the polls waiting (set once it exists). */
@@ -38,7 +90,7 @@ export class PollRoom {
   }
 
   #apply(): void {
-    if (this.#worker) this.#worker.concurrency = this.#base + this.#waiting;
+    if (this.#worker) this.#worker.concurrency = this.atWork + this.#waiting;
   }
 
   /**

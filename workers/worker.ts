@@ -30,7 +30,7 @@ import { Doorbell } from './doorbell.js';
 import { AccountFlow } from './flow.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
-import { PollRoom } from './poll-room.js';
+import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
 import { startWebhookWorker } from './webhooks.js';
@@ -95,6 +95,13 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
         }
       : undefined;
   const pollRoom = new PollRoom(config.concurrency);
+  // The jobs at work follow the rate in force (for `auto`, as this process last heard it) and how
+  // fast the upstream answers (workers/poll-room.ts says why).
+  pollRoom.need(jobsNeeded(flow.ratePerSecond, 0));
+  const answers = new AnswerTime();
+  client.onRequest((event) => {
+    if (event.answerMs !== undefined) pollRoom.need(jobsNeeded(flow.ratePerSecond, answers.add(event.answerMs)));
+  });
   const processor = new PlateProcessor({
     ...(replicated ? { replicated } : {}),
     config,
@@ -118,8 +125,9 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       connection: blocking,
       // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
       prefix: queue.opts.prefix!,
-      // VQ_CONCURRENCY jobs at work; polls waiting for their time here add to it (PollRoom).
-      concurrency: config.concurrency,
+      // VQ_CONCURRENCY jobs at work, or more for the account's rate; polls waiting for their time
+      // here add to it (PollRoom).
+      concurrency: pollRoom.atWork,
       limiter: RATE_LIMIT_SWITCH,
       lockDuration: config.locks.lockDurationMs,
       stalledInterval: config.locks.stalledIntervalMs,

@@ -43,7 +43,10 @@ export interface SendOptions {
 export type RequestObserver = (event: {
   operation: UpstreamOperation;
   status: number;
+  /** From the call (its wait for the pace included) to its end. */
   durationMs: number;
+  /** From the moment the request left to its answer (or failure); absent when it never left. */
+  answerMs?: number;
   error?: UpstreamError;
 }) => void;
 
@@ -159,7 +162,7 @@ export class UpstreamClient {
       const text = await this.#readBody(operation, response);
       if (status >= 200 && status < 300) {
         const outcome = parseQueryBody(operation, status, text, knownQueryId);
-        this.#emit(operation, status, started);
+        this.#emit(operation, status, started, sentAt);
         return outcome;
       }
       throw errorFromResponse(operation, status, response.headers, text, now);
@@ -168,7 +171,7 @@ export class UpstreamClient {
       error.sentAt = sentAt;
       // The upstream (or a proxy, or a lower layer quoting request headers) may echo the key back.
       scrubKey(error, key);
-      this.#emit(operation, status, started, error);
+      this.#emit(operation, status, started, sentAt, error);
       throw error;
     } finally {
       clearTimeout(boundTimer);
@@ -246,8 +249,21 @@ export class UpstreamClient {
     );
   }
 
-  #emit(operation: UpstreamOperation, status: number, started: number, error?: UpstreamError): void {
-    const event = { operation, status, durationMs: this.#now() - started, ...(error ? { error } : {}) };
+  #emit(
+    operation: UpstreamOperation,
+    status: number,
+    started: number,
+    sentAt: number | undefined,
+    error?: UpstreamError,
+  ): void {
+    const now = this.#now();
+    const event = {
+      operation,
+      status,
+      durationMs: now - started,
+      ...(sentAt === undefined ? {} : { answerMs: now - sentAt }),
+      ...(error ? { error } : {}),
+    };
     for (const observer of this.#observers) observer(event);
   }
 }

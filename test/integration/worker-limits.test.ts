@@ -25,6 +25,28 @@ describe('worker engine: pacing and quotas', () => {
     expect((await h.services.batchViews.get('b')).counts.done).toBe(150);
   });
 
+  it('a key whose upstream answers in 150-200 ms is used whole with VQ_CONCURRENCY at 2: the jobs at work follow its rate and the answer time', async () => {
+    // A job holds its place in the Worker while its request is out: 2 jobs at work send about 10
+    // requests a second to an upstream that answers in 175 ms, a fifth of this 50/s key.
+    h = await startHarness({
+      label: 'jobs-at-work',
+      sim: { rateLimit: '50/s', window: 'sliding', latencyMs: [150, 200], completionMs: [300, 500] },
+      config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '2', VQ_POLL_INITIAL: '500ms' },
+    });
+    await h.enqueue('b', makePlates(120));
+    await h.waitForBatch('b', 90_000);
+    const stats = h.sim.stats({ times: true });
+    expect(stats.rateLimited).toBe(0);
+    const times = Object.values(stats.timesByKey ?? {})[0]!;
+    // Every request (creates and polls take the same limit) while creates were still going out.
+    const first = Math.min(...times.creates);
+    const last = Math.max(...times.creates);
+    const sent = [...times.creates, ...times.gets].filter((t) => t >= first && t <= last).length;
+    const perSecond = (sent - 1) / ((last - first) / 1_000);
+    expect(perSecond).toBeGreaterThanOrEqual(0.75 * 50);
+    expect((await h.services.batchViews.get('b')).counts.done).toBe(120);
+  });
+
   it("a process's requests waiting for a 30/s key's slots ask the pace once each, and keep its spacing", async () => {
     // The request that took a slot says when the next is near; the next asks then, not at once
     // (it would be told "34 ms, beyond the horizon" and ask again: two round trips a request).

@@ -1,0 +1,47 @@
+// The jobs at work in an account's Worker: VQ_CONCURRENCY at least, more for the rate and the
+// upstream's answer time; polls waiting for their time add to it.
+import type { Worker } from 'bullmq';
+import { describe, expect, it } from 'vitest';
+import { AnswerTime, jobsNeeded, MOST_AT_WORK, PollRoom } from '../../workers/poll-room.js';
+
+/** What PollRoom touches of a BullMQ Worker: its concurrency, and the loop queue it nudges. */
+function fakeWorker(): { worker: Worker; concurrency: () => number; nudges: () => number } {
+  let nudges = 0;
+  const w = { concurrency: 0, mainLoopQueue: { add: () => void nudges++ } };
+  return { worker: w as unknown as Worker, concurrency: () => w.concurrency, nudges: () => nudges };
+}
+
+describe('jobs at work', () => {
+  it('follow the rate times twice the answer time plus the steps of a request', () => {
+    expect(jobsNeeded(30, 2)).toBe(5); // 30 × 0.154 s
+    expect(jobsNeeded(400, 2)).toBe(62);
+    expect(jobsNeeded(100, 125)).toBe(40);
+    expect(jobsNeeded(1, 0)).toBe(1);
+    expect(jobsNeeded(10_000, 5_000)).toBe(MOST_AT_WORK);
+  });
+
+  it('are VQ_CONCURRENCY at least; more when needed, with polls waiting on top; a rise nudges BullMQ to fetch', () => {
+    const room = new PollRoom(8);
+    const w = fakeWorker();
+    room.attach(w.worker);
+    room.need(5);
+    expect(room.atWork).toBe(8);
+    expect(w.nudges()).toBe(0);
+    room.need(40);
+    expect(w.concurrency()).toBe(40);
+    expect(w.nudges()).toBe(1);
+    expect(room.enter()).toBe(true);
+    expect(w.concurrency()).toBe(41);
+    room.need(12);
+    expect(w.concurrency()).toBe(13);
+    expect(w.nudges()).toBe(2); // the poll's entry, not the fall
+    room.leave();
+    expect(w.concurrency()).toBe(12);
+  });
+
+  it('answer time: one slow answer moves it a tenth of the way', () => {
+    const t = new AnswerTime();
+    expect(t.add(100)).toBe(100);
+    expect(t.add(1_100)).toBe(200);
+  });
+});
