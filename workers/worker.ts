@@ -96,11 +96,14 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       : undefined;
   const pollRoom = new PollRoom(config.concurrency);
   // The jobs at work follow the rate in force (for `auto`, as this process last heard it) and how
-  // fast the upstream answers (workers/poll-room.ts says why).
+  // fast the upstream answers (workers/poll-room.ts says why). Whole answers only: a request that
+  // got none, or a 5xx or a cut one (refused, reset, timed out, a gateway) says how long we waited,
+  // and more jobs at work would only send more into an upstream that is not answering.
   pollRoom.need(jobsNeeded(flow.ratePerSecond, 0));
   const answers = new AnswerTime();
   client.onRequest((event) => {
-    if (event.answerMs !== undefined) pollRoom.need(jobsNeeded(flow.ratePerSecond, answers.add(event.answerMs)));
+    if (event.answerMs === undefined || event.error?.kind === 'transient') return;
+    pollRoom.need(jobsNeeded(flow.ratePerSecond, answers.add(event.answerMs)));
   });
   const processor = new PlateProcessor({
     ...(replicated ? { replicated } : {}),
