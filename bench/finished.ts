@@ -130,7 +130,7 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     for (let from = 0; from < list.length; from += 1_000) {
       await Promise.all(
         list.slice(from, from + 1_000).map((plate, i) =>
-          reuseOn.save(plate, {
+          reuseOn.save(config.accounts[0]!.id, plate, {
             queryId: `q${i}`,
             result: answerFor(plate, from + i, Date.now(), Date.now()),
             at: Date.now(),

@@ -58,7 +58,8 @@ export const ERROR_CODES = {
   REDIS_SERVER_FAILED: entry(500, 1, 'the demo could not start its redis-server'),
   // Batches
   BATCH_NOT_FOUND: entry(404, 1, 'no batch with that id', 'NOT_FOUND'),
-  BATCH_ID_TAKEN: entry(409, 1, 'the batch id is held by a batch with other content'),
+  BATCH_ID_TAKEN: entry(409, 1, 'the batch id is held by a batch of the same account with other content'),
+  BATCH_ID_AMBIGUOUS: entry(409, 2, 'several accounts hold a batch of that id; name the account'),
   BATCH_RUNNING: entry(409, 1, 'the batch still has plates running'),
   BATCH_ARCHIVED: entry(409, 1, 'the same content was archived; its results are in the archive'),
   ARCHIVE_FAILED: entry(500, 1, 'an archive could not be written or did not read back'),
@@ -66,6 +67,8 @@ export const ERROR_CODES = {
   BAD_WEIGHT: entry(400, 1, 'a weight is a whole number from 1 to 1000'),
   BAD_BATCH_ID: entry(400, 1, 'a batch id of the wrong form'),
   TOO_MANY_PLATES: entry(413, 1, 'more plates than one request takes'),
+  BODY_MISSING: entry(400, 2, 'a request that needs a body came without one'),
+  TOO_MANY_REQUESTS: entry(429, 1, 'more requests a minute than this token (or an address without one) may send'),
   TOO_MANY_FOR_INTERACTIVE: entry(422, 1, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
   CSV_JSON_ENCODED: entry(400, 1, 'a CSV sent as a JSON string'),
   // Input files

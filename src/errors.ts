@@ -96,6 +96,23 @@ export class BatchNotFoundError extends VqbError {
 }
 
 /**
+ * A batch id that several accounts hold (an id is scoped by its account), looked up without saying
+ * which: an administrator's token or the CLI names the account (`?account=`, `--account`).
+ */
+export class BatchAmbiguousError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.BatchAmbiguousError');
+  readonly accounts: readonly string[];
+  constructor(batchId: string, accounts: readonly string[]) {
+    super(
+      'BATCH_ID_AMBIGUOUS',
+      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): name the account (--account, or the API's ?account=), or use that account's token`,
+    );
+    this.name = 'BatchAmbiguousError';
+    this.accounts = accounts;
+  }
+}
+
+/**
  * A batch id named explicitly (API/library `batchId`, `vqb run --batch-id`) that an existing batch
  * with other content holds: nothing is queued (the same content again is the same batch).
  */

@@ -11,7 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
-import type { BatchInfo } from './queue/batch/store.js';
+import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
+import type { BatchRef } from './queue/keys.js';
 import { type Scripted, withScripts } from './queue/scripts.js';
 import type { QueueServices } from './services.js';
 import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from './sinks/archive.js';
@@ -111,9 +112,10 @@ export class Retention {
       if (c.finishedAt === undefined) continue;
       const reason = c.deleteRequested ? 'delete' : c.finishedAt <= cutoff ? 'retention' : undefined;
       if (reason === undefined) continue;
-      const info = await this.#s.batchViews.get(c.id).catch(() => undefined);
-      if (info === undefined || (await this.#deliveriesPending(c.id))) continue;
-      const bytes = await this.#s.batches.memoryUsage(c.id);
+      const ref = { id: c.id, account: c.account };
+      const info = await this.#s.batchViews.get(ref).catch(() => undefined);
+      if (info === undefined || (await this.#deliveriesPending(ref))) continue;
+      const bytes = await this.#s.batches.memoryUsage(ref);
       out.push({
         batchId: c.id,
         account: c.account,
@@ -134,7 +136,7 @@ export class Retention {
     if (options.dryRun) return result;
     for (const c of candidates) {
       try {
-        result.archived.push(await this.archiveAndForget(c.batchId));
+        result.archived.push(await this.archiveAndForget({ id: c.batchId, account: c.account }));
       } catch (err) {
         const e = err as { code?: string; message?: string };
         result.failed.push({ batchId: c.batchId, code: e.code ?? 'INTERNAL', message: e.message ?? String(err) });
@@ -163,23 +165,27 @@ export class Retention {
   }
 
   /** `vqb delete`, `DELETE /v1/batches/:id`: refused while the batch runs, unless cancel. */
-  async delete(batchId: string, options: { cancel?: boolean } = {}): Promise<DeleteResult> {
-    if (!(await this.#s.batches.exists(batchId))) {
-      const manifest = await this.#archive.manifest(batchId);
-      if (manifest === undefined) throw new BatchNotFoundError(batchId);
+  async delete(batch: BatchKey, options: { cancel?: boolean } = {}): Promise<DeleteResult> {
+    if (!(await this.#s.batches.exists(batch))) {
+      const manifest =
+        typeof batch === 'string'
+          ? await this.#archive.manifest(batch)
+          : await this.#archive.manifestFor(batch.id, [batch.account]);
+      if (manifest === undefined) throw new BatchNotFoundError(typeof batch === 'string' ? batch : batch.id);
       return { state: 'archived', alreadyArchived: true, ...archived(this.#archive, manifest) };
     }
-    const info = await this.#s.batchViews.get(batchId);
+    const info = await this.#s.batchViews.get(batch);
+    const batchId = info.id;
     if (info.finishedAt === undefined) {
       if (!options.cancel)
         throw new BatchRunningError(
           batchId,
           `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`,
         );
-      const cancelled = await this.cancel(batchId);
+      const cancelled = await this.cancel(info);
       if (cancelled.running > 0) return { state: 'cancelling', batchId, ...cancelled };
     }
-    return { state: 'archived', alreadyArchived: false, ...(await this.archiveAndForget(batchId)) };
+    return { state: 'archived', alreadyArchived: false, ...(await this.archiveAndForget(info)) };
   }
 
   /**
@@ -187,12 +193,13 @@ export class Retention {
    * sent, never charged); created ones run on. The batch is marked so that it is archived and
    * deleted as soon as it finishes. Returns the plates dropped and those still running.
    */
-  async cancel(batchId: string): Promise<{ dropped: number; running: number }> {
-    const info = await this.#s.batchViews.get(batchId);
+  async cancel(batch: BatchKey): Promise<{ dropped: number; running: number }> {
+    const info = await this.#s.batchViews.get(batch);
+    const batchId = info.id;
     if (info.finishedAt !== undefined) return { dropped: 0, running: 0 };
     if (!info.sealed)
       throw new BatchRunningError(batchId, 'its rows are still being stored; cancel once the ingest has ended');
-    await this.#s.batches.requestDelete(batchId);
+    await this.#s.batches.requestDelete(info);
     const plates = await this.#s.scheduler.drop(info.account, batchId);
     const now = this.#now();
     for (let i = 0; i < plates.length; i += CHUNK) {
@@ -211,7 +218,7 @@ export class Retention {
         ),
       );
     }
-    const after = await this.#s.batchViews.get(batchId);
+    const after = await this.#s.batchViews.get(info);
     const running = after.finishedAt === undefined ? remaining(after) : 0;
     this.#logger?.info(
       { batchId, dropped: plates.length, running },
@@ -224,8 +231,9 @@ export class Retention {
    * Archive → verify → forget, for one finished batch. Throws BatchRunningError for a batch still
    * running, ArchiveError (nothing deleted) when the archive cannot be written or read back.
    */
-  async archiveAndForget(batchId: string): Promise<ArchivedBatch> {
-    const info = await this.#s.batchViews.get(batchId);
+  async archiveAndForget(batch: BatchKey): Promise<ArchivedBatch> {
+    const info = await this.#s.batchViews.get(batch);
+    const batchId = info.id;
     if (info.finishedAt === undefined)
       throw new BatchRunningError(batchId, `${remaining(info)} of ${info.counts.enqueued} plates have no outcome yet`);
     const expected = {
@@ -234,7 +242,7 @@ export class Retention {
       rejected: info.counts.rejected,
     };
     // A webhook still being attempted writes its delivery record after each try: wait until it is settled.
-    const webhooks = await this.#s.webhooks.deliveries.list(batchId);
+    const webhooks = await this.#s.webhooks.deliveries.list(info);
     if (webhooks.some(unsettled))
       throw new BatchRunningError(batchId, 'its batch.finished webhook is still being delivered');
     // An archive of this very state may exist: a prune that crashed part-way through forgetting
@@ -244,14 +252,14 @@ export class Retention {
     if (manifest === undefined) {
       // Written under a temporary name, renamed into place, then read back (verify) before anything is deleted.
       manifest = await this.#archive.write(
-        await batchExportSource(this.#s.batches, this.#s.outcomes, batchId),
+        await batchExportSource(this.#s.batches, this.#s.outcomes, info),
         info,
         expected,
         webhooks,
       );
     }
     // A `vqb retry` between the read and now would have changed the outcomes: keep everything, try later.
-    const now = await this.#s.batchViews.get(batchId);
+    const now = await this.#s.batchViews.get(info);
     if (
       now.finishedAt === undefined ||
       now.counts.done !== info.counts.done ||
@@ -265,24 +273,24 @@ export class Retention {
     }
     await this.#forget(info);
     this.#logger?.info(
-      { batchId, folder: this.#archive.folder(batchId), files: manifest.files.length, rows: expected.rows },
+      { batchId, folder: this.#archive.folder(fileNameOf(info)), files: manifest.files.length, rows: expected.rows },
       'batch archived and deleted from Redis',
     );
     return archived(this.#archive, manifest);
   }
 
-  async #deliveriesPending(batchId: string): Promise<boolean> {
-    return (await this.#s.webhooks.deliveries.list(batchId)).some(unsettled);
+  async #deliveriesPending(batch: BatchRef): Promise<boolean> {
+    return (await this.#s.webhooks.deliveries.list(batch)).some(unsettled);
   }
 
   async #reusable(info: BatchInfo, expected: ArchiveExpectation): Promise<ArchiveManifest | undefined> {
-    const existing = await this.#archive.manifest(info.id).catch(() => undefined);
+    const existing = await this.#archive.manifest(fileNameOf(info)).catch(() => undefined);
     if (existing === undefined) return undefined;
     const was = existing.batch;
     const same =
       was.finishedAt === info.finishedAt &&
       (['total', 'done', 'failed', 'rejected'] as const).every((k) => was.counts[k] === info.counts[k]);
-    return same ? this.#archive.verify(info.id, expected).catch(() => undefined) : undefined;
+    return same ? this.#archive.verify(fileNameOf(info), expected).catch(() => undefined) : undefined;
   }
 
   /** Every Redis key of the batch, each removed by its owner; the batch's entry last, so a crash part-way leaves it listed and the next prune finishes the job. */
@@ -294,7 +302,7 @@ export class Retention {
       await Promise.all(plates.map((plate) => queue.remove(jobIdFor(id, plate))));
       plates = [];
     };
-    for await (const row of this.#s.batches.rows(id)) {
+    for await (const row of this.#s.batches.rows(info)) {
       if (row.kind !== 'queued') continue;
       plates.push(row.plate);
       if (plates.length >= CHUNK) await removeJobs();
@@ -306,7 +314,7 @@ export class Retention {
     await this.#s.budget.forget(info);
     await this.#s.webhooks.deliveries.forget(info);
     await this.#s.outcomes.forget(info);
-    await this.#s.batches.forget(id);
+    await this.#s.batches.forget(info);
   }
 }
 
@@ -322,7 +330,7 @@ function remaining(info: BatchInfo): number {
 function archived(archive: BatchArchive, manifest: ArchiveManifest): ArchivedBatch {
   return {
     batchId: manifest.batchId,
-    folder: archive.folder(manifest.batchId),
+    folder: archive.folder(manifest.fileName ?? manifest.batchId),
     files: manifest.files,
     archivedAt: manifest.archivedAt,
   };

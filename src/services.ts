@@ -89,6 +89,8 @@ export async function openQueueServices(
     throw err;
   }
   const services = queueServicesOn(config, redis, options.now);
+  // Batches stored before each account kept a list of its own get into it, once per deployment.
+  await services.batches.ensureAccountLists();
   // BullMQ prints a queue's connection errors as raw multi-line blocks when nothing listens. A
   // process with a log routes them to its RedisHealth (one JSON line per change); a short command
   // hears of an outage from the call it awaits, so they are not repeated.

@@ -12,7 +12,7 @@ import type { BatchRef } from '../src/queue/keys.js';
 import type { PlateSettle } from '../src/queue/plate-settle.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
-import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
+import { batchOf, type Outcome, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
 
 export interface RecorderDeps {
   outcomes: OutcomeStore;
@@ -25,7 +25,7 @@ export interface RecorderDeps {
   metrics?: WorkerMetrics;
   now?: () => number;
   /** Told once per finish, by the process whose outcome finished the batch (it emits batch.finished). */
-  onBatchFinished?: (batchId: string) => Promise<void>;
+  onBatchFinished?: (batch: BatchRef) => Promise<void>;
   /** Told when storing waits for Redis (one log line per change of state, not per retry). */
   health?: RedisHealth;
   /** Waits between attempts to store an outcome while Redis is down or full (default 250 ms doubling to 5 s). */
@@ -87,14 +87,15 @@ export class Recorder {
   /** A stored result recent enough for the batch's reuse window, if the batch allows reuse. */
   async reusable(data: PlateJobData): Promise<(StoredResult & { ageMs: number }) | undefined> {
     const now = this.#now();
-    return this.#d.reuse.find(data.plate, await this.#reuseWindow(data.batchId, now), now);
+    return this.#d.reuse.find(data.account, data.plate, await this.#reuseWindow(data, now), now);
   }
 
-  async #reuseWindow(batchId: string, now: number): Promise<number> {
-    let window = this.#reuseWindows.get(batchId);
+  async #reuseWindow(data: Pick<PlateJobData, 'batchId' | 'account'>, now: number): Promise<number> {
+    const key = `${data.account}/${data.batchId}`;
+    let window = this.#reuseWindows.get(key);
     if (!window || now - window.at >= 1_000) {
-      window = { at: now, ms: await this.#d.batches.reuseWindow(batchId) };
-      this.#reuseWindows.set(batchId, window);
+      window = { at: now, ms: await this.#d.batches.reuseWindow(batchOf(data)) };
+      this.#reuseWindows.set(key, window);
     }
     return window.ms;
   }
@@ -197,15 +198,16 @@ export class Recorder {
       if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');
       // Kept for later batches only when reuse is on (for the deployment or for this batch).
       if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
-        const window = await this.#reuseWindow(data.batchId, this.#now());
+        const window = await this.#reuseWindow(data, this.#now());
         await this.#d.reuse.save(
+          data.account,
           data.plate,
           { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt },
           window,
         );
       }
     }
-    if (recorded === 'batch-finished' && this.#d.onBatchFinished) await this.#d.onBatchFinished(data.batchId);
+    if (recorded === 'batch-finished' && this.#d.onBatchFinished) await this.#d.onBatchFinished(batchOf(data));
     return recorded;
   }
 }

@@ -70,7 +70,9 @@ export function startWebhookWorker(
       fields: Omit<DeliveryRecord, 'id' | 'event' | 'url' | 'createdAt' | 'attempts' | 'lastAttemptAt'>,
     ) => {
       if (data.batchId === undefined) return;
-      const before = await deps.deliveries.get(data.batchId, data.id);
+      // A job of an older release carries no account: its id alone (unambiguous then) finds the batch.
+      const batch = data.account !== undefined ? { id: data.batchId, account: data.account } : data.batchId;
+      const before = await deps.deliveries.get(batch, data.id);
       const record: DeliveryRecord = {
         id: data.id,
         event: data.type,
@@ -80,7 +82,7 @@ export function startWebhookWorker(
         attempts: attempt,
         lastAttemptAt: now(),
       };
-      await deps.deliveries.update(data.batchId, record);
+      await deps.deliveries.update(batch, record);
     };
     const count = (result: WebhookResult) => metrics.webhook?.(data.type, result);
 

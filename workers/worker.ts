@@ -12,13 +12,14 @@ import type { Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { CreateAdmission } from '../src/queue/admission.js';
 import { JobFence } from '../src/queue/job-fence.js';
+import type { BatchRef } from '../src/queue/keys.js';
 import { OPERATOR_PAUSE } from '../src/queue/line.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
 import type { RedisClient } from '../src/queue/redis.js';
 import { connectRedis, waitForReplica } from '../src/queue/redis.js';
 import { RedisHealth } from '../src/queue/redis-health.js';
-import { ReuseStore } from '../src/queue/reuse.js';
+import { ReuseStore, sharingAccounts } from '../src/queue/reuse.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { settlesWithin } from '../src/settle.js';
@@ -248,7 +249,13 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
-    reuse: new ReuseStore(commands, services.keys, config.budget.reuseKeepMs, config.budget.reuseWithinMs),
+    reuse: new ReuseStore(
+      commands,
+      services.keys,
+      config.budget.reuseKeepMs,
+      config.budget.reuseWithinMs,
+      sharingAccounts(config.accounts),
+    ),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     onBatchFinished,
@@ -450,13 +457,13 @@ function startHousekeeping(
 function webhookEmitters(
   services: Omit<QueueServices, 'close'>,
   logger: Logger,
-): { onBatchFinished: (batchId: string) => Promise<void>; onPaused: (accountId: string) => Promise<void> } {
-  const onBatchFinished = async (batchId: string) => {
+): { onBatchFinished: (batch: BatchRef) => Promise<void>; onPaused: (accountId: string) => Promise<void> } {
+  const onBatchFinished = async (batch: BatchRef) => {
     try {
-      const id = await services.webhooks.batchFinished(batchId);
-      if (id) logger.info({ batchId, webhookId: id }, 'webhook batch.finished emitted');
+      const id = await services.webhooks.batchFinished(batch);
+      if (id) logger.info({ batchId: batch.id, webhookId: id }, 'webhook batch.finished emitted');
     } catch (err) {
-      logger.error({ err, batchId }, 'could not emit the batch.finished webhook');
+      logger.error({ err, batchId: batch.id }, 'could not emit the batch.finished webhook');
     }
   };
   const onPaused = async (accountId: string) => {

@@ -21,6 +21,11 @@ export interface Account {
   perMonth: number | undefined;
   /** Service tokens scoped to this account (they see and submit only its batches). */
   tokens: TokenSource | undefined;
+  /**
+   * Results this account paid for may answer other sharing accounts' plates, and theirs its own
+   * (`"shareResults": true`). Off by default: reuse stays within the account.
+   */
+  shareResults?: boolean;
 }
 
 export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -42,6 +47,7 @@ const accountSchema = z.strictObject({
   maxCreatesPerMonth: z.number().int().min(0).optional(),
   tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
   tokensFile: z.string().min(1).optional(),
+  shareResults: z.boolean().optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });
@@ -103,6 +109,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       perDay: a.maxCreatesPerDay,
       perMonth: a.maxCreatesPerMonth,
       tokens,
+      ...(a.shareResults === true ? { shareResults: true } : {}),
     };
   });
 }

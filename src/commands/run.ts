@@ -14,6 +14,7 @@ import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
+import type { BatchRef } from '../queue/keys.js';
 import { OPERATOR_PAUSE } from '../queue/line.js';
 import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
@@ -142,17 +143,19 @@ export async function runFile(
       ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
       await services.webhooks.accountResumed(account.id, await line.resume());
     }
-    const existing = (await services.batches.exists(batchId)) ? await services.batchViews.get(batchId) : undefined;
+    // The account's own batch of that id: another account's batch of the same id is another batch.
+    const ref = { id: batchId, account: account.id };
+    const existing = (await services.batches.exists(ref)) ? await services.batchViews.get(ref) : undefined;
     // A --batch-id that another file's batch holds: nothing of this file is queued under it.
-    if (existing) await services.batches.assertContent(batchId, digest);
-    if (existing && callbackUrl !== undefined) await services.webhooks.retarget(batchId, callbackUrl);
+    if (existing) await services.batches.assertContent(ref, digest);
+    if (existing && callbackUrl !== undefined) await services.webhooks.retarget(ref, callbackUrl);
     if (existing?.sealed) {
       ctx.print(
         `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
       );
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
         await services.budget.setMaxCreates(existing, options.maxCreates);
-        const restored = await releaseBatchHold(services, batchId);
+        const restored = await releaseBatchHold(services, ref);
         if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
       }
     } else {
@@ -199,7 +202,7 @@ export async function runFile(
     try {
       for (;;) {
         // A stop is heard even while a read waits on a Redis that went away at the same moment.
-        const read = Promise.all([services.batchViews.get(batchId), line.state()]);
+        const read = Promise.all([services.batchViews.get(ref), line.state()]);
         const got = stopped ? undefined : await Promise.race([read, ctx.io.stopSignal.then(() => undefined)]);
         if (got === undefined) {
           read.catch(() => undefined);
@@ -226,8 +229,7 @@ export async function runFile(
         }
         await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
       }
-      if (code === 0 && callbackUrl !== undefined)
-        await reportNotify(ctx, services, batchId, config.webhooks.timeoutMs);
+      if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, ref, config.webhooks.timeoutMs);
     } finally {
       progress.finish();
       // Bounded, whatever Redis does: past the timeout the connections are cut, and paid answers
@@ -261,7 +263,7 @@ export async function runFile(
       batchId,
       format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
     );
-    ctx.print(describeBatch(await services.batchViews.get(batchId)));
+    ctx.print(describeBatch(await services.batchViews.get(ref)));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
     );
@@ -284,14 +286,12 @@ async function closeWithin(services: QueueServices, ms: number): Promise<void> {
 async function reportNotify(
   ctx: CommandContext,
   services: QueueServices,
-  batchId: string,
+  ref: BatchRef,
   timeoutMs: number,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs + 5_000;
   for (;;) {
-    const finished = (await services.webhooks.deliveries.list(batchId))
-      .filter((d) => d.event === 'batch.finished')
-      .at(-1);
+    const finished = (await services.webhooks.deliveries.list(ref)).filter((d) => d.event === 'batch.finished').at(-1);
     if (finished && finished.state === 'delivered') {
       ctx.print(`webhook batch.finished delivered to ${finished.url} (webhook-id ${finished.id})`);
       return;

@@ -24,14 +24,13 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisWaitReason } from '../accounts/wait.js';
 import type { Config } from '../config.js';
-import { BatchNotFoundError } from '../errors.js';
 import { canSee, type Scope, sha256, type TokenAuth } from '../http/auth.js';
+import { batchAccess } from '../http/batch-access.js';
 import { ApiError, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
-import type { BatchInfo } from '../queue/batch/store.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { RedisHealth } from '../queue/redis-health.js';
@@ -39,7 +38,6 @@ import { rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
-import type { ArchiveManifest } from '../sinks/archive.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchRejects, batchResults } from '../sinks/results.js';
 import {
@@ -197,21 +195,26 @@ function consoleKit(base: KitBase) {
       throw new ApiError('CSRF', translator('en')('error.csrf'));
   };
   const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
-  const visibleBatch = async (signed: Signed, id: string): Promise<BatchInfo> => {
-    const info = await services.batchViews.get(id);
-    if (!canSee(signed.scope, info.account)) throw new BatchNotFoundError(id);
-    return info;
-  };
+  const access = batchAccess(services, archive);
+  const visibleBatch = (signed: Signed, id: string) => access.batch(signed.scope, id);
   /** The manifest of an archived batch this session may see; undefined while the batch is in Redis. */
-  const visibleArchive = async (signed: Signed, id: string): Promise<ArchiveManifest | undefined> => {
-    if (await services.batches.exists(id)) return undefined;
-    const manifest = await archive.manifest(id);
-    if (manifest === undefined || !canSee(signed.scope, manifest.batch.account)) throw new BatchNotFoundError(id);
-    return manifest;
-  };
+  const visibleArchive = (signed: Signed, id: string) => access.archived(signed.scope, id);
+  const visibleRef = (signed: Signed, id: string) => access.ref(signed.scope, id);
   const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
 
-  return { ...base, langOf, context, page, required, checkCsrf, formCsrf, visibleBatch, visibleArchive, accountsOf };
+  return {
+    ...base,
+    langOf,
+    context,
+    page,
+    required,
+    checkCsrf,
+    formCsrf,
+    visibleBatch,
+    visibleArchive,
+    visibleRef,
+    accountsOf,
+  };
 }
 
 type Kit = ReturnType<typeof consoleKit>;
@@ -349,7 +352,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
   });
 
   const listViews = async (s: Scope) => {
-    const { batches } = await services.batchViews.list(0, LIST_LIMIT, s.admin ? undefined : s.accounts);
+    const { batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s));
     const at = now();
     const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
     const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
@@ -366,7 +369,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       let views: BatchView[];
       let lines: AccountLineState[];
       if (one !== undefined) {
-        const info = await services.batchViews.get(one);
+        const info = await visibleBatch(signed, one);
         views = [batchView(info, await batchContext(services, info), now())];
         lines = [await services.accounts.line(info.account).state()];
       } else ({ views, lines } = await listViews(signed.scope));
@@ -403,18 +406,17 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
 
 /** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */
 function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
-  const { services, config, now, archive, langOf, required, checkCsrf, formCsrf, visibleBatch, visibleArchive } = kit;
+  const { services, config, now, archive, langOf, required, checkCsrf, formCsrf, visibleBatch, visibleRef } = kit;
   scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
     '/batches/:id/results',
     async (request, reply) => {
       const signed = await required(request);
-      if ((await visibleArchive(signed, request.params.id)) === undefined)
-        await visibleBatch(signed, request.params.id);
+      const batch = await visibleRef(signed, request.params.id);
       const query = ResultsQuery.safeParse(request.query);
       if (!query.success) throw new ApiError('VALIDATION_FAILED', `format: one of ${RESULT_FORMATS.join(', ')}`);
       const results = await batchResults(
         services,
-        request.params.id,
+        batch,
         query.data.format,
         config.csvDelimiter,
         request.log,
@@ -431,8 +433,8 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
   scope.get<{ Params: { id: string } }>('/batches/:id/rejects', async (request, reply) => {
     const signed = await required(request);
     const { id } = request.params;
-    if ((await visibleArchive(signed, id)) === undefined) await visibleBatch(signed, id);
-    const rejects = await batchRejects(services, id, config.csvDelimiter, request.log, archive, langOf(request));
+    const batch = await visibleRef(signed, id);
+    const rejects = await batchRejects(services, batch, config.csvDelimiter, request.log, archive, langOf(request));
     return reply
       .type(rejects.contentType)
       .header('content-disposition', `attachment; filename="${rejects.fileName}"`)
@@ -443,8 +445,8 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
     const signed = await required(request);
     checkCsrf(signed, formCsrf(request));
     const { id } = request.params;
-    await visibleBatch(signed, id);
-    const result = await rerunFailed(services, id, { now });
+    const batch = await visibleBatch(signed, id);
+    const result = await rerunFailed(services, batch, { now });
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
       `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,

@@ -3,7 +3,7 @@
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
 import { PollLearner } from '../queue/poll-schedule.js';
-import { ReuseStore } from '../queue/reuse.js';
+import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';
@@ -47,14 +47,14 @@ export async function estimateCost(
   let duplicates = 0;
   let alreadyFinished = 0;
   let reusable = 0;
-  const reuse = new ReuseStore(redis, keys, config.budget.reuseKeepMs);
+  const reuse = new ReuseStore(redis, keys, config.budget.reuseKeepMs, 0, sharingAccounts(config.accounts));
   const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
   let chunk: string[] = [];
   const flush = async () => {
     const found = await outcomes.getMany({ id: batchId, account: account.id }, chunk);
     const fresh = found.map((o, i) => (o ? undefined : chunk[i]!)).filter((p): p is string => p !== undefined);
     alreadyFinished += chunk.length - fresh.length;
-    reusable += await reuse.countFresh(fresh, reuseWithinMs, now);
+    reusable += await reuse.countFresh(account.id, fresh, reuseWithinMs, now);
     chunk = [];
   };
   for await (const row of rows) {

@@ -74,8 +74,10 @@ async function ingestBatch(
   const weight = options.weight ?? 1;
   if (!Number.isInteger(weight) || weight < 1 || weight > 1_000)
     throw new InputError('BAD_WEIGHT', 'a weight is a whole number from 1 to 1000');
+  // The batch is the account's own: another account's batch of the same id is another batch.
+  const ref = { id: options.id, account: account.id };
   // The same content after its batch was archived (retention) must not pay again.
-  if (!(await batches.exists(options.id)) && (await archiveFor(config).manifest(options.id)) !== undefined)
+  if (!(await batches.exists(ref)) && (await archiveFor(config).manifestFor(ref.id, [ref.account])) !== undefined)
     throw new BatchArchivedError(options.id);
   const callbackUrl =
     options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
@@ -93,26 +95,24 @@ async function ingestBatch(
     ...(options.digest !== undefined ? { digest: options.digest } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
-  if (created && options.maxCreates !== undefined)
-    await services.budget.setMaxCreates({ id: options.id, account: account.id }, options.maxCreates);
-  const info = await services.batchViews.get(options.id);
+  if (created && options.maxCreates !== undefined) await services.budget.setMaxCreates(ref, options.maxCreates);
+  const info = await services.batchViews.get(ref);
   // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
   if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {
-    await services.webhooks.retarget(info.id, callbackUrl);
+    await services.webhooks.retarget(ref, callbackUrl);
     info.callbackUrl = callbackUrl;
   }
   if (info.sealed) return { batch: info, created };
   // Two producers given the same content at once (two API servers, a retried request) must not
   // both store its rows: one ingests, the other waits and then finds the batch sealed.
-  const lock = await batches.lockIngest(options.id, options.onLockWait);
+  const lock = await batches.lockIngest(ref, options.onLockWait);
   try {
-    const current = await services.batchViews.get(options.id);
+    const current = await services.batchViews.get(ref);
     if (current.sealed) return { batch: current, created };
     const batch = await ingestRows(services, options, info, rows, lock.refresh);
     // Every plate already had an outcome when the input ended (all rejected, all reused): the
     // batch finished at its seal, and no worker will see it finish.
-    if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined)
-      await services.webhooks.batchFinished(batch.id);
+    if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined) await services.webhooks.batchFinished(batch);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
     await services.feeder.feedAndWake(batch.account);
     return { batch, created };
@@ -130,7 +130,7 @@ async function ingestRows(
 ): Promise<BatchInfo> {
   const { batches, config } = services;
   let queued = batch.counts.enqueued;
-  const skip = await batches.ingestedRows(options.id);
+  const skip = await batches.ingestedRows(batch);
   const deduper = new PlateDeduper();
   let seen = 0;
   let chunk: IngestRow[] = [];
@@ -152,9 +152,9 @@ async function ingestRows(
     }
   }
   await batches.addRows(batch, chunk, services.scheduler);
-  if (options.extraColumns) await batches.setExtraColumns(options.id, [...options.extraColumns]);
-  await batches.seal(options.id);
-  return services.batchViews.get(options.id);
+  if (options.extraColumns) await batches.setExtraColumns(batch, [...options.extraColumns]);
+  await batches.seal(batch);
+  return services.batchViews.get(batch);
 }
 
 function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {

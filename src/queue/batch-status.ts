@@ -47,7 +47,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
     infos.map(async (info) => {
       const [account, webhooks] = await Promise.all([
         read(info.account),
-        info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info.id) : undefined,
+        info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
       ]);
       return {
         line: account.state,

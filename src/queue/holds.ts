@@ -3,6 +3,7 @@
 // month cap stopped being fed and its fed creates sleep until the reset. Raising the cap wakes
 // them here.
 import type { QueueServices } from '../services.js';
+import type { BatchKey } from './batch/store.js';
 import type { PlateJobData } from './types.js';
 
 type Services = Pick<QueueServices, 'accounts' | 'scheduler' | 'budget' | 'batchViews'>;
@@ -31,11 +32,11 @@ async function wakeHeld(
 }
 
 /** The batch's cap was raised or removed: it is scheduled again and its held jobs go on. Returns how many woke. */
-export async function releaseBatchHold(services: Services, batchId: string): Promise<number> {
-  const info = await services.batchViews.get(batchId);
+export async function releaseBatchHold(services: Services, batch: BatchKey): Promise<number> {
+  const info = await services.batchViews.get(batch);
   await services.budget.setHeld(info, false);
-  await services.scheduler.enlist(info.account, batchId, info.priority, info.weight);
-  return wakeHeld(services, info.account, (d) => d.batchId === batchId && d.heldBy === 'batch');
+  await services.scheduler.enlist(info.account, info.id, info.priority, info.weight);
+  return wakeHeld(services, info.account, (d) => d.batchId === info.id && d.heldBy === 'batch');
 }
 
 /** The account's day or month cap was raised or removed: its creates go on. Returns how many woke. */

@@ -14,6 +14,8 @@
 // | key                              | type   | owner                     |
 // |----------------------------------|--------|---------------------------|
 // | A:batch:<id>, :rows, :outcomes   | hash, list, hash | queue/batch/    |
+// | A:batches                        | zset   | queue/batch/ (the account's batches by creation) |
+// | G:ratelimit:<key>                | string | http/rate-limit.ts (@fastify/rate-limit's counts) |
 // | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
 // | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
 // | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
@@ -24,10 +26,10 @@
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
 // | A:batch:<id>:webhooks            | hash   | sinks/webhooks/ (deliveries of the batch's events) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
-// | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch by creation; its account) |
+// | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; the accounts holding it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
-// | G:reuse:<plate>                  | string | queue/reuse.ts            |
+// | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
 // | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
 // | G:console:session:<sha256 of id> | hash   | console/sessions.ts       |
 // | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
@@ -91,7 +93,22 @@ export class VqbKeys {
     return `${this.base}:batches`;
   }
 
-  /** Hash: batch id → its account (where its keys live). */
+  /** Prefix of the HTTP API's request counts (@fastify/rate-limit's store appends its key: a token's digest or an address). */
+  get apiRateLimit(): string {
+    return `${this.base}:ratelimit:`;
+  }
+
+  /** String: set once every batch stored before accounts kept their own lists is in its account's. */
+  get batchListsIndexed(): string {
+    return `${this.base}:batches:indexed`;
+  }
+
+  /** Zset: the account's batches by creation (a scoped token's list reads only this). */
+  accountBatches(accountId: string): string {
+    return `${this.accountBase(accountId)}:batches`;
+  }
+
+  /** Hash: batch id → the accounts holding a batch of that id (space-separated; where its keys live). */
   get batchAccounts(): string {
     return `${this.base}:batches:account`;
   }
@@ -203,8 +220,14 @@ export class VqbKeys {
   }
 
   // --- queue/reuse.ts
+  /** The results every sharing account may reuse (accounts with `shareResults`). */
   reuse(plate: string): string {
     return `${this.base}:reuse:${plate}`;
+  }
+
+  /** The results only this account reuses (the default: reuse stays within an account). */
+  accountReuse(accountId: string, plate: string): string {
+    return `${this.accountBase(accountId)}:reuse:${plate}`;
   }
 
   // --- producers/inbox*.ts

@@ -3,6 +3,7 @@
 // it goes back to the scheduler like any plate waiting to be created.
 import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
+import type { BatchKey } from './batch/store.js';
 import type { PlateJobData } from './types.js';
 
 export interface RerunResult {
@@ -15,11 +16,12 @@ export interface RerunResult {
 
 export async function rerunFailed(
   services: QueueServices,
-  batchId: string,
+  batch: BatchKey,
   options: { recreate?: boolean; now?: () => number } = {},
 ): Promise<RerunResult> {
   const { batchViews, outcomes, accounts, scheduler, config } = services;
-  const info = await batchViews.get(batchId);
+  const info = await batchViews.get(batch);
+  const batchId = info.id;
   const { account, queue } = accounts.for(info.account);
   const now = options.now ?? Date.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };

@@ -62,7 +62,9 @@ export const BatchOptions = z
       .int()
       .min(0)
       .optional()
-      .describe('answer plates from results stored this recently (ms) by any batch, free'),
+      .describe(
+        'answer plates from results stored this recently (ms) by any batch of the account (or of the accounts that share results), free',
+      ),
     callbackUrl: CallbackUrl.optional(),
   })
   .strict();

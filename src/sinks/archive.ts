@@ -38,6 +38,8 @@ export interface ArchiveManifest {
   format: 'vqb-batch-archive';
   version: 1;
   batchId: string;
+  /** The folder's name when it is not the id (`<id>.<account>`). */
+  fileName?: string;
   archivedAt: number;
   csvDelimiter: CsvDelimiter;
   /** The batch as Redis last held it (counts included), for `GET /v1/batches/:id` and `vqb status`. */
@@ -61,7 +63,8 @@ const SCHEMAS: Record<ArchiveFileKind, string> = {
   csv: 'csv-export/1',
   rejects: 'rejects-csv/1',
 };
-const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+/** A batch id, or `<id>.<account>` (a batch whose id another account held first). */
+const SAFE_ID = /^[A-Za-z0-9_-]{1,100}(\.[a-z0-9][a-z0-9_-]{0,31})?$/;
 
 export interface BatchArchiveOptions {
   dir: string;
@@ -97,7 +100,7 @@ export class BatchArchive {
     expected?: ArchiveExpectation,
     webhooks?: DeliveryRecord[],
   ): Promise<ArchiveManifest> {
-    const id = source.batchId;
+    const id = source.fileName ?? source.batchId;
     if (!SAFE_ID.test(id)) throw new ArchiveError(id, 'the id cannot be used as a folder name');
     const tmp = join(this.dir, `.${id}.tmp-${randomBytes(6).toString('hex')}`);
     try {
@@ -111,7 +114,8 @@ export class BatchArchive {
       const manifest: ArchiveManifest = {
         format: 'vqb-batch-archive',
         version: 1,
-        batchId: id,
+        batchId: source.batchId,
+        ...(id !== source.batchId ? { fileName: id } : {}),
         archivedAt: this.#now(),
         csvDelimiter: this.#delimiter,
         batch: info,
@@ -198,7 +202,22 @@ export class BatchArchive {
       return undefined;
     }
     const manifest = JSON.parse(text) as ArchiveManifest;
-    return manifest.format === 'vqb-batch-archive' && manifest.batchId === batchId ? manifest : undefined;
+    return manifest.format === 'vqb-batch-archive' && (manifest.fileName ?? manifest.batchId) === batchId
+      ? manifest
+      : undefined;
+  }
+
+  /**
+   * The archived batch of that id that one of `accounts` held (an id is scoped by its account: the
+   * archive of another account's batch of that id is not found); without `accounts`, the id's own.
+   */
+  async manifestFor(batchId: string, accounts?: readonly string[]): Promise<ArchiveManifest | undefined> {
+    if (accounts === undefined) return this.manifest(batchId);
+    for (const name of [batchId, ...accounts.map((a) => `${batchId}.${a}`)]) {
+      const manifest = await this.manifest(name);
+      if (manifest !== undefined && accounts.includes(manifest.batch.account)) return manifest;
+    }
+    return undefined;
   }
 
   /** Every archived batch id (folders with a manifest), sorted. */
@@ -221,9 +240,10 @@ export class BatchArchive {
   source(manifest: ArchiveManifest): ExportSource {
     const jsonl = manifest.files.find((f) => f.kind === 'jsonl');
     if (jsonl === undefined) throw new ArchiveError(manifest.batchId, 'the archive has no jsonl file');
-    const path = join(this.folder(manifest.batchId), jsonl.name);
+    const path = join(this.folder(manifest.fileName ?? manifest.batchId), jsonl.name);
     return {
       batchId: manifest.batchId,
+      ...(manifest.fileName !== undefined ? { fileName: manifest.fileName } : {}),
       extraColumns: manifest.batch.extraColumns,
       async *rows(): AsyncIterable<ExportRow> {
         for await (const line of jsonlRows(path)) yield fromResultRow(line);

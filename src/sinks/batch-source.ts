@@ -3,7 +3,7 @@
 // rebuilt at any time, byte for byte, from what is stored.
 
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
-import type { BatchStore, IngestRow } from '../queue/batch/store.js';
+import type { BatchKey, BatchStore, IngestRow } from '../queue/batch/store.js';
 import type { Outcome } from '../queue/types.js';
 import type { UpstreamResult } from '../schemas/result-row.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
@@ -56,11 +56,13 @@ function isBody(result: unknown): result is UpstreamResult {
 export async function batchExportSource(
   batches: BatchStore,
   outcomes: OutcomeStore,
-  batchId: string,
+  batch: BatchKey,
 ): Promise<ExportSource> {
-  const info = await batches.read(batchId);
+  const info = await batches.read(batch);
+  const batchId = info.id;
   return {
     batchId,
+    ...(info.fileName !== undefined ? { fileName: info.fileName } : {}),
     extraColumns: info.extraColumns,
     async *rows(): AsyncIterable<ExportRow> {
       let chunk: IngestRow[] = [];
@@ -75,14 +77,14 @@ export async function batchExportSource(
         }
         chunk = [];
       };
-      for await (const row of batches.rows(batchId, CHUNK)) {
+      for await (const row of batches.rows(info, CHUNK)) {
         chunk.push(row);
         if (chunk.length >= CHUNK) yield* flush();
       }
       if (chunk.length > 0) yield* flush();
     },
     async *rejects(): AsyncIterable<RejectRow> {
-      for await (const row of batches.rows(batchId, CHUNK)) {
+      for await (const row of batches.rows(info, CHUNK)) {
         if (row.kind === 'rejected') yield { row: row.row, input: row.input, reason: row.reason, message: row.message };
       }
     },

@@ -3,7 +3,7 @@
 import type { Config } from '../config.js';
 import { BatchNotFoundError } from '../errors.js';
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
-import type { BatchStore } from '../queue/batch/store.js';
+import type { BatchKey, BatchStore } from '../queue/batch/store.js';
 import { BatchArchive } from './archive.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
@@ -18,11 +18,11 @@ export function fileSinkFor(config: Pick<Config, 'outDir' | 'csvDelimiter'>, dir
 export async function exportBatch(
   stores: { batches: BatchStore; outcomes: OutcomeStore },
   sink: ExportSink,
-  batchId: string,
+  batch: BatchKey,
   formats: readonly ExportFormat[] = ALL_FORMATS,
   archive?: BatchArchive,
 ): Promise<ExportResult> {
-  return sink.write(await exportSourceFor(stores, batchId, archive), formats);
+  return sink.write(await exportSourceFor(stores, batch, archive), formats);
 }
 
 /**
@@ -31,13 +31,14 @@ export async function exportBatch(
  */
 export async function exportSourceFor(
   stores: { batches: BatchStore; outcomes: OutcomeStore },
-  batchId: string,
+  batch: BatchKey,
   archive?: BatchArchive,
 ): Promise<ExportSource> {
-  if (archive === undefined || (await stores.batches.exists(batchId)))
-    return batchExportSource(stores.batches, stores.outcomes, batchId);
-  const manifest = await archive.manifest(batchId);
-  if (manifest === undefined) throw new BatchNotFoundError(batchId);
+  if (archive === undefined || (await stores.batches.exists(batch)))
+    return batchExportSource(stores.batches, stores.outcomes, batch);
+  const manifest =
+    typeof batch === 'string' ? await archive.manifest(batch) : await archive.manifestFor(batch.id, [batch.account]);
+  if (manifest === undefined) throw new BatchNotFoundError(typeof batch === 'string' ? batch : batch.id);
   return archive.source(manifest);
 }
 

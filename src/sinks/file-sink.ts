@@ -59,7 +59,7 @@ export class FileSink implements ExportSink {
   }
 
   async write(source: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult> {
-    const id = source.batchId;
+    const id = source.fileName ?? source.batchId;
     // The id becomes a file name: no separators, no leading dot, nothing that climbs out of dir.
     if (!SAFE_ID.test(id))
       throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);

@@ -2,6 +2,7 @@
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
+import type { BatchKey } from '../queue/batch/store.js';
 import type { QueueServices } from '../services.js';
 import type { BatchArchive } from './archive.js';
 import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
@@ -20,7 +21,7 @@ export interface ResultsBody {
 /** Throws BatchNotFoundError (404) before anything is sent. */
 export async function batchResults(
   services: Pick<QueueServices, 'batches' | 'outcomes'>,
-  batchId: string,
+  batch: BatchKey,
   format: ExportFormat,
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
@@ -28,7 +29,9 @@ export async function batchResults(
   lang: ExportLang = 'en',
 ): Promise<ResultsBody> {
   // An archived batch (deleted from Redis by retention) streams from its archive.
-  const source = withRejectWords(await exportSourceFor(services, batchId, archive), lang);
+  const exported = await exportSourceFor(services, batch, archive);
+  const batchId = exported.batchId;
+  const source = withRejectWords(exported, lang);
   const fileName = `${safeName(batchId)}.${format}`;
   if (format === 'jsonl') {
     return {
@@ -64,13 +67,15 @@ export async function batchResults(
 /** A batch's rejected rows as a streamed CSV (the file sink's rejects columns). Throws BatchNotFoundError (404) before anything is sent. */
 export async function batchRejects(
   services: Pick<QueueServices, 'batches' | 'outcomes'>,
-  batchId: string,
+  batch: BatchKey,
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
   archive?: BatchArchive,
   lang: ExportLang = 'en',
 ): Promise<ResultsBody> {
-  const source = withRejectWords(await exportSourceFor(services, batchId, archive), lang);
+  const exported = await exportSourceFor(services, batch, archive);
+  const batchId = exported.batchId;
+  const source = withRejectWords(exported, lang);
   const records = (async function* () {
     yield [...REJECT_COLUMNS];
     for await (const reject of source.rejects()) yield rejectCells(reject);

@@ -44,6 +44,8 @@ export interface RejectRow {
 
 export interface ExportSource {
   batchId: string;
+  /** The name its files go by, when not its id (`<id>.<account>`: an id another account held first). */
+  fileName?: string;
   /** Names of the extra input columns, in input order. */
   extraColumns: string[];
   /** Called once per pass; a sink may pass over the rows more than once (e.g. to learn CSV columns). */

@@ -59,6 +59,7 @@ export interface HarnessAccount {
   rateLimit?: string;
   maxCreatesPerDay?: number;
   tokens?: string[];
+  shareResults?: boolean;
 }
 
 export function accountKey(id: string): string {
@@ -136,6 +137,7 @@ export async function startHarness(
         ...(a.rateLimit ? { rateLimit: a.rateLimit } : {}),
         ...(a.maxCreatesPerDay !== undefined ? { maxCreatesPerDay: a.maxCreatesPerDay } : {}),
         ...(a.tokens ? { tokens: a.tokens } : {}),
+        ...(a.shareResults ? { shareResults: true } : {}),
       });
     }
     accountsFile.VQ_ACCOUNTS_FILE = join(dir, 'accounts.json');

@@ -76,14 +76,14 @@ describe('compact storage', () => {
     const off = new ReuseStore(ctx.redis, keys, 86_400_000, 0);
     const on = new ReuseStore(ctx.redis, keys, 86_400_000, 3_600_000);
     const entry = { queryId: 'q1', result: { licensePlate: 'AAA1A11' }, at: 1_000 };
-    await off.save('AAA1A11', entry, 0);
-    expect(await ctx.redis.exists(keys.reuse('AAA1A11'))).toBe(0);
-    await off.save('AAA1A11', entry, 60_000); // the batch itself asked for reuse
-    expect(await off.find('AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
-    await on.save('BBB1B11', entry, 0);
-    expect(await on.find('BBB1B11', 10_000, 2_000)).toMatchObject({ queryId: 'q1' });
-    await ctx.redis.set(keys.reuse('CCC1C11'), JSON.stringify(entry));
-    expect(await on.find('CCC1C11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
-    expect(await on.countFresh(['AAA1A11', 'BBB1B11', 'CCC1C11', 'DDD1D11'], 10_000, 2_000)).toBe(3);
+    await off.save('default', 'AAA1A11', entry, 0);
+    expect(await ctx.redis.exists(keys.accountReuse('default', 'AAA1A11'))).toBe(0);
+    await off.save('default', 'AAA1A11', entry, 60_000); // the batch itself asked for reuse
+    expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    await on.save('default', 'BBB1B11', entry, 0);
+    expect(await on.find('default', 'BBB1B11', 10_000, 2_000)).toMatchObject({ queryId: 'q1' });
+    await ctx.redis.set(keys.accountReuse('default', 'CCC1C11'), JSON.stringify(entry));
+    expect(await on.find('default', 'CCC1C11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    expect(await on.countFresh('default', ['AAA1A11', 'BBB1B11', 'CCC1C11', 'DDD1D11'], 10_000, 2_000)).toBe(3);
   });
 });

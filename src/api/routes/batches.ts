@@ -3,18 +3,20 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.js';
-import { BatchNotFoundError } from '../../errors.js';
 import { canSee, type Scope, type TokenAuth } from '../../http/auth.js';
+import { batchAccess } from '../../http/batch-access.js';
 import { bodyTooLarge, csvJsonEncoded, tooManyPlates } from '../../http/csv-body.js';
 import { ApiError } from '../../http/errors.js';
 import { jsonReply, ref } from '../../http/openapi.js';
 import { readPlateUpload } from '../../http/plate-upload.js';
+import { type CountRequest, registerApiRateLimit } from '../../http/rate-limit.js';
 import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
 import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestResult } from '../../producers/enqueue.js';
 import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
 import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
 import { batchContext, batchContexts } from '../../queue/batch-status.js';
+import type { BatchRef } from '../../queue/keys.js';
 import { rerunFailed } from '../../queue/rerun.js';
 import { Retention } from '../../retention.js';
 import {
@@ -51,7 +53,14 @@ const FILE_TYPES = [...CSV_TYPES, XLSX_MEDIA_TYPE];
 const MAX_REJECTS = 100;
 
 export async function v1Routes(app: FastifyInstance, options: V1Options): Promise<void> {
-  const kit = v1Kit(app, options);
+  // Counted before the token check and before any body is read (v1Kit's onRequest hook).
+  const count = await registerApiRateLimit(app, {
+    redis: options.services.redis,
+    nameSpace: options.services.keys.apiRateLimit,
+    perMinute: options.config.http.rateLimitPerMin,
+    auth: options.auth,
+  });
+  const kit = v1Kit(app, options, count);
   const { bodyLimit } = kit;
   // No route here takes text/plain: without fastify's default parser for it, such a body is 415
   // (with it, a string body passed validation meant for JSON and failed in the handler).
@@ -79,7 +88,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
 }
 
 /** What every route group of /v1 uses: the stores, the token's scope of each request, the archive. */
-function v1Kit(app: FastifyInstance, options: V1Options) {
+function v1Kit(app: FastifyInstance, options: V1Options, count: CountRequest) {
   const { services, config, auth, now } = options;
   const { bodyLimit, maxPlates } = config.http;
   const dryRun = async (input: EnqueueInput, options: BatchRequest): Promise<DryRunReply> => ({
@@ -89,15 +98,13 @@ function v1Kit(app: FastifyInstance, options: V1Options) {
 
   // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
   const scopes = new WeakMap<object, Scope>();
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
+    await count(request, reply);
     scopes.set(request, await auth.check(request.headers));
   });
   const scopeOf = (request: object): Scope => scopes.get(request) ?? { admin: false, accounts: [] };
-  const visibleBatch = async (request: object, id: string): Promise<BatchInfo> => {
-    const info = await services.batchViews.get(id);
-    if (!canSee(scopeOf(request), info.account)) throw new BatchNotFoundError(id);
-    return info;
-  };
+  const access = batchAccess(services, archiveFor(config, now));
+  const visibleBatch = (request: object, id: string) => access.batch(scopeOf(request), id);
   /** The account a new batch goes to: the one asked for, if the token may use it; else the token's first. */
   const accountFor = (request: object, wanted: string | undefined): string => {
     const scope = scopeOf(request);
@@ -110,13 +117,8 @@ function v1Kit(app: FastifyInstance, options: V1Options) {
   // Retention: batches pruned from Redis answer from their archive (read-only: status and results).
   const archive = archiveFor(config, now);
   const retention = new Retention(services, archive, { retainMs: config.retention.retainMs, now, logger: app.log });
-  /** The archive's manifest of a batch no longer in Redis that this token may see; undefined when it is in Redis. */
-  const visibleArchive = async (request: object, id: string) => {
-    if (await services.batches.exists(id)) return undefined;
-    const manifest = await archive.manifest(id);
-    if (manifest === undefined || !canSee(scopeOf(request), manifest.batch.account)) throw new BatchNotFoundError(id);
-    return manifest;
-  };
+  const visibleArchive = (request: object, id: string) => access.archived(scopeOf(request), id);
+  const visibleRef = (request: object, id: string) => access.ref(scopeOf(request), id);
   const view = async (info: BatchInfo, at: number): Promise<BatchView> =>
     batchView(info, await batchContext(services, info), at);
 
@@ -130,6 +132,7 @@ function v1Kit(app: FastifyInstance, options: V1Options) {
     scopes,
     scopeOf,
     visibleBatch,
+    visibleRef,
     accountFor,
     archive,
     retention,
@@ -147,6 +150,12 @@ async function readCreateRequest(
 ): Promise<{ input: EnqueueInput; options: BatchRequest; dryRun: boolean }> {
   const { bodyLimit, maxPlates, accountFor } = kit;
   const { body, query } = request;
+  // No body at all (no content type, or an empty one): nothing reached the validator to refuse.
+  if ((body === undefined || body === null) && !request.isMultipart())
+    throw new ApiError(
+      'BODY_MISSING',
+      'send the plates: a JSON body {"plates": ["ABC1D23", …]}, a text/csv or .xlsx body, or a multipart form with a file',
+    );
   if (body instanceof Readable || request.isMultipart()) {
     // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
     const fileOptions = {
@@ -259,7 +268,7 @@ function createRoutes(app: FastifyInstance, kit: V1Kit): void {
       const { batch, created } = result;
       const [batchReply, rejects] = await Promise.all([
         view(batch, now()),
-        firstRejects(services.batches, batch.id, batch.counts.rejected),
+        firstRejects(services.batches, batch, batch.counts.rejected),
       ]);
       const links = batchLinks(batch.id);
       request.log.info(
@@ -280,7 +289,7 @@ function createRoutes(app: FastifyInstance, kit: V1Kit): void {
 
 /** GET: the batch list, one batch, its results. */
 function readRoutes(app: FastifyInstance, kit: V1Kit): void {
-  const { services, config, now, scopeOf, visibleBatch, archive, visibleArchive, view } = kit;
+  const { services, config, now, scopeOf, visibleBatch, archive, visibleArchive, visibleRef, view } = kit;
   app.get<{ Querystring: ListQuery }>(
     '/batches',
     {
@@ -297,10 +306,11 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
     async (request): Promise<ListReply> => {
       const { offset, limit } = request.query;
       const scope = scopeOf(request);
+      // Each account's own list (an administrator's: every configured account's).
       const { total, batches } = await services.batchViews.list(
         offset,
         limit,
-        scope.admin ? undefined : scope.accounts,
+        scope.admin ? config.accounts.map((a) => a.id) : scope.accounts,
       );
       const at = now();
       const page = (o: number) => `/v1/batches?offset=${o}&limit=${limit}`;
@@ -375,11 +385,9 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
       validatorCompiler: zodValidator({ params: BatchParams, querystring: ResultsQuery }),
     },
     async (request, reply) => {
-      if ((await visibleArchive(request, request.params.id)) === undefined)
-        await visibleBatch(request, request.params.id);
       const results = await batchResults(
         services,
-        request.params.id,
+        await visibleRef(request, request.params.id),
         request.query.format,
         config.csvDelimiter,
         request.log,
@@ -395,7 +403,7 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
 
 /** DELETE a batch (archive first; cancel its unsent plates), POST …/retry its failed plates. */
 function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
-  const { services, now, visibleBatch, retention, visibleArchive } = kit;
+  const { services, now, visibleBatch, retention, visibleRef } = kit;
   app.delete<{ Params: BatchParams; Querystring: DeleteQuery }>(
     '/batches/:id',
     {
@@ -421,8 +429,7 @@ function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
     async (request, reply) => {
       const { id } = request.params;
       // Scoped tokens delete only their accounts' batches (others answer 404, as if absent).
-      if ((await visibleArchive(request, id)) === undefined) await visibleBatch(request, id);
-      const result = await retention.delete(id, { cancel: request.query.cancel });
+      const result = await retention.delete(await visibleRef(request, id), { cancel: request.query.cancel });
       const links = batchLinks(id);
       if (result.state === 'cancelling') {
         const body: DeleteReply = {
@@ -471,8 +478,8 @@ function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
     },
     async (request, reply) => {
       const { id } = request.params;
-      await visibleBatch(request, id);
-      const result = await rerunFailed(services, id, { recreate: request.body?.recreate === true, now });
+      const batch = await visibleBatch(request, id);
+      const result = await rerunFailed(services, batch, { recreate: request.body?.recreate === true, now });
       request.log.info({ batchId: id, ...result }, 'failed plates queued again');
       const body: RetryReply = { batchId: id, ...result, links: { self: batchLinks(id).self } };
       return reply.code(202).send(body);
@@ -483,12 +490,12 @@ function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
 /** The first rejected rows of a batch, read from its stored rows (none to read when none were rejected). */
 async function firstRejects(
   batches: BatchStore,
-  batchId: string,
+  batch: BatchRef,
   rejected: number,
 ): Promise<CreateBatchReply['rejects']> {
   const out: CreateBatchReply['rejects'] = [];
   if (rejected === 0) return out;
-  for await (const row of batches.rows(batchId)) {
+  for await (const row of batches.rows(batch)) {
     if (row.kind !== 'rejected') continue;
     out.push({ row: row.row, input: row.input, reason: row.reason, message: row.message });
     if (out.length >= MAX_REJECTS) break;

@@ -6,7 +6,7 @@
 // (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
-import { BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
+import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import type { BatchRef, VqbKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
@@ -25,6 +25,7 @@ export type BatchSource = z.output<typeof BatchSourceSchema>;
  * What a batch id may be: what ingest derives (`<name>-<digest>`) and what a caller may name
  * (`batchId`, `--batch-id`). The id is part of Redis key names, so anything else (`x:rows` names
  * another structure of batch `x`) is refused before it reaches a key: not found, or BAD_BATCH_ID.
+ * An id is scoped by its account: two accounts may each hold `order-1001`, each its own batch.
  */
 export const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
 export const BATCH_ID_RULE = 'a batch id is 1–100 letters, digits, _ or -';
@@ -99,8 +100,16 @@ export interface NewBatch extends BatchPlacement {
 const INGEST_LOCK_MS = 60_000;
 
 /**
- * How long a process trusts what it read of a batch's account. A batch never changes account; the
- * bound only covers an id forgotten by retention and opened again on another account meanwhile.
+ * A batch named by its id alone (found through the index of homes: it may be held by several
+ * accounts) or by its ref (its account known: the front doors resolve a token's scope to a ref,
+ * a job carries its account).
+ */
+export type BatchKey = string | BatchRef;
+
+/**
+ * How long a process trusts what it read of an id's homes. A batch never changes account; the
+ * bound covers an id forgotten by retention, or opened by another account, meanwhile (a look-up
+ * that misses in the remembered homes reads them again).
  */
 const HOME_TTL_MS = 60_000;
 const HOMES_KEPT = 10_000;
@@ -124,46 +133,70 @@ export interface StoredBatch extends BatchPlacement {
   reuseWithinMs: number;
   /** Where the batch's webhooks go (checked by sinks/webhooks/target.ts before it was stored). */
   callbackUrl?: string;
+  /**
+   * The name of its exports and archive: its id, or `<id>.<account>` when another account held a
+   * batch of that id first (files of two accounts' `order-1001` never meet on disk); unset: its id.
+   */
+  fileName?: string;
 }
 
+/** The name a batch's exports and archive go by (`<id>`, or `<id>.<account>` for an id another account held first). */
+export function fileNameOf(batch: { id: string; fileName?: string }): string {
+  return batch.fileName ?? batch.id;
+}
+
+const idOf = (batch: BatchKey): string => (typeof batch === 'string' ? batch : batch.id);
+
 export class BatchStore {
-  readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'lock-release'>;
+  readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'batch-home' | 'batch-unhome' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
-  /** Batch id → its account and until when that is trusted (a read saved per request). */
-  readonly #homes = new Map<string, { account: string; until: number }>();
+  /** Batch id → the accounts holding it and until when that is trusted (a read saved per request). */
+  readonly #homes = new Map<string, { accounts: string[]; until: number }>();
 
   constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
-    this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'lock-release']);
+    this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'batch-home', 'batch-unhome', 'lock-release']);
     this.#keys = keys;
     this.#now = now;
   }
 
   /**
-   * The batch with the account whose slot holds its keys (read from the global index); undefined
-   * for an id no batch has. Callers that have the batch's account already (a job, a batch read)
-   * build the ref themselves.
+   * The batch with the account whose slot holds its keys; undefined for an id no batch has. With
+   * `accounts` (a token's scope), only a batch of one of them is found: another account's batch of
+   * the same id is not found, as if absent. Without, an id several accounts hold is
+   * BatchAmbiguousError (say which account). A ref is taken as it is (its account is known).
    */
-  async find(batchId: string): Promise<BatchRef | undefined> {
-    if (!isBatchId(batchId)) return undefined;
-    const known = this.#homes.get(batchId);
-    if (known && known.until > this.#now()) return { id: batchId, account: known.account };
-    const account = await this.#redis.hget(this.#keys.batchAccounts, batchId);
-    if (account === null) return undefined;
-    this.#remember(batchId, account);
-    return { id: batchId, account };
+  async find(key: BatchKey, accounts?: readonly string[]): Promise<BatchRef | undefined> {
+    if (typeof key !== 'string') {
+      if (!isBatchId(key.id) || (accounts !== undefined && !accounts.includes(key.account))) return undefined;
+      return key;
+    }
+    if (!isBatchId(key)) return undefined;
+    const known = this.#homes.get(key);
+    let homes = known && known.until > this.#now() ? known.accounts : undefined;
+    // A remembered list that misses the account asked for may be older than its batch: read again.
+    if (homes === undefined || (accounts !== undefined && !homes.some((a) => accounts.includes(a)))) {
+      const raw = await this.#redis.hget(this.#keys.batchAccounts, key);
+      homes = raw === null ? [] : raw.split(' ').filter((a) => a !== '');
+      this.#remember(key, homes);
+    }
+    const mine = accounts === undefined ? homes : homes.filter((a) => accounts.includes(a));
+    if (mine.length === 0) return undefined;
+    if (mine.length > 1) throw new BatchAmbiguousError(key, mine);
+    return { id: key, account: mine[0]! };
   }
 
   /** As find, but a batch that does not exist is BatchNotFoundError. */
-  async ref(batchId: string): Promise<BatchRef> {
-    const ref = await this.find(batchId);
-    if (!ref) throw new BatchNotFoundError(batchId);
+  async ref(key: BatchKey, accounts?: readonly string[]): Promise<BatchRef> {
+    if (typeof key !== 'string') return key;
+    const ref = await this.find(key, accounts);
+    if (!ref) throw new BatchNotFoundError(key);
     return ref;
   }
 
-  #remember(batchId: string, account: string): void {
+  #remember(batchId: string, accounts: string[]): void {
     if (this.#homes.size >= HOMES_KEPT) this.#homes.delete(this.#homes.keys().next().value!);
-    this.#homes.set(batchId, { account, until: this.#now() + HOME_TTL_MS });
+    this.#homes.set(batchId, { accounts, until: this.#now() + HOME_TTL_MS });
   }
 
   /**
@@ -173,10 +206,12 @@ export class BatchStore {
    */
   async open(batch: NewBatch): Promise<{ created: boolean }> {
     if (!isBatchId(batch.id)) throw new InputError('BAD_BATCH_ID', `${BATCH_ID_RULE}; got ${JSON.stringify(batch.id)}`);
-    // The index entry first: a batch is found from it, and the same id opened again (even for
-    // another account) finds the first batch (HSETNX), as it always did, not a second home.
-    await this.#redis.hsetnx(this.#keys.batchAccounts, batch.id, batch.account);
-    const ref = await this.ref(batch.id);
+    // The home first: a batch is found from it. The id is the account's own: another account's
+    // batch of the same id is neither found, nor changed, nor told of (never BATCH_ID_TAKEN).
+    const before = String(await this.#redis.vqbBatchHome(this.#keys.batchAccounts, batch.id, batch.account));
+    const others = before.split(' ').filter((a) => a !== '' && a !== batch.account);
+    this.#homes.delete(batch.id);
+    const ref = { id: batch.id, account: batch.account };
     const key = this.#keys.batch(ref);
     const createdAt = this.#now();
     const [flag, stored] = (await this.#redis.vqbBatchOpen(key, createdAt, batch.digest ?? '')) as [number, string];
@@ -197,9 +232,12 @@ export class BatchStore {
         ingestedRows: '0',
         reuseWithinMs: String(batch.reuseWithinMs ?? 0),
         ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
+        ...(others.length > 0 ? { fileName: `${batch.id}.${batch.account}` } : {}),
       });
-      // The global list (its own slot) after the batch's hash: a listed batch always has one.
+      // The lists (the global one in its own slot, the account's in its) after the batch's hash: a
+      // listed batch always has one.
       await this.#redis.zadd(this.#keys.batches, createdAt, batch.id);
+      await this.#redis.zadd(this.#keys.accountBatches(batch.account), createdAt, batch.id);
     }
     return { created };
   }
@@ -210,10 +248,10 @@ export class BatchStore {
    * lock expires after INGEST_LOCK_MS; the next ingest then resumes from its rows.
    */
   async lockIngest(
-    batchId: string,
+    batch: BatchKey,
     onWait?: (expiresInMs: number) => void,
   ): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
-    const key = this.#keys.ingestLock(await this.ref(batchId));
+    const key = this.#keys.ingestLock(await this.ref(batch));
     const token = randomBytes(8).toString('hex');
     let told = false;
     while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
@@ -235,13 +273,13 @@ export class BatchStore {
   }
 
   /** Plates with a stored result this recent are answered from it (0: reuse is off for the batch). */
-  async reuseWindow(batchId: string): Promise<number> {
-    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batchId)), 'reuseWithinMs')) ?? 0);
+  async reuseWindow(batch: BatchKey): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batch)), 'reuseWithinMs')) ?? 0);
   }
 
   /** Rows already ingested: a restarted ingest skips them (their jobs and counts exist). */
-  async ingestedRows(batchId: string): Promise<number> {
-    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batchId)), 'ingestedRows')) ?? 0);
+  async ingestedRows(batch: BatchKey): Promise<number> {
+    return Number((await this.#redis.hget(this.#keys.batch(await this.ref(batch)), 'ingestedRows')) ?? 0);
   }
 
   /**
@@ -280,50 +318,50 @@ export class BatchStore {
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
-  async setExtraColumns(batchId: string, columns: readonly string[]): Promise<void> {
-    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'extraColumns', JSON.stringify(columns));
+  async setExtraColumns(batch: BatchKey, columns: readonly string[]): Promise<void> {
+    await this.#redis.hset(this.#keys.batch(await this.ref(batch)), 'extraColumns', JSON.stringify(columns));
   }
 
   /** All rows are in: from now on the last outcome marks the batch finished. True if it already is. */
-  async seal(batchId: string): Promise<boolean> {
-    const key = this.#keys.batch(await this.ref(batchId));
+  async seal(batch: BatchKey): Promise<boolean> {
+    const key = this.#keys.batch(await this.ref(batch));
     const result = Number(await this.#redis.vqbBatchSeal(key, this.#now()));
-    if (result === -1) throw new BatchNotFoundError(batchId);
+    if (result === -1) throw new BatchNotFoundError(idOf(batch));
     return result === 2 || Boolean(await this.#redis.hget(key, 'finishedAt'));
   }
 
   /** A new callbackUrl for an existing batch (`vqb run --notify` resuming it), already checked. */
-  async setCallbackUrl(batchId: string, url: string): Promise<void> {
-    if (!(await this.exists(batchId))) throw new BatchNotFoundError(batchId);
-    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'callbackUrl', url);
+  async setCallbackUrl(batch: BatchKey, url: string): Promise<void> {
+    if (!(await this.exists(batch))) throw new BatchNotFoundError(idOf(batch));
+    await this.#redis.hset(this.#keys.batch(await this.ref(batch)), 'callbackUrl', url);
   }
 
   /** Throws BatchIdTakenError when the batch was created from content with another digest (as open does). */
-  async assertContent(batchId: string, digest: string): Promise<void> {
-    const ref = await this.find(batchId);
+  async assertContent(batch: BatchKey, digest: string): Promise<void> {
+    const ref = await this.find(batch);
     if (!ref) return;
     const stored = await this.#redis.hget(this.#keys.batch(ref), 'digest');
-    if (stored !== null && stored !== '' && stored !== digest) throw new BatchIdTakenError(batchId);
+    if (stored !== null && stored !== '' && stored !== digest) throw new BatchIdTakenError(idOf(batch));
   }
 
-  async exists(batchId: string): Promise<boolean> {
-    const ref = await this.find(batchId);
+  async exists(batch: BatchKey): Promise<boolean> {
+    const ref = await this.find(batch);
     return ref !== undefined && (await this.#redis.exists(this.#keys.batch(ref))) === 1;
   }
 
   /** What the batch's hash holds; BatchNotFoundError when there is no such batch. */
-  async read(batchId: string): Promise<StoredBatch> {
-    const ref = await this.ref(batchId);
+  async read(batch: BatchKey): Promise<StoredBatch> {
+    const ref = await this.ref(batch);
     const f = await this.#redis.hgetall(this.#keys.batch(ref));
-    if (!f.createdAt) throw new BatchNotFoundError(batchId);
+    if (!f.createdAt) throw new BatchNotFoundError(idOf(batch));
     const n = (name: string): number => Number(f[name] ?? 0);
     return {
-      id: f.id ?? batchId,
+      id: f.id ?? ref.id,
       account: ref.account,
       priority: (f.priority ?? 'normal') as PriorityClass,
       weight: Number(f.weight ?? 1) || 1,
       source: (f.source ?? 'library') as BatchSource,
-      name: f.name ?? batchId,
+      name: f.name ?? ref.id,
       createdAt: n('createdAt'),
       ...(f.finishedAt ? { finishedAt: n('finishedAt') } : {}),
       sealed: f.sealed === '1',
@@ -333,28 +371,79 @@ export class BatchStore {
       counts: Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as StoredBatch['counts'],
       reuseWithinMs: n('reuseWithinMs'),
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
+      ...(f.fileName ? { fileName: f.fileName } : {}),
     };
   }
 
-  /** Batch ids, newest first; with `accounts`, only those of these accounts. */
-  async ids(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; ids: string[] }> {
+  /**
+   * Batches, newest first; with `accounts`, only those of these accounts, read from each account's
+   * own list (a token's page costs its own batches, not every batch in Redis).
+   */
+  async refs(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; refs: BatchRef[] }> {
     if (accounts === undefined) {
       const [total, ids] = await Promise.all([
         this.#redis.zcard(this.#keys.batches),
         this.#redis.zrevrange(this.#keys.batches, offset, offset + limit - 1),
       ]);
-      return { total, ids };
+      return { total, refs: await this.#expand(ids) };
     }
-    // A scoped reader: filter by account (batches are counted in hundreds, not millions).
-    const ids = await this.#redis.zrevrange(this.#keys.batches, 0, -1);
-    const owners: (string | null)[] = ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
-    const mine = ids.filter((_: string, i: number) => accounts.includes(owners[i] ?? 'default'));
-    return { total: mine.length, ids: mine.slice(offset, offset + limit) };
+    // Each account's newest offset + limit, merged by creation time: the page is among them.
+    const lists = await Promise.all(
+      accounts.map(async (account) => {
+        const key = this.#keys.accountBatches(account);
+        const [count, flat] = await Promise.all([
+          this.#redis.zcard(key),
+          this.#redis.zrevrange(key, 0, offset + limit - 1, 'WITHSCORES'),
+        ]);
+        const entries: { ref: BatchRef; at: number }[] = [];
+        for (let i = 0; i + 1 < flat.length; i += 2)
+          entries.push({ ref: { id: flat[i]!, account }, at: Number(flat[i + 1]) });
+        return { count, entries };
+      }),
+    );
+    const merged = lists.flatMap((l) => l.entries).sort((x, y) => y.at - x.at);
+    return {
+      total: lists.reduce((sum, l) => sum + l.count, 0),
+      refs: merged.slice(offset, offset + limit).map((e) => e.ref),
+    };
+  }
+
+  /**
+   * Batches stored before each account kept a list of its own (G:batches only) are added to their
+   * accounts' lists, once per deployment: afterwards one GET. Returns how many were added.
+   */
+  async ensureAccountLists(): Promise<number> {
+    if ((await this.#redis.get(this.#keys.batchListsIndexed)) === '1') return 0;
+    let added = 0;
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.#redis.zscan(this.#keys.batches, cursor, 'COUNT', 500);
+      cursor = next;
+      const at = new Map<string, number>();
+      for (let i = 0; i + 1 < flat.length; i += 2) at.set(flat[i]!, Number(flat[i + 1]));
+      for (const ref of await this.#expand([...at.keys()])) {
+        added += Number(await this.#redis.zadd(this.#keys.accountBatches(ref.account), 'NX', at.get(ref.id)!, ref.id));
+      }
+    } while (cursor !== '0');
+    await this.#redis.set(this.#keys.batchListsIndexed, '1');
+    return added;
+  }
+
+  /** Each id with every account that holds it (an id two accounts hold is two batches). */
+  async #expand(ids: readonly string[]): Promise<BatchRef[]> {
+    if (ids.length === 0) return [];
+    const homes: (string | null)[] = await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
+    return ids.flatMap((id, i) =>
+      (homes[i] ?? 'default')
+        .split(' ')
+        .filter((a) => a !== '')
+        .map((account) => ({ id, account })),
+    );
   }
 
   /** The batch's rows in input order, read in chunks (bounded memory for a million rows). */
-  async *rows(batchId: string, chunk = 1_000): AsyncIterable<IngestRow> {
-    const ref = await this.find(batchId);
+  async *rows(batch: BatchKey, chunk = 1_000): AsyncIterable<IngestRow> {
+    const ref = await this.find(batch);
     if (!ref) return;
     const key = this.#keys.rows(ref);
     for (let start = 0; ; start += chunk) {
@@ -370,19 +459,14 @@ export class BatchStore {
   async retentionCandidates(): Promise<
     { id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]
   > {
-    const ids = await this.#redis.zrange(this.#keys.batches, 0, -1);
-    const accounts: (string | null)[] =
-      ids.length === 0 ? [] : await this.#redis.hmget(this.#keys.batchAccounts, ...ids);
+    const refs = await this.#expand(await this.#redis.zrange(this.#keys.batches, 0, -1));
     const fields = await Promise.all(
-      ids.map((id: string, i: number) =>
-        this.#redis.hmget(this.#keys.batch({ id, account: accounts[i] ?? 'default' }), 'finishedAt', 'deleteRequested'),
-      ),
+      refs.map((ref) => this.#redis.hmget(this.#keys.batch(ref), 'finishedAt', 'deleteRequested')),
     );
-    return ids.map((id: string, i: number) => {
+    return refs.map((ref, i) => {
       const [finishedAt, deleteRequested] = fields[i] ?? [];
       return {
-        id,
-        account: accounts[i] ?? 'default',
+        ...ref,
         ...(finishedAt ? { finishedAt: Number(finishedAt) } : {}),
         deleteRequested: deleteRequested === '1',
       };
@@ -390,23 +474,24 @@ export class BatchStore {
   }
 
   /** A delete was asked while plates were still running (`--cancel`): the sweep archives the batch once it finishes. */
-  async requestDelete(batchId: string): Promise<void> {
-    await this.#redis.hset(this.#keys.batch(await this.ref(batchId)), 'deleteRequested', '1');
+  async requestDelete(batch: BatchKey): Promise<void> {
+    await this.#redis.hset(this.#keys.batch(await this.ref(batch)), 'deleteRequested', '1');
   }
 
   /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
-  async forget(batchId: string): Promise<void> {
-    const ref = await this.find(batchId);
+  async forget(batch: BatchKey): Promise<void> {
+    const ref = await this.find(batch);
     if (!ref) return;
     await this.#redis.del(this.#keys.batch(ref), this.#keys.rows(ref), this.#keys.ingestLock(ref));
-    // The index last: a batch half forgotten is still listed, and the next sweep finishes it.
-    await this.#redis.multi().zrem(this.#keys.batches, batchId).hdel(this.#keys.batchAccounts, batchId).exec();
-    this.#homes.delete(batchId);
+    // The lists last: a batch half forgotten is still listed, and the next sweep finishes it.
+    await this.#redis.zrem(this.#keys.accountBatches(ref.account), ref.id);
+    await this.#redis.vqbBatchUnhome(this.#keys.batchAccounts, this.#keys.batches, ref.id, ref.account);
+    this.#homes.delete(ref.id);
   }
 
   /** Roughly what the batch's hash, rows and outcomes take in Redis (MEMORY USAGE, sampled: cheap, an estimate). */
-  async memoryUsage(batchId: string): Promise<number> {
-    const ref = await this.find(batchId);
+  async memoryUsage(batch: BatchKey): Promise<number> {
+    const ref = await this.find(batch);
     if (!ref) return 0;
     const keys = [this.#keys.batch(ref), this.#keys.rows(ref), this.#keys.outcomes(ref)];
     const sizes = await Promise.all(keys.map((key) => this.#redis.memory('USAGE', key) as Promise<number | null>));

@@ -5,7 +5,7 @@
 import type { Budget } from '../budget.js';
 import type { CostLedger } from '../costs.js';
 import type { InFlight } from '../inflight.js';
-import type { BatchCounts, BatchInfo, BatchStore } from './store.js';
+import type { BatchCounts, BatchInfo, BatchKey, BatchStore } from './store.js';
 
 /** The stores a batch's view reads. */
 export interface BatchViewSources {
@@ -22,12 +22,15 @@ export class BatchViews {
     this.#s = sources;
   }
 
-  /** The batch with its counts, costs and cap; BatchNotFoundError when there is no such batch. */
-  async get(batchId: string): Promise<BatchInfo> {
-    const stored = await this.#s.batches.read(batchId);
+  /**
+   * The batch with its counts, costs and cap; BatchNotFoundError when there is no such batch (or,
+   * with `accounts`, none of theirs: another account's batch of that id is not found).
+   */
+  async get(batch: BatchKey, accounts?: readonly string[]): Promise<BatchInfo> {
+    const stored = await this.#s.batches.read(await this.#s.batches.ref(batch, accounts));
     const [costs, inflight, budget] = await Promise.all([
       this.#s.costs.forBatch(stored),
-      this.#s.inflight.forBatch(stored.account, batchId),
+      this.#s.inflight.forBatch(stored.account, stored.id),
       this.#s.budget.forBatch(stored),
     ]);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
@@ -50,12 +53,13 @@ export class BatchViews {
       reuseWithinMs: stored.reuseWithinMs,
       ...(budget.held ? { blocked: 'budget' } : {}),
       ...(stored.callbackUrl !== undefined ? { callbackUrl: stored.callbackUrl } : {}),
+      ...(stored.fileName !== undefined ? { fileName: stored.fileName } : {}),
     };
   }
 
   /** Newest first; with `accounts`, only the batches of those accounts. */
   async list(offset = 0, limit = 20, accounts?: readonly string[]): Promise<{ total: number; batches: BatchInfo[] }> {
-    const { total, ids } = await this.#s.batches.ids(offset, limit, accounts);
-    return { total, batches: await Promise.all(ids.map((id) => this.get(id))) };
+    const { total, refs } = await this.#s.batches.refs(offset, limit, accounts);
+    return { total, batches: await Promise.all(refs.map((ref) => this.get(ref))) };
   }
 }

@@ -2,6 +2,7 @@
 // by the batch's status (API, library, `vqb status`). Written when the event is emitted (pending)
 // and after every attempt; a delivery is one job, so its attempts never write at once.
 
+import type { BatchKey } from '../../queue/batch/store.js';
 import type { BatchRef, VqbKeys } from '../../queue/keys.js';
 import type { RedisClient } from '../../queue/redis.js';
 import type { WebhookEventType } from './events.js';
@@ -25,7 +26,7 @@ export interface DeliveryRecord {
 }
 
 /** Finds a batch's account, whose slot holds its keys (BatchStore.find). */
-export type FindBatch = (batchId: string) => Promise<BatchRef | undefined>;
+export type FindBatch = (batch: BatchKey) => Promise<BatchRef | undefined>;
 
 export class DeliveryLog {
   readonly #redis: RedisClient;
@@ -39,31 +40,31 @@ export class DeliveryLog {
   }
 
   /** The batch's delivery hash; a batch that no longer exists has none (its id is all a webhook job holds). */
-  async #key(batchId: string): Promise<string | undefined> {
-    const batch = await this.#find(batchId);
-    return batch ? this.#keys.batchWebhooks(batch) : undefined;
+  async #key(batch: BatchKey): Promise<string | undefined> {
+    const ref = await this.#find(batch);
+    return ref ? this.#keys.batchWebhooks(ref) : undefined;
   }
 
   /** Notes a new delivery unless it is known (a second emit of the same event changes nothing). */
-  async emitted(batchId: string, record: DeliveryRecord): Promise<void> {
-    const key = await this.#key(batchId);
+  async emitted(batch: BatchKey, record: DeliveryRecord): Promise<void> {
+    const key = await this.#key(batch);
     if (key) await this.#redis.hsetnx(key, record.id, JSON.stringify(record));
   }
 
-  async update(batchId: string, record: DeliveryRecord): Promise<void> {
-    const key = await this.#key(batchId);
+  async update(batch: BatchKey, record: DeliveryRecord): Promise<void> {
+    const key = await this.#key(batch);
     if (key) await this.#redis.hset(key, record.id, JSON.stringify(record));
   }
 
-  async get(batchId: string, id: string): Promise<DeliveryRecord | undefined> {
-    const key = await this.#key(batchId);
+  async get(batch: BatchKey, id: string): Promise<DeliveryRecord | undefined> {
+    const key = await this.#key(batch);
     const raw = key ? await this.#redis.hget(key, id) : null;
     return raw ? (JSON.parse(raw) as DeliveryRecord) : undefined;
   }
 
   /** The batch's deliveries, oldest first. */
-  async list(batchId: string): Promise<DeliveryRecord[]> {
-    const key = await this.#key(batchId);
+  async list(batch: BatchKey): Promise<DeliveryRecord[]> {
+    const key = await this.#key(batch);
     if (!key) return [];
     const all = Object.values(await this.#redis.hgetall(key)).map((raw) => JSON.parse(raw) as DeliveryRecord);
     return all.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));

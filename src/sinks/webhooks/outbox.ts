@@ -5,9 +5,9 @@
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
-import type { BatchStore } from '../../queue/batch/store.js';
+import type { BatchKey, BatchStore } from '../../queue/batch/store.js';
 import type { BatchViews } from '../../queue/batch/view.js';
-import type { VqbKeys } from '../../queue/keys.js';
+import type { BatchRef, VqbKeys } from '../../queue/keys.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../../queue/line.js';
 import type { RedisClient } from '../../queue/redis.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
@@ -22,6 +22,8 @@ export interface WebhookJobData {
   url: string;
   /** The batch whose status shows this delivery, when it is for a batch. */
   batchId?: string;
+  /** That batch's account (a batch id is scoped by its account). */
+  account?: string;
   /** The payload, fixed when the event is emitted: every attempt sends the same bytes. */
   body: string;
 }
@@ -81,13 +83,13 @@ export class WebhookOutbox {
    * every process that sees the batch finish (and again after a crash): one delivery per finish.
    * A batch finished again after a retry of its failed plates is a new event.
    */
-  async batchFinished(batchId: string): Promise<string | undefined> {
-    const info = await this.#views.get(batchId);
+  async batchFinished(batch: BatchKey): Promise<string | undefined> {
+    const info = await this.#views.get(batch);
     const url = info.callbackUrl;
     if (url === undefined || info.finishedAt === undefined) return undefined;
     const event = batchFinishedEvent({ ...info, finishedAt: info.finishedAt }, this.#config.webhooks.publicUrl);
-    const id = messageId('batch.finished', batchId, String(info.finishedAt), url);
-    await this.#send(id, event, url, batchId);
+    const id = messageId('batch.finished', info.id, String(info.finishedAt), url);
+    await this.#send(id, event, url, info);
     return id;
   }
 
@@ -96,11 +98,11 @@ export class WebhookOutbox {
    * --notify` resuming it): stored, and if the batch has finished already, the new receiver is
    * told now (a new delivery: the id covers the receiver).
    */
-  async retarget(batchId: string, url: string): Promise<void> {
-    const info = await this.#views.get(batchId);
+  async retarget(batch: BatchRef, url: string): Promise<void> {
+    const info = await this.#views.get(batch);
     if (info.callbackUrl === url) return;
-    await this.#batches.setCallbackUrl(batchId, url);
-    if (info.finishedAt !== undefined) await this.batchFinished(batchId);
+    await this.#batches.setCallbackUrl(batch, url);
+    if (info.finishedAt !== undefined) await this.batchFinished(batch);
   }
 
   /**
@@ -137,8 +139,8 @@ export class WebhookOutbox {
       const url = info.callbackUrl;
       if (info.finishedAt !== undefined || url === undefined) continue;
       const id = messageId(type, accountId, String(pause.at), info.id, url);
-      if (onlyNew && (await this.deliveries.get(info.id, id)) !== undefined) continue;
-      await this.#send(id, accountEvent(accountId, pause, info.id, publicUrl, resumedAt), url, info.id);
+      if (onlyNew && (await this.deliveries.get(info, id)) !== undefined) continue;
+      await this.#send(id, accountEvent(accountId, pause, info.id, publicUrl, resumedAt), url, info);
       ids.push(id);
     }
     if (globalUrl !== undefined) {
@@ -163,15 +165,15 @@ export class WebhookOutbox {
     for (const info of batches) {
       if (info.finishedAt === undefined || info.callbackUrl === undefined) continue;
       const id = messageId('batch.finished', info.id, String(info.finishedAt), info.callbackUrl);
-      if ((await this.deliveries.get(info.id, id)) !== undefined) continue;
-      if ((await this.batchFinished(info.id)) === id) added.push(id);
+      if ((await this.deliveries.get(info, id)) !== undefined) continue;
+      if ((await this.batchFinished(info)) === id) added.push(id);
     }
     for (const { account, pause } of pauses) added.push(...(await this.accountPaused(account, pause, true)));
     return added;
   }
 
-  async #send(id: string, event: WebhookEvent, url: string, batchId: string | undefined): Promise<void> {
-    if (batchId !== undefined) {
+  async #send(id: string, event: WebhookEvent, url: string, batch: BatchRef | undefined): Promise<void> {
+    if (batch !== undefined) {
       const record: DeliveryRecord = {
         id,
         event: event.type,
@@ -180,13 +182,13 @@ export class WebhookOutbox {
         attempts: 0,
         createdAt: this.#now(),
       };
-      await this.deliveries.emitted(batchId, record);
+      await this.deliveries.emitted(batch, record);
     }
     const data: WebhookJobData = {
       id,
       type: event.type,
       url,
-      ...(batchId !== undefined ? { batchId } : {}),
+      ...(batch !== undefined ? { batchId: batch.id, account: batch.account } : {}),
       body: JSON.stringify(event),
     };
     await this.queue.add(WEBHOOK_JOB, data, { jobId: id });
