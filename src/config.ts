@@ -206,6 +206,10 @@ export const SETTINGS = {
     help: 'largest request body the HTTP API reads, in bytes',
   },
   VQ_HTTP_MAX_PLATES: { schema: int(1).default(100_000), help: 'most plates one HTTP request may enqueue' },
+  VQ_API_RATE_LIMIT: {
+    schema: int(0).default(1_200),
+    help: 'requests a minute one service token may send to /v1 (shared by every `vqb serve` in Redis; 0: no limit); an address without a valid token gets at most 30',
+  },
   VQ_HTTP_REQUEST_TIMEOUT: {
     schema: duration.pipe(z.number().min(100, 'at least 100ms')).default(30_000),
     help: 'time a client has to send a whole request to the HTTP API, headers and body (408 and the connection closed after)',
@@ -335,6 +339,8 @@ export interface Config {
     port: number;
     bodyLimit: number;
     maxPlates: number;
+    /** Requests a minute per service token on /v1 (0: none). */
+    rateLimitPerMin: number;
     requestTimeoutMs: number;
     tokens: TokenSource | undefined;
     trustProxy?: string[];
@@ -527,6 +533,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       port: v.VQ_HTTP_PORT,
       bodyLimit: v.VQ_HTTP_BODY_LIMIT,
       maxPlates: v.VQ_HTTP_MAX_PLATES,
+      rateLimitPerMin: v.VQ_API_RATE_LIMIT,
       requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT,
       tokens,
       ...(v.VQ_HTTP_TRUST_PROXY

@@ -50,6 +50,8 @@ export type ObservedServices = Pick<QueueServices, 'config' | 'accounts' | 'infl
 
 /** Unfinished batches with progress gauges: the newest this many (a label value per batch). */
 export const PROGRESS_BATCHES = 50;
+/** The families with a label per batch (its id): an administrator's scrape only, on `vqb serve`. */
+const PER_BATCH_PREFIX = 'vqb_batch_';
 /** Batches counted by `vqb_batches`: the newest this many. */
 const COUNTED_BATCHES = 1_000;
 
@@ -232,11 +234,15 @@ export class Metrics implements WorkerMetrics {
    * (`x_total` becomes `x` for good, breaking the next Prometheus scrape), so OpenMetrics is
    * rendered by a second registry from copies of each metric's values.
    */
-  async render(accept?: string): Promise<Rendered> {
+  async render(accept?: string, options: { perBatch?: boolean } = {}): Promise<Rendered> {
+    // The per-batch families carry batch ids as labels: left out for a scraper that may not see them.
+    const families = this.registry
+      .getMetricsAsArray()
+      .filter((metric) => options.perBatch !== false || !metric.name.startsWith(PER_BATCH_PREFIX));
     if (!wantsOpenMetrics(accept)) {
       // Family by family: a gauge read from Redis that fails or hangs (Redis down) is left out of
       // this scrape instead of failing it, so process and upstream counters are still served.
-      const names = this.registry.getMetricsAsArray().map((metric) => metric.name);
+      const names = families.map((metric) => metric.name);
       const parts = await Promise.all(names.map((name) => withinScrape(this.registry.getSingleMetricAsString(name))));
       return { contentType: this.registry.contentType, body: `${parts.filter((p) => p !== undefined).join('\n')}\n` };
     }
@@ -245,7 +251,7 @@ export class Metrics implements WorkerMetrics {
       getMetricsAsString(metric: { get(): Promise<unknown> }): Promise<string>;
     };
     const parts = await Promise.all(
-      this.registry.getMetricsAsArray().map((metric) => {
+      families.map((metric) => {
         const values = (metric as unknown as { get(): Promise<{ name: string; type: string }> }).get();
         return withinScrape(
           format.getMetricsAsString({

@@ -9,7 +9,7 @@
 //   GET  /v1/batches/:id             counts, progress, waiting, ETA
 //   GET  /v1/batches/:id/results     ?format=jsonl|csv, streamed
 //   POST /v1/batches/:id/retry       {recreate?}
-//   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given)
+//   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given; per-batch gauges need an administrator token)
 //   GET  /admin/queues               Bull Board, read-only, behind the same token check as /v1 or an
 //                                    administrator's console session
 //   GET  /, /batches/:id, /upload …  the web console (src/console/routes.ts), behind its session
@@ -86,15 +86,17 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
 
   await registerOpenApi(app);
 
-  healthRoutes(app, services);
-  openApiRoute(app);
   // Throws ConfigError when a configured service token is an upstream key.
   const auth = await TokenAuth.fromConfig(config, logger);
+  healthRoutes(app, services, auth);
+  openApiRoute(app, config.webhooks.publicUrl);
   await app.register(v1Routes, { prefix: '/v1', services, config, auth, now });
   if (deps.metrics) {
     const metrics = deps.metrics;
     app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
-      const { contentType, body } = await metrics.render(request.headers.accept);
+      // The per-batch gauges name batch ids: only an administrator's token scrapes them.
+      const scope = await auth.check(request.headers).catch(() => undefined);
+      const { contentType, body } = await metrics.render(request.headers.accept, { perBatch: scope?.admin === true });
       return reply.type(contentType).send(body);
     });
   }

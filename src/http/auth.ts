@@ -230,9 +230,21 @@ export function canSee(scope: Scope, account: string): boolean {
   return scope.admin || scope.accounts.includes(account);
 }
 
+/**
+ * Tokens printed in our own examples (secrets/vqb_api_tokens.example, the docs): anyone who read
+ * them knows them, so a deployment that copied one as it is serves no one with it.
+ */
+export const EXAMPLE_TOKENS: readonly string[] = ['change-me-to-a-long-random-token'];
+
 function usable(tokens: readonly string[], logger: Logger): Buffer[] {
   const short = tokens.filter((t) => t.length < MIN_TOKEN_LENGTH).length;
   if (short > 0)
     logger.warn({ ignored: short }, `service tokens shorter than ${MIN_TOKEN_LENGTH} characters are ignored`);
-  return tokens.filter((t) => t.length >= MIN_TOKEN_LENGTH).map(sha256);
+  const examples = tokens.filter((t) => EXAMPLE_TOKENS.includes(t)).length;
+  if (examples > 0)
+    logger.error(
+      { ignored: examples },
+      "a service token is the documentation's example token and is refused: generate one (openssl rand -hex 24)",
+    );
+  return tokens.filter((t) => t.length >= MIN_TOKEN_LENGTH && !EXAMPLE_TOKENS.includes(t)).map(sha256);
 }

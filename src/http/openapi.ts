@@ -158,10 +158,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 }
 
 /**
- * GET /openapi.json, no token. `servers` is where the document was fetched from, so a generated
- * client (or a try-it page) pointed at the document talks to the same server.
+ * GET /openapi.json, no token. `servers` is VQ_PUBLIC_URL when set, else `/` (relative to where the
+ * document was fetched from): never the request's Host header, which a client chooses (a cache or
+ * a proxy keeping the answer would hand other readers a server the client named).
  */
-export function openApiRoute(app: FastifyInstance): void {
+export function openApiRoute(app: FastifyInstance, publicUrl: string | undefined): void {
   app.get(
     '/openapi.json',
     {
@@ -179,10 +180,9 @@ export function openApiRoute(app: FastifyInstance): void {
         },
       },
     },
-    async (request) => {
+    async () => {
       const { openapi, info, ...rest } = app.swagger() as unknown as JsonSchema;
-      const origin = request.host ? `${request.protocol}://${request.host}` : undefined;
-      return { openapi, info, servers: [{ url: origin ?? '/', description: 'this server' }], ...rest };
+      return { openapi, info, servers: [{ url: publicUrl ?? '/', description: 'this server' }], ...rest };
     },
   );
 }

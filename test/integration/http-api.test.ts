@@ -425,8 +425,11 @@ describe('batches', () => {
 });
 
 describe('operations', () => {
-  it('/healthz says ok without a token, and 503 when Redis is unreachable', async () => {
-    const ok = await call('/healthz', { auth: 'none' });
+  it('/healthz says up or down without a token, the accounts with one, and 503 when Redis is unreachable', async () => {
+    const bare = await call('/healthz', { auth: 'none' });
+    expect(bare.status).toBe(200);
+    expect(bare.json).toEqual({ status: 'ok', redis: 'ok' });
+    const ok = await call('/healthz');
     expect(ok.status).toBe(200);
     expect(ok.json).toEqual({
       status: 'ok',
@@ -443,7 +446,7 @@ describe('operations', () => {
     });
 
     await h.line.pauseByOperator('maintenance');
-    const paused = await call('/healthz', { auth: 'none' });
+    const paused = await call('/healthz');
     expect(paused.json).toMatchObject({
       status: 'degraded',
       accounts: [{ paused: true, reason: expect.stringContaining('maintenance'), waiting: { reason: 'paused' } }],

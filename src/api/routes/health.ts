@@ -1,5 +1,6 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
 import type { FastifyInstance } from 'fastify';
+import { canSee, type TokenAuth } from '../../http/auth.js';
 import { jsonReply } from '../../http/openapi.js';
 import type { RedisClient } from '../../queue/redis.js';
 import type { HealthReply } from '../../schemas/api.js';
@@ -27,14 +28,18 @@ export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_
   }
 }
 
-export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices, 'redis' | 'accounts'>): void {
+export function healthRoutes(
+  app: FastifyInstance,
+  services: Pick<QueueServices, 'redis' | 'accounts'>,
+  auth: Pick<TokenAuth, 'check'>,
+): void {
   app.get(
     '/healthz',
     {
       schema: {
         summary: "Liveness and each account's line",
         description:
-          "No token needed. 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), its upstream is unreachable (each account's `upstream` says since when, and when it came back), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+          "No token needed: without one, only `status` and `redis` (a probe's answer). With a service token, `accounts` too: each of the token's accounts (an administrator's: every one). 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), its upstream is unreachable (each account's `upstream` says since when, and when it came back), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
         operationId: 'getHealth',
         tags: ['operations'],
         security: [],
@@ -45,11 +50,14 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
         },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
       const down: HealthReply = { status: 'degraded', redis: 'down' };
       if (!(await redisAnswers(services.redis))) return reply.code(503).send(down);
-      const lines = await services.accounts.states().catch(() => undefined);
-      if (lines === undefined) return reply.code(503).send(down);
+      const all = await services.accounts.states().catch(() => undefined);
+      if (all === undefined) return reply.code(503).send(down);
+      // Account ids, rates and pause reasons are for a token's holder, not for anyone who can reach the port.
+      const scope = await auth.check(request.headers).catch(() => undefined);
+      const lines = all.filter((line) => scope !== undefined && canSee(scope, line.account));
       const stuck = lines.some(
         (line) =>
           line.paused ||
@@ -61,7 +69,7 @@ export function healthRoutes(app: FastifyInstance, services: Pick<QueueServices,
       const body: HealthReply = {
         status: stuck ? 'degraded' : 'ok',
         redis: 'ok',
-        accounts: lines.map((line) => lineView(line)),
+        ...(scope !== undefined ? { accounts: lines.map((line) => lineView(line)) } : {}),
       };
       return reply.send(body);
     },
