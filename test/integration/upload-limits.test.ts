@@ -90,7 +90,8 @@ async function memoryRise(label: string, attack: () => Promise<void>): Promise<n
   const peak = after.hwm > before.hwm ? after.hwm : sampled;
   const rise = peak - before.rss;
   console.log(
-    `${label}: answered in ${ms} ms; rss ${(before.rss / MiB) | 0} → peak ${(peak / MiB) | 0} MiB (+${(rise / MiB).toFixed(1)})`,
+    `${label}: answered in ${ms} ms; rss ${(before.rss / MiB) | 0} → peak ${(peak / MiB) | 0} MiB ` +
+      `(+${(rise / MiB).toFixed(1)})`,
   );
   return rise;
 }
