@@ -163,6 +163,8 @@ const en = {
   'err.XLSX_EMPTY': 'The workbook’s sheet has no rows.',
   'err.XLSX_UNREADABLE': 'The workbook could not be read.',
   'err.XLSX_NO_PLATE_COLUMN': 'No column of the sheet holds plates.',
+  'err.XLSX_TOO_LARGE':
+    'The workbook is larger than this server reads, once unpacked: save the sheet as CSV and upload that.',
   'err.BATCH_ID_TAKEN': 'A batch with this id holds another file.',
   'err.UNAUTHORIZED': 'Sign in first.',
   none: '—',
@@ -329,6 +331,8 @@ const ptBR: Record<Key, string> = {
   'err.XLSX_EMPTY': 'A aba da planilha não tem linhas.',
   'err.XLSX_UNREADABLE': 'Não foi possível ler a planilha.',
   'err.XLSX_NO_PLATE_COLUMN': 'Nenhuma coluna da aba tem placas.',
+  'err.XLSX_TOO_LARGE':
+    'A planilha, descompactada, é maior do que este servidor lê: salve a aba como CSV e envie esse arquivo.',
   'err.BATCH_ID_TAKEN': 'Um lote com este id contém outro arquivo.',
   'err.UNAUTHORIZED': 'Entre primeiro.',
   none: '—',

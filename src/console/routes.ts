@@ -26,7 +26,7 @@ import type { RedisWaitReason } from '../accounts/wait.js';
 import type { Config } from '../config.js';
 import { canSee, type Scope, sha256, type TokenAuth } from '../http/auth.js';
 import { batchAccess } from '../http/batch-access.js';
-import { ApiError, describeError } from '../http/errors.js';
+import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
@@ -580,6 +580,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
         const code = body.error.code;
         const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
+        closeIfBodyPending(request, reply);
         return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
       }
       return reply.redirect(`/upload/${staged}`, 303);

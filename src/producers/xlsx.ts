@@ -10,7 +10,8 @@
 // a sheet stored before styles.xml would read its dates as plain numbers, one stored before its
 // workbook.xml relations would have no name for `--sheet`. Correct cells matter more here than
 // memory, which stays bounded: the file by maxBytes (VQ_HTTP_BODY_LIMIT for uploads), the
-// inflated content by the zip's declared sizes (checked before anything is inflated).
+// inflated content by inflatedCap (counted by inflating every entry, zip-check.ts, before exceljs
+// inflates any: the sizes a zip declares are never trusted).
 //
 // Row numbers are the sheet's: `row` counts rows after the header, blank ones included, so a row
 // keeps the number the spreadsheet shows (row + 1 with a header on row 1), as for a CSV.
@@ -22,6 +23,7 @@ import { InputError, isVqbError } from '../errors.js';
 import { DEFAULT_MAX_FIELD_BYTES, type PlateHeader, plateRows } from './csv.js';
 import { messageOf } from './csv-records.js';
 import type { InputRow } from './types.js';
+import { checkZip, inflatedCap } from './zip-check.js';
 
 export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet';
 
@@ -31,9 +33,6 @@ export const XLSX_MEDIA_TYPE = 'application/vnd.openxmlformats-officedocument.sp
  * while read, so 16 MiB is about half a million rows and under 2 GB; larger lists go as CSV.
  */
 export const DEFAULT_MAX_XLSX_BYTES = 16 * 1024 * 1024;
-
-/** Inflated content allowed per byte of file: a real sheet compresses 5–15×, a zip bomb thousands of times. */
-const MAX_INFLATE_RATIO = 100;
 
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04] as const;
 const EMPTY_ZIP_MAGIC = [0x50, 0x4b, 0x05, 0x06] as const;
@@ -180,7 +179,7 @@ async function loadSheet(
       'XLSX_INVALID',
       'not an Excel .xlsx workbook: the file is not a zip archive (an .xlsx always is)',
     );
-  checkInflatedSize(bytes);
+  await checkWorkbookZip(bytes);
   const workbook = new ExcelJS.Workbook();
   try {
     await workbook.xlsx.load(bytes as unknown as ArrayBuffer, {
@@ -211,40 +210,17 @@ async function loadSheet(
 }
 
 /**
- * Refuses a zip that holds no xl/workbook.xml (a zipped CSV, a .docx), and one whose entries declare more inflated bytes than MAX_INFLATE_RATIO times the file
- * (at least 64 MiB), read from the central directory before anything is inflated. The zip reader
- * checks each entry against its declared size, so a lying entry fails there instead.
+ * Refuses a zip that holds no xl/workbook.xml (a zipped CSV, a .docx), and one that really inflates
+ * to more than inflatedCap(file size): every entry is inflated and counted (zip-check.ts) before
+ * exceljs inflates anything, so the reader only ever holds what was counted.
  */
-function checkInflatedSize(bytes: Buffer): void {
-  const eocd = bytes.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
-  if (eocd === -1 || eocd + 22 > bytes.length)
-    throw new InputError(
-      'XLSX_INVALID',
-      'not a readable .xlsx workbook: the zip archive is cut short (no central directory)',
-    );
-  const entries = bytes.readUInt16LE(eocd + 10);
-  let at = bytes.readUInt32LE(eocd + 16);
-  let inflated = 0;
-  const names: string[] = [];
-  for (let i = 0; i < entries; i++) {
-    if (at + 46 > bytes.length || bytes.readUInt32LE(at) !== 0x02014b50) return; // zip64 or damaged: left to the zip reader
-    inflated += bytes.readUInt32LE(at + 24);
-    const nameLength = bytes.readUInt16LE(at + 28);
-    names.push(bytes.toString('utf8', at + 46, at + 46 + nameLength));
-    at += 46 + nameLength + bytes.readUInt16LE(at + 30) + bytes.readUInt16LE(at + 32);
-  }
+async function checkWorkbookZip(bytes: Buffer): Promise<void> {
+  const { names } = await checkZip(bytes, inflatedCap(bytes.length));
   if (!names.includes('xl/workbook.xml')) {
     const shown = names.slice(0, 3).map((n) => JSON.stringify(n.length > 60 ? `${n.slice(0, 60)}…` : n));
     throw new InputError(
       'XLSX_INVALID',
       `a zip archive, but not an Excel workbook (it holds ${shown.join(', ')}${names.length > 3 ? ', …' : ''}): unzip it, or save the sheet as .xlsx or CSV`,
-    );
-  }
-  const limit = Math.max(64 * 1024 * 1024, bytes.length * MAX_INFLATE_RATIO);
-  if (inflated > limit) {
-    throw new InputError(
-      'XLSX_TOO_LARGE',
-      `the workbook inflates to ${inflated} bytes, more than ${limit}: save the sheet as CSV and send that`,
     );
   }
 }

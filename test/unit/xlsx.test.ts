@@ -7,6 +7,7 @@ import { isVqbError } from '../../src/errors.js';
 import type { InputRow } from '../../src/producers/types.js';
 import { cellText, isXlsxInput, readPlateXlsx, type XlsxReadOptions } from '../../src/producers/xlsx.js';
 import { exceljsWorkbook } from '../helpers/xlsx.js';
+import { deflateBomb, lyingXlsx, rewriteZip } from '../helpers/zip-bomb.js';
 
 const fixturePath = fileURLToPath(new URL('../fixtures/xlsx/libreoffice.xlsx', import.meta.url));
 
@@ -194,6 +195,48 @@ describe('readPlateXlsx', () => {
     bomb.writeUInt32LE(1 << 30, central + 24);
     expect(bomb.length).toBeLessThan(16 * 1024);
     expect(await errorCode(readPlateXlsx(bomb))).toBe('XLSX_TOO_LARGE');
+  });
+
+  it('refuses a lying zip (its sheet declares 4 KiB, inflates to 1 GiB) by counting what really inflates', async () => {
+    const bomb = lyingXlsx(await exceljsWorkbook());
+    expect(bomb.length).toBeLessThan(1.5 * 1024 * 1024);
+    const before = process.memoryUsage().rss;
+    const started = Date.now();
+    const err = await readPlateXlsx(bomb).catch((e: unknown) => e as Error & { code: string });
+    const grew = process.memoryUsage().rss - before;
+    console.log(`lying zip refused in ${Date.now() - started} ms, rss +${(grew / 2 ** 20).toFixed(1)} MiB`);
+    expect(isVqbError(err)).toBe(true);
+    expect(err).toMatchObject({ code: 'XLSX_TOO_LARGE' });
+    expect((err as Error).message).toMatch(/inflates to more than \d+ bytes/);
+    // The output is counted and dropped: nothing near the 100 MiB allowed is held.
+    expect(grew).toBeLessThan(50 * 1024 * 1024);
+  });
+
+  it('refuses zip tricks as damaged: zip64, bytes before the archive, overlapping entries; too many entries', async () => {
+    const good = await exceljsWorkbook();
+    const eocd = good.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+    const zip64 = Buffer.from(good);
+    zip64.writeUInt32LE(0xffffffff, eocd + 16);
+    expect(await errorCode(readPlateXlsx(zip64))).toBe('XLSX_INVALID');
+    const prefixed = Buffer.concat([Buffer.from('PK\x03\x04'), Buffer.alloc(100), good]);
+    expect(await errorCode(readPlateXlsx(prefixed))).toBe('XLSX_INVALID');
+    // Two directory entries naming the same data (the "overlapping files" bomb reuses one stream many times).
+    const central = good.indexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
+    const overlap = Buffer.from(good);
+    const second = central + 46 + good.readUInt16LE(central + 28) + good.readUInt16LE(central + 30);
+    overlap.writeUInt32LE(good.readUInt32LE(central + 42), second + 42);
+    expect(await errorCode(readPlateXlsx(overlap))).toBe('XLSX_INVALID');
+    const crowded = rewriteZip(good, (entries) => {
+      for (let i = 0; i < 10_001; i++)
+        entries.push({ name: `x/${i}`, method: 0, crc: 0, data: Buffer.alloc(0), size: 0 });
+    });
+    expect(await errorCode(readPlateXlsx(crowded))).toBe('XLSX_TOO_LARGE');
+    // Many small lying entries add up as one large one would.
+    const spread = rewriteZip(good, (entries) => {
+      const bomb = deflateBomb(2);
+      for (let i = 0; i < 8; i++) entries.push({ name: `xl/media/m${i}.bin`, method: 8, crc: 0, data: bomb, size: 10 });
+    });
+    expect(await errorCode(readPlateXlsx(spread))).toBe('XLSX_TOO_LARGE');
   });
 });
 
