@@ -2,6 +2,7 @@
 // refused, public ones let through, names judged by every address they resolve to (the resolver
 // injected: no lookup leaves the machine), and the connect-time lookup refusing a rebound name.
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { Secret } from '../../src/setting-values.js';
 import { embeddedIPv4, forbiddenAddress, forbiddenName, type Resolve } from '../../src/sinks/webhooks/address.js';
 import { deliveryFailure, failureText } from '../../src/sinks/webhooks/deliveries.js';
@@ -170,6 +171,19 @@ describe('checkCallbackUrl and checkCallbackTarget', () => {
     expect(hostNamedExactly('127.0.0.1:4322', ['127.0.0.1:4321'])).toBe(false);
     expect(hostNamedExactly('a.corp.test', ['*.corp.test'])).toBe(false);
     expect(hostNamedExactly('anything.test', [])).toBe(false);
+  });
+});
+
+describe("the operator's own targets (VQ_WEBHOOK_URL, VQ_INBOX_NOTIFY_URL)", () => {
+  it('an internal literal or name stops start-up unless VQ_WEBHOOK_ALLOW names that host exactly', () => {
+    const base = { VQ_WEBHOOK_SECRET: secret.reveal() };
+    expect(() => loadConfig({ ...base, VQ_WEBHOOK_URL: 'http://169.254.169.254/' })).toThrow(/VQ_WEBHOOK_ALLOW/);
+    expect(() => loadConfig({ ...base, VQ_INBOX_NOTIFY_URL: 'http://localhost:9000/' })).toThrow(/VQ_WEBHOOK_ALLOW/);
+    expect(() => loadConfig({ ...base, VQ_WEBHOOK_ALLOW: '*.0.0.1', VQ_WEBHOOK_URL: 'http://127.0.0.1/' })).toThrow(
+      /loopback/,
+    );
+    const named = loadConfig({ ...base, VQ_WEBHOOK_ALLOW: '127.0.0.1', VQ_WEBHOOK_URL: 'http://127.0.0.1:9000/' });
+    expect(named.webhooks.url).toBe('http://127.0.0.1:9000/');
   });
 });
 
