@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { type Account, defaultAccount, loadAccountsFile } from './accounts/account.js';
 import { ConfigError } from './errors.js';
 import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
-import { hostAllowed } from './sinks/webhooks/target.js';
+import { forbiddenHost, hostAllowed } from './sinks/webhooks/target.js';
 
 export type { Account } from './accounts/account.js';
 export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
@@ -260,7 +260,7 @@ export const SETTINGS = {
   },
   VQ_WEBHOOK_ALLOW: {
     schema: z.string().min(1).optional(),
-    help: 'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for its subdomains); unset = any host',
+    help: 'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for its subdomains); unset = any public host. Internal addresses (loopback, private, link-local, metadata) are refused unless a host is named here exactly (no wildcard)',
   },
   VQ_WEBHOOK_URL: {
     schema: z.url({ protocol: /^https?$/ }).optional(),
@@ -470,6 +470,12 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     const url = v[name];
     if (url !== undefined && !hostAllowed(new URL(url).host, webhookAllow))
       throw new ConfigError(name, `expected a URL whose host is on VQ_WEBHOOK_ALLOW; ${new URL(url).host} is not`);
+    const internal = url !== undefined ? forbiddenHost(new URL(url), webhookAllow) : undefined;
+    if (internal !== undefined)
+      throw new ConfigError(
+        name,
+        `${new URL(url as string).host} is ${internal}: name that host exactly on VQ_WEBHOOK_ALLOW to send webhooks there`,
+      );
   }
 
   const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');

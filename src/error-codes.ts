@@ -92,6 +92,8 @@ export const ERROR_CODES = {
   // Webhooks
   CALLBACK_URL_INVALID: entry(422, 1, 'a callbackUrl that is not an absolute http(s) URL'),
   CALLBACK_HOST_NOT_ALLOWED: entry(422, 1, "a callbackUrl host not on the server's allow-list"),
+  CALLBACK_ADDRESS_FORBIDDEN: entry(422, 1, 'a callbackUrl host that is or resolves to an internal address'),
+  CALLBACK_HOST_UNRESOLVED: entry(422, 1, 'a callbackUrl host name that does not resolve'),
   WEBHOOK_SECRET_MISSING: entry(422, 1, 'webhooks are asked for and the server has no signing secret'),
   // The HTTP API's own answers
   UNAUTHORIZED: entry(401, 1, 'no valid service token'),

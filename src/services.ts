@@ -18,6 +18,7 @@ import type { RedisClient } from './queue/redis.js';
 import { connectRedis, preflightRedis } from './queue/redis.js';
 import type { RedisHealth } from './queue/redis-health.js';
 import { Scheduler } from './queue/scheduler.js';
+import type { Resolve } from './sinks/webhooks/address.js';
 import { WebhookOutbox } from './sinks/webhooks/outbox.js';
 
 export interface QueueServices {
@@ -47,6 +48,8 @@ export function queueServicesOn(
   config: Config,
   redis: RedisClient,
   now: () => number = Date.now,
+  /** How callbackUrl host names are resolved before a batch is stored (default dns.lookup; tests inject). */
+  resolve?: Resolve,
 ): Omit<QueueServices, 'close'> {
   const keys = new VqbKeys(config);
   const accounts = new Accounts(config, redis, keys, now);
@@ -71,13 +74,19 @@ export function queueServicesOn(
     costs,
     scheduler,
     feeder: new Feeder(scheduler, accounts, inflight, now, { redis, keys }),
-    webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now),
+    webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };
 }
 
 export async function openQueueServices(
   config: Config,
-  options: { failFast?: boolean; now?: () => number; warn?: (message: string) => void; health?: RedisHealth } = {},
+  options: {
+    failFast?: boolean;
+    now?: () => number;
+    warn?: (message: string) => void;
+    health?: RedisHealth;
+    resolve?: Resolve;
+  } = {},
 ): Promise<QueueServices> {
   const redis = connectRedis(config.redis, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
@@ -88,7 +97,7 @@ export async function openQueueServices(
     redis.disconnect();
     throw err;
   }
-  const services = queueServicesOn(config, redis, options.now);
+  const services = queueServicesOn(config, redis, options.now, options.resolve);
   // Batches stored before each account kept a list of its own get into it, once per deployment.
   await services.batches.ensureAccountLists();
   // BullMQ prints a queue's connection errors as raw multi-line blocks when nothing listens. A

@@ -4,21 +4,25 @@
 // at least once, retried with exponential backoff (VQ_WEBHOOK_ATTEMPTS, VQ_WEBHOOK_BACKOFF) under
 // the same webhook-id, its state written to the batch's delivery log after every attempt.
 //
-// | answer                         | what happens                                       |
-// |--------------------------------|----------------------------------------------------|
-// | 2xx                            | delivered                                          |
-// | 410 Gone                       | given up at once (the receiver says: stop)         |
-// | other status, no answer, error | retried with backoff; failed after the last attempt |
-// | host no longer on the list     | given up at once, nothing sent                     |
+// | answer                                 | what happens                                        |
+// |----------------------------------------|-----------------------------------------------------|
+// | 2xx                                    | delivered                                           |
+// | 410 Gone                               | given up at once (the receiver says: stop)          |
+// | other status, no answer, error         | retried with backoff; failed after the last attempt |
+// | host no longer on the list             | given up at once, nothing sent                      |
+// | an internal address now (sender.ts)    | given up at once, no connection made                |
+//
+// The delivery status says a category (DELIVERY_FAILURES), never an error's words: those are
+// logged at debug level only, for the operator.
 
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import type { Config } from '../src/config.js';
 import { noMetrics, type WebhookResult, type WorkerMetrics } from '../src/metrics.js';
 import type { RedisClient } from '../src/queue/redis.js';
 import type { RedisHealth } from '../src/queue/redis-health.js';
-import type { DeliveryLog, DeliveryRecord } from '../src/sinks/webhooks/deliveries.js';
+import type { Resolve } from '../src/sinks/webhooks/address.js';
+import { DELIVERY_FAILURES, type DeliveryLog, type DeliveryRecord } from '../src/sinks/webhooks/deliveries.js';
 import { type WebhookJobData, webhookQueueName } from '../src/sinks/webhooks/outbox.js';
 import { WebhookSender } from '../src/sinks/webhooks/sender.js';
 import { hostAllowed } from '../src/sinks/webhooks/target.js';
@@ -31,7 +35,8 @@ export interface WebhookWorkerDeps {
   deliveries: DeliveryLog;
   logger: Logger;
   metrics?: WorkerMetrics;
-  dispatcher?: Dispatcher;
+  /** Name resolution at connect time (default dns.lookup); tests inject the answers. */
+  resolve?: Resolve;
   now?: () => number;
   /** Outages are logged by the process's one Redis health, once per change of state. */
   health?: RedisHealth;
@@ -49,8 +54,9 @@ export function startWebhookWorker(
   const sender = new WebhookSender({
     secret,
     timeoutMs,
+    allow,
     now,
-    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
   });
 
   const process = async (job: {
@@ -87,10 +93,10 @@ export function startWebhookWorker(
     const count = (result: WebhookResult) => metrics.webhook?.(data.type, result);
 
     if (!hostAllowed(new URL(data.url).host, allow)) {
-      await note({ state: 'failed', lastError: 'the host is no longer on VQ_WEBHOOK_ALLOW: not sent' });
+      await note({ state: 'failed', lastError: 'host_not_allowed' });
       count('refused');
       log.warn({ host: new URL(data.url).host }, 'webhook not sent: its host is no longer on the allow-list');
-      throw new UnrecoverableError('host not allowed');
+      throw new UnrecoverableError(DELIVERY_FAILURES.host_not_allowed);
     }
     const result = await sender.send(data);
     const status = result.status !== undefined ? { lastStatus: result.status } : {};
@@ -100,18 +106,26 @@ export function startWebhookWorker(
       log.info({ attempt, status: result.status }, 'webhook delivered');
       return;
     }
-    const error = result.error ?? 'failed';
-    if (result.status === 410) {
-      await note({ state: 'failed', ...status, lastError: `${error}: the receiver asks not to be sent this again` });
+    const failure = result.failure ?? 'failed';
+    if (result.detail !== undefined) log.debug({ attempt, failure, detail: result.detail }, 'webhook attempt error');
+    if (failure === 'refused_address') {
+      await note({ state: 'failed', lastError: failure });
+      count('refused');
+      log.warn({ attempt, failure }, 'webhook not sent: its host is or resolves to an internal address');
+      throw new UnrecoverableError(DELIVERY_FAILURES[failure]);
+    }
+    if (failure === 'gone') {
+      await note({ state: 'failed', ...status, lastError: failure });
       count('gone');
       log.warn({ attempt, status: 410 }, 'webhook refused for good (410 Gone): not retried');
-      throw new UnrecoverableError(error);
+      throw new UnrecoverableError(DELIVERY_FAILURES[failure]);
     }
-    await note({ state: last ? 'failed' : 'retrying', ...status, lastError: error });
+    await note({ state: last ? 'failed' : 'retrying', ...status, lastError: failure });
     count(last ? 'given_up' : 'retry');
-    if (last) log.error({ attempt, status: result.status, error }, 'webhook given up after its last attempt');
-    else log.warn({ attempt, status: result.status, error }, 'webhook delivery failed; it will be retried');
-    throw new Error(error);
+    if (last) log.error({ attempt, status: result.status, failure }, 'webhook given up after its last attempt');
+    else log.warn({ attempt, status: result.status, failure }, 'webhook delivery failed; it will be retried');
+    // BullMQ keeps this message as the job's failedReason: the category's sentence, no socket words.
+    throw new Error(DELIVERY_FAILURES[failure]);
   };
 
   const worker = new Worker<WebhookJobData, void, string>(webhookQueueName(config), process, {
@@ -124,6 +138,10 @@ export function startWebhookWorker(
   // Connection errors are an outage the health logs once per change of state; others are logged.
   worker.on('error', (err) => {
     if (!deps.health?.outage(err)) deps.logger.error({ err }, 'webhook worker error');
+  });
+  // The sender's own agents (keep-alive connections to receivers) go with the worker.
+  worker.on('closed', () => {
+    sender.close().catch(() => {});
   });
   return worker;
 }

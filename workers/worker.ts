@@ -23,6 +23,7 @@ import { ReuseStore, sharingAccounts } from '../src/queue/reuse.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { settlesWithin } from '../src/settle.js';
+import type { Resolve } from '../src/sinks/webhooks/address.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
@@ -181,8 +182,8 @@ export interface WorkerDeps {
   logger: Logger;
   /** Injected to share a pool or to reach a test server; by default each client makes its own. */
   dispatcher?: Dispatcher;
-  /** For webhook deliveries (tests); by default undici's global dispatcher. */
-  webhookDispatcher?: Dispatcher;
+  /** Name resolution of webhook deliveries (tests inject the answers); by default dns.lookup. */
+  webhookResolve?: Resolve;
   metrics?: WorkerMetrics;
   now?: () => number;
   random?: () => number;
@@ -230,7 +231,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     health.heartbeat(commands),
     watchEventLoop(logger, config.locks.lockDurationMs),
   ];
-  const services = queueServicesOn(config, commands, now);
+  const services = queueServicesOn(config, commands, now, deps.webhookResolve);
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   const { onBatchFinished, onPaused } = webhookEmitters(services, logger);
@@ -240,7 +241,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     logger,
     health,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    ...(deps.webhookDispatcher ? { dispatcher: deps.webhookDispatcher } : {}),
+    ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     now,
   });
   const recorder = new Recorder({

@@ -22,6 +22,7 @@ import { openQueueServices, type QueueServices } from '../services.js';
 import { settlesWithin } from '../settle.js';
 import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
+import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { createProgress, createStatusLine } from './progress.js';
 
@@ -299,7 +300,7 @@ async function reportNotify(
     if (finished && finished.attempts > 0) {
       const retried = finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
       ctx.print(
-        `webhook batch.finished not delivered to ${finished.url}: ${finished.lastError ?? finished.state}${retried}`,
+        `webhook batch.finished not delivered to ${finished.url}: ${finished.lastError !== undefined ? failureText(finished.lastError) : finished.state}${retried}`,
       );
       return;
     }

@@ -5,6 +5,7 @@ import { describeBatch, describeLine } from '../presenters/text.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
+import { failureText } from '../sinks/webhooks/deliveries.js';
 import { batchIdArg } from './batch.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
@@ -47,7 +48,7 @@ export const statusCommand: Command = {
           );
           for (const d of context.webhooks ?? []) {
             ctx.print(
-              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${d.lastError}` : ''}`,
+              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
             );
           }
         }

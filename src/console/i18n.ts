@@ -96,6 +96,9 @@ const en = {
     'The callback URL is not valid: it must be an http:// or https:// address, without a user name or password.',
   'callback.CALLBACK_HOST_NOT_ALLOWED':
     'The callback URL’s host is not on this server’s allow-list (VQ_WEBHOOK_ALLOW).',
+  'callback.CALLBACK_ADDRESS_FORBIDDEN':
+    'The callback URL points inside a private network (loopback, private, link-local or metadata address): webhooks go to public addresses only.',
+  'callback.CALLBACK_HOST_UNRESOLVED': 'The callback URL’s host name does not resolve: check the name.',
   'callback.WEBHOOK_SECRET_MISSING':
     'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the callback URL empty, or ask its operator.',
   'upload.submit': 'See the estimate',
@@ -262,6 +265,9 @@ const ptBR: Record<Key, string> = {
     'A URL de retorno não é válida: deve ser um endereço http:// ou https://, sem usuário nem senha.',
   'callback.CALLBACK_HOST_NOT_ALLOWED':
     'O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).',
+  'callback.CALLBACK_ADDRESS_FORBIDDEN':
+    'A URL de retorno aponta para dentro de uma rede privada (endereço de loopback, privado, link-local ou de metadados): webhooks vão só para endereços públicos.',
+  'callback.CALLBACK_HOST_UNRESOLVED': 'O nome do host da URL de retorno não resolve: confira o nome.',
   'callback.WEBHOOK_SECRET_MISSING':
     'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe a URL de retorno vazia, ou fale com quem o opera.',
   'upload.submit': 'Ver a estimativa',

@@ -232,6 +232,13 @@ ${line ? linesSection(ctx, [line], redis) : ''}`,
   );
 }
 
+/** A delivery's last failure as the API says it (a category, never the socket's words), with the HTTP status. */
+function deliveryError(d: NonNullable<BatchView['webhooks']>[number]): string | undefined {
+  const status = d.lastStatus !== undefined ? `HTTP ${d.lastStatus}` : undefined;
+  if (d.lastError === undefined) return status;
+  return status !== undefined ? `${d.lastError} (${status})` : d.lastError;
+}
+
 /** Where the batch's webhooks go and what became of each delivery (its `webhooks`, as the API shows them). */
 function webhooksSection(ctx: PageContext, view: BatchView): Html | string {
   const { t, lang } = ctx;
@@ -249,7 +256,7 @@ ${
 <th scope="row"><code>${d.event}</code></th>
 <td data-delivery-state="${d.state}" data-label="${t('col.state')}">${t(`delivery.${d.state}` as Key)}</td>
 <td class="num" data-label="${t('col.attempts')}">${formatNumber(lang, d.attempts)}</td>
-<td data-label="${t('col.lastError')}">${d.lastError ?? (d.lastStatus !== undefined ? `HTTP ${d.lastStatus}` : t('none'))}</td>
+<td data-label="${t('col.lastError')}">${deliveryError(d) ?? t('none')}</td>
 </tr>`,
       )}</tbody>
 </table>`

@@ -41,7 +41,9 @@ import type { QueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { batchRejects, batchResults } from '../sinks/results.js';
 import {
+  CALLBACK_ADDRESS_FORBIDDEN,
   CALLBACK_HOST_NOT_ALLOWED,
+  CALLBACK_HOST_UNRESOLVED,
   CALLBACK_URL_INVALID,
   checkCallbackUrl,
   WEBHOOK_SECRET_MISSING,
@@ -85,7 +87,13 @@ export interface ConsoleHandle {
 export const RESULT_FORMATS: readonly string[] = ResultsQuery.shape.format.unwrap().options;
 
 /** The callbackUrl refusals (src/sinks/webhooks/target.ts) the upload page words in the operator's language. */
-const CALLBACK_REFUSALS = new Set([CALLBACK_URL_INVALID, CALLBACK_HOST_NOT_ALLOWED, WEBHOOK_SECRET_MISSING]);
+const CALLBACK_REFUSALS = new Set([
+  CALLBACK_URL_INVALID,
+  CALLBACK_HOST_NOT_ALLOWED,
+  CALLBACK_ADDRESS_FORBIDDEN,
+  CALLBACK_HOST_UNRESOLVED,
+  WEBHOOK_SECRET_MISSING,
+]);
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;

@@ -6,7 +6,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
-import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
+import { type DeliveryRecord, deliveryFailure } from '../sinks/webhooks/deliveries.js';
 import { batchWaiting, estimateEta, rateView } from './line.js';
 
 /** Where the HTTP API serves a batch and its results. */
@@ -27,7 +27,8 @@ function deliveryView(d: DeliveryRecord): WebhookDelivery {
     state: d.state,
     attempts: d.attempts,
     ...(d.lastStatus !== undefined ? { lastStatus: d.lastStatus } : {}),
-    ...(d.lastError !== undefined ? { lastError: d.lastError } : {}),
+    // A category only: a record from before categories held the socket's words (issue #35).
+    ...(d.lastError !== undefined ? { lastError: deliveryFailure(d.lastError) } : {}),
     ...(lastAttemptAt ? { lastAttemptAt } : {}),
     ...(deliveredAt ? { deliveredAt } : {}),
     createdAt: new Date(d.createdAt).toISOString(),

@@ -7,7 +7,6 @@ import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js'
 import { isRedisFull } from '../queue/redis-health.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
-import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { PlateDeduper } from './dedup.js';
 
 export { batchIdFor } from './batch-id.js';
@@ -79,8 +78,9 @@ async function ingestBatch(
   // The same content after its batch was archived (retention) must not pay again.
   if (!(await batches.exists(ref)) && (await archiveFor(config).manifestFor(ref.id, [ref.account])) !== undefined)
     throw new BatchArchivedError(options.id);
+  // Resolved and judged here, before anything is stored: a name of an internal address is refused.
   const callbackUrl =
-    options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
+    options.callbackUrl !== undefined ? await services.webhooks.checkTarget(options.callbackUrl) : undefined;
   const { created } = await batches.open({
     id: options.id,
     account: account.id,

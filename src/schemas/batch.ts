@@ -5,6 +5,7 @@
 // src/http/openapi.ts), and the library's types are inferred from them.
 import { z } from 'zod';
 import { WAIT_REASONS } from '../accounts/wait.js';
+import { DELIVERY_FAILURES, type DeliveryFailure } from '../sinks/webhooks/deliveries.js';
 
 export const AccountId = z
   .string()
@@ -122,7 +123,12 @@ export const WebhookDelivery = z.object({
   state: z.enum(['pending', 'retrying', 'delivered', 'failed']),
   attempts: count,
   lastStatus: count.optional().describe("the receiver's HTTP status at the last attempt"),
-  lastError: z.string().optional().describe('why the last attempt failed'),
+  lastError: z
+    .enum(Object.keys(DELIVERY_FAILURES) as [DeliveryFailure, ...DeliveryFailure[]])
+    .optional()
+    .describe(
+      'why the last attempt failed, as a category: refused_address, host_not_allowed, dns_failed, connect_failed, timeout, tls, http_4xx, http_5xx, http_other, gone, failed',
+    ),
   lastAttemptAt: z.iso.datetime().optional(),
   deliveredAt: z.iso.datetime().optional(),
   createdAt: z.iso.datetime(),

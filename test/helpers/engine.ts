@@ -14,6 +14,7 @@ import type { PriorityClass } from '../../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
+import type { Resolve } from '../../src/sinks/webhooks/address.js';
 import { AccountFlow } from '../../workers/flow.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
@@ -107,6 +108,8 @@ export async function startHarness(
     accounts?: HarnessAccount[];
     /** The workers' HTTP dispatcher toward the simulator (default: each account's own keep-alive Agent). */
     dispatcher?: Dispatcher;
+    /** How webhook host names resolve, for the producers and the workers (default dns.lookup). */
+    resolve?: Resolve;
   } = {},
 ): Promise<Harness> {
   await warmSimulatorCode();
@@ -150,7 +153,7 @@ export async function startHarness(
     ...accountsFile,
     ...options.config,
   });
-  const services = await openQueueServices(config);
+  const services = await openQueueServices(config, options.resolve ? { resolve: options.resolve } : {});
   const logs = captureLogs();
   const workers: WorkerHandle[] = [];
   const harness: Harness = {
@@ -175,6 +178,7 @@ export async function startHarness(
       const handle = startWorker(config, {
         logger: logs.logger,
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+        ...(options.resolve ? { webhookResolve: options.resolve } : {}),
       });
       workers.push(handle);
       return handle;

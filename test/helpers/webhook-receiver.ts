@@ -22,7 +22,11 @@ export type Answerer = (n: number, delivery: Delivery) => number | 'hang';
 
 export interface Receiver {
   url: string;
+  /** The loopback port it listens on. */
+  port: number;
   deliveries: Delivery[];
+  /** TCP connections it accepted, whether or not a request followed. */
+  connections(): number;
   /** Resolves once at least `n` deliveries arrived (no sleeping: woken by each arrival). */
   waitFor(n: number, predicate?: (d: Delivery) => boolean): Promise<Delivery[]>;
   close(): Promise<void>;
@@ -64,12 +68,19 @@ export async function startReceiver(secret: string, answer: Answerer = () => 204
       for (const wake of [...waiters]) wake();
     });
   });
+  let connections = 0;
+  server.on('connection', () => {
+    connections++;
+  });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}/hooks`;
   return {
     url,
+    port,
     deliveries,
+    connections: () => connections,
     waitFor(n, predicate = () => true) {
       return new Promise((resolve) => {
         const check = () => {

@@ -385,7 +385,7 @@ describe('web console over HTTP', () => {
     const en = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'en' } })).text();
     expect(en).toContain(`data-callback>${rx.url}<`);
     expect(en).toMatch(
-      /<th scope="row"><code>batch\.finished<\/code><\/th>\n<td data-delivery-state="failed"[^>]*>failed \(gave up\)<\/td>\n<td class="num"[^>]*>2<\/td>\n<td[^>]*>the receiver answered 500<\/td>/,
+      /<th scope="row"><code>batch\.finished<\/code><\/th>\n<td data-delivery-state="failed"[^>]*>failed \(gave up\)<\/td>\n<td class="num"[^>]*>2<\/td>\n<td[^>]*>http_5xx \(HTTP 500\)<\/td>/,
     );
     const pt = await (await fetch(`${again}${batchPath}`, { headers: { cookie, 'accept-language': 'pt-BR' } })).text();
     expect(pt).toMatch(/<td data-delivery-state="failed"[^>]*>falhou \(desistiu\)<\/td>/);

@@ -9,6 +9,37 @@ import type { WebhookEventType } from './events.js';
 
 export type DeliveryState = 'pending' | 'retrying' | 'delivered' | 'failed';
 
+/**
+ * Why an attempt failed, as a category and never the socket's own words: a tenant reading the
+ * status must not learn what answers on a port (issue #35: `ECONNREFUSED 10.0.0.1:6379` is a port
+ * scanner's signal). The words stay in the worker's debug log, which only the operator reads.
+ */
+export const DELIVERY_FAILURES = {
+  refused_address: 'the target is, or resolves to, an address webhooks may not reach: not sent',
+  host_not_allowed: 'the host is not on VQ_WEBHOOK_ALLOW: not sent',
+  dns_failed: 'the host name did not resolve',
+  connect_failed: 'no connection could be made to the receiver',
+  timeout: 'no answer within VQ_WEBHOOK_TIMEOUT',
+  tls: 'the TLS handshake failed (certificate or protocol)',
+  http_4xx: 'the receiver answered 4xx (see lastStatus)',
+  http_5xx: 'the receiver answered 5xx (see lastStatus)',
+  http_other: 'the receiver answered neither 2xx, 4xx nor 5xx (see lastStatus); redirects are not followed',
+  gone: 'the receiver answered 410 Gone: not sent again',
+  failed: 'the attempt failed',
+} as const;
+export type DeliveryFailure = keyof typeof DELIVERY_FAILURES;
+
+/** A stored lastError as a category: records written before categories (socket words) read as `failed`. */
+export function deliveryFailure(raw: string): DeliveryFailure {
+  return Object.hasOwn(DELIVERY_FAILURES, raw) ? (raw as DeliveryFailure) : 'failed';
+}
+
+/** A stored lastError for a person: the category and its sentence (`timeout (no answer within …)`). */
+export function failureText(raw: string): string {
+  const failure = deliveryFailure(raw);
+  return `${failure} (${DELIVERY_FAILURES[failure]})`;
+}
+
 export interface DeliveryRecord {
   /** The webhook-id: the same on every attempt. */
   id: string;
@@ -18,7 +49,7 @@ export interface DeliveryRecord {
   attempts: number;
   /** HTTP status of the last attempt, when the receiver answered. */
   lastStatus?: number;
-  /** Why the last attempt failed, when it did. */
+  /** Why the last attempt failed, when it did: a DeliveryFailure (older records: words, read as `failed`). */
   lastError?: string;
   lastAttemptAt?: number;
   deliveredAt?: number;

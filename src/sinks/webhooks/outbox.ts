@@ -10,8 +10,10 @@ import type { BatchViews } from '../../queue/batch/view.js';
 import type { BatchRef, VqbKeys } from '../../queue/keys.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../../queue/line.js';
 import type { RedisClient } from '../../queue/redis.js';
+import { type Resolve, systemResolve } from './address.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
+import { checkCallbackTarget } from './target.js';
 
 export const WEBHOOK_JOB = 'webhook';
 
@@ -42,6 +44,7 @@ export class WebhookOutbox {
   readonly #batches: BatchStore;
   readonly #views: BatchViews;
   readonly #now: () => number;
+  readonly #resolve: Resolve;
   #queue: Queue<WebhookJobData, unknown, string> | undefined;
 
   constructor(
@@ -51,13 +54,23 @@ export class WebhookOutbox {
     batches: BatchStore,
     views: BatchViews,
     now: () => number = Date.now,
+    resolve: Resolve = systemResolve,
   ) {
     this.#config = config;
+    this.#resolve = resolve;
     this.#redis = redis;
     this.#batches = batches;
     this.#views = views;
     this.#now = now;
     this.deliveries = new DeliveryLog(redis, keys, (id) => batches.find(id));
+  }
+
+  /**
+   * A tenant's callbackUrl as it will be stored, its host name resolved and every address judged
+   * (target.ts): throws InputError (CALLBACK_ADDRESS_FORBIDDEN, CALLBACK_HOST_UNRESOLVED, …).
+   */
+  checkTarget(raw: string): Promise<string> {
+    return checkCallbackTarget(raw, this.#config.webhooks, this.#resolve);
   }
 
   /** Opened on first use: most processes that open the services never emit anything. */
@@ -98,9 +111,11 @@ export class WebhookOutbox {
    * --notify` resuming it): stored, and if the batch has finished already, the new receiver is
    * told now (a new delivery: the id covers the receiver).
    */
-  async retarget(batch: BatchRef, url: string): Promise<void> {
+  async retarget(batch: BatchRef, raw: string): Promise<void> {
     const info = await this.#views.get(batch);
-    if (info.callbackUrl === url) return;
+    if (info.callbackUrl === raw) return;
+    // Every door that gives a batch a new receiver comes here: judged as a new batch's would be.
+    const url = await this.checkTarget(raw);
     await this.#batches.setCallbackUrl(batch, url);
     if (info.finishedAt !== undefined) await this.batchFinished(batch);
   }

@@ -2,13 +2,25 @@
 // (VQ_WEBHOOK_ALLOW) names, and only when a signing secret is configured. Checked when a batch is
 // made (nothing is stored when the URL is refused) and again before each delivery, so a host
 // taken off the list gets nothing more.
+//
+// Never to an internal address (address.ts): an IP literal or an internal name is refused at once
+// (`checkCallbackUrl`, synchronous, every front door), a name is resolved and every address it
+// resolves to judged before the batch is stored (`checkCallbackTarget`, in ingest), and the
+// connection of each delivery goes only to an address judged again then (sender.ts). The one
+// exception: a host the allow-list names exactly (`127.0.0.1`, `hooks.corp:8443`, not `*.corp`)
+// is the operator's own receiver and may be internal; a wildcard never opens an internal range.
 import type { WebhookSettings } from '../../config.js';
 import { InputError } from '../../errors.js';
+import { forbiddenAddress, forbiddenName, ipLiteral, type Resolve } from './address.js';
 
 /** The URL is not one vqb sends to (not http(s), malformed, credentials in it). */
 export const CALLBACK_URL_INVALID = 'CALLBACK_URL_INVALID';
 /** The URL's host is not on VQ_WEBHOOK_ALLOW. */
 export const CALLBACK_HOST_NOT_ALLOWED = 'CALLBACK_HOST_NOT_ALLOWED';
+/** The URL's host is, or resolves to, an address webhooks never go to (loopback, private, metadata…). */
+export const CALLBACK_ADDRESS_FORBIDDEN = 'CALLBACK_ADDRESS_FORBIDDEN';
+/** The URL's host name does not resolve (no address to judge, none to send to). */
+export const CALLBACK_HOST_UNRESOLVED = 'CALLBACK_HOST_UNRESOLVED';
 /** No VQ_WEBHOOK_SECRET: an unsigned webhook could be forged by anyone, so none is sent. */
 export const WEBHOOK_SECRET_MISSING = 'WEBHOOK_SECRET_MISSING';
 
@@ -23,7 +35,33 @@ export function hostAllowed(host: string, allow: readonly string[]): boolean {
   });
 }
 
-/** The URL as it will be stored and called; throws InputError with one of the codes above. */
+/**
+ * True when an allow-list entry names this host exactly (not a wildcard), with its port or without
+ * one: the operator's own receiver, which may be on an internal address.
+ */
+export function hostNamedExactly(host: string, allow: readonly string[]): boolean {
+  const name = host.toLowerCase();
+  const bare = name.replace(/:\d+$/, '');
+  return allow.some((entry) => !entry.startsWith('*.') && (entry === name || entry === bare));
+}
+
+/** Why this URL's host is refused before any lookup (an internal IP literal or name), or undefined. */
+export function forbiddenHost(url: URL, allow: readonly string[]): string | undefined {
+  if (hostNamedExactly(url.host, allow)) return undefined;
+  const literal = ipLiteral(url.hostname);
+  return literal !== undefined ? forbiddenAddress(literal) : forbiddenName(url.hostname);
+}
+
+const refused = (host: string, why: string) =>
+  new InputError(
+    CALLBACK_ADDRESS_FORBIDDEN,
+    `callbackUrl: host ${host} is ${why}; webhooks go to public addresses only (an internal receiver must be named exactly on VQ_WEBHOOK_ALLOW by the operator)`,
+  );
+
+/**
+ * The URL as it will be stored and called; throws InputError with one of the codes above. Judges
+ * what it can without a lookup; `checkCallbackTarget` also resolves the name.
+ */
 export function checkCallbackUrl(raw: string, settings: Pick<WebhookSettings, 'allow' | 'secret'>): string {
   let url: URL;
   try {
@@ -59,5 +97,42 @@ export function checkCallbackUrl(raw: string, settings: Pick<WebhookSettings, 'a
       'callbackUrl: this server signs webhooks and has no secret; its operator must set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE)',
     );
   }
+  const why = forbiddenHost(url, settings.allow);
+  if (why !== undefined) throw refused(url.host, why);
   return url.href;
+}
+
+/**
+ * `checkCallbackUrl`, and the host name resolved (all its addresses, within VQ_WEBHOOK_TIMEOUT):
+ * one internal address among them refuses the URL. Called before a batch with a callbackUrl is
+ * stored; the sender judges the addresses again at each connection (DNS answers change).
+ */
+export async function checkCallbackTarget(
+  raw: string,
+  settings: Pick<WebhookSettings, 'allow' | 'secret' | 'timeoutMs'>,
+  resolve: Resolve,
+): Promise<string> {
+  const href = checkCallbackUrl(raw, settings);
+  const url = new URL(href);
+  if (hostNamedExactly(url.host, settings.allow) || ipLiteral(url.hostname) !== undefined) return href;
+  const unresolved = new InputError(
+    CALLBACK_HOST_UNRESOLVED,
+    `callbackUrl: host ${url.hostname} does not resolve to any address from this server; check the name`,
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unresolved), settings.timeoutMs);
+  });
+  try {
+    const answers = await Promise.race([resolve(url.hostname), late]).catch(() => {
+      throw unresolved;
+    });
+    if (answers.length === 0) throw unresolved;
+    // Which address, and why, is not said: a tenant must not map this network's names through us.
+    if (answers.some((a) => forbiddenAddress(a.address) !== undefined))
+      throw refused(url.host, 'a name that resolves to an address webhooks may not reach');
+    return href;
+  } finally {
+    clearTimeout(timer);
+  }
 }
