@@ -95,7 +95,8 @@ describe('the document', () => {
   }, 60_000);
 
   it('names what a generator needs: servers, operationIds, named schemas behind $refs, typed results, open probes', () => {
-    expect(doc.servers).toEqual([{ url: base, description: expect.any(String) }]);
+    // Relative to where the document was fetched (VQ_PUBLIC_URL when set): never the request's Host.
+    expect(doc.servers).toEqual([{ url: '/', description: expect.any(String) }]);
     const operations = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item as object).map(([method, op]) => ({ path, method, op })),
     );
