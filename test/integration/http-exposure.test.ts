@@ -177,8 +177,13 @@ describe('floods and lists', () => {
       await new Promise((r) => setTimeout(r, 100));
       monitor.disconnect();
       const mine = seen.filter((c) => c.includes(h.redis.prefix.replace(/[{}]/g, '')));
+      expect(mine.length).toBeGreaterThan(0);
+      // Not the list of every batch, nor every batch's account, nor another account's batch.
+      const { batches, batchAccounts } = h.services.keys;
+      const global = mine.filter((c) => c.split(' ').some((arg) => arg === batches || arg === batchAccounts));
+      expect(global, global.join('\n')).toEqual([]);
       expect(
-        mine.some((c) => /seguros/.test(c)),
+        mine.some((c) => /seguros\}:vqb:batch/.test(c)),
         mine.join('\n'),
       ).toBe(false);
     } finally {
