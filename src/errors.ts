@@ -97,7 +97,7 @@ export class BatchNotFoundError extends VqbError {
 
 /**
  * A batch id that several accounts hold (an id is scoped by its account), looked up without saying
- * which: an administrator's token or the CLI names the account (`?account=`, `--account`).
+ * which (an administrator's token, the CLI): that account's token finds its own.
  */
 export class BatchAmbiguousError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.BatchAmbiguousError');
@@ -105,7 +105,7 @@ export class BatchAmbiguousError extends VqbError {
   constructor(batchId: string, accounts: readonly string[]) {
     super(
       'BATCH_ID_AMBIGUOUS',
-      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): name the account (--account, or the API's ?account=), or use that account's token`,
+      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): ask with that account's service token (the API or the console), which finds its own`,
     );
     this.name = 'BatchAmbiguousError';
     this.accounts = accounts;
