@@ -1,0 +1,36 @@
+// What one console session, and the console as a whole, may hold at once (issue 35): live streams,
+// staged uploads, failed sign-ins. Constants, not settings: they bound what a signed-in browser
+// (or someone guessing tokens) can make the server and Redis hold, whatever the deployment; tests
+// pass smaller ones to createHttpApi.
+
+export interface ConsoleLimits {
+  /** Live-update streams (`/events`) one session may hold open in one serve process; more are refused (429). */
+  streamsPerSession: number;
+  /** Uploads one session may hold staged (read, priced, not yet confirmed). */
+  stagedPerSession: number;
+  /** Bytes of staged uploads one session may hold in Redis. */
+  stagedBytesPerSession: number;
+  /** Staged uploads of every session together, in Redis. */
+  stagedTotal: number;
+  /** Bytes of staged uploads of every session together, in Redis. */
+  stagedBytesTotal: number;
+  /** Failed sign-ins from one address within signInWindowMs before the next is refused (429). */
+  signInFailures: number;
+  /** How long a failed sign-in counts against its address. */
+  signInWindowMs: number;
+}
+
+const MiB = 1024 * 1024;
+
+export const CONSOLE_LIMITS: ConsoleLimits = {
+  // A few tabs of the console; a fifth page falls back to its Refresh link.
+  streamsPerSession: 4,
+  // An operator compares an upload or two before confirming; a staged upload of a 10 MB file
+  // takes about 20 MB in Redis (its rows as JSON and the estimate).
+  stagedPerSession: 5,
+  stagedBytesPerSession: 64 * MiB,
+  stagedTotal: 1_000,
+  stagedBytesTotal: 256 * MiB,
+  signInFailures: 10,
+  signInWindowMs: 15 * 60_000,
+};
