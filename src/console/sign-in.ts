@@ -67,8 +67,15 @@ export function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
       reply.header('retry-after', String(seconds));
       return form(request, reply, back, t('signIn.throttled', { minutes: Math.ceil(seconds / 60) }), 429);
     }
-    if (crossSite(request, publicOrigin) || !sameToken(request.cookies[SIGN_IN_COOKIE], body.csrf)) {
-      request.log.info({ code: 'CROSS_SITE' }, 'console sign-in refused');
+    const foreign = foreignOrigin(request, publicOrigin);
+    const tokenOk = sameToken(request.cookies[SIGN_IN_COOKIE], body.csrf);
+    if (foreign !== undefined || !tokenOk) {
+      // What was refused and what would have been taken: behind a TLS proxy not in
+      // VQ_HTTP_TRUST_PROXY the browser's https origin is not the http one the server sees.
+      request.log.info(
+        { code: 'CROSS_SITE', origin: foreign, ownOrigins: ownOrigins(request, publicOrigin), formToken: tokenOk },
+        'console sign-in refused',
+      );
       return form(request, reply, back, t('signIn.crossSite'), 403);
     }
     const token = typeof body.token === 'string' ? body.token.trim() : '';
@@ -118,19 +125,23 @@ function originOf(url: string | undefined): string | undefined {
   }
 }
 
+/** The origins a sign-in may come from: the one the request was sent to (scheme and Host, as a trusted proxy says them), the public one. */
+function ownOrigins(request: FastifyRequest, publicOrigin: string | undefined): string[] {
+  const own = originOf(`${request.protocol}://${request.host}`);
+  return [own, publicOrigin].filter((o): o is string => o !== undefined);
+}
+
 /**
- * Whether the request says it came from a page of another origin: its Origin, or its Referer
- * when it has no Origin, is neither the origin it was sent to (scheme and Host, as a trusted proxy
- * says them) nor the public one. `Origin: null` (a sandboxed frame, a redirect across sites) is
- * another origin. Neither header: not a browser's request; the pre-session token decides.
+ * The other origin the request says it came from, or undefined: its Origin, or its Referer when it
+ * has no Origin, is not one of ownOrigins. `Origin: null` (a sandboxed frame, a redirect across
+ * sites) is another origin. Neither header: not a browser's request; the pre-session token decides.
  */
-export function crossSite(request: FastifyRequest, publicOrigin: string | undefined): boolean {
+export function foreignOrigin(request: FastifyRequest, publicOrigin: string | undefined): string | undefined {
   const { origin, referer } = request.headers;
   const said = typeof origin === 'string' ? origin : typeof referer === 'string' ? referer : undefined;
-  if (said === undefined) return false;
-  const from = originOf(said);
-  if (from === undefined || from === 'null') return true;
-  return from !== publicOrigin && from !== originOf(`${request.protocol}://${request.host}`);
+  if (said === undefined) return undefined;
+  const from = originOf(said) ?? 'null';
+  return ownOrigins(request, publicOrigin).includes(from) ? undefined : from.slice(0, 200);
 }
 
 /** The form's token equals its cookie (compared in constant time). */
