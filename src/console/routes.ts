@@ -480,6 +480,8 @@ async function stageUpload(
   seen: { callbackUrl?: string },
 ): Promise<string> {
   const { services, config, uploads, checkCsrf } = kit;
+  // A session (or server) already at its cap is refused before its file is read.
+  await uploads.checkRoom(idHash(signed.session.id));
   // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
   const upload = await readCsvUpload(
     request,
@@ -565,6 +567,8 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         const body = describeError(err);
         if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
         const code = body.error.code;
+        // Refused before the file was read (no room): close rather than read the rest of it.
+        if (!request.raw.complete) reply.header('connection', 'close');
         const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
         return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
       }

@@ -85,14 +85,39 @@ export class StagedUploads {
       l.stagedTotal,
       l.stagedBytesTotal,
     );
-    if (answer !== 'OK') {
-      const why = FULL[String(answer)] ?? 'no room for another unconfirmed upload';
-      throw new ApiError(
-        'TOO_MANY_UPLOADS',
-        `${why}: confirm one, or wait for them to expire (an hour after each upload)`,
-      );
-    }
+    if (answer !== 'OK') throw refusal(String(answer));
     return id;
+  }
+
+  /**
+   * Throws TOO_MANY_UPLOADS when the owner, or the server, is already at a count or bytes cap:
+   * asked before the file is read, so a full session is not read 10 MB to be refused. `put`
+   * remains the authority (two uploads at once, and the new one's size).
+   */
+  async checkRoom(owner: string): Promise<void> {
+    const members = await this.#redis.zrangebyscore(this.#keys.consoleUploads, `(${this.#now()}`, '+inf');
+    let count = 0;
+    let bytes = 0;
+    let total = 0;
+    for (const member of members) {
+      const [who, , size] = member.split(':');
+      total += Number(size) || 0;
+      if (who !== owner) continue;
+      count++;
+      bytes += Number(size) || 0;
+    }
+    const l = this.#limits;
+    const full =
+      count >= l.stagedPerSession
+        ? 'SESSION_COUNT'
+        : bytes >= l.stagedBytesPerSession
+          ? 'SESSION_BYTES'
+          : members.length >= l.stagedTotal
+            ? 'TOTAL_COUNT'
+            : total >= l.stagedBytesTotal
+              ? 'TOTAL_BYTES'
+              : undefined;
+    if (full !== undefined) throw refusal(full);
   }
 
   async get(id: string, owner: string): Promise<StagedUpload | undefined> {
@@ -117,6 +142,14 @@ export class StagedUploads {
       [];
     return deleted?.[1] === 1;
   }
+}
+
+function refusal(full: string): ApiError {
+  const why = FULL[full] ?? 'no room for another unconfirmed upload';
+  return new ApiError(
+    'TOO_MANY_UPLOADS',
+    `${why}: confirm one, or wait for them to expire (an hour after each upload)`,
+  );
 }
 
 function ledgerMember(owner: string, id: string, bytes: number): string {

@@ -10,6 +10,8 @@ import type { FastifyInstance } from 'fastify';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ConsoleLimits } from '../../src/console/limits.js';
+import { idHash } from '../../src/console/sessions.js';
+import { type StagedUpload, StagedUploads, UPLOAD_TTL_MS } from '../../src/console/uploads.js';
 import { createHttpApi } from '../../src/server.js';
 import { postSignIn, signIn, signInForm } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
@@ -214,6 +216,14 @@ describe('web console: issue 35', () => {
     await revokedEnd;
     await writeFile(tokens, `${ADMIN}\n`);
 
+    // Signed out through another serve process (the session gone from Redis): the next tick ends it.
+    const elsewhere = await signIn(base, ADMIN);
+    const far = await events(`${base}/events`, elsewhere.cookie);
+    expect(far.status).toBe(200);
+    const farEnd = untilEnd(far);
+    await h.services.redis.del(h.services.keys.consoleSession(idHash(elsewhere.cookie.split('=')[1]!)));
+    expect(await farEnd).toContain('event: end');
+
     if (process.env.CUT === '2') return;
     // At most 4 at once per session: the fifth is refused (429), another session is not.
     const three = await signIn(base, ADMIN);
@@ -312,6 +322,36 @@ describe('web console: issue 35', () => {
     expect(confirmed.status).toBe(303);
     expect((await stage(base, b)).status).toBe(303);
     expect(await stagedBytes()).toBeLessThanOrEqual(total);
+  });
+
+  it('staged uploads that expire leave the caps (clock injected)', async () => {
+    const h = await harness.start({ label: 'console-sec', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
+    let now = Date.now();
+    const limits = { stagedPerSession: 2, stagedBytesPerSession: 1e9, stagedTotal: 3, stagedBytesTotal: 1e9 };
+    const uploads = new StagedUploads(h.services.redis, h.services.keys, limits, () => now);
+    const upload = (owner: string): StagedUpload => ({
+      owner,
+      batchId: 'b',
+      name: 'n',
+      digest: 'd',
+      account: 'default',
+      extraColumns: [],
+      force: false,
+      estimate: {} as StagedUpload['estimate'],
+      rows: [],
+    });
+    await uploads.put(upload('a'));
+    await uploads.put(upload('a'));
+    await expect(uploads.put(upload('a'))).rejects.toMatchObject({ code: 'TOO_MANY_UPLOADS' });
+    await expect(uploads.checkRoom('a')).rejects.toMatchObject({ code: 'TOO_MANY_UPLOADS' });
+    await uploads.put(upload('b'));
+    // The server's count is full too.
+    await expect(uploads.put(upload('c'))).rejects.toMatchObject({ code: 'TOO_MANY_UPLOADS' });
+    now += UPLOAD_TTL_MS + 1;
+    await uploads.checkRoom('a');
+    await uploads.put(upload('a'));
+    await uploads.put(upload('c'));
+    expect(await h.redis.redis.zcard(h.services.keys.consoleUploads)).toBe(2);
   });
 
   it('failed sign-ins from one address back off: after K the next is refused (429, Retry-After), the right token too', async () => {
