@@ -1,7 +1,8 @@
 // What one console session, and the console as a whole, may hold at once (issue 35): live streams,
-// staged uploads, failed sign-ins. Constants, not settings: they bound what a signed-in browser
-// (or someone guessing tokens) can make the server and Redis hold, whatever the deployment; tests
-// pass smaller ones to createHttpApi.
+// staged uploads, failed sign-ins. Constants: they bound what one signed-in browser (or someone
+// guessing tokens) can make the server and Redis hold, whatever the deployment; only the total
+// of staged uploads depends on the Redis it shares, so it is a setting (VQ_CONSOLE_UPLOADS_MAX,
+// its default here). Tests pass smaller ones to createHttpApi.
 
 export interface ConsoleLimits {
   /** Live-update streams (`/events`) one session may hold open in one serve process; more are refused (429). */
@@ -25,8 +26,9 @@ const MiB = 1024 * 1024;
 export const CONSOLE_LIMITS: ConsoleLimits = {
   // A few tabs of the console; a fifth page falls back to its Refresh link.
   streamsPerSession: 4,
-  // An operator compares an upload or two before confirming; a staged upload of a 10 MB file
-  // takes about 20 MB in Redis (its rows as JSON and the estimate).
+  // An operator compares an upload or two before confirming; a staged upload takes about 1.7
+  // times its file in Redis (its rows as JSON and the estimate: an 8.8 MB CSV, 14.7 MB), so a
+  // session holds two uploads of the largest file (VQ_HTTP_BODY_LIMIT, 10 MiB) at most.
   stagedPerSession: 5,
   stagedBytesPerSession: 64 * MiB,
   stagedTotal: 1_000,

@@ -110,7 +110,11 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   const redisWait = () => deps.health?.waitReason;
   // Batches retention pruned from Redis: their page and downloads answer from the archive, as /v1 does.
   const archive = archiveFor(config, now);
-  const limits: ConsoleLimits = { ...CONSOLE_LIMITS, ...deps.limits };
+  const limits: ConsoleLimits = {
+    ...CONSOLE_LIMITS,
+    stagedBytesTotal: config.http.consoleUploadsMax,
+    ...deps.limits,
+  };
   const sessions = new SessionStore(services.redis, services.keys);
   const uploads = new StagedUploads(services.redis, services.keys, limits, now);
   const throttle = new SignInThrottle(services.redis, services.keys, limits);
