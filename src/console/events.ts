@@ -6,10 +6,11 @@
 // and one session could open any number of them (20 took Redis from 8 to 1,450 commands/s). Now
 // every tick asks `alive` first (the session still in Redis, its token still configured) and the
 // stream ends, with an `end` event, the first tick it is not; signing out ends the session's
-// streams in this process at once. A session holds at most `perOwner` streams per process; one
-// more is refused with 429 (an EventSource that gets an error status does not reconnect, so a
-// fifth tab simply keeps the numbers of its page load; closing the oldest instead would make the
-// tabs' reconnections take each other's places, round and round).
+// streams in this process at once. A session holds at most `perOwner` streams per process, and
+// everyone together `inAll`; one more is refused with 429 (an EventSource that gets an error
+// status does not reconnect, so a fifth tab simply keeps the numbers of its page load; closing
+// the oldest instead would make the tabs' reconnections take each other's places, round and
+// round).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/errors.js';
 import { CONTENT_SECURITY_POLICY } from './assets.js';
@@ -25,20 +26,23 @@ interface Stream {
 /** The open streams of this process, by session (its id's hash), so the server can end them. */
 export class OpenStreams {
   readonly #byOwner = new Map<string, Set<Stream>>();
+  #total = 0;
 
-  count(owner: string): number {
-    return this.#byOwner.get(owner)?.size ?? 0;
+  /** The owner's open streams; without an owner, everyone's. */
+  count(owner?: string): number {
+    return owner === undefined ? this.#total : (this.#byOwner.get(owner)?.size ?? 0);
   }
 
   add(stream: Stream): void {
     const own = this.#byOwner.get(stream.owner) ?? new Set();
+    if (!own.has(stream)) this.#total++;
     own.add(stream);
     this.#byOwner.set(stream.owner, own);
   }
 
   delete(stream: Stream): void {
     const own = this.#byOwner.get(stream.owner);
-    own?.delete(stream);
+    if (own?.delete(stream)) this.#total--;
     if (own?.size === 0) this.#byOwner.delete(stream.owner);
   }
 
@@ -60,6 +64,8 @@ export interface StreamSpec {
   owner: string;
   /** Most streams one owner may hold open. */
   perOwner: number;
+  /** Most streams everyone together may hold open in this process. */
+  inAll: number;
   /** False when the session is gone: the stream ends (a throw is a failed tick: Redis away). */
   alive: () => Promise<boolean>;
   produce: () => Promise<string>;
@@ -82,6 +88,11 @@ export async function streamEvents(
     throw new ApiError(
       'TOO_MANY_STREAMS',
       `this session already follows live updates in ${spec.perOwner} pages; close one (this page keeps its numbers of when it loaded)`,
+    );
+  if (streams.count() >= spec.inAll)
+    throw new ApiError(
+      'TOO_MANY_STREAMS',
+      `this server already sends live updates to ${spec.inAll} pages; this page keeps its numbers of when it loaded`,
     );
   let closed = false;
   let timer: NodeJS.Timeout | undefined;

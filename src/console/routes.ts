@@ -348,7 +348,13 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
         return false;
       }
     };
-    const spec = { name: 'batches', owner: idHash(signed.session.id), perOwner: limits.streamsPerSession, alive };
+    const spec = {
+      name: 'batches',
+      owner: idHash(signed.session.id),
+      perOwner: limits.streamsPerSession,
+      inAll: limits.streamsPerProcess,
+      alive,
+    };
     await streamEvents(request, reply, streams, {
       ...spec,
       produce: async () => {
