@@ -60,7 +60,7 @@ export function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
     const body = request.body ?? {};
     const back = localPath(body.back ?? request.query.back);
     const { t } = context(request);
-    const waitMs = await throttle.waitMs(request.ip);
+    const waitMs = await throttle.take(request.ip);
     if (waitMs > 0) {
       request.log.info({ code: 'SIGN_IN_THROTTLED' }, 'console sign-in refused');
       const seconds = Math.ceil(waitMs / 1000);
@@ -76,6 +76,7 @@ export function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
         { code: 'CROSS_SITE', origin: foreign, ownOrigins: ownOrigins(request, publicOrigin), formToken: tokenOk },
         'console sign-in refused',
       );
+      await throttle.refund(request.ip);
       return form(request, reply, back, t('signIn.crossSite'), 403);
     }
     const token = typeof body.token === 'string' ? body.token.trim() : '';
@@ -85,10 +86,13 @@ export function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
     } catch (err) {
       const code = (err as { code?: string }).code;
       request.log.info({ code }, 'console sign-in refused');
-      if (code === 'AUTH_NOT_CONFIGURED') return form(request, reply, back, t('signIn.notConfigured'), 503);
-      await throttle.failed(request.ip);
+      if (code === 'AUTH_NOT_CONFIGURED') {
+        await throttle.refund(request.ip);
+        return form(request, reply, back, t('signIn.notConfigured'), 503);
+      }
       return form(request, reply, back, t('signIn.invalid'), 401);
     }
+    await throttle.refund(request.ip);
     const session = await sessions.create(sha256(token));
     request.log.info(
       { admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts },

@@ -2,7 +2,9 @@
 // count (issue 35, 11): after `signInFailures` within `signInWindowMs` (from the first), the
 // address's next sign-in is refused with 429 and Retry-After until the window ends, the right
 // token too (else the lock would still answer which guess was right). Only failures count: an
-// office behind one address signs in many times a morning.
+// office behind one address signs in many times a morning. An attempt is counted when it starts
+// and given back when it did not fail (sign-in-attempt-1.lua), so a burst of guesses sent at
+// once gets no more than the limit through.
 //
 // Our own counter rather than @fastify/rate-limit: the plugin (10.3) counts every request its hook
 // sees, before the handler runs, and has no option to count only the ones that failed (no
@@ -11,15 +13,18 @@
 import { createHash } from 'node:crypto';
 import type { VqbKeys } from '../queue/keys.js';
 import type { RedisClient } from '../queue/redis.js';
+import { type Scripted, withScripts } from '../queue/scripts.js';
 import type { ConsoleLimits } from './limits.js';
 
-export class SignInThrottle {
-  readonly #redis: RedisClient;
-  readonly #keys: VqbKeys;
-  readonly #limits: Pick<ConsoleLimits, 'signInFailures' | 'signInWindowMs'>;
+type ThrottleLimits = Pick<ConsoleLimits, 'signInFailures' | 'signInWindowMs'>;
 
-  constructor(redis: RedisClient, keys: VqbKeys, limits: Pick<ConsoleLimits, 'signInFailures' | 'signInWindowMs'>) {
-    this.#redis = redis;
+export class SignInThrottle {
+  readonly #redis: Scripted<'sign-in-attempt'>;
+  readonly #keys: VqbKeys;
+  readonly #limits: ThrottleLimits;
+
+  constructor(redis: RedisClient, keys: VqbKeys, limits: ThrottleLimits) {
+    this.#redis = withScripts(redis, ['sign-in-attempt']);
     this.#keys = keys;
     this.#limits = limits;
   }
@@ -28,17 +33,19 @@ export class SignInThrottle {
     return this.#keys.consoleSignInFailures(createHash('sha256').update(address, 'utf8').digest('hex'));
   }
 
-  /** How long the address must wait before it may try again, ms; 0: it may now. */
-  async waitMs(address: string): Promise<number> {
-    const key = this.#key(address);
-    const [count, ttl] = await Promise.all([this.#redis.get(key), this.#redis.pttl(key)]);
-    if (Number(count ?? 0) < this.#limits.signInFailures) return 0;
-    return ttl > 0 ? ttl : this.#limits.signInWindowMs;
+  /** Counts an attempt of the address: 0 when it may go on, else how long to wait, ms. */
+  async take(address: string): Promise<number> {
+    const [allowed, ttl] = (await this.#redis.vqbSignInAttempt(
+      this.#key(address),
+      'take',
+      this.#limits.signInWindowMs,
+      this.#limits.signInFailures,
+    )) as [number, number];
+    return allowed === 1 ? 0 : Math.max(ttl, 1);
   }
 
-  /** Counts a failed sign-in of the address (the window starts with its first failure). */
-  async failed(address: string): Promise<void> {
-    const key = this.#key(address);
-    await this.#redis.multi().set(key, '0', 'PX', this.#limits.signInWindowMs, 'NX').incr(key).exec();
+  /** Gives an attempt back: it did not fail (signed in, or refused before its token was checked). */
+  async refund(address: string): Promise<void> {
+    await this.#redis.vqbSignInAttempt(this.#key(address), 'refund', this.#limits.signInWindowMs, 0);
   }
 }

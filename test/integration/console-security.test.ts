@@ -379,4 +379,15 @@ describe('web console: issue 35', () => {
     expect(page).toContain('role="alert"');
     expect(page).toContain('name="token"');
   });
+
+  it('a burst of guesses sent at once gets no more than K through to the token check', async () => {
+    const h = await harness.start({ label: 'console-sec', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
+    const base = await serve(h, { signInFailures: 3 });
+    const forms = await Promise.all(Array.from({ length: 12 }, () => signInForm(base)));
+    const answers = await Promise.all(
+      forms.map((form, i) => postSignIn(base, `guess-${i}-0123456789abcdef`, form).then((r) => r.status)),
+    );
+    expect(answers.filter((s) => s === 401)).toHaveLength(3);
+    expect(answers.filter((s) => s === 429)).toHaveLength(9);
+  });
 });
