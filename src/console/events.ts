@@ -87,7 +87,8 @@ export async function streamEvents(
   if (streams.count(owner) >= spec.perOwner)
     throw new ApiError(
       'TOO_MANY_STREAMS',
-      `this session already follows live updates in ${spec.perOwner} pages; close one (this page keeps its numbers of when it loaded)`,
+      `this session already follows live updates in ${spec.perOwner} pages; close one ` +
+        '(this page keeps its numbers of when it loaded)',
     );
   if (streams.count() >= spec.inAll)
     throw new ApiError(

@@ -129,7 +129,10 @@ function originOf(url: string | undefined): string | undefined {
   }
 }
 
-/** The origins a sign-in may come from: the one the request was sent to (scheme and Host, as a trusted proxy says them), the public one. */
+/**
+ * The origins a sign-in may come from: the one the request was sent to (scheme and Host, as a
+ * trusted proxy says them) and the public one.
+ */
 function ownOrigins(request: FastifyRequest, publicOrigin: string | undefined): string[] {
   const own = originOf(`${request.protocol}://${request.host}`);
   return [own, publicOrigin].filter((o): o is string => o !== undefined);
