@@ -218,6 +218,10 @@ export const SETTINGS = {
     schema: z.string().min(1).optional(),
     help: 'comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-Proto/-For `vqb serve` believes (the console cookie is Secure when the proxy says https)',
   },
+  VQ_CONSOLE_UPLOADS_MAX: {
+    schema: int(1024 * 1024).default(256 * 1024 * 1024),
+    help: 'bytes the web console’s unconfirmed uploads, every session’s together, may hold in Redis (429 above)',
+  },
   VQ_METRICS_PORT: {
     schema: int(1, 65535).optional(),
     help: '`vqb work` serves Prometheus metrics on this port (off when unset)',
@@ -344,6 +348,8 @@ export interface Config {
     requestTimeoutMs: number;
     tokens: TokenSource | undefined;
     trustProxy?: string[];
+    /** Bytes the console's staged (unconfirmed) uploads may hold in Redis, all sessions together. */
+    consoleUploadsMax: number;
   };
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
@@ -542,6 +548,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       rateLimitPerMin: v.VQ_API_RATE_LIMIT,
       requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT,
       tokens,
+      consoleUploadsMax: v.VQ_CONSOLE_UPLOADS_MAX,
       ...(v.VQ_HTTP_TRUST_PROXY
         ? {
             trustProxy: v.VQ_HTTP_TRUST_PROXY.split(',')

@@ -18,6 +18,7 @@ import { mountDashboard } from './api/dashboard.js';
 import { v1Routes } from './api/routes/batches.js';
 import { healthRoutes } from './api/routes/health.js';
 import type { Config } from './config.js';
+import type { ConsoleLimits } from './console/limits.js';
 import { type ConsoleHandle, registerConsole } from './console/routes.js';
 import { TokenAuth } from './http/auth.js';
 import { describeError, errorBody, errorCodeOf, installErrorHandlers, sendError } from './http/errors.js';
@@ -41,6 +42,8 @@ export interface HttpApiDeps {
   /** This process's view of Redis (full, down): the console shows it as why a line waits. */
   health?: Pick<RedisHealth, 'waitReason'>;
   now?: () => number;
+  /** The console's limits (src/console/limits.ts), smaller in tests. */
+  consoleLimits?: Partial<ConsoleLimits>;
 }
 
 export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance> {
@@ -109,6 +112,7 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
       logger,
       now,
       ...(deps.health ? { health: deps.health } : {}),
+      ...(deps.consoleLimits ? { limits: deps.consoleLimits } : {}),
     });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.

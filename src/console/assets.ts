@@ -97,6 +97,8 @@ export const JS = `
   var live = document.querySelector('[data-live]');
   if (live && window.EventSource) {
     var source = new EventSource(live.getAttribute('data-live'));
+    // The session ended (signed out, token revoked): no reconnecting.
+    source.addEventListener('end', function () { source.close(); });
     source.addEventListener('batches', function (event) {
       var batches = JSON.parse(event.data);
       batches.forEach(function (b) {

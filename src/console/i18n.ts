@@ -21,6 +21,9 @@ const en = {
   'signIn.invalid': 'That token is not valid.',
   'signIn.notConfigured': 'This server has no service tokens configured, so no one can sign in.',
   'signIn.expired': 'Your session ended; sign in again.',
+  'signIn.crossSite':
+    'That sign-in did not come from this console’s own form (another site, or a page left open too long); sign in here.',
+  'signIn.throttled': 'Too many failed sign-ins from this address; try again in {minutes} min.',
   'list.title': 'Batches',
   'list.empty': 'No batches yet.',
   'list.refresh': 'Refresh',
@@ -170,6 +173,11 @@ const en = {
     'The workbook is larger than this server reads, once unpacked: save the sheet as CSV and upload that.',
   'err.BATCH_ID_TAKEN': 'A batch with this id holds another file.',
   'err.UNAUTHORIZED': 'Sign in first.',
+  'err.TOO_MANY_UPLOADS':
+    'There are too many unconfirmed uploads (this session’s, or the server’s in all): confirm one, or wait for them to expire (an hour after each upload).',
+  'err.TOO_MANY_STREAMS': 'Too many pages of this session follow live updates; close one.',
+  'err.CROSS_SITE': 'This request did not come from the console’s own page.',
+  'err.SIGN_IN_THROTTLED': 'Too many failed sign-ins from this address; wait a few minutes.',
   none: '—',
 } as const;
 
@@ -190,6 +198,9 @@ const ptBR: Record<Key, string> = {
   'signIn.invalid': 'Esse token não é válido.',
   'signIn.notConfigured': 'Este servidor não tem tokens de serviço configurados; ninguém pode entrar.',
   'signIn.expired': 'Sua sessão terminou; entre de novo.',
+  'signIn.crossSite':
+    'Esse pedido de entrada não veio do formulário deste console (outro site, ou uma página aberta há tempo demais); entre por aqui.',
+  'signIn.throttled': 'Tentativas de entrada com falha demais a partir deste endereço; tente de novo em {minutes} min.',
   'list.title': 'Lotes',
   'list.empty': 'Nenhum lote ainda.',
   'list.refresh': 'Atualizar',
@@ -341,6 +352,11 @@ const ptBR: Record<Key, string> = {
     'A planilha, descompactada, é maior do que este servidor lê: salve a aba como CSV e envie esse arquivo.',
   'err.BATCH_ID_TAKEN': 'Um lote com este id contém outro arquivo.',
   'err.UNAUTHORIZED': 'Entre primeiro.',
+  'err.TOO_MANY_UPLOADS':
+    'Há envios demais sem confirmação (desta sessão, ou do servidor no total): confirme um, ou espere que expirem (uma hora após cada envio).',
+  'err.TOO_MANY_STREAMS': 'Páginas demais desta sessão acompanham as atualizações ao vivo; feche uma.',
+  'err.CROSS_SITE': 'Este pedido não veio da própria página do console.',
+  'err.SIGN_IN_THROTTLED': 'Tentativas de entrada com falha demais a partir deste endereço; espere alguns minutos.',
   none: '—',
 };
 

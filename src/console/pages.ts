@@ -57,7 +57,11 @@ ${body}
 `.text;
 }
 
-export function signInPage(ctx: PageContext, error?: string): string {
+/**
+ * The sign-in form: `csrf` is the pre-session token (the same as the form's cookie; a form posted
+ * from another site has neither), `back` the path to go to once signed in.
+ */
+export function signInPage(ctx: PageContext, form: { csrf: string; back: string }, error?: string): string {
   const { t } = ctx;
   return layout(
     ctx,
@@ -65,6 +69,8 @@ export function signInPage(ctx: PageContext, error?: string): string {
     html`<h1>${t('signIn.title')}</h1>
 ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 <form method="post" action="/sign-in">
+<input type="hidden" name="csrf" value="${form.csrf}">
+${form.back !== '/' ? html`<input type="hidden" name="back" value="${form.back}">` : ''}
 <label for="token">${t('signIn.token')}</label>
 <input type="password" id="token" name="token" autocomplete="current-password" required aria-describedby="token-help" autofocus>
 <p class="help" id="token-help">${t('signIn.help')}</p>

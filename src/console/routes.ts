@@ -15,16 +15,19 @@
 //   GET  /lang?to=en|pt-BR&back=/…      the language switch (a cookie)
 //   GET  /console/app.css, app.js       the only assets
 //
-// Sessions: sessions.ts. CSRF: the cookie is SameSite=Strict, and every POST carries the
-// session's CSRF token in a form field (the multipart upload's first field, checked before the
-// file is read; never in a URL, where request logs would keep it). One function per route group.
+// Sessions: sessions.ts; signing in and out: sign-in.ts. CSRF: the cookie is SameSite=Strict, and
+// every POST carries the session's CSRF token in a form field (the multipart upload's first field,
+// checked before the file is read; never in a URL, where request logs would keep it); the sign-in
+// form has a pre-session token of its own. Where a redirect may go: redirect.ts. What a session may
+// hold at once (live streams, staged uploads) and failed sign-ins: limits.ts. One function per
+// route group.
 import { timingSafeEqual } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisWaitReason } from '../accounts/wait.js';
 import type { Config } from '../config.js';
-import { canSee, type Scope, sha256, type TokenAuth } from '../http/auth.js';
+import { canSee, type Scope, type TokenAuth } from '../http/auth.js';
 import { batchAccess } from '../http/batch-access.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
@@ -49,8 +52,9 @@ import {
   WEBHOOK_SECRET_MISSING,
 } from '../sinks/webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
-import { type OpenStreams, streamEvents } from './events.js';
+import { OpenStreams, streamEvents } from './events.js';
 import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
+import { CONSOLE_LIMITS, type ConsoleLimits } from './limits.js';
 import {
   ASSET_CSS,
   ASSET_ICON,
@@ -61,11 +65,13 @@ import {
   estimatePage,
   listPage,
   type PageContext,
-  signInPage,
   uploadPage,
 } from './pages.js';
+import { localPath } from './redirect.js';
 import { CONSOLE_PAUSE_REASON, errorText, plural } from './say.js';
-import { idHash, SESSION_COOKIE, SESSION_TTL_MS, type Session, SessionStore } from './sessions.js';
+import { idHash, SESSION_COOKIE, type Session, SessionStore } from './sessions.js';
+import { sessionRoutes } from './sign-in.js';
+import { SignInThrottle } from './throttle.js';
 import { StagedUploads } from './uploads.js';
 
 export interface ConsoleDeps {
@@ -76,6 +82,8 @@ export interface ConsoleDeps {
   now: () => number;
   /** This process's view of Redis: a full or lost Redis is why every line waits. */
   health?: Pick<RedisHealth, 'waitReason'>;
+  /** Smaller limits for tests; the rest are CONSOLE_LIMITS. */
+  limits?: Partial<ConsoleLimits>;
 }
 
 export interface ConsoleHandle {
@@ -108,8 +116,14 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   const redisWait = () => deps.health?.waitReason;
   // Batches retention pruned from Redis: their page and downloads answer from the archive, as /v1 does.
   const archive = archiveFor(config, now);
+  const limits: ConsoleLimits = {
+    ...CONSOLE_LIMITS,
+    stagedBytesTotal: config.http.consoleUploadsMax,
+    ...deps.limits,
+  };
   const sessions = new SessionStore(services.redis, services.keys);
-  const uploads = new StagedUploads(services.redis, services.keys);
+  const uploads = new StagedUploads(services.redis, services.keys, limits, now);
+  const throttle = new SignInThrottle(services.redis, services.keys, limits);
   // Global (fastify-plugin): the dashboard's guard reads the session cookie too.
   await app.register(cookie);
 
@@ -131,10 +145,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     return found;
   };
 
-  const streams: OpenStreams = new Set();
+  const streams = new OpenStreams();
   // Live updates never end by themselves: close them so the server can stop.
   app.addHook('preClose', async () => {
-    for (const stream of streams) stream.end();
+    streams.endAll();
   });
 
   await app.register(async (scope) => {
@@ -145,7 +159,10 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await scope.register(formbody, { bodyLimit: 16_384 });
     await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
 
-    const kit = consoleKit({ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams });
+    const kit = consoleKit({
+      ...{ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams },
+      ...{ limits, throttle },
+    });
     pageHooks(scope, kit);
     assetRoutes(scope);
     sessionRoutes(scope, kit);
@@ -173,6 +190,8 @@ interface KitBase {
   uploads: StagedUploads;
   resolve: (request: FastifyRequest) => Promise<Signed | undefined>;
   streams: OpenStreams;
+  limits: ConsoleLimits;
+  throttle: SignInThrottle;
 }
 
 /** What every route group of the console uses: the stores, the session, the page helpers. */
@@ -225,7 +244,7 @@ function consoleKit(base: KitBase) {
   };
 }
 
-type Kit = ReturnType<typeof consoleKit>;
+export type Kit = ReturnType<typeof consoleKit>;
 
 /** Security headers on every page, and errors as pages in the reader's language. */
 function pageHooks(scope: FastifyInstance, kit: Kit): void {
@@ -289,54 +308,6 @@ function assetRoutes(scope: FastifyInstance): void {
   });
 }
 
-/** Sign in with a service token (a session cookie), sign out. */
-function sessionRoutes(scope: FastifyInstance, kit: Kit): void {
-  const { auth, sessions, resolve, context, page, required, checkCsrf, formCsrf } = kit;
-  scope.get<{ Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
-    if (await resolve(request)) return reply.redirect(localPath(request.query.back), 303);
-    return page(reply, signInPage(context(request)));
-  });
-
-  scope.post<{ Body: { token?: unknown }; Querystring: { back?: string } }>('/sign-in', async (request, reply) => {
-    const token = typeof request.body?.token === 'string' ? request.body.token.trim() : '';
-    const ctx = context(request);
-    let signedScope: Scope;
-    try {
-      signedScope = await auth.checkDigest(token === '' ? undefined : sha256(token));
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      request.log.info({ code }, 'console sign-in refused');
-      return page(
-        reply,
-        signInPage(ctx, ctx.t(code === 'AUTH_NOT_CONFIGURED' ? 'signIn.notConfigured' : 'signIn.invalid')),
-        code === 'AUTH_NOT_CONFIGURED' ? 503 : 401,
-      );
-    }
-    const session = await sessions.create(sha256(token));
-    request.log.info(
-      { admin: signedScope.admin, accounts: signedScope.admin ? undefined : signedScope.accounts },
-      'console signed in',
-    );
-    reply.setCookie(SESSION_COOKIE, session.id, {
-      path: '/',
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: request.protocol === 'https',
-      maxAge: Math.floor(SESSION_TTL_MS / 1000),
-    });
-    return reply.redirect(localPath(request.query.back), 303);
-  });
-
-  scope.post('/sign-out', async (request, reply) => {
-    const signed = await required(request);
-    checkCsrf(signed, formCsrf(request));
-    await sessions.delete(signed.session.id);
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    request.log.info('console signed out');
-    return reply.redirect('/sign-in', 303);
-  });
-}
-
 /** The batch list, live updates, one batch, its downloads, its retry. */
 function batchRoutes(scope: FastifyInstance, kit: Kit): void {
   const {
@@ -345,6 +316,9 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     redisWait,
     resolve,
     streams,
+    sessions,
+    auth,
+    limits,
     context,
     page,
     required,
@@ -373,23 +347,47 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     const one = request.query.batch;
     if (one !== undefined) await visibleBatch(signed, one);
     const ctx = context(request, signed);
-    await streamEvents(request, reply, streams, 'batches', async () => {
-      let views: BatchView[];
-      let lines: AccountLineState[];
-      if (one !== undefined) {
-        const info = await visibleBatch(signed, one);
-        views = [batchView(info, await batchContext(services, info), now())];
-        lines = [await services.accounts.line(info.account).state()];
-      } else ({ views, lines } = await listViews(signed.scope));
-      // The words of why a line waits come from its state (a key failure, an operator, an outage).
-      const lineOf = new Map(lines.map((l) => [l.account, l]));
-      return JSON.stringify(
-        views.map((v) => ({
-          id: v.id,
-          percent: v.progress.percent,
-          fields: batchFields(v, ctx, lineOf.get(v.account)),
-        })),
-      );
+    // The scope as of the last tick: a token moved to another account sees that account's batches.
+    let current = signed.scope;
+    const alive = async () => {
+      const session = await sessions.get(signed.session.id);
+      if (!session) return false;
+      try {
+        current = await auth.checkDigest(session.tokenDigest);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const spec = {
+      name: 'batches',
+      owner: idHash(signed.session.id),
+      perOwner: limits.streamsPerSession,
+      inAll: limits.streamsPerProcess,
+      alive,
+    };
+    await streamEvents(request, reply, streams, {
+      ...spec,
+      produce: async () => {
+        let views: BatchView[];
+        let lines: AccountLineState[];
+        if (one !== undefined) {
+          // A token that no longer sees the batch's account gets nothing of it.
+          const info = await visibleBatch({ ...signed, scope: current }, one).catch(() => undefined);
+          if (info === undefined) return '[]';
+          views = [batchView(info, await batchContext(services, info), now())];
+          lines = [await services.accounts.line(info.account).state()];
+        } else ({ views, lines } = await listViews(current));
+        // The words of why a line waits come from its state (a key failure, an operator, an outage).
+        const lineOf = new Map(lines.map((l) => [l.account, l]));
+        return JSON.stringify(
+          views.map((v) => ({
+            id: v.id,
+            percent: v.progress.percent,
+            fields: batchFields(v, ctx, lineOf.get(v.account)),
+          })),
+        );
+      },
     });
   });
 
@@ -502,6 +500,8 @@ async function stageUpload(
   seen: { callbackUrl?: string },
 ): Promise<string> {
   const { services, config, uploads, checkCsrf } = kit;
+  // A session (or server) already at its cap is refused before its file is read.
+  await uploads.checkRoom(idHash(signed.session.id));
   // The API's own reader of an uploaded file: what it reads (CSV; XLSX once it does), the console reads.
   const upload = await readCsvUpload(
     request,
@@ -587,6 +587,8 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         const body = describeError(err);
         if (!body || body.statusCode >= 500 || body.error.code === 'CSRF') throw err;
         const code = body.error.code;
+        // Refused before the file was read (no room): close rather than read the rest of it.
+        if (!request.raw.complete) reply.header('connection', 'close');
         const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
         closeIfBodyPending(request, reply);
         return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
@@ -612,7 +614,11 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
     const ctx = context(request, signed);
     const upload = await uploads.get(request.params.stage, idHash(signed.session.id));
     // Taken once: a double click confirms one batch.
-    if (!upload || !accountsOf(signed.scope).includes(upload.account) || !(await uploads.take(request.params.stage))) {
+    if (
+      !upload ||
+      !accountsOf(signed.scope).includes(upload.account) ||
+      !(await uploads.take(request.params.stage, upload))
+    ) {
       return page(reply, uploadPage(ctx, accountsOf(signed.scope), ctx.t('estimate.gone')), 404);
     }
     // The staged id (a forced upload's own suffix included) names the batch; the console is its door.
@@ -644,11 +650,6 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
 }
 /** Thrown by a page that needs a session: the error handler sends the browser to sign in. */
 class SignInNeeded extends Error {}
-
-/** A path on this site to go back to; anything else (another origin, `//host`) is `/`. */
-export function localPath(back: string | undefined): string {
-  return typeof back === 'string' && /^\/(?![/\\])/.test(back) && !/[\r\n]/.test(back) ? back : '/';
-}
 
 function flashOf(ctx: PageContext, query: Record<string, string | undefined>): string | undefined {
   const num = (v: string | undefined) => (v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined);

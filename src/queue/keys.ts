@@ -33,6 +33,8 @@
 // | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
 // | G:console:session:<sha256 of id> | hash   | console/sessions.ts       |
 // | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
+// | G:console:uploads                | zset   | console/uploads.ts (every staged upload, its owner and size) |
+// | G:console:sign-in-failures:<sha256 of address> | string | console/throttle.ts |
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | queue/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
@@ -243,6 +245,16 @@ export class VqbKeys {
   // --- console/uploads.ts
   consoleUpload(id: string): string {
     return `${this.base}:console:upload:${id}`;
+  }
+
+  /** Sorted set: every staged upload (`<owner>:<id>:<bytes>`) by when it expires (the caps' ledger). */
+  get consoleUploads(): string {
+    return `${this.base}:console:uploads`;
+  }
+
+  // --- console/throttle.ts
+  consoleSignInFailures(addressHash: string): string {
+    return `${this.base}:console:sign-in-failures:${addressHash}`;
   }
 
   // --- sinks/webhooks/

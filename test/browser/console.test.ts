@@ -2,6 +2,7 @@
 // server: the HTTP API with the console, real Redis, the simulator over HTTP, in-process workers.
 // One browser for the file; each step saves a screenshot under out/test/browser/.
 import { mkdir, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -271,6 +272,38 @@ describe('web console in Chromium', () => {
     const after = await h.services.batchViews.get('dash-batch');
     expect(after.counts.done + after.counts.failed).toBe(after.counts.enqueued);
     await context.close();
+  });
+
+  it('issue 35: a page of another origin cannot sign the browser in, and a language link cannot lead it off-site', async () => {
+    // The attacker's page (another port: another origin, the same site, so even a SameSite=Strict
+    // cookie would go along) posts the sign-in form with its own token as soon as it loads.
+    const evil = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(`<!doctype html><form method="post" action="${base}/sign-in">
+<input name="token" value="${ADMIN}"><input name="csrf" value="guessed"></form>
+<script>document.forms[0].submit()</script>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const evilUrl = `http://127.0.0.1:${(evil.address() as AddressInfo).port}/`;
+    // Not newPage(): these pages are meant to ask for another origin.
+    const context = await browser.newContext({ locale: 'en-US' });
+    try {
+      const page = await context.newPage();
+      const signInAnswer = page.waitForResponse(
+        (r) => r.url() === `${base}/sign-in` && r.request().method() === 'POST',
+      );
+      await page.goto(evilUrl);
+      expect((await signInAnswer).status()).toBe(403);
+      expect((await context.cookies(base)).map((c) => c.name)).not.toContain('vqb_session');
+      await expect.poll(() => page.textContent('[role=alert]')).toContain('did not come from this console');
+      await shot(page, '12-cross-site-sign-in');
+      // The language switch with a tab hidden in its back target: the browser stays on the console.
+      await page.goto(`${base}/lang?to=en&back=%2F%09%2Fevil.example`);
+      expect(new URL(page.url()).origin).toBe(base);
+    } finally {
+      await context.close();
+      evil.close();
+    }
   });
 
   it('no request left localhost', () => {

@@ -20,6 +20,7 @@ import { Retention } from '../../src/retention.js';
 import { createHttpApi, type HttpApiDeps } from '../../src/server.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { testConfig } from '../helpers/config.js';
+import { type ConsoleSession, signIn as consoleSignIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
@@ -46,22 +47,9 @@ async function serve(h: Harness, config: Config = h.config, extra: Pick<HttpApiD
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 }
 
-async function signIn(
-  base: string,
-  headers: Record<string, string> = {},
-): Promise<{ cookie: string; setCookie: string; csrf: string }> {
-  const res = await fetch(`${base}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: `token=${ADMIN}`,
-  });
-  expect(res.status).toBe(303);
-  const setCookie = res.headers.get('set-cookie') ?? '';
-  const cookie = setCookie.split(';')[0]!;
-  const page = await (await fetch(`${base}/upload`, { headers: { cookie } })).text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
-  return { cookie, setCookie, csrf };
+/** Signs in as the administrator (the sign-in page first, as a browser does). */
+function signIn(base: string, headers: Record<string, string> = {}): Promise<ConsoleSession> {
+  return consoleSignIn(base, ADMIN, headers);
 }
 
 /** The estimate page's Confirm button. */

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
-import { localPath } from '../../src/console/routes.js';
+import { localPath } from '../../src/console/redirect.js';
 import { plural } from '../../src/console/say.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
 import {
@@ -77,7 +77,17 @@ describe('console redirects', () => {
       '',
       undefined,
       '/a\r\nSet-Cookie: x',
+      // Issue 35 (5): what a browser reads as another host once it drops tabs and newlines, or
+      // once the dot segments are resolved; backslashes and slashes hidden by percent-encoding.
+      '/\t/evil.example',
+      '/\n/evil.example',
+      '/.//evil.example',
+      '/%2F%2Fevil.example',
+      '/%5Cevil.example',
+      '/%09/evil.example',
     ])
       expect(localPath(bad)).toBe('/');
+    // What a Location header cannot hold raw comes out percent-encoded, not as a 500.
+    expect(localPath('/。')).toBe('/%E3%80%82');
   });
 });

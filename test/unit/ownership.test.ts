@@ -46,6 +46,8 @@ const OWNERS: Record<string, string> = {
   inbox: 'src/producers/inbox-',
   consoleSession: 'src/console/sessions.ts',
   consoleUpload: 'src/console/uploads.ts',
+  consoleUploads: 'src/console/uploads.ts',
+  consoleSignInFailures: 'src/console/throttle.ts',
   batchWebhooks: 'src/sinks/webhooks/',
   retentionLock: 'src/retention.ts',
   workers: 'src/queue/presence.ts',
