@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
+import { apiCall } from '../helpers/http.js';
 import { waitFor } from '../helpers/process.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 
@@ -30,24 +31,8 @@ async function api(accounts: { id: string; tokens: string[]; shareResults?: bool
   const app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const call = async (path: string, token: string, json?: unknown) => {
-    const res = await fetch(`${base}${path}`, {
-      method: json === undefined ? 'GET' : 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-    });
-    const text = await res.text();
-    let parsed: any;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined; // JSON lines, CSV
-    }
-    return { status: res.status, text, json: parsed };
-  };
+  const call = (path: string, token: string, json?: unknown) =>
+    apiCall(base, token, path, json === undefined ? {} : { json });
   const finished = (id: string, token: string) =>
     waitFor(async () => (await call(`/v1/batches/${id}`, token)).json?.finishedAt !== undefined, 30_000, id);
   return { h, call, finished, close: () => app.close() };
