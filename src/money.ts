@@ -1,7 +1,7 @@
 // Counts turned into money. A price is kept in millionths of the currency unit (an integer), so
 // 1,000 creates at 0.35 are 350.00 exactly and not 350.00000000000006; amounts are rounded to the
 // currency's minor unit (2 for BRL) only when they are shown or handed out. Pure: no I/O.
-import { ConfigError } from './errors.js';
+import { ConfigError, VqbError } from './errors.js';
 
 export interface Price {
   /** Per query created (the upstream bills creates), in millionths. */
@@ -71,15 +71,27 @@ export function formatMoney(money: Money): string {
 /**
  * A spending cap in money, as the creates it allows at the price in force (whole queries: a cap of
  * 1.00 at 0.35 allows 2). Polls are not in it: the price is per query created (docs/accounts.md).
+ * No price (or a price of 0) cannot turn money into creates: NO_PRICE, never a guess.
  */
-export function createsForSpend(maxSpendMicros: number, price: Price | undefined, where: string): number {
+export function createsForSpend(maxSpendMicros: number, price: Price | undefined, account: string): number {
   if (!price || price.perQueryMicros === 0) {
-    throw new ConfigError(
-      where,
-      'a cap in money needs a price per query: set VQ_PRICE_PER_QUERY (or pricePerQuery of the account in VQ_ACCOUNTS_FILE), or give the cap in creates (--max-creates)',
+    throw new VqbError(
+      'NO_PRICE',
+      `a cap in money needs a price per query for account ${account}: set VQ_PRICE_PER_QUERY (or pricePerQuery of the account in VQ_ACCOUNTS_FILE), or give the cap in creates (--max-creates, maxCreates)`,
     );
   }
   return Math.floor(maxSpendMicros / price.perQueryMicros);
+}
+
+/** The batch's creates cap from a cap in creates and/or one in money (the smaller holds); undefined = none. */
+export function createsCap(
+  caps: { maxCreates?: number | undefined; maxSpend?: number | undefined },
+  price: Price | undefined,
+  account: string,
+): number | undefined {
+  if (caps.maxSpend === undefined) return caps.maxCreates;
+  const fromSpend = createsForSpend(Math.round(caps.maxSpend * MICROS), price, account);
+  return caps.maxCreates === undefined ? fromSpend : Math.min(caps.maxCreates, fromSpend);
 }
 
 /** A price setting's value (`0.35`) → millionths, or a ConfigError naming the setting. */
@@ -91,4 +103,43 @@ export function priceMicros(name: string, text: string): number {
       `expected an amount such as 0.35 or 1.50 (at most 6 decimals); got ${JSON.stringify(text)}`,
     );
   return micros;
+}
+
+/**
+ * What several accounts spent, one amount per currency: `counts` of each account (creates that
+ * left, polls that left) at its own price; accounts without a price add nothing.
+ */
+export function spendOf(
+  accounts: readonly { id: string; price: Price | undefined }[],
+  counts: (accountId: string) => { creates: number; polls: number } | undefined,
+): Money[] {
+  const micros = new Map<string, number>();
+  for (const account of accounts) {
+    const c = counts(account.id);
+    if (!account.price || !c) continue;
+    const m = c.creates * account.price.perQueryMicros + c.polls * account.price.perPollMicros;
+    micros.set(account.price.currency, (micros.get(account.price.currency) ?? 0) + m);
+  }
+  return [...micros].map(([currency, m]) => fromMicros(m, currency));
+}
+
+/** A batch's spend as the API shows it: what left and may be billed, at the price, and the price. */
+export interface BatchCost extends Money {
+  perQuery: number;
+  perPoll: number;
+  /** The batch's creates cap in money, when it has one. */
+  maxSpend?: number;
+}
+
+export function batchCost(
+  price: Price,
+  counts: { createsSent?: number; creates: number; pollsSent?: number; polls: number },
+  maxCreates?: number,
+): BatchCost {
+  return {
+    ...costOf(price, counts.createsSent ?? counts.creates, counts.pollsSent ?? counts.polls),
+    perQuery: price.perQueryMicros / MICROS,
+    perPoll: price.perPollMicros / MICROS,
+    ...(maxCreates !== undefined ? { maxSpend: costOf(price, maxCreates).amount } : {}),
+  };
 }

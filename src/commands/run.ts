@@ -7,6 +7,7 @@ import type { Command, CommandContext } from '../cli.js';
 import { type Config, parseDuration } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
+import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { rateText } from '../presenters/line.js';
 import { describeBatch, duration } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
@@ -43,6 +44,8 @@ export interface RunOptions {
   force?: boolean;
   batchId?: string;
   maxCreates?: number;
+  /** --max-spend, in the account's currency: a creates cap at its price (NO_PRICE without one). */
+  maxSpend?: number;
   reuseWithinMs?: number;
   dryRun?: boolean;
   account?: string;
@@ -96,6 +99,8 @@ export async function runFile(
   await checkReadable(file);
   const account = accountOf(config, options.account);
   if (!options.dryRun) requireAccountUpstream(account);
+  // A cap in money is a cap in creates at the account's price, decided before anything is read or sent.
+  const maxCreates = createsCap(options, account.price, account.id);
   // A --notify URL this server will not call is refused before the file is even read.
   const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
   // The progress (a redrawn line on a terminal, a plain line every 10 s otherwise) says what info
@@ -128,6 +133,7 @@ export async function runFile(
         {
           batchId,
           account: account.id,
+          ...(maxCreates !== undefined ? { maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
         },
       );
@@ -150,10 +156,10 @@ export async function runFile(
       ctx.print(
         `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
       );
-      if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
-        await services.budget.setMaxCreates(existing, options.maxCreates);
+      if (maxCreates !== undefined && maxCreates !== existing.maxCreates) {
+        await services.budget.setMaxCreates(existing, maxCreates);
         const restored = await releaseBatchHold(services, batchId);
-        if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
+        if (restored > 0) ctx.print(`create cap now ${maxCreates}: ${restored} held plates go on`);
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
@@ -162,7 +168,7 @@ export async function runFile(
         { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
         {
           batchId,
-          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+          ...(maxCreates !== undefined ? { maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
@@ -194,6 +200,7 @@ export async function runFile(
     let code = 0;
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
+    let saidAtCap = false;
     const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
     try {
@@ -216,6 +223,18 @@ export async function runFile(
           else ctx.print(text);
         }
         saidPaused = operatorPause;
+        // One line when the batch is held at its cap: it waits (nothing fails), and says how to go on.
+        const atCap = info.blocked === 'budget' && info.finishedAt === undefined;
+        if (atCap && !saidAtCap) {
+          const money =
+            account.price && info.maxCreates !== undefined
+              ? ` (${formatMoney(costOf(account.price, info.maxCreates))})`
+              : '';
+          const text = `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} creates${money}: its other plates wait; raise it with \`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
+          if (statusLine) statusLine.logs(ctx.io.stdout).write(`${text}\n`);
+          else ctx.print(text);
+        }
+        saidAtCap = atCap;
         progress.update(info, now);
         if (info.finishedAt !== undefined) break;
         if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
@@ -261,7 +280,7 @@ export async function runFile(
       batchId,
       format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
     );
-    ctx.print(describeBatch(await services.batchViews.get(batchId)));
+    ctx.print(describeBatch(await services.batchViews.get(batchId), Date.now(), account.price));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
     );
@@ -343,14 +362,29 @@ function shutdownFlag(flags: CommandContext['flags']): { shutdownTimeoutMs?: num
   return { shutdownTimeoutMs: ms };
 }
 
-/** --max-creates and --reuse-within, validated. */
-export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: number; reuseWithinMs?: number } {
-  const out: { maxCreates?: number; reuseWithinMs?: number } = {};
+/** --max-spend 150.00 (or 150,00 / 1.234,50), validated; undefined when absent. */
+export function spendFlag(value: unknown): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const micros = parseAmountMicros(value);
+  if (micros === undefined)
+    throw new UsageError(`--max-spend takes an amount such as 150.00 or 150,00; got ${JSON.stringify(value)}`);
+  return micros / 1_000_000;
+}
+
+/** --max-creates, --max-spend and --reuse-within, validated. */
+export function budgetFlags(flags: CommandContext['flags']): {
+  maxCreates?: number;
+  maxSpend?: number;
+  reuseWithinMs?: number;
+} {
+  const out: { maxCreates?: number; maxSpend?: number; reuseWithinMs?: number } = {};
   if (typeof flags['max-creates'] === 'string') {
     const n = Number(flags['max-creates']);
     if (!Number.isInteger(n) || n < 0) throw new UsageError('--max-creates takes a whole number (0 or more)');
     out.maxCreates = n;
   }
+  const maxSpend = spendFlag(flags['max-spend']);
+  if (maxSpend !== undefined) out.maxSpend = maxSpend;
   if (typeof flags['reuse-within'] === 'string') {
     const ms = parseDuration(flags['reuse-within']);
     if (ms === undefined) throw new UsageError('--reuse-within takes a duration such as 24h or 30m');
@@ -366,14 +400,32 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
     `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    ...(e.maxCreates !== undefined && e.maxCreates < e.creates
+      ? [
+          `  the batch's cap holds it at ${e.maxCreates} creates; the other ${e.creates - e.maxCreates} plates would wait`,
+        ]
+      : []),
+    ...(e.cost ? [`  cost: ${costLine(e)}`] : []),
   ].join('\n');
+}
+
+/** `R$ 350,00 (1000 queries × R$ 0,35; polls free)`. */
+function costLine(e: CostEstimate): string {
+  const cost = e.cost!;
+  const creates = e.maxCreates !== undefined ? Math.min(e.creates, e.maxCreates) : e.creates;
+  const perQuery = formatMoney({ amount: cost.perQuery, currency: cost.currency });
+  const polls =
+    cost.perPoll > 0
+      ? ` + polls at ${formatMoney({ amount: cost.perPoll, currency: cost.currency })}`
+      : '; polls not charged, see VQ_PRICE_PER_POLL';
+  return `${formatMoney(cost)} (${creates} queries × ${perQuery}${polls})`;
 }
 
 export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
-             [--dry-run] [--max-creates N] [--reuse-within 24h] [--notify URL]
+             [--dry-run] [--max-creates N] [--max-spend 150.00] [--reuse-within 24h] [--notify URL]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
@@ -385,6 +437,9 @@ export const runCommand: Command = {
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
+  --max-spend X   the same cap in money (the account's currency): X ÷ the price per query, whole
+                  creates (needs VQ_PRICE_PER_QUERY or the account's pricePerQuery); with
+                  --max-creates the smaller holds
   --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
@@ -401,6 +456,7 @@ export const runCommand: Command = {
     'batch-id': { type: 'string' },
     'dry-run': { type: 'boolean' },
     'max-creates': { type: 'string' },
+    'max-spend': { type: 'string' },
     'reuse-within': { type: 'string' },
     account: { type: 'string' },
     priority: { type: 'string' },

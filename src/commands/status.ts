@@ -1,4 +1,5 @@
 import type { Command } from '../cli.js';
+import { costOf, formatMoney } from '../money.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
@@ -41,7 +42,7 @@ export const statusCommand: Command = {
         // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
-          ctx.print(describeBatch(info));
+          ctx.print(describeBatch(info, Date.now(), context.price));
           ctx.print(
             `  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
           );
@@ -84,6 +85,13 @@ export const statusCommand: Command = {
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
+        const price = services.accounts.for(a.account).account.price;
+        if (price) {
+          const spent = await services.budget.spent(a.account);
+          ctx.print(
+            `  spend: today ${formatMoney(costOf(price, spent.today))}, this month ${formatMoney(costOf(price, spent.thisMonth))} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
+          );
+        }
         for (const s of a.shares)
           ctx.print(
             `  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
@@ -92,7 +100,8 @@ export const statusCommand: Command = {
       ctx.print(
         `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
       );
-      for (const b of recent.batches) ctx.print(describeBatch(b));
+      for (const b of recent.batches)
+        ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
       return 0;
     });
   },

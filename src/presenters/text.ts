@@ -1,4 +1,5 @@
 // Short, readable renderings for a terminal (status, run's progress line, retry).
+import { batchCost, formatMoney, type Price } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 
 import { spanText, whenText } from './time.js';
@@ -24,7 +25,7 @@ export function describeCounts(b: BatchInfo): string {
   return parts.join(', ');
 }
 
-export function describeBatch(b: BatchInfo, now = Date.now()): string {
+export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
   const state =
     b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
   const c = b.counts;
@@ -34,9 +35,16 @@ export function describeBatch(b: BatchInfo, now = Date.now()): string {
     `  ${describeCounts(b)}`,
     `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
+  if (price) {
+    const cost = batchCost(price, c, b.maxCreates);
+    const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
+    lines.push(
+      `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : ''})`,
+    );
+  }
   if (b.blocked === 'budget')
     lines.push(
-      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`,
+      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,
     );
   return lines.join('\n');
 }

@@ -114,9 +114,12 @@ export class CostLedger {
     >;
   }
 
-  /** The last `days` UTC days, newest first, all accounts added up. */
-  async days(days = 7): Promise<{ day: string; counts: CostCounts }[]> {
-    const out: { day: string; counts: CostCounts }[] = [];
+  /**
+   * The last `days` UTC days, newest first, all accounts added up (`counts`) and each account's
+   * own (`byAccount`: each may have its own price).
+   */
+  async days(days = 7): Promise<{ day: string; counts: CostCounts; byAccount: Record<string, CostCounts> }[]> {
+    const out: { day: string; counts: CostCounts; byAccount: Record<string, CostCounts> }[] = [];
     const now = this.#now();
     const accounts = this.#accounts();
     for (let i = 0; i < days; i++) {
@@ -124,8 +127,14 @@ export class CostLedger {
       const keys = [...accounts.map((id) => this.#keys.costDay(id, day)), this.#keys.legacyCostDay(day)];
       const hashes = await Promise.all(keys.map((key) => this.#redis.hgetall(key)));
       const counts = emptyCosts();
-      for (const fields of hashes) for (const field of COST_FIELDS) counts[field] += Number(fields[field] ?? 0);
-      out.push({ day, counts });
+      const byAccount: Record<string, CostCounts> = {};
+      hashes.forEach((fields, n) => {
+        const own = emptyCosts();
+        for (const field of COST_FIELDS) own[field] = Number(fields[field] ?? 0);
+        for (const field of COST_FIELDS) counts[field] += own[field];
+        if (n < accounts.length) byAccount[accounts[n]!] = own;
+      });
+      out.push({ day, counts, byAccount });
     }
     return out;
   }

@@ -1,0 +1,97 @@
+// Money as money: with a price per query, counts become amounts (pt-BR on the terminal, numbers in
+// JSON) in the dry run, `vqb cost`, `vqb status` and the batch JSON; a cap in money holds a batch at
+// cap ÷ price creates, counted at the simulator. `vqb` spawned as a user runs it (needs `npm run build`).
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/enqueue.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+
+const harness = useHarness();
+
+async function plateFile(h: Harness, name: string, plates: string[]): Promise<string> {
+  const file = join(h.config.outDir, '..', name);
+  await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\n`);
+  return file;
+}
+
+describe('money as money', () => {
+  it('the dry run, vqb cost and vqb status show money: R$ 1.234,50 in words, numbers in JSON', async () => {
+    const h = await harness.start({ label: 'money1', workers: 0 });
+    const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '123.45' });
+    const file = await plateFile(h, 'ten.csv', makePlates(10));
+
+    const dry = await spawnVqb(['run', file, '--dry-run'], env).done;
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('cost: R$ 1.234,50 (10 queries × R$ 123,45; polls not charged');
+    expect(h.sim.stats().requests).toBe(0);
+
+    const run = await spawnVqb(['run', file], env).done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(h.sim.stats().creates).toBe(10);
+    expect(run.stdout).toMatch(/spend: R\$ 1\.234,50 \(R\$ 123,45 per query\)/);
+
+    const cost = await spawnVqb(['cost', '--days', '1'], env).done;
+    expect(cost.stdout.split('\n')[0]).toMatch(/ spend$/);
+    expect(cost.stdout.split('\n')[1]).toMatch(/ R\$ 1\.234,50$/);
+    const json = JSON.parse((await spawnVqb(['cost', '--days', '1', '--json'], env).done).stdout) as {
+      spend: { amount: number; currency: string }[];
+    }[];
+    expect(json[0]!.spend).toEqual([{ amount: 1234.5, currency: 'BRL' }]);
+
+    const id = /batch (\S+): \d+ rows/.exec(run.stdout)![1]!;
+    const status = JSON.parse((await spawnVqb(['status', id, '--json'], env).done).stdout) as {
+      cost: { amount: number; currency: string; perQuery: number; perPoll: number };
+    };
+    expect(status.cost).toEqual({ amount: 1234.5, currency: 'BRL', perQuery: 123.45, perPoll: 0 });
+    const account = (await spawnVqb(['status'], env).done).stdout;
+    expect(account).toMatch(/spend: today R\$ 1\.234,50, this month R\$ 1\.234,50/);
+
+    // Without a price nothing speaks of money.
+    const plain = await spawnVqb(['cost', '--days', '1'], harnessEnv(h)).done;
+    expect(plain.stdout).not.toMatch(/R\$|spend/);
+  });
+
+  it('a cap in money holds the batch at cap ÷ price creates; its plates wait with the budget reason', async () => {
+    const h = await harness.start({ label: 'money2', workers: 0, config: { VQ_PRICE_PER_QUERY: '0.35' } });
+    const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '0,35' });
+    const file = await plateFile(h, 'thirty.csv', makePlates(30));
+    // 3.00 at 0.35 is 8 whole queries (8.57).
+    const run = spawnVqb(['run', file, '--max-spend', '3,00'], env);
+    let out = '';
+    run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+    await waitFor(async () => out.includes('reached its cap'), 30_000, 'the run to say the batch is at its cap');
+    const id = /batch (\S+): \d+ rows/.exec(out)![1]!;
+    const info = await h.services.batchViews.get(id);
+    expect(info.blocked).toBe('budget');
+    expect(info.maxCreates).toBe(8);
+    expect(out).toContain(`batch ${id} reached its cap of 8 creates (R$ 2,80): its other plates wait`);
+    expect(h.sim.stats().creates).toBeLessThanOrEqual(Math.floor(3 / 0.35));
+    expect(info.counts.failed).toBe(0);
+    const status = await spawnVqb(['status', id], env).done;
+    expect(status.stdout).toMatch(/spend: R\$ 2,80 of at most R\$ 2,80/);
+    expect(status.stdout).toMatch(/creates wait: the batch reached its cap of 8 creates/);
+    run.child.kill('SIGINT');
+    expect((await run.done).code).toBe(130);
+    expect(h.sim.stats().creates).toBe(8);
+
+    // The library's (and the API's) maxSpend is the same cap.
+    await ingestList(h.services, makePlates(20, 500), { source: 'library', batchId: 'lib-cap', maxSpend: 1 });
+    expect((await h.services.batchViews.get('lib-cap')).maxCreates).toBe(2);
+  });
+
+  it('a cap in money without a price is refused before anything is read or sent', async () => {
+    const h = await harness.start({ label: 'money3', workers: 0 });
+    const file = await plateFile(h, 'five.csv', makePlates(5));
+    const run = await spawnVqb(['run', file, '--max-spend', '150.00'], harnessEnv(h)).done;
+    expect(run.stderr).toMatch(
+      /^vqb: a cap in money needs a price per query for account default: set VQ_PRICE_PER_QUERY/,
+    );
+    expect(run.code).toBe(2);
+    const bad = await spawnVqb(['run', file, '--max-spend', 'cem'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '1' })).done;
+    expect(bad.stderr).toMatch(/--max-spend takes an amount such as 150.00/);
+    expect(bad.code).toBe(2);
+    expect(h.sim.stats().requests).toBe(0);
+  });
+});
