@@ -59,6 +59,8 @@ export interface HarnessAccount {
   rateLimit?: string;
   maxCreatesPerDay?: number;
   tokens?: string[];
+  /** More fields of the account's entry in VQ_ACCOUNTS_FILE (pricePerQuery, currency, …). */
+  fields?: Record<string, unknown>;
 }
 
 export function accountKey(id: string): string {
@@ -136,6 +138,7 @@ export async function startHarness(
         ...(a.rateLimit ? { rateLimit: a.rateLimit } : {}),
         ...(a.maxCreatesPerDay !== undefined ? { maxCreatesPerDay: a.maxCreatesPerDay } : {}),
         ...(a.tokens ? { tokens: a.tokens } : {}),
+        ...a.fields,
       });
     }
     accountsFile.VQ_ACCOUNTS_FILE = join(dir, 'accounts.json');

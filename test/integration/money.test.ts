@@ -4,8 +4,10 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../src/metrics.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
@@ -93,5 +95,31 @@ describe('money as money', () => {
     expect(bad.stderr).toMatch(/--max-spend takes an amount such as 150.00/);
     expect(bad.code).toBe(2);
     expect(h.sim.stats().requests).toBe(0);
+  });
+
+  it('metrics: each account spends today and this month at its own price, and the price, per currency', async () => {
+    const priced = await harness.start({
+      label: 'money4',
+      workers: 1,
+      accounts: [
+        { id: 'frota', fields: { pricePerQuery: 0.35 } },
+        { id: 'seguro', fields: { pricePerQuery: '1,10', currency: 'usd' } },
+        { id: 'free' },
+      ],
+    });
+    const metrics = new Metrics({ accounts: priced.config.accounts });
+    metrics.observeQueue(priced.services);
+    await priced.enqueue('f', makePlates(20), { account: 'frota' });
+    await priced.enqueue('s', makePlates(3, 100), { account: 'seguro' });
+    await priced.waitForBatch('f');
+    await priced.waitForBatch('s');
+    const text = (await metrics.render()).body;
+    expect(await promtoolCheck(text)).toEqual({ ok: true, output: '' });
+    const samples = parseSamples(text);
+    expect(sumOf(samples, 'vqb_account_spend', { account: 'frota', currency: 'BRL', period: 'day' })).toBe(7);
+    expect(sumOf(samples, 'vqb_account_spend', { account: 'seguro', currency: 'USD', period: 'month' })).toBe(3.3);
+    expect(samples.filter((s) => s.name === 'vqb_account_spend' && s.labels.account === 'free')).toEqual([]);
+    expect(sumOf(samples, 'vqb_account_price', { account: 'frota', per: 'query' })).toBe(0.35);
+    expect(sumOf(samples, 'vqb_account_price', { account: 'frota', per: 'poll' })).toBe(0);
   });
 });
