@@ -2,10 +2,12 @@
 // JSON) in the dry run, `vqb cost`, `vqb status` and the batch JSON; a cap in money holds a batch at
 // cap ÷ price creates, counted at the simulator. `vqb` spawned as a user runs it (needs `npm run build`).
 import { writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { ingestList } from '../../src/producers/enqueue.js';
+import { createHttpApi } from '../../src/server.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
 import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
@@ -121,5 +123,86 @@ describe('money as money', () => {
     expect(samples.filter((s) => s.name === 'vqb_account_spend' && s.labels.account === 'free')).toEqual([]);
     expect(sumOf(samples, 'vqb_account_price', { account: 'frota', per: 'query' })).toBe(0.35);
     expect(sumOf(samples, 'vqb_account_price', { account: 'frota', per: 'poll' })).toBe(0);
+  });
+
+  it('the console estimate and batch page, and the API (cost object, maxSpend; 422 NO_PRICE without a price)', async () => {
+    const token = 'admin-token-0123456789abcdef';
+    const h = await harness.start({
+      label: 'money5',
+      workers: 1,
+      config: { VQ_API_TOKENS: token },
+      accounts: [{ id: 'priced', fields: { pricePerQuery: '1234.5' } }, { id: 'unpriced' }],
+    });
+    const app = await createHttpApi({
+      services: h.services,
+      config: h.config,
+      logger: h.logs.logger,
+      dashboard: false,
+    });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const auth = { authorization: `Bearer ${token}` };
+      const post = (body: unknown) =>
+        fetch(`${base}/v1/batches`, {
+          method: 'POST',
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+
+      const refused = await post({ plates: makePlates(3), account: 'unpriced', maxSpend: 10 });
+      expect(refused.status).toBe(422);
+      expect(await refused.json()).toMatchObject({ statusCode: 422, error: { code: 'NO_PRICE' } });
+
+      const dry = await post({ plates: makePlates(3), account: 'priced', dryRun: true });
+      expect(((await dry.json()) as { estimate: { cost: unknown } }).estimate.cost).toEqual({
+        amount: 3703.5,
+        currency: 'BRL',
+        perQuery: 1234.5,
+        perPoll: 0,
+      });
+      const posted = await post({ plates: makePlates(3), account: 'priced', maxSpend: 2500 });
+      expect(posted.status).toBe(202);
+      const { batch } = (await posted.json()) as { batch: { id: string; maxCreates: number } };
+      expect(batch.maxCreates).toBe(2);
+      await waitFor(
+        async () => (await h.services.batchViews.get(batch.id)).blocked === 'budget',
+        20_000,
+        'the batch held at its cap',
+      );
+      const view = (await (await fetch(`${base}/v1/batches/${batch.id}`, { headers: auth })).json()) as {
+        cost: unknown;
+      };
+      expect(view.cost).toEqual({ amount: 2469, currency: 'BRL', perQuery: 1234.5, perPoll: 0, maxSpend: 2469 });
+      expect(h.sim.stats().creates).toBe(2);
+
+      // The console: its sign-in cookie, then the batch page and an upload's estimate.
+      const signed = await fetch(`${base}/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `token=${token}`,
+      });
+      const cookie = (signed.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const page = await (await fetch(`${base}/batches/${batch.id}`, { headers: { cookie } })).text();
+      expect(page).toMatch(/data-field="cost">R\$ 2\.469,00</);
+      const upload = await (await fetch(`${base}/upload`, { headers: { cookie } })).text();
+      const csrf = /name="csrf" value="([^"]+)"/.exec(upload)?.[1] ?? '';
+      const form = new FormData();
+      form.append('csrf', csrf);
+      form.append('account', 'priced');
+      form.append('file', new Blob([`placa\n${makePlates(4, 900).join('\n')}\n`], { type: 'text/csv' }), 'p.csv');
+      const staged = await fetch(`${base}/upload`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie },
+        body: form,
+      });
+      expect(staged.status).toBe(303);
+      const estimate = await (await fetch(`${base}${staged.headers.get('location')}`, { headers: { cookie } })).text();
+      expect(estimate).toMatch(/data-estimate="cost">R\$ 4\.938,00</);
+    } finally {
+      await app.close();
+    }
   });
 });
