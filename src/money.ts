@@ -129,17 +129,30 @@ export interface BatchCost extends Money {
   perPoll: number;
   /** The batch's creates cap in money, when it has one. */
   maxSpend?: number;
+  /** What the upstream's answers said of their own price, beside the estimate (x-query-cost, x-billed). */
+  reported?: { amount: number; answers: number; billed: number; notBilled: number };
 }
 
 export function batchCost(
   price: Price,
   counts: { createsSent?: number; creates: number; pollsSent?: number; polls: number },
   maxCreates?: number,
+  reported?: { answers: number; micros: number; billed: number; notBilled: number },
 ): BatchCost {
   return {
     ...costOf(price, counts.createsSent ?? counts.creates, counts.pollsSent ?? counts.polls),
     perQuery: price.perQueryMicros / MICROS,
     perPoll: price.perPollMicros / MICROS,
     ...(maxCreates !== undefined ? { maxSpend: costOf(price, maxCreates).amount } : {}),
+    ...(reported
+      ? {
+          reported: {
+            amount: fromMicros(reported.micros, price.currency).amount,
+            answers: reported.answers,
+            billed: reported.billed,
+            notBilled: reported.notBilled,
+          },
+        }
+      : {}),
   };
 }

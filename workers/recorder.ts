@@ -13,6 +13,7 @@ import type { PlateSettle } from '../src/queue/plate-settle.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
+import type { Billing } from '../src/upstream/billing.js';
 
 export interface RecorderDeps {
   outcomes: OutcomeStore;
@@ -77,6 +78,11 @@ export class Recorder {
 
   count(batch: BatchRef, ...fields: CostField[]): Promise<void> {
     return this.#d.costs.count(batch, ...fields);
+  }
+
+  /** What an answer's headers said of its price, added to the batch's reported sums (queue/costs.ts). */
+  reported(batch: BatchRef, billing: Billing): Promise<void> {
+    return this.#d.costs.report(batch, billing);
   }
 
   /** The same count, handed to a job-fence write that runs anyway. */

@@ -60,7 +60,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     extraColumns: info.extraColumns,
     ...(info.maxCreates !== undefined ? { maxCreates: info.maxCreates } : {}),
     counts: { ...c },
-    ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates) } : {}),
+    ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates, info.reported) } : {}),
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
     ...(eta ? { eta } : {}),

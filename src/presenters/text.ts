@@ -36,10 +36,14 @@ export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): st
     `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
   if (price) {
-    const cost = batchCost(price, c, b.maxCreates);
+    const cost = batchCost(price, c, b.maxCreates, b.reported);
     const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
+    const r = cost.reported;
+    const said = r
+      ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} answers, ${r.billed} billed, ${r.notBilled} not billed)`
+      : '';
     lines.push(
-      `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : ''})`,
+      `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : ''})${said}`,
     );
   }
   if (b.blocked === 'budget')

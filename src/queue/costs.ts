@@ -33,6 +33,14 @@ export const COST_FIELDS: readonly CostField[] = [
 
 export type CostCounts = Record<CostField, number>;
 
+/** What the upstream's answers said of their own price, per batch (millionths; counts of answers). */
+export interface ReportedCost {
+  answers: number;
+  micros: number;
+  billed: number;
+  notBilled: number;
+}
+
 const DAY_TTL_S = 400 * 86_400;
 
 /** `20261121` for any moment of that UTC day. */
@@ -137,6 +145,32 @@ export class CostLedger {
       out.push({ day, counts, byAccount });
     }
     return out;
+  }
+
+  /**
+   * What one answer said of its own price (x-query-cost, x-billed), added up per batch beside the
+   * estimate: the answers that said anything, the amount they stated, and how many said billed
+   * or not billed. Not in the day's counters: the estimate is what `vqb cost` adds up.
+   */
+  async report(batch: BatchRef, billing: { costMicros?: number; billed?: boolean }): Promise<void> {
+    const key = this.#keys.batchCosts(batch);
+    const multi = this.#redis.multi().hincrby(key, 'reportedAnswers', 1);
+    if (billing.costMicros !== undefined) multi.hincrby(key, 'reportedMicros', billing.costMicros);
+    if (billing.billed !== undefined) multi.hincrby(key, billing.billed ? 'reportedBilled' : 'reportedNotBilled', 1);
+    await multi.exec();
+  }
+
+  /** The batch's reported sums (see `report`); undefined when no answer said anything of its price. */
+  async reportedFor(batch: BatchRef): Promise<ReportedCost | undefined> {
+    const fields = ['reportedAnswers', 'reportedMicros', 'reportedBilled', 'reportedNotBilled'] as const;
+    const [answers, micros, billed, notBilled] = await this.#redis.hmget(this.#keys.batchCosts(batch), ...fields);
+    if (!answers) return undefined;
+    return {
+      answers: Number(answers),
+      micros: Number(micros ?? 0),
+      billed: Number(billed ?? 0),
+      notBilled: Number(notBilled ?? 0),
+    };
   }
 
   /** Deletes the batch's counters (retention; the day counters stay, they are not the batch's). */

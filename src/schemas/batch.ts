@@ -188,6 +188,15 @@ export const BatchView = z.object({
       perQuery: z.number().describe('the price per query created in force'),
       perPoll: z.number().describe('the price per poll in force (0: polls are not charged)'),
       maxSpend: z.number().optional().describe("the batch's creates cap in money, when it has a cap"),
+      reported: z
+        .object({
+          amount: z.number().describe('the prices the answers stated (x-query-cost), added up'),
+          answers: z.number().int().describe('answers that said anything of their price'),
+          billed: z.number().int().describe('answers that said x-billed: true'),
+          notBilled: z.number().int().describe('answers that said x-billed: false'),
+        })
+        .optional()
+        .describe("what the upstream's own answers said of their price, beside the estimate, when any did"),
     })
     .optional()
     .describe("the batch's spend, when its account has a price (VQ_PRICE_PER_QUERY or the account's pricePerQuery)"),

@@ -205,4 +205,24 @@ describe('money as money', () => {
       await app.close();
     }
   });
+
+  it('an upstream that states its price: the batch records what its answers said beside the estimate', async () => {
+    const h = await harness.start({
+      label: 'money6',
+      workers: 1,
+      sim: { queryCost: '0.40' },
+      config: { VQ_PRICE_PER_QUERY: '0.35' },
+    });
+    await h.enqueue('said', makePlates(12));
+    await h.waitForBatch('said');
+    const status = await spawnVqb(['status', 'said', '--json'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' })).done;
+    const view = JSON.parse(status.stdout) as { cost: { amount: number; reported: Record<string, number> } };
+    expect(view.cost.amount).toBe(4.2);
+    const polls = (await h.services.batchViews.get('said')).counts.polls;
+    expect(view.cost.reported).toEqual({ amount: 4.8, answers: 12 + polls, billed: 12, notBilled: polls });
+    const text = await spawnVqb(['status', 'said'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' })).done;
+    expect(text.stdout).toMatch(
+      /spend: R\$ 4,20 \(R\$ 0,35 per query\); the upstream's answers said R\$ 4,80 \(\d+ answers, 12 billed/,
+    );
+  });
 });

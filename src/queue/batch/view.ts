@@ -25,10 +25,11 @@ export class BatchViews {
   /** The batch with its counts, costs and cap; BatchNotFoundError when there is no such batch. */
   async get(batchId: string): Promise<BatchInfo> {
     const stored = await this.#s.batches.read(batchId);
-    const [costs, inflight, budget] = await Promise.all([
+    const [costs, inflight, budget, reported] = await Promise.all([
       this.#s.costs.forBatch(stored),
       this.#s.inflight.forBatch(stored.account, batchId),
       this.#s.budget.forBatch(stored),
+      this.#s.costs.reportedFor(stored),
     ]);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
@@ -49,6 +50,7 @@ export class BatchViews {
       ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
       reuseWithinMs: stored.reuseWithinMs,
       ...(budget.held ? { blocked: 'budget' } : {}),
+      ...(reported ? { reported } : {}),
       ...(stored.callbackUrl !== undefined ? { callbackUrl: stored.callbackUrl } : {}),
     };
   }
