@@ -79,6 +79,11 @@ describe('money as money', () => {
     run.child.kill('SIGINT');
     expect((await run.done).code).toBe(130);
     expect(h.sim.stats().creates).toBe(8);
+    // vqb budget raises the cap in money too: 4.90 at 0.35 is 14 creates.
+    const raised = await spawnVqb(['budget', id, '--max-spend', '4,90'], env).done;
+    expect(raised.code, raised.stderr).toBe(0);
+    expect(raised.stdout).toMatch(/create cap 14 \(R\$ 4,90 at R\$ 0,35 per query\); \d+ held plates go on/);
+    expect((await h.services.batchViews.get(id)).maxCreates).toBe(14);
 
     // The library's (and the API's) maxSpend is the same cap.
     await ingestList(h.services, makePlates(20, 500), { source: 'library', batchId: 'lib-cap', maxSpend: 1 });
@@ -96,6 +101,9 @@ describe('money as money', () => {
     const bad = await spawnVqb(['run', file, '--max-spend', 'cem'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '1' })).done;
     expect(bad.stderr).toMatch(/--max-spend takes an amount such as 150.00/);
     expect(bad.code).toBe(2);
+    const budget = await spawnVqb(['budget', '--max-spend', '1'], harnessEnv(h)).done;
+    expect(budget.stderr).toMatch(/a cap in money needs a price per query/);
+    expect(budget.code).toBe(2);
     expect(h.sim.stats().requests).toBe(0);
   });
 
