@@ -9,6 +9,8 @@ import type { Config } from '../config.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
 import { checkPlate } from '../plates.js';
+import type { CostField } from '../queue/costs.js';
+import { withQueueServices } from '../services.js';
 import { createKeyProvider } from '../upstream/key.js';
 import { type AnswerReading, type RawAnswer, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import { EXIT_BLOCKED } from './run.js';
@@ -56,9 +58,11 @@ export async function checkCreate(
     return 1;
   }
   const probe = new UpstreamProbe({ baseUrl, key, timeoutMs: config.upstreamHttp.requestTimeoutMs });
+  const sent: CostField[] = [];
   try {
     ctx.print(`account ${account.id}: one create of ${plate.plate} at ${baseUrl}${price}`);
     const created = await probe.create(plate.plate, account.product);
+    sent.push(...sentFields(created, 'create'));
     let reading = show(ctx, created, readAnswer(created, 'create'));
     if (!reading.ok) return failed(ctx, created, reading);
     const queryId = reading.outcome.queryId;
@@ -67,6 +71,7 @@ export async function checkCreate(
     while (!reading.outcome.terminal && unknown < UNKNOWN_STATE_POLLS && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, config.poll.intervalMs));
       const polled = await probe.get(queryId);
+      sent.push(...sentFields(polled, 'get'));
       reading = show(ctx, polled, readAnswer(polled, 'get', queryId));
       if (!reading.ok) return failed(ctx, polled, reading);
       unknown = reading.knownState ? 0 : unknown + 1;
@@ -89,6 +94,33 @@ export async function checkCreate(
     return 1;
   } finally {
     await probe.close();
+    ctx.print(await counted(config, account.id, sent));
+  }
+}
+
+/**
+ * What a request of the check is counted as in `vqb cost`, by the workers' rule (queue/costs.ts):
+ * sent when it left and the upstream did not refuse it with its own 401/403/429, answered when it
+ * was read.
+ */
+function sentFields(answer: RawAnswer, operation: 'create' | 'get'): CostField[] {
+  const refused = [401, 403, 429].includes(answer.status);
+  if (answer.networkError?.code === 'CONNECTION_REFUSED' || refused) return [];
+  const ok = answer.status >= 200 && answer.status < 300;
+  if (operation === 'create') return ok ? ['createsSent', 'creates'] : ['createsSent'];
+  return ok ? ['pollsSent', 'polls'] : ['pollsSent'];
+}
+
+/** The check's requests in the day's cost counters, so the invoice still reconciles; said when Redis cannot take them. */
+async function counted(config: Config, accountId: string, fields: readonly CostField[]): Promise<string> {
+  if (fields.length === 0) return 'nothing was sent that the upstream may bill';
+  try {
+    await withQueueServices(config, async (services) => {
+      for (const field of fields) await services.costs.countDay(accountId, field);
+    });
+    return `counted in \`vqb cost\` (today, account ${accountId}): ${fields.filter((f) => f.endsWith('Sent')).length} request(s) that may be billed`;
+  } catch (err) {
+    return `not counted in \`vqb cost\` (${(err as Error).message}): the upstream may still bill this create`;
   }
 }
 

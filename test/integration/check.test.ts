@@ -83,6 +83,15 @@ describe('vqb check', () => {
     expect(run.stdout).toMatch(/vqb understood this upstream end to end/);
     expect(h.sim.stats().creates).toBe(1);
     expect(h.sim.stats().countedCreates).toBe(1);
+    // The paid check is in the day's cost report, so the invoice still reconciles.
+    expect(run.stdout).toMatch(/counted in `vqb cost` \(today, account default\)/);
+    const cost = JSON.parse((await spawnVqb(['cost', '--days', '1', '--json'], env).done).stdout) as {
+      counts: { createsSent: number; pollsSent: number };
+      spend: { amount: number }[];
+    }[];
+    expect(cost[0]!.counts.createsSent).toBe(1);
+    expect(cost[0]!.counts.pollsSent).toBe(h.sim.stats().countedGets);
+    expect(cost[0]!.spend).toEqual([{ amount: 0.35, currency: 'BRL' }]);
   });
 
   it('--create asks first: with no terminal and no --yes it refuses, and an invalid plate never leaves', async () => {
