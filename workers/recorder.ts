@@ -13,7 +13,6 @@ import type { PlateSettle } from '../src/queue/plate-settle.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/queue/redis-health.js';
 import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import type { Outcome, OutcomeError, PlateJobData } from '../src/queue/types.js';
-import type { Billing } from '../src/upstream/billing.js';
 
 export interface RecorderDeps {
   outcomes: OutcomeStore;
@@ -81,7 +80,7 @@ export class Recorder {
   }
 
   /** What an answer's headers said of its price, added to the batch's reported sums (queue/costs.ts). */
-  reported(batch: BatchRef, billing: Billing): Promise<void> {
+  reported(batch: BatchRef, billing: Parameters<CostLedger['report']>[1]): Promise<void> {
     return this.#d.costs.report(batch, billing);
   }
 

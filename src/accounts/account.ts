@@ -43,14 +43,14 @@ const accountSchema = z.strictObject({
     .optional(),
   maxCreatesPerDay: z.number().int().min(0).optional(),
   maxCreatesPerMonth: z.number().int().min(0).optional(),
-  tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
-  tokensFile: z.string().min(1).optional(),
   pricePerQuery: z.union([z.number().min(0), z.string().min(1)]).optional(),
   pricePerPoll: z.union([z.number().min(0), z.string().min(1)]).optional(),
   currency: z
     .string()
     .regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code such as BRL')
     .optional(),
+  tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
+  tokensFile: z.string().min(1).optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });

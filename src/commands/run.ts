@@ -9,7 +9,7 @@ import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { rateText } from '../presenters/line.js';
-import { describeBatch, duration } from '../presenters/text.js';
+import { describeBatch, describeSpend, duration } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
@@ -44,8 +44,6 @@ export interface RunOptions {
   force?: boolean;
   batchId?: string;
   maxCreates?: number;
-  /** --max-spend, in the account's currency: a creates cap at its price (NO_PRICE without one). */
-  maxSpend?: number;
   reuseWithinMs?: number;
   dryRun?: boolean;
   account?: string;
@@ -99,8 +97,6 @@ export async function runFile(
   await checkReadable(file);
   const account = accountOf(config, options.account);
   if (!options.dryRun) requireAccountUpstream(account);
-  // A cap in money is a cap in creates at the account's price, decided before anything is read or sent.
-  const maxCreates = createsCap(options, account.price, account.id);
   // A --notify URL this server will not call is refused before the file is even read.
   const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
   // The progress (a redrawn line on a terminal, a plain line every 10 s otherwise) says what info
@@ -133,7 +129,7 @@ export async function runFile(
         {
           batchId,
           account: account.id,
-          ...(maxCreates !== undefined ? { maxCreates } : {}),
+          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
         },
       );
@@ -156,10 +152,10 @@ export async function runFile(
       ctx.print(
         `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
       );
-      if (maxCreates !== undefined && maxCreates !== existing.maxCreates) {
-        await services.budget.setMaxCreates(existing, maxCreates);
+      if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
+        await services.budget.setMaxCreates(existing, options.maxCreates);
         const restored = await releaseBatchHold(services, batchId);
-        if (restored > 0) ctx.print(`create cap now ${maxCreates}: ${restored} held plates go on`);
+        if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
@@ -168,7 +164,7 @@ export async function runFile(
         { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
         {
           batchId,
-          ...(maxCreates !== undefined ? { maxCreates } : {}),
+          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
@@ -280,10 +276,11 @@ export async function runFile(
       batchId,
       format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
     );
-    ctx.print(describeBatch(await services.batchViews.get(batchId), Date.now(), account.price));
+    ctx.print(describeBatch(await services.batchViews.get(batchId)));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
     );
+    if (account.price) ctx.print(describeSpend(await services.batchViews.get(batchId), account.price));
     return { code: 0, batchId, files: result.files };
   } finally {
     // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
@@ -369,6 +366,21 @@ export function spendFlag(value: unknown): number | undefined {
   if (micros === undefined)
     throw new UsageError(`--max-spend takes an amount such as 150.00 or 150,00; got ${JSON.stringify(value)}`);
   return micros / 1_000_000;
+}
+
+/**
+ * A cap in money (--max-spend) as the cap in creates it is at the account's price, the smaller
+ * of the two when both are given; NO_PRICE without a price, before any file is read or request sent.
+ */
+export function capInCreates(
+  config: Config,
+  flags: CommandContext['flags'],
+  caps: { maxCreates?: number; maxSpend?: number },
+): { maxCreates?: number } {
+  if (caps.maxSpend === undefined) return caps.maxCreates !== undefined ? { maxCreates: caps.maxCreates } : {};
+  const account = accountOf(config, typeof flags.account === 'string' ? flags.account : undefined);
+  const maxCreates = createsCap(caps, account.price, account.id);
+  return maxCreates !== undefined ? { maxCreates } : {};
 }
 
 /** --max-creates, --max-spend and --reuse-within, validated. */
@@ -467,13 +479,19 @@ export const runCommand: Command = {
   async run(ctx) {
     const [file, ...extra] = ctx.args;
     if (!file || extra.length > 0) throw new UsageError('vqb run takes one CSV or .xlsx file (see `vqb run --help`)');
-    const outcome = await runFile(ctx, ctx.config(), file, {
+    const config = ctx.config();
+    const { maxSpend, maxCreates, ...budget } = budgetFlags(ctx.flags);
+    const outcome = await runFile(ctx, config, file, {
       ...(typeof ctx.flags.column === 'string' ? { column: ctx.flags.column } : {}),
       ...(typeof ctx.flags.sheet === 'string' ? { sheet: ctx.flags.sheet } : {}),
       force: ctx.flags.force === true,
       dryRun: ctx.flags['dry-run'] === true,
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),
-      ...budgetFlags(ctx.flags),
+      ...budget,
+      ...capInCreates(config, ctx.flags, {
+        ...(maxCreates !== undefined ? { maxCreates } : {}),
+        ...(maxSpend !== undefined ? { maxSpend } : {}),
+      }),
       ...schedulingFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...shutdownFlag(ctx.flags),

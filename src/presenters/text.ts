@@ -25,6 +25,18 @@ export function describeCounts(b: BatchInfo): string {
   return parts.join(', ');
 }
 
+/** `  spend: R$ 2,80 of at most R$ 2,80 (R$ 0,35 per query)`, and what the upstream said of its price. */
+export function describeSpend(b: BatchInfo, price: Price): string {
+  const cost = batchCost(price, b.counts, b.maxCreates, b.reported);
+  const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
+  const r = cost.reported;
+  const said = r
+    ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} answers, ${r.billed} billed, ${r.notBilled} not billed)`
+    : '';
+  const perPoll = cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : '';
+  return `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${perPoll})${said}`;
+}
+
 export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
   const state =
     b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
@@ -35,17 +47,7 @@ export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): st
     `  ${describeCounts(b)}`,
     `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
-  if (price) {
-    const cost = batchCost(price, c, b.maxCreates, b.reported);
-    const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
-    const r = cost.reported;
-    const said = r
-      ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} answers, ${r.billed} billed, ${r.notBilled} not billed)`
-      : '';
-    lines.push(
-      `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : ''})${said}`,
-    );
-  }
+  if (price) lines.push(describeSpend(b, price));
   if (b.blocked === 'budget')
     lines.push(
       `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,

@@ -57,10 +57,10 @@ export interface HarnessAccount {
   key?: Partial<KeySpec>;
   /** vqb's view: the account's configured rate limit (default: VQ_RATE_LIMIT). */
   rateLimit?: string;
-  maxCreatesPerDay?: number;
-  tokens?: string[];
   /** More fields of the account's entry in VQ_ACCOUNTS_FILE (pricePerQuery, currency, …). */
   fields?: Record<string, unknown>;
+  maxCreatesPerDay?: number;
+  tokens?: string[];
 }
 
 export function accountKey(id: string): string {
@@ -135,10 +135,10 @@ export async function startHarness(
       accounts.push({
         id: a.id,
         apiKeyFile: file,
+        ...a.fields,
         ...(a.rateLimit ? { rateLimit: a.rateLimit } : {}),
         ...(a.maxCreatesPerDay !== undefined ? { maxCreatesPerDay: a.maxCreatesPerDay } : {}),
         ...(a.tokens ? { tokens: a.tokens } : {}),
-        ...a.fields,
       });
     }
     accountsFile.VQ_ACCOUNTS_FILE = join(dir, 'accounts.json');

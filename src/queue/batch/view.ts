@@ -25,14 +25,15 @@ export class BatchViews {
   /** The batch with its counts, costs and cap; BatchNotFoundError when there is no such batch. */
   async get(batchId: string): Promise<BatchInfo> {
     const stored = await this.#s.batches.read(batchId);
-    const [costs, inflight, budget, reported] = await Promise.all([
+    const [costs, inflight, budget] = await Promise.all([
       this.#s.costs.forBatch(stored),
       this.#s.inflight.forBatch(stored.account, batchId),
       this.#s.budget.forBatch(stored),
-      this.#s.costs.reportedFor(stored),
     ]);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
+    // What the upstream's answers said of their own price, when any did (CostLedger.report).
+    const reported = await this.#s.costs.reportedFor(stored);
     return {
       id: stored.id,
       account: stored.account,
