@@ -184,14 +184,22 @@ describe('money as money', () => {
       expect(view.cost).toEqual({ amount: 2469, currency: 'BRL', perQuery: 1234.5, perPoll: 0, maxSpend: 2469 });
       expect(h.sim.stats().creates).toBe(2);
 
-      // The console: its sign-in cookie, then the batch page and an upload's estimate.
+      // The console, signed in as a browser does (the form's own cookie and token when it has them).
+      const form0 = await fetch(`${base}/sign-in`);
+      const formCookie = form0.headers.getSetCookie().map((c) => c.split(';')[0]!);
+      const formCsrf = /name="csrf" value="([^"]+)"/.exec(await form0.text())?.[1];
       const signed = await fetch(`${base}/sign-in`, {
         method: 'POST',
         redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: `token=${token}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: formCookie.join('; ') },
+        body: new URLSearchParams({ token, ...(formCsrf ? { csrf: formCsrf } : {}) }).toString(),
       });
-      const cookie = (signed.headers.get('set-cookie') ?? '').split(';')[0]!;
+      expect(signed.status).toBe(303);
+      const cookie = signed.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0]!)
+        .filter((c) => c.startsWith('vqb_session='))
+        .join('; ');
       const page = await (await fetch(`${base}/batches/${batch.id}`, { headers: { cookie } })).text();
       expect(page).toMatch(/data-field="cost">R\$ 2\.469,00</);
       const upload = await (await fetch(`${base}/upload`, { headers: { cookie } })).text();
