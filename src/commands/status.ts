@@ -63,7 +63,14 @@ export const statusCommand: Command = {
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);
-          return { account: id, line: state, jobs, inflight, shares };
+          // With a price: what the account's creates of today and this month cost (UTC).
+          const price = services.accounts.for(id).account.price;
+          const spent = price ? await services.budget.spent(id) : undefined;
+          const spend =
+            price && spent
+              ? { today: costOf(price, spent.today), thisMonth: costOf(price, spent.thisMonth) }
+              : undefined;
+          return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),
       );
       const recent = await services.batchViews.list(0, limit);
@@ -86,10 +93,9 @@ export const statusCommand: Command = {
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
         const price = services.accounts.for(a.account).account.price;
-        if (price) {
-          const spent = await services.budget.spent(a.account);
+        if (price && a.spend) {
           ctx.print(
-            `  spend: today ${formatMoney(costOf(price, spent.today))}, this month ${formatMoney(costOf(price, spent.thisMonth))} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
+            `  spend: today ${formatMoney(a.spend.today)}, this month ${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
           );
         }
         for (const s of a.shares)

@@ -138,7 +138,12 @@ export function announcedLimit(answer: RawAnswer, now: number): RateLimitHeaders
  * How vqb's upstream client reads an answer (src/upstream/response.ts): the one place `vqb check`
  * asks, so that a change to the reading shows here without touching the command.
  */
-export function readAnswer(answer: RawAnswer, operation: 'create' | 'get', knownQueryId?: string): AnswerReading {
+export function readAnswer(
+  answer: RawAnswer,
+  operation: 'create' | 'get',
+  knownQueryId?: string,
+  now: number = Date.now(),
+): AnswerReading {
   if (answer.networkError) {
     return { ok: false, code: answer.networkError.code, kind: 'transient', message: answer.networkError.message };
   }
@@ -147,7 +152,7 @@ export function readAnswer(answer: RawAnswer, operation: 'create' | 'get', known
       const outcome = parseQueryBody(operation, answer.status, answer.text, knownQueryId);
       return { ok: true, outcome, knownState: outcome.status === '' || classifyStatus(outcome.status).known };
     }
-    const error = errorFromResponse(operation, answer.status, answer.headers, answer.text, Date.now());
+    const error = errorFromResponse(operation, answer.status, answer.headers, answer.text, now);
     return { ok: false, code: error.code, kind: error.kind, message: error.message };
   } catch (err) {
     const error = err as { code?: string; kind?: string; message?: string };

@@ -51,6 +51,10 @@ describe('money as money', () => {
     expect(status.cost).toEqual({ amount: 1234.5, currency: 'BRL', perQuery: 123.45, perPoll: 0 });
     const account = (await spawnVqb(['status'], env).done).stdout;
     expect(account).toMatch(/spend: today R\$ 1\.234,50, this month R\$ 1\.234,50/);
+    const all = JSON.parse((await spawnVqb(['status', '--json'], env).done).stdout) as {
+      accounts: { spend: { today: { amount: number } } }[];
+    };
+    expect(all.accounts[0]!.spend.today).toEqual({ amount: 1234.5, currency: 'BRL' });
 
     // Without a price nothing speaks of money.
     const plain = await spawnVqb(['cost', '--days', '1'], harnessEnv(h)).done;
