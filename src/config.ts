@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type Account, defaultAccount, loadAccountsFile } from './accounts/account.js';
 import { ConfigError } from './errors.js';
+import { isCurrency, type Price, priceMicros } from './money.js';
 import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
 import { forbiddenHost, hostAllowed } from './sinks/webhooks/target.js';
 
@@ -159,6 +160,22 @@ export const SETTINGS = {
   VQ_MAX_CREATES_PER_MONTH: {
     schema: int(0).optional(),
     help: 'spending cap: creates per UTC month for the key (unset = none)',
+  },
+  VQ_PRICE_PER_QUERY: {
+    schema: z.string().min(1).optional(),
+    help: 'what the upstream charges per query created (e.g. 0.35, in VQ_CURRENCY): counts become money in `vqb cost`, the dry run, `vqb status`, the console, the API and metrics, and caps may be given in money (--max-spend); per account: pricePerQuery',
+  },
+  VQ_PRICE_PER_POLL: {
+    schema: z.string().min(1).default('0'),
+    help: 'what the upstream charges per poll (a GET of a query), when it bills reads too; 0 = polls are free (the contract says they spend the same quota, the price is per query created)',
+  },
+  VQ_CURRENCY: {
+    schema: z
+      .string()
+      .regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code such as BRL')
+      .transform((v) => v.toUpperCase())
+      .default('BRL'),
+    help: 'currency of the prices (ISO 4217); amounts are shown in pt-BR form (R$ 1.234,50)',
   },
   VQ_REUSE_WITHIN: {
     schema: duration.default(0),
@@ -485,6 +502,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   }
 
   const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
+  const price = priceFrom(v);
   return Object.freeze({
     baseUrl,
     apiKey,
@@ -496,7 +514,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     prefix: v.VQ_PREFIX,
     rateLimit,
     accounts: v.VQ_ACCOUNTS_FILE
-      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit })
+      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit, price })
       : [
           defaultAccount({
             baseUrl,
@@ -505,6 +523,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
             rateLimit,
             perDay: v.VQ_MAX_CREATES_PER_DAY,
             perMonth: v.VQ_MAX_CREATES_PER_MONTH,
+            price,
           }),
         ],
     pacingJitterMs: v.VQ_PACING_JITTER,
@@ -571,6 +590,19 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     },
     logLevel: v.LOG_LEVEL,
   });
+}
+
+/** VQ_PRICE_PER_QUERY in VQ_CURRENCY (with VQ_PRICE_PER_POLL); undefined when no price is set. */
+function priceFrom(v: Parsed): Price | undefined {
+  if (!isCurrency(v.VQ_CURRENCY))
+    throw new ConfigError('VQ_CURRENCY', `expected an ISO 4217 code such as BRL; got ${JSON.stringify(v.VQ_CURRENCY)}`);
+  const perPollMicros = priceMicros('VQ_PRICE_PER_POLL', v.VQ_PRICE_PER_POLL);
+  if (v.VQ_PRICE_PER_QUERY === undefined) return undefined;
+  return {
+    perQueryMicros: priceMicros('VQ_PRICE_PER_QUERY', v.VQ_PRICE_PER_QUERY),
+    perPollMicros,
+    currency: v.VQ_CURRENCY,
+  };
 }
 
 function redisConnectionFrom(v: Parsed): RedisConnection {

@@ -16,6 +16,7 @@ import {
 } from 'prom-client';
 import { type Account, isAuto, perSecond } from './accounts/account.js';
 import type { RedisWaitReason, WaitedReason } from './accounts/wait.js';
+import { costOf } from './money.js';
 import type { Outcome } from './queue/types.js';
 import type { QueueServices } from './services.js';
 import type { QuotaSnapshot } from './upstream/client.js';
@@ -358,6 +359,36 @@ export class Metrics implements WorkerMetrics {
         for (const { account, spent } of await spending()) {
           this.set({ account, period: 'day' }, spent.today);
           this.set({ account, period: 'month' }, spent.thisMonth);
+        }
+      },
+    });
+    // Money (docs/accounts.md#money): what the creates above cost at the account's price, and the
+    // price itself, so a dashboard multiplies any request counter by it. Absent without a price.
+    const prices = new Map(services.config.accounts.flatMap((a) => (a.price ? [[a.id, a.price] as const] : [])));
+    new Gauge({
+      name: 'vqb_account_spend',
+      help: "What the account's creates of this UTC day or month cost at its price (VQ_PRICE_PER_QUERY or pricePerQuery), by currency; absent without a price",
+      labelNames: ['account', 'currency', 'period'],
+      registers,
+      async collect() {
+        for (const { account, spent } of await spending()) {
+          const price = prices.get(account);
+          if (!price) continue;
+          const currency = price.currency;
+          this.set({ account, currency, period: 'day' }, costOf(price, spent.today).amount);
+          this.set({ account, currency, period: 'month' }, costOf(price, spent.thisMonth).amount);
+        }
+      },
+    });
+    new Gauge({
+      name: 'vqb_account_price',
+      help: 'The price in force per query created and per poll, by account and currency; absent without a price',
+      labelNames: ['account', 'currency', 'per'],
+      registers,
+      collect() {
+        for (const [account, price] of prices) {
+          this.set({ account, currency: price.currency, per: 'query' }, price.perQueryMicros / 1e6);
+          this.set({ account, currency: price.currency, per: 'poll' }, price.perPollMicros / 1e6);
         }
       },
     });

@@ -17,7 +17,7 @@ import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
-import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
+import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, isUpstreamError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
@@ -28,8 +28,8 @@ import type { Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
 export interface QueryApi {
-  createQuery(plate: string, product?: string, options?: SendOptions): Promise<QueryOutcome>;
-  getQuery(queryId: string, options?: SendOptions): Promise<QueryOutcome>;
+  createQuery(plate: string, product?: string, options?: SendOptions): Promise<AnsweredQuery>;
+  getQuery(queryId: string, options?: SendOptions): Promise<AnsweredQuery>;
   readonly quota: QuotaSnapshot | undefined;
 }
 
@@ -189,7 +189,7 @@ export class PlateProcessor {
     await this.#d.afterFence?.();
     // Time passed since the fence read the hold (a replica wait): the send reads it again.
     const held = this.#d.replicated || this.#d.afterFence ? undefined : heldMs;
-    let answer: QueryOutcome;
+    let answer: AnsweredQuery;
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, this.#d.flow.send(admission, held));
     } catch (err) {
@@ -241,12 +241,23 @@ export class PlateProcessor {
       throw new LostJob();
     }
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
+    await this.#reportBilling(data, answer, log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 
     // A person waits for an interactive plate: poll it soon and often rather than at the quantile.
     const learned = await this.#d.learner.firstPollDelay(data.product);
     const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
     return this.#pollAt(job, token, createdAt + delay, log);
+  }
+
+  /** What the answer said of its own price, beside the estimate; a lost note costs nothing, so it never fails the job. */
+  async #reportBilling(data: PlateJobData, answer: AnsweredQuery, log: Logger): Promise<void> {
+    if (!answer.billing) return;
+    try {
+      await this.#d.recorder.reported(batchOf(data), answer.billing);
+    } catch (err) {
+      log.warn({ err }, 'could not record the price the upstream stated');
+    }
   }
 
   /**
@@ -288,7 +299,7 @@ export class PlateProcessor {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
-    let answer: QueryOutcome;
+    let answer: AnsweredQuery;
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
     } catch (err) {
@@ -297,6 +308,7 @@ export class PlateProcessor {
       throw err;
     }
     const now = this.#now();
+    await this.#reportBilling(data, answer, log);
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
     // The answer is paid for: it is counted in the write that stores what it said (the outcome,
     // or the pending poll), made before anything else that could fail and send the poll again.

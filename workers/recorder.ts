@@ -79,6 +79,11 @@ export class Recorder {
     return this.#d.costs.count(batch, ...fields);
   }
 
+  /** What an answer's headers said of its price, added to the batch's reported sums (queue/costs.ts). */
+  reported(batch: BatchRef, billing: Parameters<CostLedger['report']>[1]): Promise<void> {
+    return this.#d.costs.report(batch, billing);
+  }
+
   /** The same count, handed to a job-fence write that runs anyway. */
   counting(batch: BatchRef, ...fields: CostField[]): CostCount {
     return this.#d.costs.counting(batch, ...fields);

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, VqbError } from '../errors.js';
+import { isCurrency, type Price, priceMicros } from '../money.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
 
@@ -19,6 +20,8 @@ export interface Account {
   rateLimit: RateLimit;
   perDay: number | undefined;
   perMonth: number | undefined;
+  /** What the upstream charges this account (VQ_PRICE_PER_QUERY, or the file's pricePerQuery); undefined = no price set. */
+  price: Price | undefined;
   /** Service tokens scoped to this account (they see and submit only its batches). */
   tokens: TokenSource | undefined;
   /**
@@ -45,6 +48,12 @@ const accountSchema = z.strictObject({
     .optional(),
   maxCreatesPerDay: z.number().int().min(0).optional(),
   maxCreatesPerMonth: z.number().int().min(0).optional(),
+  pricePerQuery: z.union([z.number().min(0), z.string().min(1)]).optional(),
+  pricePerPoll: z.union([z.number().min(0), z.string().min(1)]).optional(),
+  currency: z
+    .string()
+    .regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code such as BRL')
+    .optional(),
   tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
   tokensFile: z.string().min(1).optional(),
   shareResults: z.boolean().optional(),
@@ -56,6 +65,8 @@ export interface AccountDefaults {
   baseUrl: string | undefined;
   product: string;
   rateLimit: RateLimit;
+  /** VQ_PRICE_PER_QUERY / VQ_PRICE_PER_POLL / VQ_CURRENCY, for accounts that set no price of their own. */
+  price?: Price | undefined;
 }
 
 export function defaultAccount(
@@ -65,7 +76,32 @@ export function defaultAccount(
     perMonth: number | undefined;
   },
 ): Account {
-  return { id: 'default', tokens: undefined, ...settings };
+  return { id: 'default', tokens: undefined, ...settings, price: settings.price };
+}
+
+/** An account's own price, over the environment's (any of the three fields may be given alone). */
+function accountPrice(
+  a: {
+    id: string;
+    pricePerQuery?: number | string | undefined;
+    pricePerPoll?: number | string | undefined;
+    currency?: string | undefined;
+  },
+  fallback: Price | undefined,
+  source: string,
+): Price | undefined {
+  const micros = (field: string, value: number | string | undefined) =>
+    value === undefined ? undefined : priceMicros(`${source} (account ${a.id}, ${field})`, String(value));
+  const perQueryMicros = micros('pricePerQuery', a.pricePerQuery) ?? fallback?.perQueryMicros;
+  if (perQueryMicros === undefined) return undefined;
+  const currency = a.currency?.toUpperCase() ?? fallback?.currency ?? 'BRL';
+  if (!isCurrency(currency))
+    throw new ConfigError(source, `account ${a.id}: currency ${currency} is not an ISO 4217 code`);
+  return {
+    perQueryMicros,
+    perPollMicros: micros('pricePerPoll', a.pricePerPoll) ?? fallback?.perPollMicros ?? 0,
+    currency,
+  };
 }
 
 /** Parses the accounts file's text; every problem is a ConfigError naming the account and field. */
@@ -108,6 +144,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       rateLimit: a.rateLimit ? parseRateLimit(a.rateLimit)! : defaults.rateLimit,
       perDay: a.maxCreatesPerDay,
       perMonth: a.maxCreatesPerMonth,
+      price: accountPrice(a, defaults.price, source),
       tokens,
       ...(a.shareResults === true ? { shareResults: true } : {}),
     };

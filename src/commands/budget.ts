@@ -2,9 +2,16 @@
 
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
+import { costOf, createsCap, formatMoney, type Money, type Price, spendOf } from '../money.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../services.js';
 import { batchIdArg } from './batch.js';
+import { spendFlag } from './run.js';
+
+/** A price as JSON shows it: amounts in the currency's unit. */
+function priceView(price: Price): { perQuery: number; perPoll: number; currency: string } {
+  return { perQuery: price.perQueryMicros / 1e6, perPoll: price.perPollMicros / 1e6, currency: price.currency };
+}
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */
 function capFlag(value: unknown, flag: string): number | null | undefined {
@@ -17,13 +24,16 @@ function capFlag(value: unknown, flag: string): number | null | undefined {
 
 export const budgetCommand: Command = {
   summary: 'show or change spending caps (per batch, per day, per month); raising one continues the work',
-  usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--per-day N|none] [--per-month N|none] [--json]
+  usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--max-spend X] [--per-day N|none] [--per-month N|none] [--json]
+  --max-spend X: the batch's cap in money (the account's currency), as X ÷ the price per query
+  creates (needs VQ_PRICE_PER_QUERY or the account's pricePerQuery); with --max-creates the smaller.
   With no change, shows the account's caps and what it spent today and this month (UTC).
   A batch at its cap, or an account at its daily/monthly cap, keeps its place and waits; raising
   the cap here puts the held plates back to work at once. Nothing ever fails for a cap.`,
   options: {
     account: { type: 'string' },
     'max-creates': { type: 'string' },
+    'max-spend': { type: 'string' },
     'per-day': { type: 'string' },
     'per-month': { type: 'string' },
     json: { type: 'boolean' },
@@ -37,16 +47,24 @@ export const budgetCommand: Command = {
       const account = services.accounts.for(
         typeof ctx.flags.account === 'string' ? ctx.flags.account : batchInfo?.account,
       ).id;
-      const maxCreates = capFlag(ctx.flags['max-creates'], 'max-creates');
+      const price = services.accounts.for(account).account.price;
+      const maxSpend = spendFlag(ctx.flags['max-spend']);
+      const maxCreatesFlag = capFlag(ctx.flags['max-creates'], 'max-creates');
+      // A cap in money is a cap in creates at the price in force (NO_PRICE without one).
+      const maxCreates =
+        maxSpend === undefined
+          ? maxCreatesFlag
+          : createsCap({ maxCreates: maxCreatesFlag ?? undefined, maxSpend }, price, account);
       const perDay = capFlag(ctx.flags['per-day'], 'per-day');
       const perMonth = capFlag(ctx.flags['per-month'], 'per-month');
       if (maxCreates !== undefined) {
-        if (!batchId) throw new UsageError('--max-creates needs a batch id');
+        if (!batchId)
+          throw new UsageError(`--${maxSpend === undefined ? 'max-creates' : 'max-spend'} needs a batch id`);
         await budget.setMaxCreates(await services.batches.ref(batchId), maxCreates);
         const restored = await releaseBatchHold(services, batchId);
         if (!ctx.flags.json)
           ctx.print(
-            `batch ${batchId}: create cap ${maxCreates ?? 'removed'}${restored ? `; ${restored} held plates go on` : ''}`,
+            `batch ${batchId}: create cap ${maxCreates ?? 'removed'}${maxSpend !== undefined && maxCreates !== null ? ` (${formatMoney(costOf(price!, maxCreates))} at ${formatMoney(costOf(price!, 1))} per query)` : ''}${restored ? `; ${restored} held plates go on` : ''}`,
           );
       }
       if (perDay !== undefined || perMonth !== undefined) {
@@ -63,15 +81,20 @@ export const budgetCommand: Command = {
         budget.spent(account),
         batchId ? services.batchViews.get(batchId) : undefined,
       ]);
+      const money = (creates: number) => (price ? costOf(price, creates) : undefined);
       const report = {
         account,
         caps,
         spent,
+        ...(price
+          ? { spentMoney: { today: money(spent.today), thisMonth: money(spent.thisMonth) }, price: priceView(price) }
+          : {}),
         ...(batch
           ? {
               batch: {
                 id: batch.id,
                 maxCreates: batch.maxCreates ?? null,
+                ...(price && batch.maxCreates !== undefined ? { maxSpend: money(batch.maxCreates) } : {}),
                 creates: batch.counts.creates,
                 blocked: batch.blocked ?? null,
               },
@@ -83,10 +106,19 @@ export const budgetCommand: Command = {
         ctx.print(
           `account ${account}: creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`,
         );
-        if (batch)
+        if (price)
           ctx.print(
-            `batch ${batch.id}: ${batch.counts.creates} creates${batch.maxCreates !== undefined ? ` of at most ${batch.maxCreates}` : ''}${batch.blocked ? ' — waiting at its cap' : ''}`,
+            `  spent today ${formatMoney(costOf(price, spent.today))}, this month ${formatMoney(costOf(price, spent.thisMonth))} (${formatMoney(costOf(price, 1))} per query)`,
           );
+        if (batch) {
+          const cap =
+            batch.maxCreates === undefined
+              ? ''
+              : ` of at most ${batch.maxCreates}${price ? ` (${formatMoney(costOf(price, batch.maxCreates))})` : ''}`;
+          ctx.print(
+            `batch ${batch.id}: ${batch.counts.creates} creates${price ? ` (${formatMoney(costOf(price, batch.counts.createsSent))})` : ''}${cap}${batch.blocked ? ' — waiting at its cap' : ''}`,
+          );
+        }
       }
       return 0;
     });
@@ -102,6 +134,11 @@ export function daysFlag(value: unknown): number {
   return n;
 }
 
+/** `R$ 12,25`, several currencies joined with `+`; `-` for nothing spent yet. */
+export function spendText(spend: readonly Money[]): string {
+  return spend.length === 0 ? formatMoney({ amount: 0, currency: 'BRL' }) : spend.map(formatMoney).join(' + ');
+}
+
 /** `20261124` (the key's form) as `2026-11-24`. */
 function dayText(day: string): string {
   return /^\d{8}$/.test(day) ? `${day.slice(0, 4)}-${day.slice(4, 6)}-${day.slice(6)}` : day;
@@ -114,16 +151,30 @@ export const costCommand: Command = {
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
       const days = daysFlag(ctx.flags.days);
-      const report = await services.costs.days(days);
+      const accounts = services.config.accounts;
+      const priced = accounts.some((a) => a.price !== undefined);
+      // What left and may be billed, at each account's price (docs/accounts.md#money).
+      const report = (await services.costs.days(days)).map(({ day, counts, byAccount }) => ({
+        day,
+        counts,
+        ...(priced
+          ? {
+              spend: spendOf(accounts, (id) => {
+                const c = byAccount[id];
+                return c && { creates: c.createsSent, polls: c.pollsSent };
+              }),
+            }
+          : {}),
+      }));
       if (ctx.flags.json) {
         ctx.print(JSON.stringify(report));
         return 0;
       }
       // Sent: every request that left and may be billed, whatever came back (what the upstream's invoice counts); answered: those we read.
       ctx.print(
-        'day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate',
+        `day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate${priced ? '  spend' : ''}`,
       );
-      for (const { day, counts: c } of report) {
+      for (const { day, counts: c, spend } of report) {
         const perPlate =
           c.creates + c.reused > 0 ? ((c.createsSent + c.pollsSent) / (c.creates + c.reused)).toFixed(2) : '-';
         const cells = [
@@ -136,7 +187,7 @@ export const costCommand: Command = {
           [c.possibleDuplicates, 12],
         ] as const;
         ctx.print(
-          `${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}`,
+          `${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}${spend ? `  ${spendText(spend)}` : ''}`,
         );
       }
       return 0;

@@ -2,6 +2,7 @@
 import type { Command } from '../cli.js';
 import { exportCommand, retryCommand } from './batch.js';
 import { budgetCommand, costCommand } from './budget.js';
+import { checkCommand } from './check.js';
 import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
 import { deleteCommand, pruneCommand } from './retention.js';
@@ -22,6 +23,7 @@ export const COMMANDS: Record<string, Command> = {
   resume: resumeCommand,
   export: exportCommand,
   retry: retryCommand,
+  check: checkCommand,
   budget: budgetCommand,
   cost: costCommand,
   prune: pruneCommand,

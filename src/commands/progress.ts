@@ -134,13 +134,18 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       const total = c.enqueued;
       rate = nextRate(rate, now(), finished);
       const perSecond = ratePerSecond(rate);
-      const eta = etaMs(rate, total - finished);
-      const waiting = describeLine(line);
+      // A batch held at its cap moves no further until the cap is raised: an ETA from its falling
+      // rate would only grow (to thousands of days); say why it waits instead.
+      const held = info.blocked === 'budget' && info.finishedAt === undefined;
+      const eta = held ? Number.NaN : etaMs(rate, total - finished);
+      const atCap = held ? `creates held at the batch's cap of ${info.maxCreates ?? '?'} creates` : undefined;
+      const waiting = describeLine(line) ?? atCap;
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s ETA ${duration(eta)}${waiting ? ` — ${waiting}` : ''}`;
+        const etaText = held ? '' : ` ETA ${duration(eta)}`;
+        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s${etaText}${waiting ? ` — ${waiting}` : ''}`;
         status.draw(text.slice(0, Math.max(40, (out.columns || 120) - 1)));
         return;
       }

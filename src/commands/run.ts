@@ -7,8 +7,9 @@ import type { Command, CommandContext } from '../cli.js';
 import { type Config, parseDuration } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
+import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { rateText } from '../presenters/line.js';
-import { describeBatch, duration } from '../presenters/text.js';
+import { describeBatch, describeSpend, duration } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
@@ -130,6 +131,7 @@ export async function runFile(
         {
           batchId,
           account: account.id,
+          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
         },
       );
@@ -198,6 +200,7 @@ export async function runFile(
     let code = 0;
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
+    let saidAtCap = false;
     const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
     try {
@@ -220,6 +223,18 @@ export async function runFile(
           else ctx.print(text);
         }
         saidPaused = operatorPause;
+        // One line when the batch is held at its cap: it waits (nothing fails), and says how to go on.
+        const atCap = info.blocked === 'budget' && info.finishedAt === undefined;
+        if (atCap && !saidAtCap) {
+          const money =
+            account.price && info.maxCreates !== undefined
+              ? ` (${formatMoney(costOf(account.price, info.maxCreates))})`
+              : '';
+          const text = `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} creates${money}: its other plates wait; raise it with \`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
+          if (statusLine) statusLine.logs(ctx.io.stdout).write(`${text}\n`);
+          else ctx.print(text);
+        }
+        saidAtCap = atCap;
         progress.update(info, now);
         if (info.finishedAt !== undefined) break;
         if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
@@ -268,6 +283,7 @@ export async function runFile(
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
     );
+    if (account.price) ctx.print(describeSpend(await services.batchViews.get(batchId), account.price));
     return { code: 0, batchId, files: result.files };
   } finally {
     // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
@@ -344,14 +360,44 @@ function shutdownFlag(flags: CommandContext['flags']): { shutdownTimeoutMs?: num
   return { shutdownTimeoutMs: ms };
 }
 
-/** --max-creates and --reuse-within, validated. */
-export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: number; reuseWithinMs?: number } {
-  const out: { maxCreates?: number; reuseWithinMs?: number } = {};
+/** --max-spend 150.00 (or 150,00 / 1.234,50), validated; undefined when absent. */
+export function spendFlag(value: unknown): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const micros = parseAmountMicros(value);
+  if (micros === undefined)
+    throw new UsageError(`--max-spend takes an amount such as 150.00 or 150,00; got ${JSON.stringify(value)}`);
+  return micros / 1_000_000;
+}
+
+/**
+ * A cap in money (--max-spend) as the cap in creates it is at the account's price, the smaller
+ * of the two when both are given; NO_PRICE without a price, before any file is read or request sent.
+ */
+export function capInCreates(
+  config: Config,
+  flags: CommandContext['flags'],
+  caps: { maxCreates?: number; maxSpend?: number },
+): { maxCreates?: number } {
+  if (caps.maxSpend === undefined) return caps.maxCreates !== undefined ? { maxCreates: caps.maxCreates } : {};
+  const account = accountOf(config, typeof flags.account === 'string' ? flags.account : undefined);
+  const maxCreates = createsCap(caps, account.price, account.id);
+  return maxCreates !== undefined ? { maxCreates } : {};
+}
+
+/** --max-creates, --max-spend and --reuse-within, validated. */
+export function budgetFlags(flags: CommandContext['flags']): {
+  maxCreates?: number;
+  maxSpend?: number;
+  reuseWithinMs?: number;
+} {
+  const out: { maxCreates?: number; maxSpend?: number; reuseWithinMs?: number } = {};
   if (typeof flags['max-creates'] === 'string') {
     const n = Number(flags['max-creates']);
     if (!Number.isInteger(n) || n < 0) throw new UsageError('--max-creates takes a whole number (0 or more)');
     out.maxCreates = n;
   }
+  const maxSpend = spendFlag(flags['max-spend']);
+  if (maxSpend !== undefined) out.maxSpend = maxSpend;
   if (typeof flags['reuse-within'] === 'string') {
     const ms = parseDuration(flags['reuse-within']);
     if (ms === undefined) throw new UsageError('--reuse-within takes a duration such as 24h or 30m');
@@ -367,14 +413,32 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
     `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    ...(e.maxCreates !== undefined && e.maxCreates < e.creates
+      ? [
+          `  the batch's cap holds it at ${e.maxCreates} creates; the other ${e.creates - e.maxCreates} plates would wait`,
+        ]
+      : []),
+    ...(e.cost ? [`  cost: ${costLine(e)}`] : []),
   ].join('\n');
+}
+
+/** `R$ 350,00 (1000 queries × R$ 0,35; polls free)`. */
+function costLine(e: CostEstimate): string {
+  const cost = e.cost!;
+  const creates = e.maxCreates !== undefined ? Math.min(e.creates, e.maxCreates) : e.creates;
+  const perQuery = formatMoney({ amount: cost.perQuery, currency: cost.currency });
+  const polls =
+    cost.perPoll > 0
+      ? ` + polls at ${formatMoney({ amount: cost.perPoll, currency: cost.currency })}`
+      : '; polls not charged, see VQ_PRICE_PER_POLL';
+  return `${formatMoney(cost)} (${creates} queries × ${perQuery}${polls})`;
 }
 
 export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
-             [--dry-run] [--max-creates N] [--reuse-within 24h] [--notify URL]
+             [--dry-run] [--max-creates N] [--max-spend 150.00] [--reuse-within 24h] [--notify URL]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
@@ -386,6 +450,9 @@ export const runCommand: Command = {
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
+  --max-spend X   the same cap in money (the account's currency): X ÷ the price per query, whole
+                  creates (needs VQ_PRICE_PER_QUERY or the account's pricePerQuery); with
+                  --max-creates the smaller holds
   --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
@@ -402,6 +469,7 @@ export const runCommand: Command = {
     'batch-id': { type: 'string' },
     'dry-run': { type: 'boolean' },
     'max-creates': { type: 'string' },
+    'max-spend': { type: 'string' },
     'reuse-within': { type: 'string' },
     account: { type: 'string' },
     priority: { type: 'string' },
@@ -412,13 +480,19 @@ export const runCommand: Command = {
   async run(ctx) {
     const [file, ...extra] = ctx.args;
     if (!file || extra.length > 0) throw new UsageError('vqb run takes one CSV or .xlsx file (see `vqb run --help`)');
-    const outcome = await runFile(ctx, ctx.config(), file, {
+    const config = ctx.config();
+    const { maxSpend, maxCreates, ...budget } = budgetFlags(ctx.flags);
+    const outcome = await runFile(ctx, config, file, {
       ...(typeof ctx.flags.column === 'string' ? { column: ctx.flags.column } : {}),
       ...(typeof ctx.flags.sheet === 'string' ? { sheet: ctx.flags.sheet } : {}),
       force: ctx.flags.force === true,
       dryRun: ctx.flags['dry-run'] === true,
       ...(typeof ctx.flags['batch-id'] === 'string' ? { batchId: ctx.flags['batch-id'] } : {}),
-      ...budgetFlags(ctx.flags),
+      ...budget,
+      ...capInCreates(config, ctx.flags, {
+        ...(maxCreates !== undefined ? { maxCreates } : {}),
+        ...(maxSpend !== undefined ? { maxSpend } : {}),
+      }),
       ...schedulingFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...shutdownFlag(ctx.flags),

@@ -1,4 +1,5 @@
 import type { Command } from '../cli.js';
+import { costOf, formatMoney } from '../money.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
@@ -42,7 +43,7 @@ export const statusCommand: Command = {
         // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
-          ctx.print(describeBatch(info));
+          ctx.print(describeBatch(info, Date.now(), context.price));
           ctx.print(
             `  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
           );
@@ -63,7 +64,14 @@ export const statusCommand: Command = {
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);
-          return { account: id, line: state, jobs, inflight, shares };
+          // With a price: what the account's creates of today and this month cost (UTC).
+          const price = services.accounts.for(id).account.price;
+          const spent = price ? await services.budget.spent(id) : undefined;
+          const spend =
+            price && spent
+              ? { today: costOf(price, spent.today), thisMonth: costOf(price, spent.thisMonth) }
+              : undefined;
+          return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),
       );
       const recent = await services.batchViews.list(0, limit);
@@ -85,6 +93,12 @@ export const statusCommand: Command = {
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
+        const price = services.accounts.for(a.account).account.price;
+        if (price && a.spend) {
+          ctx.print(
+            `  spend: today ${formatMoney(a.spend.today)}, this month ${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
+          );
+        }
         for (const s of a.shares)
           ctx.print(
             `  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
@@ -93,7 +107,8 @@ export const statusCommand: Command = {
       ctx.print(
         `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
       );
-      for (const b of recent.batches) ctx.print(describeBatch(b));
+      for (const b of recent.batches)
+        ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
       return 0;
     });
   },

@@ -3,6 +3,7 @@
 // Progress numbers carry `data-field` names that the live updates (app.js) fill in.
 
 import type { RedisWaitReason } from '../accounts/wait.js';
+import { formatMoney } from '../money.js';
 import { rateText, waitingOf } from '../presenters/line.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/line.js';
@@ -108,6 +109,7 @@ export function batchFields(
     queued: n(c.queued),
     creates: n(c.creates),
     polls: n(c.polls),
+    ...(view.cost ? { cost: formatMoney(view.cost) } : {}),
   };
 }
 
@@ -214,7 +216,7 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
-${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}
+${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
 </dl>
 </div>
 <h2>${t('batch.downloads')}</h2>
@@ -322,7 +324,7 @@ export function estimatePage(
 <p class="muted">${e.batchId} · ${account}</p>
 ${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbackUrl}</code></p>` : ''}
 <dl class="counts">
-${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}
+${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}${e.cost ? item('estimate.cost', formatMoney(e.cost), 'cost') : ''}
 </dl>
 ${estimateActions(ctx, stageId, e)}`,
   );

@@ -32,6 +32,7 @@ import { batchAccess } from '../http/batch-access.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
+import { createsCap } from '../money.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
@@ -524,10 +525,13 @@ async function stageUpload(
     rows: csv.rows,
     extraColumns: csv.header.extraColumns,
   };
+  // A cap in money (maxSpend) is a cap in creates at the account's price, as the API's.
+  const maxCreates = createsCap(options, services.accounts.for(account).account.price, account);
   const batchOptions: BatchRequest = {
     account,
     force,
     ...reuse,
+    ...(maxCreates !== undefined ? { maxCreates } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   };
   // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
@@ -543,7 +547,7 @@ async function stageUpload(
     extraColumns: [...csv.header.extraColumns],
     force,
     ...reuse,
-    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+    ...(maxCreates !== undefined ? { maxCreates } : {}),
     ...(options.priority !== undefined ? { priority: options.priority } : {}),
     ...(options.weight !== undefined ? { weight: options.weight } : {}),
     ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),

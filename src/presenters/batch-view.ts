@@ -2,6 +2,7 @@
 // `batch.progress()` and `vqb status <batch> --json` are this one object. A pure function of the
 // stored batch, what its status reads beyond it (its account's line, its share) and `now`.
 
+import { batchCost } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
@@ -60,6 +61,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     extraColumns: info.extraColumns,
     ...(info.maxCreates !== undefined ? { maxCreates: info.maxCreates } : {}),
     counts: { ...c },
+    ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates, info.reported) } : {}),
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
     ...(eta ? { eta } : {}),

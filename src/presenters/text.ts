@@ -1,4 +1,5 @@
 // Short, readable renderings for a terminal (status, run's progress line, retry).
+import { batchCost, formatMoney, type Price } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 
 import { spanText, whenText } from './time.js';
@@ -24,7 +25,19 @@ export function describeCounts(b: BatchInfo): string {
   return parts.join(', ');
 }
 
-export function describeBatch(b: BatchInfo, now = Date.now()): string {
+/** `  spend: R$ 2,80 of at most R$ 2,80 (R$ 0,35 per query)`, and what the upstream said of its price. */
+export function describeSpend(b: BatchInfo, price: Price): string {
+  const cost = batchCost(price, b.counts, b.maxCreates, b.reported);
+  const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
+  const r = cost.reported;
+  const said = r
+    ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} answers, ${r.billed} billed, ${r.notBilled} not billed)`
+    : '';
+  const perPoll = cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : '';
+  return `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${perPoll})${said}`;
+}
+
+export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
   const state =
     b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
   const c = b.counts;
@@ -34,9 +47,10 @@ export function describeBatch(b: BatchInfo, now = Date.now()): string {
     `  ${describeCounts(b)}`,
     `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
+  if (price) lines.push(describeSpend(b, price));
   if (b.blocked === 'budget')
     lines.push(
-      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N)`,
+      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,
     );
   return lines.join('\n');
 }

@@ -2,6 +2,7 @@
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
+import { costOf, type Money } from '../money.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
@@ -30,13 +31,20 @@ export interface CostEstimate {
   ratePerSecond: number;
   /** With a per-day spending cap: UTC days the creates need. */
   daysAtCap?: number;
+  /** The batch's cap on creates (given in creates, or in money at the price), when it has one. */
+  maxCreates?: number;
+  /**
+   * With a price (VQ_PRICE_PER_QUERY or the account's): the creates at the price per query plus
+   * the expected polls at the price per poll (0 unless set), and the price itself.
+   */
+  cost?: Money & { perQuery: number; perPoll: number };
 }
 
 export async function estimateCost(
   services: QueueServices,
   batchId: string,
   rows: AsyncIterable<InputRow> | Iterable<InputRow>,
-  options: { reuseWithinMs?: number; account?: string; now?: () => number } = {},
+  options: { reuseWithinMs?: number; account?: string; maxCreates?: number; now?: () => number } = {},
 ): Promise<CostEstimate> {
   const { config, redis, keys, outcomes } = services;
   const { account, line } = services.accounts.for(options.account);
@@ -78,6 +86,10 @@ export async function estimateCost(
   // The rate in force: for `auto`, what the account has learned or been told so far.
   const { perSecond } = await line.rate();
   const perDay = account.perDay;
+  const price = account.price;
+  // At a cap the batch stops creating (and waits): the money is the capped creates'.
+  const paid = options.maxCreates === undefined ? creates : Math.min(creates, options.maxCreates);
+  const polls = creates === 0 ? 0 : Math.round((expectedPolls * paid) / creates);
   return {
     batchId,
     rows: total,
@@ -92,5 +104,15 @@ export async function estimateCost(
     secondsAtRate: Math.ceil(expectedRequests / perSecond),
     ratePerSecond: Math.round(perSecond * 1000) / 1000,
     ...(perDay ? { daysAtCap: Math.ceil(creates / perDay) } : {}),
+    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+    ...(price
+      ? {
+          cost: {
+            ...costOf(price, paid, polls),
+            perQuery: price.perQueryMicros / 1_000_000,
+            perPoll: price.perPollMicros / 1_000_000,
+          },
+        }
+      : {}),
   };
 }

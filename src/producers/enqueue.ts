@@ -5,6 +5,7 @@
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
 import { InputError } from '../errors.js';
+import { createsCap } from '../money.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
@@ -26,6 +27,8 @@ export interface BatchRequest {
   force?: boolean;
   metadata?: Record<string, unknown>;
   maxCreates?: number;
+  /** A cap in money (the account's currency): turned into creates at its price (NO_PRICE without one). */
+  maxSpend?: number;
   reuseWithinMs?: number;
   /** The account (its key and limits); default: the first configured. */
   account?: string;
@@ -53,6 +56,8 @@ interface Prepared {
   extraColumns: readonly string[];
   account: string;
   callbackUrl?: string;
+  /** maxCreates and maxSpend as one cap in creates. */
+  maxCreates?: number;
 }
 
 /** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
@@ -62,7 +67,9 @@ function prepare(
   options: BatchRequest,
 ): Prepared {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
-  const account = services.accounts.for(options.account).id;
+  const { account: resolved } = services.accounts.for(options.account);
+  const account = resolved.id;
+  const maxCreates = createsCap(options, resolved.price, account);
   const callbackUrl =
     options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
   let rows: Iterable<InputRow> | AsyncIterable<InputRow>;
@@ -81,7 +88,16 @@ function prepare(
     extraColumns = input.extraColumns ?? [];
   }
   const id = options.batchId ?? batchIdFor(name, digest, options.force === true);
-  return { id, digest, name, rows, extraColumns, account, ...(callbackUrl !== undefined ? { callbackUrl } : {}) };
+  return {
+    id,
+    digest,
+    name,
+    rows,
+    extraColumns,
+    account,
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    ...(maxCreates !== undefined ? { maxCreates } : {}),
+  };
 }
 
 /** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
@@ -102,6 +118,7 @@ export async function estimate(
   const p = prepare(services, input, options);
   return estimateCost(services, p.id, p.rows, {
     account: p.account,
+    ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
     ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
   });
 }
@@ -125,7 +142,7 @@ export function enqueue(
         extraColumns: p.extraColumns,
         account: p.account,
         ...(options.metadata ? { metadata: options.metadata } : {}),
-        ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+        ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
         ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
         ...(options.priority !== undefined ? { priority: options.priority } : {}),
         ...(options.weight !== undefined ? { weight: options.weight } : {}),

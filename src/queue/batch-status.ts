@@ -1,6 +1,7 @@
 // What a batch's status needs from beyond the batch itself: its account's line and the share of
 // the account's rate it gets now. Read through the modules that own them.
 import { perSecond } from '../accounts/account.js';
+import type { Price } from '../money.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
 import type { BatchInfo } from './batch/store.js';
@@ -14,6 +15,8 @@ export interface BatchContext {
   perSecond: number;
   /** The batch's webhook deliveries, when it has a callbackUrl. */
   webhooks?: DeliveryRecord[];
+  /** Its account's price, when one is set: the batch's counts as money. */
+  price?: Price;
 }
 
 type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler'> & Partial<Pick<QueueServices, 'webhooks'>>;
@@ -27,7 +30,7 @@ export async function batchContext(services: StatusServices, info: BatchInfo): P
 export async function batchContexts(services: StatusServices, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
   const accounts = new Map<
     string,
-    Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number }>
+    Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number; price: Price | undefined }>
   >();
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
@@ -38,6 +41,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         shares: new Map(shares.map((s) => [s.batchId, s.share])),
         // The rate in force (for `auto`, the shared estimate), so ETAs follow what is learned.
         perSecond: state.rate?.perSecond ?? perSecond(line.account),
+        price: line.account.price,
       }));
       accounts.set(accountId, found);
     }
@@ -54,6 +58,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         share: account.shares.get(info.id) ?? 0,
         perSecond: account.perSecond,
         ...(webhooks ? { webhooks } : {}),
+        ...(account.price ? { price: account.price } : {}),
       };
     }),
   );

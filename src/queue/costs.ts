@@ -33,6 +33,14 @@ export const COST_FIELDS: readonly CostField[] = [
 
 export type CostCounts = Record<CostField, number>;
 
+/** What the upstream's answers said of their own price, per batch (millionths; counts of answers). */
+export interface ReportedCost {
+  answers: number;
+  micros: number;
+  billed: number;
+  notBilled: number;
+}
+
 const DAY_TTL_S = 400 * 86_400;
 
 /** `20261121` for any moment of that UTC day. */
@@ -114,9 +122,12 @@ export class CostLedger {
     >;
   }
 
-  /** The last `days` UTC days, newest first, all accounts added up. */
-  async days(days = 7): Promise<{ day: string; counts: CostCounts }[]> {
-    const out: { day: string; counts: CostCounts }[] = [];
+  /**
+   * The last `days` UTC days, newest first, all accounts added up (`counts`) and each account's
+   * own (`byAccount`: each may have its own price).
+   */
+  async days(days = 7): Promise<{ day: string; counts: CostCounts; byAccount: Record<string, CostCounts> }[]> {
+    const out: { day: string; counts: CostCounts; byAccount: Record<string, CostCounts> }[] = [];
     const now = this.#now();
     const accounts = this.#accounts();
     for (let i = 0; i < days; i++) {
@@ -124,10 +135,42 @@ export class CostLedger {
       const keys = [...accounts.map((id) => this.#keys.costDay(id, day)), this.#keys.legacyCostDay(day)];
       const hashes = await Promise.all(keys.map((key) => this.#redis.hgetall(key)));
       const counts = emptyCosts();
-      for (const fields of hashes) for (const field of COST_FIELDS) counts[field] += Number(fields[field] ?? 0);
-      out.push({ day, counts });
+      const byAccount: Record<string, CostCounts> = {};
+      hashes.forEach((fields, n) => {
+        const own = emptyCosts();
+        for (const field of COST_FIELDS) own[field] = Number(fields[field] ?? 0);
+        for (const field of COST_FIELDS) counts[field] += own[field];
+        if (n < accounts.length) byAccount[accounts[n]!] = own;
+      });
+      out.push({ day, counts, byAccount });
     }
     return out;
+  }
+
+  /**
+   * What one answer said of its own price (x-query-cost, x-billed), added up per batch beside the
+   * estimate: the answers that said anything, the amount they stated, and how many said billed
+   * or not billed. Not in the day's counters: the estimate is what `vqb cost` adds up.
+   */
+  async report(batch: BatchRef, billing: { costMicros?: number; billed?: boolean }): Promise<void> {
+    const key = this.#keys.batchCosts(batch);
+    const multi = this.#redis.multi().hincrby(key, 'reportedAnswers', 1);
+    if (billing.costMicros !== undefined) multi.hincrby(key, 'reportedMicros', billing.costMicros);
+    if (billing.billed !== undefined) multi.hincrby(key, billing.billed ? 'reportedBilled' : 'reportedNotBilled', 1);
+    await multi.exec();
+  }
+
+  /** The batch's reported sums (see `report`); undefined when no answer said anything of its price. */
+  async reportedFor(batch: BatchRef): Promise<ReportedCost | undefined> {
+    const fields = ['reportedAnswers', 'reportedMicros', 'reportedBilled', 'reportedNotBilled'] as const;
+    const [answers, micros, billed, notBilled] = await this.#redis.hmget(this.#keys.batchCosts(batch), ...fields);
+    if (!answers) return undefined;
+    return {
+      answers: Number(answers),
+      micros: Number(micros ?? 0),
+      billed: Number(billed ?? 0),
+      notBilled: Number(notBilled ?? 0),
+    };
   }
 
   /** Deletes the batch's counters (retention; the day counters stay, they are not the batch's). */

@@ -73,6 +73,13 @@ export const CreateBatchQuery = z.object({
     .describe('batch name, used in the derived batch id (default: the uploaded file name, else `api`)'),
   force: flag.optional().describe('a new batch even if the same content was sent before (pays again)'),
   maxCreates: z.coerce.number().int().min(0).optional().describe('cap on creates for this batch'),
+  maxSpend: z.coerce
+    .number()
+    .min(0)
+    .optional()
+    .describe(
+      "cap on this batch's spend, in the account's currency: turned into creates at its price per query (422 NO_PRICE without one)",
+    ),
   reuseWithinMs: z.coerce
     .number()
     .int()
@@ -181,6 +188,18 @@ export const CostEstimate = z.object({
       "the account's rate in force (configured, or for `auto` announced or learned so far), requests per second",
     ),
   daysAtCap: count.optional().describe('UTC days the creates need under the daily spending cap'),
+  maxCreates: count.optional().describe("the batch's cap on creates (maxCreates, or maxSpend at the price)"),
+  cost: z
+    .object({
+      amount: z
+        .number()
+        .describe('the creates (up to the cap) at the price per query, plus the expected polls at the price per poll'),
+      currency: z.string().describe('ISO 4217, e.g. BRL'),
+      perQuery: z.number(),
+      perPoll: z.number(),
+    })
+    .optional()
+    .describe("what the batch would cost, when a price is set (VQ_PRICE_PER_QUERY or the account's)"),
 });
 
 export const DryRunReply = z.object({

@@ -58,6 +58,13 @@ export const BatchOptions = z
       .min(0)
       .optional()
       .describe('this batch never creates more than this many queries; it waits at the cap (never fails)'),
+    maxSpend: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        "cap on this batch's spend in the account's currency, turned into creates at its price per query (422 NO_PRICE without a price); with maxCreates the smaller holds",
+      ),
     reuseWithinMs: z
       .number()
       .int()
@@ -180,6 +187,27 @@ export const BatchView = z.object({
   extraColumns: z.array(z.string()).describe('the input columns besides the plate, carried to the results'),
   maxCreates: count.optional().describe("the batch's cap on creates, when it has one"),
   counts: BatchCounts,
+  cost: z
+    .object({
+      amount: z
+        .number()
+        .describe('creates that left × the price per query + polls that left × the price per poll (0 unless set)'),
+      currency: z.string().describe('ISO 4217, e.g. BRL'),
+      perQuery: z.number().describe('the price per query created in force'),
+      perPoll: z.number().describe('the price per poll in force (0: polls are not charged)'),
+      maxSpend: z.number().optional().describe("the batch's creates cap in money, when it has a cap"),
+      reported: z
+        .object({
+          amount: z.number().describe('the prices the answers stated (x-query-cost), added up'),
+          answers: z.number().int().describe('answers that said anything of their price'),
+          billed: z.number().int().describe('answers that said x-billed: true'),
+          notBilled: z.number().int().describe('answers that said x-billed: false'),
+        })
+        .optional()
+        .describe("what the upstream's own answers said of their price, beside the estimate, when any did"),
+    })
+    .optional()
+    .describe("the batch's spend, when its account has a price (VQ_PRICE_PER_QUERY or the account's pricePerQuery)"),
   progress: z.object({
     percent: z.number().describe('finished plates (done + failed) per enqueued plate, 0–100'),
     finished: count,

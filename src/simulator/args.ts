@@ -36,7 +36,9 @@ export const SIMULATOR_USAGE = `vqb simulate [flags]   run a stand-in for the pa
   --truncated-body-after-create-rate <0..1> share answered 201 with truncated JSON
   --stall-body-after-create-rate <0..1>     share whose 201 body never comes
   --poll-not-found-once-rate <0..1>         share of queries whose first poll is a 404
-  --retry-after-date           429s carry Retry-After as an HTTP date`;
+  --retry-after-date           429s carry Retry-After as an HTTP date
+  --query-cost <amount>        creates say their price (x-query-cost: <amount>, x-billed: true);
+                               polls say x-billed: false`;
 
 const FLAGS = {
   config: { type: 'string' },
@@ -69,6 +71,7 @@ const FLAGS = {
   'stall-body-after-create-rate': { type: 'string' },
   'poll-not-found-once-rate': { type: 'string' },
   'retry-after-date': { type: 'boolean' },
+  'query-cost': { type: 'string' },
 } as const;
 
 /** Parses `vqb simulate` flags (argv without the command name). Throws UsageError / ConfigError. */
@@ -141,6 +144,7 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('stallBodyAfterCreateRate', num('stall-body-after-create-rate', values['stall-body-after-create-rate']));
   set('pollNotFoundOnceRate', num('poll-not-found-once-rate', values['poll-not-found-once-rate']));
   if (values['retry-after-date']) set('retryAfterFormat', 'date');
+  set('queryCost', values['query-cost']);
 
   return validatePatch(out, values.config === undefined ? 'simulate flags' : `simulate flags / ${values.config}`);
 }

@@ -240,7 +240,7 @@ export class SimulatorEngine {
       this.stats.faults.dropsAfterCreate += 1;
       return { kind: 'drop', delayMs: 0 };
     }
-    return this.#afterCreate(this.#success(201, view.body, headers), headers);
+    return this.#afterCreate(this.#success(201, view.body, { ...headers, ...this.#billing(true) }), headers);
   }
 
   /** The faults that strike once the query was made (and paid): the client cannot tell from the answer. */
@@ -299,7 +299,7 @@ export class SimulatorEngine {
     }
     this.#notFoundOnce.add(index);
     this.stats.got(index);
-    return this.#success(200, this.#view(index, now).body, headers);
+    return this.#success(200, this.#view(index, now).body, { ...headers, ...this.#billing(false) });
   }
 
   #view(index: number, now: number): { status: QueryStatus; body: Record<string, unknown> } {
@@ -316,6 +316,13 @@ export class SimulatorEngine {
     if (status === 'FAILED')
       body['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
     return { status, body };
+  }
+
+  /** The price headers of an upstream that states its price (options.queryCost); none by default. */
+  #billing(create: boolean): Record<string, string> {
+    const cost = this.options.queryCost;
+    if (cost === null) return {};
+    return create ? { 'x-query-cost': cost, 'x-billed': 'true' } : { 'x-billed': 'false' };
   }
 
   #success(status: number, body: Record<string, unknown>, headers: Record<string, string>): Respond {

@@ -93,6 +93,11 @@ export interface SimulatorOptions {
   pollNotFoundOnceRate: number;
   /** `Retry-After` of a 429 as delta-seconds (default) or an HTTP date. */
   retryAfterFormat: 'seconds' | 'date';
+  /**
+   * An upstream that states its price: creates answered with `x-query-cost: <this>` and
+   * `x-billed: true`, polls with `x-billed: false`. null (default): no such header, as the contract.
+   */
+  queryCost: string | null;
 }
 
 export const DEFAULT_KEYS: KeySpec[] = [
@@ -131,6 +136,7 @@ export const DEFAULT_OPTIONS: Readonly<SimulatorOptions> = Object.freeze<Simulat
   stallBodyAfterCreateRate: 0,
   pollNotFoundOnceRate: 0,
   retryAfterFormat: 'seconds',
+  queryCost: null,
 });
 
 const rate = z.number().min(0).max(1);
@@ -191,6 +197,11 @@ export const optionsPatchSchema = z.strictObject({
   stallBodyAfterCreateRate: rate.optional(),
   pollNotFoundOnceRate: rate.optional(),
   retryAfterFormat: z.enum(['seconds', 'date']).optional(),
+  queryCost: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/, 'an amount such as 0.35')
+    .nullable()
+    .optional(),
 });
 
 /** Validates a patch and returns it with plates normalised; throws a ConfigError naming the bad field. */

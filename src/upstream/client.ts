@@ -3,6 +3,7 @@
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
 import { isVqbError } from '../errors.js';
+import { type Billing, billingFrom } from './billing.js';
 import {
   BadResponseError,
   isUpstreamError,
@@ -19,6 +20,9 @@ export interface QuotaSnapshot extends RateLimitHeaders {
   /** Epoch ms of the answer these numbers came from. */
   observedAt: number;
 }
+
+/** An answer read, with what its headers said of its price (upstream/billing.ts), when they said anything. */
+export type AnsweredQuery = QueryOutcome & { billing?: Billing };
 
 export interface UpstreamClientOptions {
   baseUrl: string;
@@ -103,7 +107,7 @@ export class UpstreamClient {
     this.#observers.push(observer);
   }
 
-  createQuery(plate: string, product = 'agregados', options: SendOptions = {}): Promise<QueryOutcome> {
+  createQuery(plate: string, product = 'agregados', options: SendOptions = {}): Promise<AnsweredQuery> {
     return this.#call(
       'create',
       'POST',
@@ -113,7 +117,7 @@ export class UpstreamClient {
     );
   }
 
-  getQuery(queryId: string, options: SendOptions = {}): Promise<QueryOutcome> {
+  getQuery(queryId: string, options: SendOptions = {}): Promise<AnsweredQuery> {
     return this.#call('get', 'GET', `/queries/integration/${encodeURIComponent(queryId)}`, undefined, options, queryId);
   }
 
@@ -128,7 +132,7 @@ export class UpstreamClient {
     body: string | undefined,
     options: SendOptions,
     knownQueryId?: string,
-  ): Promise<QueryOutcome> {
+  ): Promise<AnsweredQuery> {
     const started = this.#now();
     let status = 0;
     let key: string | undefined;
@@ -163,7 +167,8 @@ export class UpstreamClient {
       if (status >= 200 && status < 300) {
         const outcome = parseQueryBody(operation, status, text, knownQueryId);
         this.#emit(operation, status, started, sentAt);
-        return outcome;
+        const billing = billingFrom(response.headers);
+        return billing ? { ...outcome, billing } : outcome;
       }
       throw errorFromResponse(operation, status, response.headers, text, now);
     } catch (err) {

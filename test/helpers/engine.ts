@@ -58,6 +58,8 @@ export interface HarnessAccount {
   key?: Partial<KeySpec>;
   /** vqb's view: the account's configured rate limit (default: VQ_RATE_LIMIT). */
   rateLimit?: string;
+  /** More fields of the account's entry in VQ_ACCOUNTS_FILE (pricePerQuery, currency, …). */
+  fields?: Record<string, unknown>;
   maxCreatesPerDay?: number;
   tokens?: string[];
   shareResults?: boolean;
@@ -137,6 +139,7 @@ export async function startHarness(
       accounts.push({
         id: a.id,
         apiKeyFile: file,
+        ...a.fields,
         ...(a.rateLimit ? { rateLimit: a.rateLimit } : {}),
         ...(a.maxCreatesPerDay !== undefined ? { maxCreatesPerDay: a.maxCreatesPerDay } : {}),
         ...(a.tokens ? { tokens: a.tokens } : {}),

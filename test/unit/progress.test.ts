@@ -85,6 +85,34 @@ describe('the ETA', () => {
   });
 });
 
+describe('a batch held at its spending cap', () => {
+  it('says so on the progress line, and gives no ETA that grows while nothing may move', () => {
+    let clock = 0;
+    const printed: string[] = [];
+    const progress = createProgress(
+      new Writable({ write: (_c, _e, done) => done() }),
+      createLogger({ level: 'silent' }),
+      {
+        now: () => clock,
+        logEveryMs: 0,
+        print: (text) => printed.push(text),
+      },
+    );
+    const line = { account: 'default', paused: false, rateLimit: '60/min' };
+    for (let at = 0; at <= 60_000; at += 500) {
+      clock = at;
+      progress.update(
+        { ...batch(Math.min(8, at / 500)), maxCreates: 8, ...(at >= 4_000 ? { blocked: 'budget' } : {}) },
+        line,
+      );
+    }
+    const last = printed.at(-1)!;
+    expect(last).toMatch(/^progress 8\/800 \(8 done, 0 failed\)/);
+    expect(last).toContain("held at the batch's cap of 8 creates");
+    expect(last).not.toMatch(/left/);
+  });
+});
+
 function batch(finished: number): BatchInfo {
   return {
     id: 'b',

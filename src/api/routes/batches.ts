@@ -183,6 +183,7 @@ async function readCreateRequest(
     const options: BatchRequest = {
       ...(csvOptions.force !== undefined ? { force: csvOptions.force } : {}),
       ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
+      ...(csvOptions.maxSpend !== undefined ? { maxSpend: csvOptions.maxSpend } : {}),
       ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
       account: accountFor(request, csvOptions.account),
       ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
@@ -197,6 +198,7 @@ async function readCreateRequest(
       ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),
       ...(body.force !== undefined ? { force: body.force } : {}),
       ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
+      ...(body.maxSpend !== undefined ? { maxSpend: body.maxSpend } : {}),
       ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
       account: accountFor(request, body.account),
       ...(body.priority !== undefined ? { priority: body.priority } : {}),

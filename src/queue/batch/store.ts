@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
+import type { ReportedCost } from '../costs.js';
 import type { BatchRef, VqbKeys } from '../keys.js';
 import type { RedisClient } from '../redis.js';
 import { execAll } from '../redis-health.js';
@@ -77,6 +78,8 @@ export interface BatchInfo extends Omit<StoredBatch, 'counts'> {
   /** Cap on creates for this batch (unset = none). */
   maxCreates?: number;
   /** Why the batch's creates are held back, when they are ('budget'). */
+  /** What the upstream's answers said of their own price (x-query-cost, x-billed), when any did. */
+  reported?: ReportedCost;
   blocked?: string;
 }
 

@@ -35,6 +35,8 @@ export class BatchViews {
     ]);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
+    // What the upstream's answers said of their own price, when any did (CostLedger.report).
+    const reported = await this.#s.costs.reportedFor(stored);
     return {
       id: stored.id,
       account: stored.account,
@@ -52,6 +54,7 @@ export class BatchViews {
       ...(budget.maxCreates !== undefined ? { maxCreates: budget.maxCreates } : {}),
       reuseWithinMs: stored.reuseWithinMs,
       ...(budget.held ? { blocked: 'budget' } : {}),
+      ...(reported ? { reported } : {}),
       ...(stored.callbackUrl !== undefined ? { callbackUrl: stored.callbackUrl } : {}),
       ...(stored.fileName !== undefined ? { fileName: stored.fileName } : {}),
     };
