@@ -47,6 +47,13 @@ export interface BatchRef {
   account: string;
 }
 
+/**
+ * A batch named by its id alone (found through the index of homes: it may be held by several
+ * accounts) or by its ref (its account known: the front doors resolve a token's scope to a ref,
+ * a job carries its account).
+ */
+export type BatchKey = string | BatchRef;
+
 /** The prefix without its hash-tag braces: `{vqb}` → `vqb`. */
 export function barePrefix(prefix: string): string {
   return prefix.replace(/[{}]/g, '');

@@ -5,7 +5,26 @@
 // src/http/openapi.ts), and the library's types are inferred from them.
 import { z } from 'zod';
 import { WAIT_REASONS } from '../accounts/wait.js';
-import { DELIVERY_FAILURES, type DeliveryFailure } from '../sinks/webhooks/deliveries.js';
+
+/**
+ * Why an attempt failed, as a category and never the socket's own words: a tenant reading the
+ * status must not learn what answers on a port (issue #35: `ECONNREFUSED 10.0.0.1:6379` is a port
+ * scanner's signal). The words stay in the worker's debug log, which only the operator reads.
+ */
+export const DELIVERY_FAILURES = {
+  refused_address: 'the target is, or resolves to, an address webhooks may not reach: not sent',
+  host_not_allowed: 'the host is not on VQ_WEBHOOK_ALLOW: not sent',
+  dns_failed: 'the host name did not resolve',
+  connect_failed: 'no connection could be made to the receiver',
+  timeout: 'no answer within VQ_WEBHOOK_TIMEOUT',
+  tls: 'the TLS handshake failed (certificate or protocol)',
+  http_4xx: 'the receiver answered 4xx (see lastStatus)',
+  http_5xx: 'the receiver answered 5xx (see lastStatus)',
+  http_other: 'the receiver answered neither 2xx, 4xx nor 5xx (see lastStatus); redirects are not followed',
+  gone: 'the receiver answered 410 Gone: not sent again',
+  failed: 'the attempt failed',
+} as const;
+export type DeliveryFailure = keyof typeof DELIVERY_FAILURES;
 
 export const AccountId = z
   .string()

@@ -9,7 +9,10 @@ import type { z } from 'zod';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import type { ReportedCost } from '../costs.js';
-import type { BatchRef, VqbKeys } from '../keys.js';
+import type { BatchKey, BatchRef, VqbKeys } from '../keys.js';
+
+export type { BatchKey } from '../keys.js';
+
 import type { RedisClient } from '../redis.js';
 import { execAll } from '../redis-health.js';
 import type { Scheduler } from '../scheduler.js';
@@ -101,13 +104,6 @@ export interface NewBatch extends BatchPlacement {
 }
 
 const INGEST_LOCK_MS = 60_000;
-
-/**
- * A batch named by its id alone (found through the index of homes: it may be held by several
- * accounts) or by its ref (its account known: the front doors resolve a token's scope to a ref,
- * a job carries its account).
- */
-export type BatchKey = string | BatchRef;
 
 /**
  * How long a process trusts what it read of an id's homes. A batch never changes account; the
