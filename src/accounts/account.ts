@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { ConfigError, VqbError } from '../errors.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
+import { type AnswerMapping, isPointer, NO_MAPPING } from '../upstream/answers.js';
 
 export interface Account {
   /** Lower-case letters, digits, `_` and `-`; it names the account's queue and Redis keys. */
@@ -21,6 +22,8 @@ export interface Account {
   perMonth: number | undefined;
   /** Service tokens scoped to this account (they see and submit only its batches). */
   tokens: TokenSource | undefined;
+  /** How the upstream's answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*). */
+  answers: AnswerMapping;
 }
 
 export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -42,6 +45,12 @@ const accountSchema = z.strictObject({
   maxCreatesPerMonth: z.number().int().min(0).optional(),
   tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
   tokensFile: z.string().min(1).optional(),
+  answerId: z.string().refine(isPointer, 'a JSON Pointer such as /data/ticket').optional(),
+  answerStatus: z.string().refine(isPointer, 'a JSON Pointer such as /data/situacao').optional(),
+  answerResult: z.string().refine(isPointer, 'a JSON Pointer such as /data/veiculo').optional(),
+  statesPending: z.union([z.string(), z.array(z.string())]).optional(),
+  statesDone: z.union([z.string(), z.array(z.string())]).optional(),
+  statesFailed: z.union([z.string(), z.array(z.string())]).optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });
@@ -50,6 +59,29 @@ export interface AccountDefaults {
   baseUrl: string | undefined;
   product: string;
   rateLimit: RateLimit;
+  /** The environment's mapping: an account's own fields replace its pointers and add to its states. */
+  answers?: AnswerMapping;
+}
+
+/** A comma list (or a JSON list) of states, trimmed, empty ones dropped. */
+export function stateList(value: string | readonly string[] | undefined): string[] {
+  const items = typeof value === 'string' ? value.split(',') : (value ?? []);
+  return items.map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** An account's mapping: its own pointers over the environment's, its states added to them. */
+function accountAnswers(a: z.infer<typeof accountSchema>, base: AnswerMapping): AnswerMapping {
+  const id = a.answerId ?? base.id;
+  const status = a.answerStatus ?? base.status;
+  const result = a.answerResult ?? base.result;
+  return {
+    ...(id !== undefined ? { id } : {}),
+    ...(status !== undefined ? { status } : {}),
+    ...(result !== undefined ? { result } : {}),
+    pending: [...base.pending, ...stateList(a.statesPending)],
+    done: [...base.done, ...stateList(a.statesDone)],
+    failed: [...base.failed, ...stateList(a.statesFailed)],
+  };
 }
 
 export function defaultAccount(
@@ -59,7 +91,8 @@ export function defaultAccount(
     perMonth: number | undefined;
   },
 ): Account {
-  return { id: 'default', tokens: undefined, ...settings };
+  const { answers, ...rest } = settings;
+  return { id: 'default', tokens: undefined, answers: answers ?? NO_MAPPING, ...rest };
 }
 
 /** Parses the accounts file's text; every problem is a ConfigError naming the account and field. */
@@ -103,6 +136,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       perDay: a.maxCreatesPerDay,
       perMonth: a.maxCreatesPerMonth,
       tokens,
+      answers: accountAnswers(a, defaults.answers ?? NO_MAPPING),
     };
   });
 }
