@@ -313,22 +313,25 @@ export function fieldList(value: unknown, max = 24): string[] {
   return out;
 }
 
-/** A field that looks like an id (a token, not a word) or a state (an upper-case word), for the suggestion. */
+/** A field that looks like an id (a token with a digit) or a state (named like one, or an upper-case word), for the suggestion. */
 function guess(value: unknown, kind: 'id' | 'state'): string | undefined {
-  const found: string[] = [];
-  const walk = (v: unknown, at: string) => {
-    if (isObject(v)) for (const [k, x] of Object.entries(v)) walk(x, `${at}/${escapeToken(k)}`);
+  const named: string[] = [];
+  const looking: string[] = [];
+  const walk = (v: unknown, at: string, key: string) => {
+    if (isObject(v)) for (const [k, x] of Object.entries(v)) walk(x, `${at}/${escapeToken(k)}`, k);
     else if (typeof v === 'string' || typeof v === 'number') {
       const text = String(v);
-      const looks =
-        kind === 'state'
-          ? /^[A-Z][A-Z_ ]{2,40}$/.test(text)
-          : /^[A-Za-z0-9_.:-]{6,}$/.test(text) && /\d/.test(text) && !/(date|at|time|em)$/i.test(at);
-      if (looks) found.push(at);
+      if (kind === 'state') {
+        if (/stat|fase|phase|situa|etapa|stage|estado/i.test(key) && /[A-Za-z]/.test(text)) named.push(at);
+        else if (/^[A-Z][A-Z_ ]{2,40}$/.test(text)) looking.push(at);
+      } else if (/^[A-Za-z0-9_.:-]{6,}$/.test(text) && /\d/.test(text) && !/(date|at|time|em)$/i.test(key)) {
+        if (/id|ticket|protoc|numero|number|codigo|code|ref/i.test(key)) named.push(at);
+        else looking.push(at);
+      }
     }
   };
-  walk(value, '');
-  return found[0];
+  walk(value, '', '');
+  return named[0] ?? looking[0];
 }
 
 /** What an unreadable answer showed and which settings would read it: the account's pause message. */
@@ -347,19 +350,27 @@ export function describeUnreadable(
         : `the upstream answered the state ${JSON.stringify(status)}, which is in none of vqb's lists`;
   const fields = fieldList(answer);
   const idAt = why === 'no-id' ? (guess(answer, 'id') ?? '/…') : undefined;
-  const stateAt = why !== 'unknown-state' ? guess(answer, 'state') : undefined;
+  const guessed = why !== 'unknown-state' ? guess(answer, 'state') : undefined;
+  // A state under a name vqb reads by itself needs no pointer, only its word in a list.
+  const stateAt = guessed !== undefined && !STATUS_NAMES.some((n) => guessed.endsWith(`/${n}`)) ? guessed : undefined;
   const sets: string[] = [];
   if (idAt !== undefined) sets.push(`VQ_ANSWER_ID=${idAt}`);
   if (stateAt !== undefined) sets.push(`VQ_ANSWER_STATUS=${stateAt}`);
-  const stateText = status ?? (stateAt !== undefined ? scalarText(pointerGet(answer, stateAt)) : undefined);
+  const stateText = status ?? (guessed !== undefined ? scalarText(pointerGet(answer, guessed)) : undefined);
   const where =
     accountId === 'default'
       ? ''
       : ` (account ${accountId}: answerId, answerStatus, statesPending, statesDone or statesFailed in the accounts file)`;
+  // A state the built-in lists know needs no setting.
+  const known = stateText !== undefined && new StateLists().classify(stateText) !== undefined;
+  if (!known)
+    sets.push(
+      `VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED naming ${stateText ? JSON.stringify(stateText) : 'its states'}`,
+    );
   return [
     `UNRECOGNISED_ANSWER: ${what}.`,
     `Its fields: ${fields.join(', ') || '(none)'}.`,
-    `Settings that would read it${where}: ${sets.length > 0 ? `${sets.join(' ')}, and ` : ''}VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED naming ${stateText ? JSON.stringify(stateText) : 'its states'} (VQ_ANSWER_* are JSON Pointers into the answer's body; VQ_ANSWER_RESULT where the result is); then run the same command again.`,
+    `Settings that would read it${where}: ${sets.join(', ')} (VQ_ANSWER_* are JSON Pointers into the answer's body; VQ_ANSWER_RESULT where the result is); then run the same command again.`,
   ].join(' ');
 }
 

@@ -37,7 +37,7 @@ async function expectAllAsUpstreamSaid(h: Harness, batchId: string, plates: stri
 
 /** Jobs of the account still queued (any state) that hold an answer vqb could not read. */
 async function plateJobs(h: Harness): Promise<PlateJobData[]> {
-  const jobs = await h.line.queue.getJobs(['wait', 'paused', 'delayed', 'active', 'prioritized']);
+  const jobs = await h.line.queue.getJobs(['waiting', 'delayed', 'active', 'prioritized']);
   return jobs.filter((j) => j !== undefined).map((j) => j.data);
 }
 
@@ -94,6 +94,9 @@ describe('an answer vqb cannot read', () => {
     // The reason is where reasons are shown: the account's line (status, console, API, /healthz read it).
     const line = await h.line.state();
     expect(line.pause?.code).toBe('UNRECOGNISED_ANSWER');
+    const status = await vqb(h, ['status']).done;
+    expect(status.stdout).toContain('UNRECOGNISED_ANSWER');
+    expect(status.stdout).toContain('VQ_ANSWER_ID');
     // The paid plate waits with its answer kept; none failed.
     const waiting = (await plateJobs(h)).filter((d) => d.step === 'unread');
     expect(waiting).toHaveLength(1);
