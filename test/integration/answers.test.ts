@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { PlateJobData } from '../../src/queue/types.js';
 import type { AnswerShapeName } from '../../src/simulator/answers.js';
-import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
@@ -146,4 +146,63 @@ describe('an answer vqb cannot read', () => {
     expect(mapped.code).toBe(0);
     await expectAllAsUpstreamSaid(h, batchId, plates, new Set());
   }, 120_000);
+
+  it('a `vqb work` started with settings that read the held answer resumes the account by itself and finishes the batch', async () => {
+    const plates = makePlates(20);
+    const h = await harness.start({
+      label: 'ans-work',
+      workers: 0,
+      sim: { answers: 'unknown', completionMs: [100, 300] },
+    });
+    const file = await plateFile(h, 'work.csv', plates);
+    const held = await vqb(h, ['run', file]).done;
+    expect(held.code).toBe(3);
+    const batchId = /batch (\S+):/.exec(held.stdout)![1]!;
+    const work = vqb(h, ['work'], {
+      VQ_ANSWER_ID: '/body/ticket',
+      VQ_ANSWER_STATUS: '/body/fase',
+      VQ_STATES_PENDING: 'ETAPA_1',
+      VQ_STATES_DONE: 'ETAPA_FINAL',
+      VQ_STATES_FAILED: 'ETAPA_ABORTADA',
+    });
+    try {
+      for (let i = 0; i < 600; i++) {
+        const info = await h.services.batchViews.get(batchId);
+        if (info.finishedAt !== undefined) break;
+        await sleep(100);
+      }
+      expect((await h.line.state()).pause).toBeUndefined();
+      await expectAllAsUpstreamSaid(h, batchId, plates, new Set());
+    } finally {
+      work.child.kill('SIGTERM');
+      await work.done;
+    }
+  }, 120_000);
+});
+
+describe('first contact', () => {
+  it('one create at a time until a plate is understood; what was understood is kept in Redis for every process', async () => {
+    const h = await harness.start({ label: 'ans-first', workers: 0 });
+    const data = (plate: string) => ({
+      account: 'default',
+      batchId: 'b',
+      cls: 'normal' as const,
+      plate,
+      product: 'agregados',
+      step: 'create' as const,
+      polls: 0,
+      requests: 0,
+    });
+    // Real jobs: the in-flight cap lets go of slots whose job is gone.
+    for (const plate of ['AAA0000', 'AAA0001', 'AAA0002'])
+      await h.line.queue.add('plate', data(plate), { jobId: `b.${plate}`, delay: 60_000 });
+    const meeting = accountFlow(h);
+    expect((await meeting.admitCreate('b.AAA0000', data('AAA0000'))).go).toBe(true);
+    expect(await meeting.admitCreate('b.AAA0001', data('AAA0001'))).toMatchObject({ go: false, why: 'inflight' });
+    // Another process, after one plate was understood end to end: creates go at the account's pace.
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
+    const later = accountFlow(h);
+    expect((await later.admitCreate('b.AAA0001', data('AAA0001'))).go).toBe(true);
+    expect((await later.admitCreate('b.AAA0002', data('AAA0002'))).go).toBe(true);
+  });
 });
