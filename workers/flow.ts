@@ -99,7 +99,10 @@ function unreachableReason(err: AnyUpstreamError): string {
   return REASONS[err.code] ?? err.code.toLowerCase().replaceAll('_', ' ');
 }
 
-/** Answers with a state in no list an account that was understood takes before it holds (an upstream that changed mid-batch). */
+/**
+ * Answers with a state in no list an account that was understood takes before it holds (an
+ * upstream that changed mid-batch).
+ */
 export const STRIKES_BEFORE_HOLD = 3;
 
 /** A batch held at its own cap waits this long at most before it looks again (`vqb budget` wakes it sooner). */

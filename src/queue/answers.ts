@@ -36,7 +36,10 @@ export class AnswerBook {
     }
   }
 
-  /** One plate was understood end to end: first contact is over for every process. True when this call said so first. */
+  /**
+   * One plate was understood end to end: first contact is over for every process. True when
+   * this call said so first.
+   */
   async learn(accountId: string, shape: AnswerShape, now: number): Promise<boolean> {
     const key = this.#keys.answers(accountId);
     const first = (await this.#redis.hsetnx(key, 'shape', JSON.stringify(shape))) === 1;

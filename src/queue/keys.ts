@@ -17,7 +17,7 @@
 // | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
 // | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
 // | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
-// | A:answers                        | hash   | queue/answers.ts (first contact: the answer's shape understood; unreadable answers held) |
+// | A:answers                        | hash   | queue/answers.ts (first contact; the answer that held the account) |
 // | A:inflight, A:inflight:batches   | zset, hash | queue/inflight.ts     |
 // | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |

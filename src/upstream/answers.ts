@@ -270,7 +270,10 @@ export function readAnswer(
 /** Field names whose values are never kept or shown. */
 const SECRET_NAME = /(api[-_]?key|token|secret|password|passwd|senha|authorization|cookie)/i;
 
-/** Redacts secret-looking fields (and `alsoHide`, the key) and cuts the answer to about `maxBytes` of JSON, still JSON. */
+/**
+ * Redacts secret-looking fields (and `alsoHide`, the key) and cuts the answer to about `maxBytes`
+ * of JSON, still JSON.
+ */
 export function keepable(value: unknown, maxBytes = 4_096, alsoHide?: string): unknown {
   const hide = (text: string) => (alsoHide ? text.split(alsoHide).join('[redacted]') : text);
   const prune = (v: unknown, depth: number, maxString: number, maxItems: number): unknown => {
@@ -313,7 +316,10 @@ export function fieldList(value: unknown, max = 24): string[] {
   return out;
 }
 
-/** A field that looks like an id (a token with a digit) or a state (named like one, or an upper-case word), for the suggestion. */
+/**
+ * A field that looks like an id (a token with a digit) or a state (named like one, or an
+ * upper-case word), for the suggestion.
+ */
 function guess(value: unknown, kind: 'id' | 'state'): string | undefined {
   const named: string[] = [];
   const looking: string[] = [];
