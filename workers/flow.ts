@@ -10,23 +10,17 @@ import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
 import { createPriority, pollPriority } from '../src/queue/account-queues.js';
 import type { CreateAdmission } from '../src/queue/admission.js';
-import { type AnswerBook, UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
+import type { AnswerBook } from '../src/queue/answers.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
 import type { Scheduler } from '../src/queue/scheduler.js';
 import type { PlateJobData, PriorityClass } from '../src/queue/types.js';
-import type { AnswerShape } from '../src/upstream/answers.js';
-import { describeUnreadable } from '../src/upstream/answers.js';
 import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
-import {
-  type AnyUpstreamError,
-  QUOTA_WAIT_MS,
-  type RateLimitedError,
-  type UnrecognisedAnswerError,
-} from '../src/upstream/errors.js';
+import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
 import { backoffDelay } from '../src/upstream/timing.js';
 import { adviceFor } from './actions.js';
+import { FirstContact } from './first-contact.js';
 
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
@@ -99,12 +93,6 @@ function unreachableReason(err: AnyUpstreamError): string {
   return REASONS[err.code] ?? err.code.toLowerCase().replaceAll('_', ' ');
 }
 
-/**
- * Answers with a state in no list an account that was understood takes before it holds (an
- * upstream that changed mid-batch).
- */
-export const STRIKES_BEFORE_HOLD = 3;
-
 /** A batch held at its own cap waits this long at most before it looks again (`vqb budget` wakes it sooner). */
 const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
 
@@ -128,10 +116,6 @@ export class AccountFlow {
   /** This process's requests waiting for the account's slot (see #slot): whether one asks Redis now, the others in order. */
   #asking = false;
   readonly #waiters: { priority: number; go: (nextAt?: number) => void }[] = [];
-  /** First contact is over for the account (read from Redis until it is; it never starts again). */
-  #understood = false;
-  /** This process held the account for an answer (and when it last looked whether it still is). */
-  #answerHold: { checkedAt: number } | undefined;
   /** Reachability: this process saw a failure since its last answer; when it last asked whether an outage (of any process) ended. */
   #reach = { failed: false, checkedAt: 0 };
 
@@ -142,7 +126,17 @@ export class AccountFlow {
     this.#metrics = deps.metrics ?? noMetrics;
     this.#rate = perSecond(deps.line.account);
     this.#windowMs = deps.line.account.rateLimit.durationMs;
+    this.contact = new FirstContact({
+      line: deps.line,
+      answers: deps.answers,
+      metrics: this.#metrics,
+      now: this.#now,
+      ...(deps.onPaused ? { onPaused: deps.onPaused } : {}),
+    });
   }
+
+  /** How the account's answers are read so far: first contact, and holds for answers vqb cannot read. */
+  readonly contact: FirstContact;
 
   /** The account's rate in force as this process last heard it (for `auto`, the learned one), requests per second. */
   get ratePerSecond(): number {
@@ -320,7 +314,7 @@ export class AccountFlow {
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
     const priority = createPriority(data.cls);
     // First contact: one create in flight until one plate was understood end to end.
-    const cap = (await this.#meeting()) ? 1 : undefined;
+    const cap = (await this.contact.meeting()) ? 1 : undefined;
     const slot = await this.#slot(priority, (horizonMs) =>
       this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap),
     );
@@ -333,83 +327,6 @@ export class AccountFlow {
     }
     if ('why' in slot) return slot;
     return { go: true, ...slot, priority };
-  }
-
-  /**
-   * Whether the account still meets its upstream (no plate understood end to end yet). Asked of
-   * Redis until the answer is no, then never again in this process: one HGET per create during
-   * first contact, none after.
-   */
-  async #meeting(): Promise<boolean> {
-    if (this.#understood) return false;
-    this.#understood = (await this.#d.answers.understood(this.accountId)) !== undefined;
-    return !this.#understood;
-  }
-
-  /** A plate was read end to end (an id, then a known final state): first contact is over. */
-  async understood(shape: AnswerShape | undefined, log: Logger): Promise<void> {
-    if (this.#understood) return;
-    this.#understood = true;
-    if (await this.#d.answers.learn(this.accountId, shape ?? {}, this.#now()))
-      log.info(
-        { event: 'account.answers_understood', account: this.accountId, shape },
-        "first contact: the upstream's answers read end to end; creates go at the account's pace",
-      );
-  }
-
-  /**
-   * An answer vqb cannot read. The account holds (pauses for every worker, reason
-   * UNRECOGNISED_ANSWER, with what the answer showed and which settings would read it) at once,
-   * unless it was understood before and only a state is new: then at the STRIKES_BEFORE_HOLD-th
-   * such answer (an upstream that changed mid-batch). Returns whether it holds now.
-   */
-  async onUnreadable(err: UnrecognisedAnswerError, log: Logger): Promise<boolean> {
-    const stateOnly = err.why !== 'no-id';
-    if (stateOnly && !(await this.#meeting())) {
-      const strikes = await this.#d.answers.strike(this.accountId);
-      if (strikes < STRIKES_BEFORE_HOLD) {
-        log.warn(
-          { event: 'answer.unrecognised', account: this.accountId, state: err.state, strikes },
-          `the upstream answered a state vqb does not know (${JSON.stringify(err.state ?? '')}): the plate waits; the account holds at the ${STRIKES_BEFORE_HOLD}rd such answer`,
-        );
-        return false;
-      }
-    }
-    const message = describeUnreadable(err.operation, err.why, err.answer, err.state, this.accountId);
-    await this.#d.answers.hold(this.accountId, {
-      operation: err.operation,
-      status: err.status,
-      answer: err.answer,
-      why: err.why,
-      at: this.#now(),
-    });
-    this.#answerHold = { checkedAt: this.#now() };
-    const verdict = await this.#d.line.pause(UNRECOGNISED_ANSWER, message);
-    if (verdict === 'recorded') {
-      this.#metrics.waited(this.accountId, 'answer', 0);
-      log.fatal(
-        { event: 'account.paused', account: this.accountId, code: UNRECOGNISED_ANSWER },
-        `account held: ${message}`,
-      );
-      await this.#d.onPaused?.(this.accountId);
-    }
-    return true;
-  }
-
-  /**
-   * Whether the account is held for an answer, as this process knows it: asked right before a
-   * request, so the polls and creates already in this worker (waiting for their slot, or in the
-   * poll room) send nothing once it held. No Redis call unless this process held it; then one a
-   * second at most, to hear a resume.
-   */
-  async heldForAnswer(): Promise<boolean> {
-    const hold = this.#answerHold;
-    if (hold === undefined) return false;
-    if (this.#now() - hold.checkedAt < 1_000) return true;
-    hold.checkedAt = this.#now();
-    if ((await this.#d.line.state()).pause?.code === UNRECOGNISED_ANSWER) return true;
-    this.#answerHold = undefined;
-    return false;
   }
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */

@@ -173,7 +173,7 @@ export class PlateProcessor {
     const verdict = await this.#d.flow.admitCreate(job.id!, data);
     if (!verdict.go && verdict.why === 'finished') return { status: 'exists' };
     const admission = await this.#admitted(verdict, job, token);
-    if (await this.#d.flow.heldForAnswer()) {
+    if (await this.#d.flow.contact.heldForAnswer()) {
       // Held meanwhile for an answer vqb cannot read: nothing is sent, the slot and cap unit go back.
       await this.#d.flow.refundCreate(job.id!, data);
       throw Worker.RateLimitError();
@@ -264,7 +264,7 @@ export class PlateProcessor {
    * A create was made (and paid) and its answer could not be read. The answer is kept with the
    * plate in the write that stores the paid create, so no activation ever sends it again: with a
    * readable id (only its state is new) the plate polls it; without one it waits at step `unread`
-   * for settings that read the kept answer (#reread). The account holds (flow.onUnreadable).
+   * for settings that read the kept answer (#reread). The account holds (flow.contact.onUnreadable).
    */
   async #createUnread(
     job: PlateJob,
@@ -304,7 +304,7 @@ export class PlateProcessor {
       { plate: data.plate, why: err.why, ...(err.queryId ? { queryId: err.queryId } : {}) },
       'a paid create was answered in a shape vqb cannot read: its answer is kept with the plate, which waits',
     );
-    if (await this.#d.flow.onUnreadable(err, log)) throw Worker.RateLimitError();
+    if (await this.#d.flow.contact.onUnreadable(err, log)) throw Worker.RateLimitError();
     return this.#pollAt(job, token, now + (await this.#d.learner.firstPollDelay(data.product)), log);
   }
 
@@ -331,7 +331,7 @@ export class PlateProcessor {
       if (!isUpstreamError(err) || err.kind !== 'unrecognised') throw err;
       // The id reads now and only the create's state is new: the polls will say what it means.
       if (err.queryId === undefined) {
-        await this.#d.flow.onUnreadable(err, log);
+        await this.#d.flow.contact.onUnreadable(err, log);
         throw Worker.RateLimitError();
       }
       queryId = err.queryId;
@@ -396,7 +396,7 @@ export class PlateProcessor {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
-    if (await this.#d.flow.heldForAnswer()) throw Worker.RateLimitError();
+    if (await this.#d.flow.contact.heldForAnswer()) throw Worker.RateLimitError();
     let answer: QueryOutcome;
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
@@ -472,7 +472,7 @@ export class PlateProcessor {
       throw new LostJob();
     }
     await this.#d.flow.onAnswer(this.#d.api.quota, log);
-    if (await this.#d.flow.onUnreadable(err, log)) throw Worker.RateLimitError();
+    if (await this.#d.flow.contact.onUnreadable(err, log)) throw Worker.RateLimitError();
     return this.#pollAt(job, token, now + nextPollDelay(polled.polls, this.#d.config.poll, this.#random), log);
   }
 
@@ -545,7 +545,7 @@ export class PlateProcessor {
     count: CostField[] = [],
   ): Promise<JobResult> {
     // An id, then a known final state: the account's answers are understood (first contact ends).
-    await this.#d.flow.understood(answer.shape, log);
+    await this.#d.flow.contact.understood(answer.shape, log);
     if (answer.state === 'completed') {
       if ((await this.#d.recorder.record(job, data, undefined, answer.result, {}, count)) === 'batch-finished')
         log.info('batch finished');
@@ -584,7 +584,7 @@ export class PlateProcessor {
         return this.#failWith(job, job.data, this.#errorOf(err), log);
       case 'hold-answer':
         // Read where it was answered (#createUnread, #pollUnread); reaching here is a bug: hold, never fail.
-        if (err.kind === 'unrecognised') await this.#d.flow.onUnreadable(err, log);
+        if (err.kind === 'unrecognised') await this.#d.flow.contact.onUnreadable(err, log);
         throw Worker.RateLimitError();
     }
   }
