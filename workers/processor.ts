@@ -322,11 +322,9 @@ export class PlateProcessor {
     const data = job.data;
     const kept = data.heldAnswer;
     let queryId: string | undefined;
-    let answer: QueryOutcome | undefined;
     try {
       if (kept === undefined) throw new Error('a job at step unread without its kept answer');
-      answer = this.#d.api.reread(kept);
-      queryId = answer.queryId;
+      queryId = this.#d.api.reread(kept).queryId;
     } catch (err) {
       if (!isUpstreamError(err) || err.kind !== 'unrecognised') throw err;
       // The id reads now and only the create's state is new: the polls will say what it means.
@@ -353,7 +351,7 @@ export class PlateProcessor {
       { plate: data.plate, queryId },
       'a paid create read again with the settings in force: polled, not created again',
     );
-    if (answer?.terminal) return this.#finish(job, polling, answer, log);
+    // Polled even when the kept answer says it finished: what was kept is cut to a few KB, a poll has it whole.
     return this.#pollAt(job, token, now, log);
   }
 
