@@ -2,11 +2,12 @@
 // and handed down as a frozen Config. Nothing else in the code base reads process.env.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { type Account, defaultAccount, loadAccountsFile } from './accounts/account.js';
+import { type Account, defaultAccount, loadAccountsFile, stateList } from './accounts/account.js';
 import { ConfigError } from './errors.js';
 import { isCurrency, type Price, priceMicros } from './money.js';
 import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
 import { forbiddenHost, hostAllowed } from './sinks/webhooks/target.js';
+import { type AnswerMapping, isPointer } from './upstream/answers.js';
 
 export type { Account } from './accounts/account.js';
 export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
@@ -27,6 +28,8 @@ const duration = z.string().transform((v, ctx) => {
   }
   return ms;
 });
+
+const pointer = z.string().refine(isPointer, 'a JSON Pointer such as /data/ticket (RFC 6901: starts with /)');
 
 /** Each variable, its meaning and default. The README's configuration table is this list. */
 export const SETTINGS = {
@@ -98,6 +101,30 @@ export const SETTINGS = {
   VQ_RATE_LIMIT: {
     schema: z.string().default('auto'),
     help: 'upstream request limit shared by all workers: `auto` learns it from the upstream (its rate-limit headers, else its 429s), `auto<=300/min` never above; a number (60/min, 5/s) is used exactly',
+  },
+  VQ_ANSWER_ID: {
+    schema: pointer.optional(),
+    help: "JSON Pointer (RFC 6901) to the query id in the upstream's answer body, e.g. /data/ticket, when vqb does not find it by itself (queryId, id, query_id, uuid, protocolo…, bare or in body/data/result/payload)",
+  },
+  VQ_ANSWER_STATUS: {
+    schema: pointer.optional(),
+    help: "JSON Pointer to the query's state in the answer body, e.g. /data/situacao (by itself vqb reads status, state, situacao, estado…)",
+  },
+  VQ_ANSWER_RESULT: {
+    schema: pointer.optional(),
+    help: "JSON Pointer to a finished query's result in the answer body (default: the whole object holding the id and state)",
+  },
+  VQ_STATES_PENDING: {
+    schema: z.string().optional(),
+    help: 'comma list of states that mean "still running", added to the built-in ones (PROCESSING, PENDING, PROCESSANDO, PENDENTE, EM_ANDAMENTO…); compared without case or accents',
+  },
+  VQ_STATES_DONE: {
+    schema: z.string().optional(),
+    help: 'comma list of states that mean "finished with a result", added to the built-in ones (COMPLETED, SUCCESS, DONE, CONCLUIDA, FINALIZADO, SUCESSO…)',
+  },
+  VQ_STATES_FAILED: {
+    schema: z.string().optional(),
+    help: 'comma list of states that mean "finished without a result", added to the built-in ones (FAILED, ERROR, ERRO, FALHA…)',
   },
   VQ_ACCOUNTS_FILE: {
     schema: z.string().min(1).optional(),
@@ -452,6 +479,15 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     tokens = { kind: 'file', path: v.VQ_API_TOKENS_FILE };
   }
 
+  const answers: AnswerMapping = {
+    ...(v.VQ_ANSWER_ID !== undefined ? { id: v.VQ_ANSWER_ID } : {}),
+    ...(v.VQ_ANSWER_STATUS !== undefined ? { status: v.VQ_ANSWER_STATUS } : {}),
+    ...(v.VQ_ANSWER_RESULT !== undefined ? { result: v.VQ_ANSWER_RESULT } : {}),
+    pending: stateList(v.VQ_STATES_PENDING),
+    done: stateList(v.VQ_STATES_DONE),
+    failed: stateList(v.VQ_STATES_FAILED),
+  };
+
   let apiKey: ApiKeySource | undefined;
   if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
   else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
@@ -514,7 +550,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     prefix: v.VQ_PREFIX,
     rateLimit,
     accounts: v.VQ_ACCOUNTS_FILE
-      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit, price })
+      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit, price, answers })
       : [
           defaultAccount({
             baseUrl,
@@ -524,6 +560,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
             perDay: v.VQ_MAX_CREATES_PER_DAY,
             perMonth: v.VQ_MAX_CREATES_PER_MONTH,
             price,
+            answers,
           }),
         ],
     pacingJitterMs: v.VQ_PACING_JITTER,

@@ -12,13 +12,13 @@ export interface ErrorCodeEntry {
   /** HTTP status when the API answers with this code. */
   status: number;
   /** CLI exit code. */
-  exit: 1 | 2;
+  exit: 1 | 2 | 3;
   /** The code the API client sees, when it differs (kept for clients written against it). */
   apiCode?: string;
   means: string;
 }
 
-const entry = (status: number, exit: 1 | 2, means: string, apiCode?: string): ErrorCodeEntry => ({
+const entry = (status: number, exit: 1 | 2 | 3, means: string, apiCode?: string): ErrorCodeEntry => ({
   status,
   exit,
   means,
@@ -115,6 +115,8 @@ export const ERROR_CODES = {
   INSUFFICIENT_PERMISSIONS: entry(502, 1, 'the API key lacks a permission'),
   RATE_LIMIT_EXCEEDED: entry(503, 1, 'the upstream asked to wait'),
   BAD_RESPONSE: entry(502, 1, 'the upstream answered with a body vqb cannot use'),
+  // Never a plate's outcome: the account holds with it (`vqb run` exits 3) until a setting reads the answer.
+  UNRECOGNISED_ANSWER: entry(502, 3, 'the upstream answered in a shape vqb cannot read (no id, or an unknown state)'),
 } as const satisfies Record<string, ErrorCodeEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

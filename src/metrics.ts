@@ -335,6 +335,18 @@ export class Metrics implements WorkerMetrics {
       },
     });
     new Gauge({
+      name: 'vqb_account_paused',
+      help: 'An account paused, by its reason code: INVALID_API_KEY, EXPIRED_API_KEY, INSUFFICIENT_PERMISSIONS (its key), UNRECOGNISED_ANSWER (an upstream answer vqb cannot read: set VQ_ANSWER_* / VQ_STATES_*), PAUSED_BY_OPERATOR; absent while it runs',
+      labelNames: ['account', 'code'],
+      registers,
+      async collect() {
+        const states = await withinScrape(lines());
+        if (states === undefined) return;
+        this.reset();
+        for (const line of states) if (line.pause) this.set({ account: line.account, code: line.pause.code }, 1);
+      },
+    });
+    new Gauge({
       name: 'vqb_line_wait_end_timestamp_seconds',
       help: "When an account's current wait ends, Unix seconds, by reason (rate_limit, quota, budget); absent while it does not wait",
       labelNames: ['account', 'reason'],

@@ -4,6 +4,7 @@
 
 import { Accounts } from './accounts/registry.js';
 import type { Config } from './config.js';
+import { AnswerBook } from './queue/answers.js';
 import { OutcomeStore } from './queue/batch/outcomes.js';
 import { BatchStore } from './queue/batch/store.js';
 import { BatchViews } from './queue/batch/view.js';
@@ -34,6 +35,8 @@ export interface QueueServices {
   /** A plate's end in one step: outcome, in-flight slot given back, the last answer counted. */
   settle: PlateSettle;
   inflight: InFlight;
+  /** First contact per account, and the answers that held an account (queue/answers.ts). */
+  answers: AnswerBook;
   budget: Budget;
   costs: CostLedger;
   scheduler: Scheduler;
@@ -70,6 +73,7 @@ export function queueServicesOn(
     outcomes,
     settle: new PlateSettle(redis, outcomes, inflight),
     inflight,
+    answers: new AnswerBook(redis, keys),
     budget,
     costs,
     scheduler,

@@ -14,8 +14,13 @@
 // | reset, timeout after sending             | retry         | —           | no              | it may have been made (and paid)        |
 // | answer cut off (reset or stall mid-body) | retry         | —           | no              | idem: status seen, answer not read      |
 // | 2xx read whole but unusable, create      | fail          | —           | no              | made and paid; a re-send would pay for  |
-// |   (not JSON, no query id, too large)     |               |             |                 | the same garbage again                  |
+// |   (not JSON, too large)                  |               |             |                 | the same garbage again                  |
 // | 2xx we cannot read, poll                 | retry         | —           | —               | polls are safe to repeat                |
+// | 2xx JSON with no id or state we can read | hold-answer   | —           | no              | made and paid: the answer is kept with  |
+// |   (UNRECOGNISED_ANSWER)                  |               |             |                 | the plate, the account holds until a    |
+// |                                          |               |             |                 | setting reads it; never failed, never   |
+// |                                          |               |             |                 | created again (an unknown state mid-    |
+// |                                          |               |             |                 | batch: held at its third answer)        |
 // | 404 to a poll                            | retry         | —           | —               | a new query may not be known yet        |
 // | other 4xx, query FAILED                  | fail          | —           | yes             | a retry would fail (and pay) again      |
 // | job stalled too often (BullMQ)           | fail          | —           | —               | recorded as JOB_STALLED                 |
@@ -27,7 +32,7 @@
 import type { LimitReason } from '../src/accounts/wait.js';
 import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
-export type Action = 'pause-account' | 'wait' | 'retry' | 'fail';
+export type Action = 'pause-account' | 'wait' | 'retry' | 'fail' | 'hold-answer';
 
 export interface Decision {
   action: Action;
@@ -59,6 +64,7 @@ const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> 
     e.kind === 'bad-response' && e.operation === 'get'
       ? { action: 'retry', refundCreate: false }
       : { action: 'fail', refundCreate: false },
+  unrecognised: () => ({ action: 'hold-answer', refundCreate: false }),
   permanent: (e) =>
     e.kind === 'permanent' && e.operation === 'get' && e.status === 404
       ? { action: 'retry', refundCreate: false }

@@ -10,6 +10,7 @@ import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { dateText, spanText } from '../src/presenters/time.js';
 import { createPriority, pollPriority } from '../src/queue/account-queues.js';
 import type { CreateAdmission } from '../src/queue/admission.js';
+import type { AnswerBook } from '../src/queue/answers.js';
 import type { Budget } from '../src/queue/budget.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
@@ -19,6 +20,7 @@ import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
 import { backoffDelay } from '../src/upstream/timing.js';
 import { adviceFor } from './actions.js';
+import { FirstContact } from './first-contact.js';
 
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
@@ -45,6 +47,8 @@ export interface FlowDeps {
   /** A create's in-flight slot, pacing slot and cap unit, taken in one step. */
   admission: CreateAdmission;
   inflight: InFlight;
+  /** First contact and the answers that held the account (queue/answers.ts). */
+  answers: AnswerBook;
   budget: Budget;
   scheduler: Scheduler;
   /** VQ_PACING_JITTER: a request woken later than half of it takes the next slot instead. */
@@ -122,7 +126,17 @@ export class AccountFlow {
     this.#metrics = deps.metrics ?? noMetrics;
     this.#rate = perSecond(deps.line.account);
     this.#windowMs = deps.line.account.rateLimit.durationMs;
+    this.contact = new FirstContact({
+      line: deps.line,
+      answers: deps.answers,
+      metrics: this.#metrics,
+      now: this.#now,
+      ...(deps.onPaused ? { onPaused: deps.onPaused } : {}),
+    });
   }
+
+  /** How the account's answers are read so far: first contact, and holds for answers vqb cannot read. */
+  readonly contact: FirstContact;
 
   /** The account's rate in force as this process last heard it (for `auto`, the learned one), requests per second. */
   get ratePerSecond(): number {
@@ -299,8 +313,10 @@ export class AccountFlow {
    */
   async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
     const priority = createPriority(data.cls);
+    // First contact: one create in flight until one plate was understood end to end.
+    const cap = (await this.contact.meeting()) ? 1 : undefined;
     const slot = await this.#slot(priority, (horizonMs) =>
-      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now()),
+      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap),
     );
     if ('refused' in slot) {
       if (slot.refused === 'finished') return { go: false, why: 'finished' };

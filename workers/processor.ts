@@ -17,8 +17,9 @@ import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
+import type { KeptAnswer } from '../src/upstream/answers.js';
 import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
-import { type AnyUpstreamError, isUpstreamError } from '../src/upstream/errors.js';
+import { type AnyUpstreamError, isUpstreamError, type UnrecognisedAnswerError } from '../src/upstream/errors.js';
 import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
 import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } from './flow.js';
@@ -30,6 +31,8 @@ import type { Recorder } from './recorder.js';
 export interface QueryApi {
   createQuery(plate: string, product?: string, options?: SendOptions): Promise<AnsweredQuery>;
   getQuery(queryId: string, options?: SendOptions): Promise<AnsweredQuery>;
+  /** An answer kept with its plate, read again with the settings in force (no request). */
+  reread(kept: KeptAnswer, knownQueryId?: string): QueryOutcome;
   readonly quota: QuotaSnapshot | undefined;
 }
 
@@ -122,6 +125,7 @@ export class PlateProcessor {
     // create's admission looks, in the step it runs anyway; at any other, a look of its own.
     if (data.step !== 'create' && (await this.#d.recorder.finishedBefore(job))) return { status: 'exists' };
     try {
+      if (data.step === 'unread') return await this.#reread(job, token, log);
       return data.step === 'poll' ? await this.#poll(job, token, log) : await this.#create(job, token, log);
     } catch (err) {
       if (isControlFlow(err)) throw err;
@@ -169,6 +173,11 @@ export class PlateProcessor {
     const verdict = await this.#d.flow.admitCreate(job.id!, data);
     if (!verdict.go && verdict.why === 'finished') return { status: 'exists' };
     const admission = await this.#admitted(verdict, job, token);
+    if (await this.#d.flow.contact.heldForAnswer()) {
+      // Held meanwhile for an answer vqb cannot read: nothing is sent, the slot and cap unit go back.
+      await this.#d.flow.refundCreate(job.id!, data);
+      throw Worker.RateLimitError();
+    }
 
     const creating: PlateJobData = {
       ...data,
@@ -193,6 +202,8 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, this.#d.flow.send(admission, held));
     } catch (err) {
+      if (isUpstreamError(err) && err.kind === 'unrecognised')
+        return this.#createUnread(job, token, creating, err, log);
       if (isUpstreamError(err)) {
         const decision = decide(err);
         if (decision.refundCreate) {
@@ -261,6 +272,101 @@ export class PlateProcessor {
   }
 
   /**
+   * A create was made (and paid) and its answer could not be read. The answer is kept with the
+   * plate in the write that stores the paid create, so no activation ever sends it again: with a
+   * readable id (only its state is new) the plate polls it; without one it waits at step `unread`
+   * for settings that read the kept answer (#reread). The account holds (flow.contact.onUnreadable).
+   */
+  async #createUnread(
+    job: PlateJob,
+    token: string | undefined,
+    creating: PlateJobData,
+    err: UnrecognisedAnswerError,
+    log: Logger,
+  ): Promise<JobResult> {
+    const data = job.data;
+    const now = this.#now();
+    const heldAnswer = this.#kept(err, now);
+    const next: PlateJobData =
+      err.queryId !== undefined
+        ? {
+            ...creating,
+            step: 'poll',
+            queryId: err.queryId,
+            createdAt: now,
+            pollDeadline: now + this.#d.config.poll.deadlineMs,
+            requests: data.requests + 1,
+            heldAnswer,
+          }
+        : { ...creating, step: 'unread', createdAt: now, requests: data.requests + 1, heldAnswer };
+    const kept = await this.#d.recorder.untilStored(data.account, () =>
+      this.#d.fence.write(job, undefined, creating, next, {
+        orLostMark: true,
+        count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
+        priority: pollPriority(data.cls),
+      }),
+    );
+    if (kept !== 'ok') {
+      this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId });
+      throw new LostJob();
+    }
+    await this.#d.flow.onAnswer(this.#d.api.quota, log);
+    log.warn(
+      { plate: data.plate, why: err.why, ...(err.queryId ? { queryId: err.queryId } : {}) },
+      'a paid create was answered in a shape vqb cannot read: its answer is kept with the plate, which waits',
+    );
+    if (await this.#d.flow.contact.onUnreadable(err, log)) throw Worker.RateLimitError();
+    return this.#pollAt(job, token, now + (await this.#d.learner.firstPollDelay(data.product)), log);
+  }
+
+  /** What is kept of an unreadable answer with its plate (and for the account's hold). */
+  #kept(err: UnrecognisedAnswerError, at: number): KeptAnswer {
+    return { operation: err.operation, status: err.status, answer: err.answer, why: err.why, at };
+  }
+
+  /**
+   * Step `unread`: a paid create whose answer had no id vqb could read. Its kept answer is read
+   * again with the settings in force; read, the plate polls the id (never a new create); still
+   * unreadable, the account holds again and the plate waits.
+   */
+  async #reread(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
+    const data = job.data;
+    const kept = data.heldAnswer;
+    let queryId: string | undefined;
+    try {
+      if (kept === undefined) throw new Error('a job at step unread without its kept answer');
+      queryId = this.#d.api.reread(kept).queryId;
+    } catch (err) {
+      if (!isUpstreamError(err) || err.kind !== 'unrecognised') throw err;
+      // The id reads now and only the create's state is new: the polls will say what it means.
+      if (err.queryId === undefined) {
+        await this.#d.flow.contact.onUnreadable(err, log);
+        throw Worker.RateLimitError();
+      }
+      queryId = err.queryId;
+    }
+    const now = this.#now();
+    const polling: PlateJobData = {
+      ...data,
+      step: 'poll',
+      queryId,
+      createdAt: data.createdAt ?? now,
+      pollDeadline: now + this.#d.config.poll.deadlineMs,
+    };
+    delete polling.heldAnswer;
+    if ((await this.#d.fence.write(job, token, data, polling)) !== 'ok') {
+      this.#d.lockLoss.report(data.account, job.id, 'nothing-sent', { batchId: data.batchId });
+      throw new LostJob();
+    }
+    log.info(
+      { plate: data.plate, queryId },
+      'a paid create read again with the settings in force: polled, not created again',
+    );
+    // Polled even when the kept answer says it finished: what was kept is cut to a few KB, a poll has it whole.
+    return this.#pollAt(job, token, now, log);
+  }
+
+  /**
    * The fence refused the `creating` mark: nothing was sent. The spending-cap unit this worker
    * reserved is given back; its in-flight slot too when the plate is finished already (the holder
    * released it before this worker took it again). With the lock still held but the step moved on
@@ -299,10 +405,12 @@ export class PlateProcessor {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
+    if (await this.#d.flow.contact.heldForAnswer()) throw Worker.RateLimitError();
     let answer: AnsweredQuery;
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
     } catch (err) {
+      if (isUpstreamError(err) && err.kind === 'unrecognised') return this.#pollUnread(job, token, err, log);
       if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
         await this.#d.recorder.count(batchOf(data), 'pollsSent');
       throw err;
@@ -310,6 +418,11 @@ export class PlateProcessor {
     const now = this.#now();
     await this.#reportBilling(data, answer, log);
     const polled: PlateJobData = { ...data, polls: data.polls + 1, requests: data.requests + 1 };
+    if (data.heldAnswer !== undefined) {
+      // Read at last (the settings changed, or the state went away): the hold's time is not the query's.
+      delete polled.heldAnswer;
+      polled.pollDeadline = Math.max(data.pollDeadline ?? 0, now + this.#d.config.poll.deadlineMs);
+    }
     // The answer is paid for: it is counted in the write that stores what it said (the outcome,
     // or the pending poll), made before anything else that could fail and send the poll again.
     // Then the poll schedule learns from it and the pace hears the quota it reported.
@@ -319,7 +432,7 @@ export class PlateProcessor {
     };
     // At least one poll is always made once the deadline has passed (the account may have been
     // paused for hours): only a query still pending after that poll times out.
-    const timedOut = !answer.terminal && data.pollDeadline !== undefined && now >= data.pollDeadline;
+    const timedOut = !answer.terminal && polled.pollDeadline !== undefined && now >= polled.pollDeadline;
     if (answer.terminal || timedOut) {
       try {
         if (answer.terminal) return await this.#finish(job, polled, answer, log, POLL_COUNT);
@@ -329,8 +442,6 @@ export class PlateProcessor {
         await learn();
       }
     }
-    if (!classifyStatus(answer.status).known && answer.status !== '')
-      log.debug({ status: answer.status }, 'unknown query status, treated as pending');
     // A stale worker's answer must not overwrite what the job's holder wrote since.
     const count = this.#d.recorder.counting(batchOf(data), ...POLL_COUNT);
     if ((await this.#d.fence.write(job, token, data, { ...polled, lastPendingAt: now }, { count })) !== 'ok') {
@@ -342,7 +453,37 @@ export class PlateProcessor {
       data.cls === 'interactive'
         ? this.#d.config.poll.interactiveMs
         : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
-    return this.#pollAt(job, token, Math.min(now + next, data.pollDeadline ?? Infinity), log);
+    return this.#pollAt(job, token, Math.min(now + next, polled.pollDeadline ?? Infinity), log);
+  }
+
+  /**
+   * A poll answered with no state vqb can read, or one in no list: the plate never fails for it.
+   * The answer is kept with the plate (counted as the poll it was); the account holds (at once,
+   * or at the third such answer when only a state is new), or the plate polls again later.
+   */
+  async #pollUnread(
+    job: PlateJob,
+    token: string | undefined,
+    err: UnrecognisedAnswerError,
+    log: Logger,
+  ): Promise<JobResult> {
+    const data = job.data;
+    const now = this.#now();
+    const polled: PlateJobData = {
+      ...data,
+      polls: data.polls + 1,
+      requests: data.requests + 1,
+      lastPendingAt: now,
+      heldAnswer: this.#kept(err, now),
+    };
+    const count = this.#d.recorder.counting(batchOf(data), ...POLL_COUNT);
+    if ((await this.#d.fence.write(job, token, data, polled, { count })) !== 'ok') {
+      this.#d.lockLoss.report(data.account, job.id, 'answer-dropped', { batchId: data.batchId, queryId: data.queryId });
+      throw new LostJob();
+    }
+    await this.#d.flow.onAnswer(this.#d.api.quota, log);
+    if (await this.#d.flow.contact.onUnreadable(err, log)) throw Worker.RateLimitError();
+    return this.#pollAt(job, token, now + nextPollDelay(polled.polls, this.#d.config.poll, this.#random), log);
   }
 
   /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
@@ -413,6 +554,8 @@ export class PlateProcessor {
     log: Logger,
     count: CostField[] = [],
   ): Promise<JobResult> {
+    // An id, then a known final state: the account's answers are understood (first contact ends).
+    await this.#d.flow.contact.understood(answer.shape, log);
     if (answer.state === 'completed') {
       if ((await this.#d.recorder.record(job, data, undefined, answer.result, {}, count)) === 'batch-finished')
         log.info('batch finished');
@@ -449,6 +592,10 @@ export class PlateProcessor {
         throw err;
       case 'fail':
         return this.#failWith(job, job.data, this.#errorOf(err), log);
+      case 'hold-answer':
+        // Read where it was answered (#createUnread, #pollUnread); reaching here is a bug: hold, never fail.
+        if (err.kind === 'unrecognised') await this.#d.flow.contact.onUnreadable(err, log);
+        throw Worker.RateLimitError();
     }
   }
 

@@ -6,14 +6,15 @@
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { requireAccountUpstream } from '../src/accounts/account.js';
+import { type Account, requireAccountUpstream } from '../src/accounts/account.js';
 import type { AccountRecord } from '../src/accounts/registry.js';
 import type { Config } from '../src/config.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { CreateAdmission } from '../src/queue/admission.js';
+import { UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
 import { JobFence } from '../src/queue/job-fence.js';
 import type { BatchRef } from '../src/queue/keys.js';
-import { OPERATOR_PAUSE } from '../src/queue/line.js';
+import { type AccountLine, OPERATOR_PAUSE } from '../src/queue/line.js';
 import { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
 import type { RedisClient } from '../src/queue/redis.js';
@@ -26,6 +27,7 @@ import { settlesWithin } from '../src/settle.js';
 import type { Resolve } from '../src/sinks/webhooks/address.js';
 import { UpstreamClient } from '../src/upstream/client.js';
 import { createKeyProvider } from '../src/upstream/key.js';
+import { answerReader } from '../src/upstream/response.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
 import { Doorbell } from './doorbell.js';
@@ -69,6 +71,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     apiKey: createKeyProvider(apiKey),
     connectTimeoutMs: config.upstreamHttp.connectTimeoutMs,
     requestTimeoutMs: config.upstreamHttp.requestTimeoutMs,
+    answers: account.answers,
     now,
     ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
   });
@@ -80,6 +83,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     line,
     admission: new CreateAdmission(commands, line, services.inflight, services.budget, services.outcomes),
     inflight: services.inflight,
+    answers: services.answers,
     budget: services.budget,
     scheduler: services.scheduler,
     jitterMs: config.pacingJitterMs,
@@ -281,6 +285,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     now,
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
+  for (const { account, line } of services.accounts.all()) void resumeIfRead(services, account, line, logger);
 
   const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now, deps.random);
   services.feeder
@@ -449,6 +454,31 @@ function startHousekeeping(
       await sweeping;
     },
   };
+}
+
+/**
+ * An account held for an answer vqb could not read resumes by itself in a process whose settings
+ * (VQ_ANSWER_*, VQ_STATES_*, the accounts file) read the answer it kept: its plates then read
+ * their kept answers again (a paid create is polled, never sent again).
+ */
+async function resumeIfRead(
+  services: Omit<QueueServices, 'close'>,
+  account: Account,
+  line: AccountLine,
+  logger: Logger,
+): Promise<void> {
+  try {
+    if ((await services.answers.verdict(line, answerReader(account.answers))) !== 'reads') return;
+    await services.answers.reopen(account.id);
+    const lifted = await line.resume();
+    logger.info(
+      { event: 'account.resumed', account: account.id, code: UNRECOGNISED_ANSWER },
+      'the held answer reads with the settings in force: the account resumes',
+    );
+    await services.webhooks.accountResumed(account.id, lifted);
+  } catch (err) {
+    logger.warn({ err, account: account.id }, 'could not look whether the held answer reads now');
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import { ConfigError, VqbError } from '../errors.js';
 import { isCurrency, type Price, priceMicros } from '../money.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
+import { type AnswerMapping, isPointer, NO_MAPPING } from '../upstream/answers.js';
 
 export interface Account {
   /** Lower-case letters, digits, `_` and `-`; it names the account's queue and Redis keys. */
@@ -29,6 +30,8 @@ export interface Account {
    * (`"shareResults": true`). Off by default: reuse stays within the account.
    */
   shareResults?: boolean;
+  /** How the upstream's answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*). */
+  answers: AnswerMapping;
 }
 
 export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -57,6 +60,12 @@ const accountSchema = z.strictObject({
   tokens: z.array(z.string().min(16, 'tokens of at least 16 characters')).optional(),
   tokensFile: z.string().min(1).optional(),
   shareResults: z.boolean().optional(),
+  answerId: z.string().refine(isPointer, 'a JSON Pointer such as /data/ticket').optional(),
+  answerStatus: z.string().refine(isPointer, 'a JSON Pointer such as /data/situacao').optional(),
+  answerResult: z.string().refine(isPointer, 'a JSON Pointer such as /data/veiculo').optional(),
+  statesPending: z.union([z.string(), z.array(z.string())]).optional(),
+  statesDone: z.union([z.string(), z.array(z.string())]).optional(),
+  statesFailed: z.union([z.string(), z.array(z.string())]).optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });
@@ -67,6 +76,29 @@ export interface AccountDefaults {
   rateLimit: RateLimit;
   /** VQ_PRICE_PER_QUERY / VQ_PRICE_PER_POLL / VQ_CURRENCY, for accounts that set no price of their own. */
   price?: Price | undefined;
+  /** The environment's mapping: an account's own fields replace its pointers and add to its states. */
+  answers?: AnswerMapping;
+}
+
+/** A comma list (or a JSON list) of states, trimmed, empty ones dropped. */
+export function stateList(value: string | readonly string[] | undefined): string[] {
+  const items = typeof value === 'string' ? value.split(',') : (value ?? []);
+  return items.map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** An account's mapping: its own pointers over the environment's, its states added to them. */
+function accountAnswers(a: z.infer<typeof accountSchema>, base: AnswerMapping): AnswerMapping {
+  const id = a.answerId ?? base.id;
+  const status = a.answerStatus ?? base.status;
+  const result = a.answerResult ?? base.result;
+  return {
+    ...(id !== undefined ? { id } : {}),
+    ...(status !== undefined ? { status } : {}),
+    ...(result !== undefined ? { result } : {}),
+    pending: [...base.pending, ...stateList(a.statesPending)],
+    done: [...base.done, ...stateList(a.statesDone)],
+    failed: [...base.failed, ...stateList(a.statesFailed)],
+  };
 }
 
 export function defaultAccount(
@@ -76,7 +108,8 @@ export function defaultAccount(
     perMonth: number | undefined;
   },
 ): Account {
-  return { id: 'default', tokens: undefined, ...settings, price: settings.price };
+  const { answers, ...rest } = settings;
+  return { id: 'default', tokens: undefined, answers: answers ?? NO_MAPPING, ...rest, price: settings.price };
 }
 
 /** An account's own price, over the environment's (any of the three fields may be given alone). */
@@ -147,6 +180,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       price: accountPrice(a, defaults.price, source),
       tokens,
       ...(a.shareResults === true ? { shareResults: true } : {}),
+      answers: accountAnswers(a, defaults.answers ?? NO_MAPPING),
     };
   });
 }

@@ -23,6 +23,7 @@ export type RedisWaitReason = Extract<WaitReason, 'redis_down' | 'redis_full'>;
 
 /**
  * What the worker counts as time waited (vqb_line_wait_seconds_total): a limit, a spending cap,
- * Redis; `key` is the label of a pause for a failed key (counted 0 s per pause).
+ * Redis; `key` is the label of a pause for a failed key, `answer` of a hold for an answer vqb
+ * cannot read (UNRECOGNISED_ANSWER), each counted 0 s per pause.
  */
-export type WaitedReason = LimitReason | 'budget' | 'key' | RedisWaitReason;
+export type WaitedReason = LimitReason | 'budget' | 'key' | 'answer' | RedisWaitReason;

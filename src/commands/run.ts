@@ -13,6 +13,7 @@ import { describeBatch, describeSpend, duration } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
+import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import type { BatchRef } from '../queue/keys.js';
@@ -25,6 +26,7 @@ import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
+import { answerReader } from '../upstream/response.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;
@@ -140,7 +142,21 @@ export async function runFile(
     }
     const line = services.accounts.line(account.id);
     const state = await line.state();
-    if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
+    if (state.pause?.code === UNRECOGNISED_ANSWER) {
+      // Held for an answer vqb could not read: going on pays only when the settings now read it.
+      if ((await services.answers.verdict(line, answerReader(account.answers))) === 'unreadable') {
+        ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
+        ctx.print(
+          `account ${account.id} stays held: the settings in force do not read the held answer either (nothing was sent)`,
+        );
+        return { code: EXIT_BLOCKED, batchId };
+      }
+      ctx.print(
+        `account ${account.id} was held for an answer vqb could not read; the settings in force read it: resuming`,
+      );
+      await services.answers.reopen(account.id);
+      await services.webhooks.accountResumed(account.id, await line.resume());
+    } else if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
       // Running the command again is how a user says "I fixed the key": try once more. An
       // operator's `vqb pause` is theirs to lift.
       ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
@@ -445,7 +461,8 @@ export const runCommand: Command = {
   <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome. An Excel .xlsx (told by
   its extension or content) is read from its first visible sheet, or --sheet NAME, with the same
   header rules, and also exported as <batch>.xlsx.
-  Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission);
+  Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission, an
+  upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set VQ_ANSWER_* / VQ_STATES_* and run again);
   130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,

@@ -35,12 +35,19 @@ export class CreateAdmission {
 
   /**
    * One create of `jobId` (`plate` of batch `batchId`): a pacing slot within `horizonMs`, with its
-   * in-flight slot and cap unit.
+   * in-flight slot and cap unit. `inflightCap`: a lower in-flight cap for this create (first contact).
    */
-  async take(jobId: string, batchId: string, plate: string, horizonMs: number, now: number): Promise<CreateVerdict> {
+  async take(
+    jobId: string,
+    batchId: string,
+    plate: string,
+    horizonMs: number,
+    now: number,
+    inflightCap?: number,
+  ): Promise<CreateVerdict> {
     const account = this.#line.account.id;
     const pace = this.#line.paceTerms(horizonMs);
-    const inflight = this.#inflight.terms(account, jobId, batchId, now);
+    const inflight = this.#inflight.terms(account, jobId, batchId, now, inflightCap);
     const budget = this.#budget.terms(account, batchId);
     const outcome = this.#outcomes.existsTerms({ id: batchId, account }, plate);
     const reply = (await this.#redis.vqbCreateAdmit(

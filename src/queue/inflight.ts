@@ -31,12 +31,19 @@ export class InFlight {
 
   /**
    * What the cap's rule (lua/includes/inflight-take.lua) needs for one create: for
-   * inflight-acquire and for the create's one admission script (queue/admission.ts).
+   * inflight-acquire and for the create's one admission script (queue/admission.ts). `cap`: a
+   * lower cap for this create (1 while the account meets its upstream: workers/flow.ts).
    */
-  terms(accountId: string, jobId: string, batchId: string, now: number): { keys: string[]; args: (string | number)[] } {
+  terms(
+    accountId: string,
+    jobId: string,
+    batchId: string,
+    now: number,
+    cap = this.#cap,
+  ): { keys: string[]; args: (string | number)[] } {
     return {
       keys: [this.#keys.inflight(accountId), this.#keys.inflightByBatch(accountId)],
-      args: [jobId, batchId, this.#cap, now, this.#jobPrefix(accountId)],
+      args: [jobId, batchId, Math.min(cap, this.#cap), now, this.#jobPrefix(accountId)],
     };
   }
 

@@ -19,6 +19,7 @@
 // | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
 // | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
 // | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
+// | A:answers                        | hash   | queue/answers.ts (first contact; the answer that held the account) |
 // | A:inflight, A:inflight:batches   | zset, hash | queue/inflight.ts     |
 // | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
@@ -149,6 +150,11 @@ export class VqbKeys {
 
   paceHold(accountId: string): string {
     return `${this.accountBase(accountId)}:hold`;
+  }
+
+  // --- queue/answers.ts
+  answers(accountId: string): string {
+    return `${this.accountBase(accountId)}:answers`;
   }
 
   // --- queue/inflight.ts

@@ -1,8 +1,13 @@
 // The shapes that live in Redis: what a job carries between activations, and the terminal outcome
 // stored per (batch, plate) before the job completes. Both are plain JSON and never hold the key.
+import type { KeptAnswer } from '../upstream/answers.js';
 
-/** CREATE: not sent yet. CREATING: a create request may have left (crash window). POLL: we hold a queryId. */
-export type JobStep = 'create' | 'creating' | 'poll';
+/**
+ * CREATE: not sent yet. CREATING: a create request may have left (crash window). POLL: we hold a
+ * queryId. UNREAD: the create was made and paid, and its answer held no id vqb could read: the
+ * answer is kept (`heldAnswer`) and read again when the settings change; never created again.
+ */
+export type JobStep = 'create' | 'creating' | 'poll' | 'unread';
 
 /** How urgent a batch is: interactive (a person waits), normal, bulk. */
 export type PriorityClass = 'interactive' | 'normal' | 'bulk';
@@ -34,6 +39,8 @@ export interface PlateJobData {
   lastPendingAt?: number;
   /** A create was sent again after its first answer was lost: the upstream may have charged twice. */
   possibleDuplicate?: boolean;
+  /** The last answer vqb could not read (redacted, cut to a few KB): the plate waits for settings that read it. */
+  heldAnswer?: KeptAnswer;
   /** Held by a spending cap: the batch's own ('batch', until raised) or the account's (until the reset). */
   heldBy?: 'batch' | 'day' | 'month';
 }

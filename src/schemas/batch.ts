@@ -130,7 +130,10 @@ export type BatchCounts = z.output<typeof BatchCounts>;
 
 export const Waiting = z.object({
   reason: z.enum(WAIT_REASONS),
-  code: z.string().optional().describe('why the account was paused (e.g. EXPIRED_API_KEY, PAUSED_BY_OPERATOR)'),
+  code: z
+    .string()
+    .optional()
+    .describe('why the account was paused (e.g. EXPIRED_API_KEY, UNRECOGNISED_ANSWER, PAUSED_BY_OPERATOR)'),
   message: z.string().describe('what happens and what to do, in words'),
   until: z.iso.datetime().optional().describe('when the wait ends, when known'),
   since: z.iso.datetime().optional().describe('upstream_unreachable: the first failed request of the outage'),

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config.js';
 import { ConfigError, UsageError } from '../errors.js';
+import { ANSWER_SHAPES, parseAnswersAfter } from './answers.js';
 import { type KeySpec, PERMISSIONS, type Permission, type SimulatorOptions, validatePatch } from './options.js';
 
 export const SIMULATOR_USAGE = `vqb simulate [flags]   run a stand-in for the paid vehicle API
@@ -22,6 +23,10 @@ export const SIMULATOR_USAGE = `vqb simulate [flags]   run a stand-in for the pa
   --query-ttl <duration>       queries are forgotten after this (404)
   --no-envelope                success bodies without {statusCode, body}
   --id-field <queryId|id>      name of the query id field
+  --answers <shape>            the shape of success bodies: default, pt (Portuguese states, id as
+                               id), data (everything in data), unknown (an id and states vqb does
+                               not know), new-state (a pending state vqb does not know)
+  --answers-after <N:shape>    switch to that shape once N queries were created (e.g. 20:new-state)
   --error-rate <0..1>          share answered 500/502/503
   --latency <min-max>          added delay before each response, e.g. 50-200ms
   --drop-rate <0..1>           share of connections dropped without a response
@@ -57,6 +62,8 @@ const FLAGS = {
   'query-ttl': { type: 'string' },
   'no-envelope': { type: 'boolean' },
   'id-field': { type: 'string' },
+  answers: { type: 'string' },
+  'answers-after': { type: 'string' },
   'error-rate': { type: 'string' },
   latency: { type: 'string' },
   'drop-rate': { type: 'string' },
@@ -127,6 +134,13 @@ export function parseSimulatorArgs(argv: string[]): Partial<SimulatorOptions> {
   set('queryTtlMs', values['query-ttl'] === undefined ? undefined : duration('query-ttl', values['query-ttl']));
   if (values['no-envelope']) set('envelope', false);
   set('idField', values['id-field']);
+  set('answers', values.answers);
+  if (values['answers-after'] !== undefined) {
+    const after = parseAnswersAfter(values['answers-after']);
+    if (!after)
+      throw new UsageError(`--answers-after takes N:shape, e.g. 20:new-state (shapes: ${ANSWER_SHAPES.join(', ')})`);
+    set('answersAfter', after);
+  }
   set('errorRate', num('error-rate', values['error-rate']));
   set('latencyMs', values.latency === undefined ? undefined : parseRange('latency', values.latency));
   set('dropRate', num('drop-rate', values['drop-rate']));

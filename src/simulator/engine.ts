@@ -5,6 +5,7 @@
 // No sockets here: the result is a Reply that server.ts carries out.
 import { parseRateLimit } from '../config.js';
 import { checkPlate } from '../plates.js';
+import { type AnswerShapeName, type QueryView, shapeAnswer } from './answers.js';
 import { type KeyRecord, KeyStore } from './keys.js';
 import { chance, isForgotten, planCreate, type QueryStatus, statusAt } from './lifecycle.js';
 import { createLimiter, type Limiter, type LimitState, retryAfterSeconds } from './limiter.js';
@@ -240,7 +241,7 @@ export class SimulatorEngine {
       this.stats.faults.dropsAfterCreate += 1;
       return { kind: 'drop', delayMs: 0 };
     }
-    return this.#afterCreate(this.#success(201, view.body, { ...headers, ...this.#billing(true) }), headers);
+    return this.#afterCreate(this.#success(201, view.view, { ...headers, ...this.#billing(true) }), headers);
   }
 
   /** The faults that strike once the query was made (and paid): the client cannot tell from the answer. */
@@ -299,23 +300,21 @@ export class SimulatorEngine {
     }
     this.#notFoundOnce.add(index);
     this.stats.got(index);
-    return this.#success(200, this.#view(index, now).body, { ...headers, ...this.#billing(false) });
+    return this.#success(200, this.#view(index, now).view, { ...headers, ...this.#billing(false) });
   }
 
-  #view(index: number, now: number): { status: QueryStatus; body: Record<string, unknown> } {
+  #view(index: number, now: number): { status: QueryStatus; view: QueryView } {
     const query = this.store.get(index)!;
     const { status, completedAtMs } = statusAt(query, now);
-    const body: Record<string, unknown> = {
-      [this.options.idField]: this.store.idOf(index),
-      status,
+    const fields: Record<string, unknown> = {
       licensePlate: query.plate,
       createdAt: new Date(query.createdAtMs).toISOString(),
     };
-    if (completedAtMs !== undefined) body['completedAt'] = new Date(completedAtMs).toISOString();
-    if (status === 'COMPLETED') body['result'] = fakeVehicle(query.plate);
+    if (completedAtMs !== undefined) fields['completedAt'] = new Date(completedAtMs).toISOString();
+    if (status === 'COMPLETED') fields['result'] = fakeVehicle(query.plate);
     if (status === 'FAILED')
-      body['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
-    return { status, body };
+      fields['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
+    return { status, view: { id: this.store.idOf(index), status, fields } };
   }
 
   /** The price headers of an upstream that states its price (options.queryCost); none by default. */
@@ -325,8 +324,14 @@ export class SimulatorEngine {
     return create ? { 'x-query-cost': cost, 'x-billed': 'true' } : { 'x-billed': 'false' };
   }
 
-  #success(status: number, body: Record<string, unknown>, headers: Record<string, string>): Respond {
-    return jsonReply(status, this.options.envelope ? { statusCode: status, body } : body, headers);
+  /** The shape in force: --answers, or --answers-after's once that many queries were created. */
+  get #shape(): AnswerShapeName {
+    const after = this.options.answersAfter;
+    return after && this.stats.creates >= after.creates ? after.shape : this.options.answers;
+  }
+
+  #success(status: number, view: QueryView, headers: Record<string, string>): Respond {
+    return jsonReply(status, shapeAnswer(this.#shape, status, view, this.options), headers);
   }
 }
 

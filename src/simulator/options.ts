@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseRateLimit } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { checkPlate } from '../plates.js';
+import { ANSWER_SHAPES, type AnswerShapeName } from './answers.js';
 
 export type WindowKind = 'fixed' | 'sliding' | 'token-bucket';
 export type Permission = 'run_queries' | 'view_queries' | 'issue_crlv' | 'run_batch';
@@ -66,6 +67,10 @@ export interface SimulatorOptions {
   /** false = success bodies are sent bare, without `{statusCode, body}`. */
   envelope: boolean;
   idField: 'queryId' | 'id';
+  /** The shape success bodies come in (simulator/answers.ts); `default` follows envelope and idField. */
+  answers: AnswerShapeName;
+  /** The answers switch to `shape` once this many queries were created (an upstream that changed mid-batch). */
+  answersAfter: { creates: number; shape: AnswerShapeName } | null;
   /** Share of counted requests answered 500/502/503 (502 with an HTML body) without processing. */
   errorRate: number;
   latencyMs: [number, number];
@@ -122,6 +127,8 @@ export const DEFAULT_OPTIONS: Readonly<SimulatorOptions> = Object.freeze<Simulat
   queryTtlMs: null,
   envelope: true,
   idField: 'queryId',
+  answers: 'default',
+  answersAfter: null,
   errorRate: 0,
   latencyMs: [0, 0],
   dropRate: 0,
@@ -183,6 +190,11 @@ export const optionsPatchSchema = z.strictObject({
   queryTtlMs: z.number().int().min(1).nullable().optional(),
   envelope: z.boolean().optional(),
   idField: z.enum(['queryId', 'id']).optional(),
+  answers: z.enum(ANSWER_SHAPES).optional(),
+  answersAfter: z
+    .strictObject({ creates: z.number().int().min(0), shape: z.enum(ANSWER_SHAPES) })
+    .nullable()
+    .optional(),
   errorRate: rate.optional(),
   latencyMs: range.optional(),
   dropRate: rate.optional(),

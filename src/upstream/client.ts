@@ -3,8 +3,10 @@
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
 import { isVqbError } from '../errors.js';
+import type { AnswerMapping, KeptAnswer } from './answers.js';
 import { type Billing, billingFrom } from './billing.js';
 import {
+  type AnyUpstreamError,
   BadResponseError,
   isUpstreamError,
   TransientError,
@@ -12,7 +14,14 @@ import {
   type UpstreamOperation,
 } from './errors.js';
 import type { KeyProvider } from './key.js';
-import { errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
+import {
+  type AnswerReader,
+  answerReader,
+  errorFromResponse,
+  parseQueryBody,
+  type QueryOutcome,
+  readParsed,
+} from './response.js';
 import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
 import { WRITTEN, withWriteNotice } from './written.js';
 
@@ -35,6 +44,8 @@ export interface UpstreamClientOptions {
   /** Larger bodies are refused (the upstream documents 10 MB at most). */
   maxBodyBytes?: number;
   now?: () => number;
+  /** How answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*; per account). */
+  answers?: AnswerMapping;
 }
 
 export interface SendOptions {
@@ -74,6 +85,7 @@ export class UpstreamClient {
   readonly #requestTimeoutMs: number;
   readonly #maxBodyBytes: number;
   readonly #now: () => number;
+  readonly #reader: AnswerReader;
   #quota: QuotaSnapshot | undefined;
   #observers: RequestObserver[] = [];
 
@@ -85,6 +97,7 @@ export class UpstreamClient {
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
     this.#now = options.now ?? Date.now;
+    this.#reader = answerReader(options.answers);
     this.#ownsDispatcher = options.dispatcher === undefined;
     const dispatcher =
       options.dispatcher ??
@@ -119,6 +132,14 @@ export class UpstreamClient {
 
   getQuery(queryId: string, options: SendOptions = {}): Promise<AnsweredQuery> {
     return this.#call('get', 'GET', `/queries/integration/${encodeURIComponent(queryId)}`, undefined, options, queryId);
+  }
+
+  /**
+   * An answer kept with its plate, read again with this client's settings (no request): an
+   * UnrecognisedAnswerError when they still cannot read it.
+   */
+  reread(kept: KeptAnswer, knownQueryId?: string): QueryOutcome {
+    return readParsed(kept.operation, kept.status, kept.answer, knownQueryId, this.#reader);
   }
 
   async close(): Promise<void> {
@@ -165,17 +186,18 @@ export class UpstreamClient {
       this.#updateQuota(response.headers, now);
       const text = await this.#readBody(operation, response);
       if (status >= 200 && status < 300) {
-        const outcome = parseQueryBody(operation, status, text, knownQueryId);
+        const outcome = parseQueryBody(operation, status, text, knownQueryId, this.#reader);
         this.#emit(operation, status, started, sentAt);
         const billing = billingFrom(response.headers);
         return billing ? { ...outcome, billing } : outcome;
       }
       throw errorFromResponse(operation, status, response.headers, text, now);
     } catch (err) {
-      const error = this.#toUpstreamError(operation, status, err);
+      const error: AnyUpstreamError = this.#toUpstreamError(operation, status, err);
       error.sentAt = sentAt;
       // The upstream (or a proxy, or a lower layer quoting request headers) may echo the key back.
       scrubKey(error, key);
+      if (error.kind === 'unrecognised' && key) error.answer = hideIn(error.answer, key);
       this.#emit(operation, status, started, sentAt, error);
       throw error;
     } finally {
@@ -228,7 +250,7 @@ export class UpstreamClient {
     }
   }
 
-  #toUpstreamError(operation: UpstreamOperation, status: number, err: unknown): UpstreamError {
+  #toUpstreamError(operation: UpstreamOperation, status: number, err: unknown): AnyUpstreamError {
     if (isUpstreamError(err)) return err;
     if (isVqbError(err)) throw err; // a ConfigError from the key provider is not an upstream failure
     const code = (err as { code?: string }).code;
@@ -276,6 +298,12 @@ export class UpstreamClient {
 /** What the whole request's bound aborts with: the reason AbortSignal.timeout gives (#toUpstreamError reads its name). */
 function timeoutReason(): DOMException {
   return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+}
+
+/** The key, wherever an answer kept for a person to read repeats it. */
+function hideIn(answer: unknown, key: string): unknown {
+  const text = JSON.stringify(answer);
+  return text.includes(key) ? JSON.parse(text.split(key).join('[redacted]')) : answer;
 }
 
 /** Replaces the key in an error's message and stack, down its cause chain (log serialisers print causes). */

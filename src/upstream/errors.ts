@@ -5,6 +5,7 @@
 // One way to identify an error: `isUpstreamError(e)` (the brand, see src/errors.ts), then `e.kind`.
 import type { ErrorCode } from '../error-codes.js';
 import { isError, VqbError } from '../errors.js';
+import type { Unreadable } from './answers.js';
 
 export type UpstreamOperation = 'create' | 'get';
 
@@ -15,7 +16,8 @@ export type UpstreamErrorKind =
   | 'rate-limited'
   | 'transient'
   | 'permanent'
-  | 'bad-response';
+  | 'bad-response'
+  | 'unrecognised';
 
 export function isUpstreamError(value: unknown): value is AnyUpstreamError {
   return isError(value, UpstreamError);
@@ -140,6 +142,45 @@ export class BadResponseError extends UpstreamError {
   }
 }
 
+/**
+ * A 2xx JSON answer vqb cannot read: no query id it can find, or a state in none of its lists. It
+ * is never guessed at: the account holds (UNRECOGNISED_ANSWER) until a setting reads it, and the
+ * plate waits with the answer kept (`answer`: redacted, cut to a few KB). A create so answered was
+ * made and paid: it is never sent again.
+ */
+export class UnrecognisedAnswerError extends UpstreamError {
+  readonly kind = 'unrecognised';
+  readonly operation: UpstreamOperation;
+  readonly why: Unreadable;
+  /** The answer as kept: secrets redacted, cut to a few KB (still JSON). */
+  answer: unknown;
+  /** The query id, when it could be read (an unknown state). */
+  readonly queryId: string | undefined;
+  /** The state as written, when there was one. */
+  readonly state: string | undefined;
+  constructor(
+    operation: UpstreamOperation,
+    status: number,
+    why: Unreadable,
+    answer: unknown,
+    read: { queryId?: string; status?: string },
+  ) {
+    const what =
+      why === 'no-id'
+        ? 'no query id vqb can read'
+        : why === 'no-state'
+          ? 'no state vqb can read'
+          : `the state ${JSON.stringify(read.status)}, in none of vqb's lists`;
+    super('UNRECOGNISED_ANSWER', status, `the upstream answered a ${operation} ${status} with ${what}`);
+    this.name = 'UnrecognisedAnswerError';
+    this.operation = operation;
+    this.why = why;
+    this.answer = answer;
+    this.queryId = read.queryId;
+    this.state = read.status;
+  }
+}
+
 export type AnyUpstreamError =
   | InvalidKeyError
   | ExpiredKeyError
@@ -147,4 +188,5 @@ export type AnyUpstreamError =
   | RateLimitedError
   | TransientError
   | PermanentError
-  | BadResponseError;
+  | BadResponseError
+  | UnrecognisedAnswerError;

@@ -1,6 +1,16 @@
-// Reading upstream answers as the contract doc allows: an `{statusCode, body}` envelope or a bare
-// body, the id as `queryId` or `id`, states compared case-insensitively. HTTP failures become the
-// typed errors of ./errors.ts. Pure: no I/O.
+// Reading upstream answers: what their bodies say is read by ./answers.ts (envelopes, id names,
+// states, the operator's mapping); an answer it cannot read becomes UnrecognisedAnswerError, a body
+// that is not JSON a BadResponseError. HTTP failures become the typed errors of ./errors.ts. Pure: no I/O.
+
+import {
+  type AnswerMapping,
+  type AnswerShape,
+  keepable,
+  NO_MAPPING,
+  type QueryState,
+  readAnswer,
+  StateLists,
+} from './answers.js';
 import {
   BadResponseError,
   ExpiredKeyError,
@@ -10,12 +20,13 @@ import {
   QUOTA_WAIT_MS,
   RateLimitedError,
   TransientError,
+  UnrecognisedAnswerError,
   type UpstreamError,
   type UpstreamOperation,
 } from './errors.js';
 import { retryAfterFrom429 } from './timing.js';
 
-export type QueryState = 'pending' | 'completed' | 'failed';
+export type { QueryState } from './answers.js';
 
 export interface QueryOutcome {
   queryId: string;
@@ -25,19 +36,29 @@ export interface QueryOutcome {
   terminal: boolean;
   /** The whole body of a finished query (result or failure reason); absent while pending. */
   result?: unknown;
+  /** Where the id and the state were found (first contact keeps it per account). */
+  shape?: AnswerShape;
 }
 
-const PENDING = new Set(['PROCESSING', 'PENDING', 'QUEUED', 'RUNNING', 'CREATED']);
-const COMPLETED = new Set(['COMPLETED', 'SUCCESS', 'DONE', 'FINISHED']);
-const FAILED = new Set(['FAILED', 'ERROR']);
+const BUILT_IN_LISTS = new StateLists();
 
-/** Unknown states are pending: the poll deadline bounds them (the caller logs them). */
+/** A state by the built-in lists alone (unknown: pending, `known` false). */
 export function classifyStatus(status: string): { state: QueryState; known: boolean } {
-  const s = status.toUpperCase();
-  if (COMPLETED.has(s)) return { state: 'completed', known: true };
-  if (FAILED.has(s)) return { state: 'failed', known: true };
-  return { state: 'pending', known: PENDING.has(s) };
+  const state = BUILT_IN_LISTS.classify(status);
+  return state === undefined ? { state: 'pending', known: false } : { state, known: true };
 }
+
+/** How answers are read: the operator's mapping and the state lists it makes (compiled once). */
+export interface AnswerReader {
+  mapping: AnswerMapping;
+  lists: StateLists;
+}
+
+export function answerReader(mapping: AnswerMapping = NO_MAPPING): AnswerReader {
+  return { mapping, lists: new StateLists(mapping) };
+}
+
+const DEFAULT_READER = answerReader();
 
 export function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   try {
@@ -51,11 +72,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The envelope's `body` when there is one, else the object itself. */
-function unwrap(value: Record<string, unknown>): Record<string, unknown> {
-  return 'body' in value && isObject(value.body) && typeof value.statusCode === 'number' ? value.body : value;
-}
-
 function snippet(text: string): string {
   const oneLine = text.replace(/\s+/g, ' ').trim();
   return oneLine.length > 120 ? `${oneLine.slice(0, 120)}…` : oneLine;
@@ -67,6 +83,7 @@ export function parseQueryBody(
   status: number,
   text: string,
   knownQueryId?: string,
+  reader: AnswerReader = DEFAULT_READER,
 ): QueryOutcome {
   const parsed = parseJson(text);
   if (!parsed.ok)
@@ -77,19 +94,34 @@ export function parseQueryBody(
     );
   if (!isObject(parsed.value))
     throw new BadResponseError(operation, status, `the upstream answered ${status} with JSON that is not an object`);
-  const body = unwrap(parsed.value);
-  const rawId = body.queryId ?? body.id ?? knownQueryId;
-  const queryId = typeof rawId === 'number' ? String(rawId) : rawId;
-  if (typeof queryId !== 'string' || queryId === '') {
-    throw new BadResponseError(operation, status, `the upstream answered ${status} without a query id (queryId or id)`);
+  return readParsed(operation, status, parsed.value, knownQueryId, reader);
+}
+
+/** An answer already parsed (or kept with a plate and read again under new settings). */
+export function readParsed(
+  operation: UpstreamOperation,
+  status: number,
+  value: unknown,
+  knownQueryId: string | undefined,
+  reader: AnswerReader,
+): QueryOutcome {
+  const read = readAnswer(operation, value, reader.mapping, reader.lists, knownQueryId);
+  if (!read.ok) {
+    throw new UnrecognisedAnswerError(operation, status, read.why, keepable(value), {
+      ...(read.queryId !== undefined ? { queryId: read.queryId } : {}),
+      ...(read.status !== undefined ? { status: read.status } : {}),
+    });
   }
-  const statusText = typeof body.status === 'string' ? body.status : '';
-  // A create without a status is a query that has started; a get without one we cannot judge yet.
-  const { state } = statusText === '' ? { state: 'pending' as const } : classifyStatus(statusText);
-  const terminal = state !== 'pending';
-  return terminal
-    ? { queryId, status: statusText, state, terminal, result: body }
-    : { queryId, status: statusText, state, terminal };
+  const terminal = read.state !== 'pending';
+  const outcome: QueryOutcome = {
+    queryId: read.queryId,
+    status: read.status,
+    state: read.state,
+    terminal,
+    shape: read.shape,
+  };
+  if (terminal) outcome.result = read.result;
+  return outcome;
 }
 
 /** A non-2xx answer, as the one typed error the queue knows what to do with. */

@@ -246,6 +246,7 @@ export function accountFlow(h: Harness): AccountFlow {
       h.services.outcomes,
     ),
     inflight: h.services.inflight,
+    answers: h.services.answers,
     budget: h.services.budget,
     scheduler: h.services.scheduler,
     jitterMs: 25,

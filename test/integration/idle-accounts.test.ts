@@ -97,6 +97,9 @@ describe('idle accounts', () => {
       sim: { completionMs: [30_000, 30_000] },
       config: { VQ_POLL_ADAPTIVE: 'false', VQ_POLL_INITIAL: '20s' },
     });
+    // The account has met its upstream before: first contact would hold plates 2-4 for the first
+    // plate's 30 s (one create at a time), and this test is about the wake.
+    await h.services.answers.learn('slow', { id: '/body/queryId', status: '/body/status' }, Date.now());
     h.startWorker();
     const queue = h.services.accounts.queue('slow');
     const latencies: number[] = [];

@@ -9,9 +9,10 @@ import {
   PermissionError,
   RateLimitedError,
   TransientError,
+  UnrecognisedAnswerError,
   UpstreamError,
 } from '../../src/upstream/errors.js';
-import { classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
+import { answerReader, classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
 import { decide } from '../../workers/actions.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
@@ -36,6 +37,7 @@ describe('parseQueryBody: shapes', () => {
       status: 'PROCESSING',
       state: 'pending',
       terminal: false,
+      shape: { id: '/body/queryId', status: '/body/status' },
     });
   });
 
@@ -65,6 +67,7 @@ describe('parseQueryBody: shapes', () => {
       status: '',
       state: 'pending',
       terminal: false,
+      shape: { id: '/queryId' },
     });
     expect(parseQueryBody('get', 200, envelope(200, { status: 'PROCESSING' }), 'known-id').queryId).toBe('known-id');
   });
@@ -73,7 +76,7 @@ describe('parseQueryBody: shapes', () => {
 describe('parseQueryBody: statuses', () => {
   it.each(['PROCESSING', 'processing', 'Pending', 'queued'])('%s means keep polling', (status) => {
     const out = parseQueryBody('get', 200, envelope(200, { queryId: 'q', status }));
-    expect(out).toEqual({ queryId: 'q', status, state: 'pending', terminal: false });
+    expect(out).toMatchObject({ queryId: 'q', status, state: 'pending', terminal: false });
     expect('result' in out).toBe(false);
   });
 
@@ -89,37 +92,113 @@ describe('parseQueryBody: statuses', () => {
   it.each(['FAILED', 'failed', 'Error'])('%s is failed, keeping the body as the reason', (status) => {
     const body = { queryId: 'q', status, error: { code: 'VEHICLE_NOT_FOUND' } };
     const out = parseQueryBody('get', 200, json(body));
-    expect(out).toEqual({ queryId: 'q', status, state: 'failed', terminal: true, result: body });
+    expect(out).toMatchObject({ queryId: 'q', status, state: 'failed', terminal: true, result: body });
   });
 
-  it('an unknown status is pending (and reported as unknown)', () => {
-    expect(parseQueryBody('get', 200, json({ queryId: 'q', status: 'WAITING_FOR_DETRAN' }))).toMatchObject({
-      state: 'pending',
-      terminal: false,
-      status: 'WAITING_FOR_DETRAN',
+  it('an unknown status is never guessed: UNRECOGNISED_ANSWER, which holds the account (issue 34)', () => {
+    const e = thrown(() => parseQueryBody('get', 200, json({ queryId: 'q', status: 'WAITING_FOR_DETRAN' })));
+    expect(e).toBeInstanceOf(UnrecognisedAnswerError);
+    expect(e).toMatchObject({
+      code: 'UNRECOGNISED_ANSWER',
+      why: 'unknown-state',
+      state: 'WAITING_FOR_DETRAN',
+      queryId: 'q',
     });
+    expect(decide(e as UnrecognisedAnswerError)).toEqual({ action: 'hold-answer', refundCreate: false });
     expect(classifyStatus('WAITING_FOR_DETRAN')).toEqual({ state: 'pending', known: false });
     expect(classifyStatus('queued')).toEqual({ state: 'pending', known: true });
+  });
+
+  it.each([
+    ['PROCESSANDO', 'pending'],
+    ['Pendente', 'pending'],
+    ['em andamento', 'pending'],
+    ['EM-ANDAMENTO', 'pending'],
+    ['Concluída', 'completed'],
+    ['CONCLUIDO', 'completed'],
+    ['finalizada', 'completed'],
+    ['FINALIZADO', 'completed'],
+    ['Sucesso', 'completed'],
+    ['ERRO', 'failed'],
+    ['falha', 'failed'],
+  ])('Portuguese %s is %s (case and accents aside)', (status, state) => {
+    expect(parseQueryBody('get', 200, envelope(200, { id: 'q', status }), 'q').state).toBe(state);
+  });
+
+  it('a get that says no state at all cannot be judged: held, not polled forever', () => {
+    const e = thrown(() => parseQueryBody('get', 200, envelope(200, { licensePlate: 'ABC1234' }), 'q'));
+    expect(e).toMatchObject({ kind: 'unrecognised', why: 'no-state', queryId: 'q' });
+  });
+});
+
+describe('parseQueryBody: envelopes and id names', () => {
+  it.each([
+    [{ statusCode: 201, data: { queryId: 'q1', status: 'PROCESSING' } }, '/data/queryId'],
+    [{ statusCode: 201, result: { query_id: 'q1', status: 'PENDENTE' } }, '/result/query_id'],
+    [{ success: true, payload: { uuid: 'q1', situacao: 'PROCESSANDO' } }, '/payload/uuid'],
+    [{ response: { data: { protocolo: 'q1', status: 'EM_FILA' } } }, '/response/data/protocolo'],
+  ])('finds the id in %j', (answer, at) => {
+    const out = parseQueryBody('create', 201, json(answer));
+    expect(out.queryId).toBe('q1');
+    expect(out.state).toBe('pending');
+    expect(out.shape?.id).toBe(at);
+  });
+
+  it('a finished query keeps the object that holds its state as the result (its error inside)', () => {
+    const answer = { statusCode: 200, data: { queryId: 'q', status: 'ERRO', error: { code: 'VEHICLE_NOT_FOUND' } } };
+    expect(parseQueryBody('get', 200, json(answer), 'q').result).toEqual(answer.data);
+  });
+
+  it('the mapping reads what nothing built in does: pointers and added states', () => {
+    const reader = answerReader({
+      id: '/body/ticket',
+      status: '/body/fase',
+      result: '/body/veiculo',
+      pending: ['etapa_1'],
+      done: ['Etapa Final'],
+      failed: ['ETAPA_ABORTADA'],
+    });
+    const created = parseQueryBody('create', 201, envelope(201, { ticket: 't-1', fase: 'ETAPA_1' }), undefined, reader);
+    expect(created).toMatchObject({
+      queryId: 't-1',
+      state: 'pending',
+      shape: { id: '/body/ticket', status: '/body/fase' },
+    });
+    const done = parseQueryBody(
+      'get',
+      200,
+      envelope(200, { ticket: 't-1', fase: 'ETAPA_FINAL', veiculo: { uf: 'SP' } }),
+      't-1',
+      reader,
+    );
+    expect(done).toMatchObject({ state: 'completed', result: { uf: 'SP' } });
+    const failed = parseQueryBody('get', 200, envelope(200, { ticket: 't-1', fase: 'etapa abortada' }), 't-1', reader);
+    expect(failed.state).toBe('failed');
+    // Without the mapping, the same answer holds the account: no id vqb can read.
+    expect(
+      thrown(() => parseQueryBody('create', 201, envelope(201, { ticket: 't-1', fase: 'ETAPA_1' }))),
+    ).toMatchObject({
+      kind: 'unrecognised',
+      why: 'no-id',
+    });
   });
 });
 
 describe('parseQueryBody: unusable answers', () => {
-  it('no query id: BadResponseError, retryable for a get, not for a create', () => {
+  it('no query id in a JSON answer: UNRECOGNISED_ANSWER keeping the answer; the plate is held, never failed', () => {
     const onCreate = thrown(() => parseQueryBody('create', 201, envelope(201, { status: 'PROCESSING' })));
-    expect(onCreate).toBeInstanceOf(BadResponseError);
-    expect(decide(onCreate as BadResponseError).action).toBe('fail');
-    expect((onCreate as BadResponseError).status).toBe(201);
-    expect((onCreate as BadResponseError).code).toBe('BAD_RESPONSE');
+    expect(onCreate).toBeInstanceOf(UnrecognisedAnswerError);
+    expect(decide(onCreate as UnrecognisedAnswerError)).toEqual({ action: 'hold-answer', refundCreate: false });
+    expect(onCreate).toMatchObject({ status: 201, code: 'UNRECOGNISED_ANSWER', why: 'no-id', operation: 'create' });
+    expect((onCreate as UnrecognisedAnswerError).answer).toEqual({ statusCode: 201, body: { status: 'PROCESSING' } });
     expect((onCreate as Error).message).toMatch(/query id/);
-
-    const onGet = thrown(() => parseQueryBody('get', 200, json({ status: 'DONE' })));
-    expect(onGet).toBeInstanceOf(BadResponseError);
-    expect(decide(onGet as BadResponseError).action).toBe('retry');
   });
 
   it('an empty or non-scalar id is no id', () => {
-    expect(thrown(() => parseQueryBody('create', 201, json({ queryId: '' })))).toBeInstanceOf(BadResponseError);
-    expect(thrown(() => parseQueryBody('create', 201, json({ queryId: { x: 1 } })))).toBeInstanceOf(BadResponseError);
+    expect(thrown(() => parseQueryBody('create', 201, json({ queryId: '' })))).toBeInstanceOf(UnrecognisedAnswerError);
+    expect(thrown(() => parseQueryBody('create', 201, json({ queryId: { x: 1 } })))).toBeInstanceOf(
+      UnrecognisedAnswerError,
+    );
   });
 
   it('non-JSON and non-object JSON: BadResponseError quoting a snippet', () => {

@@ -1,0 +1,91 @@
+// What an account's upstream answers look like, as far as vqb has understood them (first contact),
+// and the answer it could not read when it held the account for it. Kept in Redis per account so
+// a restart or another process does not meet the upstream again as a stranger: until one plate
+// has been understood end to end (a create answered with a readable id, polls ending in a known
+// state), the account sends one create at a time (workers/flow.ts). This module alone reads and
+// writes the account's answers hash:
+//   shape, at   the field paths of the first answer understood end to end, and when
+//   strikes     answers with a state in no list since the account last resumed (held at the third)
+//   held        the answer that held the account (KeptAnswer JSON): read again when settings change
+import type { AnswerShape, KeptAnswer } from '../upstream/answers.js';
+import { type AnswerReader, readParsed } from '../upstream/response.js';
+import type { VqbKeys } from './keys.js';
+import type { AccountLine } from './line.js';
+import type { RedisClient } from './redis.js';
+
+/** The pause code of an account held for an answer vqb cannot read. */
+export const UNRECOGNISED_ANSWER = 'UNRECOGNISED_ANSWER';
+
+export class AnswerBook {
+  readonly #redis: RedisClient;
+  readonly #keys: VqbKeys;
+
+  constructor(redis: RedisClient, keys: VqbKeys) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  /** The shape understood for the account, when one plate has been read end to end. */
+  async understood(accountId: string): Promise<AnswerShape | undefined> {
+    const text = await this.#redis.hget(this.#keys.answers(accountId), 'shape');
+    if (text === null) return undefined;
+    try {
+      return JSON.parse(text) as AnswerShape;
+    } catch {
+      return {};
+    }
+  }
+
+  /**
+   * One plate was understood end to end: first contact is over for every process. True when
+   * this call said so first.
+   */
+  async learn(accountId: string, shape: AnswerShape, now: number): Promise<boolean> {
+    const key = this.#keys.answers(accountId);
+    const first = (await this.#redis.hsetnx(key, 'shape', JSON.stringify(shape))) === 1;
+    if (first) await this.#redis.hset(key, 'at', String(now));
+    return first;
+  }
+
+  /** One more answer with a state in no list; returns how many since the account last resumed. */
+  async strike(accountId: string): Promise<number> {
+    return this.#redis.hincrby(this.#keys.answers(accountId), 'strikes', 1);
+  }
+
+  /** Keeps the answer that held the account, to read it again when the settings change. */
+  async hold(accountId: string, kept: KeptAnswer): Promise<void> {
+    await this.#redis.hset(this.#keys.answers(accountId), 'held', JSON.stringify(kept));
+  }
+
+  async held(accountId: string): Promise<KeptAnswer | undefined> {
+    const text = await this.#redis.hget(this.#keys.answers(accountId), 'held');
+    if (text === null) return undefined;
+    try {
+      return JSON.parse(text) as KeptAnswer;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The account resumed: its strikes start again, the held answer is let go. */
+  async reopen(accountId: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.answers(accountId), 'strikes', 'held');
+  }
+
+  /**
+   * An account held for an answer: does the answer it kept read with `reader` (the settings of
+   * this process)? `not-held`: the account is not held for an answer.
+   */
+  async verdict(line: AccountLine, reader: AnswerReader): Promise<'reads' | 'unreadable' | 'not-held'> {
+    const state = await line.state();
+    if (state.pause?.code !== UNRECOGNISED_ANSWER) return 'not-held';
+    const kept = await this.held(line.account.id);
+    if (kept === undefined) return 'reads';
+    try {
+      readParsed(kept.operation, kept.status, kept.answer, kept.operation === 'get' ? 'kept' : undefined, reader);
+      return 'reads';
+    } catch {
+      return 'unreadable';
+    }
+  }
+}

@@ -1,0 +1,120 @@
+// First contact with the upstream, per account, as one process sees it: until one plate has been
+// understood end to end (a create answered with a readable id, then a known final state), the
+// account sends one create at a time; an answer vqb cannot read holds the account (a pause with
+// the reason UNRECOGNISED_ANSWER and what would read it), at once, or at the third answer when
+// only a state is new after the account was understood (an upstream that changed mid-batch).
+// What was understood and the held answer live in Redis (src/queue/answers.ts), shared by every process.
+import type { Logger } from 'pino';
+import type { WorkerMetrics } from '../src/metrics.js';
+import { type AnswerBook, UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
+import type { AccountLine } from '../src/queue/line.js';
+import { type AnswerShape, describeUnreadable } from '../src/upstream/answers.js';
+import type { UnrecognisedAnswerError } from '../src/upstream/errors.js';
+
+/**
+ * Answers with a state in no list an account that was understood takes before it holds (an
+ * upstream that changed mid-batch).
+ */
+export const STRIKES_BEFORE_HOLD = 3;
+
+export interface FirstContactDeps {
+  line: AccountLine;
+  answers: AnswerBook;
+  metrics: WorkerMetrics;
+  now: () => number;
+  /** Told once per hold recorded by this process (it emits account.paused). */
+  onPaused?: (accountId: string) => Promise<void>;
+}
+
+export class FirstContact {
+  readonly #d: FirstContactDeps;
+  /** First contact is over for the account (read from Redis until it is; it never starts again). */
+  #understood = false;
+  /** This process held the account for an answer (and when it last looked whether it still is). */
+  #answerHold: { checkedAt: number } | undefined;
+
+  constructor(deps: FirstContactDeps) {
+    this.#d = deps;
+  }
+
+  get #account(): string {
+    return this.#d.line.account.id;
+  }
+
+  /**
+   * Whether the account still meets its upstream (no plate understood end to end yet). Asked of
+   * Redis until the answer is no, then never again in this process: one HGET per create during
+   * first contact, none after.
+   */
+  async meeting(): Promise<boolean> {
+    if (this.#understood) return false;
+    this.#understood = (await this.#d.answers.understood(this.#account)) !== undefined;
+    return !this.#understood;
+  }
+
+  /** A plate was read end to end (an id, then a known final state): first contact is over. */
+  async understood(shape: AnswerShape | undefined, log: Logger): Promise<void> {
+    if (this.#understood) return;
+    this.#understood = true;
+    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now()))
+      log.info(
+        { event: 'account.answers_understood', account: this.#account, shape },
+        "first contact: the upstream's answers read end to end; creates go at the account's pace",
+      );
+  }
+
+  /**
+   * An answer vqb cannot read. The account holds (pauses for every worker, reason
+   * UNRECOGNISED_ANSWER, with what the answer showed and which settings would read it) at once,
+   * unless it was understood before and only a state is new: then at the STRIKES_BEFORE_HOLD-th
+   * such answer (an upstream that changed mid-batch). Returns whether it holds now.
+   */
+  async onUnreadable(err: UnrecognisedAnswerError, log: Logger): Promise<boolean> {
+    const stateOnly = err.why !== 'no-id';
+    if (stateOnly && !(await this.meeting())) {
+      const strikes = await this.#d.answers.strike(this.#account);
+      if (strikes < STRIKES_BEFORE_HOLD) {
+        log.warn(
+          { event: 'answer.unrecognised', account: this.#account, state: err.state, strikes },
+          `the upstream answered a state vqb does not know (${JSON.stringify(err.state ?? '')}): the plate waits; the account holds at the ${STRIKES_BEFORE_HOLD}rd such answer`,
+        );
+        return false;
+      }
+    }
+    const message = describeUnreadable(err.operation, err.why, err.answer, err.state, this.#account);
+    await this.#d.answers.hold(this.#account, {
+      operation: err.operation,
+      status: err.status,
+      answer: err.answer,
+      why: err.why,
+      at: this.#d.now(),
+    });
+    this.#answerHold = { checkedAt: this.#d.now() };
+    const verdict = await this.#d.line.pause(UNRECOGNISED_ANSWER, message);
+    if (verdict === 'recorded') {
+      this.#d.metrics.waited(this.#account, 'answer', 0);
+      log.fatal(
+        { event: 'account.paused', account: this.#account, code: UNRECOGNISED_ANSWER },
+        `account held: ${message}`,
+      );
+      await this.#d.onPaused?.(this.#account);
+    }
+    return true;
+  }
+
+  /**
+   * Whether the account is held for an answer, as this process knows it: asked right before a
+   * request, so the polls and creates already in this worker (waiting for their slot, or in the
+   * poll room) send nothing once it held. No Redis call unless this process held it; then one a
+   * second at most, to hear a resume.
+   */
+  async heldForAnswer(): Promise<boolean> {
+    const hold = this.#answerHold;
+    if (hold === undefined) return false;
+    if (this.#d.now() - hold.checkedAt < 1_000) return true;
+    hold.checkedAt = this.#d.now();
+    if ((await this.#d.line.state()).pause?.code === UNRECOGNISED_ANSWER) return true;
+    this.#answerHold = undefined;
+    return false;
+  }
+}
