@@ -20,7 +20,7 @@ import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/type
 import type { KeptAnswer } from '../src/upstream/answers.js';
 import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
 import { type AnyUpstreamError, isUpstreamError, type UnrecognisedAnswerError } from '../src/upstream/errors.js';
-import { classifyStatus, type QueryOutcome } from '../src/upstream/response.js';
+import type { QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
 import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } from './flow.js';
 import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
