@@ -13,6 +13,7 @@ import type { CostField } from '../queue/costs.js';
 import { withQueueServices } from '../services.js';
 import { createKeyProvider } from '../upstream/key.js';
 import { type AnswerReading, type RawAnswer, readAnswer, UpstreamProbe } from '../upstream/probe.js';
+import { answerReader } from '../upstream/response.js';
 import { EXIT_BLOCKED } from './run.js';
 
 /** Polls whose state is in no list before the check stops asking (the upstream will not change its words). */
@@ -59,11 +60,13 @@ export async function checkCreate(
   }
   const probe = new UpstreamProbe({ baseUrl, key, timeoutMs: config.upstreamHttp.requestTimeoutMs });
   const sent: CostField[] = [];
+  // Read as the account's workers would read it: the built-in shapes and its VQ_ANSWER_* / VQ_STATES_* settings.
+  const reader = answerReader(account.answers);
   try {
     ctx.print(`account ${account.id}: one create of ${plate.plate} at ${baseUrl}${price}`);
     const created = await probe.create(plate.plate, account.product);
     sent.push(...sentFields(created, 'create'));
-    let reading = show(ctx, created, readAnswer(created, 'create'));
+    let reading = show(ctx, created, readAnswer(created, 'create', undefined, Date.now(), reader));
     if (!reading.ok) return failed(ctx, created, reading);
     const queryId = reading.outcome.queryId;
     const deadline = Date.now() + config.poll.deadlineMs;
@@ -72,7 +75,7 @@ export async function checkCreate(
       await new Promise((r) => setTimeout(r, config.poll.intervalMs));
       const polled = await probe.get(queryId);
       sent.push(...sentFields(polled, 'get'));
-      reading = show(ctx, polled, readAnswer(polled, 'get', queryId));
+      reading = show(ctx, polled, readAnswer(polled, 'get', queryId, Date.now(), reader));
       if (!reading.ok) return failed(ctx, polled, reading);
       unknown = reading.knownState ? 0 : unknown + 1;
     }

@@ -4,7 +4,14 @@
 // x-api-key, JSON content type on both calls), one request each, no retry.
 import { randomUUID } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
-import { classifyStatus, errorFromResponse, parseQueryBody, type QueryOutcome } from './response.js';
+import {
+  type AnswerReader,
+  answerReader,
+  classifyStatus,
+  errorFromResponse,
+  parseQueryBody,
+  type QueryOutcome,
+} from './response.js';
 import { parseRateLimitHeaders, type RateLimitHeaders } from './timing.js';
 
 export interface RawAnswer {
@@ -143,13 +150,14 @@ export function readAnswer(
   operation: 'create' | 'get',
   knownQueryId?: string,
   now: number = Date.now(),
+  reader: AnswerReader = answerReader(),
 ): AnswerReading {
   if (answer.networkError) {
     return { ok: false, code: answer.networkError.code, kind: 'transient', message: answer.networkError.message };
   }
   try {
     if (answer.status >= 200 && answer.status < 300) {
-      const outcome = parseQueryBody(operation, answer.status, answer.text, knownQueryId);
+      const outcome = parseQueryBody(operation, answer.status, answer.text, knownQueryId, reader);
       return { ok: true, outcome, knownState: outcome.status === '' || classifyStatus(outcome.status).known };
     }
     const error = errorFromResponse(operation, answer.status, answer.headers, answer.text, now);

@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { costOf, createsCap, formatMoney, type Price, parseAmountMicros } from '../../src/money.js';
 import { billingFrom } from '../../src/upstream/billing.js';
 import { readAnswer } from '../../src/upstream/probe.js';
+import { answerReader } from '../../src/upstream/response.js';
 
 const price = (perQuery: number, perPoll = 0, currency = 'BRL'): Price => ({
   perQueryMicros: Math.round(perQuery * 1e6),
@@ -72,22 +73,32 @@ describe('vqb check --create: how an answer is shown and read', () => {
   });
 
   it('an answer vqb cannot read lists its fields as JSON Pointers', () => {
-    const text = JSON.stringify({ statusCode: 201, data: { protocolo: 'p-1', situacao: 'PROCESSANDO', a: [1] } });
+    const text = JSON.stringify({ statusCode: 201, data: { ticket: 'p-1', fase: 'PROCESSANDO', a: [1] } });
     const reading = readAnswer(answer(201, text), 'create');
-    expect(reading).toMatchObject({ ok: false, code: 'BAD_RESPONSE' });
+    expect(reading).toMatchObject({ ok: false, code: 'UNRECOGNISED_ANSWER' });
     expect(pointers(text)).toEqual([
       ['/statusCode', '201'],
-      ['/data/protocolo', '"p-1"'],
-      ['/data/situacao', '"PROCESSANDO"'],
+      ['/data/ticket', '"p-1"'],
+      ['/data/fase', '"PROCESSANDO"'],
       ['/data/a/0', '1'],
     ]);
+    // The same answer read with the settings a user would set from those pointers.
+    const mapped = readAnswer(
+      answer(201, text),
+      'create',
+      undefined,
+      Date.now(),
+      answerReader({ id: '/data/ticket', status: '/data/fase', pending: [], done: [], failed: [] }),
+    );
+    expect(mapped).toMatchObject({ ok: true, outcome: { queryId: 'p-1', state: 'pending' } });
   });
 
   it('a readable answer, and an unknown state marked as such', () => {
     const ok = readAnswer(answer(201, JSON.stringify({ queryId: 'q', status: 'PROCESSING' })), 'create');
     expect(ok).toMatchObject({ ok: true, knownState: true, outcome: { queryId: 'q', state: 'pending' } });
+    // A state in no list is not guessed at: the reading stops there, as a worker's would hold.
     const odd = readAnswer(answer(200, JSON.stringify({ queryId: 'q', status: 'NA_FILA' })), 'get');
-    expect(odd).toMatchObject({ ok: true, knownState: false });
+    expect(odd).toMatchObject({ ok: false, code: 'UNRECOGNISED_ANSWER' });
     const expired = readAnswer(
       answer(401, JSON.stringify({ statusCode: 401, error: { code: 'EXPIRED_API_KEY', message: 'x' } })),
       'get',
