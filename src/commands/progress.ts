@@ -120,6 +120,13 @@ export interface ProgressOptions {
   print?: (text: string) => void;
 }
 
+/** Why the batch itself waits, when its account does not: held at its own create cap. */
+function batchWait(info: BatchInfo): string | undefined {
+  if (info.blocked !== 'budget' || info.finishedAt !== undefined) return undefined;
+  const raise = `vqb budget ${info.id} --max-creates N`;
+  return `creates wait: the batch reached its cap of ${info.maxCreates} creates (raise it: ${raise})`;
+}
+
 export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
   const now = options.now ?? Date.now;
   const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
@@ -135,7 +142,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       rate = nextRate(rate, now(), finished);
       const perSecond = ratePerSecond(rate);
       const eta = etaMs(rate, total - finished);
-      const waiting = describeLine(line);
+      const waiting = describeLine(line) ?? batchWait(info);
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
