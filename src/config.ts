@@ -142,7 +142,9 @@ export const SETTINGS = {
   },
   VQ_ATTEMPTS: {
     schema: int(1, 100).default(8),
-    help: 'tries for transient failures (5xx, resets, timeouts) before a job fails',
+    help:
+      'tries for transient failures (5xx, resets, timeouts) before a job fails; ' +
+      '`vqb run` stops (exit 3) when this many requests in a row get no answer',
   },
   VQ_BACKOFF: {
     schema: duration.default(1_000),
