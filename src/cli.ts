@@ -1,9 +1,10 @@
 // `vqb` commands. Thin: parse flags, build the Config once, call the modules that do the work, and
 // turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
+import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } from './config.js';
 import { errorCodeEntry } from './error-codes.js';
-import { isVqbError, UsageError } from './errors.js';
+import { isVqbError, UsageError, VqbError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
 
 export interface CliIo {
@@ -12,6 +13,11 @@ export interface CliIo {
   stderr: NodeJS.WritableStream;
   /** Resolves when the user asks to stop (SIGINT/SIGTERM); commands that run until stopped await it. */
   stopSignal: Promise<string>;
+  /**
+   * Resolves at a second SIGINT/SIGTERM: stop now, without waiting for running requests (absent:
+   * never). Reading it is asking for it; otherwise a second signal ends the process at once.
+   */
+  readonly forceSignal?: Promise<string>;
 }
 
 export interface CommandContext {
@@ -33,6 +39,8 @@ export interface Command {
   options?: OptionSpec;
   /** Passes argv through untouched (the simulator parses its own flags). */
   rawArgs?: boolean;
+  /** The command answers SIGINT/SIGTERM itself (io.stopSignal); any other command ends at the first one. */
+  handlesStop?: boolean;
   run(ctx: CommandContext): Promise<number>;
 }
 
@@ -124,20 +132,83 @@ function parseErrorText(err: Error): string {
 function defaultIo(): CliIo {
   ignoreClosedReader(process.stdout);
   ignoreClosedReader(process.stderr);
+  // Both signals stay handled for the whole run: a second Ctrl-C reaches a command that asked for
+  // it (`vqb run` then stops without waiting and still says how to resume); for any other command
+  // it ends the process at once, as Node's default would.
+  let stops = 0;
+  let forceWanted = false;
+  let first: (signal: string) => void = () => {};
+  let second: (signal: string) => void = () => {};
+  const stopSignal = new Promise<string>((resolve) => (first = resolve));
+  const forceSignal = new Promise<string>((resolve) => (second = resolve));
+  const onSignal = (signal: string) => {
+    if (++stops === 1) first(signal);
+    else if (forceWanted) second(signal);
+    else process.exit(130);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   return {
     env: process.env,
     stdout: process.stdout,
     stderr: process.stderr,
-    stopSignal: new Promise((resolve) => {
-      process.once('SIGINT', () => resolve('SIGINT'));
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-    }),
+    stopSignal,
+    get forceSignal() {
+      forceWanted = true;
+      return forceSignal;
+    },
   };
+}
+
+/** Flags given before the command (`vqb --redis-url X status`): the settings every command takes. */
+function leadingFlags(argv: string[]): { name: string | undefined; rest: string[] } {
+  const before: string[] = [];
+  let i = 0;
+  while (i < argv.length) {
+    const arg = argv[i] as string;
+    const flag = /^--([\w-]+)(=.*)?$/.exec(arg);
+    if (!flag || !(flag[1] === 'set' || Object.hasOwn(COMMON, flag[1] as string))) break;
+    const takesNext = flag[2] === undefined && i + 1 < argv.length;
+    before.push(...argv.slice(i, takesNext ? i + 2 : i + 1));
+    i += takesNext ? 2 : 1;
+  }
+  return { name: argv[i], rest: [...argv.slice(i + 1), ...before] };
+}
+
+/** The package's version: package.json sits two folders above dist/src/cli.js (one above src/cli.ts). */
+function version(): string {
+  for (const path of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'vqb' && pkg.version) return pkg.version;
+    } catch {
+      // not this folder
+    }
+  }
+  return 'unknown';
+}
+
+/** A port another process holds (`vqb serve` twice, a busy --metrics-port): one line, fix the command. */
+function portInUse(err: unknown): VqbError | undefined {
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code !== 'EADDRINUSE') return undefined;
+  const where = e.port !== undefined ? `${e.address ?? ''}:${e.port}` : (e.message.split(' ').at(-1) ?? '');
+  return new VqbError(
+    'PORT_IN_USE',
+    `cannot listen on ${where}: the port is in use (another vqb, or another program); choose another port`,
+  );
 }
 
 export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
   const commands = await loadCommands();
-  const [name, ...rest] = argv;
+  const { name, rest } = leadingFlags(argv);
+  if (name === '--version' || name === '-v' || name === 'version') {
+    io.stdout.write(`vqb ${version()}\n`);
+    return 0;
+  }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${helpText(commands)}\n`);
     return name ? 0 : 2;
@@ -177,8 +248,16 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       io,
       print,
     };
-    return await command.run(ctx);
-  } catch (err) {
+    if (command.handlesStop) return await command.run(ctx);
+    // A command that does not listen for a stop ends at the first one (an export stuck on a file
+    // system that never answers, a read waiting on Redis): said in one line, exit 130.
+    const stopped = io.stopSignal.then((signal) => ({ signal }));
+    const result = await Promise.race([command.run(ctx), stopped]);
+    if (typeof result === 'number') return result;
+    io.stderr.write(`vqb: stopped (${result.signal}) before \`vqb ${name}\` finished\n`);
+    return 130;
+  } catch (thrown) {
+    const err = portInUse(thrown) ?? thrown;
     if (isVqbError(err)) {
       io.stderr.write(`vqb: ${err.message}\n`);
       return errorCodeEntry(err.code)?.exit ?? 1;

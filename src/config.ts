@@ -170,7 +170,9 @@ export const SETTINGS = {
   },
   VQ_ATTEMPTS: {
     schema: int(1, 100).default(8),
-    help: 'tries for transient failures (5xx, resets, timeouts) before a job fails',
+    help:
+      'tries for transient failures (5xx, resets, timeouts) before a job fails; ' +
+      '`vqb run` stops (exit 3) when this many requests in a row get no answer',
   },
   VQ_BACKOFF: {
     schema: duration.default(1_000),
@@ -433,6 +435,24 @@ export function parseWebhookSecret(raw: string, variable: string): Secret {
 
 type Parsed = { [K in SettingName]: z.output<(typeof SETTINGS)[K]['schema']> };
 
+/** A number check's failure in words ("must be a whole number from 1 to 1000"), or undefined. */
+function issueText(issue: z.core.$ZodIssue | undefined): string | undefined {
+  if (issue === undefined) return undefined;
+  if (issue.code === 'custom') return `must be ${issue.message}`;
+  const bound = (value: unknown) => (typeof value === 'number' && Number.isSafeInteger(value) ? value : undefined);
+  if (issue.code === 'too_small' && issue.origin === 'number') {
+    const min = bound(issue.minimum);
+    return min === undefined ? undefined : `must be at least ${min}`;
+  }
+  if (issue.code === 'too_big' && issue.origin === 'number') {
+    const max = bound(issue.maximum);
+    return max === undefined ? undefined : `must be at most ${max}`;
+  }
+  if (issue.code === 'invalid_type' && (issue.expected === 'number' || issue.expected === 'int'))
+    return issue.expected === 'int' ? 'must be a whole number' : 'must be a number';
+  return undefined;
+}
+
 /**
  * Reads every setting from `env`, with `overrides` (CLI flags) taking precedence. Throws a
  * ConfigError naming the first bad variable; empty strings count as unset.
@@ -445,9 +465,14 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     if (!result.success) {
       // A Redis URL may hold a password: never echo it.
       const shown = name === 'REDIS_URL' ? raw?.replace(/\/\/[^@/]*@/g, '//***@') : raw;
+      const wanted = issueText(result.error.issues[0]);
+      // What is wrong first; the setting's description only when the check has no words of its own.
       throw new ConfigError(
         name,
-        `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} (${result.error.issues[0]?.message ?? 'invalid'})`,
+        wanted !== undefined
+          ? `${wanted}; got ${JSON.stringify(shown)}`
+          : `expected ${SETTINGS[name].help}; got ${JSON.stringify(shown)} ` +
+              `(${result.error.issues[0]?.message ?? 'invalid'})`,
       );
     }
     values[name] = result.data;

@@ -5,8 +5,8 @@
 // test/unit/error-codes.test.ts fails when a thrown code has no entry.
 //
 // Input that cannot be read at all is 400; input that was read but cannot be used is 422. Exit
-// code 2 is "fix the command or its settings" (a setting, the command line, a file that is not
-// there), 1 "it ran and failed".
+// code 2 is "fix the command, its settings or its input" (a setting, the command line, a file that
+// is not there or cannot be used: nothing ran), 1 "it ran and failed".
 
 export interface ErrorCodeEntry {
   /** HTTP status when the API answers with this code. */
@@ -41,7 +41,7 @@ const readerCodes = <P extends string>(prefix: P) =>
   Object.fromEntries(
     Object.entries(READER).map(([name, means]) => [
       `${prefix}_${name}`,
-      entry(name === 'UNREADABLE' ? 400 : 422, 1, means),
+      entry(name === 'UNREADABLE' ? 400 : 422, 2, means),
     ]),
   ) as Record<`${P}_${keyof typeof READER}`, ErrorCodeEntry>;
 
@@ -49,6 +49,7 @@ export const ERROR_CODES = {
   // Settings and usage
   CONFIG_INVALID: entry(500, 2, 'a setting is missing or malformed'),
   USAGE: entry(400, 2, 'a command was used wrongly'),
+  PORT_IN_USE: entry(500, 2, 'a port to listen on is held by another process'),
   BAD_OPTIONS: entry(400, 1, 'options a function does not take, or of the wrong type'),
   // Redis
   REDIS_UNAVAILABLE: entry(503, 1, 'Redis cannot be reached'),
@@ -70,17 +71,17 @@ export const ERROR_CODES = {
   TOO_MANY_PLATES: entry(413, 1, 'more plates than one request takes'),
   BODY_MISSING: entry(400, 2, 'a request that needs a body came without one'),
   TOO_MANY_REQUESTS: entry(429, 1, 'more requests a minute than this token (or an address without one) may send'),
-  TOO_MANY_FOR_INTERACTIVE: entry(422, 1, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
+  TOO_MANY_FOR_INTERACTIVE: entry(422, 2, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
   CSV_JSON_ENCODED: entry(400, 1, 'a CSV sent as a JSON string'),
   // Input files
   INPUT_NOT_FOUND: entry(422, 2, 'the input file does not exist or cannot be read'),
   ...readerCodes('CSV'),
   ...readerCodes('XLSX'),
-  XLSX_INVALID: entry(422, 1, 'not a readable .xlsx workbook'),
-  XLSX_TOO_LARGE: entry(413, 1, 'the workbook is over the size limit'),
-  XLSX_ENCRYPTED: entry(422, 1, 'the workbook is password-protected'),
-  XLSX_NO_SHEET: entry(422, 1, 'the workbook has no sheet'),
-  XLSX_SHEET_NOT_FOUND: entry(422, 1, 'no sheet of that name'),
+  XLSX_INVALID: entry(422, 2, 'not a readable .xlsx workbook'),
+  XLSX_TOO_LARGE: entry(413, 2, 'the workbook is over the size limit'),
+  XLSX_ENCRYPTED: entry(422, 2, 'the workbook is password-protected'),
+  XLSX_NO_SHEET: entry(422, 2, 'the workbook has no sheet'),
+  XLSX_SHEET_NOT_FOUND: entry(422, 2, 'no sheet of that name'),
   // Drop folder
   INBOX_BAD_NAME: entry(422, 1, 'a file name the drop folder does not take'),
   INBOX_NOT_A_FILE: entry(422, 1, 'not a regular file'),

@@ -1,7 +1,10 @@
 // Waiting for something with a bound: a stop must end whatever Redis or a stuck job does.
 
-/** True when `promise` settles within `ms` (its rejection counts as settled), false when the time ran out first. */
-export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+/**
+ * True when `promise` settles within `ms` (its rejection counts as settled), false when the time
+ * ran out first or `cut` (a second Ctrl-C) resolved first.
+ */
+export async function settlesWithin(promise: Promise<unknown>, ms: number, cut?: Promise<unknown>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -12,6 +15,7 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number): Prom
       new Promise<false>((resolve) => {
         timer = setTimeout(() => resolve(false), ms);
       }),
+      ...(cut ? [cut.then(() => false as const)] : []),
     ]);
   } finally {
     clearTimeout(timer);

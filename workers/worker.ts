@@ -213,7 +213,7 @@ export interface WorkerHandle {
    * `close`, but no longer than `ms`: past it (Redis gone, a job stuck) the connections are cut
    * and what this process held unstored is returned, for the caller to write somewhere safe.
    */
-  closeWithin(ms: number): Promise<{ clean: boolean; held: HeldPaid[] }>;
+  closeWithin(ms: number, cut?: Promise<unknown>): Promise<{ clean: boolean; held: HeldPaid[] }>;
 }
 
 export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
@@ -329,8 +329,9 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       })();
       return closing;
     },
-    async closeWithin(ms) {
-      const clean = await settlesWithin(this.close(), ms);
+    async closeWithin(ms, cut) {
+      // `cut` (a second Ctrl-C) ends the wait at once, as the timeout would.
+      const clean = await settlesWithin(this.close(), ms, cut);
       if (clean) return { clean, held: [] };
       const held = recorder.held();
       // Nothing more will be stored: stop every retry and reconnect, quietly.

@@ -12,26 +12,28 @@ const SAMPLES = fileURLToPath(new URL('../../../samples/', import.meta.url));
 const DEMO_PREFIX = '{vqb-demo}';
 
 export const demoCommand: Command = {
+  handlesStop: true,
   summary: 'run a sample batch (samples/plates.csv) against a local simulator, end to end',
   usage: `vqb demo [--out DIR] [--file CSV]
   Starts the upstream simulator on a free port (key demo-key, 40 requests/s, queries taking
   1–3 s, the plates in samples/fail-plates.txt failing upstream), checks Redis, runs
   \`vqb run\` on the sample CSV under the Redis prefix ${DEMO_PREFIX} (cleared first, so the demo
-  always pays its simulated creates afresh) and prints where the exports are.
+  always pays its simulated creates afresh) and prints where the exports are, and how to look at
+  the batch afterwards (\`vqb status <batch> --prefix '${DEMO_PREFIX}'\`).
   When REDIS_URL is not set and nothing listens on the default address, the demo starts a
   throwaway redis-server (free port, temporary directory, nothing saved) and stops it at the end.`,
   options: { file: { type: 'string' } },
   async run(ctx) {
     const redisServer = await demoRedis(ctx);
     try {
-      return await runDemo(ctx, redisServer.url);
+      return await runDemo(ctx, redisServer.url, redisServer.throwaway === true);
     } finally {
       await redisServer.close();
     }
   },
 };
 
-async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promise<number> {
+async function runDemo(ctx: CommandContext, redisUrl: string | undefined, throwaway: boolean): Promise<number> {
   const failPlates = readFileSync(`${SAMPLES}fail-plates.txt`, 'utf8').split(/\s+/).filter(Boolean);
   const sim = await startSimulator({ rateLimit: '40/s', window: 'sliding', completionMs: [1_000, 3_000], failPlates });
   try {
@@ -60,6 +62,8 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
     ctx.print(
       `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`,
     );
+    const look = lookAtIt(outcome.batchId, throwaway);
+    if (look !== undefined) ctx.print(look);
     return outcome.code;
   } finally {
     await sim.close();
@@ -67,10 +71,21 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined): Promi
 }
 
 /**
+ * Where the demo's batch can be seen afterwards. It lives under its own prefix (so a demo never
+ * mixes with real batches, and starts afresh each time): the line says how, to copy as it is.
+ */
+function lookAtIt(batchId: string, throwaway: boolean): string | undefined {
+  // A throwaway Redis said at the start that the batch goes with it.
+  if (throwaway) return undefined;
+  const prefix = `--prefix '${DEMO_PREFIX}'`;
+  return `to look at this batch later: vqb status ${batchId} ${prefix} (in the console: vqb serve ${prefix})`;
+}
+
+/**
  * The demo's Redis: the one the settings name or, when they name none and nothing listens on the
  * default address, a throwaway redis-server of its own. `url` is undefined when the settings say.
  */
-async function demoRedis(ctx: CommandContext): Promise<{ url?: string; close(): Promise<void> }> {
+async function demoRedis(ctx: CommandContext): Promise<{ url?: string; throwaway?: boolean; close(): Promise<void> }> {
   const named =
     (ctx.io.env.REDIS_URL ?? '') !== '' ||
     ctx.flags['redis-url'] !== undefined ||
@@ -86,9 +101,10 @@ async function demoRedis(ctx: CommandContext): Promise<{ url?: string; close(): 
   try {
     const server = await startThrowawayRedis();
     ctx.print(
-      `no Redis on ${where}: started a throwaway redis-server on ${server.url} (stopped and deleted when the demo ends)`,
+      `no Redis on ${where}: started a throwaway redis-server on ${server.url} ` +
+        "(stopped and deleted when the demo ends, the demo's batch with it; the exports stay)",
     );
-    return server;
+    return { url: server.url, throwaway: true, close: () => server.close() };
   } catch (err) {
     if (isVqbError(err) && err.code === 'REDIS_SERVER_MISSING') {
       throw new VqbError(

@@ -41,7 +41,12 @@ export const resumeCommand: Command = {
       const after = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
       else
-        for (const b of before) ctx.print(`resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`);
+        for (const b of before)
+          ctx.print(
+            b.pause || b.paused
+              ? `resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`
+              : `account ${b.account} was not paused; nothing to resume`,
+          );
       return 0;
     });
   },

@@ -120,6 +120,13 @@ export interface ProgressOptions {
   print?: (text: string) => void;
 }
 
+/** Why the batch itself waits, when its account does not: held at its own create cap. */
+function batchWait(info: BatchInfo): string | undefined {
+  if (info.blocked !== 'budget' || info.finishedAt !== undefined) return undefined;
+  const raise = `vqb budget ${info.id} --max-creates N`;
+  return `creates held at the batch's cap of ${info.maxCreates} creates (raise it: ${raise})`;
+}
+
 export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
   const now = options.now ?? Date.now;
   const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
@@ -138,8 +145,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       // rate would only grow (to thousands of days); say why it waits instead.
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
       const eta = held ? Number.NaN : etaMs(rate, total - finished);
-      const atCap = held ? `creates held at the batch's cap of ${info.maxCreates ?? '?'} creates` : undefined;
-      const waiting = describeLine(line) ?? atCap;
+      const waiting = describeLine(line) ?? batchWait(info);
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;

@@ -9,7 +9,8 @@ import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { rateText } from '../presenters/line.js';
-import { describeBatch, describeSpend, duration } from '../presenters/text.js';
+import { counted, describeBatch, describeSpend, duration } from '../presenters/text.js';
+import { dateText } from '../presenters/time.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
@@ -17,7 +18,7 @@ import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import type { BatchRef } from '../queue/keys.js';
-import { OPERATOR_PAUSE } from '../queue/line.js';
+import { OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
 import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
@@ -27,6 +28,7 @@ import { writeUnstored } from '../sinks/unstored.js';
 import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { answerReader } from '../upstream/response.js';
+import { goOnText } from './budget.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;
@@ -110,9 +112,13 @@ export async function runFile(
   const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
   // The log lines that remain (warnings) pass the progress line, which steps aside for each.
   const statusLine = tty ? createStatusLine(ctx.io.stdout) : undefined;
-  const logger = statusLine
-    ? createLogger({ level: logConfig.logLevel }, statusLine.logs(ctx.io.stderr))
-    : ctx.logger(logConfig);
+  const toStderr = statusLine ? statusLine.logs(ctx.io.stderr) : undefined;
+  // Nobody asked for JSON logs: the warnings that remain read as the rest of the output does.
+  const logger = quiet
+    ? createLogger({ level: logConfig.logLevel }, humanLogs(toStderr ?? ctx.io.stderr))
+    : toStderr
+      ? createLogger({ level: logConfig.logLevel }, toStderr)
+      : ctx.logger(logConfig);
   // One view of Redis for this process: an outage is one JSON line, not a block per retry.
   const health = new RedisHealth(logger);
   const services = options.services ?? (await openQueueServices(config, { health }));
@@ -126,7 +132,7 @@ export async function runFile(
     const digest = await checkPlateFile(file, format, readOptions(options));
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
     if (options.dryRun) {
-      const { rows } = await readPlateFile(file, format, readOptions(options));
+      const { header, rows } = await readPlateFile(file, format, readOptions(options));
       const estimated = await estimate(
         services,
         { source: 'file', name, digest, rows },
@@ -135,9 +141,11 @@ export async function runFile(
           account: account.id,
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+          ...(options.priority !== undefined ? { priority: options.priority } : {}),
         },
       );
       ctx.print(describeEstimate(estimated, account));
+      ctx.print(`  plate column "${header.plateColumn}" (${FOUND_BY[header.plateColumnFoundBy ?? 'content']})`);
       return { code: 0, batchId };
     }
     const line = services.accounts.line(account.id);
@@ -174,8 +182,9 @@ export async function runFile(
       );
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
         await services.budget.setMaxCreates(existing, options.maxCreates);
-        const restored = await releaseBatchHold(services, ref);
-        if (restored > 0) ctx.print(`create cap now ${options.maxCreates}: ${restored} held plates go on`);
+        await releaseBatchHold(services, ref);
+        const going = goOnText(await services.batchViews.get(ref));
+        if (going) ctx.print(`create cap now ${options.maxCreates}${going}`);
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
@@ -198,8 +207,10 @@ export async function runFile(
             ),
         },
       );
+      const c = batch.counts;
       ctx.print(
-        `batch ${batchId}: ${batch.counts.total} rows, ${batch.counts.enqueued} plates enqueued, ${batch.counts.rejected} rejected, ${batch.counts.duplicates} duplicates (plate column "${header.plateColumn}")`,
+        `batch ${batchId}: ${counted(c.total, 'row')}, ${counted(c.enqueued, 'plate')} enqueued, ` +
+          `${c.rejected} rejected, ${counted(c.duplicates, 'duplicate')} (plate column "${header.plateColumn}")`,
       );
     }
 
@@ -213,7 +224,11 @@ export async function runFile(
     void ctx.io.stopSignal.then(() => {
       stopped = true;
     });
+    // Asked for now, so that a second Ctrl-C at any moment reaches this run (see CliIo.forceSignal).
+    const forceSignal = ctx.io.forceSignal;
     let code = 0;
+    // An outage recorded before this run (the last run's, nobody has asked since) is not news.
+    const startedAt = Date.now();
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
     let saidAtCap = false;
@@ -232,6 +247,7 @@ export async function runFile(
           break;
         }
         const [info, now] = got;
+        if (now.unreachable && now.unreachable.lastAt < startedAt) delete now.unreachable;
         const operatorPause = now.pause?.code === OPERATOR_PAUSE;
         if (operatorPause && !saidPaused && info.finishedAt === undefined) {
           const text = `account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``;
@@ -259,6 +275,14 @@ export async function runFile(
           code = EXIT_BLOCKED;
           break;
         }
+        // No answer at all to as many requests in a row as one plate may try (VQ_ATTEMPTS): the
+        // upstream is down or the address is wrong. Stop, keep every plate as it is, say so.
+        if (now.unreachable && now.unreachable.attempts >= config.attempts) {
+          progress.finish();
+          ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config.attempts)}\n`);
+          code = EXIT_BLOCKED;
+          break;
+        }
         await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
       }
       if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, ref, config.webhooks.timeoutMs);
@@ -266,7 +290,11 @@ export async function runFile(
       progress.finish();
       // Bounded, whatever Redis does: past the timeout the connections are cut, and paid answers
       // still waiting for Redis go to a file beside the exports.
-      const closed = await worker.closeWithin(options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS);
+      // A second Ctrl-C stops at once (as the timeout would): the hint below is still printed.
+      const forced = forceSignal?.then(() => {
+        ctx.print('second stop: not waiting for running requests');
+      });
+      const closed = await worker.closeWithin(options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, forced);
       if (!closed.clean) {
         logger.warn(
           { timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, held: closed.held.length },
@@ -305,6 +333,35 @@ export async function runFile(
     // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
     if (!options.services) await closeWithin(services, 3_000);
   }
+}
+
+/** The line a run stops on when its upstream does not answer. */
+function unreachableText(outage: UpstreamOutage, account: Account, attempts: number): string {
+  return (
+    `upstream unreachable since ${dateText(outage.since, Date.now())}: ${outage.reason}; ` +
+    `${outage.attempts} requests in a row got no answer (VQ_ATTEMPTS=${attempts}). ` +
+    `Check the upstream address ${account.baseUrl} (VQ_BASE_URL) and the network`
+  );
+}
+
+/**
+ * A pino destination for a person: each JSON line becomes `vqb: warning: <msg>` (`vqb: error: …`
+ * from level 50 on). The run's progress says what info lines would; what is left is worth a line.
+ */
+function humanLogs(out: { write(chunk: string): unknown }): { write(chunk: string): void } {
+  return {
+    write(chunk: string) {
+      for (const line of chunk.split('\n')) {
+        if (line.trim() === '') continue;
+        try {
+          const entry = JSON.parse(line) as { level?: number; msg?: string };
+          out.write(`vqb: ${(entry.level ?? 40) >= 50 ? 'error' : 'warning'}: ${entry.msg ?? line}\n`);
+        } catch {
+          out.write(`${line}\n`);
+        }
+      }
+    },
+  };
 }
 
 async function closeWithin(services: QueueServices, ms: number): Promise<void> {
@@ -422,10 +479,18 @@ export function budgetFlags(flags: CommandContext['flags']): {
   return out;
 }
 
+/** How the plate column was chosen, as the dry run says it. */
+const FOUND_BY = {
+  column: 'as --column asked',
+  header: 'by its header',
+  content: 'by its content: most of its values are plates',
+} as const;
+
 export function describeEstimate(e: CostEstimate, account: Account): string {
   return [
     `dry run for batch ${e.batchId} (no upstream request made):`,
-    `  ${e.rows} rows: ${e.plates} distinct valid plates, ${e.rejected} rejected, ${e.duplicates} duplicates`,
+    `  ${counted(e.rows, 'row')}: ${counted(e.plates, 'distinct valid plate')}, ${e.rejected} rejected, ` +
+      counted(e.duplicates, 'duplicate'),
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
     `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
@@ -451,6 +516,7 @@ function costLine(e: CostEstimate): string {
 }
 
 export const runCommand: Command = {
+  handlesStop: true,
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]

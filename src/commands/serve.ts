@@ -12,6 +12,7 @@ import { openQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 
 export const serveCommand: Command = {
+  handlesStop: true,
   summary: 'the HTTP API, the web console, the drop folder, /metrics and the queue dashboard (optionally workers too)',
   usage: `vqb serve [--no-inbox] [--workers] [--shutdown-timeout 30s]
   HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT: /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
@@ -47,7 +48,14 @@ export const serveCommand: Command = {
     });
     const inbox = ctx.flags['no-inbox'] ? undefined : createInboxWatcher({ services, config, logger });
     try {
-      const address = await app.listen({ host: config.http.host, port: config.http.port });
+      // A port in use (another serve) lets go of the workers too: the error is one line, exit 2.
+      const address = await app
+        .listen({ host: config.http.host, port: config.http.port })
+        .catch(async (err: unknown) => {
+          await Promise.all([app.close(), worker?.close()]);
+          sweep?.stop();
+          throw err;
+        });
       inbox?.start();
       logger.info({ address, inbox: inbox ? config.root : false, workers: Boolean(worker) }, 'serving');
       ctx.print(`vqb serving on ${address}${inbox ? `; drop folder ${config.root}/inbox` : ''}`);

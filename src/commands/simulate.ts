@@ -3,6 +3,7 @@ import { SIMULATOR_USAGE } from '../simulator/index.js';
 import { runSimulate } from '../simulator/main.js';
 
 export const simulateCommand: Command = {
+  handlesStop: true,
   summary: 'run the upstream simulator (a real HTTP server with the contract, limits and faults)',
   usage: SIMULATOR_USAGE,
   rawArgs: true,

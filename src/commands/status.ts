@@ -1,4 +1,5 @@
 import type { Command } from '../cli.js';
+import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
@@ -16,9 +17,21 @@ function shareText(finished: boolean, share: number): string {
   return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
 }
 
+/** --limit: how many of the newest batches to list, 0 to 1000 (5 when absent). */
+export function limitFlag(value: unknown): number {
+  if (value === undefined) return 5;
+  const n = Number(value);
+  if (!/^\d+$/.test(String(value)) || n > 1_000)
+    throw new UsageError(
+      `--limit takes a whole number of batches from 0 to 1000; got ${JSON.stringify(String(value))}`,
+    );
+  return n;
+}
+
 export const statusCommand: Command = {
   summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
-  usage: 'vqb status [batch] [--json] [--limit N]',
+  usage: `vqb status [batch] [--json] [--limit N]
+  --limit N  list the N newest batches (default 5; 0 lists none, only how many there are)`,
   options: { json: { type: 'boolean' }, limit: { type: 'string' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
@@ -55,7 +68,7 @@ export const statusCommand: Command = {
         }
         return 0;
       }
-      const limit = Number.parseInt(String(ctx.flags.limit ?? '5'), 10) || 5;
+      const limit = limitFlag(ctx.flags.limit);
       const accounts = await Promise.all(
         services.accounts.all().map(async ({ id, line, queue }) => {
           const [state, jobs, inflight, shares] = await Promise.all([
@@ -74,7 +87,11 @@ export const statusCommand: Command = {
           return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),
       );
-      const recent = await services.batchViews.list(0, limit);
+      // A range of 0 to -1 is every batch in Redis: --limit 0 asks for the count alone.
+      const recent =
+        limit === 0
+          ? { total: (await services.batchViews.list(0, 1)).total, batches: [] }
+          : await services.batchViews.list(0, limit);
       if (ctx.flags.json) {
         const now = Date.now();
         const batches = (await batchContexts(services, recent.batches)).map((context, i) =>

@@ -45,6 +45,7 @@ function testHooks(): { afterFence?: () => Promise<void> } {
 }
 
 export const workCommand: Command = {
+  handlesStop: true,
   summary: 'run workers only (start any number, on any number of machines; they share the limit)',
   usage: `vqb work [--concurrency N] [--metrics-port N] [--shutdown-timeout 30s]
   Takes plate jobs from the queue until SIGTERM/SIGINT, then stops taking jobs, lets the running
@@ -64,6 +65,8 @@ export const workCommand: Command = {
     }
     await ensureLayoutAtStart(config, logger);
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
+    // The port first: a port in use is a command to fix (one line, exit 2), before any job is taken.
+    const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     const handle = startWorker(config, { logger, ...(metrics ? { metrics } : {}), ...testHooks() });
     // Retention: one process at a time (a lock in Redis) archives and prunes finished batches past VQ_RETAIN.
     const retention = new Retention(handle.services, archiveFor(config), {
@@ -75,7 +78,6 @@ export const workCommand: Command = {
       logger,
       health: handle.health,
     });
-    const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;
     logger.info(
       {
         queue: config.queueName,

@@ -9,6 +9,11 @@ export { clock, describeLine } from './line.js';
 /** A duration for a terminal line (one rule for the whole CLI: presenters/time.ts). */
 export const duration = spanText;
 
+/** "1 plate", "2 plates": a count and its noun (`many` when the plural is not noun + "s"). */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 export function describeCounts(b: BatchInfo): string {
   const c = b.counts;
   const parts = [
@@ -19,8 +24,8 @@ export function describeCounts(b: BatchInfo): string {
     `${c.queued} queued`,
   ];
   if (c.rejected) parts.push(`${c.rejected} rejected`);
-  if (c.duplicates) parts.push(`${c.duplicates} duplicates`);
-  if (c.possibleDuplicates) parts.push(`${c.possibleDuplicates} possible duplicate charges`);
+  if (c.duplicates) parts.push(counted(c.duplicates, 'duplicate'));
+  if (c.possibleDuplicates) parts.push(counted(c.possibleDuplicates, 'possible duplicate charge'));
   if (c.reused) parts.push(`${c.reused} reused`);
   return parts.join(', ');
 }

@@ -74,6 +74,17 @@ export interface HeaderDecision {
   hasHeader: boolean;
   /** 0-based index of the plate column. */
   plateIndex: number;
+  /**
+   * How the plate column was chosen: named by the caller (`column`), by a plate header name, or by
+   * the content of the first records. A column chosen by content must then prove to hold mostly
+   * plates (mostlyPlates), or the file is refused: a list of names is not a list of plates.
+   */
+  foundBy: 'column' | 'header' | 'content';
+}
+
+/** A column chosen by its content holds plates when at least half of its rows are valid plates. */
+export function mostlyPlates(plates: number, rows: number): boolean {
+  return rows > 0 && plates * 2 >= rows;
 }
 
 const isPlate = (cell: string | undefined): boolean => cell !== undefined && checkPlate(cell).ok;
@@ -89,6 +100,7 @@ const isPlate = (cell: string | undefined): boolean => cell !== undefined && che
  * 5. Otherwise the first record is a header when none of its cells holds a digit (plates always
  *    do, header words rarely), and the plate column is where the second record has a valid plate
  *    (else the first column). A first record with digits is data, plate column first.
+ * Rules 3 and 5 choose by content (`foundBy: 'content'`): the reader then checks the whole column.
  */
 export function decideHeader(
   first: readonly string[],
@@ -108,7 +120,7 @@ export function decideHeader(
         `no column named ${JSON.stringify(column)}; the first row has ${shown.join(', ')}`,
       );
     }
-    return { hasHeader: true, plateIndex: index };
+    return { hasHeader: true, plateIndex: index, foundBy: 'column' };
   }
   if (typeof column === 'number') {
     if (!Number.isInteger(column) || column < 1) {
@@ -122,15 +134,15 @@ export function decideHeader(
       );
     }
     const hasHeader = !isPlate(first[index]) && (findPlateHeader(first) !== -1 || noDigits(first));
-    return { hasHeader, plateIndex: index };
+    return { hasHeader, plateIndex: index, foundBy: 'column' };
   }
   const plateAt = first.findIndex((c) => isPlate(c));
-  if (plateAt !== -1) return { hasHeader: false, plateIndex: plateAt };
+  if (plateAt !== -1) return { hasHeader: false, plateIndex: plateAt, foundBy: 'content' };
   const named = findPlateHeader(first);
-  if (named !== -1) return { hasHeader: true, plateIndex: named };
+  if (named !== -1) return { hasHeader: true, plateIndex: named, foundBy: 'header' };
   if (noDigits(first)) {
     const inSecond = second === undefined ? -1 : second.findIndex((c) => isPlate(c));
-    return { hasHeader: true, plateIndex: Math.max(inSecond, 0) };
+    return { hasHeader: true, plateIndex: Math.max(inSecond, 0), foundBy: 'content' };
   }
-  return { hasHeader: false, plateIndex: 0 };
+  return { hasHeader: false, plateIndex: 0, foundBy: 'content' };
 }

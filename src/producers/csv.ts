@@ -15,7 +15,8 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { isErrorCode } from '../error-codes.js';
 import { InputError, isVqbError } from '../errors.js';
-import { decideHeader, type HeaderDecision, uniqueNames } from './csv-header.js';
+import { checkPlate } from '../plates.js';
+import { decideHeader, type HeaderDecision, mostlyPlates, uniqueNames } from './csv-header.js';
 import { BytePump, CsvRecords, decodeText, messageOf } from './csv-records.js';
 import {
   assertLooksLikeText,
@@ -128,6 +129,8 @@ export interface PlateRecords {
 export interface PlateHeader {
   hasHeader: boolean;
   plateColumn: string;
+  /** How the plate column was chosen (HeaderDecision.foundBy); set with plateColumn. */
+  plateColumnFoundBy?: HeaderDecision['foundBy'];
   extraColumns: string[];
 }
 
@@ -182,12 +185,16 @@ export async function plateRows(
   if (decision.hasHeader) early.shift();
   const columns = new ColumnNames(decision, first.cells, header.extraColumns);
   header.plateColumn = columns.nameOf(decision.plateIndex);
+  header.plateColumnFoundBy = decision.foundBy;
+  const seen = new ColumnCheck(decision, first.cells, columns);
 
   const toRow = (no: number, cells: string[]): InputRow | undefined => {
     if (isBlank(cells)) return undefined;
     const row = no - offset;
     checkFieldSizes(cells, `row ${row}`, maxField, format);
-    return columns.row(row, cells);
+    const input = columns.row(row, cells);
+    seen.count(input.input);
+    return input;
   };
 
   let iterated = false;
@@ -201,15 +208,53 @@ export async function plateRows(
       }
       for (;;) {
         const cells = await records.next();
-        if (cells === undefined) return;
+        if (cells === undefined) break;
         const row = toRow(records.recordNo, cells);
         if (row !== undefined) yield row;
       }
+      seen.assertPlates(format, what);
     } finally {
       stop();
     }
   }
   return { [Symbol.asyncIterator]: rows };
+}
+
+/**
+ * A plate column chosen by its content (no --column, no plate header name) must hold mostly plates
+ * over the whole file; otherwise the file is refused, naming the columns it has, before anything
+ * is stored or paid for (every door reads a file to its end before ingest).
+ */
+class ColumnCheck {
+  #rows = 0;
+  #plates = 0;
+  constructor(
+    private readonly decision: HeaderDecision,
+    private readonly firstCells: readonly string[],
+    private readonly columns: ColumnNames,
+  ) {}
+
+  count(input: string): void {
+    if (this.decision.foundBy !== 'content') return;
+    this.#rows++;
+    if (checkPlate(input).ok) this.#plates++;
+  }
+
+  assertPlates(format: 'CSV' | 'XLSX', what: string): void {
+    if (this.decision.foundBy !== 'content' || mostlyPlates(this.#plates, this.#rows)) return;
+    const clip = (c: string) => JSON.stringify(c.length > 30 ? `${c.slice(0, 30)}…` : c);
+    const shown = this.firstCells.slice(0, 8).map((cell, i) => {
+      const name = this.columns.nameOf(i);
+      return this.decision.hasHeader ? clip(name) : `${name} (e.g. ${clip(cell.trim())})`;
+    });
+    const more = this.firstCells.length > 8 ? `, … (${this.firstCells.length} in all)` : '';
+    throw new InputError(
+      `${format}_NO_PLATE_COLUMN`,
+      `no column of ${what} holds plates: column ${clip(this.columns.nameOf(this.decision.plateIndex))} ` +
+        `was picked by its content, but only ${this.#plates} of its ${this.#rows} rows hold a valid plate; ` +
+        `the columns are ${shown.join(', ')}${more}. Name the plate column (--column NAME or N) if it is one of them`,
+    );
+  }
 }
 
 /**

@@ -12,7 +12,7 @@ import type { QueueServices } from '../services.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';
-import { type IngestResult, ingest } from './ingest.js';
+import { type IngestResult, ingest, tooManyForInteractive } from './ingest.js';
 import { listDigest, type PlateInput, toInputRows } from './list.js';
 import type { InputRow } from './types.js';
 
@@ -116,11 +116,15 @@ export async function estimate(
   options: BatchRequest = {},
 ): Promise<CostEstimate> {
   const p = prepare(services, input, options);
-  return estimateCost(services, p.id, p.rows, {
+  const cost = await estimateCost(services, p.id, p.rows, {
     account: p.account,
     ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
     ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
   });
+  // The dry run refuses what the run would refuse, in the same words.
+  const max = services.config.interactiveMax;
+  if (options.priority === 'interactive' && cost.plates > max) throw tooManyForInteractive(max, cost.plates);
+  return cost;
 }
 
 /** Stores the batch's rows and enqueues each new plate once; the same content again resumes its batch. */

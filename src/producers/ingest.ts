@@ -78,6 +78,9 @@ async function ingestBatch(
   // The same content after its batch was archived (retention) must not pay again.
   if (!(await batches.exists(ref)) && (await archiveFor(config).manifestFor(ref.id, [ref.account])) !== undefined)
     throw new BatchArchivedError(options.id);
+  // An interactive batch over VQ_INTERACTIVE_MAX is refused before anything is stored: refused
+  // halfway, it stayed an unsealed batch ("ingesting 0/0") that held its content's id for good.
+  if (options.priority === 'interactive') rows = await withinInteractiveMax(rows, config.interactiveMax);
   // Resolved and judged here, before anything is stored: a name of an internal address is refused.
   const callbackUrl =
     options.callbackUrl !== undefined ? await services.webhooks.checkTarget(options.callbackUrl) : undefined;
@@ -138,12 +141,9 @@ async function ingestRows(
     // Rows before `skip` were stored by an earlier run: only the deduper needs to see them again.
     const judged = judge(deduper, row, options.extraColumns ?? []);
     if (seen++ < skip) continue;
-    if (judged.kind === 'queued' && ++queued > config.interactiveMax && batch.priority === 'interactive') {
-      throw new InputError(
-        'TOO_MANY_FOR_INTERACTIVE',
-        `an interactive batch holds at most ${config.interactiveMax} plates (VQ_INTERACTIVE_MAX); send larger ones as normal or bulk`,
-      );
-    }
+    // Counted before the batch was opened (withinInteractiveMax); kept for a batch opened interactive earlier.
+    if (judged.kind === 'queued' && ++queued > config.interactiveMax && batch.priority === 'interactive')
+      throw tooManyForInteractive(config.interactiveMax);
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
       await batches.addRows(batch, chunk, services.scheduler);
@@ -155,6 +155,37 @@ async function ingestRows(
   if (options.extraColumns) await batches.setExtraColumns(batch, [...options.extraColumns]);
   await batches.seal(batch);
   return services.batchViews.get(batch);
+}
+
+/** TOO_MANY_FOR_INTERACTIVE, in the words every door uses (`plates`: how many the input holds, when counted). */
+export function tooManyForInteractive(max: number, plates?: number): InputError {
+  return new InputError(
+    'TOO_MANY_FOR_INTERACTIVE',
+    `an interactive batch holds at most ${max} plates (VQ_INTERACTIVE_MAX)` +
+      `${plates !== undefined ? `; this one has ${plates}` : ''}: send it as normal or bulk (nothing was stored)`,
+  );
+}
+
+/**
+ * The rows of an interactive batch, read into memory while their distinct valid plates are
+ * counted: more than `max` refuses the batch before it exists. Only the rows up to the refusal
+ * are held (an interactive batch is small by definition).
+ */
+async function withinInteractiveMax(
+  rows: AsyncIterable<InputRow> | Iterable<InputRow>,
+  max: number,
+): Promise<InputRow[]> {
+  const deduper = new PlateDeduper();
+  const held: InputRow[] = [];
+  let over = false;
+  // One pass (a reader's rows can be iterated once): past `max`, the rest is only counted.
+  for await (const row of rows) {
+    deduper.check(row);
+    if (deduper.size > max) over = true;
+    if (!over) held.push(row);
+  }
+  if (over) throw tooManyForInteractive(max, deduper.size);
+  return held;
 }
 
 function judge(deduper: PlateDeduper, row: InputRow, extraColumns: readonly string[]): IngestRow {

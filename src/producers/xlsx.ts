@@ -148,11 +148,26 @@ export async function readPlateXlsx(
       { ...column, maxFieldBytes: options.maxFieldBytes ?? DEFAULT_MAX_FIELD_BYTES, format: 'XLSX' },
       header,
       () => {},
-    );
+    ).catch((err: unknown) => {
+      throw withOtherSheets(err, sheet.name, sheet.sheets);
+    });
     return { digest, header, rows };
   } catch (err) {
     throw asInputError(err);
   }
+}
+
+/** An empty sheet in a workbook of several: the error names the others, where the plates may be. */
+function withOtherSheets(err: unknown, read: string, sheets: readonly string[]): unknown {
+  const others = sheets.filter((name) => name !== read);
+  if (!isVqbError(err) || err.code !== 'XLSX_EMPTY' || others.length === 0) return err;
+  const names = others.slice(0, 10).map((n) => JSON.stringify(n));
+  return new InputError(
+    'XLSX_EMPTY',
+    `sheet ${JSON.stringify(read)}: ${err.message}; the workbook also has ` +
+      `${names.join(', ')}${others.length > 10 ? ', …' : ''}: choose one with --sheet NAME`,
+    { cause: err },
+  );
 }
 
 async function loadSheet(

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import { isVqbError, VqbError } from '../errors.js';
@@ -25,7 +25,7 @@ export interface FileSinkFs {
   createWriteStream(path: string, options: { flags: string; flush: boolean }): Writable;
   rename(from: string, to: string): Promise<void>;
   rm(path: string, options: { force: boolean }): Promise<void>;
-  mkdir(path: string, options: { recursive: true }): Promise<unknown>;
+  mkdir(path: string, options?: { recursive?: boolean }): Promise<unknown>;
 }
 
 export const nodeFs: FileSinkFs = { createWriteStream, rename, rm, mkdir };
@@ -64,7 +64,7 @@ export class FileSink implements ExportSink {
     if (!SAFE_ID.test(id))
       throw new VqbError('EXPORT_BAD_BATCH_ID', `batch id ${JSON.stringify(id)} cannot be used as a file name`);
     try {
-      await this.fs.mkdir(this.dir, { recursive: true });
+      await makeDir(this.fs, this.dir);
     } catch (err) {
       throw unusableDir(this.dir, err);
     }
@@ -165,6 +165,26 @@ async function untilStable(id: string, layout: CsvLayout, write: () => Promise<v
         'EXPORT_SOURCE_UNSTABLE',
         `batch ${id}: rows kept gaining columns between passes; export again when the batch is finished`,
       );
+    }
+  }
+}
+
+/**
+ * The folder and any missing parents, one level at a time. Node's recursive mkdir never returns
+ * where a folder cannot be made although its parent exists (`/proc/x` answers ENOENT, and it
+ * retries for ever); a level that exists (EEXIST) is passed, a file there fails the write after.
+ */
+export async function makeDir(fs: Pick<FileSinkFs, 'mkdir'>, dir: string): Promise<void> {
+  const levels: string[] = [];
+  for (let at = dir; ; at = dirname(at)) {
+    levels.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const level of levels) {
+    try {
+      await fs.mkdir(level);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
   }
 }

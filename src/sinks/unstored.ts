@@ -4,6 +4,7 @@
 // finished plate, its outcome (the result itself); nothing paid is dropped unsaid.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { makeDir } from './file-sink.js';
 
 export interface UnstoredEntry {
   kind: 'outcome' | 'queryId';
@@ -22,7 +23,7 @@ export async function writeUnstored(
   entries: readonly UnstoredEntry[],
   now: number,
 ): Promise<string> {
-  await mkdir(outDir, { recursive: true });
+  await makeDir({ mkdir }, outDir);
   const stamp = new Date(now)
     .toISOString()
     .replace(/[-:]/g, '')

@@ -76,7 +76,8 @@ const plateRows = (n: number, offset = 0) =>
     .join('\n') + '\n';
 
 describe('vqb run: files that cannot be used', () => {
-  // Each: exit 1, nothing on stdout, one line on stderr saying what is wrong, no stack trace, fast.
+  // Each: exit 2 (fix the input: nothing ran), nothing on stdout, one line on stderr saying what is
+  // wrong, no stack trace, fast.
   const unusable: { name: string; file: () => Buffer; message: RegExp }[] = [
     { name: 'random bytes', file: () => bytes(256 * 1024, 1), message: /not a CSV file/ },
     {
@@ -118,13 +119,13 @@ describe('vqb run: files that cannot be used', () => {
     { name: 'an empty file', file: () => Buffer.alloc(0), message: /empty/ },
   ];
   for (const c of unusable) {
-    it(`${c.name}: one readable line, exit 1`, async () => {
+    it(`${c.name}: one readable line, exit 2`, async () => {
       const h = await harness.start({ label: 'badcsv', workers: 0 });
       const path = join(h.config.outDir, '..', `bad-${c.name.replace(/\W+/g, '-')}.csv`);
       await writeFile(path, c.file());
       const r = await vqb(h, ['run', path]);
       expect(r.signal, 'no hang').toBeNull();
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(/^vqb: /);
@@ -151,7 +152,7 @@ describe('vqb run: files that cannot be used', () => {
     const path = join(h.config.outDir, '..', 'mixed.csv');
     await writeFile(path, file);
     const r = await vqb(h, ['run', path]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual([
       expect.stringMatching(/^vqb: invalid UTF-8 near byte \d+: .*one encoding$/),
     ]);
@@ -162,12 +163,12 @@ describe('vqb run: files that cannot be used', () => {
     const path = join(h.config.outDir, '..', 'late-nul.csv');
     await writeFile(path, Buffer.concat([Buffer.from(header + plateRows(8_000)), Buffer.from('ABC\x00123;x\n')]));
     const r = await vqb(h, ['run', path]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^vqb: not a CSV file: NUL byte at offset \d+\n$/);
     return h;
   };
 
-  it('a file found unusable late (NUL byte after 8,000 good rows): one line, exit 1', async () => {
+  it('a file found unusable late (NUL byte after 8,000 good rows): one line, exit 2', async () => {
     await lateNul();
   });
 
@@ -230,16 +231,20 @@ describe('vqb run: odd but usable files', () => {
     ]);
   });
 
-  it('random high-bit bytes (no control bytes) read as Windows-1252 text: every row rejected, a finished batch', async () => {
+  // Was a finished batch of rejects (exit 0); a column picked by its content must hold mostly plates (issue 36).
+  it('random high-bit bytes (no control bytes) read as Windows-1252 text: no column of plates, refused', async () => {
     const h = await harness.start({ label: 'noise', workers: 0 });
     const noise = bytes(32 * 1024, 3, (r) => 0x80 + Math.floor(r * 0x80));
     for (let i = 200; i < noise.length; i += 200) noise[i] = 0x0a;
     const path = join(h.config.outDir, '..', 'noise.csv');
     await writeFile(path, noise);
     const r = await vqb(h, ['run', path]);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/0 plates enqueued, \d+ rejected/);
+    expect(r.stderr).toMatch(
+      /^vqb: no column of the file holds plates: column ".+" was picked .* only 0 of its \d+ rows/,
+    );
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect((await h.services.batchViews.list()).total).toBe(0);
     expect(h.sim.stats().requests).toBe(0);
   });
 });

@@ -192,12 +192,13 @@ describe('vqb run file.xlsx', () => {
     const bad = join(dir, 'quebrado.xlsx');
     await writeFile(bad, 'placa\nABC1234\n');
     const broken = await vqb(['run', bad]);
-    expect(broken.code).toBe(1);
+    // A file that cannot be used is a command to fix: exit 2 (issue 36).
+    expect(broken.code).toBe(2);
     expect(broken.stderr).toContain('not an Excel .xlsx workbook: the file is not a zip archive');
     const file = join(dir, 'frota3.xlsx');
     await writeFile(file, libreoffice);
     const noSheet = await vqb(['run', file, '--sheet', 'Terceira']);
-    expect(noSheet.code).toBe(1);
+    expect(noSheet.code).toBe(2);
     expect(noSheet.stderr).toContain('no sheet named "Terceira"; the workbook has "Frota", "Segunda"');
     expect(await batchCount()).toBe(before);
   }, 60_000);

@@ -64,6 +64,7 @@ describe('readPlateCsv: files as users save them', () => {
       encoding: 'windows-1252',
       hasHeader: true,
       plateColumn: 'Placa',
+      plateColumnFoundBy: 'header',
       extraColumns: ['Proprietário', 'Cidade', 'Valor'],
     });
     expect(rows).toEqual([
@@ -117,6 +118,7 @@ describe('readPlateCsv: files as users save them', () => {
       encoding: 'utf-8',
       hasHeader: false,
       plateColumn: 'col1',
+      plateColumnFoundBy: 'content',
       extraColumns: [],
     });
     expect(rows.map((r) => [r.row, r.input])).toEqual([
