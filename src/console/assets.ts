@@ -48,8 +48,12 @@ dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
 /* Said only where the script runs (without it, the Refresh link updates the page). */
 .live-note { display: none; }
 .js .live-note { display: table-caption; }
-/* Long ids, file names and URLs wrap instead of widening the page; "100 %" never splits. */
-th, td, dd, .muted, code { overflow-wrap: anywhere; }
+/* Long ids, file names and URLs wrap anywhere instead of widening the page. Words only at their
+   ends: "anywhere" on every cell let a table squeeze its columns down to single letters (issue 36:
+   "Cont/a", "concluí/do" in pt-BR at 1280 px); "break-word" breaks only a word longer than its line. */
+th, td, dd { overflow-wrap: break-word; }
+span.muted, p.muted, code, th[scope=row] a { overflow-wrap: anywhere; }
+/* "100 %" never splits. */
 .pct, [data-field=percent] { white-space: nowrap; }
 dl.counts { grid-template-columns: minmax(0, max-content) minmax(0, 1fr); }
 input[type=url] { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 100%; max-width: 40rem; }
