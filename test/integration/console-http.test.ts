@@ -2,11 +2,11 @@
 // without the session's CSRF token, an upload it cannot read, someone else's staged upload) and
 // that nothing is enqueued before the operator confirms; an archived batch answered from its
 // archive; a callback URL on the upload form and the deliveries on the batch page; an .xlsx upload
-// run end to end; why an account's line waits, the Redis reasons too.
+// run end to end; why an account's line waits, the Redis reasons too; the queue dashboard's workers.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
@@ -481,6 +481,42 @@ describe('web console over HTTP', () => {
     await h.line.resume();
     expect(await page('pt-BR')).toMatch(/<td class="muted"[^>]*>—<\/td>/);
     expect(await page('pt-BR')).not.toMatch(/class="wait"/);
+  });
+
+  it('issue 36 (13): the queue dashboard lists the worker processes while jobs are active (it said "No workers"), says what that list is, and links back to the console', async () => {
+    // Slow answers: the plates stay active in the worker while the dashboard is asked.
+    const h = await harness.start({
+      label: 'console-dashboard',
+      sim: { latencyMs: [1_500, 1_500] },
+      config: { ...FAST, VQ_API_TOKENS: ADMIN },
+    });
+    app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      expect(res.status, path).toBe(200);
+      return res;
+    };
+    await h.enqueue('dash-workers', makePlates(4));
+    const queue = h.services.accounts.queues()[0]!.name;
+    type Listed = { name: string; counts: { active: number }; hasWorkers: boolean | null; description?: string };
+    const listed = async () => {
+      const body = (await (await get('/admin/queues/api/queues')).json()) as { queues: Listed[] };
+      return body.queues.find((q) => q.name === queue)!;
+    };
+    await expect.poll(async () => (await listed()).counts.active, { timeout: 20_000 }).toBeGreaterThan(0);
+    const busy = await listed();
+    expect(busy.hasWorkers).toBe(true);
+    expect(busy.description).toContain("vqb's worker processes");
+    const { workers } = (await (await get(`/admin/queues/api/queues/${encodeURIComponent(queue)}/workers`)).json()) as {
+      workers: { name: string; addr: string; age: number }[];
+    };
+    expect(workers.map((w) => w.name)).toContain(`${hostname()}:${process.pid}`);
+    // A way back to the console a person sees, not only in Bull Board's menu.
+    const page = await (await get('/admin/queues')).text();
+    expect(page).toMatch(/<body[^>]*>\s*<a href="\/" data-vqb-console[^>]*>← vqb console<\/a>/);
+    await h.waitForBatch('dash-workers');
   });
 });
 
