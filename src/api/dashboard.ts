@@ -53,7 +53,7 @@ export class VqbQueueAdapter extends BullMQAdapter {
 
 /** A visible way back to the console on the dashboard's page (Bull Board's own link hides in a menu). */
 export const CONSOLE_LINK =
-  '<a href="/" data-vqb-console style="position:fixed;left:.75rem;bottom:.75rem;z-index:2147483647;' +
+  '<a href="/" data-vqb-console style="position:fixed;right:.75rem;bottom:.75rem;z-index:2147483647;' +
   'padding:.4rem .8rem;border-radius:4px;background:#0b5fce;color:#fff;font:600 14px/1.4 system-ui,sans-serif;' +
   'text-decoration:none">← vqb console</a>';
 

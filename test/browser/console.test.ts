@@ -228,6 +228,14 @@ describe('web console in Chromium', () => {
     await page.click('a[href="/admin/queues"]');
     await page.waitForSelector(`text=${queue.name}`, { timeout: 20_000 });
     await shot(page, '10-dashboard');
+    // Issue 36 (13): the queue's workers are this process, which works it (its page said "No workers").
+    await page.click(`text=${queue.name}`);
+    await page.waitForSelector('text=LATEST', { timeout: 20_000 });
+    await shot(page, '10b-dashboard-queue');
+    expect(await page.getByText('No workers').count()).toBe(0);
+    expect(await page.getByText("Workers: vqb's worker processes").isVisible()).toBe(true);
+    // The console is one click away, in sight (Bull Board's own link hides in a menu).
+    expect(await page.locator('a[data-vqb-console]').isVisible()).toBe(true);
     const html = await (await page.request.get(`${base}/admin/queues`)).text();
     expect(html).not.toMatch(/googleapis|https?:\/\/(?!www\.w3\.org)/);
     // A way back to the console (issue 22, 16).
