@@ -26,6 +26,7 @@ import { openApiRoute, registerOpenApi } from './http/openapi.js';
 import { loggedUrl, serverOptions } from './http/transport.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
+import { WorkerPresence } from './queue/presence.js';
 import type { RedisHealth } from './queue/redis-health.js';
 import type { QueueServices } from './services.js';
 
@@ -116,7 +117,10 @@ export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance>
     });
   if (deps.dashboard !== false) {
     // Answered here, in our error shape: errors thrown inside Bull Board's scope meet its own handler.
-    await mountDashboard(app, services.accounts.queues(), async (request, reply) => {
+    // Its workers are vqb's worker processes, as their heartbeat says (Bull Board's CLIENT LIST cannot see them).
+    const presence = new WorkerPresence(services.redis, services.keys, now);
+    const workers = { list: () => presence.list(), now };
+    await mountDashboard(app, services.accounts.queues(), workers, async (request, reply) => {
       try {
         // A browser comes with the console's session; a client with a token in a header.
         const session = await consoleHandle?.sessionScope(request);

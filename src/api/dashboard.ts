@@ -4,14 +4,63 @@
 // console's session (`guard`), with no link to another site (its page's Google Fonts are cut). Bull Board answers its
 // own errors in its own shape; they are rewritten into ours on the way out, as every other error
 // of the API is, and a failure inside it is logged, its details not sent.
+//
+// Its workers (issue 36, 13): Bull Board finds a queue's workers in Redis's CLIENT LIST, by the
+// connection name BullMQ gives each Worker's blocking connection. vqb's Workers have none of their
+// own (they share their process's connection through a backend, README "Stack"), so the board said
+// "No workers" beside 8 active jobs. It now lists vqb's worker processes as their heartbeat records
+// them (queue/presence.ts), and each queue's description says what that list is.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import type { QueueWorker } from '@bull-board/api/dist/types.js';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { codeForStatus, type ErrorBody, errorBody, errorCodeOf, errorPayload } from '../http/errors.js';
 import type { PlateQueue } from '../queue/account-queues.js';
+import type { WorkerProcess } from '../queue/presence.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
+
+/** What the workers list of every queue is, in its description (the queue's info panel). */
+export const WORKERS_DESCRIPTION =
+  "Workers: vqb's worker processes (vqb work, vqb serve --workers, vqb run) heard from in the last 30 s, " +
+  "as their heartbeat says. Each runs this account's BullMQ Worker while the account has work, on the " +
+  "process's one connection shared by every account, which Redis's CLIENT LIST cannot tell apart by queue: " +
+  'every process is listed under every queue.';
+
+/** Bull Board's BullMQ adapter with vqb's worker processes as the queue's workers (see above). */
+export class VqbQueueAdapter extends BullMQAdapter {
+  readonly #workers: () => Promise<readonly WorkerProcess[]>;
+  readonly #now: () => number;
+
+  constructor(queue: PlateQueue, workers: () => Promise<readonly WorkerProcess[]>, now: () => number) {
+    super(queue, { readOnlyMode: true, description: WORKERS_DESCRIPTION });
+    this.#workers = workers;
+    this.#now = now;
+  }
+
+  override async getWorkers(): Promise<QueueWorker[] | null> {
+    const now = this.#now();
+    return (await this.#workers()).map((w) => ({
+      id: w.name,
+      name: w.name,
+      addr: w.name.slice(0, w.name.lastIndexOf(':')),
+      // Seconds since the process started ("connected … ago"); unknown for an older vqb's entry.
+      age: Math.max(0, Math.round((now - (w.startedAt ?? w.lastBeatAt)) / 1000)),
+    }));
+  }
+}
+
+/** A visible way back to the console on the dashboard's page (Bull Board's own link hides in a menu). */
+export const CONSOLE_LINK =
+  '<a href="/" data-vqb-console style="position:fixed;right:.75rem;bottom:.75rem;z-index:2147483647;' +
+  'padding:.4rem .8rem;border-radius:4px;background:#0b5fce;color:#fff;font:600 14px/1.4 system-ui,sans-serif;' +
+  'text-decoration:none">← vqb console</a>';
+
+/** The page with the console link first in the body (first in the keyboard's order too). */
+export function withConsoleLink(page: string): string {
+  return page.replace(/<body\b[^>]*>/i, (body) => `${body}\n${CONSOLE_LINK}`);
+}
 
 /** Only our own origin; Bull Board's React sets inline styles. */
 export const DASHBOARD_CSP =
@@ -25,12 +74,13 @@ export function withoutForeignLinks(page: string): string {
 export async function mountDashboard(
   app: FastifyInstance,
   queues: readonly PlateQueue[],
+  workers: { list: () => Promise<readonly WorkerProcess[]>; now: () => number },
   guard: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
 ): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
+    queues: queues.map((q) => new VqbQueueAdapter(q, workers.list, workers.now)),
     serverAdapter,
     options: {
       uiConfig: {
@@ -51,7 +101,7 @@ export async function mountDashboard(
         // Bull Board's page links fonts from Google: the browser would tell a third party who opens
         // the dashboard, and when. Without them it falls back to the system's sans-serif.
         if (typeof payload === 'string' && String(reply.getHeader('content-type') ?? '').startsWith('text/html'))
-          return withoutForeignLinks(payload);
+          return withConsoleLink(withoutForeignLinks(payload));
         // Our own answers (the guard's, not-found) are marked already.
         if (reply.statusCode < 400 || errorCodeOf(request) !== undefined) return payload;
         const body = dashboardError(reply.statusCode, payload);

@@ -48,8 +48,14 @@ dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
 /* Said only where the script runs (without it, the Refresh link updates the page). */
 .live-note { display: none; }
 .js .live-note { display: table-caption; }
-/* Long ids, file names and URLs wrap instead of widening the page; "100 %" never splits. */
-th, td, dd, .muted, code { overflow-wrap: anywhere; }
+/* Long ids, file names and URLs wrap anywhere instead of widening the page. Words only at their
+   ends: "anywhere" on every cell let a table squeeze its columns down to single letters (issue 36:
+   "Cont/a", "concluí/do" in pt-BR at 1280 px); "break-word" breaks only a word longer than its line. */
+th, td, dd { overflow-wrap: break-word; }
+span.muted, p.muted, code, th[scope=row] a { overflow-wrap: anywhere; }
+/* An error code stays whole: underscores are no place to break ("VEHICLE_NOT_FOU/ND"). */
+table[data-failed-list] th code { overflow-wrap: normal; }
+/* "100 %" never splits. */
 .pct, [data-field=percent] { white-space: nowrap; }
 dl.counts { grid-template-columns: minmax(0, max-content) minmax(0, 1fr); }
 input[type=url] { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 100%; max-width: 40rem; }
@@ -110,6 +116,13 @@ export const JS = `
         });
         var bar = row.querySelector('progress');
         if (bar) bar.value = b.percent;
+        // A batch's page: its failed plates and their retry buttons, rendered by the server from
+        // the same reading, replaced whole when they change (so they never contradict each other).
+        var failures = document.querySelector('[data-failures]');
+        if (failures && typeof b.failures === 'string' && failures.getAttribute('data-key') !== b.failuresKey) {
+          failures.innerHTML = b.failures;
+          failures.setAttribute('data-key', b.failuresKey);
+        }
       });
     });
   }

@@ -3,10 +3,11 @@
 // Progress numbers carry `data-field` names that the live updates (app.js) fill in.
 
 import type { RedisWaitReason } from '../accounts/wait.js';
-import { formatMoney } from '../money.js';
+import { costOf, formatMoney, type Price } from '../money.js';
 import { rateText, waitingOf } from '../presenters/line.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/line.js';
+import type { FailedSummary } from '../queue/rerun.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
@@ -195,6 +196,7 @@ export function batchPage(
   formats: readonly string[],
   flash?: string,
   redis?: RedisWaitReason,
+  failed?: FailedPlates,
 ): string {
   const { t } = ctx;
   const archived = view.state === 'archived';
@@ -225,19 +227,54 @@ ${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${form
 <li><a href="/batches/${id}/rejects" download>${t('batch.rejects')}</a></li>
 </ul>
 ${webhooksSection(ctx, view)}
-${
-  archived
-    ? ''
-    : html`<div class="actions">
-${
-  c.failed > 0
-    ? html`<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit">${plural(ctx, 'batch.retry', c.failed, { n: formatNumber(ctx.lang, c.failed) })}</button></form>`
-    : html`<span class="muted">${t('batch.noFailed')}</span>`
-}
-</div>`
-}
+${archived ? '' : html`<section data-failures data-key="${failedKey(failed?.summary)}">${failedSection(ctx, view.id, failed)}</section>`}
 ${line ? linesSection(ctx, [line], redis) : ''}`,
   );
+}
+
+/** A batch's failed plates as the page shows them, and its account's price (what a retry costs). */
+export interface FailedPlates {
+  summary: FailedSummary;
+  price?: Price | undefined;
+}
+
+/** Changes whenever the failed section would: the page's script replaces the section only then. */
+export function failedKey(summary: FailedSummary | undefined): string {
+  if (!summary || summary.total === 0) return '0';
+  return summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ');
+}
+
+/**
+ * The failed plates by error code and the retries that make sense, each saying its cost before
+ * the click (issue 36, 11): "poll again" (no new query) for plates whose answer never came, "ask
+ * again" (a new query each, paid) for the ones the upstream answered or that have no query. Sent
+ * whole by the live updates too, so the list, its counts and its buttons never disagree.
+ */
+export function failedSection(ctx: PageContext, batchId: string, failed: FailedPlates | undefined): Html {
+  const { t, lang } = ctx;
+  const summary = failed?.summary;
+  if (!summary || summary.total === 0) return html`<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
+  const n = (x: number) => formatNumber(lang, x);
+  const price = failed?.price;
+  const form = (way: 'poll' | 'ask', label: string) =>
+    html`<form method="post" action="/batches/${encodeURIComponent(batchId)}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="${way}"><button type="submit" data-retry="${way}"${way === 'ask' ? html` class="secondary"` : ''}>${label}</button></form>`;
+  const pollPrice = price && price.perPollMicros > 0 ? t('retry.pollBilled') : t('retry.free');
+  const askCost = price ? `, ${formatMoney(costOf(price, summary.ask))}` : '';
+  return html`<h2>${t('failed.title')}</h2>
+<table class="stack" data-failed-list>
+<thead><tr><th scope="col">${t('col.code')}</th><th scope="col">${t('col.plates')}</th><th scope="col">${t('col.retry')}</th></tr></thead>
+<tbody>${summary.codes.map(
+    (c) => html`<tr data-code="${c.code}" data-way="${c.way}">
+<th scope="row"><code>${c.code}</code></th>
+<td data-label="${t('col.plates')}"><strong class="num">${n(c.count)}</strong>: <code>${c.plates.join(', ')}</code>${c.count > c.plates.length ? html` ${t('failed.more', { n: n(c.count - c.plates.length) })}` : ''}</td>
+<td data-label="${t('col.retry')}">${t(`failed.way.${c.way}`)}</td>
+</tr>`,
+  )}</tbody>
+</table>
+<div class="actions">
+${summary.poll > 0 ? form('poll', plural(ctx, 'retry.poll', summary.poll, { n: n(summary.poll), price: pollPrice })) : ''}
+${summary.ask > 0 ? form('ask', plural(ctx, 'retry.ask', summary.ask, { n: n(summary.ask), cost: askCost })) : ''}
+</div>`;
 }
 
 /** A delivery's last failure as the API says it (a category, never the socket's words), with the HTTP status. */

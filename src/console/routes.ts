@@ -8,7 +8,7 @@
 //   GET  /                              batches (newest first) and the accounts' lines
 //   GET  /events[?batch=id]             server-sent events: the numbers of the batches shown
 //   GET  /batches/:id                   one batch; /results?format=…, /rejects downloads
-//   POST /batches/:id/retry             vqb's retry of the failed plates (rerunFailed)
+//   POST /batches/:id/retry             vqb's retry of the failed plates (rerunFailed): way=poll|ask
 //   POST /accounts/:id/pause|resume     the account's line (AccountLine)
 //   GET  /upload, POST /upload          the file form → the estimate (nothing enqueued)
 //   GET  /upload/:stage, POST …/confirm the estimate → the batch
@@ -38,7 +38,7 @@ import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../prod
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { RedisHealth } from '../queue/redis-health.js';
-import { rerunFailed } from '../queue/rerun.js';
+import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
@@ -64,6 +64,9 @@ import {
   batchPage,
   errorPage,
   estimatePage,
+  type FailedPlates,
+  failedKey,
+  failedSection,
   listPage,
   type PageContext,
   uploadPage,
@@ -106,6 +109,12 @@ const CALLBACK_REFUSALS = new Set([
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;
+
+/** The retries the batch page offers (pages.ts failedSection). */
+const RETRY_WAYS: readonly RetryWay[] = ['poll', 'ask'];
+/** Settled plates past which a batch page's live updates read its failed plates at most every FAILED_SCAN_EVERY_MS. */
+const FAILED_SCAN_LARGE = 10_000;
+const FAILED_SCAN_EVERY_MS = 10_000;
 
 interface Signed {
   session: Session;
@@ -229,6 +238,15 @@ function consoleKit(base: KitBase) {
   const visibleArchive = (signed: Signed, id: string) => access.archived(signed.scope, id);
   const visibleRef = (signed: Signed, id: string) => access.ref(signed.scope, id);
   const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
+  /** The batch's failed plates (read only when its counts say there are some) and its account's price. */
+  const failedOf = async (info: Pick<BatchView, 'id' | 'account' | 'counts'>) => {
+    const price = services.accounts.for(info.account).account.price;
+    const summary =
+      info.counts.failed > 0
+        ? await failedSummary(services.outcomes, { id: info.id, account: info.account })
+        : { total: 0, poll: 0, ask: 0, codes: [] };
+    return { summary, price } satisfies FailedPlates;
+  };
 
   return {
     ...base,
@@ -242,6 +260,7 @@ function consoleKit(base: KitBase) {
     visibleArchive,
     visibleRef,
     accountsOf,
+    failedOf,
   };
 }
 
@@ -326,6 +345,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     visibleBatch,
     visibleArchive,
     accountsOf,
+    failedOf,
   } = kit;
   scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
     const signed = await required(request);
@@ -350,6 +370,24 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     const ctx = context(request, signed);
     // The scope as of the last tick: a token moved to another account sees that account's batches.
     let current = signed.scope;
+    // One batch's page: its failed section, read again when its failed count moves (see failedNow).
+    let failed: { count: number; at: number; html: string; key: string } | undefined;
+    const failedNow = async (view: BatchView) => {
+      const count = view.counts.failed;
+      const settled = view.counts.done + count;
+      // A large batch's outcomes are one HSCAN of them all: while failures keep coming, at most every 10 s.
+      const every = settled > FAILED_SCAN_LARGE ? FAILED_SCAN_EVERY_MS : 0;
+      if (failed === undefined || (failed.count !== count && now() - failed.at >= every)) {
+        const plates = await failedOf(view);
+        failed = {
+          count,
+          at: now(),
+          html: failedSection(ctx, view.id, plates).text,
+          key: failedKey(plates.summary),
+        };
+      }
+      return { failures: failed.html, failuresKey: failed.key };
+    };
     const alive = async () => {
       const session = await sessions.get(signed.session.id);
       if (!session) return false;
@@ -381,13 +419,15 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
         } else ({ views, lines } = await listViews(current));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
-        return JSON.stringify(
-          views.map((v) => ({
+        const sent = [];
+        for (const v of views)
+          sent.push({
             id: v.id,
             percent: v.progress.percent,
             fields: batchFields(v, ctx, lineOf.get(v.account)),
-          })),
-        );
+            ...(one !== undefined ? await failedNow(v) : {}),
+          });
+        return JSON.stringify(sent);
       },
     });
   });
@@ -406,7 +446,8 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       const info = await visibleBatch(signed, request.params.id);
       const view = batchView(info, await batchContext(services, info), now());
       const line = await services.accounts.line(info.account).state();
-      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait()));
+      const failed = await failedOf(view);
+      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait(), failed));
     },
   );
 }
@@ -453,7 +494,10 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
     checkCsrf(signed, formCsrf(request));
     const { id } = request.params;
     const batch = await visibleBatch(signed, id);
-    const result = await rerunFailed(services, batch, { now });
+    // The button says which failed plates it runs and what that costs; a form without one (a page
+    // of an older vqb) runs them as `vqb retry` does.
+    const way = RETRY_WAYS.find((w) => w === (request.body as { way?: unknown } | undefined)?.way);
+    const result = await rerunFailed(services, batch, { now, ...(way ? { only: way } : {}) });
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
       `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,

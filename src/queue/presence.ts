@@ -14,12 +14,15 @@ export class WorkerPresence {
   readonly #redis: RedisClient;
   readonly #key: string;
   readonly #now: () => number;
-  readonly name = `${hostname()}:${process.pid}`;
+  readonly host = hostname();
+  /** `host:pid@startedAt`: the queue dashboard says since when a process works (issue 36, 13). */
+  readonly name: string;
 
   constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
     this.#redis = redis;
     this.#key = keys.workers;
     this.#now = now;
+    this.name = `${this.host}:${process.pid}@${now()}`;
   }
 
   /** This process is alive now; entries gone stale are dropped on the way. */
@@ -48,4 +51,29 @@ export class WorkerPresence {
   async alive(): Promise<number> {
     return this.#redis.zcount(this.#key, this.#now() - STALE_MS, '+inf');
   }
+
+  /** The worker processes heard from within STALE_MS: name, since when, last heard (epoch ms). */
+  async list(): Promise<WorkerProcess[]> {
+    const flat = await this.#redis.zrangebyscore(this.#key, this.#now() - STALE_MS, '+inf', 'WITHSCORES');
+    const found: WorkerProcess[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const member = flat[i]!;
+      // A process of an older vqb wrote `host:pid` alone: since when is unknown.
+      const at = member.lastIndexOf('@');
+      const startedAt = at === -1 ? undefined : Number(member.slice(at + 1));
+      found.push({
+        name: at === -1 ? member : member.slice(0, at),
+        ...(startedAt !== undefined && Number.isFinite(startedAt) ? { startedAt } : {}),
+        lastBeatAt: Number(flat[i + 1]),
+      });
+    }
+    return found;
+  }
+}
+
+export interface WorkerProcess {
+  /** `host:pid`. */
+  name: string;
+  startedAt?: number;
+  lastBeatAt: number;
 }

@@ -1,10 +1,68 @@
 // Running a batch's failed plates again. A plate that has a queryId resumes polling that query (it
 // was paid for); it is created anew only when asked (`recreate`), since that pays again, and then
 // it goes back to the scheduler like any plate waiting to be created.
+//
+// Issue 36 (11): a query the upstream itself ended FAILED (VEHICLE_NOT_FOUND) answers the same to
+// every poll: re-polling it cost 14 polls for 14 failures again. `retryWay` tells the two kinds
+// apart, `only` runs one kind, and `failedSummary` counts them, so the console offers "poll
+// again" (no create) only where an answer never came and says what "ask again" costs before it.
 import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
+import type { OutcomeStore } from './batch/outcomes.js';
 import type { BatchKey } from './batch/store.js';
-import type { PlateJobData } from './types.js';
+import type { BatchRef } from './keys.js';
+import type { Outcome, PlateJobData } from './types.js';
+
+/**
+ * How a failed plate can be run again. `poll`: its query was created (and paid for) and no answer
+ * ended it (the poll deadline passed, its polls kept failing, its job stalled): polling that query
+ * again costs no create. `ask`: the upstream ended the query itself (its FAILED answer is stored:
+ * a poll would read the same answer again), or the plate has no query: only a new create, a charge,
+ * asks the upstream again.
+ */
+export type RetryWay = 'poll' | 'ask';
+
+export function retryWay(outcome: Pick<Outcome, 'queryId' | 'result'>): RetryWay {
+  return outcome.queryId && outcome.result === undefined ? 'poll' : 'ask';
+}
+
+/** A batch's failed plates by error code: how many, a few of them, how a retry can run them. */
+export interface FailedSummary {
+  total: number;
+  /** Plates a poll can run again (no create). */
+  poll: number;
+  /** Plates only a new create can ask again (a charge each). */
+  ask: number;
+  codes: { code: string; way: RetryWay; count: number; plates: string[] }[];
+}
+
+/** Plates named per code in a summary. */
+const SUMMARY_PLATES = 5;
+
+/** Reads every outcome of the batch (HSCAN): call it when the failed count says there are some. */
+export async function failedSummary(outcomes: OutcomeStore, batch: BatchRef): Promise<FailedSummary> {
+  const summary: FailedSummary = { total: 0, poll: 0, ask: 0, codes: [] };
+  const byKey = new Map<string, FailedSummary['codes'][number]>();
+  for await (const outcome of outcomes.scan(batch)) {
+    if (outcome.status !== 'failed') continue;
+    const way = retryWay(outcome);
+    const code = outcome.error?.code ?? 'FAILED';
+    const key = `${way} ${code}`;
+    let entry = byKey.get(key);
+    if (!entry) {
+      entry = { code, way, count: 0, plates: [] };
+      byKey.set(key, entry);
+      summary.codes.push(entry);
+    }
+    entry.count++;
+    if (entry.plates.length < SUMMARY_PLATES) entry.plates.push(outcome.plate);
+    summary.total++;
+    summary[way]++;
+  }
+  summary.codes.sort((a, b) => b.count - a.count || a.code.localeCompare(b.code));
+  for (const entry of summary.codes) entry.plates.sort();
+  return summary;
+}
 
 export interface RerunResult {
   retried: number;
@@ -17,7 +75,12 @@ export interface RerunResult {
 export async function rerunFailed(
   services: QueueServices,
   batch: BatchKey,
-  options: { recreate?: boolean; now?: () => number } = {},
+  options: {
+    recreate?: boolean;
+    /** Only the failed plates a retry runs this way (a `poll` never creates; an `ask` always does). */
+    only?: RetryWay;
+    now?: () => number;
+  } = {},
 ): Promise<RerunResult> {
   const { batchViews, outcomes, accounts, scheduler, config } = services;
   const info = await batchViews.get(batch);
@@ -26,7 +89,9 @@ export async function rerunFailed(
   const now = options.now ?? Date.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
   const failed = [];
-  for await (const outcome of outcomes.scan(info)) if (outcome.status === 'failed') failed.push(outcome);
+  for await (const outcome of outcomes.scan(info))
+    if (outcome.status === 'failed' && (options.only === undefined || retryWay(outcome) === options.only))
+      failed.push(outcome);
 
   const recreate: string[] = [];
   for (const outcome of failed) {
@@ -39,7 +104,7 @@ export async function rerunFailed(
     await job?.remove();
     await outcomes.removeFailed(info, [outcome.plate]);
     result.retried++;
-    if (options.recreate === true || !outcome.queryId) {
+    if (options.recreate === true || options.only === 'ask' || !outcome.queryId) {
       recreate.push(outcome.plate);
       continue;
     }

@@ -1,6 +1,7 @@
 // Issue 22, the console as an operator in Brazil meets it, in real Chromium: every page at a
 // phone's width (390 px) and a laptop's (1280 px) has no horizontal scroll, "100 %" stays on one
-// line, and the pt-BR pages carry no English phrase (checked against a word list, not by eye).
+// line, no word is broken mid-word (issue 36), and the pt-BR pages carry no English phrase (checked
+// against a word list, not by eye).
 // Screenshots of each page at both widths go to out/test/browser/pages-<page>-<width>.png.
 import { mkdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -201,6 +202,31 @@ describe('console pages on a phone and a laptop, in pt-BR (issue 22)', () => {
   });
 });
 
+/**
+ * Issue 36 (12): the words of the page that a line break cuts in two ("Cont/a", "concluí/do"), each
+ * a run of letters whose pieces sit on different lines. Identifiers may wrap anywhere and are left
+ * out: batch names and ids (the row's header, the muted id lines), codes, the callback URL; so is
+ * the head of a phone's stacked table, which only a screen reader reads.
+ */
+const BROKEN_WORDS = `(() => {
+  const broken = [];
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest('code, th[scope=row], span.muted, p.muted, [data-callback]')) continue;
+    // A phone's stacked table keeps its head for screen readers only, in a 1 px box.
+    if ((parent.closest('thead')?.getBoundingClientRect().width ?? 2) < 2) continue;
+    for (const word of node.data.matchAll(/\\p{L}+/gu)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (lines.size > 1) broken.push(word[0]);
+    }
+  }
+  return broken;
+})()`;
+
 async function check(page: Page, name: string, locale: string, width: number, findings: string[]): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `pages-${locale}-${name}-${width}.png`), fullPage: true });
   const scroll = (await page.evaluate('document.documentElement.scrollWidth')) as number;
@@ -209,6 +235,8 @@ async function check(page: Page, name: string, locale: string, width: number, fi
     `[...document.querySelectorAll('[data-field=percent]')].filter((e) => e.getClientRects().length > 1 || e.getBoundingClientRect().height > parseFloat(getComputedStyle(e).lineHeight) * 1.5).length`,
   )) as number;
   if (splitPercents > 0) findings.push(`${locale} ${name} at ${width} px: a percentage wraps`);
+  const broken = (await page.evaluate(BROKEN_WORDS)) as string[];
+  if (broken.length > 0) findings.push(`${locale} ${name} at ${width} px: words broken mid-word: ${broken.join(', ')}`);
   if (locale === 'pt-BR') {
     const english = await englishOn(page);
     if (english.length > 0) findings.push(`${locale} ${name}: English words ${english.join(', ')}`);

@@ -228,6 +228,14 @@ describe('web console in Chromium', () => {
     await page.click('a[href="/admin/queues"]');
     await page.waitForSelector(`text=${queue.name}`, { timeout: 20_000 });
     await shot(page, '10-dashboard');
+    // Issue 36 (13): the queue's workers are this process, which works it (its page said "No workers").
+    await page.click(`text=${queue.name}`);
+    await page.waitForSelector('text=LATEST', { timeout: 20_000 });
+    await shot(page, '10b-dashboard-queue');
+    expect(await page.getByText('No workers').count()).toBe(0);
+    expect(await page.getByText("Workers: vqb's worker processes").isVisible()).toBe(true);
+    // The console is one click away, in sight (Bull Board's own link hides in a menu).
+    expect(await page.locator('a[data-vqb-console]').isVisible()).toBe(true);
     const html = await (await page.request.get(`${base}/admin/queues`)).text();
     expect(html).not.toMatch(/googleapis|https?:\/\/(?!www\.w3\.org)/);
     // A way back to the console (issue 22, 16).
@@ -265,12 +273,49 @@ describe('web console in Chromium', () => {
     // vqb's own retry, from the console: the plate is asked upstream again and the counts follow.
     await page.goto(`${base}/batches/dash-batch`);
     // One plate, one noun (issue 22: "as 1 placas com falha").
-    await page.click('text=Retry the failed plate');
+    await page.click('text=Ask the upstream again for the plate (costs 1 query)');
     expect(await page.textContent('[role=status]')).toContain('1 failed plate queued again');
     await h.waitForBatch('dash-batch');
     expect(h.sim.stats().requests).toBeGreaterThan(simBefore);
     const after = await h.services.batchViews.get('dash-batch');
     expect(after.counts.done + after.counts.failed).toBe(after.counts.enqueued);
+    await context.close();
+  });
+
+  it('issue 36 (11): failures arriving live show the failed list, the count and a retry that says its cost, with no reload; "ask again" asks the upstream', async () => {
+    const plates = ['NAO1A01', 'NAO1A02', 'NAO1A03'];
+    h.sim.update({ failPlates: plates });
+    // The page is open before anything fails: the account's line is held until it is.
+    const line = h.services.accounts.line('frota');
+    await line.pauseByOperator('held by the test');
+    await h.enqueue('live-failures', [...plates, 'BOM1A99'], { account: 'frota' });
+    const { context, page } = await newPage({ locale: 'en-US' });
+    await signIn(page, ADMIN);
+    await page.goto(`${base}/batches/live-failures`);
+    expect(await page.textContent('[data-field=failed]')).toBe('0');
+    expect(await page.getByText('No failed plates.').isVisible()).toBe(true);
+    await line.resume();
+    await expect.poll(() => page.textContent('[data-field=failed]'), { timeout: 30_000, interval: 200 }).toBe('3');
+    // The same live update brings the list and the button (it showed "failed 3" beside "No failed plates.").
+    expect(await page.getByText('No failed plates.').count()).toBe(0);
+    expect(await page.locator('[data-retry=ask]').textContent()).toBe(
+      'Ask the upstream again for the 3 plates (costs 3 queries)',
+    );
+    expect(await page.textContent('tr[data-code=VEHICLE_NOT_FOUND]')).toContain('NAO1A01, NAO1A02, NAO1A03');
+    // Polling a query the upstream answered FAILED reads the same answer: not offered.
+    expect(await page.locator('[data-retry=poll]').count()).toBe(0);
+    await shot(page, '13-failures-live');
+
+    h.sim.update({ failPlates: [] });
+    const before = h.sim.stats().creates;
+    await Promise.all([page.waitForURL(/retried=3/), page.click('[data-retry=ask]')]);
+    expect(await page.textContent('[role=status]')).toContain('3 failed plates queued again (3 created anew');
+    await h.waitForBatch('live-failures');
+    expect(h.sim.stats().creates).toBe(before + 3);
+    // The page follows without a reload: nothing failed any more.
+    await expect.poll(() => page.getByText('No failed plates.').count(), { timeout: 30_000, interval: 200 }).toBe(1);
+    expect(await page.textContent('[data-field=failed]')).toBe('0');
+    await shot(page, '14-failures-asked-again');
     await context.close();
   });
 

@@ -2,11 +2,11 @@
 // without the session's CSRF token, an upload it cannot read, someone else's staged upload) and
 // that nothing is enqueued before the operator confirms; an archived batch answered from its
 // archive; a callback URL on the upload form and the deliveries on the batch page; an .xlsx upload
-// run end to end; why an account's line waits, the Redis reasons too.
+// run end to end; why an account's line waits, the Redis reasons too; the queue dashboard's workers.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
@@ -481,6 +481,103 @@ describe('web console over HTTP', () => {
     await h.line.resume();
     expect(await page('pt-BR')).toMatch(/<td class="muted"[^>]*>—<\/td>/);
     expect(await page('pt-BR')).not.toMatch(/class="wait"/);
+  });
+
+  it('issue 36 (11): a failed plate is run again the way that can help, its cost said before the click: "poll again" (free) where no answer came, "ask again" (a new query each) where the upstream answered', async () => {
+    // Answers that come after the poll deadline: those plates fail POLL_TIMEOUT, their queries paid for.
+    const h = await harness.start({
+      label: 'console-retry-ways',
+      sim: { completionMs: [60_000, 60_000] },
+      config: { ...FAST, VQ_POLL_DEADLINE: '1s', VQ_API_TOKENS: ADMIN },
+    });
+    const base = await serve(h);
+    const session = await signIn(base);
+    const page = async (id: string) =>
+      (await fetch(`${base}/batches/${id}`, { headers: { cookie: session.cookie, 'accept-language': 'en' } })).text();
+    const retry = (id: string, way: string) =>
+      fetch(`${base}/batches/${id}/retry`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: session.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `csrf=${session.csrf}&way=${way}`,
+      });
+    const buttons = (text: string) =>
+      [...text.matchAll(/<button type="submit" data-retry="(\w+)"[^>]*>([^<]*)<\/button>/g)].map(
+        (m) => `${m[1]}: ${m[2]}`,
+      );
+
+    const slow = makePlates(2, 700);
+    await h.enqueue('timeouts', slow);
+    await h.waitForBatch('timeouts');
+    expect((await h.services.batchViews.get('timeouts')).counts).toMatchObject({ failed: 2 });
+    const timeouts = await page('timeouts');
+    expect(timeouts).toContain('<tr data-code="POLL_TIMEOUT" data-way="poll">');
+    expect(buttons(timeouts)).toEqual(['poll: Poll the 2 plates again (free: no new query)']);
+    let before = h.sim.stats();
+    expect((await retry('timeouts', 'poll')).headers.get('location')).toBe(
+      '/batches/timeouts?retried=2&recreated=0&skipped=0',
+    );
+    await h.waitForBatch('timeouts');
+    // The same queries polled again: no create.
+    expect(h.sim.stats().creates).toBe(before.creates);
+    expect(h.sim.stats().gets).toBeGreaterThan(before.gets);
+
+    // The upstream's own answer (VEHICLE_NOT_FOUND): polling reads it again, so only "ask again" is offered.
+    h.sim.update({ completionMs: [100, 200], failPlates: ['NAO1A23'] });
+    await h.enqueue('not-found', ['NAO1A23', ...makePlates(1, 800)]);
+    await h.waitForBatch('not-found');
+    const notFound = await page('not-found');
+    expect(notFound).toContain('<tr data-code="VEHICLE_NOT_FOUND" data-way="ask">');
+    expect(notFound).toContain('NAO1A23');
+    expect(buttons(notFound)).toEqual(['ask: Ask the upstream again for the plate (costs 1 query)']);
+    // A forged "poll" runs nothing (it was 1 poll and the same failure again).
+    before = h.sim.stats();
+    expect((await retry('not-found', 'poll')).headers.get('location')).toContain('retried=0');
+    expect(h.sim.stats().requests).toBe(before.requests);
+    expect((await h.services.batchViews.get('not-found')).counts).toMatchObject({ done: 1, failed: 1 });
+    // "Ask again": one new query, which the upstream now answers.
+    h.sim.update({ failPlates: [] });
+    expect((await retry('not-found', 'ask')).headers.get('location')).toContain('retried=1&recreated=1');
+    await h.waitForBatch('not-found');
+    expect(h.sim.stats().creates).toBe(before.creates + 1);
+    expect((await h.services.batchViews.get('not-found')).counts).toMatchObject({ done: 2, failed: 0 });
+    expect(await page('not-found')).toContain('data-no-failed');
+  });
+
+  it('issue 36 (13): the queue dashboard lists the worker processes while jobs are active (it said "No workers"), says what that list is, and links back to the console', async () => {
+    // Slow answers: the plates stay active in the worker while the dashboard is asked.
+    const h = await harness.start({
+      label: 'console-dashboard',
+      sim: { latencyMs: [1_500, 1_500] },
+      config: { ...FAST, VQ_API_TOKENS: ADMIN },
+    });
+    app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${ADMIN}` } });
+      expect(res.status, path).toBe(200);
+      return res;
+    };
+    await h.enqueue('dash-workers', makePlates(4));
+    const queue = h.services.accounts.queues()[0]!.name;
+    type Listed = { name: string; counts: { active: number }; hasWorkers: boolean | null; description?: string };
+    const listed = async () => {
+      const body = (await (await get('/admin/queues/api/queues')).json()) as { queues: Listed[] };
+      return body.queues.find((q) => q.name === queue)!;
+    };
+    await expect.poll(async () => (await listed()).counts.active, { timeout: 20_000 }).toBeGreaterThan(0);
+    const busy = await listed();
+    expect(busy.hasWorkers).toBe(true);
+    expect(busy.description).toContain("vqb's worker processes");
+    const { workers } = (await (await get(`/admin/queues/api/queues/${encodeURIComponent(queue)}/workers`)).json()) as {
+      workers: { name: string; addr: string; age: number }[];
+    };
+    expect(workers.map((w) => w.name)).toContain(`${hostname()}:${process.pid}`);
+    // A way back to the console a person sees, not only in Bull Board's menu.
+    const page = await (await get('/admin/queues')).text();
+    expect(page).toMatch(/<body[^>]*>\s*<a href="\/" data-vqb-console[^>]*>← vqb console<\/a>/);
+    await h.waitForBatch('dash-workers');
   });
 });
 

@@ -2,8 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
+import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
 import { plural } from '../../src/console/say.js';
+import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
 import {
   CALLBACK_HOST_NOT_ALLOWED,
@@ -89,5 +91,34 @@ describe('console redirects', () => {
       expect(localPath(bad)).toBe('/');
     // What a Location header cannot hold raw comes out percent-encoded, not as a 500.
     expect(localPath('/。')).toBe('/%E3%80%82');
+  });
+});
+
+describe('console: how a failed plate runs again (issue 36, 11)', () => {
+  const ctx = { lang: 'en' as const, t: translator('en'), path: '/batches/b', session: { csrf: 'c', admin: true } };
+  it('a query the upstream ended is asked again (a poll reads the same answer); one that never ended is polled', () => {
+    expect(retryWay({ queryId: 'q1', result: { status: 'FAILED' } })).toBe('ask');
+    expect(retryWay({})).toBe('ask');
+    expect(retryWay({ queryId: 'q1' })).toBe('poll');
+  });
+
+  it('the buttons say their cost, with the amount at the account price; none where nothing failed', () => {
+    const summary = {
+      total: 5,
+      poll: 2,
+      ask: 3,
+      codes: [
+        { code: 'VEHICLE_NOT_FOUND', way: 'ask' as const, count: 3, plates: ['A', 'B', 'C'] },
+        { code: 'POLL_TIMEOUT', way: 'poll' as const, count: 2, plates: ['D', 'E'] },
+      ],
+    };
+    const price = { perQueryMicros: 500_000, perPollMicros: 0, currency: 'BRL' };
+    const text = failedSection(ctx, 'b', { summary, price }).text;
+    expect(text).toContain('>Poll the 2 plates again (free: no new query)</button>');
+    expect(text).toContain('>Ask the upstream again for the 3 plates (costs 3 queries, R$ 1,50)</button>');
+    const billed = failedSection(ctx, 'b', { summary, price: { ...price, perPollMicros: 1 } }).text;
+    expect(billed).toContain('(no new query; polls are billed)');
+    expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
+    expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
   });
 });
