@@ -33,7 +33,10 @@ type Health = {
 
 describe('an unreachable upstream is visible (issue 22)', () => {
   it('one warning, status, /healthz and the metric say since when; one line and status say when it came back', async () => {
-    const h = await harness.start({ label: 'unreach', workers: 0 });
+    // /healthz shows the accounts' lines to a token's holder (a probe without one sees up or down).
+    const token = 'unreach-token-0123456789abcdef';
+    const h = await harness.start({ label: 'unreach', workers: 0, config: { VQ_API_TOKENS: token } });
+    const withToken = { headers: { authorization: `Bearer ${token}` } };
     proxy = await startTcpProxy(Number(new URL(h.sim.url).port));
     proxy.set('cut');
     const env = harnessEnv(h, { VQ_BASE_URL: `http://127.0.0.1:${proxy.port}`, LOG_LEVEL: 'info' });
@@ -67,7 +70,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     expect(status.stdout).toMatch(
       /^account default \(.*\): upstream unreachable since .* UTC \(\d+ s\): connection reset; retrying \(attempt \d+\)$/m,
     );
-    const health = (await (await fetch(`${base}/healthz`)).json()) as Health;
+    const health = (await (await fetch(`${base}/healthz`, withToken)).json()) as Health;
     expect(health.status).toBe('degraded');
     expect(health.accounts[0]!.upstream).toMatchObject({ state: 'unreachable', reason: 'connection reset' });
     expect(health.accounts[0]!.upstream.attempts).toBeGreaterThanOrEqual(3);
@@ -87,7 +90,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     expect(after.stdout).toMatch(
       /^ {2}upstream reachable again since .* UTC \((just now|.* ago); it was unreachable .*: connection reset\)$/m,
     );
-    const healthy = (await (await fetch(`${base}/healthz`)).json()) as Health;
+    const healthy = (await (await fetch(`${base}/healthz`, withToken)).json()) as Health;
     expect(healthy.status).toBe('ok');
     expect(healthy.accounts[0]!.upstream).toMatchObject({ state: 'ok', reason: 'connection reset' });
     expect(healthy.accounts[0]!.upstream.backAt).toBeDefined();
