@@ -3,8 +3,7 @@
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { costOf, createsCap, formatMoney, type Money, type Price, spendOf } from '../money.js';
-import { counted } from '../presenters/text.js';
-import type { BatchInfo } from '../queue/batch/store.js';
+import { goOnText } from '../presenters/text.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../services.js';
 import { batchIdArg } from './batch.js';
@@ -13,23 +12,6 @@ import { spendFlag } from './run.js';
 /** A price as JSON shows it: amounts in the currency's unit. */
 function priceView(price: Price): { perQuery: number; perPoll: number; currency: string } {
   return { perQuery: price.perQueryMicros / 1e6, perPoll: price.perPollMicros / 1e6, currency: price.currency };
-}
-
-/**
- * What a raised (or removed) cap lets go on, counted from the batch itself: its queued plates up
- * to the creates the cap still allows. The jobs woken from `delayed` are only the few that were on
- * the queue; the rest of the batch waits in the scheduler and goes on just the same.
- */
-export function goOnText(batch: BatchInfo): string {
-  const queued = batch.counts.queued;
-  if (batch.finishedAt !== undefined || queued === 0) return '';
-  const sent = batch.counts.createsSent ?? batch.counts.creates;
-  const room = batch.maxCreates === undefined ? queued : Math.max(0, batch.maxCreates - sent);
-  if (room === 0) return `; ${counted(queued, 'queued plate')} still wait: the cap allows no more creates`;
-  const going = Math.min(room, queued);
-  return going === queued
-    ? `; ${counted(queued, 'queued plate')} go${queued === 1 ? 'es' : ''} on`
-    : `; ${going} of ${counted(queued, 'queued plate')} go on (the cap allows ${counted(room, 'more create')})`;
 }
 
 /** `N` → N, `none` → null (remove the cap), absent → undefined (leave it). */

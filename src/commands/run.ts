@@ -9,7 +9,7 @@ import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { rateText } from '../presenters/line.js';
-import { counted, describeBatch, describeSpend, duration } from '../presenters/text.js';
+import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import { dateText } from '../presenters/time.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
@@ -28,7 +28,6 @@ import { writeUnstored } from '../sinks/unstored.js';
 import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { answerReader } from '../upstream/response.js';
-import { goOnText } from './budget.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;

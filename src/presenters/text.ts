@@ -59,3 +59,20 @@ export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): st
     );
   return lines.join('\n');
 }
+
+/**
+ * What a raised (or removed) cap lets go on, counted from the batch itself: its queued plates up
+ * to the creates the cap still allows. The jobs woken from `delayed` are only the few that were on
+ * the queue; the rest of the batch waits in the scheduler and goes on just the same.
+ */
+export function goOnText(batch: BatchInfo): string {
+  const queued = batch.counts.queued;
+  if (batch.finishedAt !== undefined || queued === 0) return '';
+  const sent = batch.counts.createsSent ?? batch.counts.creates;
+  const room = batch.maxCreates === undefined ? queued : Math.max(0, batch.maxCreates - sent);
+  if (room === 0) return `; ${counted(queued, 'queued plate')} still wait: the cap allows no more creates`;
+  const going = Math.min(room, queued);
+  return going === queued
+    ? `; ${counted(queued, 'queued plate')} go${queued === 1 ? 'es' : ''} on`
+    : `; ${going} of ${counted(queued, 'queued plate')} go on (the cap allows ${counted(room, 'more create')})`;
+}

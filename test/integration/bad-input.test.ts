@@ -17,6 +17,7 @@ import {
   type AnyUpstreamError,
   BadResponseError,
   TransientError,
+  UnrecognisedAnswerError,
   type UpstreamError,
 } from '../../src/upstream/errors.js';
 import { decide } from '../../workers/actions.js';
@@ -303,7 +304,6 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
   const bodies200: { name: string; body: string }[] = [
     { name: 'truncated JSON', body: '{"statusCode":200,"body":{"queryId":"q1","status":"COMPL' },
     { name: 'an HTML page', body: html },
-    { name: 'an object without an id', body: '{"statusCode":201,"body":{"status":"PROCESSING"}}' },
     { name: 'an array', body: '[{"queryId":"q1","status":"COMPLETED"}]' },
     { name: 'a JSON string', body: '"ok"' },
     { name: 'null', body: 'null' },
@@ -324,14 +324,23 @@ describe('UpstreamClient against a broken upstream (real HTTP)', () => {
         status: 200,
         operation: 'create',
       });
-      if (name !== 'an object without an id') {
-        const polled = await failure(c.getQuery('q1'));
-        expect(polled).toBeInstanceOf(BadResponseError);
-        expect(decide(polled as AnyUpstreamError).action).toBe('retry');
-      }
+      const polled = await failure(c.getQuery('q1'));
+      expect(polled).toBeInstanceOf(BadResponseError);
+      expect(decide(polled as AnyUpstreamError).action).toBe('retry');
       await c.close();
     });
   }
+
+  it('200 with an object without an id → UnrecognisedAnswerError: the account holds, the plate never fails', async () => {
+    const body = '{"statusCode":201,"body":{"status":"PROCESSING"}}';
+    const url = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
+    const c = client(url);
+    const created = await failure(c.createQuery('ABC1234'));
+    expect(created).toBeInstanceOf(UnrecognisedAnswerError);
+    expect(created.code).toBe('UNRECOGNISED_ANSWER');
+    expect(decide(created as AnyUpstreamError).action).toBe('hold-answer');
+    await c.close();
+  });
 
   it('a 20 MB body declared or 64 MB chunked: a 200 is BadResponseError and a 502 stays TransientError; no wait for it all', async () => {
     const big = Buffer.alloc(20 * 1024 * 1024, 0x61);

@@ -86,7 +86,7 @@ describe('money as money', () => {
     // vqb budget raises the cap in money too: 4.90 at 0.35 is 14 creates.
     const raised = await spawnVqb(['budget', id, '--max-spend', '4,90'], env).done;
     expect(raised.code, raised.stderr).toBe(0);
-    expect(raised.stdout).toMatch(/create cap 14 \(R\$ 4,90 at R\$ 0,35 per query\); \d+ held plates go on/);
+    expect(raised.stdout).toMatch(/create cap 14 \(R\$ 4,90 at R\$ 0,35 per query\); \d+ of \d+ queued plates go on/);
     expect((await h.services.batchViews.get(id)).maxCreates).toBe(14);
 
     // The library's (and the API's) maxSpend is the same cap.

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { XLSX_MEDIA_TYPE } from '../../src/producers/xlsx.js';
+import { signIn as consoleSignIn } from '../helpers/console.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 import { expectError } from '../helpers/http.js';
 import { freePort, harnessEnv, sampleMax, spawnVqb, waitFor } from '../helpers/process.js';
@@ -101,17 +102,9 @@ async function batchCount(): Promise<number> {
   return ((await res.json()) as { batches: unknown[] }).batches.length;
 }
 
-async function signIn(): Promise<{ cookie: string; csrf: string }> {
-  const res = await fetch(`${base}/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: `token=${TOKEN}`,
-  });
-  expect(res.status).toBe(303);
-  const cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const page = await (await fetch(`${base}/upload`, { headers: { cookie } })).text();
-  return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)?.[1] ?? '' };
+/** A console session, signed in as a browser does (the sign-in page's token and cookie first). */
+function signIn(): Promise<{ cookie: string; csrf: string }> {
+  return consoleSignIn(base, TOKEN);
 }
 
 describe('a workbook that lies about its size (declares 4 KiB, inflates to 1 GiB)', () => {
