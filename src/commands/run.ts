@@ -20,7 +20,7 @@ import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
 import { settlesWithin } from '../settle.js';
-import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
@@ -257,13 +257,8 @@ export async function runFile(
       ctx.print(`nothing else is lost: run the same command again to resume batch ${batchId}`);
       return { code, batchId };
     }
-    // A workbook in, a workbook out too (beside the CSV and JSONL every batch gets).
-    const result = await exportBatch(
-      services,
-      fileSinkFor(config),
-      batchId,
-      format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
-    );
+    // Every format (the README's "every batch ends as CSV, JSONL and XLSX"), whatever came in.
+    const result = await exportBatch(services, fileSinkFor(config), ref);
     ctx.print(describeBatch(await services.batchViews.get(ref)));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
@@ -378,9 +373,9 @@ export const runCommand: Command = {
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
-  <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome. An Excel .xlsx (told by
-  its extension or content) is read from its first visible sheet, or --sheet NAME, with the same
-  header rules, and also exported as <batch>.xlsx.
+  <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx when every plate has an outcome. An Excel
+  .xlsx (told by its extension or content) is read from its first visible sheet, or --sheet NAME,
+  with the same header rules.
   Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission);
   130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call

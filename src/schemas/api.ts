@@ -3,6 +3,7 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
+import { EXPORT_FORMATS } from '../sinks/types.js';
 import {
   AccountId,
   BatchLinks,
@@ -122,7 +123,7 @@ export type BatchParams = z.output<typeof BatchParams>;
 
 export const ResultsQuery = z.object({
   format: z
-    .enum(['jsonl', 'csv', 'xlsx'])
+    .enum(EXPORT_FORMATS)
     .default('jsonl')
     .describe(
       "jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook",
