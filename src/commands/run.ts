@@ -381,7 +381,8 @@ export const runCommand: Command = {
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
-  --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
+  --reuse-within  answer plates from results paid this recently by any batch of the account (kept
+                  VQ_REUSE_KEEP, while that batch is), free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)

@@ -47,7 +47,10 @@ export async function estimateCost(
   let duplicates = 0;
   let alreadyFinished = 0;
   let reusable = 0;
-  const reuse = new ReuseStore(redis, keys, config.budget.reuseKeepMs, 0, sharingAccounts(config.accounts));
+  const reuse = new ReuseStore(redis, keys, outcomes, {
+    keepMs: config.budget.reuseKeepMs,
+    sharing: sharingAccounts(config.accounts),
+  });
   const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
   let chunk: string[] = [];
   const flush = async () => {

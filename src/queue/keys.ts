@@ -15,6 +15,7 @@
 // |----------------------------------|--------|---------------------------|
 // | A:batch:<id>, :rows, :outcomes   | hash, list, hash | queue/batch/    |
 // | A:batches                        | zset   | queue/batch/ (the account's batches by creation) |
+// | A:batch-content:<sha256>         | string | queue/batch/ (the account's batch made from that content) |
 // | G:ratelimit:<key>                | string | http/rate-limit.ts (@fastify/rate-limit's counts) |
 // | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
 // | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
@@ -127,6 +128,11 @@ export class VqbKeys {
 
   ingestLock(b: BatchRef): string {
     return `${this.batch(b)}:ingest`;
+  }
+
+  /** String: the id of the account's batch made from this content (sha256), whichever door it came through. */
+  batchContent(accountId: string, digest: string): string {
+    return `${this.accountBase(accountId)}:batch-content:${digest}`;
   }
 
   // --- queue/line.ts

@@ -23,6 +23,7 @@ const OWNERS: Record<string, string> = {
   outcomes: 'src/queue/batch/',
   rows: 'src/queue/batch/',
   ingestLock: 'src/queue/batch/',
+  batchContent: 'src/queue/batch/',
   account: 'src/queue/line.ts',
   pace: 'src/queue/line.ts',
   paceHold: 'src/queue/line.ts',
