@@ -355,13 +355,22 @@ export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: numb
   return out;
 }
 
+/** The requests' time at the rate in force; an `auto` key that has heard nothing yet has no rate to tell. */
+function timeText(e: CostEstimate): string {
+  const at = `${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}`;
+  if (e.rateSource === 'start')
+    return `about ${at} if it stayed there: no limit heard from the upstream yet (a new key starts at ${rateText(e.ratePerSecond)}; its first answers usually announce the real one)`;
+  return `about ${at}${e.rateSource === 'configured' ? '' : ` (the rate ${e.rateSource} so far)`}`;
+}
+
 export function describeEstimate(e: CostEstimate, account: Account): string {
   return [
     `dry run for batch ${e.batchId} (no upstream request made):`,
     `  ${e.rows} rows: ${e.plates} distinct valid plates, ${e.rejected} rejected, ${e.duplicates} duplicates`,
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
-    `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  ${timeText(e)} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  first results after about ${duration(e.firstPollSeconds * 1000)} (each query's first poll)`,
   ].join('\n');
 }
 

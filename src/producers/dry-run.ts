@@ -2,6 +2,7 @@
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
+import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
@@ -28,6 +29,14 @@ export interface CostEstimate {
   secondsAtRate: number;
   /** The rate that time is at: the account's rate in force (configured, or for `auto` announced or learned so far), requests per second. */
   ratePerSecond: number;
+  /**
+   * Where that rate comes from; `start`: an `auto` account that has heard nothing from the upstream
+   * yet, paced at its starting rate until the first answers announce the limit (the time is at that
+   * starting rate).
+   */
+  rateSource: RateSource;
+  /** The wait before a query's first poll (learned, or VQ_POLL_INITIAL): the first results come no sooner. */
+  firstPollSeconds: number;
   /** With a per-day spending cap: UTC days the creates need. */
   daysAtCap?: number;
 }
@@ -79,7 +88,7 @@ export async function estimateCost(
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
   // The rate in force: for `auto`, what the account has learned or been told so far.
-  const { perSecond } = await line.rate();
+  const { perSecond, source } = await line.rate();
   const perDay = account.perDay;
   return {
     batchId,
@@ -94,6 +103,8 @@ export async function estimateCost(
     expectedRequests,
     secondsAtRate: Math.ceil(expectedRequests / perSecond),
     ratePerSecond: Math.round(perSecond * 1000) / 1000,
+    rateSource: source,
+    firstPollSeconds: Math.round(learned.firstPollMs / 100) / 10,
     ...(perDay ? { daysAtCap: Math.ceil(creates / perDay) } : {}),
   };
 }

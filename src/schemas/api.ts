@@ -181,6 +181,14 @@ export const CostEstimate = z.object({
     .describe(
       "the account's rate in force (configured, or for `auto` announced or learned so far), requests per second",
     ),
+  rateSource: z
+    .enum(['configured', 'start', 'announced', 'learned'])
+    .describe(
+      'where ratePerSecond comes from; `start`: an `auto` account that has heard nothing from the upstream yet (secondsAtRate is at that starting rate; the first answers usually announce the real limit)',
+    ),
+  firstPollSeconds: z
+    .number()
+    .describe("the wait before a query's first poll (learned, or VQ_POLL_INITIAL): the first results come no sooner"),
   daysAtCap: count.optional().describe('UTC days the creates need under the daily spending cap'),
 });
 

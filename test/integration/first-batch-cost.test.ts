@@ -37,6 +37,9 @@ describe('the first batch of a fresh deployment', () => {
     expect(dry.code).toBe(0);
     const estimated = Number(/\((\d+) requests\)/.exec(dry.stdout)?.[1]);
     expect(estimated).toBeGreaterThan(0);
+    // Its time says what it rests on: no rate was heard yet, and no result comes before the first poll.
+    expect(dry.stdout).toContain('no limit heard from the upstream yet');
+    expect(dry.stdout).toContain('first results after about 15 s');
 
     const run = await spawnVqb(['run', file], env, 120_000).done;
     expect(run.stderr).toBe('');
