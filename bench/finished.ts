@@ -34,6 +34,7 @@ export interface FinishedFigures {
 function partOf(key: string): string {
   if (/:batch:[^:]+:outcomes$/.test(key)) return 'outcomes';
   if (/:batch:[^:]+:rows$/.test(key)) return 'input rows';
+  if (/:reuse-day:/.test(key)) return 'reuse pointers';
   if (/:reuse:/.test(key)) return 'reuse';
   if (/:sched:pending:/.test(key)) return 'waiting list';
   return 'rest';
@@ -125,7 +126,7 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     if (counts.done !== plates)
       throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
     const after = await usedMemory(ctx.redis);
-    const { reuse: pointers = 0, ...parts } = await keyBytes(ctx.redis, prefix, partOf);
+    const { 'reuse pointers': pointers = 0, ...parts } = await keyBytes(ctx.redis, prefix, partOf);
 
     // The same results kept for reuse, as when reuse is on.
     const reuseOn = new ReuseStore(services.redis, services.keys, services.outcomes, {

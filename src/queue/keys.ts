@@ -31,6 +31,7 @@
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
+// | G:reuse-day:<day>, A:reuse-day:<day> | hash | queue/reuse.ts (plate → the batch that paid on that UTC day) |
 // | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
 // | G:console:session:<sha256 of id> | hash   | console/sessions.ts       |
 // | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
@@ -234,6 +235,16 @@ export class VqbKeys {
   /** The results only this account reuses (the default: reuse stays within an account). */
   accountReuse(accountId: string, plate: string): string {
     return `${this.accountBase(accountId)}:reuse:${plate}`;
+  }
+
+  /** Hash: plate → the sharing accounts' batch that paid for it on UTC day `day` (days since the epoch). */
+  reuseDay(day: number): string {
+    return `${this.base}:reuse-day:${day}`;
+  }
+
+  /** Hash: plate → this account's batch that paid for it on UTC day `day`. */
+  accountReuseDay(accountId: string, day: number): string {
+    return `${this.accountBase(accountId)}:reuse-day:${day}`;
   }
 
   // --- producers/inbox*.ts

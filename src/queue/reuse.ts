@@ -1,24 +1,36 @@
 // Results kept per normalised plate so that a later batch may answer from them instead of paying
-// again (opt-in per batch with a window such as 24h). Each entry expires after VQ_REUSE_KEEP.
+// again (opt-in per batch with a window such as 24h), for VQ_REUSE_KEEP.
 //
 // Every paid result is findable, whichever batch paid for it (issue 36: `--reuse-within 24h` paid
 // again for plates another batch, one that had not asked for reuse, finished three minutes before).
-// When reuse is on (the deployment's default window VQ_REUSE_WITHIN is set, or the batch that paid
-// asked for reuse itself) the entry is the result, packed as outcomes are (queue/compact.ts;
-// plain-JSON entries written before are still read). Otherwise it is only a pointer to the paying
-// batch's outcome, which that batch keeps anyway: `>` <at> <account> <batch>, about 140 bytes of
-// Redis against 290 for a whole entry (docs/operations.md), gone for reuse once that batch is.
+// - Reuse on (the deployment's default window VQ_REUSE_WITHIN is set, or the batch that paid asked
+//   for reuse itself): the result itself, packed as outcomes are (queue/compact.ts; plain-JSON
+//   entries written before are still read), one string key a plate (A:reuse:<plate>), expiring
+//   after VQ_REUSE_KEEP: about 290 bytes a plate.
+// - Otherwise (the default): a pointer to the paying batch's own outcome, which that batch keeps
+//   anyway, as a field of the hash of the UTC day it was paid (A:reuse-day:<day>: plate →
+//   "<at, base 36> <batch>", and " <account>" in the shared pool), the hash expiring a day after
+//   VQ_REUSE_KEEP: a field of a hash costs
+//   about half of a key of its own (docs/operations.md), and a lookup asks one hash a day of its
+//   window. A pointer answers only while its batch holds the outcome (not once it is deleted or
+//   pruned), and never past VQ_REUSE_KEEP.
 //
-// Results stay within the account that paid for them (A:reuse:<plate>): another account's dry run
-// must not learn that a plate was looked up, nor its batch get that result and query id. Accounts
-// whose settings say `shareResults` keep theirs in one pool they all read (G:reuse:<plate>).
+// Results stay within the account that paid for them: another account's dry run must not learn
+// that a plate was looked up, nor its batch get that result and query id. Accounts whose settings
+// say `shareResults` keep theirs in one pool they all read (G:reuse:<plate>, G:reuse-day:<day>).
 import type { OutcomeStore } from './batch/outcomes.js';
 import { pack, unpack } from './compact.js';
 import type { VqbKeys } from './keys.js';
 import type { RedisClient } from './redis.js';
 
-/** The first byte of a pointer entry (a packed entry starts with 0x01, a plain-JSON one with `{`). */
-const POINTER = '>';
+const DAY_MS = 86_400_000;
+
+export interface StoredResult {
+  queryId?: string;
+  result: unknown;
+  /** Epoch ms the result was stored (its age is measured from here). */
+  at: number;
+}
 
 /** Where a paid result lies when only a pointer was kept: the paying batch's outcome of the plate. */
 interface Pointer {
@@ -27,21 +39,10 @@ interface Pointer {
   batchId: string;
 }
 
-function readPointer(raw: Buffer): Pointer | undefined {
-  if (raw[0] !== POINTER.charCodeAt(0)) return undefined;
-  const [at, account, batchId] = raw.toString('utf8').slice(1).split(' ');
-  return at && account && batchId ? { at: Number(at), account, batchId } : undefined;
-}
-
-function storedAt(raw: Buffer): number {
-  return readPointer(raw)?.at ?? (unpack(raw) as StoredResult).at;
-}
-
-export interface StoredResult {
-  queryId?: string;
-  result: unknown;
-  /** Epoch ms the result was stored (its age is measured from here). */
-  at: number;
+/** A pointer field's value; `account` is the day hash's own account unless the value names one (the shared pool). */
+function readPointer(raw: string | null, account: string): Pointer | undefined {
+  const [at, batchId, payer] = (raw ?? '').split(' ');
+  return at && batchId ? { at: Number.parseInt(at, 36), account: payer ?? account, batchId } : undefined;
 }
 
 /** The accounts whose settings opt in to the shared pool of results. */
@@ -60,7 +61,7 @@ export class ReuseStore {
   /**
    * `defaultWithinMs`: VQ_REUSE_WITHIN; when set, every batch's results are kept whole for later ones.
    * `sharing`: the accounts whose settings opt in to one shared pool of results.
-   * `outcomes`: where a pointer entry's result is read.
+   * `outcomes`: where a pointer's result is read.
    */
   constructor(
     redis: RedisClient,
@@ -76,9 +77,22 @@ export class ReuseStore {
     this.#sharing = new Set(options.sharing ?? []);
   }
 
-  /** Where the account's results are kept and found: its own, or the sharing accounts' pool. */
+  /** Where the account's whole results are kept and found: its own, or the sharing accounts' pool. */
   #key(account: string, plate: string): string {
     return this.#sharing.has(account) ? this.#keys.reuse(plate) : this.#keys.accountReuse(account, plate);
+  }
+
+  /** The hash of the pointers to the results paid on UTC day `day` (days since the epoch). */
+  #dayKey(account: string, day: number): string {
+    return this.#sharing.has(account) ? this.#keys.reuseDay(day) : this.#keys.accountReuseDay(account, day);
+  }
+
+  /** The day hashes a window reaches back to, newest first (never past VQ_REUSE_KEEP). */
+  #days(account: string, withinMs: number, now: number): string[] {
+    const oldest = Math.floor((now - Math.min(withinMs, this.#keepMs)) / DAY_MS);
+    const out: string[] = [];
+    for (let day = Math.floor(now / DAY_MS); day >= oldest; day--) out.push(this.#dayKey(account, day));
+    return out;
   }
 
   get enabled(): boolean {
@@ -96,8 +110,16 @@ export class ReuseStore {
    */
   async save(account: string, plate: string, entry: StoredResult, batchId: string, batchWindowMs = 0): Promise<void> {
     if (!this.enabled) return;
-    const value = this.keeps(batchWindowMs) ? pack(entry) : `${POINTER}${entry.at} ${account} ${batchId}`;
-    await this.#redis.set(this.#key(account, plate), value, 'PX', this.#keepMs);
+    if (this.keeps(batchWindowMs)) {
+      await this.#redis.set(this.#key(account, plate), pack(entry), 'PX', this.#keepMs);
+      return;
+    }
+    const day = this.#dayKey(account, Math.floor(entry.at / DAY_MS));
+    await this.#redis
+      .multi()
+      .hset(day, plate, `${entry.at.toString(36)} ${batchId}${this.#sharing.has(account) ? ` ${account}` : ''}`)
+      .pexpire(day, this.#keepMs + DAY_MS)
+      .exec();
   }
 
   /** The stored result if it is at most `withinMs` old. */
@@ -107,35 +129,54 @@ export class ReuseStore {
     withinMs: number,
     now: number,
   ): Promise<(StoredResult & { ageMs: number }) | undefined> {
-    if (withinMs <= 0) return undefined;
+    if (withinMs <= 0 || !this.enabled) return undefined;
     const raw = await this.#redis.getBuffer(this.#key(account, plate));
-    if (!raw) return undefined;
-    const pointer = readPointer(raw);
-    if (pointer === undefined) {
+    if (raw) {
       const entry = unpack(raw) as StoredResult;
       const ageMs = now - entry.at;
-      return ageMs <= withinMs ? { ...entry, ageMs } : undefined;
+      if (ageMs <= withinMs) return { ...entry, ageMs };
     }
-    const ageMs = now - pointer.at;
-    if (ageMs > withinMs) return undefined;
-    const outcome = await this.#outcomes.get({ id: pointer.batchId, account: pointer.account }, plate);
-    // The paying batch was deleted or pruned (or retried that plate): nothing left to reuse.
-    if (outcome?.status !== 'done') return undefined;
-    return { ...(outcome.queryId ? { queryId: outcome.queryId } : {}), result: outcome.result, at: pointer.at, ageMs };
+    for (const day of this.#days(account, withinMs, now)) {
+      const pointer = readPointer(await this.#redis.hget(day, plate), account);
+      if (pointer === undefined) continue;
+      const ageMs = now - pointer.at;
+      if (ageMs > withinMs || ageMs > this.#keepMs) return undefined;
+      const outcome = await this.#outcomes.get({ id: pointer.batchId, account: pointer.account }, plate);
+      // The paying batch was deleted or pruned (or retried that plate): nothing left to reuse.
+      if (outcome?.status !== 'done') return undefined;
+      return {
+        ...(outcome.queryId ? { queryId: outcome.queryId } : {}),
+        result: outcome.result,
+        at: pointer.at,
+        ageMs,
+      };
+    }
+    return undefined;
   }
 
-  /** How many of these plates have a result within the window (for dry runs). */
+  /** How many of these plates have a result within the window (for dry runs): exactly those `find` would answer. */
   async countFresh(account: string, plates: readonly string[], withinMs: number, now: number): Promise<number> {
-    if (withinMs <= 0 || plates.length === 0) return 0;
+    if (withinMs <= 0 || plates.length === 0 || !this.enabled) return 0;
     const raws = await this.#redis.mgetBuffer(...plates.map((p) => this.#key(account, p)));
+    const whole = raws.map((raw) => raw !== null && now - (unpack(raw) as StoredResult).at <= withinMs);
+    const left = plates.filter((_, i) => !whole[i]);
+    // The newest pointer of each plate left, its day hashes asked together.
+    const pointers = new Map<string, Pointer>();
+    const days = left.length === 0 ? [] : this.#days(account, withinMs, now);
+    const fields = await Promise.all(days.map((day) => this.#redis.hmget(day, ...left)));
+    for (const values of fields)
+      values.forEach((value, i) => {
+        const pointer = readPointer(value, account);
+        if (pointer && !pointers.has(left[i]!)) pointers.set(left[i]!, pointer);
+      });
     // A pointer counts while its batch still holds the outcome (the checks go out together).
     const found = await Promise.all(
-      raws.map((raw, i) => {
-        if (raw === null || now - storedAt(raw) > withinMs) return false;
-        const pointer = readPointer(raw);
-        return pointer ? this.#outcomes.has({ id: pointer.batchId, account: pointer.account }, plates[i]!) : true;
-      }),
+      [...pointers].map(([plate, p]) =>
+        now - p.at <= Math.min(withinMs, this.#keepMs)
+          ? this.#outcomes.has({ id: p.batchId, account: p.account }, plate)
+          : false,
+      ),
     );
-    return found.filter(Boolean).length;
+    return whole.filter(Boolean).length + found.filter(Boolean).length;
   }
 }

@@ -79,8 +79,8 @@ describe('compact storage', () => {
     const entry = { queryId: 'q1', result: { licensePlate: 'AAA1A11' }, at: 1_000 };
     // Reuse off: a pointer to the paying batch's outcome, found while that batch holds it.
     await off.save('default', 'AAA1A11', entry, 'paid', 0);
-    const pointer = await ctx.redis.get(keys.accountReuse('default', 'AAA1A11'));
-    expect(pointer).toBe('>1000 default paid');
+    expect(await ctx.redis.exists(keys.accountReuse('default', 'AAA1A11'))).toBe(0);
+    expect(await ctx.redis.hget(keys.accountReuseDay('default', 0), 'AAA1A11')).toBe('rs paid');
     expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toBeUndefined();
     expect(await off.countFresh('default', ['AAA1A11'], 10_000, 2_000)).toBe(0);
     const paid: Outcome = {
@@ -89,6 +89,7 @@ describe('compact storage', () => {
     };
     await ctx.redis.hset(keys.outcomes({ id: 'paid', account: 'default' }), 'AAA1A11', encodeOutcome(paid));
     expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    expect(await off.countFresh('default', ['AAA1A11', 'DDD1D11'], 10_000, 2_000)).toBe(1);
     expect(await off.find('default', 'AAA1A11', 500, 2_000)).toBeUndefined();
     await off.save('default', 'AAA1A11', entry, 'paid', 60_000); // the batch itself asked for reuse: whole
     expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });

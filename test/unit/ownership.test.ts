@@ -44,6 +44,8 @@ const OWNERS: Record<string, string> = {
   learner: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
   accountReuse: 'src/queue/reuse.ts',
+  reuseDay: 'src/queue/reuse.ts',
+  accountReuseDay: 'src/queue/reuse.ts',
   inbox: 'src/producers/inbox-',
   consoleSession: 'src/console/sessions.ts',
   consoleUpload: 'src/console/uploads.ts',
