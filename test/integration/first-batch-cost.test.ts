@@ -6,7 +6,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { useHarness } from '../helpers/engine.js';
+import { ingestList } from '../../src/producers/enqueue.js';
+import { PollLearner } from '../../src/queue/poll-schedule.js';
+import { makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
@@ -52,4 +54,23 @@ describe('the first batch of a fresh deployment', () => {
     expect(spent / 20).toBeLessThanOrEqual(2.5);
     expect(Math.abs(estimated - spent) / spent).toBeLessThanOrEqual(0.3);
   }, 150_000);
+
+  it('that started too late comes down to the answers in one batch, from the time each query took', async () => {
+    // 15 s is right for answers of 5-15 s; against an upstream answering in 0.1-0.3 s it is late. Each
+    // finished first poll says how long its query took (the answer's createdAt/completedAt), so the
+    // first batch's polls bring the estimate down to the 90 % point at once, not by a quarter a round.
+    const h = await harness.start({
+      label: 'first-batch-late',
+      sim: { completionMs: [100, 300] },
+      config: { VQ_POLL_INITIAL: '5s', VQ_RATE_LIMIT: '200/s' },
+    });
+    await ingestList(h.services, makePlates(300), { source: 'library', batchId: 'late' });
+    await h.waitForBatch('late', 60_000);
+    await Promise.all(h.workers.map((w) => w.close()));
+    const learned = await new PollLearner(h.services.redis, h.services.keys, h.config.poll).snapshot(h.config.product);
+    expect(learned.samples).toBe(300);
+    // Answers of at most 300 ms: the 90 % point is 280 ms; a quarter a round would have left 3.7 s.
+    expect(learned.firstPollMs).toBeLessThan(600);
+    expect(learned.firstPollMs).toBeGreaterThan(150);
+  }, 90_000);
 });
