@@ -9,10 +9,9 @@
 //   after VQ_REUSE_KEEP: about 290 bytes a plate.
 // - Otherwise (the default): a pointer to the paying batch's own outcome, which that batch keeps
 //   anyway, as a field of the hash of the UTC day it was paid (A:reuse-day:<day>: plate →
-//   "<at, base 36> <batch>", and " <account>" in the shared pool), the hash expiring a day after
-//   VQ_REUSE_KEEP: a field of a hash costs
-//   about half of a key of its own (docs/operations.md), and a lookup asks one hash a day of its
-//   window. A pointer answers only while its batch holds the outcome (not once it is deleted or
+//   "<at, base 36> <batch>", and " <account>" in the shared pool), the hash expiring VQ_REUSE_KEEP
+//   after its day ends: a field of a hash costs about half of a key of its own (docs/operations.md),
+//   writing one is one HSET, and a lookup asks one hash a day of its window. A pointer answers only while its batch holds the outcome (not once it is deleted or
 //   pruned), and never past VQ_REUSE_KEEP.
 //
 // Results stay within the account that paid for them: another account's dry run must not learn
@@ -57,6 +56,8 @@ export class ReuseStore {
   readonly #defaultWithinMs: number;
   readonly #sharing: ReadonlySet<string>;
   readonly #outcomes: Pick<OutcomeStore, 'get' | 'has'>;
+  /** Day hashes whose expiry this process has set: a pointer is then one HSET (issue 21 counts calls a plate). */
+  readonly #expiring = new Set<string>();
 
   /**
    * `defaultWithinMs`: VQ_REUSE_WITHIN; when set, every batch's results are kept whole for later ones.
@@ -114,12 +115,23 @@ export class ReuseStore {
       await this.#redis.set(this.#key(account, plate), pack(entry), 'PX', this.#keepMs);
       return;
     }
-    const day = this.#dayKey(account, Math.floor(entry.at / DAY_MS));
-    await this.#redis
-      .multi()
-      .hset(day, plate, `${entry.at.toString(36)} ${batchId}${this.#sharing.has(account) ? ` ${account}` : ''}`)
-      .pexpire(day, this.#keepMs + DAY_MS)
+    const day = Math.floor(entry.at / DAY_MS);
+    const key = this.#dayKey(account, day);
+    const value = `${entry.at.toString(36)} ${batchId}${this.#sharing.has(account) ? ` ${account}` : ''}`;
+    if (this.#expiring.has(key)) {
+      await this.#redis.hset(key, plate, value);
+      return;
+    }
+    // The day's last pointer is written before its end: it expires VQ_REUSE_KEEP after that.
+    const replies = await this.#redis
+      .pipeline()
+      .hset(key, plate, value)
+      .pexpire(key, (day + 1) * DAY_MS + this.#keepMs - entry.at)
       .exec();
+    const failed = replies?.find(([err]) => err)?.[0];
+    if (failed) throw failed;
+    if (this.#expiring.size >= 1_000) this.#expiring.clear();
+    this.#expiring.add(key);
   }
 
   /** The stored result if it is at most `withinMs` old. */
