@@ -171,7 +171,9 @@ export const SETTINGS = {
   },
   VQ_REUSE_KEEP: {
     schema: duration.default(7 * 86_400_000),
-    help: 'how long a done plate stays findable for reuse by later batches (whole with reuse on, else a pointer to its batch; 0 = keep none)',
+    help:
+      'how long a done plate stays findable for reuse by later batches ' +
+      '(whole with reuse on, else a pointer to its batch; 0 = keep none)',
   },
   VQ_LOCK_DURATION: {
     schema: duration.default(30_000),

@@ -359,7 +359,10 @@ export function budgetFlags(flags: CommandContext['flags']): { maxCreates?: numb
 function timeText(e: CostEstimate): string {
   const at = `${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}`;
   if (e.rateSource === 'start')
-    return `about ${at} if it stayed there: no limit heard from the upstream yet (a new key starts at ${rateText(e.ratePerSecond)}; its first answers usually announce the real one)`;
+    return (
+      `about ${at} if it stayed there: no limit heard from the upstream yet ` +
+      `(a new key starts at ${rateText(e.ratePerSecond)}; its first answers usually announce the real one)`
+    );
   return `about ${at}${e.rateSource === 'configured' ? '' : ` (the rate ${e.rateSource} so far)`}`;
 }
 

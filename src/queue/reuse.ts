@@ -11,8 +11,9 @@
 //   anyway, as a field of the hash of the UTC day it was paid (A:reuse-day:<day>: plate →
 //   "<at, base 36> <batch>", and " <account>" in the shared pool), the hash expiring VQ_REUSE_KEEP
 //   after its day ends: a field of a hash costs about half of a key of its own (docs/operations.md),
-//   writing one is one HSET, and a lookup asks one hash a day of its window. A pointer answers only while its batch holds the outcome (not once it is deleted or
-//   pruned), and never past VQ_REUSE_KEEP.
+//   writing one is one HSET, and a lookup asks one hash a day of its window. A pointer answers
+//   only while its batch holds the outcome (not once it is deleted or pruned), and never past
+//   VQ_REUSE_KEEP.
 //
 // Results stay within the account that paid for them: another account's dry run must not learn
 // that a plate was looked up, nor its batch get that result and query id. Accounts whose settings

@@ -184,7 +184,8 @@ export const CostEstimate = z.object({
   rateSource: z
     .enum(['configured', 'start', 'announced', 'learned'])
     .describe(
-      'where ratePerSecond comes from; `start`: an `auto` account that has heard nothing from the upstream yet (secondsAtRate is at that starting rate; the first answers usually announce the real limit)',
+      'where ratePerSecond comes from; `start`: an `auto` account that has heard nothing from the upstream yet ' +
+        '(secondsAtRate is at that starting rate; the first answers usually announce the real limit)',
     ),
   firstPollSeconds: z
     .number()
