@@ -73,18 +73,25 @@ export async function keyBytes(
   groupOf: (key: string) => string,
 ): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
-    cursor = next;
-    const pipeline = redis.pipeline();
-    for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', 0);
-    const replies = (await pipeline.exec()) ?? [];
-    keys.forEach((key, i) => {
-      const group = groupOf(key);
-      out[group] = (out[group] ?? 0) + Number(replies[i]?.[1] ?? 0);
-    });
-  } while (cursor !== '0');
+  const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+  // Both homes: the prefix's own slot ({p}…) and the accounts' slots (p:{queue.account}…), where a
+  // batch's keys have lived since issue 21 (matching only the first priced nothing).
+  const bare = prefix.replace(/[{}]/g, '');
+  const patterns = bare === prefix ? [`${glob(prefix)}*`] : [`${glob(prefix)}*`, `${glob(bare)}:{*`];
+  for (const pattern of patterns) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      const pipeline = redis.pipeline();
+      for (const key of keys) pipeline.memory('USAGE', key, 'SAMPLES', 0);
+      const replies = (await pipeline.exec()) ?? [];
+      keys.forEach((key, i) => {
+        const group = groupOf(key);
+        out[group] = (out[group] ?? 0) + Number(replies[i]?.[1] ?? 0);
+      });
+    } while (cursor !== '0');
+  }
   return out;
 }
 

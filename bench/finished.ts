@@ -3,8 +3,9 @@
 // as the feeder would, and the real Recorder stores an outcome for each with an answer shaped as
 // the simulator gives it (its fake vehicle, its query ids, ISO timestamps). No upstream and no
 // BullMQ jobs: a finished job is removed on completion, so it keeps nothing. MEMORY USAGE per part
-// is divided by N; used_memory after − before is the cross-check. Then the same N results are
-// kept for reuse (as when VQ_REUSE_WITHIN is set) to price a reuse entry, which is written only then.
+// is divided by N; used_memory after − before is the cross-check. With reuse off (the default) each
+// done plate leaves a reuse pointer to its batch (priced apart from the batch's keys); then the same
+// N results are kept whole for reuse (as when VQ_REUSE_WITHIN is set) to price a whole entry.
 import { type Config, loadConfig } from '../src/config.js';
 import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
@@ -26,13 +27,14 @@ export interface FinishedFigures {
   keyBytesTotalPerPlate: number;
   /** A reuse entry per plate, when reuse is on (VQ_REUSE_WITHIN set or the batch asks for it). */
   reuseBytesPerPlate: number;
-  /** Reuse entries written with reuse off (the default): 0 expected. */
-  reuseEntriesWhenOff: number;
+  /** The reuse pointer to the batch each done plate leaves with reuse off (the default), for VQ_REUSE_KEEP. */
+  reusePointerBytesPerPlate: number;
 }
 
 function partOf(key: string): string {
   if (/:batch:[^:]+:outcomes$/.test(key)) return 'outcomes';
   if (/:batch:[^:]+:rows$/.test(key)) return 'input rows';
+  if (/:reuse-day:/.test(key)) return 'reuse pointers';
   if (/:reuse:/.test(key)) return 'reuse';
   if (/:sched:pending:/.test(key)) return 'waiting list';
   return 'rest';
@@ -56,7 +58,9 @@ function answerFor(plate: string, index: number, createdAt: number, completedAt:
  */
 export async function finishAll(services: QueueServices, config: Config, batchId: string): Promise<void> {
   const account = config.accounts[0]!.id;
-  const reuseOff = new ReuseStore(services.redis, services.keys, config.budget.reuseKeepMs, 0);
+  const reuseOff = new ReuseStore(services.redis, services.keys, services.outcomes, {
+    keepMs: config.budget.reuseKeepMs,
+  });
   const recorder = new Recorder({ ...services, reuse: reuseOff, metrics: noMetrics });
   let index = 0;
   for (;;) {
@@ -122,20 +126,25 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
     if (counts.done !== plates)
       throw new Error(`${counts.done} of ${plates} outcomes recorded (${JSON.stringify(counts)})`);
     const after = await usedMemory(ctx.redis);
-    const parts = await keyBytes(ctx.redis, prefix, partOf);
-    const reuseEntriesWhenOff = parts['reuse'] === undefined ? 0 : 1;
+    const { 'reuse pointers': pointers = 0, ...parts } = await keyBytes(ctx.redis, prefix, partOf);
 
     // The same results kept for reuse, as when reuse is on.
-    const reuseOn = new ReuseStore(services.redis, services.keys, config.budget.reuseKeepMs, 86_400_000);
+    const reuseOn = new ReuseStore(services.redis, services.keys, services.outcomes, {
+      keepMs: config.budget.reuseKeepMs,
+      defaultWithinMs: 86_400_000,
+    });
     for (let from = 0; from < list.length; from += 1_000) {
       await Promise.all(
-        list.slice(from, from + 1_000).map((plate, i) =>
-          reuseOn.save(config.accounts[0]!.id, plate, {
-            queryId: `q${i}`,
-            result: answerFor(plate, from + i, Date.now(), Date.now()),
-            at: Date.now(),
-          }),
-        ),
+        list
+          .slice(from, from + 1_000)
+          .map((plate, i) =>
+            reuseOn.save(
+              config.accounts[0]!.id,
+              plate,
+              { queryId: `q${i}`, result: answerFor(plate, from + i, Date.now(), Date.now()), at: Date.now() },
+              batchId,
+            ),
+          ),
       );
     }
     const withReuse = await keyBytes(ctx.redis, prefix, partOf);
@@ -146,7 +155,7 @@ export async function measureFinished(ctx: StepContext, plates: number): Promise
       keyBytesPerPlate: perPlate,
       keyBytesTotalPerPlate: Object.values(parts).reduce((a, b) => a + b, 0) / plates,
       reuseBytesPerPlate: (withReuse['reuse'] ?? 0) / plates,
-      reuseEntriesWhenOff,
+      reusePointerBytesPerPlate: pointers / plates,
     };
   } finally {
     await services.close();

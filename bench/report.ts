@@ -254,10 +254,12 @@ export function tableRows(r: BenchResults, rate: number): Row[] {
         rows.push(row(`… of which (MEMORY USAGE) ${part}`, f.keyBytesPerPlate[part], undefined, fixed(1)));
     }
     rows.push(
-      row('reuse entries written with reuse off (default)', f.reuseEntriesWhenOff, undefined, int, {
-        text: '0',
-        ok: (x) => x === 0,
-      }),
+      row(
+        'reuse pointer per done plate with reuse off (default; kept VQ_REUSE_KEEP), bytes',
+        f.reusePointerBytesPerPlate,
+        undefined,
+        int,
+      ),
     );
     rows.push(row('reuse entry per plate when reuse is on, bytes', f.reuseBytesPerPlate, undefined, int));
   }

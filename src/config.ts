@@ -146,7 +146,12 @@ export const SETTINGS = {
     schema: int(1).default(500),
     help: 'queries created but not finished, per account, across all workers; new creates of the account wait above it',
   },
-  VQ_POLL_INITIAL: { schema: duration.default(5_000), help: 'first poll after a create, before anything is learned' },
+  VQ_POLL_INITIAL: {
+    // Late costs seconds, early costs a poll (quota): a fresh deployment starts at the slow end of
+    // the upstream's answers (the simulator's 5-15 s) and learns down from there (issue 36).
+    schema: duration.default(15_000),
+    help: 'first poll after a create, before anything is learned',
+  },
   VQ_POLL_INTERVAL: {
     schema: duration.default(2_000),
     help: 'wait after a poll that found the query still running (doubles each time)',
@@ -212,7 +217,9 @@ export const SETTINGS = {
   },
   VQ_REUSE_KEEP: {
     schema: duration.default(7 * 86_400_000),
-    help: 'how long finished results are kept per plate for reuse (0 = keep none)',
+    help:
+      'how long a done plate stays findable for reuse by later batches ' +
+      '(whole with reuse on, else a pointer to its batch; 0 = keep none)',
   },
   VQ_LOCK_DURATION: {
     schema: duration.default(30_000),

@@ -23,8 +23,8 @@ import { type RerunResult, rerunFailed } from './queue/rerun.js';
 import { type BatchView, EnqueueOptions } from './schemas/batch.js';
 import { openQueueServices, type QueueServices } from './services.js';
 import { batchExportSource } from './sinks/batch-source.js';
-import { ALL_FORMATS, exportBatch, fileSinkFor } from './sinks/export.js';
-import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
+import { exportBatch, fileSinkFor } from './sinks/export.js';
+import { EXPORT_FORMATS, type ExportFormat, type ExportResult, type ExportRow } from './sinks/types.js';
 
 export { type Config, loadConfig, type Overrides } from './config.js';
 export {
@@ -116,7 +116,7 @@ export class Batch {
     }
   }
 
-  export(formats: readonly ExportFormat[] = ALL_FORMATS, dir?: string): Promise<ExportResult> {
+  export(formats: readonly ExportFormat[] = EXPORT_FORMATS, dir?: string): Promise<ExportResult> {
     return exportBatch(this.#services, fileSinkFor(this.#services.config, dir), this.id, formats);
   }
 

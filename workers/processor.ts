@@ -14,7 +14,7 @@ import type { Config } from '../src/config.js';
 import { pollPriority } from '../src/queue/account-queues.js';
 import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
-import { nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
+import { answeredWithin, nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
 import { isRedisDown, isRedisFull } from '../src/queue/redis-health.js';
 import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
 import type { KeptAnswer } from '../src/upstream/answers.js';
@@ -427,7 +427,11 @@ export class PlateProcessor {
     // or the pending poll), made before anything else that could fail and send the poll again.
     // Then the poll schedule learns from it and the pace hears the quota it reported.
     const learn = async () => {
-      if (data.polls === 0) this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now));
+      if (data.polls === 0) {
+        // A finished query says how long it took, when the upstream tells (answeredWithin).
+        const took = answer.terminal ? answeredWithin(answer.result) : undefined;
+        this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now), took);
+      }
       await this.#d.flow.onAnswer(this.#d.api.quota, log);
     };
     // At least one poll is always made once the deadline has passed (the account may have been

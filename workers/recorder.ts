@@ -201,13 +201,15 @@ export class Recorder {
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');
-      // Kept for later batches only when reuse is on (for the deployment or for this batch).
+      // Findable by later batches: whole when reuse is on (for the deployment or this batch), else a
+      // pointer to this batch's outcome (queue/reuse.ts).
       if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
         const window = await this.#reuseWindow(data, this.#now());
         await this.#d.reuse.save(
           data.account,
           data.plate,
           { ...(data.queryId ? { queryId: data.queryId } : {}), result, at: outcome.finishedAt },
+          data.batchId,
           window,
         );
       }

@@ -254,13 +254,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
-    reuse: new ReuseStore(
-      commands,
-      services.keys,
-      config.budget.reuseKeepMs,
-      config.budget.reuseWithinMs,
-      sharingAccounts(config.accounts),
-    ),
+    reuse: new ReuseStore(commands, services.keys, services.outcomes, {
+      keepMs: config.budget.reuseKeepMs,
+      defaultWithinMs: config.budget.reuseWithinMs,
+      sharing: sharingAccounts(config.accounts),
+    }),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     onBatchFinished,

@@ -5,8 +5,8 @@ import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { rerunFailed } from '../queue/rerun.js';
 import { withQueueServices } from '../services.js';
-import { ALL_FORMATS, archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
-import type { ExportFormat } from '../sinks/types.js';
+import { archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { EXPORT_FORMATS, type ExportFormat } from '../sinks/types.js';
 
 function oneBatch(args: string[], command: string): string {
   const [batchId, ...extra] = args;
@@ -25,17 +25,19 @@ export function batchIdArg(value: string): string {
 
 export const exportCommand: Command = {
   summary: "write (or rebuild) a batch's exports from the stored outcomes",
-  usage: `vqb export <batch> [--format csv|jsonl|xlsx|all] [--out DIR] [--json]
-  Rebuilds <out>/<batch>.csv, <batch>.jsonl and <batch>.rejects.csv from Redis at any time; a
-  batch still running exports its finished rows and marks the rest "pending". --format xlsx
-  writes <batch>.xlsx: the CSV's columns and rows as typed cells, rejects on a second sheet. An
-  archived batch (pruned from Redis) is exported from its archive in VQ_ARCHIVE_DIR.`,
+  usage: `vqb export <batch> [--format ${[...EXPORT_FORMATS, 'all'].join('|')}] [--out DIR] [--json]
+  Rebuilds <out>/<batch>.csv, <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx (the CSV's
+  columns and rows as typed cells, rejects on a second sheet) from Redis at any time (default
+  --format all; one format writes only its file); a batch still running exports its finished rows
+  and marks the rest "pending". An archived batch (pruned from Redis) is exported from its archive
+  in VQ_ARCHIVE_DIR.`,
   options: { format: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {
     const batchId = oneBatch(ctx.args, 'export');
     const format = String(ctx.flags.format ?? 'all');
-    if (!['csv', 'jsonl', 'xlsx', 'all'].includes(format)) throw new UsageError('--format is csv, jsonl, xlsx or all');
-    const formats: readonly ExportFormat[] = format === 'all' ? ALL_FORMATS : [format as ExportFormat];
+    if (format !== 'all' && !(EXPORT_FORMATS as readonly string[]).includes(format))
+      throw new UsageError(`--format is ${EXPORT_FORMATS.join(', ')} or all`);
+    const formats: readonly ExportFormat[] = format === 'all' ? EXPORT_FORMATS : [format as ExportFormat];
     const config = ctx.config();
     return withQueueServices(config, async (services) => {
       const result = await exportBatch(services, fileSinkFor(config), batchId, formats, archiveFor(config));

@@ -23,7 +23,7 @@ import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
 import { openQueueServices, type QueueServices } from '../services.js';
 import { settlesWithin } from '../settle.js';
-import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
+import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { failureText } from '../sinks/webhooks/deliveries.js';
 import { checkCallbackUrl } from '../sinks/webhooks/target.js';
@@ -315,13 +315,8 @@ export async function runFile(
       ctx.print(`nothing else is lost: run the same command again to resume batch ${batchId}`);
       return { code, batchId };
     }
-    // A workbook in, a workbook out too (beside the CSV and JSONL every batch gets).
-    const result = await exportBatch(
-      services,
-      fileSinkFor(config),
-      batchId,
-      format === 'xlsx' ? [...ALL_FORMATS, 'xlsx'] : ALL_FORMATS,
-    );
+    // Every format (the README's "every batch ends as CSV, JSONL and XLSX"), whatever came in.
+    const result = await exportBatch(services, fileSinkFor(config), ref);
     ctx.print(describeBatch(await services.batchViews.get(ref)));
     ctx.print(
       `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
@@ -484,6 +479,16 @@ const FOUND_BY = {
   header: 'by its header',
   content: 'by its content: most of its values are plates',
 } as const;
+/** The requests' time at the rate in force; an `auto` key that has heard nothing yet has no rate to tell. */
+function timeText(e: CostEstimate): string {
+  const at = `${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}`;
+  if (e.rateSource === 'start')
+    return (
+      `about ${at} if it stayed there: no limit heard from the upstream yet ` +
+      `(a new key starts at ${rateText(e.ratePerSecond)}; its first answers usually announce the real one)`
+    );
+  return `about ${at}${e.rateSource === 'configured' ? '' : ` (the rate ${e.rateSource} so far)`}`;
+}
 
 export function describeEstimate(e: CostEstimate, account: Account): string {
   return [
@@ -492,7 +497,8 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
       counted(e.duplicates, 'duplicate'),
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
-    `  about ${duration(e.secondsAtRate * 1000)} at ${rateText(e.ratePerSecond)}${account.rateLimit.auto ? ' (the rate learned so far)' : ''} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  ${timeText(e)} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  first results after about ${duration(e.firstPollSeconds * 1000)} (each query's first poll)`,
     ...(e.maxCreates !== undefined && e.maxCreates < e.creates
       ? [
           `  the batch's cap holds it at ${e.maxCreates} creates; the other ${e.creates - e.maxCreates} plates would wait`,
@@ -523,9 +529,9 @@ export const runCommand: Command = {
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
   --force starts a new batch), runs workers in this process and writes <out>/<batch>.csv,
-  <batch>.jsonl and <batch>.rejects.csv when every plate has an outcome. An Excel .xlsx (told by
-  its extension or content) is read from its first visible sheet, or --sheet NAME, with the same
-  header rules, and also exported as <batch>.xlsx.
+  <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx when every plate has an outcome. An Excel
+  .xlsx (told by its extension or content) is read from its first visible sheet, or --sheet NAME,
+  with the same header rules.
   Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission, an
   upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set VQ_ANSWER_* / VQ_STATES_* and run again);
   130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
@@ -535,7 +541,8 @@ export const runCommand: Command = {
   --max-spend X   the same cap in money (the account's currency): X ÷ the price per query, whole
                   creates (needs VQ_PRICE_PER_QUERY or the account's pricePerQuery); with
                   --max-creates the smaller holds
-  --reuse-within  answer plates from results stored this recently by any batch, free (e.g. 24h)
+  --reuse-within  answer plates from results paid this recently by any batch of the account (kept
+                  VQ_REUSE_KEEP, while that batch is), free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)

@@ -3,6 +3,7 @@
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
 import { costOf, type Money } from '../money.js';
+import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
@@ -29,6 +30,14 @@ export interface CostEstimate {
   secondsAtRate: number;
   /** The rate that time is at: the account's rate in force (configured, or for `auto` announced or learned so far), requests per second. */
   ratePerSecond: number;
+  /**
+   * Where that rate comes from; `start`: an `auto` account that has heard nothing from the upstream
+   * yet, paced at its starting rate until the first answers announce the limit (the time is at that
+   * starting rate).
+   */
+  rateSource: RateSource;
+  /** The wait before a query's first poll (learned, or VQ_POLL_INITIAL): the first results come no sooner. */
+  firstPollSeconds: number;
   /** With a per-day spending cap: UTC days the creates need. */
   daysAtCap?: number;
   /** The batch's cap on creates (given in creates, or in money at the price), when it has one. */
@@ -55,7 +64,10 @@ export async function estimateCost(
   let duplicates = 0;
   let alreadyFinished = 0;
   let reusable = 0;
-  const reuse = new ReuseStore(redis, keys, config.budget.reuseKeepMs, 0, sharingAccounts(config.accounts));
+  const reuse = new ReuseStore(redis, keys, outcomes, {
+    keepMs: config.budget.reuseKeepMs,
+    sharing: sharingAccounts(config.accounts),
+  });
   const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
   let chunk: string[] = [];
   const flush = async () => {
@@ -84,7 +96,7 @@ export async function estimateCost(
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
   // The rate in force: for `auto`, what the account has learned or been told so far.
-  const { perSecond } = await line.rate();
+  const { perSecond, source } = await line.rate();
   const perDay = account.perDay;
   const price = account.price;
   // At a cap the batch stops creating (and waits): the money is the capped creates'.
@@ -103,6 +115,8 @@ export async function estimateCost(
     expectedRequests,
     secondsAtRate: Math.ceil(expectedRequests / perSecond),
     ratePerSecond: Math.round(perSecond * 1000) / 1000,
+    rateSource: source,
+    firstPollSeconds: Math.round(learned.firstPollMs / 100) / 10,
     ...(perDay ? { daysAtCap: Math.ceil(creates / perDay) } : {}),
     ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
     ...(price

@@ -37,11 +37,15 @@ export interface BatchRequest {
   callbackUrl?: string;
 }
 
-/** What a door read: a file's rows (with the file's sha256) or a list of plates. */
+/**
+ * What a door read: a file's rows (with the file's sha256) or a list of plates. `name` is the
+ * file's or the one the caller gave; without one (a text/csv body, a list with no `name`) the
+ * content alone names the batch (contentBatchId).
+ */
 export type EnqueueInput =
   | {
       source: BatchSource;
-      name: string;
+      name?: string;
       digest: string;
       rows: Iterable<InputRow> | AsyncIterable<InputRow>;
       extraColumns?: readonly string[];
@@ -60,12 +64,29 @@ interface Prepared {
   maxCreates?: number;
 }
 
+/**
+ * The id of the batch an input makes for `account`: `<name>-<digest>` for a named input (a file,
+ * a list given a name), as the CLI and the drop folder name theirs; for an unnamed one (a text/csv
+ * body, a list with no `name`) the account's batch of the same content if there is one, whichever
+ * door made it, so the file a user ran with `vqb run` and then sent to POST /v1/batches resumes its
+ * batch instead of paying again (issue 36); `force`: a new batch.
+ */
+async function contentBatchId(
+  services: Pick<QueueServices, 'batches'>,
+  account: string,
+  input: { name: string; named: boolean; digest: string },
+  force: boolean,
+): Promise<string> {
+  if (force || input.named) return batchIdFor(input.name, input.digest, force);
+  return (await services.batches.byContent(account, input.digest)) ?? batchIdFor(input.name, input.digest);
+}
+
 /** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
-function prepare(
-  services: Pick<QueueServices, 'config' | 'accounts'>,
+async function prepare(
+  services: Pick<QueueServices, 'config' | 'accounts' | 'batches'>,
   input: EnqueueInput,
   options: BatchRequest,
-): Prepared {
+): Promise<Prepared> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
   const { account: resolved } = services.accounts.for(options.account);
   const account = resolved.id;
@@ -84,10 +105,13 @@ function prepare(
     extraColumns = list.extraColumns;
     name = input.name ?? input.source;
   } else {
-    ({ rows, digest, name } = input);
+    ({ rows, digest } = input);
+    name = input.name ?? input.source;
     extraColumns = input.extraColumns ?? [];
   }
-  const id = options.batchId ?? batchIdFor(name, digest, options.force === true);
+  const named = input.name !== undefined;
+  const id =
+    options.batchId ?? (await contentBatchId(services, account, { name, named, digest }, options.force === true));
   return {
     id,
     digest,
@@ -101,12 +125,12 @@ function prepare(
 }
 
 /** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
-export function batchIdOf(
-  services: Pick<QueueServices, 'config' | 'accounts'>,
+export async function batchIdOf(
+  services: Pick<QueueServices, 'config' | 'accounts' | 'batches'>,
   input: EnqueueInput,
   options: BatchRequest = {},
-): string {
-  return prepare(services, input, options).id;
+): Promise<string> {
+  return (await prepare(services, input, options)).id;
 }
 
 /** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
@@ -115,7 +139,7 @@ export async function estimate(
   input: EnqueueInput,
   options: BatchRequest = {},
 ): Promise<CostEstimate> {
-  const p = prepare(services, input, options);
+  const p = await prepare(services, input, options);
   const cost = await estimateCost(services, p.id, p.rows, {
     account: p.account,
     ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
@@ -128,13 +152,13 @@ export async function estimate(
 }
 
 /** Stores the batch's rows and enqueues each new plate once; the same content again resumes its batch. */
-export function enqueue(
+export async function enqueue(
   services: QueueServices,
   input: EnqueueInput,
   options: BatchRequest = {},
   hooks: { onLockWait?: (expiresInMs: number) => void } = {},
 ): Promise<IngestResult> {
-  const p = prepare(services, input, options);
+  const p = await prepare(services, input, options);
   return ingestLine(() =>
     ingest(
       services,

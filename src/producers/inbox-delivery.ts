@@ -5,8 +5,7 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../services.js';
-import { ALL_FORMATS, exportBatch, fileSinkFor } from '../sinks/export.js';
-import type { ExportFormat } from '../sinks/types.js';
+import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { InboxErrors } from './inbox-errors.js';
 import type { InboxLayout } from './inbox-files.js';
 
@@ -39,16 +38,9 @@ export class InboxDelivery {
     return this.#exported;
   }
 
-  /**
-   * Remembers that `batchId`, made from `file`, is exported to outbox/ once it finishes: CSV and
-   * JSONL always, plus `also` (`xlsx` for a dropped workbook).
-   */
-  async expect(batchId: string, file: string, also: readonly ExportFormat[] = []): Promise<void> {
-    await this.#deps.services.redis.hset(
-      this.#pendingKey,
-      batchId,
-      JSON.stringify(also.length > 0 ? { file, also } : { file }),
-    );
+  /** Remembers that `batchId`, made from `file`, is exported to outbox/ (every format) once it finishes. */
+  async expect(batchId: string, file: string): Promise<void> {
+    await this.#deps.services.redis.hset(this.#pendingKey, batchId, JSON.stringify({ file }));
   }
 
   /** Writes the exports of every pending batch that has finished. */
@@ -66,13 +58,8 @@ export class InboxDelivery {
         }
         const info = await services.batchViews.get(batchId);
         if (info.finishedAt === undefined) continue;
-        const record = JSON.parse((await services.redis.hget(this.#pendingKey, batchId)) ?? '{}') as {
-          also?: ExportFormat[];
-        };
-        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId, [
-          ...ALL_FORMATS,
-          ...(record.also ?? []),
-        ]);
+        // Every format (an `also` list in an entry from before every batch got every format is ignored).
+        const result = await exportBatch(services, fileSinkFor(config, layout.dirs.outbox), batchId);
         await services.redis.hdel(this.#pendingKey, batchId);
         this.#pending--;
         this.#exported++;

@@ -194,7 +194,7 @@ export class InboxIntake {
           `inbox: ingested ${JSON.stringify(name)} as batch ${batchId}${created ? '' : ' (resumed)'}: ${c.total} rows, ${c.enqueued} plates queued`,
         );
       }
-      await delivery.expect(batchId, name, format === 'xlsx' ? ['xlsx'] : []);
+      await delivery.expect(batchId, name);
       const archived = await moveInto(layout, path, 'archive', name, { prefix: `${stamp(now())}-` });
       await services.redis.hdel(this.#processingKey, procName);
       errors.clear(`processing:${procName}`);

@@ -15,6 +15,7 @@
 // |----------------------------------|--------|---------------------------|
 // | A:batch:<id>, :rows, :outcomes   | hash, list, hash | queue/batch/    |
 // | A:batches                        | zset   | queue/batch/ (the account's batches by creation) |
+// | A:batch-content:<sha256>         | string | queue/batch/ (the account's batch made from that content) |
 // | G:ratelimit:<key>                | string | http/rate-limit.ts (@fastify/rate-limit's counts) |
 // | A:batch:<id>:ingest              | string | queue/batch/ (ingest lock) |
 // | A:line, A:pace                   | hash   | queue/line.ts (the account's line, pacing) |
@@ -31,6 +32,7 @@
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
+// | G:reuse-day:<day>, A:reuse-day:<day> | hash | queue/reuse.ts (plate → the batch that paid on that UTC day) |
 // | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
 // | G:console:session:<sha256 of id> | hash   | console/sessions.ts       |
 // | G:console:upload:<id>            | string | console/uploads.ts (staged before confirm) |
@@ -139,6 +141,11 @@ export class VqbKeys {
     return `${this.batch(b)}:ingest`;
   }
 
+  /** String: the id of the account's batch made from this content (sha256), whichever door it came through. */
+  batchContent(accountId: string, digest: string): string {
+    return `${this.accountBase(accountId)}:batch-content:${digest}`;
+  }
+
   // --- queue/line.ts
   account(accountId: string): string {
     return `${this.accountBase(accountId)}:line`;
@@ -243,6 +250,16 @@ export class VqbKeys {
   /** The results only this account reuses (the default: reuse stays within an account). */
   accountReuse(accountId: string, plate: string): string {
     return `${this.accountBase(accountId)}:reuse:${plate}`;
+  }
+
+  /** Hash: plate → the sharing accounts' batch that paid for it on UTC day `day` (days since the epoch). */
+  reuseDay(day: number): string {
+    return `${this.base}:reuse-day:${day}`;
+  }
+
+  /** Hash: plate → this account's batch that paid for it on UTC day `day`. */
+  accountReuseDay(accountId: string, day: number): string {
+    return `${this.accountBase(accountId)}:reuse-day:${day}`;
   }
 
   // --- producers/inbox*.ts

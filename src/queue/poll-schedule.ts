@@ -34,6 +34,22 @@ export function nextPollDelay(pollsSoFar: number, poll: PollSettings, random: ()
   return backoffDelay(Math.max(0, pollsSoFar - 1), poll.intervalMs, poll.maxIntervalMs, random);
 }
 
+/**
+ * When the upstream's answer says how long the query took (`completedAt` − `createdAt`, both its
+ * own clock: no skew), in ms; undefined when it does not say. A first poll that found the query
+ * finished is then a sample at the estimate in force whenever it was taken (finished if the query
+ * took no longer, pending if it took longer), so it never goes stale: an estimate that started
+ * too late (VQ_POLL_INITIAL is the slow end of the answers) comes down in one round instead of a
+ * quarter a round, and without undershooting.
+ */
+export function answeredWithin(body: unknown): number | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { createdAt, completedAt } = body as { createdAt?: unknown; completedAt?: unknown };
+  const time = (v: unknown) => (typeof v === 'string' ? Date.parse(v) : typeof v === 'number' ? v : Number.NaN);
+  const took = time(completedAt) - time(createdAt);
+  return Number.isFinite(took) && took >= 0 ? took : undefined;
+}
+
 /** A sample taken at elapsed x informs the estimate θ only if x ≥ θ·e^-R (pending) or x ≤ θ·e^R (finished). */
 export const RELEVANCE = 0.3;
 
@@ -96,14 +112,17 @@ export class PollLearner {
   }
 
   /**
-   * One first poll, made `elapsedMs` after the create, found the query pending (or finished). The
-   * sample is sent with the others of the next OBSERVE_EVERY_MS.
+   * One first poll, made `elapsedMs` after the create, found the query pending (or finished, having
+   * taken `tookMs` when the upstream said: answeredWithin). The sample is sent with the others of
+   * the next OBSERVE_EVERY_MS.
    */
-  observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number): void {
+  observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number, tookMs?: number): void {
     if (!this.#poll.adaptive) return;
     let samples = this.#samples.get(product);
     if (!samples) this.#samples.set(product, (samples = []));
-    samples.push(Math.log(Math.max(1, elapsedMs) / this.#poll.initialMs), pendingAtFirstPoll ? '1' : '0');
+    const took = pendingAtFirstPoll || tookMs === undefined ? undefined : Math.min(tookMs, elapsedMs);
+    const kind = pendingAtFirstPoll ? '1' : took === undefined ? '0' : '2';
+    samples.push(Math.log(Math.max(1, took ?? elapsedMs) / this.#poll.initialMs), kind);
     this.#sending ??= setTimeout(() => {
       this.#sending = undefined;
       void this.flush().catch(() => undefined);

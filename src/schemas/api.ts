@@ -3,6 +3,7 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
+import { EXPORT_FORMATS } from '../sinks/types.js';
 import {
   AccountId,
   BatchLinks,
@@ -129,7 +130,7 @@ export type BatchParams = z.output<typeof BatchParams>;
 
 export const ResultsQuery = z.object({
   format: z
-    .enum(['jsonl', 'csv', 'xlsx'])
+    .enum(EXPORT_FORMATS)
     .default('jsonl')
     .describe(
       "jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook",
@@ -187,6 +188,15 @@ export const CostEstimate = z.object({
     .describe(
       "the account's rate in force (configured, or for `auto` announced or learned so far), requests per second",
     ),
+  rateSource: z
+    .enum(['configured', 'start', 'announced', 'learned'])
+    .describe(
+      'where ratePerSecond comes from; `start`: an `auto` account that has heard nothing from the upstream yet ' +
+        '(secondsAtRate is at that starting rate; the first answers usually announce the real limit)',
+    ),
+  firstPollSeconds: z
+    .number()
+    .describe("the wait before a query's first poll (learned, or VQ_POLL_INITIAL): the first results come no sooner"),
   daysAtCap: count.optional().describe('UTC days the creates need under the daily spending cap'),
   maxCreates: count.optional().describe("the batch's cap on creates (maxCreates, or maxSpend at the price)"),
   cost: z

@@ -7,9 +7,7 @@ import type { BatchKey, BatchStore } from '../queue/batch/store.js';
 import { BatchArchive } from './archive.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
-import type { ExportFormat, ExportResult, ExportSink, ExportSource } from './types.js';
-
-export const ALL_FORMATS: readonly ExportFormat[] = ['csv', 'jsonl'];
+import { EXPORT_FORMATS, type ExportFormat, type ExportResult, type ExportSink, type ExportSource } from './types.js';
 
 export function fileSinkFor(config: Pick<Config, 'outDir' | 'csvDelimiter'>, dir = config.outDir): ExportSink {
   return new FileSink({ dir, csvDelimiter: config.csvDelimiter });
@@ -19,7 +17,7 @@ export async function exportBatch(
   stores: { batches: BatchStore; outcomes: OutcomeStore },
   sink: ExportSink,
   batch: BatchKey,
-  formats: readonly ExportFormat[] = ALL_FORMATS,
+  formats: readonly ExportFormat[] = EXPORT_FORMATS,
   archive?: BatchArchive,
 ): Promise<ExportResult> {
   return sink.write(await exportSourceFor(stores, batch, archive), formats);

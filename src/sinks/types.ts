@@ -53,7 +53,13 @@ export interface ExportSource {
   rejects(): AsyncIterable<RejectRow>;
 }
 
-export type ExportFormat = 'csv' | 'jsonl' | 'xlsx';
+/**
+ * Every export format, in the one place they are listed: every finished batch is written in all of
+ * them (`vqb run`, the drop folder, `vqb export --format all`, the library's default), and the
+ * HTTP results, `vqb export --format` and the OpenAPI document offer each of them.
+ */
+export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 export interface ExportResult {
   /** Absolute paths written, by kind. */

@@ -70,17 +70,30 @@ describe('compact storage', () => {
     expect(scanned.sort((a, z) => a.plate.localeCompare(z.plate))).toEqual([fresh, old]);
   });
 
-  it('keeps a reuse entry only when reuse is on, packed, and still reads plain-JSON entries', async () => {
+  it('keeps a reuse entry whole when reuse is on, packed, else a pointer to the batch; still reads plain-JSON entries', async () => {
     ctx = await redisTestContext('compact-reuse');
     const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'plates' });
-    const off = new ReuseStore(ctx.redis, keys, 86_400_000, 0);
-    const on = new ReuseStore(ctx.redis, keys, 86_400_000, 3_600_000);
+    const outcomes = new OutcomeStore(ctx.redis, keys);
+    const off = new ReuseStore(ctx.redis, keys, outcomes, { keepMs: 86_400_000 });
+    const on = new ReuseStore(ctx.redis, keys, outcomes, { keepMs: 86_400_000, defaultWithinMs: 3_600_000 });
     const entry = { queryId: 'q1', result: { licensePlate: 'AAA1A11' }, at: 1_000 };
-    await off.save('default', 'AAA1A11', entry, 0);
+    // Reuse off: a pointer to the paying batch's outcome, found while that batch holds it.
+    await off.save('default', 'AAA1A11', entry, 'paid', 0);
     expect(await ctx.redis.exists(keys.accountReuse('default', 'AAA1A11'))).toBe(0);
-    await off.save('default', 'AAA1A11', entry, 60_000); // the batch itself asked for reuse
+    expect(await ctx.redis.hget(keys.accountReuseDay('default', 0), 'AAA1A11')).toBe('rs paid');
+    expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toBeUndefined();
+    expect(await off.countFresh('default', ['AAA1A11'], 10_000, 2_000)).toBe(0);
+    const paid: Outcome = {
+      ...{ batchId: 'paid', plate: 'AAA1A11', status: 'done', queryId: 'q1', result: entry.result },
+      ...{ finishedAt: 1_000, requests: 2, polls: 1, attempts: 1 },
+    };
+    await ctx.redis.hset(keys.outcomes({ id: 'paid', account: 'default' }), 'AAA1A11', encodeOutcome(paid));
     expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
-    await on.save('default', 'BBB1B11', entry, 0);
+    expect(await off.countFresh('default', ['AAA1A11', 'DDD1D11'], 10_000, 2_000)).toBe(1);
+    expect(await off.find('default', 'AAA1A11', 500, 2_000)).toBeUndefined();
+    await off.save('default', 'AAA1A11', entry, 'paid', 60_000); // the batch itself asked for reuse: whole
+    expect(await off.find('default', 'AAA1A11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });
+    await on.save('default', 'BBB1B11', entry, 'other', 0);
     expect(await on.find('default', 'BBB1B11', 10_000, 2_000)).toMatchObject({ queryId: 'q1' });
     await ctx.redis.set(keys.accountReuse('default', 'CCC1C11'), JSON.stringify(entry));
     expect(await on.find('default', 'CCC1C11', 10_000, 2_000)).toEqual({ ...entry, ageMs: 1_000 });

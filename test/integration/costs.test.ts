@@ -107,14 +107,22 @@ describe('cost controls', () => {
     await ingestList(h.services, plates.slice(0, 5), { source: 'library', batchId: 'third' });
     await h.waitForBatch('third');
     expect(h.sim.stats().creates).toBe(35);
-    // With reuse off (no default window, no window of its own) a batch keeps nothing per plate:
-    // a later batch that asks for reuse pays for these again.
+    // With reuse off (no default window, no window of its own) a batch keeps a pointer per plate to
+    // its own outcome: a later batch that asks for reuse finds them while that batch is kept...
     const fresh = makePlates(5, 100);
     await ingestList(h.services, fresh, { source: 'library', batchId: 'fourth' });
     await h.waitForBatch('fourth');
     await ingestList(h.services, fresh, { source: 'library', batchId: 'fifth', reuseWithinMs: 3_600_000 });
     await h.waitForBatch('fifth');
-    expect((await h.services.batchViews.get('fifth')).counts).toMatchObject({ done: 5, reused: 0, creates: 5 });
+    expect((await h.services.batchViews.get('fifth')).counts).toMatchObject({ done: 5, reused: 5, creates: 0 });
+    expect(h.sim.stats().creates).toBe(40); // the fourth's 5 only
+    // ...and pays again once it is gone (deleted, or pruned by retention).
+    const fourth = await h.services.batches.ref('fourth');
+    await h.services.outcomes.forget(fourth);
+    await h.services.batches.forget(fourth);
+    await ingestList(h.services, fresh, { source: 'library', batchId: 'sixth', reuseWithinMs: 3_600_000 });
+    await h.waitForBatch('sixth');
+    expect((await h.services.batchViews.get('sixth')).counts).toMatchObject({ done: 5, reused: 0, creates: 5 });
   });
 
   it("the cost report equals the simulator's counters", async () => {

@@ -121,7 +121,12 @@ describe('inbox drop folder', () => {
     expect(info.counts).toMatchObject({ total: 7, enqueued: 5, rejected: 1, duplicates: 1 });
 
     await until(watcher, async () => (await ls('outbox')).includes(`${batchId}.csv`), 'the export');
-    expect(await ls('outbox')).toEqual([`${batchId}.csv`, `${batchId}.jsonl`, `${batchId}.rejects.csv`]);
+    expect(await ls('outbox')).toEqual([
+      `${batchId}.csv`,
+      `${batchId}.jsonl`,
+      `${batchId}.rejects.csv`,
+      `${batchId}.xlsx`,
+    ]);
     const lines = exportLines(await readFile(join(dir('outbox'), `${batchId}.csv`), 'utf8'));
     expect(lines).toHaveLength(list.length + 1);
     expect(lines[0]!.slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
@@ -350,7 +355,9 @@ describe('inbox drop folder', () => {
       pendingExports: 0,
       waiting: 0,
     });
-    expect(await ls('outbox')).toEqual(ids.flatMap((id) => [`${id}.csv`, `${id}.jsonl`, `${id}.rejects.csv`]).sort());
+    expect(await ls('outbox')).toEqual(
+      ids.flatMap((id) => [`${id}.csv`, `${id}.jsonl`, `${id}.rejects.csv`, `${id}.xlsx`]).sort(),
+    );
 
     expect(await ls('inbox')).toEqual(['dir-link.csv', 'link.csv', 'pasta.csv']);
     expect((await lstat(join(inbox, 'link.csv'))).isSymbolicLink()).toBe(true);

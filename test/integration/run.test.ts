@@ -1,9 +1,10 @@
 // `vqb run` and `vqb export` as a user runs them: real processes, real Redis, the simulator over HTTP.
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Harness, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { sheetValues } from '../helpers/xlsx.js';
 
 const harness = useHarness();
 
@@ -75,6 +76,32 @@ describe('vqb run', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toContain(`resuming batch ${batchId}`);
     expect(h.sim.stats().creates).toBe(4);
+  }, 60_000);
+
+  it('every batch ends as CSV, JSONL and XLSX: `vqb run` on a CSV and `vqb export --format all` write the workbook', async () => {
+    const h = await harness.start({ label: 'run-xlsx', workers: 0 });
+    const file = join(h.config.outDir, '..', 'frota.csv');
+    await writeFile(file, csvFile(['ABC1234;Ação Ltda;ok', 'NOPE;x;bad']));
+    const run = await vqb(h, ['run', file]).done;
+    expect(run.code).toBe(0);
+    const batchId = /batch (frota-[0-9a-f]{12})/.exec(run.stdout)?.[1];
+    const xlsxPath = join(h.config.outDir, `${batchId}.xlsx`);
+    expect(run.stdout).toContain(xlsxPath);
+    const results = await sheetValues(await readFile(xlsxPath));
+    expect(results[0]!.slice(0, 4)).toEqual(['row', 'input', 'plate', 'status']);
+    expect(results.slice(1).map((r) => r[3])).toEqual(['done', 'rejected']);
+    expect((await sheetValues(await readFile(xlsxPath), 'rejects')).map((r) => r[1])).toEqual(['input', 'NOPE']);
+
+    await rm(h.config.outDir, { recursive: true, force: true });
+    const exported = await vqb(h, ['export', batchId!, '--format', 'all']).done;
+    expect(exported.code).toBe(0);
+    expect(exported.stdout.trimEnd().split('\n').sort()).toEqual(
+      ['csv', 'jsonl', 'rejects.csv', 'xlsx'].map((ext) => join(h.config.outDir, `${batchId}.${ext}`)).sort(),
+    );
+    expect(await sheetValues(await readFile(xlsxPath))).toEqual(results);
+    const bad = await vqb(h, ['export', batchId!, '--format', 'pdf']).done;
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--format is csv, jsonl, xlsx or all');
   }, 60_000);
 
   it('a killed `vqb run` resumes the same batch when run again, with no extra creates', async () => {

@@ -90,7 +90,7 @@ describe('defaults', () => {
       concurrency: 8,
       maxInFlight: 500,
       poll: {
-        initialMs: 5_000,
+        initialMs: 15_000,
         intervalMs: 2_000,
         maxIntervalMs: 15_000,
         deadlineMs: 300_000,

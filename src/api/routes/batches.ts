@@ -172,10 +172,11 @@ async function readCreateRequest(
           }
         : await readCsvUpload(request, { bodyLimit, maxPlates });
     const { csv, options: csvOptions } = upload;
-    const name = csvOptions.name ?? upload.fileName?.slice(0, 100) ?? 'api';
+    // Without a name (a text/csv body, a form's file with none), the content alone finds its batch.
+    const name = csvOptions.name ?? upload.fileName?.slice(0, 100);
     const input: EnqueueInput = {
       source: 'api',
-      name,
+      ...(name !== undefined ? { name } : {}),
       digest: csv.digest,
       rows: csv.rows,
       extraColumns: csv.header.extraColumns,
@@ -192,7 +193,11 @@ async function readCreateRequest(
     };
     return { input, options, dryRun: csvOptions.dryRun === true };
   } else {
-    const input: EnqueueInput = { source: 'api', plates: body.plates, name: body.name ?? 'api' };
+    const input: EnqueueInput = {
+      source: 'api',
+      plates: body.plates,
+      ...(body.name !== undefined ? { name: body.name } : {}),
+    };
     const options: BatchRequest = {
       ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
       ...(body.batchId !== undefined ? { batchId: body.batchId } : {}),

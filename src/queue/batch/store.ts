@@ -217,6 +217,10 @@ export class BatchStore {
     const created = Number(flag) === 1;
     if (!created && batch.digest !== undefined && stored !== '' && stored !== batch.digest)
       throw new BatchIdTakenError(batch.id);
+    // An id derived from the content (`<name>-<digest>`, not forced) is where that content goes
+    // next, through any door (byContent); a batch made before this index joins it when resumed.
+    if (batch.digest !== undefined && batch.id.endsWith(`-${batch.digest.slice(0, 12)}`))
+      await this.#redis.set(this.#keys.batchContent(batch.account, batch.digest), batch.id);
     if (created) {
       await this.#redis.hset(key, {
         id: batch.id,
@@ -477,10 +481,24 @@ export class BatchStore {
     await this.#redis.hset(this.#keys.batch(await this.ref(batch)), 'deleteRequested', '1');
   }
 
+  /**
+   * The id of the account's batch made from content with this sha256 (a file's bytes, a list's
+   * rows), whichever door it came through: the same content again resumes it (issue 36: the file a
+   * user ran with `vqb run` and then sent to POST /v1/batches was paid for twice).
+   */
+  async byContent(account: string, digest: string): Promise<string | undefined> {
+    return (await this.#redis.get(this.#keys.batchContent(account, digest))) ?? undefined;
+  }
+
   /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
   async forget(batch: BatchKey): Promise<void> {
     const ref = await this.find(batch);
     if (!ref) return;
+    const digest = await this.#redis.hget(this.#keys.batch(ref), 'digest');
+    if (digest) {
+      const content = this.#keys.batchContent(ref.account, digest);
+      if ((await this.#redis.get(content)) === ref.id) await this.#redis.del(content);
+    }
     await this.#redis.del(this.#keys.batch(ref), this.#keys.rows(ref), this.#keys.ingestLock(ref));
     // The lists last: a batch half forgotten is still listed, and the next sweep finishes it.
     await this.#redis.zrem(this.#keys.accountBatches(ref.account), ref.id);
