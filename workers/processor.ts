@@ -7,6 +7,7 @@
 // (src/queue/job-fence.ts, where the create protocol is written down as a table): a worker that
 // was paused past its lock sends no create and writes no older step over a newer one.
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
@@ -104,6 +105,9 @@ export class PlateProcessor {
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
+    // Every poll waiting here listens to the one stop (up to the poll room's size, 256): Node's
+    // warning past 10 listeners would only print on stderr, mid-progress.
+    setMaxListeners(0, this.#stop.signal);
     this.#now = deps.clock?.now ?? Date.now;
     this.#random = deps.clock?.random ?? Math.random;
   }
