@@ -32,6 +32,10 @@ describe('the first batch of a fresh deployment', () => {
     delete env.VQ_POLL_INITIAL;
     delete env.VQ_POLL_INTERVAL;
     delete env.VQ_RATE_LIMIT;
+    // …and the production lock (the spawn helper's 2 s lock, renewed each second, is lost now and
+    // then on a loaded machine while a poll waits in the worker: a warning, nothing paid twice).
+    delete env.VQ_LOCK_DURATION;
+    delete env.VQ_STALLED_INTERVAL;
     const file = join(h.config.outDir, '..', 'frota.csv');
     await writeFile(file, `placa\n${fleet().join('\n')}\n`);
 
