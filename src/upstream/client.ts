@@ -65,7 +65,8 @@ export type RequestObserver = (event: {
   error?: UpstreamError;
 }) => void;
 
-const NETWORK_CODES: Record<string, string> = {
+/** undici's and the socket's error codes → ours (a request that got no answer). */
+export const NETWORK_CODES: Readonly<Record<string, string>> = {
   UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
   UND_ERR_HEADERS_TIMEOUT: 'HEADERS_TIMEOUT',
   UND_ERR_BODY_TIMEOUT: 'BODY_TIMEOUT',

@@ -4,6 +4,7 @@
 // x-api-key, JSON content type on both calls), one request each, no retry.
 import { randomUUID } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
+import { NETWORK_CODES as CLIENT_NETWORK_CODES } from './client.js';
 import {
   type AnswerReader,
   answerReader,
@@ -39,16 +40,11 @@ export type AnswerReading =
 
 const MAX_TEXT = 1024 * 1024;
 
-const NETWORK_CODES: Record<string, string> = {
-  UND_ERR_CONNECT_TIMEOUT: 'CONNECT_TIMEOUT',
-  UND_ERR_HEADERS_TIMEOUT: 'HEADERS_TIMEOUT',
-  UND_ERR_BODY_TIMEOUT: 'BODY_TIMEOUT',
-  UND_ERR_SOCKET: 'CONNECTION_RESET',
-  ECONNRESET: 'CONNECTION_RESET',
-  ECONNREFUSED: 'CONNECTION_REFUSED',
+/** The client's codes, and a host that does not resolve named as such (`vqb check` says it in words). */
+const NETWORK_CODES: Readonly<Record<string, string>> = {
+  ...CLIENT_NETWORK_CODES,
   ENOTFOUND: 'HOST_NOT_FOUND',
   EAI_AGAIN: 'HOST_NOT_FOUND',
-  ETIMEDOUT: 'CONNECT_TIMEOUT',
 };
 
 export class UpstreamProbe {
