@@ -41,6 +41,9 @@ describe('cost controls', () => {
 
   it('a batch cap stops creates at exactly N, keeps every plate, and a raised cap finishes the batch', async () => {
     h = await startHarness({ label: 'cap', workers: 0 });
+    // The account has met its upstream before: first contact (one create alone until its plate ends)
+    // would let the feeder put every plate on the queue meanwhile, and none would wait in the scheduler.
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
     await ingestList(h.services, makePlates(60), { source: 'library', batchId: 'capped', maxCreates: 25 });
     h.startWorker();
     // Settled: the batch is held and no job of it is queued or running (the rest sleep, held).
