@@ -7,29 +7,29 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RedisClient } from '../queue/redis.js';
-import { presentedToken, sha256, type TokenAuth } from './auth.js';
+import { presentedToken, sha256 } from './auth.js';
 import { ApiError } from './errors.js';
 
 /** Requests a minute from one address without a valid token (wrong tokens included). */
 export const GUESSES_PER_MIN = 30;
 
-/** Counts a request, throwing TOO_MANY_REQUESTS past its key's limit; call it before the token check. */
-export type CountRequest = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+/**
+ * Counts a request under its valid token, or under its address when its token is missing or wrong
+ * (the caller checked it once); throws TOO_MANY_REQUESTS past that key's limit.
+ */
+export type CountRequest = (request: FastifyRequest, reply: FastifyReply, validToken: boolean) => Promise<void>;
 
 export async function registerApiRateLimit(
   app: FastifyInstance,
-  options: { redis: RedisClient; nameSpace: string; perMinute: number; auth: Pick<TokenAuth, 'check'> },
+  options: { redis: RedisClient; nameSpace: string; perMinute: number },
 ): Promise<CountRequest> {
   if (options.perMinute <= 0) return async () => {};
-  const keyOf = async (request: FastifyRequest): Promise<string> => {
+  const valid = new WeakSet<FastifyRequest>();
+  const keyOf = (request: FastifyRequest): string => {
     const token = presentedToken(request.headers);
-    const valid =
-      token !== undefined &&
-      (await options.auth.check(request.headers).then(
-        () => true,
-        () => false,
-      ));
-    return valid ? `t:${sha256(token).toString('hex').slice(0, 32)}` : `a:${request.ip}`;
+    return token !== undefined && valid.has(request)
+      ? `t:${sha256(token).toString('hex').slice(0, 32)}`
+      : `a:${request.ip}`;
   };
   // Not a route hook of its own (those run after the token check, which refuses a guess first): the
   // caller counts each request before checking its token, and this answers in our error shape.
@@ -41,7 +41,8 @@ export async function registerApiRateLimit(
     // Redis unreachable: the requests still meet the token check and Redis's own errors.
     skipOnError: true,
   });
-  return async (request, reply) => {
+  return async (request, reply, validToken) => {
+    if (validToken) valid.add(request);
     const counted = await limit(request);
     if (counted.isAllowed || !counted.isExceeded) return;
     reply.header('retry-after', String(counted.ttlInSeconds));

@@ -58,7 +58,6 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
     redis: options.services.redis,
     nameSpace: options.services.keys.apiRateLimit,
     perMinute: options.config.http.rateLimitPerMin,
-    auth: options.auth,
   });
   const kit = v1Kit(app, options, count);
   const { bodyLimit } = kit;
@@ -99,8 +98,14 @@ function v1Kit(app: FastifyInstance, options: V1Options, count: CountRequest) {
   // What each request's token may see; a scoped token's other accounts answer 404, as if absent.
   const scopes = new WeakMap<object, Scope>();
   app.addHook('onRequest', async (request, reply) => {
-    await count(request, reply);
-    scopes.set(request, await auth.check(request.headers));
+    // The token is checked once; whether it passed says which count the request goes to.
+    const checked = await auth.check(request.headers).then(
+      (scope) => ({ scope }),
+      (error: unknown) => ({ error }),
+    );
+    await count(request, reply, 'scope' in checked);
+    if ('error' in checked) throw checked.error;
+    scopes.set(request, checked.scope);
   });
   const scopeOf = (request: object): Scope => scopes.get(request) ?? { admin: false, accounts: [] };
   const access = batchAccess(services, archiveFor(config, now));
