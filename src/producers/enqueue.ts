@@ -124,15 +124,6 @@ async function prepare(
   };
 }
 
-/** The batch id `enqueue` would give this input (a rerun of the same content resumes it). */
-export async function batchIdOf(
-  services: Pick<QueueServices, 'config' | 'accounts' | 'batches'>,
-  input: EnqueueInput,
-  options: BatchRequest = {},
-): Promise<string> {
-  return (await prepare(services, input, options)).id;
-}
-
 /** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
 export async function estimate(
   services: QueueServices,
