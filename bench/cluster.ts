@@ -1,10 +1,10 @@
 // One Redis and a 3-master Redis Cluster under the same load (issue 21: "how many accounts and
 // plates/s one Redis and one Cluster carry"): the many-accounts scenario (bench/many-accounts.ts)
 // run twice in one step, first on a redis-server of its own, then on a cluster of its own
-// (src/redis-server.ts), each master read directly. What a master costs per plate and its share of
+// (src/redis/server.ts), each master read directly. What a master costs per plate and its share of
 // the commands give the plates/s each setup would carry before its busiest master fills a core.
 import { Redis } from 'ioredis';
-import { startThrowawayCluster } from '../src/redis-server.js';
+import { startThrowawayCluster } from '../src/redis/server.js';
 import {
   type ManyAccountsFigures,
   type ManyAccountsSettings,
@@ -200,7 +200,7 @@ Redis Cluster of its own, three masters and no replicas on free ports, the 16,38
 by \`redis-cli --cluster create\`; the workers and the bench's library instance are given
 \`VQ_REDIS_MODE=cluster\` and the three masters' URLs as \`REDIS_URL\`. Each account's keys share
 one slot (hash tag \`{<queue>.<account>}\`), the few structures every account shares the prefix's
-(\`src/queue/keys.ts\`); which master holds an account is read with \`CLUSTER KEYSLOT\` of its tag
+(\`src/redis/keys.ts\`); which master holds an account is read with \`CLUSTER KEYSLOT\` of its tag
 against \`CLUSTER SLOTS\`. Each master is read directly (INFO \`total_commands_processed\`,
 \`used_cpu_user + used_cpu_sys\`, \`connected_clients\`; the step's own calls subtracted). The
 capacity estimate is 1 s ÷ the busiest master's CPU per plate, the same as the run's plates/s ÷ the

@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import { cpus, totalmem } from 'node:os';
 import { Redis } from 'ioredis';
-import type { RedisClient } from '../src/queue/redis.js';
-import { deleteKeysByPrefix } from '../src/queue/redis.js';
+import type { RedisClient } from '../src/redis/connection.js';
+import { deleteKeysByPrefix } from '../src/redis/connection.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The key the simulator knows and every client (ours and the peer) sends. */

@@ -17,7 +17,7 @@ import { readPlateCsv } from '../src/producers/csv.js';
 import { PlateDeduper } from '../src/producers/dedup.js';
 import { ingest } from '../src/producers/ingest.js';
 import { JOB_NAME, jobIdFor, newJobData, openAccountQueue } from '../src/queue/account-queues.js';
-import { connectRedis } from '../src/queue/redis.js';
+import { connectRedis } from '../src/redis/connection.js';
 import { openQueueServices } from '../src/services.js';
 import { plateAt } from './common.js';
 

@@ -14,8 +14,8 @@ import { Redis } from 'ioredis';
 import { perSecond } from '../src/accounts/account.js';
 import { parseRateLimit } from '../src/config.js';
 import { createVqb, type Overrides, type Vqb } from '../src/index.js';
-import { type BatchRef, barePrefix, VqbKeys } from '../src/queue/keys.js';
-import { startThrowawayRedis } from '../src/redis-server.js';
+import { type BatchRef, barePrefix, VqbKeys } from '../src/redis/keys.js';
+import { startThrowawayRedis } from '../src/redis/server.js';
 import { platesFrom, sleep } from './common.js';
 import {
   processCpuSeconds,

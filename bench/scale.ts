@@ -14,9 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createVqb, type Overrides } from '../src/index.js';
-import { VqbKeys } from '../src/queue/keys.js';
-import { luaScripts } from '../src/queue/scripts.js';
-import { startThrowawayRedis } from '../src/redis-server.js';
+import { VqbKeys } from '../src/redis/keys.js';
+import { luaScripts } from '../src/redis/scripts.js';
+import { startThrowawayRedis } from '../src/redis/server.js';
 import type { BullmqPeerOptions, BullmqPeerProgress } from './bullmq-peer.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
 import {
@@ -371,7 +371,7 @@ interface Watcher {
   stop(): Promise<void>;
 }
 
-/** Names a script by the SHA1 its EVALSHA carries: vqb's (src/queue/lua) and BullMQ's own. */
+/** Names a script by the SHA1 its EVALSHA carries: vqb's (src/redis/lua) and BullMQ's own. */
 function scriptNames(): Map<string, string> {
   const sha = (text: string) => createHash('sha1').update(text).digest('hex');
   const names = new Map<string, string>();
@@ -913,7 +913,7 @@ peer's CPU is made of (work done in bursts shares the process's wake-ups), the t
 peer as written.
 **By script:** a third run of vqb, the same workload, under MONITOR (which costs redis-server CPU, so
 it is kept apart): each command is named by the script whose EVALSHA it follows (Lua's inner calls
-included), vqb's by its file in \`src/queue/lua/\`, BullMQ's by its own.`;
+included), vqb's by its file in \`src/redis/lua/\`, BullMQ's by its own.`;
 
 /** The step's tables as text (printed) and as a Markdown section (RESULTS.md). */
 export function scaleTables(f: ScaleFigures): { text: string; markdown: string } {

@@ -2,7 +2,7 @@
 // plates enqueued through the library API here) or of the naive peer (a child of its own), either
 // for a fixed measuring window under a standing backlog, or for one whole batch.
 import { fileURLToPath } from 'node:url';
-import type { RedisClient } from '../src/queue/redis.js';
+import type { RedisClient } from '../src/redis/connection.js';
 import type { SimulatorStats } from '../src/simulator/index.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
 import { startFleet } from './fleet.js';

@@ -5,9 +5,9 @@ import { z } from 'zod';
 import { type Account, defaultAccount, loadAccountsFile, stateList } from './accounts/account.js';
 import { ConfigError } from './errors.js';
 import { isCurrency, type Price, priceMicros } from './money.js';
-import { parseRedisConnection, type RedisConnection } from './queue/redis-settings.js';
-import { forbiddenHost, hostAllowed } from './sinks/webhooks/target.js';
+import { parseRedisConnection, type RedisConnection } from './redis/settings.js';
 import { type AnswerMapping, isPointer } from './upstream/answers.js';
+import { forbiddenHost, hostAllowed } from './webhooks/target.js';
 
 export type { Account } from './accounts/account.js';
 export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';

@@ -12,12 +12,12 @@ import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
 import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
-import type { BatchRef } from './queue/keys.js';
-import { type Scripted, withScripts } from './queue/scripts.js';
+import type { BatchRef } from './redis/keys.js';
+import { type Scripted, withScripts } from './redis/scripts.js';
 import type { QueueServices } from './services.js';
 import type { ArchiveExpectation, ArchiveFile, ArchiveManifest, BatchArchive } from './sinks/archive.js';
 import { batchExportSource } from './sinks/batch-source.js';
-import type { DeliveryRecord } from './sinks/webhooks/deliveries.js';
+import type { DeliveryRecord } from './webhooks/deliveries.js';
 
 export type RetentionServices = Pick<
   QueueServices,

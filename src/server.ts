@@ -27,7 +27,7 @@ import { loggedUrl, serverOptions } from './http/transport.js';
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 import { WorkerPresence } from './queue/presence.js';
-import type { RedisHealth } from './queue/redis-health.js';
+import type { RedisHealth } from './redis/health.js';
 import type { QueueServices } from './services.js';
 
 export interface HttpApiDeps {

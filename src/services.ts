@@ -12,15 +12,15 @@ import { Budget } from './queue/budget.js';
 import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
-import { VqbKeys } from './queue/keys.js';
-import { ensureLayout } from './queue/layout.js';
 import { PlateSettle } from './queue/plate-settle.js';
-import type { RedisClient } from './queue/redis.js';
-import { connectRedis, preflightRedis } from './queue/redis.js';
-import type { RedisHealth } from './queue/redis-health.js';
 import { Scheduler } from './queue/scheduler.js';
-import type { Resolve } from './sinks/webhooks/address.js';
-import { WebhookOutbox } from './sinks/webhooks/outbox.js';
+import type { RedisClient } from './redis/connection.js';
+import { connectRedis, preflightRedis } from './redis/connection.js';
+import type { RedisHealth } from './redis/health.js';
+import { VqbKeys } from './redis/keys.js';
+import { ensureLayout } from './redis/layout.js';
+import type { Resolve } from './webhooks/address.js';
+import { WebhookOutbox } from './webhooks/outbox.js';
 
 export interface QueueServices {
   config: Config;
@@ -41,7 +41,7 @@ export interface QueueServices {
   costs: CostLedger;
   scheduler: Scheduler;
   feeder: Feeder;
-  /** Emits webhook events (sinks/webhooks/): batch.finished, account.paused. */
+  /** Emits webhook events (webhooks/): batch.finished, account.paused. */
   webhooks: WebhookOutbox;
   close(): Promise<void>;
 }

@@ -4,9 +4,9 @@
 // map of accounts.
 import type { Config } from '../config.js';
 import { openAccountQueue, type PlateQueue } from '../queue/account-queues.js';
-import type { VqbKeys } from '../queue/keys.js';
 import { AccountLine, type AccountLineState } from '../queue/line.js';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 import { type Account, accountOf } from './account.js';
 
 /** One configured account: what it is, and the queue and line every part of vqb reaches it by. */

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command, CommandContext } from '../cli.js';
 import { isVqbError, VqbError } from '../errors.js';
-import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../queue/redis.js';
-import { INSTALL_HINT, probePort, startThrowawayRedis } from '../redis-server.js';
+import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../redis/connection.js';
+import { INSTALL_HINT, probePort, startThrowawayRedis } from '../redis/server.js';
 import { startSimulator } from '../simulator/index.js';
 import { runFile } from './run.js';
 

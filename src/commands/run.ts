@@ -1,7 +1,6 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { startWorker } from '../../workers/worker.js';
 import { type Account, accountOf, requireAccountUpstream } from '../accounts/account.js';
 import type { Command, CommandContext } from '../cli.js';
 import { type Config, parseDuration } from '../config.js';
@@ -17,17 +16,18 @@ import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile }
 import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
-import type { BatchRef } from '../queue/keys.js';
 import { OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
-import { RedisHealth } from '../queue/redis-health.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../queue/types.js';
+import { RedisHealth } from '../redis/health.js';
+import type { BatchRef } from '../redis/keys.js';
 import { openQueueServices, type QueueServices } from '../services.js';
 import { settlesWithin } from '../settle.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
-import { failureText } from '../sinks/webhooks/deliveries.js';
-import { checkCallbackUrl } from '../sinks/webhooks/target.js';
 import { answerReader } from '../upstream/response.js';
+import { failureText } from '../webhooks/deliveries.js';
+import { checkCallbackUrl } from '../webhooks/target.js';
+import { startWorker } from '../workers/worker.js';
 import { createProgress, createStatusLine } from './progress.js';
 
 export const EXIT_STOPPED = 130;

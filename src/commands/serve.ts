@@ -1,15 +1,15 @@
-import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import type { Command } from '../cli.js';
 import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createInboxWatcher } from '../producers/inbox.js';
-import { waitForRedisAtStart } from '../queue/redis.js';
-import { RedisHealth } from '../queue/redis-health.js';
+import { waitForRedisAtStart } from '../redis/connection.js';
+import { RedisHealth } from '../redis/health.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { createHttpApi } from '../server.js';
 import { openQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
+import { startWorker, type WorkerHandle } from '../workers/worker.js';
 
 export const serveCommand: Command = {
   handlesStop: true,

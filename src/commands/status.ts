@@ -7,7 +7,7 @@ import { describeBatch, describeLine } from '../presenters/text.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
-import { failureText } from '../sinks/webhooks/deliveries.js';
+import { failureText } from '../webhooks/deliveries.js';
 import { batchIdArg } from './batch.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */

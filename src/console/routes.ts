@@ -37,8 +37,8 @@ import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/line.js';
-import type { RedisHealth } from '../queue/redis-health.js';
 import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
+import type { RedisHealth } from '../redis/health.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
@@ -51,7 +51,7 @@ import {
   CALLBACK_URL_INVALID,
   checkCallbackUrl,
   WEBHOOK_SECRET_MISSING,
-} from '../sinks/webhooks/target.js';
+} from '../webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { OpenStreams, streamEvents } from './events.js';
 import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
@@ -98,7 +98,7 @@ export interface ConsoleHandle {
 /** Formats the results route offers: the API's own list (ResultsQuery), so a new format appears here by itself. */
 export const RESULT_FORMATS: readonly string[] = ResultsQuery.shape.format.unwrap().options;
 
-/** The callbackUrl refusals (src/sinks/webhooks/target.ts) the upload page words in the operator's language. */
+/** The callbackUrl refusals (src/webhooks/target.ts) the upload page words in the operator's language. */
 const CALLBACK_REFUSALS = new Set([
   CALLBACK_URL_INVALID,
   CALLBACK_HOST_NOT_ALLOWED,

@@ -4,8 +4,8 @@
 // is checked against the configured tokens on every request (TokenAuth.checkDigest), so removing a
 // token from the configuration ends its sessions at once. Signing out deletes the key.
 import { createHash, randomBytes } from 'node:crypto';
-import type { VqbKeys } from '../queue/keys.js';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 
 /** A session lasts a working day; then the operator signs in again. */
 export const SESSION_TTL_MS = 12 * 3_600_000;

@@ -11,9 +11,9 @@
 // skipSuccessfulRequests); its allowList is asked before the token is checked, and exempting a
 // valid token from the limit would tell a locked-out guesser which guess was right.
 import { createHash } from 'node:crypto';
-import type { VqbKeys } from '../queue/keys.js';
-import type { RedisClient } from '../queue/redis.js';
-import { type Scripted, withScripts } from '../queue/scripts.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { ConsoleLimits } from './limits.js';
 
 type ThrottleLimits = Pick<ConsoleLimits, 'signInFailures' | 'signInWindowMs'>;

@@ -12,9 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { ApiError } from '../http/errors.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { InputRow } from '../producers/types.js';
-import type { VqbKeys } from '../queue/keys.js';
-import type { RedisClient } from '../queue/redis.js';
-import { type Scripted, withScripts } from '../queue/scripts.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { ConsoleLimits } from './limits.js';
 
 export const UPLOAD_TTL_MS = 60 * 60_000;

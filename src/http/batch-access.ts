@@ -5,7 +5,7 @@
 import { BatchNotFoundError } from '../errors.js';
 import type { BatchInfo, BatchStore } from '../queue/batch/store.js';
 import type { BatchViews } from '../queue/batch/view.js';
-import type { BatchRef } from '../queue/keys.js';
+import type { BatchRef } from '../redis/keys.js';
 import type { ArchiveManifest, BatchArchive } from '../sinks/archive.js';
 import type { Scope } from './auth.js';
 

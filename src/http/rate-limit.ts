@@ -6,7 +6,7 @@
 // TOO_MANY_REQUESTS in our error shape, with Retry-After.
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RedisClient } from '../queue/redis.js';
+import type { RedisClient } from '../redis/connection.js';
 import { presentedToken, sha256 } from './auth.js';
 import { ApiError } from './errors.js';
 

@@ -7,7 +7,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
-import { type DeliveryRecord, deliveryFailure } from '../sinks/webhooks/deliveries.js';
+import { type DeliveryRecord, deliveryFailure } from '../webhooks/deliveries.js';
 import { batchWaiting, estimateEta, rateView } from './line.js';
 
 /** Where the HTTP API serves a batch and its results. */

@@ -9,7 +9,7 @@ import { createsCap } from '../money.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
-import { checkCallbackUrl } from '../sinks/webhooks/target.js';
+import { checkCallbackUrl } from '../webhooks/target.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';
 import { type IngestResult, ingest, tooManyForInteractive } from './ingest.js';

@@ -4,8 +4,8 @@
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
 import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
-import { isRedisFull } from '../queue/redis-health.js';
 import type { PriorityClass } from '../queue/types.js';
+import { isRedisFull } from '../redis/health.js';
 import type { QueueServices } from '../services.js';
 import { PlateDeduper } from './dedup.js';
 

@@ -4,8 +4,8 @@
 // no-op in Redis itself.
 import { type JobsOptions, Queue } from 'bullmq';
 import type { Account, Config } from '../config.js';
-import { accountQueueName } from './keys.js';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from '../redis/connection.js';
+import { accountQueueName } from '../redis/keys.js';
 import type { PlateJobData, PriorityClass } from './types.js';
 
 export const JOB_NAME = 'plate';

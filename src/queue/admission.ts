@@ -3,12 +3,13 @@
 // queue/budget.ts), taken only when all three say yes, and none when the plate has its outcome
 // already (queue/batch/). Four round trips a create became one (issue 21); the owners still alone
 // name their keys: each hands its part of the call (`terms`).
+
+import type { RedisClient } from '../redis/connection.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { OutcomeStore } from './batch/outcomes.js';
 import type { Budget } from './budget.js';
 import type { InFlight } from './inflight.js';
 import { type AccountLine, type Slot, type SlotReply, slotOf } from './line.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
 
 /** Admitted or not by the pace (a Slot), or refused by a cap before any slot was taken. */
 export type CreateVerdict =

@@ -2,16 +2,17 @@
 // and the answer it could not read when it held the account for it. Kept in Redis per account so
 // a restart or another process does not meet the upstream again as a stranger: until one plate
 // has been understood end to end (a create answered with a readable id, polls ending in a known
-// state), the account sends one create at a time (workers/flow.ts). This module alone reads and
+// state), the account sends one create at a time (src/workers/flow.ts). This module alone reads and
 // writes the account's answers hash:
 //   shape, at   the field paths of the first answer understood end to end, and when
 //   strikes     answers with a state in no list since the account last resumed (held at the third)
 //   held        the answer that held the account (KeptAnswer JSON): read again when settings change
+
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 import type { AnswerShape, KeptAnswer } from '../upstream/answers.js';
 import { type AnswerReader, readParsed } from '../upstream/response.js';
-import type { VqbKeys } from './keys.js';
 import type { AccountLine } from './line.js';
-import type { RedisClient } from './redis.js';
 
 /** The pause code of an account held for an answer vqb cannot read. */
 export const UNRECOGNISED_ANSWER = 'UNRECOGNISED_ANSWER';

@@ -3,7 +3,7 @@
 import { perSecond } from '../accounts/account.js';
 import type { Price } from '../money.js';
 import type { QueueServices } from '../services.js';
-import type { DeliveryRecord } from '../sinks/webhooks/deliveries.js';
+import type { DeliveryRecord } from '../webhooks/deliveries.js';
 import type { BatchInfo } from './batch/store.js';
 import type { AccountLineState } from './line.js';
 

@@ -5,10 +5,10 @@
 // and writes the spend counters, the run-time caps and each batch's budget hash.
 
 import type { Account } from '../accounts/account.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { BatchRef, VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import { nextUtcDay, nextUtcMonth, utcDay, utcMonth } from './costs.js';
-import type { BatchRef, VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
 
 export type BudgetVerdict = 'ok' | 'batch' | 'day' | 'month';
 

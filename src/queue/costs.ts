@@ -4,9 +4,9 @@
 // (each on its account's slot, so a plate's count moves in the script that settles it). Days
 // counted before issue 21's layout were one hash for all accounts: read in place, added in.
 
-import type { BatchRef, VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { BatchRef, VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 
 /**
  * creates / polls: answered (a query id, a status). createsSent / pollsSent: every request that

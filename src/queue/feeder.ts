@@ -6,10 +6,10 @@
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts/account.js';
 import type { Accounts } from '../accounts/registry.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { InFlight } from './inflight.js';
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
@@ -53,7 +53,7 @@ export class Feeder {
 
   /**
    * A producer's feed (an ingest, a rerun) tells the worker processes it put jobs on the
-   * account's queue: a Worker of theirs that waits for work fetches at once (workers/doorbell.ts),
+   * account's queue: a Worker of theirs that waits for work fetches at once (src/workers/doorbell.ts),
    * not at the process's next feed pass, which for a slow account may be 2 s off (REST_MAX_MS).
    * One PUBLISH per producer feed that added jobs; the worker processes' own feeds do not
    * publish: each rings its own Workers, and every process feeds every busy account.

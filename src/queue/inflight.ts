@@ -3,9 +3,9 @@
 // stop strands. A slot is taken just before a create and given back when the plate's outcome is
 // stored or when the create did not happen. This module alone reads and writes the in-flight sets.
 
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 
 const SCRIPTS = ['inflight-acquire', 'inflight-release'] as const;
 
@@ -32,7 +32,7 @@ export class InFlight {
   /**
    * What the cap's rule (lua/includes/inflight-take.lua) needs for one create: for
    * inflight-acquire and for the create's one admission script (queue/admission.ts). `cap`: a
-   * lower cap for this create (1 while the account meets its upstream: workers/flow.ts).
+   * lower cap for this create (1 while the account meets its upstream: src/workers/flow.ts).
    */
   terms(
     accountId: string,

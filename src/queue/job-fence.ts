@@ -23,9 +23,9 @@
 //
 // A worker whose write is refused sends nothing and leaves the job to its holder.
 import type { Job } from 'bullmq';
+import type { RedisClient } from '../redis/connection.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { CostCount } from './costs.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
 import type { JobStep, PlateJobData } from './types.js';
 
 /** ok: written. lock-lost: another worker holds the job. moved-on: the stored step is newer than the writer's. gone: the job was removed. */
@@ -62,7 +62,7 @@ export class JobFence {
   /**
    * The write right before a create is sent (the `creating` mark), which also reads the account's
    * hold (`holdKey`, queue/line.ts) in the same step: `heldMs` left of it, 0 when none. The
-   * request then needs no check of its own (workers/flow.ts `ready`).
+   * request then needs no check of its own (src/workers/flow.ts `ready`).
    */
   async mark(
     job: PlateJob,

@@ -7,12 +7,12 @@
 
 import { type Account, isAuto, JITTER_PER_WINDOW, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
 import type { CapHold } from './scheduler.js';
-import { type Scripted, withScripts } from './scripts.js';
 
 /** The pause code `vqb pause` records: an operator's decision, which `vqb run` never lifts by itself. */
 export const OPERATOR_PAUSE = 'PAUSED_BY_OPERATOR';

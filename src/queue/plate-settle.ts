@@ -2,11 +2,12 @@
 // its in-flight slot given back (queue/inflight.ts) and the answer that ended it counted
 // (queue/costs.ts). Three round trips a plate became one (issue 21: a worker's CPU is mostly the
 // writes it sends Redis). Each owner still alone names its keys: it hands its part (`terms`).
+
+import type { RedisClient } from '../redis/connection.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import { encodeOutcome, type OutcomeStore, type RecordResult, recordResult } from './batch/outcomes.js';
 import type { CostCount } from './costs.js';
 import type { InFlight } from './inflight.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
 import type { Outcome } from './types.js';
 
 export interface Settling {

@@ -9,10 +9,10 @@
 // Later polls back off exponentially up to a cap.
 
 import type { Config } from '../config.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import { backoffDelay } from '../upstream/timing.js';
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
 
 export type PollSettings = Config['poll'];
 

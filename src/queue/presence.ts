@@ -4,8 +4,8 @@
 // (a crash leaves its entry, which simply ages out). One ZADD per process every 10 s: idle cost is
 // nil beside the pacing. Owner of `keys.workers`.
 import { hostname } from 'node:os';
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 
 export const BEAT_MS = 10_000;
 export const STALE_MS = 3 * BEAT_MS;

@@ -6,11 +6,12 @@
 // every poll: re-polling it cost 14 polls for 14 failures again. `retryWay` tells the two kinds
 // apart, `only` runs one kind, and `failedSummary` counts them, so the console offers "poll
 // again" (no create) only where an answer never came and says what "ask again" costs before it.
+
+import type { BatchRef } from '../redis/keys.js';
 import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { OutcomeStore } from './batch/outcomes.js';
 import type { BatchKey } from './batch/store.js';
-import type { BatchRef } from './keys.js';
 import type { Outcome, PlateJobData } from './types.js';
 
 /**

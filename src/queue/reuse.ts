@@ -4,7 +4,7 @@
 // Every paid result is findable, whichever batch paid for it (issue 36: `--reuse-within 24h` paid
 // again for plates another batch, one that had not asked for reuse, finished three minutes before).
 // - Reuse on (the deployment's default window VQ_REUSE_WITHIN is set, or the batch that paid asked
-//   for reuse itself): the result itself, packed as outcomes are (queue/compact.ts; plain-JSON
+//   for reuse itself): the result itself, packed as outcomes are (src/redis/compact.ts; plain-JSON
 //   entries written before are still read), one string key a plate (A:reuse:<plate>), expiring
 //   after VQ_REUSE_KEEP: about 290 bytes a plate.
 // - Otherwise (the default): a pointer to the paying batch's own outcome, which that batch keeps
@@ -18,10 +18,11 @@
 // Results stay within the account that paid for them: another account's dry run must not learn
 // that a plate was looked up, nor its batch get that result and query id. Accounts whose settings
 // say `shareResults` keep theirs in one pool they all read (G:reuse:<plate>, G:reuse-day:<day>).
+
+import { pack, unpack } from '../redis/compact.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { VqbKeys } from '../redis/keys.js';
 import type { OutcomeStore } from './batch/outcomes.js';
-import { pack, unpack } from './compact.js';
-import type { VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
 
 const DAY_MS = 86_400_000;
 

@@ -7,9 +7,9 @@
 // a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
 // writes the class sets, the weights, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
-import type { BatchRef, VqbKeys } from './keys.js';
-import type { RedisClient } from './redis.js';
-import { type Scripted, withScripts } from './scripts.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { BatchRef, VqbKeys } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
 
 export interface Picked {

@@ -13,10 +13,10 @@ import { parse } from 'csv-parse';
 import { ArchiveError, isVqbError } from '../errors.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { ResultRow } from '../schemas/result-row.js';
+import type { DeliveryRecord } from '../webhooks/deliveries.js';
 import type { CsvDelimiter } from './csv.js';
 import { FileSink } from './file-sink.js';
 import type { ExportFormat, ExportRow, ExportSource, RejectRow } from './types.js';
-import type { DeliveryRecord } from './webhooks/deliveries.js';
 
 export const MANIFEST = 'manifest.json';
 export const ARCHIVE_FORMATS: readonly ExportFormat[] = ['csv', 'jsonl'];

@@ -3,8 +3,8 @@
 // every file under a directory. Used by the chaos suite and test/integration/secrets.test.ts.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { deploymentPatterns } from '../../src/queue/keys.js';
-import type { RedisClient } from '../../src/queue/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
+import { deploymentPatterns } from '../../src/redis/keys.js';
 
 export interface Leak {
   where: string;

@@ -1,11 +1,11 @@
 // A dedicated redis-server for tests that must change server settings or restart it (eviction
 // policy, AOF restarts): the shared Redis on 6379 is never reconfigured. Started the way `vqb demo`
-// starts its throwaway one (src/redis-server.ts).
+// starts its throwaway one (src/redis/server.ts).
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis-server.js';
+import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis/server.js';
 
 export interface DedicatedRedis {
   url: string;

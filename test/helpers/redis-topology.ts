@@ -1,5 +1,5 @@
 // Real Redis topologies for the connection-mode tests, started from Debian's redis-server: a
-// Redis Cluster (started by src/redis-server.ts's startThrowawayCluster, which the bench shares),
+// Redis Cluster (started by src/redis/server.ts's startThrowawayCluster, which the bench shares),
 // a primary with a replica and three sentinels, a TLS-only server with a CA made by openssl. Each
 // lives in a temporary directory on free ports; close() stops every process it started and deletes
 // the directory.
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
-import { freePort, startThrowawayCluster } from '../../src/redis-server.js';
+import { freePort, startThrowawayCluster } from '../../src/redis/server.js';
 
 const run = promisify(execFile);
 

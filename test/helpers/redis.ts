@@ -2,7 +2,7 @@
 // so tests never see each other's queues and leave nothing behind.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { deleteKeysByPrefix } from '../../src/queue/redis.js';
+import { deleteKeysByPrefix } from '../../src/redis/connection.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -1,11 +1,11 @@
-// Compact storage: outcomes and reuse entries are packed (queue/compact.ts), and what was stored
+// Compact storage: outcomes and reuse entries are packed (src/redis/compact.ts), and what was stored
 // as plain JSON before still reads the same through every reader.
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeOutcome, OutcomeStore } from '../../src/queue/batch/outcomes.js';
-import { pack, unpack } from '../../src/queue/compact.js';
-import { VqbKeys } from '../../src/queue/keys.js';
 import { ReuseStore } from '../../src/queue/reuse.js';
 import type { Outcome } from '../../src/queue/types.js';
+import { pack, unpack } from '../../src/redis/compact.js';
+import { VqbKeys } from '../../src/redis/keys.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;

@@ -5,7 +5,7 @@ import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { probePort } from '../../src/redis-server.js';
+import { probePort } from '../../src/redis/server.js';
 import { freePort, spawnVqb } from '../helpers/process.js';
 
 let dir: string | undefined;

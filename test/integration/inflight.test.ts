@@ -2,7 +2,7 @@
 // (the dashboard can) is taken back when the cap is reached, instead of blocking creates for ever.
 import { afterEach, describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/queue/inflight.js';
-import { VqbKeys } from '../../src/queue/keys.js';
+import { VqbKeys } from '../../src/redis/keys.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;

@@ -1,4 +1,4 @@
-// The move from the old single-slot key layout to one slot per account (queue/layout.ts), on a
+// The move from the old single-slot key layout to one slot per account (src/redis/layout.ts), on a
 // real Redis and a real 3-master Redis Cluster: data written by the old names (BullMQ queues
 // opened the old way, vqb's structures by their old key names) is found under the new names with
 // the same content and TTLs, BullMQ opened the new way sees the same jobs, what stays stays, and
@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { accountQueueName, barePrefix, deploymentPatterns, VqbKeys } from '../../src/queue/keys.js';
-import { ensureLayout } from '../../src/queue/layout.js';
-import { deleteKeysByPrefix, type RedisClient, serversOf } from '../../src/queue/redis.js';
+import { deleteKeysByPrefix, type RedisClient, serversOf } from '../../src/redis/connection.js';
+import { accountQueueName, barePrefix, deploymentPatterns, VqbKeys } from '../../src/redis/keys.js';
+import { ensureLayout } from '../../src/redis/layout.js';
 import { REDIS_URL } from '../helpers/redis.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
 

@@ -4,7 +4,7 @@
 // which only a hold on `Remaining: 0` kept from a 429 (issue 21).
 import { afterEach, describe, expect, it } from 'vitest';
 import { Accounts } from '../../src/accounts/registry.js';
-import { VqbKeys } from '../../src/queue/keys.js';
+import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 

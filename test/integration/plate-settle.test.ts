@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OutcomeStore } from '../../src/queue/batch/outcomes.js';
 import { CostLedger } from '../../src/queue/costs.js';
 import { InFlight } from '../../src/queue/inflight.js';
-import { VqbKeys } from '../../src/queue/keys.js';
 import { PlateSettle } from '../../src/queue/plate-settle.js';
 import type { Outcome } from '../../src/queue/types.js';
+import { VqbKeys } from '../../src/redis/keys.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;

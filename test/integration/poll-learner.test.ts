@@ -2,8 +2,8 @@
 // together, at most every half second or at a flush, and move the estimate exactly as one call
 // each did (the same steps, in the order taken, each weighed against the estimate in force).
 import { afterEach, describe, expect, it } from 'vitest';
-import { VqbKeys } from '../../src/queue/keys.js';
 import { firstPollBounds, learnStep, PollLearner, RELEVANCE } from '../../src/queue/poll-schedule.js';
+import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis-server.js';
+import { freePort, spawnRedisServer, stopRedisServer } from '../../src/redis/server.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');

@@ -3,7 +3,7 @@
 // answers again.
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RedisHealth } from '../../src/queue/redis-health.js';
+import { RedisHealth } from '../../src/redis/health.js';
 import { captureLogs } from '../helpers/logs.js';
 import { waitFor } from '../helpers/process.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { isError, RedisUnavailableError } from '../../src/errors.js';
-import { checkRedis, connectRedis } from '../../src/queue/redis.js';
+import { checkRedis, connectRedis } from '../../src/redis/connection.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
 import { redisHasTls, startTlsRedis, type TestTlsRedis } from '../helpers/redis-topology.js';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { type Config, Secret } from '../../src/config.js';
 import { ingestList } from '../../src/producers/enqueue.js';
-import type { RedisClient } from '../../src/queue/redis.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 import { Retention } from '../../src/retention.js';
 import { createHttpApi } from '../../src/server.js';
 import { BatchArchive } from '../../src/sinks/archive.js';

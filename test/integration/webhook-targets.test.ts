@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Overrides } from '../../src/config.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { createHttpApi } from '../../src/server.js';
-import type { Resolve } from '../../src/sinks/webhooks/address.js';
+import type { Resolve } from '../../src/webhooks/address.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
 import { freePort, rejection, waitFor } from '../helpers/process.js';

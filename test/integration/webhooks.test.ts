@@ -15,7 +15,7 @@ import { Batch, createVqb } from '../../src/index.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
 import { createHttpApi } from '../../src/server.js';
-import { hostAllowed } from '../../src/sinks/webhooks/target.js';
+import { hostAllowed } from '../../src/webhooks/target.js';
 import { type Harness, makePlates, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
 import { harnessEnv, rejection, spawnVqb, waitFor } from '../helpers/process.js';

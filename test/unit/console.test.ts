@@ -7,11 +7,7 @@ import { localPath } from '../../src/console/redirect.js';
 import { plural } from '../../src/console/say.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
-import {
-  CALLBACK_HOST_NOT_ALLOWED,
-  CALLBACK_URL_INVALID,
-  WEBHOOK_SECRET_MISSING,
-} from '../../src/sinks/webhooks/target.js';
+import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/webhooks/target.js';
 
 describe('console html', () => {
   it('escapes every value, nested templates and arrays pass as markup', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { isError, RedisFullError } from '../../src/errors.js';
 import { describeError } from '../../src/http/errors.js';
-import { isRedisDown, isRedisFull, RedisHealth } from '../../src/queue/redis-health.js';
+import { isRedisDown, isRedisFull, RedisHealth } from '../../src/redis/health.js';
 import { captureLogs } from '../helpers/logs.js';
 
 const OOM = "OOM command not allowed when used memory > 'maxmemory'.";

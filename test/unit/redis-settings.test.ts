@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Overrides } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
-import { hashTagOf } from '../../src/queue/redis-settings.js';
+import { hashTagOf } from '../../src/redis/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vqb-redis-settings-'));
 const file = (name: string, text: string) => {

@@ -4,10 +4,10 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { Secret } from '../../src/setting-values.js';
-import { embeddedIPv4, forbiddenAddress, forbiddenName, type Resolve } from '../../src/sinks/webhooks/address.js';
-import { deliveryFailure, failureText } from '../../src/sinks/webhooks/deliveries.js';
-import { guardedLookup, WebhookSender } from '../../src/sinks/webhooks/sender.js';
-import { checkCallbackTarget, checkCallbackUrl, hostNamedExactly } from '../../src/sinks/webhooks/target.js';
+import { embeddedIPv4, forbiddenAddress, forbiddenName, type Resolve } from '../../src/webhooks/address.js';
+import { deliveryFailure, failureText } from '../../src/webhooks/deliveries.js';
+import { guardedLookup, WebhookSender } from '../../src/webhooks/sender.js';
+import { checkCallbackTarget, checkCallbackUrl, hostNamedExactly } from '../../src/webhooks/target.js';
 
 const secret = new Secret(`whsec_${Buffer.alloc(32, 7).toString('base64')}`);
 const settings = (allow: string[] = []) => ({ allow, secret, timeoutMs: 1_000 });

@@ -16,8 +16,8 @@ import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestRes
 import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
 import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
 import { batchContext, batchContexts } from '../../queue/batch-status.js';
-import type { BatchRef } from '../../queue/keys.js';
 import { rerunFailed } from '../../queue/rerun.js';
+import type { BatchRef } from '../../redis/keys.js';
 import { Retention } from '../../retention.js';
 import {
   BatchParams,

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { canSee, type TokenAuth } from '../../http/auth.js';
 import { jsonReply } from '../../http/openapi.js';
-import type { RedisClient } from '../../queue/redis.js';
+import type { RedisClient } from '../../redis/connection.js';
 import type { HealthReply } from '../../schemas/api.js';
 import type { QueueServices } from '../../services.js';
 import { lineView } from '../views.js';

@@ -4,13 +4,13 @@
 // finished when its last plate lands. Counts therefore stay exact with any number of workers,
 // retries and restarts.
 //
-// An outcome is stored packed (queue/compact.ts: deflated JSON, about 150 bytes instead of 590)
+// An outcome is stored packed (src/redis/compact.ts: deflated JSON, about 150 bytes instead of 590)
 // and without the batch id and the plate, which its key and field already say. Outcomes stored
 // as plain JSON before that are read as they were (the format byte tells them apart).
-import { pack, unpack } from '../compact.js';
-import type { BatchRef, VqbKeys } from '../keys.js';
-import type { RedisClient } from '../redis.js';
-import { type Scripted, withScripts } from '../scripts.js';
+import { pack, unpack } from '../../redis/compact.js';
+import type { RedisClient } from '../../redis/connection.js';
+import type { BatchRef, VqbKeys } from '../../redis/keys.js';
+import { type Scripted, withScripts } from '../../redis/scripts.js';
 import type { Outcome } from '../types.js';
 
 export type RecordResult = 'recorded' | 'exists' | 'batch-finished';

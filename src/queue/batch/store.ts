@@ -7,16 +7,16 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
+import type { BatchKey, BatchRef, VqbKeys } from '../../redis/keys.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import type { ReportedCost } from '../costs.js';
-import type { BatchKey, BatchRef, VqbKeys } from '../keys.js';
 
-export type { BatchKey } from '../keys.js';
+export type { BatchKey } from '../../redis/keys.js';
 
-import type { RedisClient } from '../redis.js';
-import { execAll } from '../redis-health.js';
+import type { RedisClient } from '../../redis/connection.js';
+import { execAll } from '../../redis/health.js';
+import { type Scripted, withScripts } from '../../redis/scripts.js';
 import type { Scheduler } from '../scheduler.js';
-import { type Scripted, withScripts } from '../scripts.js';
 import type { PriorityClass } from '../types.js';
 import { decodeRow, encodeRow, type IngestRow } from './rows.js';
 
@@ -99,7 +99,7 @@ export interface NewBatch extends BatchPlacement {
    * again with another digest is BATCH_ID_TAKEN; without one, nothing is compared.
    */
   digest?: string;
-  /** Where the batch's webhooks go, already checked (sinks/webhooks/target.ts). */
+  /** Where the batch's webhooks go, already checked (webhooks/target.ts). */
   callbackUrl?: string;
 }
 
@@ -130,7 +130,7 @@ export interface StoredBatch extends BatchPlacement {
   counts: Record<(typeof COUNT_FIELDS)[number], number>;
   /** Plates with a stored result this recent are answered from it (0 = off). */
   reuseWithinMs: number;
-  /** Where the batch's webhooks go (checked by sinks/webhooks/target.ts before it was stored). */
+  /** Where the batch's webhooks go (checked by webhooks/target.ts before it was stored). */
   callbackUrl?: string;
   /**
    * The name of its exports and archive: its id, or `<id>.<account>` when another account held a

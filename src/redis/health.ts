@@ -5,12 +5,12 @@
 // full"), never one per reconnect attempt or per retried command. The workers read the state to
 // say why the line waits (reason `redis_down` / `redis_full`).
 //
-// Connections are made in src/queue/redis.ts; whoever makes one calls `health.watch` on it.
+// Connections are made in src/redis/connection.ts; whoever makes one calls `health.watch` on it.
 import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisWaitReason } from '../accounts/wait.js';
 import { RedisFullError } from '../errors.js';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from './connection.js';
 
 export type RedisState = 'up' | 'down' | 'full';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { VqbError } from './errors.js';
+import { VqbError } from '../errors.js';
 
 export const INSTALL_HINT = 'apt-get install redis-server';
 

@@ -9,8 +9,8 @@
 // connection of each delivery goes only to an address judged again then (sender.ts). The one
 // exception: a host the allow-list names exactly (`127.0.0.1`, `hooks.corp:8443`, not `*.corp`)
 // is the operator's own receiver and may be internal; a wildcard never opens an internal range.
-import type { WebhookSettings } from '../../config.js';
-import { InputError } from '../../errors.js';
+import type { WebhookSettings } from '../config.js';
+import { InputError } from '../errors.js';
 import { forbiddenAddress, forbiddenName, ipLiteral, type Resolve } from './address.js';
 
 /** The URL is not one vqb sends to (not http(s), malformed, credentials in it). */

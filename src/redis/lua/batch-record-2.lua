@@ -4,7 +4,7 @@
   plate-settle). The batch is finished when its last plate lands (includes/batch-finish.lua,
   shared with batch-seal).
     KEYS[1] the batch's outcomes hash; KEYS[2] the batch hash
-    ARGV[1] plate; ARGV[2] the outcome, packed (queue/compact.ts); ARGV[3] 'done' | 'failed'; ARGV[4] now, epoch ms;
+    ARGV[1] plate; ARGV[2] the outcome, packed (src/redis/compact.ts); ARGV[3] 'done' | 'failed'; ARGV[4] now, epoch ms;
     ARGV[5] '1' when a possible duplicate charge
   Returns 0 an outcome existed, 1 recorded, 2 recorded and the batch finished.
 ]]

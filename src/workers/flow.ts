@@ -4,21 +4,21 @@
 // processor should do with the job; it never touches a job itself.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
-import type { LimitReason } from '../src/accounts/wait.js';
-import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
-import { dateText, spanText } from '../src/presenters/time.js';
-import { createPriority, pollPriority } from '../src/queue/account-queues.js';
-import type { CreateAdmission } from '../src/queue/admission.js';
-import type { AnswerBook } from '../src/queue/answers.js';
-import type { Budget } from '../src/queue/budget.js';
-import type { InFlight } from '../src/queue/inflight.js';
-import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
-import type { Scheduler } from '../src/queue/scheduler.js';
-import type { PlateJobData, PriorityClass } from '../src/queue/types.js';
-import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
-import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
-import { backoffDelay } from '../src/upstream/timing.js';
+import { jitterAllowanceMs, perSecond } from '../accounts/account.js';
+import type { LimitReason } from '../accounts/wait.js';
+import { noMetrics, type WorkerMetrics } from '../metrics.js';
+import { dateText, spanText } from '../presenters/time.js';
+import { createPriority, pollPriority } from '../queue/account-queues.js';
+import type { CreateAdmission } from '../queue/admission.js';
+import type { AnswerBook } from '../queue/answers.js';
+import type { Budget } from '../queue/budget.js';
+import type { InFlight } from '../queue/inflight.js';
+import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../queue/line.js';
+import type { Scheduler } from '../queue/scheduler.js';
+import type { PlateJobData, PriorityClass } from '../queue/types.js';
+import type { QuotaSnapshot, SendOptions } from '../upstream/client.js';
+import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../upstream/errors.js';
+import { backoffDelay } from '../upstream/timing.js';
 import { adviceFor } from './actions.js';
 import { FirstContact } from './first-contact.js';
 

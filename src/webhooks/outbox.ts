@@ -4,12 +4,12 @@
 // derived from the event: whichever process notices the event first adds the job, and any other
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
-import type { Config } from '../../config.js';
-import type { BatchKey, BatchStore } from '../../queue/batch/store.js';
-import type { BatchViews } from '../../queue/batch/view.js';
-import type { BatchRef, VqbKeys } from '../../queue/keys.js';
-import { type AccountPause, OPERATOR_PAUSE } from '../../queue/line.js';
-import type { RedisClient } from '../../queue/redis.js';
+import type { Config } from '../config.js';
+import type { BatchKey, BatchStore } from '../queue/batch/store.js';
+import type { BatchViews } from '../queue/batch/view.js';
+import { type AccountPause, OPERATOR_PAUSE } from '../queue/line.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { BatchRef, VqbKeys } from '../redis/keys.js';
 import { type Resolve, systemResolve } from './address.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';

@@ -13,11 +13,11 @@ import { Cluster, type Redis } from 'ioredis';
 import { ACCOUNT_ID } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { BATCH_ID } from './batch/store.js';
+import { BATCH_ID } from '../queue/batch/store.js';
+import { PRIORITY_CLASSES } from '../queue/types.js';
+import { connectRedis, type RedisClient, serversOf } from './connection.js';
 import { accountQueueName, type BatchRef, VqbKeys } from './keys.js';
-import { connectRedis, type RedisClient, serversOf } from './redis.js';
 import { withScripts } from './scripts.js';
-import { PRIORITY_CLASSES } from './types.js';
 
 /** The value of `G:layout` once the data is in the layout of keys.ts. */
 const CURRENT = '2';

@@ -5,11 +5,11 @@
 // only a state is new after the account was understood (an upstream that changed mid-batch).
 // What was understood and the held answer live in Redis (src/queue/answers.ts), shared by every process.
 import type { Logger } from 'pino';
-import type { WorkerMetrics } from '../src/metrics.js';
-import { type AnswerBook, UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
-import type { AccountLine } from '../src/queue/line.js';
-import { type AnswerShape, describeUnreadable } from '../src/upstream/answers.js';
-import type { UnrecognisedAnswerError } from '../src/upstream/errors.js';
+import type { WorkerMetrics } from '../metrics.js';
+import { type AnswerBook, UNRECOGNISED_ANSWER } from '../queue/answers.js';
+import type { AccountLine } from '../queue/line.js';
+import { type AnswerShape, describeUnreadable } from '../upstream/answers.js';
+import type { UnrecognisedAnswerError } from '../upstream/errors.js';
 
 /**
  * Answers with a state in no list an account that was understood takes before it holds (an

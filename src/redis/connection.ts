@@ -4,9 +4,9 @@ import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis'
 import type { Config } from '../config.js';
 import { isError, RedisUnavailableError, VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { parseRedisConnection, type RedisConnection } from './redis-settings.js';
+import { parseRedisConnection, type RedisConnection } from './settings.js';
 
-export type { RedisConnection, RedisMode } from './redis-settings.js';
+export type { RedisConnection, RedisMode } from './settings.js';
 
 /** A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share one hash slot, so every command and script works on either. */
 export type RedisClient = Redis | Cluster;

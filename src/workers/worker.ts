@@ -1,37 +1,38 @@
 // Builds a worker process's parts from a Config: for every account with work a BullMQ Worker on
-// the account's queue, its upstream client and its flow control (workers/account-workers.ts); one
+// the account's queue, its upstream client and its flow control (src/workers/account-workers.ts); one
 // feeder loop that keeps those accounts' queues topped up from the scheduler; and the stores the
 // processor writes to.
 // `vqb work`, `vqb run`, `vqb serve --workers` and the library all use it.
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Account, requireAccountUpstream } from '../src/accounts/account.js';
-import type { AccountRecord } from '../src/accounts/registry.js';
-import type { Config } from '../src/config.js';
-import type { WorkerMetrics } from '../src/metrics.js';
-import { CreateAdmission } from '../src/queue/admission.js';
-import { UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
-import { JobFence } from '../src/queue/job-fence.js';
-import type { BatchRef } from '../src/queue/keys.js';
-import { type AccountLine, OPERATOR_PAUSE } from '../src/queue/line.js';
-import { PollLearner } from '../src/queue/poll-schedule.js';
-import { WorkerPresence } from '../src/queue/presence.js';
-import type { RedisClient } from '../src/queue/redis.js';
-import { connectRedis, waitForReplica } from '../src/queue/redis.js';
-import { RedisHealth } from '../src/queue/redis-health.js';
-import { ReuseStore, sharingAccounts } from '../src/queue/reuse.js';
-import type { PlateJobData } from '../src/queue/types.js';
-import { type QueueServices, queueServicesOn } from '../src/services.js';
-import { settlesWithin } from '../src/settle.js';
-import type { Resolve } from '../src/sinks/webhooks/address.js';
-import { UpstreamClient } from '../src/upstream/client.js';
-import { createKeyProvider } from '../src/upstream/key.js';
-import { answerReader } from '../src/upstream/response.js';
+import { type Account, requireAccountUpstream } from '../accounts/account.js';
+import type { AccountRecord } from '../accounts/registry.js';
+import type { Config } from '../config.js';
+import type { WorkerMetrics } from '../metrics.js';
+import { CreateAdmission } from '../queue/admission.js';
+import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
+import { JobFence } from '../queue/job-fence.js';
+import type { AccountLine } from '../queue/line.js';
+import { PollLearner } from '../queue/poll-schedule.js';
+import { WorkerPresence } from '../queue/presence.js';
+import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
+import type { PlateJobData } from '../queue/types.js';
+import type { RedisClient } from '../redis/connection.js';
+import { connectRedis, waitForReplica } from '../redis/connection.js';
+import { RedisHealth } from '../redis/health.js';
+import type { BatchRef } from '../redis/keys.js';
+import { type QueueServices, queueServicesOn } from '../services.js';
+import { settlesWithin } from '../settle.js';
+import { UpstreamClient } from '../upstream/client.js';
+import { createKeyProvider } from '../upstream/key.js';
+import { answerReader } from '../upstream/response.js';
+import type { Resolve } from '../webhooks/address.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
 import { Doorbell } from './doorbell.js';
 import { AccountFlow } from './flow.js';
+import { startHousekeeping } from './housekeeping.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
 import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
@@ -102,7 +103,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       : undefined;
   const pollRoom = new PollRoom(config.concurrency);
   // The jobs at work follow the rate in force (for `auto`, as this process last heard it) and how
-  // fast the upstream answers (workers/poll-room.ts says why). Whole answers only: a request that
+  // fast the upstream answers (src/workers/poll-room.ts says why). Whole answers only: a request that
   // got none, or a 5xx or a cut one (refused, reset, timed out, a gateway) says how long we waited,
   // and more jobs at work would only send more into an upstream that is not answering.
   pollRoom.need(jobsNeeded(flow.ratePerSecond, 0));
@@ -130,7 +131,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     processor.process,
     {
       // Shared by every account's Worker in this process; none holds a blocking connection of its
-      // own: the doorbell wakes them (workers/doorbell.ts).
+      // own: the doorbell wakes them (src/workers/doorbell.ts).
       connection: blocking,
       // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
       prefix: queue.opts.prefix!,
@@ -172,15 +173,10 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
  * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
  * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
  * the exact pace (queue/line.ts) decides when each request goes, and a job taken early waits
- * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
+ * for its slot in the worker (src/workers/flow.ts). A gate of one job per interval cost up to three
  * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
  */
 export const RATE_LIMIT_SWITCH = { max: 1_000_000_000, duration: 1_000 } as const;
-
-/** How often each process tops up the account queues from the scheduler. */
-const FEED_EVERY_MS = 200;
-const RECOVER_EVERY_MS = 10_000;
-const WEBHOOK_SWEEP_MS = 60_000;
 
 export interface WorkerDeps {
   logger: Logger;
@@ -340,117 +336,6 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       blocking.disconnect();
       wakes.disconnect();
       return { clean, held };
-    },
-  };
-}
-
-/**
- * A worker process's timers: feeding the queues of the accounts with work and running their
- * Workers (every FEED_EVERY_MS), recovering staged plates a crashed feeder left (every
- * RECOVER_EVERY_MS), and emitting webhook events a stopped process noticed but did not send (at
- * start, then every minute). An idle account costs one entry less in a read of the active set.
- */
-function startHousekeeping(
-  config: Config,
-  services: Omit<QueueServices, 'close'>,
-  runs: AccountWorkers,
-  doorbell: Doorbell,
-  health: RedisHealth,
-  logger: Logger,
-  now: () => number,
-  random: () => number = Math.random,
-): { stop(): Promise<void> } {
-  const configured = new Set(config.accounts.map((a) => a.id));
-  // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
-  const restUntil = new Map<string, number>();
-  // The first feed looks at every account once: work queued before the active set existed (an
-  // upgrade) or while no process ran is found, and idle accounts leave the set.
-  let first = true;
-  const feed = async () => {
-    if (first) await services.scheduler.activate([...configured]);
-    first = false;
-    const busy = new Set<string>();
-    // Another process's configuration may name accounts this one does not serve.
-    const active = (await services.scheduler.activeAccounts()).filter((id) => configured.has(id));
-    const at = now();
-    // All at once: the commands of many accounts share round trips on the connection.
-    await Promise.all(
-      active.map(async (accountId) => {
-        if ((restUntil.get(accountId) ?? 0) > at) {
-          busy.add(accountId);
-          return;
-        }
-        const rate = runs.flow(accountId)?.ratePerSecond;
-        const { fed, idle, waiting, limitedMs } = await services.feeder.feed(accountId, rate);
-        if (idle) {
-          restUntil.delete(accountId);
-          return;
-        }
-        // Rests end spread over ±25 % of their length: accounts that started together (a thousand
-        // batches enqueued at once) would otherwise all come due on the same tick, one burst of
-        // feeds and wakes that delays the requests waiting for their slots in this process.
-        if (fed === 0)
-          restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2));
-        else restUntil.delete(accountId);
-        busy.add(accountId);
-        runs.busy(accountId);
-        // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here
-        // fetches, now or when the queue's rate-limit switch goes off (a fetch before would find none).
-        if (waiting > 0 && limitedMs > 0) doorbell.ringAt(accountId, now() + limitedMs);
-        else if (waiting > 0) doorbell.ring(accountId);
-      }),
-    );
-    for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);
-    runs.retire(busy);
-  };
-  let feeding = false;
-  const feedTimer = setInterval(() => {
-    if (feeding) return;
-    feeding = true;
-    feed()
-      .catch((err: unknown) => {
-        if (!health.outage(err)) logger.error({ err }, 'could not feed the account queues');
-      })
-      .finally(() => {
-        feeding = false;
-      });
-  }, FEED_EVERY_MS);
-  const recoverTimer = setInterval(() => {
-    // Staged plates keep their account active, so the running accounts are the ones to look at.
-    for (const accountId of runs.ids()) {
-      services.feeder.recover(accountId).catch((err: unknown) => {
-        if (!health.outage(err)) logger.error({ err, account: accountId }, 'could not recover staged plates');
-      });
-    }
-  }, RECOVER_EVERY_MS);
-
-  // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
-  const sweepWebhooks = async () => {
-    if (config.webhooks.secret === undefined) return;
-    const pauses = (await services.accounts.states()).flatMap((state) =>
-      state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
-    );
-    const ids = await services.webhooks.sweep(pauses);
-    if (ids.length > 0)
-      logger.info(
-        { webhookIds: ids },
-        'webhooks emitted that were noticed but not sent (a process stopped in between)',
-      );
-  };
-  let sweeping: Promise<void> = Promise.resolve();
-  const sweep = () => {
-    sweeping = sweepWebhooks().catch((err: unknown) => {
-      if (!health.outage(err)) logger.error({ err }, 'could not look for unsent webhooks');
-    });
-  };
-  sweep();
-  const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
-  return {
-    async stop() {
-      clearInterval(feedTimer);
-      clearInterval(recoverTimer);
-      clearInterval(sweepTimer);
-      await sweeping;
     },
   };
 }

@@ -2,14 +2,14 @@
 // by the batch's status (API, library, `vqb status`). Written when the event is emitted (pending)
 // and after every attempt; a delivery is one job, so its attempts never write at once.
 
-import type { BatchKey, BatchRef, VqbKeys } from '../../queue/keys.js';
-import type { RedisClient } from '../../queue/redis.js';
-import { DELIVERY_FAILURES, type DeliveryFailure } from '../../schemas/batch.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { BatchKey, BatchRef, VqbKeys } from '../redis/keys.js';
+import { DELIVERY_FAILURES, type DeliveryFailure } from '../schemas/batch.js';
 import type { WebhookEventType } from './events.js';
 
 export type DeliveryState = 'pending' | 'retrying' | 'delivered' | 'failed';
 
-export { DELIVERY_FAILURES, type DeliveryFailure } from '../../schemas/batch.js';
+export { DELIVERY_FAILURES, type DeliveryFailure } from '../schemas/batch.js';
 
 /** A stored lastError as a category: records written before categories (socket words) read as `failed`. */
 export function deliveryFailure(raw: string): DeliveryFailure {

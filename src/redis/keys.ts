@@ -26,7 +26,7 @@
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
 // | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
-// | A:batch:<id>:webhooks            | hash   | sinks/webhooks/ (deliveries of the batch's events) |
+// | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; the accounts holding it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
@@ -39,7 +39,7 @@
 // | G:console:uploads                | zset   | console/uploads.ts (every staged upload, its owner and size) |
 // | G:console:sign-in-failures:<sha256 of address> | string | console/throttle.ts |
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
-// | G:layout                         | string | queue/layout.ts (which key layout the data is in) |
+// | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
 // webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot).
@@ -287,7 +287,7 @@ export class VqbKeys {
     return `${this.base}:console:sign-in-failures:${addressHash}`;
   }
 
-  // --- sinks/webhooks/
+  // --- webhooks/
   batchWebhooks(b: BatchRef): string {
     return `${this.batch(b)}:webhooks`;
   }
@@ -308,7 +308,7 @@ export class VqbKeys {
     return `${this.base}:wake`;
   }
 
-  // --- queue/layout.ts
+  // --- src/redis/layout.ts
   get layout(): string {
     return `${this.base}:layout`;
   }

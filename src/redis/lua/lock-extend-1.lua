@@ -1,5 +1,5 @@
 --[[
-  Extends a lock only if this holder still owns it (queue/layout.ts: one key layout migration at a
+  Extends a lock only if this holder still owns it (src/redis/layout.ts: one key layout migration at a
   time, refreshed while it runs; a GET then PEXPIRE could lengthen another holder's lock).
     KEYS[1] the lock; ARGV[1] the holder's token; ARGV[2] the new time to live, ms
   Returns 1 when extended, 0 when the lock is no longer this holder's.

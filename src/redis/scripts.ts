@@ -3,7 +3,7 @@
 // disk once per process (with their `--- @include` fragments) and defined on each connection that
 // needs them, so ioredis sends EVALSHA and loads a script only when Redis does not know it yet.
 import { readdirSync, readFileSync } from 'node:fs';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from './connection.js';
 
 const DIR = new URL('./lua/', import.meta.url);
 

@@ -1,0 +1,126 @@
+// A worker process's timers, beside its Workers: the feed pass that keeps the queues of the
+// accounts with work topped up from the scheduler, the recovery of plates a crashed feeder staged,
+// and the sweep for webhook events a stopped process noticed but did not send.
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { OPERATOR_PAUSE } from '../queue/line.js';
+import type { RedisHealth } from '../redis/health.js';
+import type { QueueServices } from '../services.js';
+import type { AccountWorkers } from './account-workers.js';
+import type { Doorbell } from './doorbell.js';
+
+/** How often each process tops up the account queues from the scheduler. */
+const FEED_EVERY_MS = 200;
+const RECOVER_EVERY_MS = 10_000;
+const WEBHOOK_SWEEP_MS = 60_000;
+
+/**
+ * A worker process's timers: feeding the queues of the accounts with work and running their
+ * Workers (every FEED_EVERY_MS), recovering staged plates a crashed feeder left (every
+ * RECOVER_EVERY_MS), and emitting webhook events a stopped process noticed but did not send (at
+ * start, then every minute). An idle account costs one entry less in a read of the active set.
+ */
+export function startHousekeeping(
+  config: Config,
+  services: Omit<QueueServices, 'close'>,
+  runs: AccountWorkers,
+  doorbell: Doorbell,
+  health: RedisHealth,
+  logger: Logger,
+  now: () => number,
+  random: () => number = Math.random,
+): { stop(): Promise<void> } {
+  const configured = new Set(config.accounts.map((a) => a.id));
+  // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
+  const restUntil = new Map<string, number>();
+  // The first feed looks at every account once: work queued before the active set existed (an
+  // upgrade) or while no process ran is found, and idle accounts leave the set.
+  let first = true;
+  const feed = async () => {
+    if (first) await services.scheduler.activate([...configured]);
+    first = false;
+    const busy = new Set<string>();
+    // Another process's configuration may name accounts this one does not serve.
+    const active = (await services.scheduler.activeAccounts()).filter((id) => configured.has(id));
+    const at = now();
+    // All at once: the commands of many accounts share round trips on the connection.
+    await Promise.all(
+      active.map(async (accountId) => {
+        if ((restUntil.get(accountId) ?? 0) > at) {
+          busy.add(accountId);
+          return;
+        }
+        const rate = runs.flow(accountId)?.ratePerSecond;
+        const { fed, idle, waiting, limitedMs } = await services.feeder.feed(accountId, rate);
+        if (idle) {
+          restUntil.delete(accountId);
+          return;
+        }
+        // Rests end spread over ±25 % of their length: accounts that started together (a thousand
+        // batches enqueued at once) would otherwise all come due on the same tick, one burst of
+        // feeds and wakes that delays the requests waiting for their slots in this process.
+        if (fed === 0)
+          restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2));
+        else restUntil.delete(accountId);
+        busy.add(accountId);
+        runs.busy(accountId);
+        // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here
+        // fetches, now or when the queue's rate-limit switch goes off (a fetch before would find none).
+        if (waiting > 0 && limitedMs > 0) doorbell.ringAt(accountId, now() + limitedMs);
+        else if (waiting > 0) doorbell.ring(accountId);
+      }),
+    );
+    for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);
+    runs.retire(busy);
+  };
+  let feeding = false;
+  const feedTimer = setInterval(() => {
+    if (feeding) return;
+    feeding = true;
+    feed()
+      .catch((err: unknown) => {
+        if (!health.outage(err)) logger.error({ err }, 'could not feed the account queues');
+      })
+      .finally(() => {
+        feeding = false;
+      });
+  }, FEED_EVERY_MS);
+  const recoverTimer = setInterval(() => {
+    // Staged plates keep their account active, so the running accounts are the ones to look at.
+    for (const accountId of runs.ids()) {
+      services.feeder.recover(accountId).catch((err: unknown) => {
+        if (!health.outage(err)) logger.error({ err, account: accountId }, 'could not recover staged plates');
+      });
+    }
+  }, RECOVER_EVERY_MS);
+
+  // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
+  const sweepWebhooks = async () => {
+    if (config.webhooks.secret === undefined) return;
+    const pauses = (await services.accounts.states()).flatMap((state) =>
+      state.pause && state.pause.code !== OPERATOR_PAUSE ? [{ account: state.account, pause: state.pause }] : [],
+    );
+    const ids = await services.webhooks.sweep(pauses);
+    if (ids.length > 0)
+      logger.info(
+        { webhookIds: ids },
+        'webhooks emitted that were noticed but not sent (a process stopped in between)',
+      );
+  };
+  let sweeping: Promise<void> = Promise.resolve();
+  const sweep = () => {
+    sweeping = sweepWebhooks().catch((err: unknown) => {
+      if (!health.outage(err)) logger.error({ err }, 'could not look for unsent webhooks');
+    });
+  };
+  sweep();
+  const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+  return {
+    async stop() {
+      clearInterval(feedTimer);
+      clearInterval(recoverTimer);
+      clearInterval(sweepTimer);
+      await sweeping;
+    },
+  };
+}
