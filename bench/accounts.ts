@@ -4,7 +4,7 @@
 // is the requests its key had counted in that window ÷ the window ÷ its limit, from the
 // simulator's per-key stats (`byKey[label]`), and its 429s over the whole run.
 import { perSecond } from '../src/accounts/account.js';
-import { parseRateLimit } from '../src/config.js';
+import { parseRateLimit } from '../src/setting-values.js';
 import type { SimulatorStats } from '../src/simulator/index.js';
 import { platesFrom, sleep } from './common.js';
 import { startFleet } from './fleet.js';

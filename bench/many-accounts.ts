@@ -12,10 +12,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { perSecond } from '../src/accounts/account.js';
-import { parseRateLimit } from '../src/config.js';
 import { createVqb, type Overrides, type Vqb } from '../src/index.js';
 import { type BatchRef, barePrefix, VqbKeys } from '../src/redis/keys.js';
 import { startThrowawayRedis } from '../src/redis/server.js';
+import { parseRateLimit } from '../src/setting-values.js';
 import { platesFrom, sleep } from './common.js';
 import {
   processCpuSeconds,

@@ -1,48 +1,12 @@
 // `vqb` commands. Thin: parse flags, build the Config once, call the modules that do the work, and
 // turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
 import { readFileSync } from 'node:fs';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { parseArgs } from 'node:util';
+import type { CliIo, Command, CommandContext, OptionSpec } from './commands/command.js';
 import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } from './config.js';
 import { errorCodeEntry } from './error-codes.js';
 import { isVqbError, UsageError, VqbError } from './errors.js';
-import { createLogger, type Logger } from './logger.js';
-
-export interface CliIo {
-  env: Record<string, string | undefined>;
-  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  stderr: NodeJS.WritableStream;
-  /** Resolves when the user asks to stop (SIGINT/SIGTERM); commands that run until stopped await it. */
-  stopSignal: Promise<string>;
-  /**
-   * Resolves at a second SIGINT/SIGTERM: stop now, without waiting for running requests (absent:
-   * never). Reading it is asking for it; otherwise a second signal ends the process at once.
-   */
-  readonly forceSignal?: Promise<string>;
-}
-
-export interface CommandContext {
-  args: string[];
-  flags: Record<string, string | boolean | string[] | undefined>;
-  config: () => Config;
-  /** The Config with some settings forced (flags still win over the environment). */
-  configWith: (forced: Overrides) => Config;
-  logger: (config: Config) => Logger;
-  io: CliIo;
-  print(line?: string): void;
-}
-
-type OptionSpec = NonNullable<ParseArgsConfig['options']>;
-
-export interface Command {
-  summary: string;
-  usage: string;
-  options?: OptionSpec;
-  /** Passes argv through untouched (the simulator parses its own flags). */
-  rawArgs?: boolean;
-  /** The command answers SIGINT/SIGTERM itself (io.stopSignal); any other command ends at the first one. */
-  handlesStop?: boolean;
-  run(ctx: CommandContext): Promise<number>;
-}
+import { createLogger } from './logger.js';
 
 /** Flags every command accepts; each sets the environment variable of the same meaning. */
 const COMMON: Record<string, { setting: SettingName; short?: string }> = {

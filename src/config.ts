@@ -7,11 +7,9 @@ import { ConfigError } from './errors.js';
 import { isCurrency, type Price, priceMicros } from './money.js';
 import { parseRedisConnection, type RedisConnection } from './redis/settings.js';
 import { type AnswerMapping, isPointer } from './upstream/answers.js';
-import { forbiddenHost, hostAllowed } from './webhooks/target.js';
+import { forbiddenHost, hostAllowed, type WebhookSettings } from './webhooks/target.js';
 
 export type { Account } from './accounts/account.js';
-export type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
-export { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 
 import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
 import { parseDuration, parseRateLimit, Secret } from './setting-values.js';
@@ -408,22 +406,6 @@ export interface Config {
   metricsPort: number | undefined;
   webhooks: WebhookSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-}
-
-export interface WebhookSettings {
-  /** The signing secret (`whsec_…`); without one no callbackUrl is accepted. */
-  secret: Secret | undefined;
-  /** Hosts deliveries may go to (`*.example.com` covers its subdomains); empty = any. */
-  allow: readonly string[];
-  /** Receives account-level events of every account. */
-  url: string | undefined;
-  attempts: number;
-  backoffMs: number;
-  timeoutMs: number;
-  /** Base of absolute links in payloads (no trailing slash); unset = links are paths. */
-  publicUrl: string | undefined;
-  /** callbackUrl of the drop folder's batches. */
-  inboxNotifyUrl: string | undefined;
 }
 
 /** `whsec_` + base64 of 24–64 bytes, as the Standard Webhooks specification asks of a secret. */

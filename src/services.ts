@@ -2,8 +2,8 @@
 // closed together: the Redis connection, each account's record (its queue and line), and the stores
 // over them.
 
-import { Accounts } from './accounts/registry.js';
 import type { Config } from './config.js';
+import { Accounts } from './queue/accounts.js';
 import { AnswerBook } from './queue/answers.js';
 import { OutcomeStore } from './queue/batch/outcomes.js';
 import { BatchStore } from './queue/batch/store.js';

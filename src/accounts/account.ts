@@ -4,10 +4,12 @@
 // VQ_ACCOUNTS_FILE (JSON), or, without it, the environment's settings form the one account
 // `default`, exactly as before accounts existed. Which account a batch or command names is decided
 // here alone (accountOf), and what a worker needs of it to call the upstream (requireAccountUpstream).
+
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError, VqbError } from '../errors.js';
 import { isCurrency, type Price, priceMicros } from '../money.js';
+import { ACCOUNT_ID } from '../redis/keys.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
 import { type AnswerMapping, isPointer, NO_MAPPING } from '../upstream/answers.js';
@@ -33,8 +35,6 @@ export interface Account {
   /** How the upstream's answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*). */
   answers: AnswerMapping;
 }
-
-export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 
 const accountSchema = z.strictObject({
   id: z.string().regex(ACCOUNT_ID, 'lower-case letters, digits, _ and -, at most 32'),

@@ -1,12 +1,13 @@
 // Commands on one stored batch: rebuild its exports, retry its failed plates.
-import type { Command } from '../cli.js';
+
 import { UsageError } from '../errors.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { rerunFailed } from '../queue/rerun.js';
+import { EXPORT_FORMATS, type ExportFormat } from '../schemas/result-row.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor, exportBatch, fileSinkFor } from '../sinks/export.js';
-import { EXPORT_FORMATS, type ExportFormat } from '../sinks/types.js';
+import type { Command } from './command.js';
 
 function oneBatch(args: string[], command: string): string {
   const [batchId, ...extra] = args;

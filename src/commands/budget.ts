@@ -1,12 +1,12 @@
 // Spending caps and the cost report.
 
-import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { costOf, createsCap, formatMoney, type Money, type Price, spendOf } from '../money.js';
 import { goOnText } from '../presenters/text.js';
 import { releaseAccountHold, releaseBatchHold } from '../queue/holds.js';
 import { withQueueServices } from '../services.js';
 import { batchIdArg } from './batch.js';
+import type { Command } from './command.js';
 import { spendFlag } from './run.js';
 
 /** A price as JSON shows it: amounts in the currency's unit. */

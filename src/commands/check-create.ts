@@ -4,7 +4,6 @@
 // would read it: the way to set the mapping in one step, for one query's price.
 import { createInterface } from 'node:readline/promises';
 import { type Account, requireAccountUpstream } from '../accounts/account.js';
-import type { CommandContext } from '../cli.js';
 import type { Config } from '../config.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
@@ -14,6 +13,7 @@ import { withQueueServices } from '../services.js';
 import { createKeyProvider } from '../upstream/key.js';
 import { type AnswerReading, type RawAnswer, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import { answerReader } from '../upstream/response.js';
+import type { CommandContext } from './command.js';
 import { EXIT_BLOCKED } from './run.js';
 
 /** Polls whose state is in no list before the check stops asking (the upstream will not change its words). */

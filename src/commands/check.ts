@@ -5,13 +5,13 @@
 // `--create PLATE` (./check-create.ts) is the one paid check: one create, followed to its end.
 
 import { type Account, accountOf } from '../accounts/account.js';
-import type { Command } from '../cli.js';
 import type { Config } from '../config.js';
 import { isVqbError, UsageError } from '../errors.js';
 import { PERMISSION_FOR } from '../upstream/errors.js';
 import { announcedLimit, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import { accountKey, checkCreate } from './check-create.js';
+import type { Command } from './command.js';
 import { EXIT_BLOCKED } from './run.js';
 
 /** What a key check found, one word each (the `verdict` of `--json`). */

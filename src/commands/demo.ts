@@ -1,11 +1,11 @@
 // The README's first command: a whole batch against the simulator, end to end, in under a minute.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Command, CommandContext } from '../cli.js';
 import { isVqbError, VqbError } from '../errors.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../redis/connection.js';
 import { INSTALL_HINT, probePort, startThrowawayRedis } from '../redis/server.js';
 import { startSimulator } from '../simulator/index.js';
+import type { Command, CommandContext } from './command.js';
 import { runFile } from './run.js';
 
 const SAMPLES = fileURLToPath(new URL('../../../samples/', import.meta.url));

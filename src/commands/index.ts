@@ -1,8 +1,9 @@
 // The command table: name → module. Each command is a small module of its own.
-import type { Command } from '../cli.js';
+
 import { exportCommand, retryCommand } from './batch.js';
 import { budgetCommand, costCommand } from './budget.js';
 import { checkCommand } from './check.js';
+import type { Command } from './command.js';
 import { demoCommand } from './demo.js';
 import { pauseCommand, resumeCommand } from './line.js';
 import { deleteCommand, pruneCommand } from './retention.js';

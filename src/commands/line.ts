@@ -1,6 +1,6 @@
-import type { Command } from '../cli.js';
 import { describeLine } from '../presenters/text.js';
 import { withQueueServices } from '../services.js';
+import type { Command } from './command.js';
 
 const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };
 

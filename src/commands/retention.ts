@@ -1,14 +1,15 @@
 // Commands that let go of batches in Redis: `vqb prune` (finished batches past an age) and
 // `vqb delete` (one batch). Both archive first and delete only after the archive read back right
 // (retention.ts); a running batch is refused unless --cancel.
-import type { Command } from '../cli.js';
-import { parseDuration } from '../config.js';
+
 import { UsageError } from '../errors.js';
-import { spanText, whenText } from '../presenters/time.js';
 import { Retention } from '../retention.js';
 import { type QueueServices, withQueueServices } from '../services.js';
+import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
+import { spanText, whenText } from '../time-text.js';
 import { batchIdArg } from './batch.js';
+import type { Command } from './command.js';
 
 function retentionOf(services: QueueServices): Retention {
   const { config } = services;

@@ -1,5 +1,3 @@
-import type { Command } from '../cli.js';
-import { parseDuration } from '../config.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createInboxWatcher } from '../producers/inbox.js';
@@ -8,8 +6,10 @@ import { RedisHealth } from '../redis/health.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { createHttpApi } from '../server.js';
 import { openQueueServices } from '../services.js';
+import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
 import { startWorker, type WorkerHandle } from '../workers/worker.js';
+import type { Command } from './command.js';
 
 export const serveCommand: Command = {
   handlesStop: true,

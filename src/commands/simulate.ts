@@ -1,6 +1,6 @@
-import type { Command } from '../cli.js';
 import { SIMULATOR_USAGE } from '../simulator/index.js';
 import { runSimulate } from '../simulator/main.js';
+import type { Command } from './command.js';
 
 export const simulateCommand: Command = {
   handlesStop: true,

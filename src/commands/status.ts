@@ -1,14 +1,14 @@
-import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
+import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
-import { batchContext, batchContexts } from '../queue/batch-status.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { failureText } from '../webhooks/deliveries.js';
 import { batchIdArg } from './batch.js';
+import type { Command } from './command.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
 function shareText(finished: boolean, share: number): string {

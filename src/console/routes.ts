@@ -1,43 +1,17 @@
-// The web console, a front door beside the HTTP API (`vqb serve` mounts both): sign in with a
-// service token, follow batches live, upload a file, see its estimate, confirm, download results,
-// retry failed plates, pause and resume an account. Server-rendered (pages.ts); the same stores,
-// presenters and readers as the API, so the console shows and does exactly what /v1 does.
-//
-//   GET  /sign-in, POST /sign-in        the token form → a session cookie
-//   POST /sign-out                      deletes the session
-//   GET  /                              batches (newest first) and the accounts' lines
-//   GET  /events[?batch=id]             server-sent events: the numbers of the batches shown
-//   GET  /batches/:id                   one batch; /results?format=…, /rejects downloads
-//   POST /batches/:id/retry             vqb's retry of the failed plates (rerunFailed): way=poll|ask
-//   POST /accounts/:id/pause|resume     the account's line (AccountLine)
-//   GET  /upload, POST /upload          the file form → the estimate (nothing enqueued)
-//   GET  /upload/:stage, POST …/confirm the estimate → the batch
-//   GET  /lang?to=en|pt-BR&back=/…      the language switch (a cookie)
-//   GET  /console/app.css, app.js       the only assets
-//
-// Sessions: sessions.ts; signing in and out: sign-in.ts. CSRF: the cookie is SameSite=Strict, and
-// every POST carries the session's CSRF token in a form field (the multipart upload's first field,
-// checked before the file is read; never in a URL, where request logs would keep it); the sign-in
-// form has a pre-session token of its own. Where a redirect may go: redirect.ts. What a session may
-// hold at once (live streams, staged uploads) and failed sign-ins: limits.ts. One function per
-// route group.
-import { timingSafeEqual } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { RedisWaitReason } from '../accounts/wait.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { canSee, type Scope, type TokenAuth } from '../http/auth.js';
-import { batchAccess } from '../http/batch-access.js';
+import type { Scope, TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
 import { createsCap } from '../money.js';
+import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
-import { batchContext, batchContexts } from '../queue/batch-status.js';
 import type { AccountLineState } from '../queue/line.js';
-import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
+import { type RetryWay, rerunFailed } from '../queue/rerun.js';
 import type { RedisHealth } from '../redis/health.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -54,7 +28,8 @@ import {
 } from '../webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { OpenStreams, streamEvents } from './events.js';
-import { type Key, LANG_COOKIE, LANGS, type Lang, pickLang, translator } from './i18n.js';
+import { type Key, LANG_COOKIE, LANGS } from './i18n.js';
+import { consoleKit, type Kit, type Signed, SignInNeeded } from './kit.js';
 import { CONSOLE_LIMITS, type ConsoleLimits } from './limits.js';
 import {
   ASSET_CSS,
@@ -64,7 +39,6 @@ import {
   batchPage,
   errorPage,
   estimatePage,
-  type FailedPlates,
   failedKey,
   failedSection,
   listPage,
@@ -73,7 +47,7 @@ import {
 } from './pages.js';
 import { localPath } from './redirect.js';
 import { CONSOLE_PAUSE_REASON, errorText, plural } from './say.js';
-import { idHash, SESSION_COOKIE, type Session, SessionStore } from './sessions.js';
+import { idHash, SESSION_COOKIE, SessionStore } from './sessions.js';
 import { sessionRoutes } from './sign-in.js';
 import { SignInThrottle } from './throttle.js';
 import { StagedUploads } from './uploads.js';
@@ -115,11 +89,6 @@ const RETRY_WAYS: readonly RetryWay[] = ['poll', 'ask'];
 /** Settled plates past which a batch page's live updates read its failed plates at most every FAILED_SCAN_EVERY_MS. */
 const FAILED_SCAN_LARGE = 10_000;
 const FAILED_SCAN_EVERY_MS = 10_000;
-
-interface Signed {
-  session: Session;
-  scope: Scope;
-}
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<ConsoleHandle> {
   const { services, config, auth, now } = deps;
@@ -188,83 +157,6 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     },
   };
 }
-
-interface KitBase {
-  services: QueueServices;
-  config: Config;
-  auth: TokenAuth;
-  now: () => number;
-  redisWait: () => RedisWaitReason | undefined;
-  archive: ReturnType<typeof archiveFor>;
-  sessions: SessionStore;
-  uploads: StagedUploads;
-  resolve: (request: FastifyRequest) => Promise<Signed | undefined>;
-  streams: OpenStreams;
-  limits: ConsoleLimits;
-  throttle: SignInThrottle;
-}
-
-/** What every route group of the console uses: the stores, the session, the page helpers. */
-function consoleKit(base: KitBase) {
-  const { services, config, archive, resolve } = base;
-  const langOf = (request: FastifyRequest): Lang =>
-    pickLang(request.cookies[LANG_COOKIE], request.headers['accept-language']);
-  const context = (request: FastifyRequest, signed?: Signed): PageContext => {
-    const lang = langOf(request);
-    return {
-      lang,
-      t: translator(lang),
-      path: request.url,
-      ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
-    };
-  };
-  const page = (reply: FastifyReply, body: string, status = 200) =>
-    reply.code(status).type('text/html; charset=utf-8').send(body);
-  const required = async (request: FastifyRequest): Promise<Signed> => {
-    const signed = await resolve(request);
-    if (!signed) throw new SignInNeeded();
-    return signed;
-  };
-  const checkCsrf = (signed: Signed, sent: unknown) => {
-    const expected = Buffer.from(signed.session.csrf);
-    const got = Buffer.from(typeof sent === 'string' ? sent : '');
-    if (got.length !== expected.length || !timingSafeEqual(got, expected))
-      throw new ApiError('CSRF', translator('en')('error.csrf'));
-  };
-  const formCsrf = (request: FastifyRequest) => (request.body as { csrf?: unknown } | undefined)?.csrf;
-  const access = batchAccess(services, archive);
-  const visibleBatch = (signed: Signed, id: string) => access.batch(signed.scope, id);
-  /** The manifest of an archived batch this session may see; undefined while the batch is in Redis. */
-  const visibleArchive = (signed: Signed, id: string) => access.archived(signed.scope, id);
-  const visibleRef = (signed: Signed, id: string) => access.ref(signed.scope, id);
-  const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
-  /** The batch's failed plates (read only when its counts say there are some) and its account's price. */
-  const failedOf = async (info: Pick<BatchView, 'id' | 'account' | 'counts'>) => {
-    const price = services.accounts.for(info.account).account.price;
-    const summary =
-      info.counts.failed > 0
-        ? await failedSummary(services.outcomes, { id: info.id, account: info.account })
-        : { total: 0, poll: 0, ask: 0, codes: [] };
-    return { summary, price } satisfies FailedPlates;
-  };
-
-  return {
-    ...base,
-    langOf,
-    context,
-    page,
-    required,
-    checkCsrf,
-    formCsrf,
-    visibleBatch,
-    visibleArchive,
-    visibleRef,
-    accountsOf,
-    failedOf,
-  };
-}
-
-export type Kit = ReturnType<typeof consoleKit>;
 
 /** Security headers on every page, and errors as pages in the reader's language. */
 function pageHooks(scope: FastifyInstance, kit: Kit): void {
@@ -696,8 +588,6 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
     return reply.redirect(`/batches/${encodeURIComponent(batch.id)}`, 303);
   });
 }
-/** Thrown by a page that needs a session: the error handler sends the browser to sign in. */
-class SignInNeeded extends Error {}
 
 function flashOf(ctx: PageContext, query: Record<string, string | undefined>): string | undefined {
   const num = (v: string | undefined) => (v !== undefined && /^\d{1,9}$/.test(v) ? Number(v) : undefined);

@@ -12,9 +12,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Scope, sha256 } from '../http/auth.js';
+import type { Kit } from './kit.js';
 import { signInPage } from './pages.js';
 import { localPath } from './redirect.js';
-import type { Kit } from './routes.js';
 import { idHash, SESSION_COOKIE, SESSION_TTL_MS } from './sessions.js';
 
 /** The sign-in form's pre-session cookie: only the sign-in route ever gets it. */

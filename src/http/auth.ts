@@ -13,9 +13,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ApiKeySource, Config, TokenSource } from '../config.js';
+import type { Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ApiKeySource, TokenSource } from '../setting-values.js';
 import { createKeyProvider, type KeyProvider } from '../upstream/key.js';
 import { ApiError } from './errors.js';
 

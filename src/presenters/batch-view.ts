@@ -4,10 +4,10 @@
 
 import { batchCost } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
-import type { BatchContext } from '../queue/batch-status.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
 import { type DeliveryRecord, deliveryFailure } from '../webhooks/deliveries.js';
+import type { BatchContext } from './batch-context.js';
 import { batchWaiting, estimateEta, rateView } from './line.js';
 
 /** Where the HTTP API serves a batch and its results. */

@@ -4,7 +4,7 @@ import type { RedisWaitReason } from '../accounts/wait.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState, RateInForce } from '../queue/line.js';
 import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
-import { dateText, relativeText, spanText } from './time.js';
+import { dateText, relativeText, spanText } from '../time-text.js';
 
 export type { Waiting };
 

@@ -2,11 +2,11 @@
 import { batchCost, formatMoney, type Price } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 
-import { spanText, whenText } from './time.js';
+import { spanText, whenText } from '../time-text.js';
 
 export { clock, describeLine } from './line.js';
 
-/** A duration for a terminal line (one rule for the whole CLI: presenters/time.ts). */
+/** A duration for a terminal line (one rule for the whole CLI: src/time-text.ts). */
 export const duration = spanText;
 
 /** "1 plate", "2 plates": a count and its noun (`many` when the plural is not noun + "s"). */

@@ -9,7 +9,6 @@ import { createsCap } from '../money.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { QueueServices } from '../services.js';
-import { checkCallbackUrl } from '../webhooks/target.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';
 import { type IngestResult, ingest, tooManyForInteractive } from './ingest.js';
@@ -83,7 +82,7 @@ async function contentBatchId(
 
 /** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
 async function prepare(
-  services: Pick<QueueServices, 'config' | 'accounts' | 'batches'>,
+  services: Pick<QueueServices, 'config' | 'accounts' | 'batches' | 'webhooks'>,
   input: EnqueueInput,
   options: BatchRequest,
 ): Promise<Prepared> {
@@ -91,8 +90,10 @@ async function prepare(
   const { account: resolved } = services.accounts.for(options.account);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
+  // Checked once, here, before anything is stored or read: its form, the allow-list, and the
+  // addresses its name resolves to (a name of an internal address is refused). The ingest trusts it.
   const callbackUrl =
-    options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, services.config.webhooks) : undefined;
+    options.callbackUrl !== undefined ? await services.webhooks.checkTarget(options.callbackUrl) : undefined;
   let rows: Iterable<InputRow> | AsyncIterable<InputRow>;
   let digest: string;
   let extraColumns: readonly string[];

@@ -81,9 +81,8 @@ async function ingestBatch(
   // An interactive batch over VQ_INTERACTIVE_MAX is refused before anything is stored: refused
   // halfway, it stayed an unsealed batch ("ingesting 0/0") that held its content's id for good.
   if (options.priority === 'interactive') rows = await withinInteractiveMax(rows, config.interactiveMax);
-  // Resolved and judged here, before anything is stored: a name of an internal address is refused.
-  const callbackUrl =
-    options.callbackUrl !== undefined ? await services.webhooks.checkTarget(options.callbackUrl) : undefined;
+  // Checked by enqueue (producers/enqueue.ts prepare), the one way in, before anything was stored.
+  const callbackUrl = options.callbackUrl;
   const { created } = await batches.open({
     id: options.id,
     account: account.id,

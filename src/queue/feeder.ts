@@ -5,10 +5,10 @@
 // call it once after an ingest so an interactive plate is on the queue at once. A feed is one
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts/account.js';
-import type { Accounts } from '../accounts/registry.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
+import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
 import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
 

@@ -2,11 +2,20 @@
 // the scheduler and the few jobs it had on the queue sleep in `delayed`; an account at its day or
 // month cap stopped being fed and its fed creates sleep until the reset. Raising the cap wakes
 // them here.
-import type { QueueServices } from '../services.js';
+import type { Accounts } from './accounts.js';
 import type { BatchKey } from './batch/store.js';
+import type { BatchViews } from './batch/view.js';
+import type { Budget } from './budget.js';
+import type { Scheduler } from './scheduler.js';
 import type { PlateJobData } from './types.js';
 
-type Services = Pick<QueueServices, 'accounts' | 'scheduler' | 'budget' | 'batchViews'>;
+/** The parts of the queue a wake touches. */
+interface Services {
+  accounts: Accounts;
+  scheduler: Scheduler;
+  budget: Budget;
+  batchViews: BatchViews;
+}
 
 /** Wakes the creates of every job on the account's queue held as `heldBy` (and, for a batch, only that batch's). */
 async function wakeHeld(

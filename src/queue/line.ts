@@ -3,7 +3,7 @@
 // (429, quota), or holding its creates at a spending cap. Pacing lives here too: every request of
 // the account takes a slot on one schedule in Redis, shared by every worker on every machine.
 // This module alone reads and writes the account's line and pace hashes; each configured account's
-// line is made once, with its record in src/accounts/registry.ts.
+// line is made once, with its record in src/queue/accounts.ts.
 
 import { type Account, isAuto, JITTER_PER_WINDOW, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';

@@ -8,10 +8,13 @@
 // again" (no create) only where an answer never came and says what "ask again" costs before it.
 
 import type { BatchRef } from '../redis/keys.js';
-import type { QueueServices } from '../services.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
+import type { Accounts } from './accounts.js';
 import type { OutcomeStore } from './batch/outcomes.js';
 import type { BatchKey } from './batch/store.js';
+import type { BatchViews } from './batch/view.js';
+import type { Feeder } from './feeder.js';
+import type { Scheduler } from './scheduler.js';
 import type { Outcome, PlateJobData } from './types.js';
 
 /**
@@ -73,8 +76,18 @@ export interface RerunResult {
   skipped: number;
 }
 
+/** The parts of the queue a retry touches, and how long a poll may go on. */
+export interface RerunParts {
+  config: { poll: { deadlineMs: number } };
+  accounts: Accounts;
+  batchViews: BatchViews;
+  outcomes: OutcomeStore;
+  scheduler: Scheduler;
+  feeder: Feeder;
+}
+
 export async function rerunFailed(
-  services: QueueServices,
+  services: RerunParts,
   batch: BatchKey,
   options: {
     recreate?: boolean;

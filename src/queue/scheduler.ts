@@ -9,8 +9,8 @@
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
+import { PRIORITY_CLASSES, type PriorityClass } from '../redis/keys.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
-import { PRIORITY_CLASSES, type PriorityClass } from './types.js';
 
 export interface Picked {
   cls: PriorityClass;

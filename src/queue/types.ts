@@ -1,6 +1,10 @@
 // The shapes that live in Redis: what a job carries between activations, and the terminal outcome
 // stored per (batch, plate) before the job completes. Both are plain JSON and never hold the key.
+import type { PriorityClass } from '../redis/keys.js';
 import type { KeptAnswer } from '../upstream/answers.js';
+
+/** How urgent a batch is (its lane); defined with the ids key names are made of. */
+export type { PriorityClass };
 
 /**
  * CREATE: not sent yet. CREATING: a create request may have left (crash window). POLL: we hold a
@@ -8,10 +12,6 @@ import type { KeptAnswer } from '../upstream/answers.js';
  * answer is kept (`heldAnswer`) and read again when the settings change; never created again.
  */
 export type JobStep = 'create' | 'creating' | 'poll' | 'unread';
-
-/** How urgent a batch is: interactive (a person waits), normal, bulk. */
-export type PriorityClass = 'interactive' | 'normal' | 'bulk';
-export const PRIORITY_CLASSES: readonly PriorityClass[] = ['interactive', 'normal', 'bulk'];
 
 export interface PlateJobData {
   /** The account whose key, limits and queue the plate uses. */

@@ -44,6 +44,19 @@
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
 // webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot).
 
+// The ids that key names are made of, checked before they reach a key (`x:rows` would name
+// another structure of batch `x`): an account's id, a batch's id, a priority class.
+export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+/**
+ * A batch's id: set by its producer, or made from the file's name and content, or given
+ * (`batchId`, `--batch-id`). Anything else is refused before it reaches a key: not found, or
+ * BAD_BATCH_ID. An id is scoped by its account: two accounts may each hold `order-1001`.
+ */
+export const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
+/** How urgent a batch is: interactive (a person waits), normal, bulk. Each has its own lane. */
+export type PriorityClass = 'interactive' | 'normal' | 'bulk';
+export const PRIORITY_CLASSES: readonly PriorityClass[] = ['interactive', 'normal', 'bulk'];
+
 /** A batch as its keys need it: its id and the account whose slot holds it. */
 export interface BatchRef {
   id: string;

@@ -10,13 +10,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
-import { ACCOUNT_ID } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { BATCH_ID } from '../queue/batch/store.js';
-import { PRIORITY_CLASSES } from '../queue/types.js';
 import { connectRedis, type RedisClient, serversOf } from './connection.js';
-import { accountQueueName, type BatchRef, VqbKeys } from './keys.js';
+import { ACCOUNT_ID, accountQueueName, BATCH_ID, type BatchRef, PRIORITY_CLASSES, VqbKeys } from './keys.js';
 import { withScripts } from './scripts.js';
 
 /** The value of `G:layout` once the data is in the layout of keys.ts. */

@@ -3,7 +3,6 @@
 // JSON Schema under the names in openapi.ts, so the document cannot drift from the code. A batch's
 // options and view are the library's and the CLI's too (src/schemas/).
 import { z } from 'zod';
-import { EXPORT_FORMATS } from '../sinks/types.js';
 import {
   AccountId,
   BatchLinks,
@@ -14,6 +13,7 @@ import {
   RateInForce,
   Waiting,
 } from './batch.js';
+import { EXPORT_FORMATS } from './result-row.js';
 
 export {
   AccountId,

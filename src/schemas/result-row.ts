@@ -47,3 +47,11 @@ export const ResultRow = z.object({
     .describe('every other input column, by name, so results join back to your records'),
 });
 export type ResultRow = z.output<typeof ResultRow>;
+
+/**
+ * Every export format, in the one place they are listed: every finished batch is written in all of
+ * them (`vqb run`, the drop folder, `vqb export --format all`, the library's default), and the
+ * HTTP results, `vqb export --format` and the OpenAPI document offer each of them.
+ */
+export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];

@@ -1,8 +1,8 @@
 // `vqb simulate` flags → simulator options. A --config JSON file is read first; flags override it.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../config.js';
 import { ConfigError, UsageError } from '../errors.js';
+import { parseDuration } from '../setting-values.js';
 import { ANSWER_SHAPES, parseAnswersAfter } from './answers.js';
 import { type KeySpec, PERMISSIONS, type Permission, type SimulatorOptions, validatePatch } from './options.js';
 

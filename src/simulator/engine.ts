@@ -3,8 +3,9 @@
 //   faults (drop / 5xx, decided after counting: a failed request still costs quota upstream) →
 //   permission (403) → product / body / plate (404 / 400) → create or get.
 // No sockets here: the result is a Reply that server.ts carries out.
-import { parseRateLimit } from '../config.js';
+
 import { checkPlate } from '../plates.js';
+import { parseRateLimit } from '../setting-values.js';
 import { type AnswerShapeName, type QueryView, shapeAnswer } from './answers.js';
 import { type KeyRecord, KeyStore } from './keys.js';
 import { chance, isForgotten, planCreate, type QueryStatus, statusAt } from './lifecycle.js';

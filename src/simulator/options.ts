@@ -1,9 +1,9 @@
 // The simulator's settings: their types, defaults and one zod schema that validates every way they
 // arrive (startSimulator options, a --config JSON file, CLI flags, PATCH /__admin/config).
 import { z } from 'zod';
-import { parseRateLimit } from '../config.js';
 import { ConfigError } from '../errors.js';
 import { checkPlate } from '../plates.js';
+import { parseRateLimit } from '../setting-values.js';
 import { ANSWER_SHAPES, type AnswerShapeName } from './answers.js';
 
 export type WindowKind = 'fixed' | 'sliding' | 'token-bucket';

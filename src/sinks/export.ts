@@ -4,10 +4,11 @@ import type { Config } from '../config.js';
 import { BatchNotFoundError } from '../errors.js';
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import type { BatchKey, BatchStore } from '../queue/batch/store.js';
+import { EXPORT_FORMATS } from '../schemas/result-row.js';
 import { BatchArchive } from './archive.js';
 import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
-import { EXPORT_FORMATS, type ExportFormat, type ExportResult, type ExportSink, type ExportSource } from './types.js';
+import type { ExportFormat, ExportResult, ExportSink, ExportSource } from './types.js';
 
 export function fileSinkFor(config: Pick<Config, 'outDir' | 'csvDelimiter'>, dir = config.outDir): ExportSink {
   return new FileSink({ dir, csvDelimiter: config.csvDelimiter });

@@ -2,8 +2,8 @@
 // formatting). While a batch runs the rows are a snapshot: unfinished plates are `pending`.
 import { PassThrough, pipeline, Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
-import type { BatchKey } from '../queue/batch/store.js';
-import type { QueueServices } from '../services.js';
+import type { OutcomeStore } from '../queue/batch/outcomes.js';
+import type { BatchKey, BatchStore } from '../queue/batch/store.js';
 import type { BatchArchive } from './archive.js';
 import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
 import { exportSourceFor } from './export.js';
@@ -20,7 +20,7 @@ export interface ResultsBody {
 
 /** Throws BatchNotFoundError (404) before anything is sent. */
 export async function batchResults(
-  services: Pick<QueueServices, 'batches' | 'outcomes'>,
+  services: { batches: BatchStore; outcomes: OutcomeStore },
   batch: BatchKey,
   format: ExportFormat,
   delimiter: CsvDelimiter,
@@ -66,7 +66,7 @@ export async function batchResults(
 
 /** A batch's rejected rows as a streamed CSV (the file sink's rejects columns). Throws BatchNotFoundError (404) before anything is sent. */
 export async function batchRejects(
-  services: Pick<QueueServices, 'batches' | 'outcomes'>,
+  services: { batches: BatchStore; outcomes: OutcomeStore },
   batch: BatchKey,
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,

@@ -1,7 +1,7 @@
 // The seam between stored outcomes and wherever users read them. The worker never calls a sink:
 // batches are exported from Redis (on finish, or on demand), so a new sink (webhook, object
 // storage) is a new implementation of ExportSink and nothing else.
-import type { RowStatus, UpstreamResult } from '../schemas/result-row.js';
+import type { ExportFormat, RowStatus, UpstreamResult } from '../schemas/result-row.js';
 
 export type { RowStatus, UpstreamResult };
 
@@ -53,14 +53,6 @@ export interface ExportSource {
   rejects(): AsyncIterable<RejectRow>;
 }
 
-/**
- * Every export format, in the one place they are listed: every finished batch is written in all of
- * them (`vqb run`, the drop folder, `vqb export --format all`, the library's default), and the
- * HTTP results, `vqb export --format` and the OpenAPI document offer each of them.
- */
-export const EXPORT_FORMATS = ['csv', 'jsonl', 'xlsx'] as const;
-export type ExportFormat = (typeof EXPORT_FORMATS)[number];
-
 export interface ExportResult {
   /** Absolute paths written, by kind. */
   files: { csv?: string; jsonl?: string; rejects?: string; xlsx?: string };
@@ -70,3 +62,5 @@ export interface ExportResult {
 export interface ExportSink {
   write(source: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult>;
 }
+
+export type { ExportFormat };

@@ -7,8 +7,8 @@
 // request (about 90 µs of CPU each on the 2-core machine, measured beside an idle loop). Key files
 // are local (a secrets mount is tmpfs); a hung network mount would stall the process either way.
 import { readFileSync, statSync } from 'node:fs';
-import type { ApiKeySource } from '../config.js';
 import { ConfigError } from '../errors.js';
+import type { ApiKeySource } from '../setting-values.js';
 
 export type KeyProvider = () => Promise<string>;
 

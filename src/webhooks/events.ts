@@ -3,9 +3,9 @@
 // account and when it was paused) and where it goes, so two workers that both notice the same
 // event make the same delivery job, and the second is a no-op.
 import { createHash } from 'node:crypto';
-import { spanText } from '../presenters/time.js';
 import type { BatchCounts, BatchInfo } from '../queue/batch/store.js';
 import type { AccountPause } from '../queue/line.js';
+import { spanText } from '../time-text.js';
 
 export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
 

@@ -12,7 +12,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Webhook } from 'standardwebhooks';
 import { Agent, type Dispatcher, request } from 'undici';
-import type { Secret } from '../config.js';
+import type { Secret } from '../setting-values.js';
 import { forbiddenAddress, type Resolve, systemResolve } from './address.js';
 import type { DeliveryFailure } from './deliveries.js';
 import type { WebhookJobData } from './outbox.js';

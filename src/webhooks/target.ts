@@ -9,11 +9,29 @@
 // connection of each delivery goes only to an address judged again then (sender.ts). The one
 // exception: a host the allow-list names exactly (`127.0.0.1`, `hooks.corp:8443`, not `*.corp`)
 // is the operator's own receiver and may be internal; a wildcard never opens an internal range.
-import type { WebhookSettings } from '../config.js';
+
 import { InputError } from '../errors.js';
+import type { Secret } from '../setting-values.js';
 import { forbiddenAddress, forbiddenName, ipLiteral, type Resolve } from './address.js';
 
 /** The URL is not one vqb sends to (not http(s), malformed, credentials in it). */
+/** The webhook settings (VQ_WEBHOOK_*), parsed once with the rest of the config. */
+export interface WebhookSettings {
+  /** The signing secret (`whsec_…`); without one no callbackUrl is accepted. */
+  secret: Secret | undefined;
+  /** Hosts deliveries may go to (`*.example.com` covers its subdomains); empty = any. */
+  allow: readonly string[];
+  /** Receives account-level events of every account. */
+  url: string | undefined;
+  attempts: number;
+  backoffMs: number;
+  timeoutMs: number;
+  /** Base of absolute links in payloads (no trailing slash); unset = links are paths. */
+  publicUrl: string | undefined;
+  /** callbackUrl of the drop folder's batches. */
+  inboxNotifyUrl: string | undefined;
+}
+
 export const CALLBACK_URL_INVALID = 'CALLBACK_URL_INVALID';
 /** The URL's host is not on VQ_WEBHOOK_ALLOW. */
 export const CALLBACK_HOST_NOT_ALLOWED = 'CALLBACK_HOST_NOT_ALLOWED';

@@ -3,9 +3,9 @@
 // account made a process's cost grow with accounts it never served (issue 21: 200 idle accounts,
 // 406 connections, 24,735 commands/s). Here an account's Worker, upstream client and flow start
 // when the account appears in the scheduler's active set and stop IDLE_CLOSE_MS after it left it.
-// Each starts from the account's record (src/accounts/registry.ts): its settings, key, queue and line.
+// Each starts from the account's record (src/queue/accounts.ts): its settings, key, queue and line.
 import type { Worker } from 'bullmq';
-import type { AccountRecord, Accounts } from '../accounts/registry.js';
+import type { AccountRecord, Accounts } from '../queue/accounts.js';
 import type { PlateJobData } from '../queue/types.js';
 import type { UpstreamClient } from '../upstream/client.js';
 import type { AccountFlow } from './flow.js';

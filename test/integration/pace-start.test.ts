@@ -3,7 +3,7 @@
 // 12/min key, three requests at 1/s followed by twelve more at 5 s put thirteen in one minute,
 // which only a hold on `Remaining: 0` kept from a 429 (issue 21).
 import { afterEach, describe, expect, it } from 'vitest';
-import { Accounts } from '../../src/accounts/registry.js';
+import { Accounts } from '../../src/queue/accounts.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';

@@ -3,8 +3,9 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { accountOf, parseAccounts, requireAccountUpstream } from '../../src/accounts/account.js';
-import { type Config, loadConfig, parseDuration, parseRateLimit, Secret } from '../../src/config.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { parseDuration, parseRateLimit, Secret } from '../../src/setting-values.js';
 
 function configError(fn: () => unknown): ConfigError {
   try {

@@ -1,11 +1,11 @@
 // How long a process leaves a busy account unfed after a feed that found its queue full
 // (Feeder.restMs): fast accounts keep the feed period, slow ones rest up to 2 s (issue 21).
 import { describe, expect, it } from 'vitest';
-import type { Accounts } from '../../src/accounts/registry.js';
-import { parseRateLimit } from '../../src/config.js';
+import type { Accounts } from '../../src/queue/accounts.js';
 import { Feeder } from '../../src/queue/feeder.js';
 import type { InFlight } from '../../src/queue/inflight.js';
 import type { Scheduler } from '../../src/queue/scheduler.js';
+import { parseRateLimit } from '../../src/setting-values.js';
 
 function feederFor(rateLimit: string): Feeder {
   const account = { id: 'a', rateLimit: parseRateLimit(rateLimit)! };

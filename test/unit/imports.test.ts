@@ -17,22 +17,40 @@ function files(dir: string): string[] {
   });
 }
 
-/** Each src file → the src files it imports at run time (`import type` is left out: it leaves no trace in the build). */
-function graph(): Map<string, string[]> {
-  const out = new Map<string, string[]>();
+interface Edge {
+  target: string;
+  /** `import type`, or braces that hold types alone: no trace in the build. */
+  typeOnly: boolean;
+  names: string;
+}
+
+/** Each src file → the src files it imports, each import marked type-only or not. */
+function edges(): Map<string, Edge[]> {
+  const out = new Map<string, Edge[]>();
   for (const file of files(SRC)) {
     const text = readFileSync(file, 'utf8');
-    const targets: string[] = [];
-    for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?[^'"]*?from\s+'(\.[^']+)'/gm)) {
-      if (m[1]) continue;
-      const target = resolve(dirname(file), m[2]!.replace(/\.js$/, '.ts'));
-      if (target.startsWith(SRC)) targets.push(target);
+    const found: Edge[] = [];
+    for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?([^'";]*?)from\s+'(\.[^']+)'/gms)) {
+      const target = resolve(dirname(file), m[3]!.replace(/\.js$/, '.ts'));
+      if (!target.startsWith(SRC)) continue;
+      const names = m[2]!.trim().replace(/\s+/g, ' ');
+      found.push({ target, names, typeOnly: m[1] !== undefined || /^\{ ?(type \w+ ?,? ?)+\}$/.test(names) });
     }
     for (const m of text.matchAll(/import\('(\.[^']+)'\)/g))
-      targets.push(resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')));
-    out.set(file, targets);
+      found.push({ target: resolve(dirname(file), m[1]!.replace(/\.js$/, '.ts')), names: 'import()', typeOnly: false });
+    out.set(file, found);
   }
   return out;
+}
+
+/** Each src file → the src files it imports at run time (`import type` leaves no trace in the build). */
+function graph(all = edges()): Map<string, string[]> {
+  return new Map([...all].map(([file, es]) => [file, es.filter((e) => !e.typeOnly).map((e) => e.target)]));
+}
+
+/** Each src file → every src file it imports, types too. */
+function anyGraph(all = edges()): Map<string, string[]> {
+  return new Map([...all].map(([file, es]) => [file, es.map((e) => e.target)]));
 }
 
 const rel = (file: string) => relative(SRC, file);
@@ -71,8 +89,9 @@ describe('the import graph of src/', () => {
     expect(g.size).toBeGreaterThan(100);
   });
 
-  it('has no import circle', () => {
+  it('has no import circle, counting imports of types too', () => {
     expect(cycles(g)).toEqual([]);
+    expect(cycles(anyGraph())).toEqual([]);
   });
 
   it('keeps the front doors siblings: console/ and api/ do not import each other', () => {
@@ -99,4 +118,68 @@ describe('the import graph of src/', () => {
   it('keeps queue/ below sinks/: queue/ imports nothing of sinks/', () => {
     expect(crossings(g, 'queue', 'sinks')).toEqual([]);
   });
+
+  it('imports only downward between rooms at run time; the type-only imports back up are these', () => {
+    const layerOf = (file: string) => {
+      const path = rel(file);
+      const i = LAYERS.findIndex((layer) => layer.some((room) => path === room || path.startsWith(room)));
+      if (i < 0) throw new Error(`${path} stands in no layer: add it to LAYERS`);
+      return i;
+    };
+    const up = [...edges()].flatMap(([file, es]) =>
+      es
+        .filter((e) => layerOf(e.target) < layerOf(file))
+        .map((e) => `${e.typeOnly ? 'type' : 'RUN TIME'} ${rel(file)} → ${rel(e.target)}`),
+    );
+    expect(up.sort()).toEqual(TYPE_IMPORTS_UP);
+  });
 });
+
+/**
+ * The rooms of src/ from the top (the front doors) to the ground (helpers that import nothing of
+ * ours): the data flow of the README, front doors → producers → queue → workers → sinks, read as
+ * who may import whom. A room imports rooms of its own layer or below.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ['cli.ts', 'index.ts', 'server.ts', 'commands/'],
+  ['console/', 'api/'],
+  ['http/'],
+  ['workers/'],
+  ['producers/', 'retention.ts'],
+  ['presenters/'],
+  ['metrics.ts'],
+  ['sinks/'],
+  ['services.ts'],
+  ['config.ts'],
+  ['webhooks/'],
+  ['queue/'],
+  ['schemas/'],
+  ['accounts/'],
+  ['upstream/'],
+  ['redis/'],
+  ['simulator/'],
+  [
+    'money.ts',
+    'errors.ts',
+    'plates.ts',
+    'setting-values.ts',
+    'settle.ts',
+    'logger.ts',
+    'error-codes.ts',
+    'time-text.ts',
+  ],
+];
+
+/**
+ * Imports back up, every one of them a type alone (no trace in the build): the Config that is
+ * parsed once at the top and handed down, and the reasons a line waits (named once, in accounts/).
+ */
+const TYPE_IMPORTS_UP = [
+  'type queue/account-queues.ts → config.ts',
+  'type queue/accounts.ts → config.ts',
+  'type queue/poll-schedule.ts → config.ts',
+  'type redis/connection.ts → config.ts',
+  'type redis/health.ts → accounts/wait.ts',
+  'type redis/layout.ts → config.ts',
+  'type webhooks/outbox.ts → config.ts',
+];

@@ -2,8 +2,8 @@
 // limit next to its requests, and OpenMetrics for a scraper that asks for it.
 import { describe, expect, it } from 'vitest';
 import { parseAccounts } from '../../src/accounts/account.js';
-import { parseRateLimit } from '../../src/config.js';
 import { Metrics, wantsOpenMetrics } from '../../src/metrics.js';
+import { parseRateLimit } from '../../src/setting-values.js';
 import { families, parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
 
 const accounts = parseAccounts(

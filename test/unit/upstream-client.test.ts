@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MockAgent, type MockPool } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Secret } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { Secret } from '../../src/setting-values.js';
 import { UpstreamClient, type UpstreamClientOptions } from '../../src/upstream/client.js';
 import {
   BadResponseError,

@@ -1,6 +1,6 @@
 // Pure timing: every function gets a fixed `now`, so no clock and no fake timers are needed.
 import { describe, expect, it } from 'vitest';
-import { parseRateLimit } from '../../src/config.js';
+import { parseRateLimit } from '../../src/setting-values.js';
 import {
   backoffDelay,
   parseRateLimitHeaders,

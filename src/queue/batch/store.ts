@@ -4,10 +4,12 @@
 // blocks, so they stay exact with many workers and restarts. This folder (queue/batch/) alone
 // reads and writes a batch's hash, rows and outcomes. What a batch looks like to its readers
 // (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
+
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchKey, BatchRef, VqbKeys } from '../../redis/keys.js';
+import { BATCH_ID } from '../../redis/keys.js';
 import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
 import type { ReportedCost } from '../costs.js';
 
@@ -31,7 +33,6 @@ export type BatchSource = z.output<typeof BatchSourceSchema>;
  * another structure of batch `x`) is refused before it reaches a key: not found, or BAD_BATCH_ID.
  * An id is scoped by its account: two accounts may each hold `order-1001`, each its own batch.
  */
-export const BATCH_ID = /^[A-Za-z0-9_-]{1,100}$/;
 export const BATCH_ID_RULE = 'a batch id is 1–100 letters, digits, _ or -';
 
 export function isBatchId(id: string): boolean {

@@ -2,10 +2,10 @@
 // the account's rate it gets now. Read through the modules that own them.
 import { perSecond } from '../accounts/account.js';
 import type { Price } from '../money.js';
+import type { BatchInfo } from '../queue/batch/store.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../webhooks/deliveries.js';
-import type { BatchInfo } from './batch/store.js';
-import type { AccountLineState } from './line.js';
 
 export interface BatchContext {
   line: AccountLineState;

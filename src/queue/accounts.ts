@@ -2,12 +2,13 @@
 // down: its settings and key source (Account), its BullMQ queue, and its line (pace, holds, pauses,
 // and the rate in force). Which account an id names is decided by accountOf; nothing else keeps a
 // map of accounts.
+
+import { type Account, accountOf } from '../accounts/account.js';
 import type { Config } from '../config.js';
-import { openAccountQueue, type PlateQueue } from '../queue/account-queues.js';
-import { AccountLine, type AccountLineState } from '../queue/line.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
-import { type Account, accountOf } from './account.js';
+import { openAccountQueue, type PlateQueue } from './account-queues.js';
+import { AccountLine, type AccountLineState } from './line.js';
 
 /** One configured account: what it is, and the queue and line every part of vqb reaches it by. */
 export interface AccountRecord {
