@@ -5,7 +5,7 @@ import { budgetCommand, costCommand } from './budget.js';
 import { checkCommand } from './check.js';
 import type { Command } from './command.js';
 import { demoCommand } from './demo.js';
-import { pauseCommand, resumeCommand } from './line.js';
+import { pauseCommand, resumeCommand } from './pause.js';
 import { deleteCommand, pruneCommand } from './retention.js';
 import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';

@@ -67,8 +67,8 @@ type Terminal = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 const CLEAR_LINE = '\r\x1b[2K';
 
-/** The terminal line the bar is drawn on, and a way for log lines to get past it. */
-export interface StatusLine {
+/** The ticker: the one terminal line the progress bar is redrawn on (not an account's line), and a way for log lines to get past it. */
+export interface Ticker {
   /** Draws the line again with this text. */
   draw(text: string): void;
   /** Leaves the line as it is and moves below it, so what is printed next starts a line of its own. */
@@ -80,7 +80,7 @@ export interface StatusLine {
   logs(err: NodeJS.WritableStream): DestinationStream;
 }
 
-export function createStatusLine(out: Terminal): StatusLine {
+export function createTicker(out: Terminal): Ticker {
   let shown: string | undefined;
   return {
     draw(text) {
@@ -111,7 +111,7 @@ export function createStatusLine(out: Terminal): StatusLine {
 export interface ProgressOptions {
   now?: () => number;
   logEveryMs?: number;
-  line?: StatusLine;
+  ticker?: Ticker;
   /**
    * Not a terminal, and nobody asked for logs (LOG_LEVEL unset): a plain line every
    * `logEveryMs` goes here (the command's stdout) instead of a JSON log line, so output piped to a
@@ -130,7 +130,7 @@ function batchWait(info: BatchInfo): string | undefined {
 export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
   const now = options.now ?? Date.now;
   const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
-  const status = out.isTTY ? (options.line ?? createStatusLine(out)) : undefined;
+  const status = out.isTTY ? (options.ticker ?? createTicker(out)) : undefined;
   let rate: RateState | undefined;
   let lastLog = 0;
 

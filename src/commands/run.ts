@@ -29,7 +29,7 @@ import { failureText } from '../webhooks/deliveries.js';
 import { checkCallbackUrl } from '../webhooks/target.js';
 import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
-import { createProgress, createStatusLine } from './progress.js';
+import { createProgress, createTicker } from './progress.js';
 
 export const EXIT_STOPPED = 130;
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
@@ -111,8 +111,8 @@ export async function runFile(
   const quiet = ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
   const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
   // The log lines that remain (warnings) pass the progress line, which steps aside for each.
-  const statusLine = tty ? createStatusLine(ctx.io.stdout) : undefined;
-  const toStderr = statusLine ? statusLine.logs(ctx.io.stderr) : undefined;
+  const ticker = tty ? createTicker(ctx.io.stdout) : undefined;
+  const toStderr = ticker ? ticker.logs(ctx.io.stderr) : undefined;
   // Nobody asked for JSON logs: the warnings that remain read as the rest of the output does.
   const logger = quiet
     ? createLogger({ level: logConfig.logLevel }, humanLogs(toStderr ?? ctx.io.stderr))
@@ -215,11 +215,7 @@ export async function runFile(
     }
 
     const worker = startWorker(config, { logger, health });
-    const progress = createProgress(
-      ctx.io.stdout,
-      logger,
-      statusLine ? { line: statusLine } : quiet ? { print: ctx.print } : {},
-    );
+    const progress = createProgress(ctx.io.stdout, logger, ticker ? { ticker } : quiet ? { print: ctx.print } : {});
     let stopped = false;
     void ctx.io.stopSignal.then(() => {
       stopped = true;
@@ -251,7 +247,7 @@ export async function runFile(
         const operatorPause = now.pause?.code === OPERATOR_PAUSE;
         if (operatorPause && !saidPaused && info.finishedAt === undefined) {
           const text = `account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``;
-          if (statusLine) statusLine.logs(ctx.io.stdout).write(`${text}\n`);
+          if (ticker) ticker.logs(ctx.io.stdout).write(`${text}\n`);
           else ctx.print(text);
         }
         saidPaused = operatorPause;
@@ -263,7 +259,7 @@ export async function runFile(
               ? ` (${formatMoney(costOf(account.price, info.maxCreates))})`
               : '';
           const text = `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} creates${money}: its other plates wait; raise it with \`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
-          if (statusLine) statusLine.logs(ctx.io.stdout).write(`${text}\n`);
+          if (ticker) ticker.logs(ctx.io.stdout).write(`${text}\n`);
           else ctx.print(text);
         }
         saidAtCap = atCap;

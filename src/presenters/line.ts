@@ -2,8 +2,8 @@
 // the HTTP API and the library all show. Pure functions of the stored state.
 import type { RedisWaitReason } from '../accounts/wait.js';
 import type { BatchInfo } from '../queue/batch/store.js';
-import type { AccountLineState, RateInForce } from '../queue/line.js';
-import type { RateInForce as RateView, Waiting } from '../schemas/batch.js';
+import type { AccountLineState, LineRate } from '../queue/line.js';
+import type { RateInForce, Waiting } from '../schemas/batch.js';
 import { dateText, relativeText, spanText } from '../time-text.js';
 
 export type { Waiting };
@@ -77,7 +77,7 @@ const ago = (ms: number): string => relativeText(0, Math.max(ms, 1_500));
  * "19/s, learned from 429s (last 429 3 min ago, last probe 40 s ago)", "1/s, learning (nothing
  * heard yet)", "60/min, configured".
  */
-export function describeRate(rate: RateInForce, now: number): string {
+export function describeRate(rate: LineRate, now: number): string {
   const value = rateText(rate.perSecond, rate.windowMs);
   const ceiling = rate.ceilingPerSecond !== undefined ? `; at most ${rateText(rate.ceilingPerSecond)}` : '';
   switch (rate.source) {
@@ -100,7 +100,7 @@ export function describeRate(rate: RateInForce, now: number): string {
 }
 
 /** The rate in force as API clients and the console see it. */
-export function rateView(rate: RateInForce, now: number): RateView {
+export function rateView(rate: LineRate, now: number): RateInForce {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
     perSecond: Math.round(rate.perSecond * 1000) / 1000,

@@ -6,8 +6,9 @@
 // the ingest itself (test/unit/imports.test.ts holds it to that).
 import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
-import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
+import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
+import type { BatchSource } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.js';
 import type { QueueServices } from '../services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import type { InboxErrors } from './inbox-errors.js';
-import type { InboxLayout } from './inbox-files.js';
+import type { InboxFolders } from './inbox-files.js';
 
 export interface InboxDeliveryDeps {
   services: QueueServices;
@@ -44,7 +44,7 @@ export class InboxDelivery {
   }
 
   /** Writes the exports of every pending batch that has finished. */
-  async exportFinished(layout: InboxLayout): Promise<void> {
+  async exportFinished(layout: InboxFolders): Promise<void> {
     const { services, config, log, errors } = this.#deps;
     const pending = await services.redis.hkeys(this.#pendingKey);
     this.#pending = pending.length;

@@ -18,7 +18,7 @@ export const INBOX_EXTENSIONS: readonly string[] = ['.csv', '.txt', '.tsv', '.xl
 const MAX_NAME_BYTES = 255;
 const ERROR_SUFFIX = '.error.txt';
 
-export interface InboxLayout {
+export interface InboxFolders {
   /** The root, resolved through symlinks once. */
   root: string;
   dirs: Record<InboxDir, string>;
@@ -29,7 +29,7 @@ export function isInside(root: string, path: string): boolean {
 }
 
 /** Creates the root and its folders if missing; refuses a folder that resolves outside the root. */
-export async function ensureLayout(rootDir: string): Promise<InboxLayout> {
+export async function ensureInboxFolders(rootDir: string): Promise<InboxFolders> {
   await mkdir(rootDir, { recursive: true });
   const root = await realpath(rootDir);
   const dirs = {} as Record<InboxDir, string>;
@@ -45,7 +45,7 @@ export async function ensureLayout(rootDir: string): Promise<InboxLayout> {
 }
 
 /** dir/name, where name must be one plain path component and the result stays inside the root. */
-export function pathIn(layout: InboxLayout, dir: InboxDir, name: string): string {
+export function pathIn(layout: InboxFolders, dir: InboxDir, name: string): string {
   if (name === '' || name === '.' || name === '..' || basename(name) !== name || name.includes('\0')) {
     throw new VqbError('INBOX_BAD_NAME', `refusing the file name ${JSON.stringify(name)}`);
   }
@@ -98,7 +98,7 @@ async function exists(path: string): Promise<boolean> {
  * The first of `make(1)`, `make(2)`, … that names nothing in `dir` yet (nor its `.error.txt` in
  * failed/). One watcher per root writes these folders, so checking then renaming is enough.
  */
-export async function freeName(layout: InboxLayout, dir: InboxDir, make: (n: number) => string): Promise<string> {
+export async function freeName(layout: InboxFolders, dir: InboxDir, make: (n: number) => string): Promise<string> {
   for (let n = 1; n < 10_000; n++) {
     const name = make(n);
     if (await exists(pathIn(layout, dir, name))) continue;
@@ -110,7 +110,7 @@ export async function freeName(layout: InboxLayout, dir: InboxDir, make: (n: num
 
 /** Moves a file into `to` under a free variant of `name`; returns the name it got. */
 export async function moveInto(
-  layout: InboxLayout,
+  layout: InboxFolders,
   fromPath: string,
   to: InboxDir,
   name: string,
@@ -204,7 +204,7 @@ export function errorReport(file: string, code: string, message: string, at: num
 }
 
 /** Writes failed/<name>.error.txt through a hidden temporary name (never half a file). */
-export async function writeErrorReport(layout: InboxLayout, failedName: string, text: string): Promise<string> {
+export async function writeErrorReport(layout: InboxFolders, failedName: string, text: string): Promise<string> {
   const name = failedName + ERROR_SUFFIX;
   const tmp = pathIn(layout, 'failed', `.${randomBytes(6).toString('hex')}.tmp`);
   await writeFile(tmp, text, { flag: 'wx' });

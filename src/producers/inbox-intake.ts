@@ -15,7 +15,7 @@ import {
   fileChunks,
   hasInboxExtension,
   INBOX_EXTENSIONS,
-  type InboxLayout,
+  type InboxFolders,
   isForceName,
   moveInto,
   pathIn,
@@ -73,7 +73,7 @@ export class InboxIntake {
   }
 
   /** Finishes the files left in processing/ (by a crash, or a failure on an earlier scan). */
-  async resumeProcessing(layout: InboxLayout): Promise<void> {
+  async resumeProcessing(layout: InboxFolders): Promise<void> {
     const { services, log, errors } = this.#deps;
     const names = (await readdir(layout.dirs.processing)).filter((n) => !n.startsWith('.'));
     // Records whose file is gone belong to files that were archived or failed just before a crash.
@@ -88,7 +88,7 @@ export class InboxIntake {
   }
 
   /** Takes the files in inbox/ that have become stable, one at a time. */
-  async takeFromInbox(layout: InboxLayout): Promise<void> {
+  async takeFromInbox(layout: InboxFolders): Promise<void> {
     for (const file of await this.#observer.ready(layout, this.#deps.now())) {
       if (this.#deps.stopping()) return;
       this.#observer.forget(file.name);
@@ -96,7 +96,7 @@ export class InboxIntake {
     }
   }
 
-  async #take(layout: InboxLayout, name: string, path: string, ino: bigint): Promise<void> {
+  async #take(layout: InboxFolders, name: string, path: string, ino: bigint): Promise<void> {
     const { services, log, errors } = this.#deps;
     try {
       if (!hasInboxExtension(name)) {
@@ -129,7 +129,7 @@ export class InboxIntake {
   }
 
   /** Hash and check, ingest (or find the batch), remember it for export, archive. */
-  async #processFile(layout: InboxLayout, procName: string): Promise<void> {
+  async #processFile(layout: InboxFolders, procName: string): Promise<void> {
     const { services, log, errors, delivery, now } = this.#deps;
     const path = pathIn(layout, 'processing', procName);
     let name = procName;
@@ -213,7 +213,7 @@ export class InboxIntake {
     }
   }
 
-  async #fail(layout: InboxLayout, path: string, file: string, code: string, message: string): Promise<void> {
+  async #fail(layout: InboxFolders, path: string, file: string, code: string, message: string): Promise<void> {
     const failedName = await moveInto(layout, path, 'failed', file);
     const report = await writeErrorReport(layout, failedName, errorReport(file, code, message, this.#deps.now()));
     this.#failed++;

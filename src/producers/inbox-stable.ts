@@ -5,7 +5,7 @@
 import type { BigIntStats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
-import { type InboxLayout, isIgnoredName, pathIn } from './inbox-files.js';
+import { type InboxFolders, isIgnoredName, pathIn } from './inbox-files.js';
 
 export interface ReadyFile {
   name: string;
@@ -43,7 +43,7 @@ export class InboxObserver {
   }
 
   /** One look at inbox/ at time `at`: the files complete enough to take, in directory order. */
-  async ready(layout: InboxLayout, at: number): Promise<ReadyFile[]> {
+  async ready(layout: InboxFolders, at: number): Promise<ReadyFile[]> {
     const names = await readdir(layout.dirs.inbox);
     const present = new Set(names);
     for (const name of [...this.#seen.keys(), ...this.#skipped.keys()]) {

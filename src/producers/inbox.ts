@@ -35,7 +35,7 @@ import type { Logger } from '../logger.js';
 import type { QueueServices } from '../services.js';
 import { InboxDelivery } from './inbox-delivery.js';
 import { InboxErrors } from './inbox-errors.js';
-import { ensureLayout } from './inbox-files.js';
+import { ensureInboxFolders } from './inbox-files.js';
 import { InboxIntake } from './inbox-intake.js';
 
 export { INBOX_DIRS, INBOX_EXTENSIONS, isForceName } from './inbox-files.js';
@@ -91,7 +91,7 @@ export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
   async function scan(): Promise<void> {
     scanning = true;
     try {
-      const layout = await ensureLayout(config.root);
+      const layout = await ensureInboxFolders(config.root);
       await intake.resumeProcessing(layout);
       await intake.takeFromInbox(layout);
       await delivery.exportFinished(layout);

@@ -3,9 +3,10 @@
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
 import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
-import type { BatchInfo, BatchSource, IngestRow } from '../queue/batch/store.js';
+import type { BatchInfo, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import { isRedisFull } from '../redis/health.js';
+import type { BatchSource } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
 import { PlateDeduper } from './dedup.js';
 

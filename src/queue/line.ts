@@ -38,7 +38,7 @@ export interface AccountLineState {
   /** The configured limit, e.g. `300/min` or `auto`. */
   rateLimit: string;
   /** The rate the account is paced at now, and where it comes from (absent from an archived batch's view). */
-  rate?: RateInForce;
+  rate?: LineRate;
   /** The upstream has not answered the account's last requests (after UNREACHABLE_AFTER failures in a row). */
   unreachable?: UpstreamOutage;
   /** The last outage, once it ended (shown for a while: "reachable again since …"). */
@@ -66,7 +66,7 @@ export interface UpstreamOutage {
  */
 export type RateSource = 'configured' | 'start' | 'announced' | 'learned';
 
-export interface RateInForce {
+export interface LineRate {
   perSecond: number;
   source: RateSource;
   /** The upstream's announced limit and its window, when it announced one. */
@@ -273,7 +273,7 @@ export class AccountLine {
   }
 
   /** The rate the account is paced at now (for `auto`, the shared estimate), for status and ETAs. */
-  async rate(): Promise<RateInForce> {
+  async rate(): Promise<LineRate> {
     const [rate, source, announced, windowMs, last429At, probeAt] = await this.#redis.hmget(
       this.#pace,
       'rate',
@@ -296,7 +296,7 @@ export class AccountLine {
       };
     }
     const ceiling = this.account.rateLimit.auto?.ceilingPerSecond;
-    const out: RateInForce = {
+    const out: LineRate = {
       perSecond: Number(rate ?? perSecond(this.account)),
       source: (source as RateSource | null) ?? 'start',
     };

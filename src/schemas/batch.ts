@@ -32,6 +32,7 @@ export const AccountId = z
 export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('interactive: a person waits; normal; bulk');
 export const Weight = z.number().int().min(1).max(1_000);
 export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox']);
+export type BatchSource = z.output<typeof BatchSource>;
 
 /** Checked again against the server's settings (http/https only, VQ_WEBHOOK_ALLOW, a secret) before anything is stored. */
 export const CallbackUrl = z

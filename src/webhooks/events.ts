@@ -3,7 +3,7 @@
 // account and when it was paused) and where it goes, so two workers that both notice the same
 // event make the same delivery job, and the second is a no-op.
 import { createHash } from 'node:crypto';
-import type { BatchCounts, BatchInfo } from '../queue/batch/store.js';
+import type { BatchInfo, StoredCounts } from '../queue/batch/store.js';
 import type { AccountPause } from '../queue/line.js';
 import { spanText } from '../time-text.js';
 
@@ -17,7 +17,7 @@ export interface BatchFinishedData {
   metadata: Record<string, unknown>;
   createdAt: string;
   finishedAt: string;
-  counts: BatchCounts;
+  counts: StoredCounts;
   links: { self: string; results: string };
   /** One sentence for a person (a chat message, an e-mail subject): durations in words. */
   summary: string;

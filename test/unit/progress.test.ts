@@ -2,7 +2,7 @@
 // while the progress bar is on screen must not land in the middle of it.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createProgress, createStatusLine, etaMs, nextRate, type RateState } from '../../src/commands/progress.js';
+import { createProgress, createTicker, etaMs, nextRate, type RateState } from '../../src/commands/progress.js';
 import { createLogger } from '../../src/logger.js';
 import type { BatchInfo } from '../../src/queue/batch/store.js';
 import { captureLogs } from '../helpers/logs.js';
@@ -177,9 +177,9 @@ function terminal() {
 describe('the progress bar on a terminal', () => {
   it('steps aside for a log line: the line is whole, the bar is drawn again below it', () => {
     const term = terminal();
-    const status = createStatusLine(term.stdout);
+    const status = createTicker(term.stdout);
     const logger = createLogger({ level: 'warn' }, status.logs(term.stderr));
-    const progress = createProgress(term.stdout, logger, { now: () => 0, line: status });
+    const progress = createProgress(term.stdout, logger, { now: () => 0, ticker: status });
     progress.update(batch(100), { account: 'default', paused: false, rateLimit: '60/min' });
     logger.warn('upstream asked to wait: all workers hold for 2000 ms');
     progress.update(batch(200), { account: 'default', paused: false, rateLimit: '60/min' });

@@ -6,11 +6,10 @@
 // (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
 
 import { randomBytes } from 'node:crypto';
-import type { z } from 'zod';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchKey, BatchRef, VqbKeys } from '../../redis/keys.js';
 import { BATCH_ID } from '../../redis/keys.js';
-import type { BatchSource as BatchSourceSchema } from '../../schemas/batch.js';
+import type { BatchSource } from '../../schemas/batch.js';
 import type { ReportedCost } from '../costs.js';
 
 export type { BatchKey } from '../../redis/keys.js';
@@ -25,7 +24,6 @@ import { decodeRow, encodeRow, type IngestRow } from './rows.js';
 export { decodeRow, encodeRow, type IngestRow, type StoredRow } from './rows.js';
 
 /** Which door a batch came through (the one list: schemas/batch.ts). */
-export type BatchSource = z.output<typeof BatchSourceSchema>;
 
 /**
  * What a batch id may be: what ingest derives (`<name>-<digest>`) and what a caller may name
@@ -39,7 +37,7 @@ export function isBatchId(id: string): boolean {
   return BATCH_ID.test(id);
 }
 
-export interface BatchCounts {
+export interface StoredCounts {
   /** Input rows read. */
   total: number;
   /** Distinct valid plates put on the queue. */
@@ -78,7 +76,7 @@ export interface BatchPlacement {
 
 /** A batch as readers see it: its own hash (StoredBatch) joined with what other stores own of it (view.ts). */
 export interface BatchInfo extends Omit<StoredBatch, 'counts'> {
-  counts: BatchCounts;
+  counts: StoredCounts;
   /** Cap on creates for this batch (unset = none). */
   maxCreates?: number;
   /** Why the batch's creates are held back, when they are ('budget'). */

@@ -5,7 +5,7 @@
 import type { Budget } from '../budget.js';
 import type { CostLedger } from '../costs.js';
 import type { InFlight } from '../inflight.js';
-import type { BatchCounts, BatchInfo, BatchKey, BatchStore } from './store.js';
+import type { BatchInfo, BatchKey, BatchStore, StoredCounts } from './store.js';
 
 /** The stores a batch's view reads. */
 export interface BatchViewSources {
@@ -33,7 +33,7 @@ export class BatchViews {
       this.#s.inflight.forBatch(stored.account, stored.id),
       this.#s.budget.forBatch(stored),
     ]);
-    const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as BatchCounts;
+    const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as StoredCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     // What the upstream's answers said of their own price, when any did (CostLedger.report).
     const reported = await this.#s.costs.reportedFor(stored);
