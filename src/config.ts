@@ -52,11 +52,15 @@ export const SETTINGS = {
       .string()
       .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
       .default('redis://127.0.0.1:6379'),
-    help: 'Redis connection URL (redis://[user:password@]host:port[/db], rediss:// for TLS); in cluster mode one or more seed nodes, comma-separated',
+    help:
+      'Redis connection URL (redis://[user:password@]host:port[/db], rediss:// for TLS); in ' +
+      'cluster mode one or more seed nodes, comma-separated',
   },
   VQ_REDIS_MODE: {
     schema: z.enum(['standalone', 'cluster', 'sentinel']).default('standalone'),
-    help: 'standalone (one Redis), cluster (Redis Cluster: REDIS_URL lists seed nodes) or sentinel (REDIS_SENTINELS and REDIS_SENTINEL_NAME find the primary)',
+    help:
+      'standalone (one Redis), cluster (Redis Cluster: REDIS_URL lists seed nodes) or sentinel ' +
+      '(REDIS_SENTINELS and REDIS_SENTINEL_NAME find the primary)',
   },
   REDIS_PASSWORD_FILE: {
     schema: z.string().min(1).optional(),
@@ -98,39 +102,58 @@ export const SETTINGS = {
   },
   VQ_RATE_LIMIT: {
     schema: z.string().default('auto'),
-    help: 'upstream request limit shared by all workers: `auto` learns it from the upstream (its rate-limit headers, else its 429s), `auto<=300/min` never above; a number (60/min, 5/s) is used exactly',
+    help:
+      'upstream request limit shared by all workers: `auto` learns it from the upstream (its ' +
+      'rate-limit headers, else its 429s), `auto<=300/min` never above; a number (60/min, 5/s) is used exactly',
   },
   VQ_ANSWER_ID: {
     schema: pointer.optional(),
-    help: "JSON Pointer (RFC 6901) to the query id in the upstream's answer body, e.g. /data/ticket, when vqb does not find it by itself (queryId, id, query_id, uuid, protocolo…, bare or in body/data/result/payload)",
+    help:
+      "JSON Pointer (RFC 6901) to the query id in the upstream's answer body, e.g. " +
+      '/data/ticket, when vqb does not find it by itself (queryId, id, query_id, uuid, protocolo…, ' +
+      'bare or in body/data/result/payload)',
   },
   VQ_ANSWER_STATUS: {
     schema: pointer.optional(),
-    help: "JSON Pointer to the query's state in the answer body, e.g. /data/situacao (by itself vqb reads status, state, situacao, estado…)",
+    help:
+      "JSON Pointer to the query's state in the answer body, e.g. /data/situacao (by itself vqb " +
+      'reads status, state, situacao, estado…)',
   },
   VQ_ANSWER_RESULT: {
     schema: pointer.optional(),
-    help: "JSON Pointer to a finished query's result in the answer body (default: the whole object holding the id and state)",
+    help:
+      "JSON Pointer to a finished query's result in the answer body (default: the whole object " +
+      'holding the id and state)',
   },
   VQ_STATES_PENDING: {
     schema: z.string().optional(),
-    help: 'comma list of states that mean "still running", added to the built-in ones (PROCESSING, PENDING, PROCESSANDO, PENDENTE, EM_ANDAMENTO…); compared without case or accents',
+    help:
+      'comma list of states that mean "still running", added to the built-in ones (PROCESSING, ' +
+      'PENDING, PROCESSANDO, PENDENTE, EM_ANDAMENTO…); compared without case or accents',
   },
   VQ_STATES_DONE: {
     schema: z.string().optional(),
-    help: 'comma list of states that mean "finished with a result", added to the built-in ones (COMPLETED, SUCCESS, DONE, CONCLUIDA, FINALIZADO, SUCESSO…)',
+    help:
+      'comma list of states that mean "finished with a result", added to the built-in ones ' +
+      '(COMPLETED, SUCCESS, DONE, CONCLUIDA, FINALIZADO, SUCESSO…)',
   },
   VQ_STATES_FAILED: {
     schema: z.string().optional(),
-    help: 'comma list of states that mean "finished without a result", added to the built-in ones (FAILED, ERROR, ERRO, FALHA…)',
+    help:
+      'comma list of states that mean "finished without a result", added to the built-in ones ' +
+      '(FAILED, ERROR, ERRO, FALHA…)',
   },
   VQ_ACCOUNTS_FILE: {
     schema: z.string().min(1).optional(),
-    help: 'JSON file of accounts (one upstream key each, with its own rate limit and caps); without it the settings above form one account, `default`',
+    help:
+      'JSON file of accounts (one upstream key each, with its own rate limit and caps); without ' +
+      'it the settings above form one account, `default`',
   },
   VQ_PACING_JITTER: {
     schema: duration.default(25),
-    help: 'delay allowance between two requests of one account: N requests span at least the window plus this (or 0.5 % of a longer window), so a sliding window never sees N+1',
+    help:
+      'delay allowance between two requests of one account: N requests span at least the window ' +
+      'plus this (or 0.5 % of a longer window), so a sliding window never sees N+1',
   },
   VQ_INTERACTIVE_MAX: {
     schema: int(1, 500).default(100),
@@ -138,7 +161,9 @@ export const SETTINGS = {
   },
   VQ_CONCURRENCY: {
     schema: int(1, 1000).default(8),
-    help: "jobs each account's Worker runs at once, at least (each makes at most one request): more when the account's rate and the upstream's answer time need them",
+    help:
+      "jobs each account's Worker runs at once, at least (each makes at most one request): more " +
+      "when the account's rate and the upstream's answer time need them",
   },
   VQ_MAX_IN_FLIGHT: {
     schema: int(1).default(500),
@@ -169,7 +194,9 @@ export const SETTINGS = {
   },
   VQ_POLL_INTERACTIVE: {
     schema: duration.default(1_000),
-    help: 'interactive plates are polled this soon after the create and this often after (a person waits; polls cost quota, but such batches are small)',
+    help:
+      'interactive plates are polled this soon after the create and this often after (a person ' +
+      'waits; polls cost quota, but such batches are small)',
   },
   VQ_ATTEMPTS: {
     schema: int(1, 100).default(8),
@@ -195,11 +222,16 @@ export const SETTINGS = {
   },
   VQ_PRICE_PER_QUERY: {
     schema: z.string().min(1).optional(),
-    help: 'what the upstream charges per query created (e.g. 0.35, in VQ_CURRENCY): counts become money in `vqb cost`, the dry run, `vqb status`, the console, the API and metrics, and caps may be given in money (--max-spend); per account: pricePerQuery',
+    help:
+      'what the upstream charges per query created (e.g. 0.35, in VQ_CURRENCY): counts become ' +
+      'money in `vqb cost`, the dry run, `vqb status`, the console, the API and metrics, and caps ' +
+      'may be given in money (--max-spend); per account: pricePerQuery',
   },
   VQ_PRICE_PER_POLL: {
     schema: z.string().min(1).default('0'),
-    help: 'what the upstream charges per poll (a GET of a query), when it bills reads too; 0 = polls are free (the contract says they spend the same quota, the price is per query created)',
+    help:
+      'what the upstream charges per poll (a GET of a query), when it bills reads too; 0 = ' +
+      'polls are free (the contract says they spend the same quota, the price is per query created)',
   },
   VQ_CURRENCY: {
     schema: z
@@ -211,7 +243,9 @@ export const SETTINGS = {
   },
   VQ_REUSE_WITHIN: {
     schema: duration.default(0),
-    help: 'default reuse window: a plate with a stored result this recent is answered from it, free (0 = off; per batch: --reuse-within)',
+    help:
+      'default reuse window: a plate with a stored result this recent is answered from it, free ' +
+      '(0 = off; per batch: --reuse-within)',
   },
   VQ_REUSE_KEEP: {
     schema: duration.default(7 * 86_400_000),
@@ -259,15 +293,21 @@ export const SETTINGS = {
   VQ_HTTP_MAX_PLATES: { schema: int(1).default(100_000), help: 'most plates one HTTP request may enqueue' },
   VQ_API_RATE_LIMIT: {
     schema: int(0).default(1_200),
-    help: 'requests a minute one service token may send to /v1 (shared by every `vqb serve` in Redis; 0: no limit); an address without a valid token gets at most 30',
+    help:
+      'requests a minute one service token may send to /v1 (shared by every `vqb serve` in ' +
+      'Redis; 0: no limit); an address without a valid token gets at most 30',
   },
   VQ_HTTP_REQUEST_TIMEOUT: {
     schema: duration.pipe(z.number().min(100, 'at least 100ms')).default(30_000),
-    help: 'time a client has to send a whole request to the HTTP API, headers and body (408 and the connection closed after)',
+    help:
+      'time a client has to send a whole request to the HTTP API, headers and body (408 and the ' +
+      'connection closed after)',
   },
   VQ_HTTP_TRUST_PROXY: {
     schema: z.string().min(1).optional(),
-    help: 'comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-Proto/-For `vqb serve` believes (the console cookie is Secure when the proxy says https)',
+    help:
+      'comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-Proto/-For `vqb ' +
+      'serve` believes (the console cookie is Secure when the proxy says https)',
   },
   VQ_CONSOLE_UPLOADS_MAX: {
     schema: int(1024 * 1024).default(256 * 1024 * 1024),
@@ -295,11 +335,15 @@ export const SETTINGS = {
         return ms;
       })
       .default(30 * 86_400_000),
-    help: "a finished batch stays in Redis this long, then its exports are archived (verified) to VQ_ARCHIVE_DIR and its keys deleted by the workers' sweep (0 or off: keep in Redis for ever)",
+    help:
+      'a finished batch stays in Redis this long, then its exports are archived (verified) to ' +
+      "VQ_ARCHIVE_DIR and its keys deleted by the workers' sweep (0 or off: keep in Redis for ever)",
   },
   VQ_ARCHIVE_DIR: {
     schema: z.string().min(1).optional(),
-    help: 'where archived batches are kept, one folder each with a manifest (default <VQ_ROOT>/batches): the long-term record, back it up',
+    help:
+      'where archived batches are kept, one folder each with a manifest (default ' +
+      '<VQ_ROOT>/batches): the long-term record, back it up',
   },
   VQ_KEEP_FAILED: {
     schema: duration.default(7 * 86_400_000),
@@ -307,7 +351,9 @@ export const SETTINGS = {
   },
   VQ_WEBHOOK_SECRET: {
     schema: z.string().min(1).optional(),
-    help: 'signing secret of the webhooks, `whsec_` + base64 of 24–64 random bytes (Standard Webhooks); needed for any callbackUrl',
+    help:
+      'signing secret of the webhooks, `whsec_` + base64 of 24–64 random bytes (Standard ' +
+      'Webhooks); needed for any callbackUrl',
   },
   VQ_WEBHOOK_SECRET_FILE: {
     schema: z.string().min(1).optional(),
@@ -315,11 +361,16 @@ export const SETTINGS = {
   },
   VQ_WEBHOOK_ALLOW: {
     schema: z.string().min(1).optional(),
-    help: 'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for its subdomains); unset = any public host. Internal addresses (loopback, private, link-local, metadata) are refused unless a host is named here exactly (no wildcard)',
+    help:
+      'comma-separated hosts webhooks may be sent to (`hooks.example.com`, `*.example.com` for ' +
+      'its subdomains); unset = any public host. Internal addresses (loopback, private, link-local, ' +
+      'metadata) are refused unless a host is named here exactly (no wildcard)',
   },
   VQ_WEBHOOK_URL: {
     schema: z.url({ protocol: /^https?$/ }).optional(),
-    help: "receives the account-level events (account.paused) of every account, besides each waiting batch's callbackUrl",
+    help:
+      'receives the account-level events (account.paused) of every account, besides each ' +
+      "waiting batch's callbackUrl",
   },
   VQ_WEBHOOK_ATTEMPTS: {
     schema: int(1, 100).default(15),
@@ -335,7 +386,9 @@ export const SETTINGS = {
   },
   VQ_PUBLIC_URL: {
     schema: z.url({ protocol: /^https?$/ }).optional(),
-    help: 'public base URL of `vqb serve` (https://vqb.example.com), for absolute results links in webhooks; unset: links are paths',
+    help:
+      'public base URL of `vqb serve` (https://vqb.example.com), for absolute results links in ' +
+      'webhooks; unset: links are paths',
   },
   VQ_INBOX_NOTIFY_URL: {
     schema: z.url({ protocol: /^https?$/ }).optional(),
@@ -416,7 +469,8 @@ export function parseWebhookSecret(raw: string, variable: string): Secret {
   if (bytes < 24 || bytes > 64) {
     throw new ConfigError(
       variable,
-      'expected a webhook secret `whsec_` + base64 of 24–64 random bytes (e.g. `echo whsec_$(openssl rand -base64 32)`); the value given is not one (not shown)',
+      'expected a webhook secret `whsec_` + base64 of 24–64 random bytes (e.g. `echo ' +
+        'whsec_$(openssl rand -base64 32)`); the value given is not one (not shown)',
     );
   }
   return new Secret(text);
@@ -535,7 +589,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
   if (webhookAllow.some((h) => !/^(\*\.)?[a-z0-9.-]+(:\d+)?$|^\[[0-9a-f:.]+\](:\d+)?$/.test(h))) {
     throw new ConfigError(
       'VQ_WEBHOOK_ALLOW',
-      `expected host names such as hooks.example.com or *.example.com, comma-separated; got ${JSON.stringify(v.VQ_WEBHOOK_ALLOW)}`,
+      `expected host names such as hooks.example.com or *.example.com, comma-separated; got ` +
+        `${JSON.stringify(v.VQ_WEBHOOK_ALLOW)}`,
     );
   }
 
@@ -547,7 +602,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     if (internal !== undefined)
       throw new ConfigError(
         name,
-        `${new URL(url as string).host} is ${internal}: name that host exactly on VQ_WEBHOOK_ALLOW to send webhooks there`,
+        `${new URL(url as string).host} is ${internal}: name that host exactly on VQ_WEBHOOK_ALLOW ` +
+          `to send webhooks there`,
       );
   }
 

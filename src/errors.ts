@@ -79,7 +79,8 @@ export class RedisFullError extends VqbError {
   constructor(what: string, cause?: unknown) {
     super(
       'REDIS_FULL',
-      `Redis is full (used memory reached maxmemory) while ${what}; nothing of the refused step was stored: raise maxmemory (CONFIG SET maxmemory …) or free memory, then run the same command again to resume`,
+      `Redis is full (used memory reached maxmemory) while ${what}; nothing of the refused step was ` +
+        `stored: raise maxmemory (CONFIG SET maxmemory …) or free memory, then run the same command again to resume`,
       { cause },
     );
     this.name = 'RedisFullError';
@@ -105,7 +106,8 @@ export class BatchAmbiguousError extends VqbError {
   constructor(batchId: string, accounts: readonly string[]) {
     super(
       'BATCH_ID_AMBIGUOUS',
-      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): ask with that account's service token (the API or the console), which finds its own`,
+      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): ask with that ` +
+        `account's service token (the API or the console), which finds its own`,
     );
     this.name = 'BatchAmbiguousError';
     this.accounts = accounts;
@@ -121,7 +123,8 @@ export class BatchIdTakenError extends VqbError {
   constructor(batchId: string) {
     super(
       'BATCH_ID_TAKEN',
-      `batch id ${batchId} is taken by a batch with other content; send that content to resume it, or another batchId (or none: the id is then derived from the content)`,
+      `batch id ${batchId} is taken by a batch with other content; send that content to resume it, ` +
+        `or another batchId (or none: the id is then derived from the content)`,
     );
     this.name = 'BatchIdTakenError';
   }
@@ -151,7 +154,8 @@ export class BatchRunningError extends VqbError {
   constructor(batchId: string, detail: string) {
     super(
       'BATCH_RUNNING',
-      `batch ${batchId} is still running (${detail}); wait for it to finish, or cancel it (vqb delete --cancel, DELETE …?cancel=true)`,
+      `batch ${batchId} is still running (${detail}); wait for it to finish, or cancel it (vqb ` +
+        `delete --cancel, DELETE …?cancel=true)`,
     );
     this.name = 'BatchRunningError';
   }
@@ -179,7 +183,9 @@ export class BatchArchivedError extends InputError {
     // An InputError: the drop folder moves such a file to failed/ with the reason, instead of retrying it.
     super(
       'BATCH_ARCHIVED',
-      `batch ${batchId} (this same content) was archived: its results are in the archive (vqb export ${batchId}, GET /v1/batches/${batchId}/results); send it with force to look the plates up again (a new charge each)`,
+      `batch ${batchId} (this same content) was archived: its results are in the archive (vqb ` +
+        `export ${batchId}, GET /v1/batches/${batchId}/results); send it with force to look the ` +
+        `plates up again (a new charge each)`,
     );
     this.name = 'BatchArchivedError';
   }

@@ -68,7 +68,10 @@ function checkOptions(options: unknown): z.output<typeof EnqueueOptions> {
   const known = Object.keys(EnqueueOptions.shape).join(', ');
   const issues = parsed.error.issues.map((issue) => {
     if (issue.code === 'unrecognized_keys')
-      return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (the options: ${known})`;
+      return (
+        `unknown option${issue.keys.length > 1 ? 's' : ''} ` +
+        `${issue.keys.map((k) => `"${k}"`).join(', ')} (the options: ${known})`
+      );
     return `${['options', ...issue.path.map(String)].join('.')}: ${issue.message}`;
   });
   throw new OptionsError(issues.join('; '));

@@ -36,7 +36,10 @@ export interface WorkerMetrics {
   rate?(account: string, perSecond: number, source: string): void;
 }
 
-/** delivered (2xx), retry (failed, tried again later), given_up (last attempt failed), gone (410), refused (host off the allow-list). */
+/**
+ * delivered (2xx), retry (failed, tried again later), given_up (last attempt failed), gone (410),
+ * refused (host off the allow-list).
+ */
 export type WebhookResult = 'delivered' | 'retry' | 'given_up' | 'gone' | 'refused';
 
 export const noMetrics: WorkerMetrics = {
@@ -98,13 +101,18 @@ export class Metrics implements WorkerMetrics {
     const registers = [this.registry];
     this.#requests = new Counter({
       name: 'vqb_upstream_requests_total',
-      help: 'Upstream requests by account, operation and HTTP status (0 = no answer); all count against the account rate limit',
+      help:
+        'Upstream requests by account, operation and HTTP status (0 = no answer); all count ' +
+        'against the account rate limit',
       labelNames: ['account', 'operation', 'status'],
       registers,
     });
     this.#rateInForce = new Gauge({
       name: 'vqb_account_rate_limit_requests_per_second',
-      help: "The account's rate in force, in requests per second, by where it comes from: configured (VQ_RATE_LIMIT or its rateLimit), or for auto: start, announced (the upstream's headers), learned (429s)",
+      help:
+        "The account's rate in force, in requests per second, by where it comes from: " +
+        "configured (VQ_RATE_LIMIT or its rateLimit), or for auto: start, announced (the upstream's " +
+        'headers), learned (429s)',
       labelNames: ['account', 'source'],
       registers,
     });
@@ -121,7 +129,9 @@ export class Metrics implements WorkerMetrics {
     });
     this.#waited = new Counter({
       name: 'vqb_line_wait_seconds_total',
-      help: "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in full when decided; key: 0 per pause; redis_down, redis_full: a paid result waiting to be stored)",
+      help:
+        "Waits imposed on an account's line, by reason (rate_limit, quota, budget: counted in " +
+        'full when decided; key: 0 per pause; redis_down, redis_full: a paid result waiting to be stored)',
       labelNames: ['account', 'reason'],
       registers,
     });
@@ -182,7 +192,9 @@ export class Metrics implements WorkerMetrics {
     });
     this.#lockLost = new Counter({
       name: 'vqb_job_lock_lost_total',
-      help: 'Jobs whose lock a worker lost (paused or cut off past VQ_LOCK_DURATION), by what it had done: renewal-failed, nothing-sent, answer-stored, create-superseded, answer-dropped',
+      help:
+        'Jobs whose lock a worker lost (paused or cut off past VQ_LOCK_DURATION), by what it ' +
+        'had done: renewal-failed, nothing-sent, answer-stored, create-superseded, answer-dropped',
       labelNames: ['account', 'when'],
       registers,
     });
@@ -289,7 +301,9 @@ export class Metrics implements WorkerMetrics {
 
     new Gauge({
       name: 'vqb_queue_jobs',
-      help: 'Plate jobs by account and state (delayed = waiting for their next poll); plates not yet fed to the queue are not jobs',
+      help:
+        'Plate jobs by account and state (delayed = waiting for their next poll); plates not ' +
+        'yet fed to the queue are not jobs',
       labelNames: ['account', 'state'],
       registers,
       async collect() {
@@ -310,7 +324,11 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_line_waiting',
-      help: "1 while an account's line waits, by reason: paused (a key failure or an operator), upstream_unreachable (its last requests got no answer or a 5xx), rate_limit or quota (the upstream asked), budget (creates held at a spending cap; polls go on), redis_down or redis_full (this process cannot store; paid results wait in memory)",
+      help:
+        "1 while an account's line waits, by reason: paused (a key failure or an operator), " +
+        'upstream_unreachable (its last requests got no answer or a 5xx), rate_limit or quota (the ' +
+        'upstream asked), budget (creates held at a spending cap; polls go on), redis_down or ' +
+        'redis_full (this process cannot store; paid results wait in memory)',
       labelNames: ['account', 'reason'],
       registers,
       async collect() {
@@ -336,7 +354,10 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_account_paused',
-      help: 'An account paused, by its reason code: INVALID_API_KEY, EXPIRED_API_KEY, INSUFFICIENT_PERMISSIONS (its key), UNRECOGNISED_ANSWER (an upstream answer vqb cannot read: set VQ_ANSWER_* / VQ_STATES_*), PAUSED_BY_OPERATOR; absent while it runs',
+      help:
+        'An account paused, by its reason code: INVALID_API_KEY, EXPIRED_API_KEY, ' +
+        'INSUFFICIENT_PERMISSIONS (its key), UNRECOGNISED_ANSWER (an upstream answer vqb cannot ' +
+        'read: set VQ_ANSWER_* / VQ_STATES_*), PAUSED_BY_OPERATOR; absent while it runs',
       labelNames: ['account', 'code'],
       registers,
       async collect() {
@@ -348,7 +369,9 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_line_wait_end_timestamp_seconds',
-      help: "When an account's current wait ends, Unix seconds, by reason (rate_limit, quota, budget); absent while it does not wait",
+      help:
+        "When an account's current wait ends, Unix seconds, by reason (rate_limit, quota, " +
+        'budget); absent while it does not wait',
       labelNames: ['account', 'reason'],
       registers,
       async collect() {
@@ -379,7 +402,9 @@ export class Metrics implements WorkerMetrics {
     const prices = new Map(services.config.accounts.flatMap((a) => (a.price ? [[a.id, a.price] as const] : [])));
     new Gauge({
       name: 'vqb_account_spend',
-      help: "What the account's creates of this UTC day or month cost at its price (VQ_PRICE_PER_QUERY or pricePerQuery), by currency; absent without a price",
+      help:
+        "What the account's creates of this UTC day or month cost at its price " +
+        '(VQ_PRICE_PER_QUERY or pricePerQuery), by currency; absent without a price',
       labelNames: ['account', 'currency', 'period'],
       registers,
       async collect() {
@@ -406,7 +431,9 @@ export class Metrics implements WorkerMetrics {
     });
     new Gauge({
       name: 'vqb_account_creates_cap',
-      help: "The account's spending cap in creates, by period (day, month: configured or set by vqb budget); absent when there is none",
+      help:
+        "The account's spending cap in creates, by period (day, month: configured or set by vqb " +
+        'budget); absent when there is none',
       labelNames: ['account', 'period'],
       registers,
       async collect() {

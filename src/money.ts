@@ -77,7 +77,8 @@ export function createsForSpend(maxSpendMicros: number, price: Price | undefined
   if (!price || price.perQueryMicros === 0) {
     throw new VqbError(
       'NO_PRICE',
-      `a cap in money needs a price per query for account ${account}: set VQ_PRICE_PER_QUERY (or pricePerQuery of the account in VQ_ACCOUNTS_FILE), or give the cap in creates (--max-creates, maxCreates)`,
+      `a cap in money needs a price per query for account ${account}: set VQ_PRICE_PER_QUERY (or ` +
+        `pricePerQuery of the account in VQ_ACCOUNTS_FILE), or give the cap in creates (--max-creates, maxCreates)`,
     );
   }
   return Math.floor(maxSpendMicros / price.perQueryMicros);

@@ -104,7 +104,10 @@ export class Retention {
     return this.#archive;
   }
 
-  /** Finished batches finished at least `olderThanMs` ago, and finished ones whose delete was asked. A running batch is never one. */
+  /**
+   * Finished batches finished at least `olderThanMs` ago, and finished ones whose delete was asked.
+   * A running batch is never one.
+   */
   async candidates(olderThanMs: number | undefined): Promise<PruneCandidate[]> {
     const cutoff = olderThanMs === undefined ? Number.NEGATIVE_INFINITY : this.#now() - olderThanMs;
     const out: PruneCandidate[] = [];
@@ -129,7 +132,10 @@ export class Retention {
     return out;
   }
 
-  /** `vqb prune`: archives and deletes every candidate (or, dry, only lists them). One failure does not stop the others. */
+  /**
+   * `vqb prune`: archives and deletes every candidate (or, dry, only lists them). One failure does
+   * not stop the others.
+   */
   async prune(options: { olderThanMs: number | undefined; dryRun?: boolean }): Promise<PruneResult> {
     const candidates = await this.candidates(options.olderThanMs);
     const result: PruneResult = { dryRun: options.dryRun === true, candidates, archived: [], failed: [] };
@@ -293,7 +299,10 @@ export class Retention {
     return same ? this.#archive.verify(fileNameOf(info), expected).catch(() => undefined) : undefined;
   }
 
-  /** Every Redis key of the batch, each removed by its owner; the batch's entry last, so a crash part-way leaves it listed and the next prune finishes the job. */
+  /**
+   * Every Redis key of the batch, each removed by its owner; the batch's entry last, so a crash
+   * part-way leaves it listed and the next prune finishes the job.
+   */
   async #forget(info: BatchInfo): Promise<void> {
     const { id, account } = info;
     const queue = this.#s.accounts.queue(account);
@@ -342,7 +351,10 @@ export function startRetentionSweep(
   options: {
     everyMs: number;
     logger: RetentionLogger & { error(obj: object, msg: string): void };
-    /** The process's Redis health: a sweep failing because Redis is away is that outage's one line, not a line per tick. */
+    /**
+     * The process's Redis health: a sweep failing because Redis is away is that outage's one line,
+     * not a line per tick.
+     */
     health?: { outage(err: unknown): boolean };
   },
 ): { stop(): void } {

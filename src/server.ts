@@ -9,7 +9,8 @@
 //   GET  /v1/batches/:id             counts, progress, waiting, ETA
 //   GET  /v1/batches/:id/results     ?format=jsonl|csv, streamed
 //   POST /v1/batches/:id/retry       {recreate?}
-//   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given; per-batch gauges need an administrator token)
+//   GET  /metrics                    no token: Prometheus metrics (when `metrics` is given;
+// per-batch gauges need an administrator token)
 //   GET  /admin/queues               Bull Board, read-only, behind the same token check as /v1 or an
 //                                    administrator's console session
 //   GET  /, /batches/:id, /upload …  the web console (src/console/routes.ts), behind its session

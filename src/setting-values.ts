@@ -34,7 +34,10 @@ export type ApiKeySource = { kind: 'inline'; secret: Secret } | { kind: 'file'; 
 export type TokenSource = { kind: 'inline'; secrets: Secret[] } | { kind: 'file'; path: string };
 
 export interface RateLimit {
-  /** For a configured rate, the exact limit; for `auto`, the rate it starts from until it learns (1/s unless `start=` says). */
+  /**
+   * For a configured rate, the exact limit; for `auto`, the rate it starts from until it learns
+   * (1/s unless `start=` says).
+   */
   max: number;
   durationMs: number;
   /** As the user wrote it, for messages. */

@@ -23,7 +23,10 @@ export interface Account {
   rateLimit: RateLimit;
   perDay: number | undefined;
   perMonth: number | undefined;
-  /** What the upstream charges this account (VQ_PRICE_PER_QUERY, or the file's pricePerQuery); undefined = no price set. */
+  /**
+   * What the upstream charges this account (VQ_PRICE_PER_QUERY, or the file's pricePerQuery);
+   * undefined = no price set.
+   */
   price: Price | undefined;
   /** Service tokens scoped to this account (they see and submit only its batches). */
   tokens: TokenSource | undefined;
@@ -145,7 +148,8 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
   } catch (err) {
     throw new ConfigError(
       source,
-      `expected JSON such as {"accounts": [{"id": "frota", "apiKeyFile": "…", "rateLimit": "300/min"}]}; ${(err as Error).message}`,
+      `expected JSON such as {"accounts": [{"id": "frota", "apiKeyFile": "…", "rateLimit": ` +
+        `"300/min"}]}; ${(err as Error).message}`,
     );
   }
   const result = fileSchema.safeParse(json);

@@ -64,7 +64,8 @@ export function withConsoleLink(page: string): string {
 
 /** Only our own origin; Bull Board's React sets inline styles. */
 export const DASHBOARD_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 /** The page without `<link>`s to other origins (Bull Board's Google Fonts stylesheet). */
 export function withoutForeignLinks(page: string): string {

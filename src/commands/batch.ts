@@ -15,11 +15,16 @@ function oneBatch(args: string[], command: string): string {
   return batchIdArg(batchId);
 }
 
-/** A batch id given on the command line, checked before it reaches a Redis key name (`x:rows` is another key of batch x). */
+/**
+ * A batch id given on the command line, checked before it reaches a Redis key name (`x:rows` is
+ * another key of batch x).
+ */
 export function batchIdArg(value: string): string {
   if (!isBatchId(value))
     throw new UsageError(
-      `not a batch id: ${JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)} (${BATCH_ID_RULE}; see \`vqb status\`)`,
+      `not a batch id: ` +
+        `${JSON.stringify(value.length > 120 ? `${value.slice(0, 120)}…` : value)} ` +
+        `(${BATCH_ID_RULE}; see \`vqb status\`)`,
     );
   return value;
 }
@@ -67,12 +72,15 @@ export const retryCommand: Command = {
       }
       const plates = result.retried === 1 ? 'failed plate' : 'failed plates';
       ctx.print(
-        `batch ${batchId}: ${result.retried} ${plates} queued again (${result.recreated} will be created again, ${result.retried - result.recreated} resume polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
+        `batch ${batchId}: ${result.retried} ${plates} queued again (${result.recreated} will be ` +
+          `created again, ${result.retried - result.recreated} resume ` +
+          `polling)${result.skipped ? `; ${result.skipped} still running, left alone` : ''}`,
       );
       if (result.retried > 0 && workers === 0) {
         const { account } = await services.batchViews.get(batchId);
         ctx.print(
-          `no worker is running for account ${account}: start \`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`,
+          `no worker is running for account ${account}: start ` +
+            `\`vqb work\` (or \`vqb serve --workers\`) and the batch goes on; until then it stays "running"`,
         );
       }
       return 0;

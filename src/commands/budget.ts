@@ -25,7 +25,8 @@ function capFlag(value: unknown, flag: string): number | null | undefined {
 
 export const budgetCommand: Command = {
   summary: 'show or change spending caps (per batch, per day, per month); raising one continues the work',
-  usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--max-spend X] [--per-day N|none] [--per-month N|none] [--json]
+  usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--max-spend X]
+                  [--per-day N|none] [--per-month N|none] [--json]
   --max-spend X: the batch's cap in money (the account's currency), as X ÷ the price per query
   creates (needs VQ_PRICE_PER_QUERY or the account's pricePerQuery); with --max-creates the smaller.
   With no change, shows the account's caps and what it spent today and this month (UTC).
@@ -108,11 +109,15 @@ export const budgetCommand: Command = {
       if (ctx.flags.json) ctx.print(JSON.stringify(report));
       else {
         ctx.print(
-          `account ${account}: creates today ${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, this month ${spent.thisMonth}${caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'}`,
+          `account ${account}: creates today ` +
+            `${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, ` +
+            `this month ${spent.thisMonth}` +
+            (caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'),
         );
         if (price)
           ctx.print(
-            `  spent today ${formatMoney(costOf(price, spent.today))}, this month ${formatMoney(costOf(price, spent.thisMonth))} (${formatMoney(costOf(price, 1))} per query)`,
+            `  spent today ${formatMoney(costOf(price, spent.today))}, this month ` +
+              `${formatMoney(costOf(price, spent.thisMonth))} (${formatMoney(costOf(price, 1))} per query)`,
           );
         if (batch) {
           const cap =
@@ -120,7 +125,9 @@ export const budgetCommand: Command = {
               ? ''
               : ` of at most ${batch.maxCreates}${price ? ` (${formatMoney(costOf(price, batch.maxCreates))})` : ''}`;
           ctx.print(
-            `batch ${batch.id}: ${batch.counts.creates} creates${price ? ` (${formatMoney(costOf(price, batch.counts.createsSent))})` : ''}${cap}${batch.blocked ? ' — waiting at its cap' : ''}`,
+            `batch ${batch.id}: ${batch.counts.creates} ` +
+              `creates${price ? ` (${formatMoney(costOf(price, batch.counts.createsSent))})` : ''}${cap}` +
+              (batch.blocked ? ' — waiting at its cap' : ''),
           );
         }
       }
@@ -174,9 +181,11 @@ export const costCommand: Command = {
         ctx.print(JSON.stringify(report));
         return 0;
       }
-      // Sent: every request that left and may be billed, whatever came back (what the upstream's invoice counts); answered: those we read.
+      // Sent: every request that left and may be billed, whatever came back (what the upstream's
+      // invoice counts); answered: those we read.
       ctx.print(
-        `day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  requests/plate${priced ? '  spend' : ''}`,
+        `day         creates-sent  answered  polls-sent  answered   429s  reused  possible-dup  ` +
+          `requests/plate${priced ? '  spend' : ''}`,
       );
       for (const { day, counts: c, spend } of report) {
         const perPlate =
@@ -191,7 +200,8 @@ export const costCommand: Command = {
           [c.possibleDuplicates, 12],
         ] as const;
         ctx.print(
-          `${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ${perPlate.padStart(14)}${spend ? `  ${spendText(spend)}` : ''}`,
+          `${dayText(day)}  ${cells.map(([n, w]) => String(n).padStart(w)).join('  ')}  ` +
+            `${perPlate.padStart(14)}${spend ? `  ${spendText(spend)}` : ''}`,
         );
       }
       return 0;

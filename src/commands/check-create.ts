@@ -53,7 +53,9 @@ export async function checkCreate(
   if (!plate.ok) throw new UsageError(`--create: ${JSON.stringify(input)} is not a plate: ${plate.message}`);
   const { baseUrl, key } = await accountKey(account);
   const price = account.price ? ` (${formatMoney(costOf(account.price, 1))})` : '';
-  const question = `vqb check --create sends one real create of ${plate.plate} to ${baseUrl} for account ${account.id}: it costs one query${price}. Go on? [y/N]`;
+  const question =
+    `vqb check --create sends one real create of ${plate.plate} to ${baseUrl} for ` +
+    `account ${account.id}: it costs one query${price}. Go on? [y/N]`;
   if (!(await confirmed(ctx, question))) {
     ctx.print('nothing sent');
     return 1;
@@ -81,13 +83,15 @@ export async function checkCreate(
     }
     if (reading.outcome.terminal) {
       ctx.print(
-        `vqb understood this upstream end to end: query ${queryId} ended ${reading.outcome.state} ("${reading.outcome.status}"); no mapping needed`,
+        `vqb understood this upstream end to end: query ${queryId} ended ${reading.outcome.state} ` +
+          `("${reading.outcome.status}"); no mapping needed`,
       );
       return 0;
     }
     if (!reading.knownState) {
       ctx.print(
-        `the state "${reading.outcome.status}" is in none of vqb's lists: add it to VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED (comma lists), then check again`,
+        `the state "${reading.outcome.status}" is in none of vqb's lists: add it to ` +
+          `VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED (comma lists), then check again`,
       );
       return 1;
     }
@@ -114,14 +118,18 @@ function sentFields(answer: RawAnswer, operation: 'create' | 'get'): CostField[]
   return ok ? ['pollsSent', 'polls'] : ['pollsSent'];
 }
 
-/** The check's requests in the day's cost counters, so the invoice still reconciles; said when Redis cannot take them. */
+/**
+ * The check's requests in the day's cost counters, so the invoice still reconciles; said when Redis
+ * cannot take them.
+ */
 async function counted(config: Config, accountId: string, fields: readonly CostField[]): Promise<string> {
   if (fields.length === 0) return 'nothing was sent that the upstream may bill';
   try {
     await withQueueServices(config, async (services) => {
       for (const field of fields) await services.costs.countDay(accountId, field);
     });
-    return `counted in \`vqb cost\` (today, account ${accountId}): ${fields.filter((f) => f.endsWith('Sent')).length} request(s) that may be billed`;
+    const sent = fields.filter((f) => f.endsWith('Sent')).length;
+    return `counted in \`vqb cost\` (today, account ${accountId}): ${sent} request(s) that may be billed`;
   } catch (err) {
     return `not counted in \`vqb cost\` (${(err as Error).message}): the upstream may still bill this create`;
   }
@@ -158,7 +166,8 @@ function failed(ctx: CommandContext, answer: RawAnswer, reading: Extract<AnswerR
       const id = fields.find(([p]) => /\/(query_?id|id|protocolo|uuid|codigo)$/i.test(p))?.[0];
       const status = fields.find(([p]) => /\/(status|state|situacao|estado)$/i.test(p))?.[0];
       ctx.print(
-        `to read it, set VQ_ANSWER_ID${id ? `=${id}` : ''} and VQ_ANSWER_STATUS${status ? `=${status}` : ''} (JSON Pointers into the answer, environment or --set), then check again`,
+        `to read it, set VQ_ANSWER_ID${id ? `=${id}` : ''} and VQ_ANSWER_STATUS${status ? `=${status}` : ''} ` +
+          '(JSON Pointers into the answer, environment or --set), then check again',
       );
     }
   }

@@ -113,11 +113,17 @@ function verdictOf(kind: string, code: string): KeyVerdict {
 function adviceFor(verdict: KeyVerdict, upstream: string): string {
   switch (verdict) {
     case 'invalid-key':
-      return `the upstream does not know this key (401 INVALID_API_KEY: ${upstream}); check the key file, or ask the provider for a new key`;
+      return (
+        `the upstream does not know this key (401 INVALID_API_KEY: ${upstream}); check the key ` +
+        `file, or ask the provider for a new key`
+      );
     case 'expired-key':
       return `the key has expired (401 EXPIRED_API_KEY: ${upstream}); put a new key in the key file`;
     case 'no-view-permission':
-      return `the key lacks the permission "${PERMISSION_FOR.get}" (403 INSUFFICIENT_PERMISSIONS): vqb could create (and pay for) queries but never read their results; give the key that permission`;
+      return (
+        `the key lacks the permission "${PERMISSION_FOR.get}" (403 INSUFFICIENT_PERMISSIONS): ` +
+        `vqb could create (and pay for) queries but never read their results; give the key that permission`
+      );
     case 'rate-limited':
       return `the key is known but asked to wait (429: ${upstream}); it works once the wait is over`;
     case 'unreachable':

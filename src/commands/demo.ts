@@ -60,7 +60,8 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined, throwa
     const outcome = await runFile(ctx, config, file, {});
     const s = sim.stats();
     ctx.print(
-      `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, max ${s.maxInWindow} requests in any 1 s window`,
+      `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, ` +
+        `max ${s.maxInWindow} requests in any 1 s window`,
     );
     const look = lookAtIt(outcome.batchId, throwaway);
     if (look !== undefined) ctx.print(look);

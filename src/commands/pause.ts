@@ -20,7 +20,9 @@ export const pauseCommand: Command = {
       else
         for (const s of states)
           ctx.print(
-            `paused account ${s.account}; run \`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` to continue`,
+            `paused account ${s.account}; run ` +
+              `\`vqb resume${lines.length === 1 && s.account !== 'default' ? ` --account ${s.account}` : ''}\` ` +
+              'to continue',
           );
       return 0;
     });

@@ -67,7 +67,10 @@ type Terminal = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 const CLEAR_LINE = '\r\x1b[2K';
 
-/** The ticker: the one terminal line the progress bar is redrawn on (not an account's line), and a way for log lines to get past it. */
+/**
+ * The ticker: the one terminal line the progress bar is redrawn on (not an account's line), and a
+ * way for log lines to get past it.
+ */
 export interface Ticker {
   /** Draws the line again with this text. */
   draw(text: string): void;
@@ -151,7 +154,9 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
         const etaText = held ? '' : ` ETA ${duration(eta)}`;
-        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s${etaText}${waiting ? ` — ${waiting}` : ''}`;
+        const text =
+          `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ` +
+          `${perSecond.toFixed(1)}/s${etaText}${waiting ? ` — ${waiting}` : ''}`;
         status.draw(text.slice(0, Math.max(40, (out.columns || 120) - 1)));
         return;
       }
@@ -160,7 +165,8 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
         if (options.print) {
           const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
           options.print(
-            `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`,
+            `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ` +
+              `${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`,
           );
           return;
         }

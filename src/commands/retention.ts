@@ -42,11 +42,14 @@ export const pruneCommand: Command = {
       }
       const verb = dryRun ? 'would archive and delete' : 'archiving';
       ctx.print(
-        `${result.candidates.length} batches ${dryRun ? 'to prune' : 'pruned'}${olderThanMs !== undefined ? ` (finished more than ${spanText(olderThanMs)} ago)` : ''}`,
+        `${result.candidates.length} batches ` +
+          (dryRun ? 'to prune' : 'pruned') +
+          (olderThanMs !== undefined ? ` (finished more than ${spanText(olderThanMs)} ago)` : ''),
       );
       for (const c of result.candidates) {
         ctx.print(
-          `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of Redis, finished ${whenText(c.finishedAt, Date.now())}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
+          `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of ` +
+            `Redis, finished ${whenText(c.finishedAt, Date.now())}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
         );
       }
       if (result.candidates.length > 1)
@@ -80,11 +83,13 @@ export const deleteCommand: Command = {
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else if (result.state === 'cancelling') {
         ctx.print(
-          `batch ${batchId} cancelled: ${result.dropped} unsent plates dropped; ${result.running} created plates still running. It is archived and deleted once they finish.`,
+          `batch ${batchId} cancelled: ${result.dropped} unsent plates dropped; ${result.running} ` +
+            `created plates still running. It is archived and deleted once they finish.`,
         );
       } else
         ctx.print(
-          `batch ${batchId} ${result.alreadyArchived ? 'was already archived' : 'archived and deleted from Redis'}: ${result.folder}`,
+          `batch ${batchId} ` +
+            `${result.alreadyArchived ? 'was already archived' : 'archived and deleted from Redis'}: ${result.folder}`,
         );
       return 0;
     });

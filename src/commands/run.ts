@@ -155,7 +155,8 @@ export async function runFile(
       if ((await services.answers.verdict(line, answerReader(account.answers))) === 'unreadable') {
         ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
         ctx.print(
-          `account ${account.id} stays held: the settings in force do not read the held answer either (nothing was sent)`,
+          `account ${account.id} stays held: the settings in force do not read the held answer ` +
+            `either (nothing was sent)`,
         );
         return { code: EXIT_BLOCKED, batchId };
       }
@@ -178,7 +179,8 @@ export async function runFile(
     if (existing && callbackUrl !== undefined) await services.webhooks.retarget(ref, callbackUrl);
     if (existing?.sealed) {
       ctx.print(
-        `resuming batch ${batchId}: ${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
+        `resuming batch ${batchId}: ` +
+          `${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
       );
       if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
         await services.budget.setMaxCreates(existing, options.maxCreates);
@@ -203,7 +205,8 @@ export async function runFile(
         {
           onLockWait: (ms) =>
             ctx.print(
-              `waiting for another ingest of batch ${batchId} (still running, or stopped without letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
+              `waiting for another ingest of batch ${batchId} (still running, or stopped without ` +
+                `letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
             ),
         },
       );
@@ -228,7 +231,8 @@ export async function runFile(
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
     let saidAtCap = false;
-    const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
+    const named = config.accounts.length > 1 || account.id !== 'default';
+    const resumeCommand = `vqb resume${named ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
     try {
       for (;;) {
@@ -258,7 +262,10 @@ export async function runFile(
             account.price && info.maxCreates !== undefined
               ? ` (${formatMoney(costOf(account.price, info.maxCreates))})`
               : '';
-          const text = `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} creates${money}: its other plates wait; raise it with \`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
+          const text =
+            `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} ` +
+            `creates${money}: its other plates wait; raise it with ` +
+            `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
           if (ticker) ticker.logs(ctx.io.stdout).write(`${text}\n`);
           else ctx.print(text);
         }
@@ -306,7 +313,9 @@ export async function runFile(
     if (code !== 0) {
       if (unstored) {
         ctx.print(
-          `${unstored.count} paid results not stored in Redis: ${unstored.path} (keep it: each line holds the plate, its query id and any result; running the batch again without them pays for these plates again)`,
+          `${unstored.count} paid results not stored in Redis: ${unstored.path} (keep it: each line ` +
+            `holds the plate, its query id and any result; running the batch again without them ` +
+            `pays for these plates again)`,
         );
       } else ctx.print('no paid result was left unstored');
       ctx.print(`nothing else is lost: run the same command again to resume batch ${batchId}`);
@@ -316,7 +325,10 @@ export async function runFile(
     const result = await exportBatch(services, fileSinkFor(config), ref);
     ctx.print(describeBatch(await services.batchViews.get(ref)));
     ctx.print(
-      `exports:\n  ${[result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx].filter((f) => f !== undefined).join('\n  ')}`,
+      `exports:\n  ` +
+        [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
+          .filter((f) => f !== undefined)
+          .join('\n  '),
     );
     if (account.price) ctx.print(describeSpend(await services.batchViews.get(batchId), account.price));
     return { code: 0, batchId, files: result.files };
@@ -380,13 +392,15 @@ async function reportNotify(
     if (finished && finished.attempts > 0) {
       const retried = finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
       ctx.print(
-        `webhook batch.finished not delivered to ${finished.url}: ${finished.lastError !== undefined ? failureText(finished.lastError) : finished.state}${retried}`,
+        `webhook batch.finished not delivered to ${finished.url}: ` +
+          `${finished.lastError !== undefined ? failureText(finished.lastError) : finished.state}${retried}`,
       );
       return;
     }
     if (Date.now() > deadline) {
       ctx.print(
-        `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a \`vqb work\` process sends it`,
+        `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a ` +
+          `\`vqb work\` process sends it`,
       );
       return;
     }
@@ -494,11 +508,14 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
       counted(e.duplicates, 'duplicate'),
     `  ${e.alreadyFinished} already finished in this batch, ${e.reusable} answered from stored results`,
     `  would create ${e.creates} queries and make about ${e.expectedPolls} polls (${e.expectedRequests} requests)`,
-    `  ${timeText(e)} (account ${account.id})${e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''}`,
+    `  ${timeText(e)} (account ` +
+      `${account.id})` +
+      (e.daysAtCap !== undefined ? `; ${e.daysAtCap} day(s) under the cap of ${account.perDay} creates per day` : ''),
     `  first results after about ${duration(e.firstPollSeconds * 1000)} (each query's first poll)`,
     ...(e.maxCreates !== undefined && e.maxCreates < e.creates
       ? [
-          `  the batch's cap holds it at ${e.maxCreates} creates; the other ${e.creates - e.maxCreates} plates would wait`,
+          `  the batch's cap holds it at ${e.maxCreates} creates; the other ` +
+            `${e.creates - e.maxCreates} plates would wait`,
         ]
       : []),
     ...(e.cost ? [`  cost: ${costLine(e)}`] : []),

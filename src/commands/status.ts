@@ -46,7 +46,8 @@ export const statusCommand: Command = {
             if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
             else
               ctx.print(
-                `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ${archiveFor(services.config).folder(id)} (no longer in Redis)`,
+                `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
+                  `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
               );
             return 0;
           }
@@ -58,11 +59,13 @@ export const statusCommand: Command = {
         else {
           ctx.print(describeBatch(info, Date.now(), context.price));
           ctx.print(
-            `  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
+            `  account ${info.account}: ` +
+              `${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
           );
           for (const d of context.webhooks ?? []) {
             ctx.print(
-              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
+              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} ` +
+                `attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
             );
           }
         }
@@ -103,17 +106,21 @@ export const statusCommand: Command = {
       for (const a of accounts) {
         const j = a.jobs;
         ctx.print(
-          `account ${a.account} (${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ${describeLine(a.line) ?? 'running'}`,
+          `account ${a.account} ` +
+            `(${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ` +
+            `${describeLine(a.line) ?? 'running'}`,
         );
         const recovery = describeRecovery(a.line);
         if (recovery) ctx.print(`  ${recovery}`);
         ctx.print(
-          `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
+          `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ` +
+            `${j.active} active, ${j.failed} failed; ${a.inflight} queries in flight`,
         );
         const price = services.accounts.for(a.account).account.price;
         if (price && a.spend) {
           ctx.print(
-            `  spend: today ${formatMoney(a.spend.today)}, this month ${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
+            `  spend: today ${formatMoney(a.spend.today)}, this month ` +
+              `${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
           );
         }
         for (const s of a.shares)

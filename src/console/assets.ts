@@ -4,10 +4,13 @@
 
 /** Every console page: only our own origin, no inline script or style, no framing. */
 export const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** The console's icon: a plate's outline with "vqb" (served at /favicon.ico too, so no page logs a 404). */
-export const ICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect x="2" y="14" width="60" height="36" rx="6" fill="#fff" stroke="#0b5fce" stroke-width="4"/><rect x="2" y="14" width="60" height="9" rx="4" fill="#0b5fce"/><text x="32" y="44" font-family="sans-serif" font-size="18" font-weight="700" text-anchor="middle" fill="#1d2430">vqb</text></svg>`;
+export const ICON_SVG =
+  `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect x="2" ` +
+  `y="14" width="60" height="36" rx="6" fill="#fff" stroke="#0b5fce" stroke-width="4"/><rect x="2" y="14" width="60" height="9" rx="4" fill="#0b5fce"/><text x="32" y="44" font-family="sans-serif" font-size="18" font-weight="700" text-anchor="middle" fill="#1d2430">vqb</text></svg>`;
 
 export const CSS = `
 :root { --ink: #1d2430; --muted: #566173; --line: #d5dae1; --accent: #0b5fce; --bad: #b3261e; --good: #1b7f3b; --bg: #f7f8fa; }

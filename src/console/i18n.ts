@@ -22,7 +22,8 @@ const en = {
   'signIn.notConfigured': 'This server has no service tokens configured, so no one can sign in.',
   'signIn.expired': 'Your session ended; sign in again.',
   'signIn.crossSite':
-    'That sign-in did not come from this console’s own form (another site, or a page left open too long); sign in here.',
+    'That sign-in did not come from this console’s own form (another site, or a page left open too ' +
+    'long); sign in here.',
   'signIn.throttled': 'Too many failed sign-ins from this address; try again in {minutes} min.',
   'list.title': 'Batches',
   'list.empty': 'No batches yet.',
@@ -62,7 +63,8 @@ const en = {
   'batch.noFailed': 'No failed plates.',
   'batch.back': 'All batches',
   'batch.archived':
-    'Archived on {at}: deleted from Redis, kept in the archive folder; the counts are those at archiving and the downloads are rebuilt from the archive.',
+    'Archived on {at}: deleted from Redis, kept in the archive folder; the counts are those at ' +
+    'archiving and the downloads are rebuilt from the archive.',
   'webhooks.title': 'Webhooks',
   'webhooks.callback': 'Sent to',
   'webhooks.none': 'No delivery yet.',
@@ -101,10 +103,12 @@ const en = {
   'callback.CALLBACK_HOST_NOT_ALLOWED':
     'The callback URL’s host is not on this server’s allow-list (VQ_WEBHOOK_ALLOW).',
   'callback.CALLBACK_ADDRESS_FORBIDDEN':
-    'The callback URL points inside a private network (loopback, private, link-local or metadata address): webhooks go to public addresses only.',
+    'The callback URL points inside a private network (loopback, private, link-local or metadata ' +
+    'address): webhooks go to public addresses only.',
   'callback.CALLBACK_HOST_UNRESOLVED': 'The callback URL’s host name does not resolve: check the name.',
   'callback.WEBHOOK_SECRET_MISSING':
-    'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the callback URL empty, or ask its operator.',
+    'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the ' +
+    'callback URL empty, or ask its operator.',
   'upload.submit': 'See the estimate',
   'estimate.title': 'Estimate for {name}',
   'estimate.intro': 'Nothing has been sent yet. This is what the batch would cost:',
@@ -189,7 +193,8 @@ const en = {
   'err.BATCH_ID_TAKEN': 'A batch with this id holds another file.',
   'err.UNAUTHORIZED': 'Sign in first.',
   'err.TOO_MANY_UPLOADS':
-    'There are too many unconfirmed uploads (this session’s, or the server’s in all): confirm one, or wait for them to expire (an hour after each upload).',
+    'There are too many unconfirmed uploads (this session’s, or the server’s in all): confirm one, ' +
+    'or wait for them to expire (an hour after each upload).',
   'err.TOO_MANY_STREAMS': 'Too many pages of this session follow live updates; close one.',
   'err.CROSS_SITE': 'This request did not come from the console’s own page.',
   'err.SIGN_IN_THROTTLED': 'Too many failed sign-ins from this address; wait a few minutes.',
@@ -214,7 +219,8 @@ const ptBR: Record<Key, string> = {
   'signIn.notConfigured': 'Este servidor não tem tokens de serviço configurados; ninguém pode entrar.',
   'signIn.expired': 'Sua sessão terminou; entre de novo.',
   'signIn.crossSite':
-    'Esse pedido de entrada não veio do formulário deste console (outro site, ou uma página aberta há tempo demais); entre por aqui.',
+    'Esse pedido de entrada não veio do formulário deste console (outro site, ou uma página aberta ' +
+    'há tempo demais); entre por aqui.',
   'signIn.throttled': 'Tentativas de entrada com falha demais a partir deste endereço; tente de novo em {minutes} min.',
   'list.title': 'Lotes',
   'list.empty': 'Nenhum lote ainda.',
@@ -254,7 +260,8 @@ const ptBR: Record<Key, string> = {
   'batch.noFailed': 'Nenhuma placa com falha.',
   'batch.back': 'Todos os lotes',
   'batch.archived':
-    'Arquivado em {at}: apagado do Redis, guardado na pasta de arquivo; as contagens são as do arquivamento e os downloads são refeitos a partir do arquivo.',
+    'Arquivado em {at}: apagado do Redis, guardado na pasta de arquivo; as contagens são as do ' +
+    'arquivamento e os downloads são refeitos a partir do arquivo.',
   'webhooks.title': 'Webhooks',
   'webhooks.callback': 'Enviados para',
   'webhooks.none': 'Nenhuma entrega ainda.',
@@ -293,10 +300,12 @@ const ptBR: Record<Key, string> = {
   'callback.CALLBACK_HOST_NOT_ALLOWED':
     'O host da URL de retorno não está na lista de permitidos deste servidor (VQ_WEBHOOK_ALLOW).',
   'callback.CALLBACK_ADDRESS_FORBIDDEN':
-    'A URL de retorno aponta para dentro de uma rede privada (endereço de loopback, privado, link-local ou de metadados): webhooks vão só para endereços públicos.',
+    'A URL de retorno aponta para dentro de uma rede privada (endereço de loopback, privado, ' +
+    'link-local ou de metadados): webhooks vão só para endereços públicos.',
   'callback.CALLBACK_HOST_UNRESOLVED': 'O nome do host da URL de retorno não resolve: confira o nome.',
   'callback.WEBHOOK_SECRET_MISSING':
-    'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe a URL de retorno vazia, ou fale com quem o opera.',
+    'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe ' +
+    'a URL de retorno vazia, ou fale com quem o opera.',
   'upload.submit': 'Ver a estimativa',
   'estimate.title': 'Estimativa para {name}',
   'estimate.intro': 'Nada foi enviado ainda. Isto é o que o lote custaria:',
@@ -361,7 +370,8 @@ const ptBR: Record<Key, string> = {
   'estimate.alreadyDone': 'Todas as placas deste arquivo já foram concluídas no lote {id}: nada seria enviado.',
   'estimate.openBatch': 'Abrir o lote',
   'estimate.nothing':
-    'Este arquivo não tem placa válida para enviar ({rejected} linhas rejeitadas, {duplicates} repetidas): nada a confirmar.',
+    'Este arquivo não tem placa válida para enviar ({rejected} linhas rejeitadas, {duplicates} ' +
+    'repetidas): nada a confirmar.',
   'error.notFoundBatch': 'Nenhum lote “{id}” aqui (não existe, ou este token não pode vê-lo).',
   'error.generic': 'Não foi possível atender o pedido (código {code}).',
   'error.details': 'Detalhes técnicos',
@@ -384,7 +394,8 @@ const ptBR: Record<Key, string> = {
   'err.BATCH_ID_TAKEN': 'Um lote com este id contém outro arquivo.',
   'err.UNAUTHORIZED': 'Entre primeiro.',
   'err.TOO_MANY_UPLOADS':
-    'Há envios demais sem confirmação (desta sessão, ou do servidor no total): confirme um, ou espere que expirem (uma hora após cada envio).',
+    'Há envios demais sem confirmação (desta sessão, ou do servidor no total): confirme um, ou ' +
+    'espere que expirem (uma hora após cada envio).',
   'err.TOO_MANY_STREAMS': 'Páginas demais desta sessão acompanham as atualizações ao vivo; feche uma.',
   'err.CROSS_SITE': 'Este pedido não veio da própria página do console.',
   'err.SIGN_IN_THROTTLED': 'Tentativas de entrada com falha demais a partir deste endereço; espere alguns minutos.',

@@ -392,7 +392,8 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
     const result = await rerunFailed(services, batch, { now, ...(way ? { only: way } : {}) });
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
-      `/batches/${encodeURIComponent(id)}?retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,
+      `/batches/${encodeURIComponent(id)}?` +
+        `retried=${result.retried}&recreated=${result.recreated}&skipped=${result.skipped}`,
       303,
     );
   });

@@ -155,7 +155,9 @@ export class TokenAuth {
       if (clash) {
         throw new ConfigError(
           s.setting,
-          `a service token is the upstream key of account ${clash.account}; the upstream key must never be a service token (anyone holding it can spend the account's quota directly): give clients tokens of their own`,
+          `a service token is the upstream key of account ${clash.account}; the upstream key must ` +
+            `never be a service token (anyone holding it can spend the account's quota directly): ` +
+            `give clients tokens of their own`,
         );
       }
     }
@@ -194,7 +196,8 @@ export class TokenAuth {
     if (sets.every((s) => s.hashes.length === 0)) {
       throw new ApiError(
         'AUTH_NOT_CONFIGURED',
-        "this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an account's tokens), so it serves no one",
+        'this API has no service tokens configured (VQ_API_TOKENS, VQ_API_TOKENS_FILE or an ' +
+          "account's tokens), so it serves no one",
       );
     }
     if (digest === undefined)
@@ -219,7 +222,8 @@ export class TokenAuth {
     if (isKey)
       this.#logger.warn(
         { code: 'UPSTREAM_KEY_AS_TOKEN' },
-        'refused a request that presented an upstream key as its service token (is the key in a tokens file? has it reached a client?)',
+        'refused a request that presented an upstream key as its service token (is the key in a ' +
+          'tokens file? has it reached a client?)',
       );
     if (!matched || isKey) throw new ApiError('UNAUTHORIZED', 'the service token is not valid');
     return admin ? { admin: true } : { admin: false, accounts: [...accounts] };

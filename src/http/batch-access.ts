@@ -17,7 +17,10 @@ export function scopeAccounts(scope: Scope): readonly string[] | undefined {
 export interface BatchAccess {
   /** The batch of that id in the scope's accounts; BatchNotFoundError otherwise. */
   batch(scope: Scope, id: string): Promise<BatchInfo>;
-  /** The archive of that id in the scope's accounts; undefined while the batch is in Redis; BatchNotFoundError when neither. */
+  /**
+   * The archive of that id in the scope's accounts; undefined while the batch is in Redis;
+   * BatchNotFoundError when neither.
+   */
   archived(scope: Scope, id: string): Promise<ArchiveManifest | undefined>;
   /** The scope's batch of that id, live or archived, as a ref (exports, deletes and retries take it). */
   ref(scope: Scope, id: string): Promise<BatchRef>;

@@ -37,7 +37,9 @@ export function tooManyPlates(limit: number): ApiError {
 export function csvJsonEncoded(): ApiError {
   return new ApiError(
     'CSV_JSON_ENCODED',
-    'the body is a JSON string, not CSV (a client JSON-encoded the file): send the file\'s bytes as they are (text/csv with a body serializer that passes the text through, or multipart/form-data with the file as `file`), or JSON {"plates": [...]}',
+    "the body is a JSON string, not CSV (a client JSON-encoded the file): send the file's bytes as " +
+      'they are (text/csv with a body serializer that passes the text through, or ' +
+      'multipart/form-data with the file as `file`), or JSON {"plates": [...]}',
   );
 }
 

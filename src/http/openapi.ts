@@ -92,7 +92,10 @@ function convert(group: Record<string, z.ZodType>, io: 'input' | 'output'): Reco
   );
 }
 
-/** `{allOf: [{$ref}]}` alone (an optional named schema) → `{$ref}`; with a description beside it, 3.0's only way to describe a reference, it stays. */
+/**
+ * `{allOf: [{$ref}]}` alone (an optional named schema) → `{$ref}`; with a description beside it,
+ * 3.0's only way to describe a reference, it stays.
+ */
 function plainRefs(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(plainRefs);
   if (typeof node !== 'object' || node === null) return node;
@@ -126,7 +129,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'vqb',
         version: '1',
         description:
-          "Bulk Brazilian vehicle look-ups, paced under the upstream's limits. Every `/v1` route needs a service token. " +
+          "Bulk Brazilian vehicle look-ups, paced under the upstream's limits. Every `/v1` route " +
+          'needs a service token. ' +
           'Errors: `{statusCode, error: {code, message}}` (`Error`); branch on `error.code`.',
       },
       tags: [

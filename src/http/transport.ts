@@ -63,7 +63,9 @@ export function answerClientError(
   if (socket.writable && inFlight?.headersSent !== true) {
     const json = JSON.stringify(body);
     socket.write(
-      `HTTP/1.1 ${body.statusCode} ${STATUS_CODES[body.statusCode] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+      `HTTP/1.1 ${body.statusCode} ${STATUS_CODES[body.statusCode] ?? 'Error'}\r\nContent-Type: ` +
+        `application/json; charset=utf-8\r\nContent-Length: ` +
+        `${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
     );
   }
   // After the answer is flushed: the rest of what the client sends is not read.

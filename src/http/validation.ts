@@ -19,7 +19,9 @@ export function requestSchema(schema: z.ZodType): JsonSchema {
 }
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'BAD_REQUEST (unreadable body), VALIDATION_FAILED (wrong fields or types), CSV_JSON_ENCODED (a CSV sent as a JSON string), or an input code such as BAD_BATCH_ID',
+  400:
+    'BAD_REQUEST (unreadable body), VALIDATION_FAILED (wrong fields or types), CSV_JSON_ENCODED ' +
+    '(a CSV sent as a JSON string), or an input code such as BAD_BATCH_ID',
   401: 'UNAUTHORIZED: no service token, or not a valid one',
   404: 'NOT_FOUND: no such batch (or not one this token may see); ACCOUNT_NOT_FOUND: no such account for this token',
   408: 'REQUEST_TIMEOUT: the request did not arrive within VQ_HTTP_REQUEST_TIMEOUT',

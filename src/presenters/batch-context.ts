@@ -26,7 +26,10 @@ export async function batchContext(services: StatusServices, info: BatchInfo): P
   return context!;
 }
 
-/** The contexts of many batches, reading each account's line and shares once (a page of batches shares a few accounts). */
+/**
+ * The contexts of many batches, reading each account's line and shares once (a page of batches
+ * shares a few accounts).
+ */
 export async function batchContexts(services: StatusServices, infos: readonly BatchInfo[]): Promise<BatchContext[]> {
   const accounts = new Map<
     string,

@@ -37,14 +37,18 @@ export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now 
     const u = state.unreachable;
     return {
       reason: 'upstream_unreachable',
-      message: `upstream unreachable since ${dateText(u.since, now)} (${spanText(now - u.since)}): ${u.reason}; retrying (attempt ${u.attempts})`,
+      message:
+        `upstream unreachable since ${dateText(u.since, now)} (${spanText(now - u.since)}): ` +
+        `${u.reason}; retrying (attempt ${u.attempts})`,
       since: new Date(u.since).toISOString(),
     };
   }
   if (state.budgetUntil !== undefined) {
     return {
       reason: 'budget',
-      message: `creates wait: the spending cap per ${state.budgetReason} is reached until ${dateText(state.budgetUntil)} (raise it with \`vqb budget\`; polls go on)`,
+      message:
+        `creates wait: the spending cap per ${state.budgetReason} is reached until ` +
+        `${dateText(state.budgetUntil)} (raise it with \`vqb budget\`; polls go on)`,
       until: new Date(state.budgetUntil).toISOString(),
     };
   }
@@ -118,11 +122,17 @@ export function describeLine(state: AccountLineState, now = Date.now()): string 
   return waitingOf(state, undefined, now)?.message;
 }
 
-/** "upstream reachable again since 14:05 UTC (it was unreachable 3 min: connection refused)", for a while after an outage. */
+/**
+ * "upstream reachable again since 14:05 UTC (it was unreachable 3 min: connection refused)", for a
+ * while after an outage.
+ */
 export function describeRecovery(state: AccountLineState, now = Date.now()): string | undefined {
   const back = state.reachableAgain;
   if (back === undefined) return undefined;
-  return `upstream reachable again since ${dateText(back.at, now)} (${relativeText(back.at, now)}; it was unreachable ${spanText(back.downMs)}${back.reason ? `: ${back.reason}` : ''})`;
+  return (
+    `upstream reachable again since ${dateText(back.at, now)} (${relativeText(back.at, now)}; ` +
+    `it was unreachable ${spanText(back.downMs)}${back.reason ? `: ${back.reason}` : ''})`
+  );
 }
 
 /** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */
@@ -132,7 +142,9 @@ export function batchWaiting(info: BatchInfo, line: AccountLineState): Waiting |
   if (waiting !== undefined || info.blocked !== 'budget') return waiting;
   return {
     reason: 'budget',
-    message: `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise it with \`vqb budget ${info.id} --max-creates N\`)`,
+    message:
+      `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise ` +
+      `it with \`vqb budget ${info.id} --max-creates N\`)`,
   };
 }
 

@@ -36,10 +36,14 @@ export function describeSpend(b: BatchInfo, price: Price): string {
   const cap = cost.maxSpend !== undefined ? ` of at most ${formatMoney({ ...cost, amount: cost.maxSpend })}` : '';
   const r = cost.reported;
   const said = r
-    ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} answers, ${r.billed} billed, ${r.notBilled} not billed)`
+    ? `; the upstream's answers said ${formatMoney({ ...cost, amount: r.amount })} (${r.answers} ` +
+      `answers, ${r.billed} billed, ${r.notBilled} not billed)`
     : '';
   const perPoll = cost.perPoll > 0 ? `, ${formatMoney({ ...cost, amount: cost.perPoll })} per poll` : '';
-  return `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} per query${perPoll})${said}`;
+  return (
+    `  spend: ${formatMoney(cost)}${cap} (${formatMoney({ ...cost, amount: cost.perQuery })} ` +
+    `per query${perPoll})${said}`
+  );
 }
 
 export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
@@ -48,14 +52,22 @@ export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): st
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
   const lines = [
-    `batch ${b.id} (${b.source}: ${b.name}${b.account !== 'default' ? `; account ${b.account}` : ''}${b.priority !== 'normal' ? `; ${b.priority}` : ''}${b.weight !== 1 ? `; weight ${b.weight}` : ''}) — ${state}`,
+    `batch ${b.id} (${b.source}: ` +
+      b.name +
+      (b.account !== 'default' ? `; account ${b.account}` : '') +
+      (b.priority !== 'normal' ? `; ${b.priority}` : '') +
+      (b.weight !== 1 ? `; weight ${b.weight}` : '') +
+      `) — ${state}`,
     `  ${describeCounts(b)}`,
-    `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
+    `  cost: ${c.createsSent ?? c.creates} creates sent (${c.creates} answered), ` +
+      `${c.pollsSent ?? c.polls} polls sent (${c.polls} answered), ${c.rateLimited} answered 429, ` +
+      `${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
   if (price) lines.push(describeSpend(b, price));
   if (b.blocked === 'budget')
     lines.push(
-      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,
+      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ` +
+        `${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,
     );
   return lines.join('\n');
 }

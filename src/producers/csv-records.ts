@@ -213,7 +213,8 @@ export class CsvRecords {
       if (this.#fieldBytes(err) > this.#maxField) {
         return new InputError(
           'CSV_FIELD_TOO_LARGE',
-          `record ${recordNo}: a field larger than ${this.#maxField} bytes (maxFieldBytes); an unclosed quote does this too`,
+          `record ${recordNo}: a field larger than ${this.#maxField} bytes (maxFieldBytes); an ` +
+            `unclosed quote does this too`,
           {
             cause: err,
           },

@@ -183,7 +183,8 @@ export class EncodingDecoder {
     } catch (cause) {
       throw new InputError(
         'CSV_MIXED_ENCODING',
-        `invalid UTF-8 near byte ${this.bytesIn}: the file starts as UTF-8 but has other bytes later (two files pasted together?); save it again with one encoding`,
+        `invalid UTF-8 near byte ${this.bytesIn}: the file starts as UTF-8 but has other bytes ` +
+          `later (two files pasted together?); save it again with one encoding`,
         { cause },
       );
     }

@@ -28,7 +28,10 @@ export interface CostEstimate {
   expectedRequests: number;
   /** At the configured rate limit, requests only (query completion adds its own tail). */
   secondsAtRate: number;
-  /** The rate that time is at: the account's rate in force (configured, or for `auto` announced or learned so far), requests per second. */
+  /**
+   * The rate that time is at: the account's rate in force (configured, or for `auto` announced or
+   * learned so far), requests per second.
+   */
   ratePerSecond: number;
   /**
    * Where that rate comes from; `start`: an `auto` account that has heard nothing from the upstream

@@ -128,7 +128,8 @@ export async function moveInto(
 /** `YYYYMMDD-HHMMSS` in UTC, the archive prefix. */
 export function stamp(ms: number): string {
   const iso = new Date(ms).toISOString(); // 2024-05-01T12:34:56.789Z
-  return `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}-${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+  // 2026-11-27T04:16:46.000Z → 20261127-041646
+  return iso.slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
 }
 
 const NO_FOLLOW = (constants.O_NOFOLLOW as number | undefined) ?? 0;
@@ -164,7 +165,8 @@ export async function* fileChunks(path: string, onChunk?: (chunk: Buffer) => voi
 
 const ADVICE: Record<string, string> = {
   CSV_BINARY:
-    'Open it in Excel or LibreOffice and use "Save as" with the type "CSV UTF-8" (or plain CSV), one plate per row, and drop that file.',
+    'Open it in Excel or LibreOffice and use "Save as" with the type "CSV UTF-8" (or plain CSV), ' +
+    'one plate per row, and drop that file.',
   CSV_UNSUPPORTED_ENCODING: 'Save it again as "CSV UTF-8" (not "Unicode text") and drop that file.',
   CSV_MIXED_ENCODING:
     'Save the whole file again as "CSV UTF-8", so that every row has the same encoding, and drop that file.',
@@ -172,15 +174,20 @@ const ADVICE: Record<string, string> = {
   CSV_NO_PLATE_COLUMN:
     'Put the plates in a column headed "placa" or "plate" (or make them the first column) and drop the file again.',
   CSV_FIELD_TOO_LARGE:
-    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
+    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it ' +
+    'and drop the file again.',
   CSV_ROW_TOO_LARGE:
-    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it and drop the file again.',
+    'Look near the row named above for a quote (") that opens a cell and is never closed, fix it ' +
+    'and drop the file again.',
   CSV_UNREADABLE:
-    'Open it in a text editor to check that it is a plain CSV file, save it again from the spreadsheet as CSV and drop that file.',
-  INBOX_UNSUPPORTED_TYPE: `Only ${INBOX_EXTENSIONS.join(', ')} files are read: export the sheet as CSV and drop that file.`,
+    'Open it in a text editor to check that it is a plain CSV file, save it again from the ' +
+    'spreadsheet as CSV and drop that file.',
+  INBOX_UNSUPPORTED_TYPE:
+    `Only ${INBOX_EXTENSIONS.join(', ')} files are read: export the sheet as ` + `CSV and drop that file.`,
   INBOX_NOT_A_FILE: 'Drop a copy of the file itself, not a link to it.',
   XLSX_INVALID:
-    'Open it in Excel or LibreOffice and save it again as an Excel workbook (.xlsx) or as "CSV UTF-8", and drop that file.',
+    'Open it in Excel or LibreOffice and save it again as an Excel workbook (.xlsx) or as "CSV ' +
+    'UTF-8", and drop that file.',
   XLSX_ENCRYPTED: 'Remove the password (Excel: File > Info > Protect Workbook), save it and drop that file.',
   XLSX_TOO_LARGE: 'Save the sheet as "CSV UTF-8" (read as a stream, no size limit) or split it, and drop that file.',
   XLSX_NO_SHEET:

@@ -191,7 +191,8 @@ export class InboxIntake {
             rejected: c.rejected,
             duplicates: c.duplicates,
           },
-          `inbox: ingested ${JSON.stringify(name)} as batch ${batchId}${created ? '' : ' (resumed)'}: ${c.total} rows, ${c.enqueued} plates queued`,
+          `inbox: ingested ${JSON.stringify(name)} as batch ` +
+            `${batchId}${created ? '' : ' (resumed)'}: ${c.total} rows, ${c.enqueued} plates queued`,
         );
       }
       await delivery.expect(batchId, name);
@@ -202,7 +203,9 @@ export class InboxIntake {
     } catch (err) {
       if (isInputError(err)) {
         // The file changed between the check and the ingest: rows before the error are queued.
-        const message = `${err.message} (found while queuing it, after a first full read had passed; rows before this point were queued)`;
+        const message =
+          `${err.message} (found while queuing it, after a first full read had ` +
+          `passed; rows before this point were queued)`;
         await this.#fail(layout, path, name, err.code, message).catch((e: unknown) =>
           errors.report(`processing:${procName}`, e, { file: procName }),
         );

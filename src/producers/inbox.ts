@@ -71,7 +71,10 @@ export interface InboxWatcher {
   status(): InboxStatus;
 }
 
-/** Intake (inbox/ → processing/ → a batch → archive/) and delivery (finished batches → outbox/), on one polling loop. */
+/**
+ * Intake (inbox/ → processing/ → a batch → archive/) and delivery (finished batches → outbox/), on
+ * one polling loop.
+ */
 export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
   const { services, config } = deps;
   const now = deps.now ?? Date.now;

@@ -38,7 +38,10 @@ export interface IngestOptions {
   weight?: number;
   /** Where the batch's webhooks go (http/https, a host on VQ_WEBHOOK_ALLOW); refused before anything is stored. */
   callbackUrl?: string;
-  /** Told once, at once, when another ingest of the same batch holds its lock (a live one, or a stopped process's until it expires). */
+  /**
+   * Told once, at once, when another ingest of the same batch holds its lock (a live one, or a
+   * stopped process's until it expires).
+   */
   onLockWait?: (expiresInMs: number) => void;
 }
 

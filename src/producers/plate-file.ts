@@ -23,7 +23,8 @@ export async function plateFileFormat(
 ): Promise<PlateFileFormat> {
   if (isXlsxInput({ fileName: options.name ?? path })) return 'xlsx';
   if (options.chunks !== undefined) {
-    for await (const chunk of options.chunks(path)) return isXlsxInput({ head: chunk }) ? 'xlsx' : 'csv'; // the loop's end closes the file
+    // The loop's end closes the file.
+    for await (const chunk of options.chunks(path)) return isXlsxInput({ head: chunk }) ? 'xlsx' : 'csv';
     return 'csv';
   }
   const handle = await open(path, 'r');

@@ -112,7 +112,8 @@ export async function collectBytes(
 function xlsxTooLarge(maxBytes: number): InputError {
   return new InputError(
     'XLSX_TOO_LARGE',
-    `the workbook is larger than ${maxBytes} bytes: split it, or save the sheet as CSV (read as a stream, no size limit)`,
+    `the workbook is larger than ${maxBytes} bytes: split it, or save the sheet as CSV (read as a ` +
+      `stream, no size limit)`,
   );
 }
 
@@ -181,7 +182,8 @@ async function loadSheet(
     if (bytes.includes(Buffer.from('EncryptedPackage', 'utf16le'))) {
       throw new InputError(
         'XLSX_ENCRYPTED',
-        'the workbook is password-protected: open it, remove the password (File > Info > Protect Workbook), save it and send it again',
+        'the workbook is password-protected: open it, remove the password (File > Info > Protect ' +
+          'Workbook), save it and send it again',
       );
     }
     throw new InputError(
@@ -235,7 +237,8 @@ async function checkWorkbookZip(bytes: Buffer): Promise<void> {
     const shown = names.slice(0, 3).map((n) => JSON.stringify(n.length > 60 ? `${n.slice(0, 60)}…` : n));
     throw new InputError(
       'XLSX_INVALID',
-      `a zip archive, but not an Excel workbook (it holds ${shown.join(', ')}${names.length > 3 ? ', …' : ''}): unzip it, or save the sheet as .xlsx or CSV`,
+      `a zip archive, but not an Excel workbook (it holds ` +
+        `${shown.join(', ')}${names.length > 3 ? ', …' : ''}): unzip it, or save the sheet as .xlsx or CSV`,
     );
   }
 }

@@ -21,7 +21,10 @@ const INTERACTIVE_AT_ONCE = 500;
 /** The longest a process leaves a busy account unfed after a feed that found its queue full. */
 const REST_MAX_MS = 2_000;
 
-/** What a feed did: plates it made jobs, whether the account is idle, the jobs waiting on its queue and how long no Worker may take them (Feed). */
+/**
+ * What a feed did: plates it made jobs, whether the account is idle, the jobs waiting on its queue
+ * and how long no Worker may take them (Feed).
+ */
 export interface FeedResult {
   fed: number;
   idle: boolean;

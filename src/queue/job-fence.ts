@@ -6,20 +6,22 @@
 //
 // The create protocol, as each activation reads the stored step:
 //
-// | stored step | who may act                    | what a crash or pause leaves             | next activation                     |
-// |-------------|--------------------------------|------------------------------------------|-------------------------------------|
-// | create      | the lock holder: it writes     | nothing sent (the mark is written first) | creates                             |
-// |             | `creating` + a new createId    |                                          |                                     |
-// |             | under the lock, then sends     |                                          |                                     |
-// | creating    | the sender of that createId:   | a create that may have been made and     | re-sends flagged possibleDuplicate  |
-// |             | it stores the queryId (CAS on  | paid (a pause after the fence, a crash,  | (or fails CREATE_UNCERTAIN when     |
-// |             | createId, lock not needed: a   | a cut answer)                            | VQ_RECREATE_UNCERTAIN=false)        |
-// |             | paid id is kept if nobody has  |                                          |                                     |
-// |             | moved on; also over `create`:  |                                          |                                     |
-// |             | a mark lost in a failover)     |                                          |                                     |
-// | poll        | the lock holder writes poll    | a queryId: nothing is paid twice         | polls the same queryId              |
-// |             | progress; anyone's terminal    |                                          |                                     |
-// |             | answer is stored once (HSETNX) |                                          |                                     |
+// | stored step | who may act                  | what a crash or pause leaves         | next activation               |
+// |-------------|------------------------------|--------------------------------------|-------------------------------|
+// | create      | the lock holder: it writes   | nothing sent (the mark is written    | creates                       |
+// |             | `creating` + a new createId  | first)                               |                               |
+// |             | under the lock, then sends   |                                      |                               |
+// | creating    | the sender of that createId: | a create that may have been made and | re-sends flagged              |
+// |             | it stores the queryId (CAS   | paid (a pause after the fence, a     | possibleDuplicate (or fails   |
+// |             | on createId, lock not        | crash, a cut answer)                 | CREATE_UNCERTAIN when         |
+// |             | needed: a paid id is kept if |                                      | VQ_RECREATE_UNCERTAIN=false)  |
+// |             | nobody has moved on; also    |                                      |                               |
+// |             | over `create`: a mark lost   |                                      |                               |
+// |             | in a failover)               |                                      |                               |
+// | poll        | the lock holder writes poll  | a queryId: nothing is paid twice     | polls the same queryId        |
+// |             | progress; anyone's terminal  |                                      |                               |
+// |             | answer is stored once        |                                      |                               |
+// |             | (HSETNX)                     |                                      |                               |
 //
 // A worker whose write is refused sends nothing and leaves the job to its holder.
 import type { Job } from 'bullmq';
@@ -28,7 +30,10 @@ import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { CostCount } from './costs.js';
 import type { JobStep, PlateJobData } from './types.js';
 
-/** ok: written. lock-lost: another worker holds the job. moved-on: the stored step is newer than the writer's. gone: the job was removed. */
+/**
+ * ok: written. lock-lost: another worker holds the job. moved-on: the stored step is newer than
+ * the writer's. gone: the job was removed.
+ */
 export type FenceResult = 'ok' | 'lock-lost' | 'moved-on' | 'gone';
 
 const RESULTS: Record<string, FenceResult> = { '1': 'ok', '0': 'lock-lost', '-1': 'moved-on', '-2': 'gone' };

@@ -285,7 +285,8 @@ export class AccountLine {
     );
     if (!this.auto) {
       const configured = perSecond(this.account);
-      // Below the configured rate only while the upstream refuses it (429s); then learned, with the configured rate as ceiling.
+      // Below the configured rate only while the upstream refuses it (429s); then learned, with the
+      // configured rate as ceiling.
       if (source !== 'learned' || rate === null || Number(rate) >= configured * 0.999)
         return { perSecond: configured, source: 'configured' };
       return {
@@ -378,7 +379,10 @@ export class AccountLine {
     await this.pause(OPERATOR_PAUSE, message);
   }
 
-  /** Where a feed reads whether the account's creates are held at a spending cap (in its own script, queue/scheduler.ts). */
+  /**
+   * Where a feed reads whether the account's creates are held at a spending cap (in its own script,
+   * queue/scheduler.ts).
+   */
   get capHold(): CapHold {
     return { key: this.#line, field: 'budgetUntil' };
   }

@@ -129,7 +129,10 @@ export class PollLearner {
     }, OBSERVE_EVERY_MS).unref();
   }
 
-  /** Sends the samples gathered (also at a worker's stop). A failure drops them: they are estimates' input, not records. */
+  /**
+   * Sends the samples gathered (also at a worker's stop). A failure drops them: they are estimates'
+   * input, not records.
+   */
   flush(): Promise<void> {
     clearTimeout(this.#sending);
     this.#sending = undefined;

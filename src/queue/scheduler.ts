@@ -51,7 +51,10 @@ export interface CapHold {
 
 export interface Feed {
   picked: Picked[];
-  /** The account had nothing left (no plate waiting, staged or queued) and is out of the active set (by this feed or another process's). */
+  /**
+   * The account had nothing left (no plate waiting, staged or queued) and is out of the active set
+   * (by this feed or another process's).
+   */
   idle: boolean;
   /** When idle: the generation of the account's active flag that was cleared (sched-retire). */
   generation: number;

@@ -8,7 +8,10 @@ import { parseRedisConnection, type RedisConnection } from './settings.js';
 
 export type { RedisConnection, RedisMode } from './settings.js';
 
-/** A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share one hash slot, so every command and script works on either. */
+/**
+ * A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share
+ * one hash slot, so every command and script works on either.
+ */
 export type RedisClient = Redis | Cluster;
 
 export interface ConnectOptions {
@@ -181,7 +184,10 @@ export async function preflightRedis(
     const policy = await checkEvictionPolicy(server);
     if (policy === undefined || policy === 'noeviction') continue;
     const where = redis instanceof Cluster ? ` on ${server.options.host}:${server.options.port}` : '';
-    const message = `Redis maxmemory-policy is ${policy}${where}: under memory pressure Redis deletes keys, and a deleted key is a lost paid result or a job that never finishes. Set maxmemory-policy noeviction (or VQ_ALLOW_EVICTION=true to start anyway)`;
+    const message =
+      `Redis maxmemory-policy is ${policy}${where}: under memory pressure Redis ` +
+      `deletes keys, and a deleted key is a lost paid result or a job that never finishes. Set ` +
+      `maxmemory-policy noeviction (or VQ_ALLOW_EVICTION=true to start anyway)`;
     if (!settings.allowEviction) throw new VqbError('REDIS_EVICTION_POLICY', message);
     warn(message);
   }

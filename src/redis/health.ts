@@ -37,8 +37,18 @@ export function isRedisFull(err: unknown): boolean {
   return messagesOf(err).some((m) => /^OOM\b|OOM command not allowed|used memory > 'maxmemory'/.test(m));
 }
 
-const DOWN =
-  /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection is closed|Stream isn't writeable|MaxRetriesPerRequest|Reached the max retries per request|LOADING|CLUSTERDOWN|TRYAGAIN|MASTERDOWN|READONLY/;
+const DOWN = new RegExp(
+  [
+    ...['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'],
+    ...[
+      'Connection is closed',
+      "Stream isn't writeable",
+      'MaxRetriesPerRequest',
+      'Reached the max retries per request',
+    ],
+    ...['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY'],
+  ].join('|'),
+);
 
 /** The connection to Redis failed or Redis cannot serve yet (restarting, loading its data). */
 export function isRedisDown(err: unknown): boolean {
@@ -116,7 +126,10 @@ export class RedisHealth {
     return false;
   }
 
-  /** As `outage`, and any other error is logged too ('redis client error', once per distinct message until Redis changes state). */
+  /**
+   * As `outage`, and any other error is logged too ('redis client error', once per distinct
+   * message until Redis changes state).
+   */
   report(err: unknown, source?: string): boolean {
     if (this.#closed) return true;
     if (this.outage(err)) return true;

@@ -28,7 +28,7 @@
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
 // | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
-// | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; the accounts holding it) |
+// | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
@@ -118,7 +118,10 @@ export class VqbKeys {
     return `${this.base}:batches`;
   }
 
-  /** Prefix of the HTTP API's request counts (@fastify/rate-limit's store appends its key: a token's digest or an address). */
+  /**
+   * Prefix of the HTTP API's request counts (@fastify/rate-limit's store appends its key: a token's
+   * digest or an address).
+   */
   get apiRateLimit(): string {
     return `${this.base}:ratelimit:`;
   }
@@ -208,7 +211,10 @@ export class VqbKeys {
     return `${this.accountBase(accountId)}:sched:staged`;
   }
 
-  /** Hash on the account's slot: `on` while it has work, `gen` the generation of its current stay among the active accounts. */
+  /**
+   * Hash on the account's slot: `on` while it has work, `gen` the generation of its current stay
+   * among the active accounts.
+   */
   schedActiveFlag(accountId: string): string {
     return `${this.accountBase(accountId)}:sched:active`;
   }

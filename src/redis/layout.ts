@@ -24,7 +24,10 @@ const CHUNK = 200;
 const ROUND_BYTES = 32 * 1024 * 1024;
 /** A batch hash without an `account` field is from before accounts: it belonged to this one. */
 const DEFAULT_ACCOUNT = 'default';
-/** Batch id → account answers kept in memory, cleared when full (the memory stays bounded; Redis keeps the answer too). */
+/**
+ * Batch id → account answers kept in memory, cleared when full (the memory stays bounded; Redis
+ * keeps the answer too).
+ */
 const BATCH_CACHE_MAX = 50_000;
 const PROGRESS_EVERY_MS = 10_000;
 
@@ -40,7 +43,10 @@ export interface LayoutOptions {
 export interface LayoutResult {
   /** Old keys this call moved to their new names (a split hash or the active set counts as one). */
   moved: number;
-  /** True when this call found nothing to do: the data was in the current layout already, or another process moved it while this one waited. */
+  /**
+   * True when this call found nothing to do: the data was in the current layout already, or another
+   * process moved it while this one waited.
+   */
   alreadyCurrent: boolean;
 }
 
@@ -59,7 +65,10 @@ const cmd = (...args: [string, ...Arg[]]): Command => ({ args });
 type Route =
   | { kind: 'to'; to: string }
   | { kind: 'batch'; batch: string; to: (b: BatchRef) => string }
-  /** `G:sched:pending:<x>` where `<x>` is also a class name: the key's type says which (a pending list, or a zset of an account named `pending`). */
+  /**
+   * `G:sched:pending:<x>` where `<x>` is also a class name: the key's type says which (a pending
+   * list, or a zset of an account named `pending`).
+   */
   | { kind: 'byType'; list: Route; zset: Route }
   /** Rebuilt field by field after the scan (G:sched:weights, G:sched:active). */
   | { kind: 'special' }
@@ -96,7 +105,8 @@ export async function ensureLayout(
     if ((await redis.set(lockKey, token, 'PX', lockMs, 'NX')) === 'OK') break;
     if (Date.now() > deadline)
       throw new Error(
-        `the Redis data is being moved to key layout ${CURRENT} by another process (lock ${lockKey}) and it did not finish within ${waitMs} ms`,
+        `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
+          `${lockKey}) and it did not finish within ${waitMs} ms`,
       );
     await sleep(pollMs);
     if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
@@ -115,7 +125,10 @@ export async function ensureLayout(
   }
 }
 
-/** Keeps the lock alive while the migration runs; `check` throws once it is lost (two migrators would race on the rebuilt structures). */
+/**
+ * Keeps the lock alive while the migration runs; `check` throws once it is lost (two migrators
+ * would race on the rebuilt structures).
+ */
 function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: number) {
   const redis = withScripts(client, ['lock-extend', 'lock-release']);
   let lost: Error | undefined;
@@ -145,7 +158,10 @@ function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: n
   };
 }
 
-/** Sends commands in one round trip: a pipeline on one server; on a Cluster each command on its own, routed by its key (a pipeline there must stay on one node). */
+/**
+ * Sends commands in one round trip: a pipeline on one server; on a Cluster each command on its own,
+ * routed by its key (a pipeline there must stay on one node).
+ */
 async function send(client: RedisClient, cmds: Command[]): Promise<Reply[]> {
   if (cmds.length === 0) return [];
   if (client instanceof Cluster) {
@@ -369,7 +385,10 @@ async function migrate(
   return moved;
 }
 
-/** The new name of an old `G:<parts…>` key, by its exact shape (ids hold no `:`, so the part count tells shapes apart). */
+/**
+ * The new name of an old `G:<parts…>` key, by its exact shape (ids hold no `:`, so the part count
+ * tells shapes apart).
+ */
 function routeGlobal(keys: VqbKeys, p: string[]): Route {
   const n = p.length;
   const [head, a, b, c] = p as [string, string | undefined, string | undefined, string | undefined];
@@ -432,7 +451,10 @@ function routeGlobal(keys: VqbKeys, p: string[]): Route {
   return { kind: 'stay' };
 }
 
-/** DUMP, RESTORE under the new name (keeping the TTL), then DEL: a chunk of keys in a few round trips. Returns how many moved. */
+/**
+ * DUMP, RESTORE under the new name (keeping the TTL), then DEL: a chunk of keys in a few round
+ * trips. Returns how many moved.
+ */
 async function moveKeys(redis: RedisClient, server: Redis, moves: Move[], checkLock: () => void): Promise<number> {
   if (moves.length === 0) return 0;
   const sizes = await estimateSizes(server, moves);

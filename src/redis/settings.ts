@@ -73,7 +73,8 @@ function parseUrl(text: string): URL {
     // The text may hold a password: name its shape only.
     throw new ConfigError(
       'REDIS_URL',
-      `expected redis://host:port or rediss://host:port (comma-separated in cluster mode); got ${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}`,
+      `expected redis://host:port or rediss://host:port (comma-separated in cluster mode); got ` +
+        `${JSON.stringify(text.replace(/\/\/[^@/]*@/, '//***@'))}`,
     );
   }
 }
@@ -175,7 +176,8 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
     if (!input.sentinelName)
       throw new ConfigError(
         'REDIS_SENTINEL_NAME',
-        'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor <name> …), e.g. mymaster',
+        'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor ' +
+          '<name> …), e.g. mymaster',
       );
     const nodes = input.sentinels
       .split(',')
@@ -203,7 +205,8 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
     if (hashTagOf(input.prefix) === undefined) {
       throw new ConfigError(
         'VQ_PREFIX',
-        `Redis Cluster needs a prefix with a {hash tag} so that the keys all accounts share land in one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`,
+        `Redis Cluster needs a prefix with a {hash tag} so that the keys all accounts share land in ` +
+          `one slot, e.g. {vqb} or {vqb-prod}; got ${JSON.stringify(input.prefix)}`,
       );
     }
     const nodes = urls.map(nodeOf);

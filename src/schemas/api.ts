@@ -79,7 +79,8 @@ export const CreateBatchQuery = z.object({
     .min(0)
     .optional()
     .describe(
-      "cap on this batch's spend, in the account's currency: turned into creates at its price per query (422 NO_PRICE without one)",
+      "cap on this batch's spend, in the account's currency: turned into creates at its price per " +
+        'query (422 NO_PRICE without one)',
     ),
   reuseWithinMs: z.coerce
     .number()
@@ -107,13 +108,17 @@ export const CreateBatchQuery = z.object({
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
 
-/** A multipart/form-data upload: the CSV as the `file` part, the same options as fields (an unknown field is an error). */
+/**
+ * A multipart/form-data upload: the CSV as the `file` part, the same options as fields (an unknown
+ * field is an error).
+ */
 export const CreateBatchForm = CreateBatchQuery.extend({
   file: z
     .string()
     .meta({ format: 'binary' })
     .describe(
-      'the CSV file (`;`, `,` or tab, UTF-8 or Windows-1252, with or without a header) or an Excel .xlsx workbook (told by its name, media type or content)',
+      'the CSV file (`;`, `,` or tab, UTF-8 or Windows-1252, with or without a header) or an Excel ' +
+        '.xlsx workbook (told by its name, media type or content)',
     ),
 }).strict();
 /** The fields of a form, validated once the file part was read. */
@@ -133,7 +138,8 @@ export const ResultsQuery = z.object({
     .enum(EXPORT_FORMATS)
     .default('jsonl')
     .describe(
-      "jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns and rows as typed cells in an Excel workbook",
+      "jsonl: one JSON object per input row; csv: the file export's columns; xlsx: the same columns " +
+        'and rows as typed cells in an Excel workbook',
     ),
 });
 export type ResultsQuery = z.output<typeof ResultsQuery>;
@@ -261,7 +267,8 @@ export const DeleteReply = z.object({
   state: z
     .enum(['archived', 'cancelling'])
     .describe(
-      'archived: written, read back and deleted from Redis; cancelling: created plates still run, the batch is archived when they finish',
+      'archived: written, read back and deleted from Redis; cancelling: created plates still run, ' +
+        'the batch is archived when they finish',
     ),
   alreadyArchived: z.boolean().optional(),
   archivedAt: z.iso.datetime().optional(),

@@ -34,13 +34,18 @@ export const Weight = z.number().int().min(1).max(1_000);
 export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox']);
 export type BatchSource = z.output<typeof BatchSource>;
 
-/** Checked again against the server's settings (http/https only, VQ_WEBHOOK_ALLOW, a secret) before anything is stored. */
+/**
+ * Checked again against the server's settings (http/https only, VQ_WEBHOOK_ALLOW, a secret) before
+ * anything is stored.
+ */
 export const CallbackUrl = z
   .string()
   .min(1)
   .max(2_048)
   .describe(
-    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, and `account.paused` while it waits on a paused account. Its host must be on VQ_WEBHOOK_ALLOW when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID",
+    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, and " +
+      '`account.paused` while it waits on a paused account. Its host must be on VQ_WEBHOOK_ALLOW ' +
+      'when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID',
   );
 
 const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()]);
@@ -55,7 +60,8 @@ export const BatchOptions = z
       'the account (upstream key) the batch uses; default: the first configured (`default`)',
     ),
     priority: Priority.optional().describe(
-      'interactive: a person waits (served before anything else of the account, at most VQ_INTERACTIVE_MAX plates); normal (default); bulk',
+      'interactive: a person waits (served before anything else of the account, at most ' +
+        'VQ_INTERACTIVE_MAX plates); normal (default); bulk',
     ),
     weight: Weight.optional().describe(
       "share of the account's rate relative to the other batches of its class (default 1)",
@@ -83,7 +89,8 @@ export const BatchOptions = z
       .min(0)
       .optional()
       .describe(
-        "cap on this batch's spend in the account's currency, turned into creates at its price per query (422 NO_PRICE without a price); with maxCreates the smaller holds",
+        "cap on this batch's spend in the account's currency, turned into creates at its price per " +
+          'query (422 NO_PRICE without a price); with maxCreates the smaller holds',
       ),
     reuseWithinMs: z
       .number()
@@ -91,7 +98,8 @@ export const BatchOptions = z
       .min(0)
       .optional()
       .describe(
-        'answer plates from results stored this recently (ms) by any batch of the account (or of the accounts that share results), free',
+        'answer plates from results stored this recently (ms) by any batch of the account (or of ' +
+          'the accounts that share results), free',
       ),
     callbackUrl: CallbackUrl.optional(),
   })
@@ -157,7 +165,8 @@ export const WebhookDelivery = z.object({
     .enum(Object.keys(DELIVERY_FAILURES) as [DeliveryFailure, ...DeliveryFailure[]])
     .optional()
     .describe(
-      'why the last attempt failed, as a category: refused_address, host_not_allowed, dns_failed, connect_failed, timeout, tls, http_4xx, http_5xx, http_other, gone, failed',
+      'why the last attempt failed, as a category: refused_address, host_not_allowed, dns_failed, ' +
+        'connect_failed, timeout, tls, http_4xx, http_5xx, http_other, gone, failed',
     ),
   lastAttemptAt: z.iso.datetime().optional(),
   deliveredAt: z.iso.datetime().optional(),

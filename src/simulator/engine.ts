@@ -205,7 +205,8 @@ export class SimulatorEngine {
       const text = status === 502 ? 'Bad Gateway' : 'Service Temporarily Unavailable';
       return htmlReply(
         status,
-        `<html>\r\n<head><title>${status} ${text}</title></head>\r\n<body>\r\n<center><h1>${status} ${text}</h1></center>\r\n</body>\r\n</html>\r\n`,
+        `<html>\r\n<head><title>${status} ${text}</title></head>\r\n<body>\r\n<center><h1>${status} ` +
+          `${text}</h1></center>\r\n</body>\r\n</html>\r\n`,
         headers,
       );
     }
@@ -253,7 +254,8 @@ export class SimulatorEngine {
       f.gatewayErrorsAfterCreate += 1;
       return htmlReply(
         502,
-        '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n',
+        '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad ' +
+          'Gateway</h1></center>\r\n</body>\r\n</html>\r\n',
         headers,
       );
     }

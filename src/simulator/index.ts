@@ -89,7 +89,9 @@ export function formatBanner(handle: SimulatorHandle): string {
     `  limits: ${o.rateLimit} (${o.window}), quota ${quota}; completion ${o.completionMs[0]}-${o.completionMs[1]}ms`,
   );
   lines.push(
-    `  try: curl -X POST ${handle.url}/queries/integration/${o.products[0] ?? DEFAULT_OPTIONS.products[0]} -H 'x-api-key: ${handle.keys.list()[0]?.key ?? 'KEY'}' -H 'content-type: application/json' -d '{"keys":{"licensePlate":"ABC1D23"}}'`,
+    `  try: curl -X POST ${handle.url}/queries/integration/${o.products[0] ?? DEFAULT_OPTIONS.products[0]} ` +
+      `-H 'x-api-key: ${handle.keys.list()[0]?.key ?? 'KEY'}' -H 'content-type: application/json' ` +
+      `-d '{"keys":{"licensePlate":"ABC1D23"}}'`,
   );
   lines.push(`  stats: ${handle.url}/__stats`);
   return lines.join('\n');

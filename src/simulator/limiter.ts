@@ -6,7 +6,10 @@ import type { WindowKind } from './options.js';
 export interface LimitState {
   /** Slots left now (after a `take`, the slots left after that request). */
   remaining: number;
-  /** When the next slot frees up: window end (fixed), oldest entry leaving (sliding), next token (bucket). `now` when nothing is in use. */
+  /**
+   * When the next slot frees up: window end (fixed), oldest entry leaving (sliding), next token
+   * (bucket). `now` when nothing is in use.
+   */
   resetAtMs: number;
   /** 0 when a request may pass now, else the exact wait until one may. */
   retryAfterMs: number;

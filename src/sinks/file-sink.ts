@@ -201,7 +201,8 @@ function unusableDir(dir: string, cause: unknown): VqbError {
           : `the file system said ${code}`;
   return new VqbError(
     'EXPORT_DIR_UNUSABLE',
-    `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, run \`vqb export <batch>\` again)`,
+    `cannot write exports to ${dir}: ${why} (set VQ_OUT_DIR or --out; the stored outcomes are safe, ` +
+      `run \`vqb export <batch>\` again)`,
     {
       cause,
     },

@@ -64,7 +64,10 @@ export async function batchResults(
   return { contentType: 'text/csv; charset=utf-8', fileName, body: stringifier };
 }
 
-/** A batch's rejected rows as a streamed CSV (the file sink's rejects columns). Throws BatchNotFoundError (404) before anything is sent. */
+/**
+ * A batch's rejected rows as a streamed CSV (the file sink's rejects columns). Throws
+ * BatchNotFoundError (404) before anything is sent.
+ */
 export async function batchRejects(
   services: { batches: BatchStore; outcomes: OutcomeStore },
   batch: BatchKey,

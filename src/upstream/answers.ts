@@ -350,7 +350,8 @@ export function describeUnreadable(
 ): string {
   const what =
     why === 'no-id'
-      ? `the upstream's answer to a ${operation} has no query id vqb can read (the query is paid: it waits, and is not created again)`
+      ? `the upstream's answer to a ${operation} has no query id vqb can read (the query is paid: ` +
+        `it waits, and is not created again)`
       : why === 'no-state'
         ? `the upstream's answer to a ${operation === 'get' ? 'poll' : operation} has no state vqb can read`
         : `the upstream answered the state ${JSON.stringify(status)}, which is in none of vqb's lists`;
@@ -366,17 +367,20 @@ export function describeUnreadable(
   const where =
     accountId === 'default'
       ? ''
-      : ` (account ${accountId}: answerId, answerStatus, statesPending, statesDone or statesFailed in the accounts file)`;
+      : ` (account ${accountId}: answerId, answerStatus, statesPending, statesDone or statesFailed ` +
+        `in the accounts file)`;
   // A state the built-in lists know needs no setting.
   const known = stateText !== undefined && new StateLists().classify(stateText) !== undefined;
   if (!known)
     sets.push(
-      `VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED naming ${stateText ? JSON.stringify(stateText) : 'its states'}`,
+      `VQ_STATES_PENDING, VQ_STATES_DONE or VQ_STATES_FAILED naming ` +
+        `${stateText ? JSON.stringify(stateText) : 'its states'}`,
     );
   return [
     `UNRECOGNISED_ANSWER: ${what}.`,
     `Its fields: ${fields.join(', ') || '(none)'}.`,
-    `Settings that would read it${where}: ${sets.join(', ')} (VQ_ANSWER_* are JSON Pointers into the answer's body; VQ_ANSWER_RESULT where the result is); then run the same command again.`,
+    `Settings that would read it${where}: ${sets.join(', ')} (VQ_ANSWER_* are JSON Pointers into ` +
+      `the answer's body; VQ_ANSWER_RESULT where the result is); then run the same command again.`,
   ].join(' ');
 }
 

@@ -49,9 +49,15 @@ export interface UpstreamClientOptions {
 }
 
 export interface SendOptions {
-  /** Awaited after everything else is ready, immediately before the request is handed to undici (the caller's pacing). */
+  /**
+   * Awaited after everything else is ready, immediately before the request is handed to undici (the
+   * caller's pacing).
+   */
   ready?: () => Promise<void>;
-  /** Called when the request is written to its socket, a connection opened first if none was free (upstream/written.ts). */
+  /**
+   * Called when the request is written to its socket, a connection opened first if none was free
+   * (upstream/written.ts).
+   */
   written?: () => void;
 }
 
@@ -296,7 +302,10 @@ export class UpstreamClient {
   }
 }
 
-/** What the whole request's bound aborts with: the reason AbortSignal.timeout gives (#toUpstreamError reads its name). */
+/**
+ * What the whole request's bound aborts with: the reason AbortSignal.timeout gives
+ * (#toUpstreamError reads its name).
+ */
 function timeoutReason(): DOMException {
   return new DOMException('The operation was aborted due to timeout', 'TimeoutError');
 }

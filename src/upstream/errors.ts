@@ -79,7 +79,8 @@ export class PermissionError extends UpstreamError {
     super(
       'INSUFFICIENT_PERMISSIONS',
       403,
-      `the API key lacks the permission "${permission}" needed to ${operation === 'create' ? 'create queries' : 'read query results'} (upstream: ${upstreamMessage})`,
+      `the API key lacks the permission "${permission}" needed to ` +
+        `${operation === 'create' ? 'create queries' : 'read query results'} (upstream: ${upstreamMessage})`,
       'INSUFFICIENT_PERMISSIONS',
     );
     this.name = 'PermissionError';

@@ -63,7 +63,8 @@ export function parseIetfRateLimit(get: (name: string) => string | undefined, no
   const current = get('ratelimit');
   if (current !== undefined) {
     const p = itemParams(current.split(',')[0] ?? '');
-    // Draft 08+: r= remaining, t= seconds to reset; earlier drafts put limit, remaining, reset as `limit=…, remaining=…, reset=…`.
+    // Draft 08+: r= remaining, t= seconds to reset; earlier drafts put limit, remaining, reset as
+    // `limit=…, remaining=…, reset=…`.
     const remaining = p.r ?? p.remaining;
     const reset = p.t ?? p.reset;
     if (p.limit !== undefined && out.limit === undefined) out.limit = p.limit;

@@ -72,7 +72,9 @@ export function batchFinishedEvent(
       finishedAt: new Date(info.finishedAt).toISOString(),
       counts: { ...info.counts },
       links: publicLinks(info.id, publicUrl),
-      summary: `batch ${info.id} finished in ${spanText(info.finishedAt - info.createdAt)}: ${info.counts.done} done, ${info.counts.failed} failed, ${info.counts.rejected} rejected`,
+      summary:
+        `batch ${info.id} finished in ${spanText(info.finishedAt - info.createdAt)}: ` +
+        `${info.counts.done} done, ${info.counts.failed} failed, ${info.counts.rejected} rejected`,
     },
   };
 }

@@ -73,7 +73,8 @@ export function forbiddenHost(url: URL, allow: readonly string[]): string | unde
 const refused = (host: string, why: string) =>
   new InputError(
     CALLBACK_ADDRESS_FORBIDDEN,
-    `callbackUrl: host ${host} is ${why}; webhooks go to public addresses only (an internal receiver must be named exactly on VQ_WEBHOOK_ALLOW by the operator)`,
+    `callbackUrl: host ${host} is ${why}; webhooks go to public addresses only (an internal ` +
+      `receiver must be named exactly on VQ_WEBHOOK_ALLOW by the operator)`,
   );
 
 /**
@@ -112,7 +113,8 @@ export function checkCallbackUrl(raw: string, settings: Pick<WebhookSettings, 'a
   if (settings.secret === undefined) {
     throw new InputError(
       WEBHOOK_SECRET_MISSING,
-      'callbackUrl: this server signs webhooks and has no secret; its operator must set VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE)',
+      'callbackUrl: this server signs webhooks and has no secret; its operator must set ' +
+        'VQ_WEBHOOK_SECRET (or VQ_WEBHOOK_SECRET_FILE)',
     );
   }
   const why = forbiddenHost(url, settings.allow);

@@ -21,7 +21,10 @@ export interface AccountRun {
   worker: PlateWorker;
   client: UpstreamClient;
   flow: AccountFlow;
-  /** Ends the waits of polls waiting in the worker (they go to BullMQ's delayed set), so a stop need not wait for them. */
+  /**
+   * Ends the waits of polls waiting in the worker (they go to BullMQ's delayed set), so a stop need
+   * not wait for them.
+   */
   stopWaits: () => void;
 }
 

@@ -1,30 +1,33 @@
 // What the queue does about each failure. This table is the only place that decides it: the
 // processor and the worker look the failure up here and do what the decision says.
 //
-// | failure                                  | action        | wait        | create refunded | why                                     |
-// |------------------------------------------|---------------|-------------|-----------------|-----------------------------------------|
-// | 401 INVALID_API_KEY                      | pause-account | —           | yes (answered)  | every job of the key would fail alike   |
-// | 401 EXPIRED_API_KEY                      | pause-account | —           | yes             | idem; resumes after the key is rotated  |
-// | 403 INSUFFICIENT_PERMISSIONS             | pause-account | —           | yes             | idem; the message names the permission  |
-// | 429, per-window rate                     | wait          | rate_limit  | yes             | the account holds for Retry-After       |
-// | 429, daily/monthly quota                 | wait          | quota       | yes             | the account holds until the reset       |
-// | 5xx, 408 in the upstream's error envelope| retry         | —           | yes             | the upstream itself says it failed      |
-// | 5xx without the envelope (a gateway's)   | retry         | —           | no              | proves nothing: the create may be made  |
-// | refused, connect timeout                 | retry         | —           | yes             | the request never left                  |
-// | reset, timeout after sending             | retry         | —           | no              | it may have been made (and paid)        |
-// | answer cut off (reset or stall mid-body) | retry         | —           | no              | idem: status seen, answer not read      |
-// | 2xx read whole but unusable, create      | fail          | —           | no              | made and paid; a re-send would pay for  |
-// |   (not JSON, too large)                  |               |             |                 | the same garbage again                  |
-// | 2xx we cannot read, poll                 | retry         | —           | —               | polls are safe to repeat                |
-// | 2xx JSON with no id or state we can read | hold-answer   | —           | no              | made and paid: the answer is kept with  |
-// |   (UNRECOGNISED_ANSWER)                  |               |             |                 | the plate, the account holds until a    |
-// |                                          |               |             |                 | setting reads it; never failed, never   |
-// |                                          |               |             |                 | created again (an unknown state mid-    |
-// |                                          |               |             |                 | batch: held at its third answer)        |
-// | 404 to a poll                            | retry         | —           | —               | a new query may not be known yet        |
-// | other 4xx, query FAILED                  | fail          | —           | yes             | a retry would fail (and pay) again      |
-// | job stalled too often (BullMQ)           | fail          | —           | —               | recorded as JOB_STALLED                 |
-// | any other error, last attempt            | fail          | —           | —               | recorded as INTERNAL_ERROR              |
+// | failure                            | action (wait)     | refund | why                                             |
+// |------------------------------------|-------------------|--------|-------------------------------------------------|
+// | 401 INVALID_API_KEY                | pause-account     | yes    | every job of the key would fail alike           |
+// | 401 EXPIRED_API_KEY                | pause-account     | yes    | idem; resumes after the key is rotated          |
+// | 403 INSUFFICIENT_PERMISSIONS       | pause-account     | yes    | idem; the message names the permission          |
+// | 429, per-window rate               | wait rate_limit   | yes    | the account holds for Retry-After               |
+// | 429, daily/monthly quota           | wait quota        | yes    | the account holds until the reset               |
+// | 5xx, 408 in the upstream's error   | retry             | yes    | the upstream itself says it failed              |
+// | envelope                           |                   |        |                                                 |
+// | 5xx without the envelope (a        | retry             | no     | proves nothing: the create may be made          |
+// | gateway's)                         |                   |        |                                                 |
+// | refused, connect timeout           | retry             | yes    | the request never left                          |
+// | reset, timeout after sending       | retry             | no     | it may have been made (and paid)                |
+// | answer cut off (reset or stall     | retry             | no     | idem: status seen, answer not read              |
+// | mid-body)                          |                   |        |                                                 |
+// | 2xx read whole but unusable,       | fail              | no     | made and paid; a re-send would pay for the same |
+// | create (not JSON, too large)       |                   |        | garbage again                                   |
+// | 2xx we cannot read, poll           | retry             | —      | polls are safe to repeat                        |
+// | 2xx JSON with no id or state we    | hold-answer       | no     | made and paid: the answer is kept with the      |
+// | can read (UNRECOGNISED_ANSWER)     |                   |        | plate, the account holds until a setting reads  |
+// |                                    |                   |        | it; never failed, never created again (an       |
+// |                                    |                   |        | unknown state in a batch: held at its third     |
+// |                                    |                   |        | answer)                                         |
+// | 404 to a poll                      | retry             | —      | a new query may not be known yet                |
+// | other 4xx, query FAILED            | fail              | yes    | a retry would fail (and pay) again              |
+// | job stalled too often (BullMQ)     | fail              | —      | recorded as JOB_STALLED                         |
+// | any other error, last attempt      | fail              | —      | recorded as INTERNAL_ERROR                      |
 //
 // A create not refunded stays marked `creating`: the next attempt re-sends it flagged possible
 // duplicate (or fails CREATE_UNCERTAIN with VQ_RECREATE_UNCERTAIN=false). Every request that
@@ -38,7 +41,10 @@ export interface Decision {
   action: Action;
   /** For `wait`: what the account waits for. */
   waitReason?: LimitReason;
-  /** A create that failed this way certainly did not reach the upstream, or was answered: give back its spending-cap unit and in-flight slot. */
+  /**
+   * A create that failed this way certainly did not reach the upstream, or was answered: give back
+   * its spending-cap unit and in-flight slot.
+   */
   refundCreate: boolean;
 }
 

@@ -76,7 +76,8 @@ export class FirstContact {
       if (strikes < STRIKES_BEFORE_HOLD) {
         log.warn(
           { event: 'answer.unrecognised', account: this.#account, state: err.state, strikes },
-          `the upstream answered a state vqb does not know (${JSON.stringify(err.state ?? '')}): the plate waits; the account holds at the ${STRIKES_BEFORE_HOLD}rd such answer`,
+          `the upstream answered a state vqb does not know (${JSON.stringify(err.state ?? '')}): ` +
+            `the plate waits; the account holds at the ${STRIKES_BEFORE_HOLD}rd such answer`,
         );
         return false;
       }

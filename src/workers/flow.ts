@@ -101,22 +101,34 @@ export class AccountFlow {
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #metrics: WorkerMetrics;
-  /** How far ahead a slot may be reserved: one interval (of the rate in force) plus the time a woken worker takes to ask. */
+  /**
+   * How far ahead a slot may be reserved: one interval (of the rate in force) plus the time a woken
+   * worker takes to ask.
+   */
   get horizonMs(): number {
     return Math.max(1_000 / this.#rate, 20) + 20;
   }
   #inStreak = false;
-  /** `auto`: when this process last fed an answer to the learned rate, the limit it last heard, the source it last logged. */
+  /**
+   * `auto`: when this process last fed an answer to the learned rate, the limit it last heard, the
+   * source it last logged.
+   */
   #learned = { at: 0, limit: undefined as number | undefined, source: undefined as string | undefined };
   /** A configured rate far from the upstream's announced limit is said once per process. */
   #warnedConfigured = false;
   #rate: number;
   /** The window of the limit in force (an announced one, else the configured), for the jitter allowance. */
   #windowMs: number;
-  /** This process's requests waiting for the account's slot (see #slot): whether one asks Redis now, the others in order. */
+  /**
+   * This process's requests waiting for the account's slot (see #slot): whether one asks Redis now,
+   * the others in order.
+   */
   #asking = false;
   readonly #waiters: { priority: number; go: (nextAt?: number) => void }[] = [];
-  /** Reachability: this process saw a failure since its last answer; when it last asked whether an outage (of any process) ended. */
+  /**
+   * Reachability: this process saw a failure since its last answer; when it last asked whether an
+   * outage (of any process) ended.
+   */
   #reach = { failed: false, checkedAt: 0 };
 
   constructor(deps: FlowDeps) {
@@ -408,7 +420,8 @@ export class AccountFlow {
       source: rate.source,
       ...(rate.windowMs ? { windowMs: rate.windowMs } : {}),
     };
-    // One line when where the rate comes from changes (or the upstream announces another limit); the learning steps at debug.
+    // One line when where the rate comes from changes (or the upstream announces another limit);
+    // the learning steps at debug.
     if (rate.source !== this.#learned.source || rate.source === 'announced')
       log.info(fields, `rate in force: ${fields.perSecond}/s (${rate.source})`);
     else log.debug(fields, 'learned rate moved');
@@ -427,7 +440,8 @@ export class AccountFlow {
     if (configuredPerS <= announcedPerS * 1.05 && configuredPerS >= announcedPerS * 0.5) return;
     this.#warnedConfigured = true;
     const windowMs = quota.windowMs ?? configured.durationMs;
-    const suggestion = `${quota.limit}/${windowMs === 1_000 ? 's' : windowMs === 60_000 ? 'min' : `${windowMs / 1_000}s`}`;
+    const unit = windowMs === 1_000 ? 's' : windowMs === 60_000 ? 'min' : `${windowMs / 1_000}s`;
+    const suggestion = `${quota.limit}/${unit}`;
     const above = configuredPerS > announcedPerS;
     const fields = {
       event: 'account.rate_mismatch',
@@ -435,8 +449,11 @@ export class AccountFlow {
       configured: configured.text,
       announced: suggestion,
     };
-    const message = `the configured rate ${configured.text} is far ${above ? 'above' : 'below'} the ${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`;
-    // Above: 429s until vqb learns its way down. Below: the key is under-used, which may be a choice (headroom for other users of the key).
+    const message =
+      `the configured rate ${configured.text} is far ${above ? 'above' : 'below'} the ` +
+      `${quota.limit} requests per window the upstream announces: set ${suggestion} (or auto, to follow it)`;
+    // Above: 429s until vqb learns its way down. Below: the key is under-used, which may be a
+    // choice (headroom for other users of the key).
     if (above) log.warn(fields, message);
     else log.info(fields, message);
   }
@@ -483,7 +500,8 @@ export class AccountFlow {
     };
     log.info(
       fields,
-      `upstream reachable again after ${spanText(now - ended.since)} unreachable (${ended.attempts} failed attempts: ${ended.reason})`,
+      `upstream reachable again after ${spanText(now - ended.since)} unreachable (${ended.attempts} ` +
+        `failed attempts: ${ended.reason})`,
     );
   }
 

@@ -13,9 +13,11 @@ const MESSAGES: Record<LockLossWhen, string> = {
     'lost the lock on a job (this process was paused or cut off from Redis): another worker may take it over',
   'nothing-sent': 'another worker took the job over; nothing was sent',
   'answer-stored':
-    "another worker took the job over after this one's create was answered; its query id is stored, nothing is sent twice",
+    "another worker took the job over after this one's create was answered; its query id is stored, " +
+    'nothing is sent twice',
   'create-superseded':
-    'another worker took the job over and sent the create again: the create had already been sent, the plate is flagged possible duplicate',
+    'another worker took the job over and sent the create again: the create had already been sent, ' +
+    'the plate is flagged possible duplicate',
   'answer-dropped': "another worker took the job over; this worker's answer was not written over the newer state",
 };
 

@@ -15,8 +15,10 @@ export function watchEventLoop(logger: Logger, lockDurationMs: number, everyMs =
     logger.warn(
       { event: 'process.stalled', stalledMs: Math.round(stalledMs), lockDurationMs },
       stalledMs >= lockDurationMs
-        ? 'this process was paused or its event loop blocked longer than VQ_LOCK_DURATION: jobs it held may have been taken over by other workers (nothing is sent twice unflagged)'
-        : 'this process was paused or its event loop blocked for a third of VQ_LOCK_DURATION or more: its job locks were at risk',
+        ? 'this process was paused or its event loop blocked longer than VQ_LOCK_DURATION: jobs it ' +
+            'held may have been taken over by other workers (nothing is sent twice unflagged)'
+        : 'this process was paused or its event loop blocked for a third of VQ_LOCK_DURATION or ' +
+            'more: its job locks were at risk',
     );
   }, everyMs);
   timer.unref();

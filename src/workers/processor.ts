@@ -58,7 +58,10 @@ export interface ProcessorDeps {
    * the window a pause there leaves open. Only tests set it (`VQB_TEST_STOP_AFTER_FENCE`).
    */
   afterFence?: () => Promise<void>;
-  /** Room for polls waiting for their time in this worker, their jobs kept active (none: every poll goes to the delayed set; see #pollAt). */
+  /**
+   * Room for polls waiting for their time in this worker, their jobs kept active (none: every poll
+   * goes to the delayed set; see #pollAt).
+   */
   pollRoom?: PollRoom;
 }
 
@@ -112,7 +115,10 @@ export class PlateProcessor {
     this.#random = deps.clock?.random ?? Math.random;
   }
 
-  /** The worker is stopping: polls waiting here go to BullMQ's delayed set at once, so the stop need not wait for them. */
+  /**
+   * The worker is stopping: polls waiting here go to BullMQ's delayed set at once, so the stop need
+   * not wait for them.
+   */
   stopWaits(): void {
     this.#stop.abort();
   }
@@ -158,7 +164,8 @@ export class PlateProcessor {
       // The create was sent and its answer never stored: the upstream may have made (and charged) it.
       if (!this.#d.config.recreateUncertain) {
         const message =
-          'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate';
+          'a create was sent and its answer was lost; not re-sent (VQ_RECREATE_UNCERTAIN=false): ' +
+          'check the upstream for this plate';
         return this.#failWith(job, data, { code: 'CREATE_UNCERTAIN', message }, log);
       }
       possibleDuplicate = true;
@@ -265,7 +272,10 @@ export class PlateProcessor {
     return this.#pollAt(job, token, createdAt + delay, log);
   }
 
-  /** What the answer said of its own price, beside the estimate; a lost note costs nothing, so it never fails the job. */
+  /**
+   * What the answer said of its own price, beside the estimate; a lost note costs nothing, so it
+   * never fails the job.
+   */
   async #reportBilling(data: PlateJobData, answer: AnsweredQuery, log: Logger): Promise<void> {
     if (!answer.billing) return;
     try {
@@ -494,7 +504,10 @@ export class PlateProcessor {
     return this.#pollAt(job, token, now + nextPollDelay(polled.polls, this.#d.config.poll, this.#random), log);
   }
 
-  /** Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ should do otherwise. */
+  /**
+   * Acts on the flow control's answer: returns it when the request may go out, throws what BullMQ
+   * should do otherwise.
+   */
   async #admitted(
     // A create whose plate is finished already ends in #create before it gets here.
     admission: SendAdmission,
@@ -579,7 +592,8 @@ export class PlateProcessor {
 
   async #onUpstreamError(job: PlateJob, err: AnyUpstreamError, log: Logger): Promise<never> {
     const decision = decide(err);
-    // Reachability, shared by every process: no answer (or a 5xx) counts toward "unreachable"; any other answer ends it.
+    // Reachability, shared by every process: no answer (or a 5xx) counts toward "unreachable"; any
+    // other answer ends it.
     if (isUnreachable(err)) await this.#d.flow.onUnreachable(err, log);
     else if (err.status > 0) await this.#d.flow.reached(log);
     switch (decision.action) {

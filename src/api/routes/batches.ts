@@ -159,7 +159,8 @@ async function readCreateRequest(
   if ((body === undefined || body === null) && !request.isMultipart())
     throw new ApiError(
       'BODY_MISSING',
-      'send the plates: a JSON body {"plates": ["ABC1D23", …]}, a text/csv or .xlsx body, or a multipart form with a file',
+      'send the plates: a JSON body {"plates": ["ABC1D23", …]}, a text/csv or .xlsx body, or a ' +
+        'multipart form with a file',
     );
   if (body instanceof Readable || request.isMultipart()) {
     // A file: a text/csv or .xlsx body with its options in the query, or a form's `file` with its fields.
@@ -229,10 +230,16 @@ function createRoutes(app: FastifyInstance, kit: V1Kit): void {
         operationId: 'createBatch',
         summary: 'Enqueue plates as a new batch (or find the batch this same content made before)',
         description:
-          'JSON `{plates, …options}` (`CreateBatchBody`); or a CSV or Excel .xlsx file, as a `multipart/form-data` upload (the file as `file`, options as fields: `CreateBatchForm`) ' +
-          'or as a `text/csv` or `application/vnd.openxmlformats-officedocument.spreadsheetml.sheet` body (its bytes as they are, options in the query string). ' +
-          'A workbook is read from its first visible sheet, or the one named by `sheet`; formulas give their cached results, never evaluated. A CSV sent as a JSON string is refused (400 `CSV_JSON_ENCODED`). ' +
-          'The batch id is derived from the content: the same content again answers the same batch with `created: false` and enqueues nothing.',
+          'JSON `{plates, …options}` (`CreateBatchBody`); or a CSV or Excel .xlsx file, as a ' +
+          '`multipart/form-data` upload (the file as `file`, options as fields: `CreateBatchForm`) ' +
+          'or as a `text/csv` or ' +
+          '`application/vnd.openxmlformats-officedocument.spreadsheetml.sheet` body (its bytes as ' +
+          'they are, options in the query string). ' +
+          'A workbook is read from its first visible sheet, or the one named by `sheet`; formulas ' +
+          'give their cached results, never evaluated. A CSV sent as a JSON string is refused (400 ' +
+          '`CSV_JSON_ENCODED`). ' +
+          'The batch id is derived from the content: the same content again answers the same batch ' +
+          'with `created: false` and enqueues nothing.',
         tags: ['batches'],
         security: SECURITY,
         querystring: requestSchema(CreateBatchQuery),
@@ -366,9 +373,12 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
         operationId: 'getBatchResults',
         summary: "One row per input row, streamed; unfinished plates are 'pending'",
         description:
-          "`format=jsonl` (default): `application/x-ndjson`, one `ResultRow` JSON object per line (the schema given is a line's), as the JSONL export. " +
-          "`format=csv`: `text/csv`, the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER; result fields as `result.a.b`). " +
-          '`format=xlsx`: an Excel workbook, the same columns and rows as typed cells (numbers, dates, booleans, text; never a formula) on sheet `results`, rejected rows on sheet `rejects`.',
+          '`format=jsonl` (default): `application/x-ndjson`, one `ResultRow` JSON object per line ' +
+          "(the schema given is a line's), as the JSONL export. " +
+          "`format=csv`: `text/csv`, the CSV export's columns (UTF-8 with BOM, VQ_CSV_DELIMITER; " +
+          'result fields as `result.a.b`). ' +
+          '`format=xlsx`: an Excel workbook, the same columns and rows as typed cells (numbers, ' +
+          'dates, booleans, text; never a formula) on sheet `results`, rejected rows on sheet `rejects`.',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
@@ -376,7 +386,8 @@ function readRoutes(app: FastifyInstance, kit: V1Kit): void {
         response: {
           200: {
             description:
-              'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv; or an .xlsx workbook',
+              'the rows, in input order: application/x-ndjson, one ResultRow per line; or text/csv; ' +
+              'or an .xlsx workbook',
             content: {
               'application/x-ndjson': { schema: ref('ResultRow') },
               'text/csv': {
@@ -423,9 +434,12 @@ function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
         operationId: 'deleteBatch',
         summary: 'Archive a finished batch and delete it from Redis (its results stay downloadable)',
         description:
-          'The exports and a manifest are written to the archive folder (VQ_ARCHIVE_DIR) and read back (sha256, row counts) before any Redis key of the batch is deleted. ' +
-          'A running batch is refused (409 `BATCH_RUNNING`) unless `cancel=true`: plates not yet sent are dropped (outcome `CANCELLED`, no charge); ' +
-          'plates already created run to the end (202 `cancelling`) and the batch is archived once they have. An archive that cannot be written or verified deletes nothing (500 `ARCHIVE_FAILED`).',
+          'The exports and a manifest are written to the archive folder (VQ_ARCHIVE_DIR) and read ' +
+          'back (sha256, row counts) before any Redis key of the batch is deleted. ' +
+          'A running batch is refused (409 `BATCH_RUNNING`) unless `cancel=true`: plates not yet ' +
+          'sent are dropped (outcome `CANCELLED`, no charge); ' +
+          'plates already created run to the end (202 `cancelling`) and the batch is archived once ' +
+          'they have. An archive that cannot be written or verified deletes nothing (500 `ARCHIVE_FAILED`).',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),
@@ -476,7 +490,8 @@ function changeRoutes(app: FastifyInstance, kit: V1Kit): void {
         operationId: 'retryBatch',
         summary: 'Run the failed plates again',
         description:
-          'Plates with a queryId poll that query again (no charge); `recreate: true` creates every failed plate anew (a charge each).',
+          'Plates with a queryId poll that query again (no charge); `recreate: true` creates every ' +
+          'failed plate anew (a charge each).',
         tags: ['batches'],
         security: SECURITY,
         params: requestSchema(BatchParams),

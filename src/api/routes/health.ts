@@ -39,7 +39,12 @@ export function healthRoutes(
       schema: {
         summary: "Liveness and each account's line",
         description:
-          "No token needed: without one, only `status` and `redis` (a probe's answer). With a service token, `accounts` too: each of the token's accounts (an administrator's: every one). 503 when Redis cannot be reached. `degraded` when an account is paused (key failure, operator), its upstream is unreachable (each account's `upstream` says since when, and when it came back), waiting for the upstream's quota or held by a spending cap; a short rate-limit wait is normal and stays `ok`.",
+          "No token needed: without one, only `status` and `redis` (a probe's answer). With a " +
+          "service token, `accounts` too: each of the token's accounts (an administrator's: every " +
+          'one). 503 when Redis cannot be reached. `degraded` when an account is paused (key ' +
+          "failure, operator), its upstream is unreachable (each account's `upstream` says since " +
+          "when, and when it came back), waiting for the upstream's quota or held by a spending " +
+          'cap; a short rate-limit wait is normal and stays `ok`.',
         operationId: 'getHealth',
         tags: ['operations'],
         security: [],

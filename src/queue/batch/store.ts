@@ -286,7 +286,8 @@ export class BatchStore {
 
   /**
    * Stores a chunk of rows, moves the counts and the ingest position, and hands its new plates to
-   * the scheduler (which writes its own lists into the same MULTI), all in one MULTI: Redis runs all of it or, when full (maxmemory reached under
+   * the scheduler (which writes its own lists into the same MULTI), all in one MULTI: Redis runs
+   * all of it or, when full (maxmemory reached under
    * noeviction), refuses the whole transaction at EXEC, so no plate waits whose row and count
    * were never stored. A refused chunk throws RedisFullError; the same ingest run again resumes
    * from the position stored with the last chunk that was written.
@@ -489,7 +490,10 @@ export class BatchStore {
     return (await this.#redis.get(this.#keys.batchContent(account, digest))) ?? undefined;
   }
 
-  /** Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes: OutcomeStore.forget). */
+  /**
+   * Removes the batch's hash, rows, ingest lock and its entry in the list of batches (its outcomes:
+   * OutcomeStore.forget).
+   */
   async forget(batch: BatchKey): Promise<void> {
     const ref = await this.find(batch);
     if (!ref) return;
