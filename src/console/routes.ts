@@ -146,6 +146,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     assetRoutes(scope);
     sessionRoutes(scope, kit);
     batchRoutes(scope, kit);
+    eventRoutes(scope, kit);
     downloadRoutes(scope, kit);
     accountRoutes(scope, kit);
     uploadRoutes(scope, kit);
@@ -222,38 +223,37 @@ function assetRoutes(scope: FastifyInstance): void {
 
 /** The batch list, live updates, one batch, its downloads, its retry. */
 function batchRoutes(scope: FastifyInstance, kit: Kit): void {
-  const {
-    services,
-    now,
-    redisWait,
-    resolve,
-    streams,
-    sessions,
-    auth,
-    limits,
-    context,
-    page,
-    required,
-    visibleBatch,
-    visibleArchive,
-    accountsOf,
-    failedOf,
-  } = kit;
+  const { services, now, redisWait, context, page, required, visibleBatch, visibleArchive, failedOf } = kit;
   scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
     const signed = await required(request);
     const ctx = context(request, signed);
-    const { views, lines } = await listViews(signed.scope);
+    const { views, lines } = await listViews(kit, signed.scope);
     return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait()));
   });
 
-  const listViews = async (s: Scope) => {
-    const { batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s));
-    const at = now();
-    const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
-    const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
-    return { views, lines };
-  };
+  scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
+    '/batches/:id',
+    async (request, reply) => {
+      const signed = await required(request);
+      const ctx = context(request, signed);
+      const manifest = await visibleArchive(signed, request.params.id);
+      if (manifest !== undefined)
+        return page(
+          reply,
+          batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)),
+        );
+      const info = await visibleBatch(signed, request.params.id);
+      const view = batchView(info, await batchContext(services, info), now());
+      const line = await services.accounts.line(info.account).state();
+      const failed = await failedOf(view);
+      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait(), failed));
+    },
+  );
+}
 
+/** The live updates of the batch list and of one batch's page (server-sent events). */
+function eventRoutes(scope: FastifyInstance, kit: Kit): void {
+  const { services, now, resolve, streams, sessions, auth, limits, context, visibleBatch, failedOf } = kit;
   scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
     const signed = await resolve(request);
     if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
@@ -308,7 +308,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
           if (info === undefined) return '[]';
           views = [batchView(info, await batchContext(services, info), now())];
           lines = [await services.accounts.line(info.account).state()];
-        } else ({ views, lines } = await listViews(current));
+        } else ({ views, lines } = await listViews(kit, current));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
         const sent = [];
@@ -323,25 +323,16 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       },
     });
   });
+}
 
-  scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
-    '/batches/:id',
-    async (request, reply) => {
-      const signed = await required(request);
-      const ctx = context(request, signed);
-      const manifest = await visibleArchive(signed, request.params.id);
-      if (manifest !== undefined)
-        return page(
-          reply,
-          batchPage(ctx, archivedBatchView(manifest, now()), undefined, RESULT_FORMATS, flashOf(ctx, request.query)),
-        );
-      const info = await visibleBatch(signed, request.params.id);
-      const view = batchView(info, await batchContext(services, info), now());
-      const line = await services.accounts.line(info.account).state();
-      const failed = await failedOf(view);
-      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait(), failed));
-    },
-  );
+/** The batches the list shows to a scope, and the lines of its accounts. */
+async function listViews(kit: Kit, s: Scope) {
+  const { services, now, accountsOf } = kit;
+  const { batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s));
+  const at = now();
+  const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
+  const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
+  return { views, lines };
 }
 
 /** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */

@@ -199,128 +199,160 @@ async function migrate(
   log: Log,
   checkLock: () => void,
 ): Promise<number> {
-  const started = Date.now();
-  // The old names are no longer in keys.ts: this module is the one place that still knows them.
-  const G = `${settings.prefix}:${settings.queueName}:vqb`;
-  const oldQueuePrefix = `${settings.prefix}:${settings.queueName}.`;
-  const webhooksQueuePrefix = `${oldQueuePrefix}webhooks:`;
-  let moved = 0;
-  let announced = false;
-  let lastProgress = started;
-  // Announced at the first old key found: a fresh deployment has nothing to say.
-  const announce = () => {
-    if (announced) return;
-    announced = true;
-    log('key layout: moving the Redis data to layout 2 (one slot per account)', { from: G });
-  };
-  // A migration of millions of keys takes minutes: a line now and then says it is alive.
-  const progress = () => {
-    if (Date.now() - lastProgress < PROGRESS_EVERY_MS) return;
-    lastProgress = Date.now();
-    log('key layout: still moving', { moved });
-  };
+  const move = new LayoutMove(redis, keys, settings, log, checkLock);
+  // Phase 1: every batch of G:batches gets its account in G:batches:account, keys or not.
+  await move.batchAccounts();
+  // Phase 2: every old key, streamed from SCAN and moved a chunk at a time.
+  await move.oldKeys();
+  // Phase 3: the two structures that are split or rebuilt rather than moved whole.
+  await move.weights();
+  await move.activeAccounts();
+  return move.done();
+}
 
-  // --- Batch id → account. Kept in G:batches:account (the new layout needs it anyway) before a
+/** One run of the move to layout 2: what it has moved, and the batch → account look-ups it made. */
+class LayoutMove {
+  readonly #started = Date.now();
+  // The old names are no longer in keys.ts: this module is the one place that still knows them.
+  readonly #G: string;
+  readonly #oldQueuePrefix: string;
+  readonly #webhooksQueuePrefix: string;
+  #moved = 0;
+  #announced = false;
+  #lastProgress = this.#started;
+  // Batch id → account. Kept in G:batches:account (the new layout needs it anyway) before a
   // batch's old hash moves, so a batch key met after its hash, or in a resumed run, still finds it.
-  const batchCache = new Map<string, string>();
-  const resolveBatches = async (ids: Iterable<string>): Promise<void> => {
+  readonly #batchCache = new Map<string, string>();
+  readonly #pending: { from: string; route: Route }[] = [];
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: VqbKeys,
+    private readonly settings: { prefix: string; queueName: string },
+    private readonly log: Log,
+    private readonly checkLock: () => void,
+  ) {
+    this.#G = `${settings.prefix}:${settings.queueName}:vqb`;
+    this.#oldQueuePrefix = `${settings.prefix}:${settings.queueName}.`;
+    this.#webhooksQueuePrefix = `${this.#oldQueuePrefix}webhooks:`;
+  }
+
+  /** Announced at the first old key found: a fresh deployment has nothing to say. */
+  #announce(): void {
+    if (this.#announced) return;
+    this.#announced = true;
+    this.log('key layout: moving the Redis data to layout 2 (one slot per account)', { from: this.#G });
+  }
+
+  /** A migration of millions of keys takes minutes: a line now and then says it is alive. */
+  #progress(): void {
+    if (Date.now() - this.#lastProgress < PROGRESS_EVERY_MS) return;
+    this.#lastProgress = Date.now();
+    this.log('key layout: still moving', { moved: this.#moved });
+  }
+
+  async #resolveBatches(ids: Iterable<string>): Promise<void> {
+    const { redis, keys } = this;
     // Cleared before the look-up, never after: every id asked for must be in the cache on return.
-    if (batchCache.size > BATCH_CACHE_MAX) batchCache.clear();
-    const wanted = [...new Set(ids)].filter((id) => !batchCache.has(id));
+    if (this.#batchCache.size > BATCH_CACHE_MAX) this.#batchCache.clear();
+    const wanted = [...new Set(ids)].filter((id) => !this.#batchCache.has(id));
     if (wanted.length === 0) return;
     const replies = await send(
       redis,
-      wanted.flatMap((id) => [cmd('HGET', keys.batchAccounts, id), cmd('HGET', `${G}:batch:${id}`, 'account')]),
+      wanted.flatMap((id) => [cmd('HGET', keys.batchAccounts, id), cmd('HGET', `${this.#G}:batch:${id}`, 'account')]),
     );
     const writes: Command[] = [];
     wanted.forEach((id, i) => {
       const known = replyValue(replies[2 * i], `HGET ${keys.batchAccounts} ${id}`) as string | null;
-      const old = replyValue(replies[2 * i + 1], `HGET ${G}:batch:${id} account`) as string | null;
+      const old = replyValue(replies[2 * i + 1], `HGET ${this.#G}:batch:${id} account`) as string | null;
       const account = known ?? (old !== null && ACCOUNT_ID.test(old) ? old : DEFAULT_ACCOUNT);
-      batchCache.set(id, account);
+      this.#batchCache.set(id, account);
       if (known === null) writes.push(cmd('HSETNX', keys.batchAccounts, id, account));
     });
     for (const reply of await send(redis, writes)) replyValue(reply, `HSETNX ${keys.batchAccounts}`);
-  };
-  const accountOf = (id: string): string => batchCache.get(id) ?? DEFAULT_ACCOUNT;
+  }
 
-  // --- Phase 1: every batch of G:batches gets its account in G:batches:account, keys or not.
-  {
+  #accountOf(id: string): string {
+    return this.#batchCache.get(id) ?? DEFAULT_ACCOUNT;
+  }
+
+  async batchAccounts(): Promise<void> {
     let cursor = '0';
     do {
-      const [next, flat] = await redis.zscan(`${G}:batches`, cursor, 'COUNT', 500);
+      const [next, flat] = await this.redis.zscan(`${this.#G}:batches`, cursor, 'COUNT', 500);
       cursor = next;
       const ids = flat.filter((_, i) => i % 2 === 0).filter((id) => BATCH_ID.test(id));
       if (ids.length > 0) {
-        announce();
-        await resolveBatches(ids);
+        this.#announce();
+        await this.#resolveBatches(ids);
       }
-      checkLock();
+      this.checkLock();
     } while (cursor !== '0');
   }
 
-  // --- Phase 2: every old key, streamed from SCAN and moved a chunk at a time.
-  const route = (key: string): Route => {
-    if (key.startsWith(webhooksQueuePrefix)) return { kind: 'stay' };
-    if (key.startsWith(oldQueuePrefix)) {
-      const rest = key.slice(oldQueuePrefix.length);
+  #route(key: string): Route {
+    if (key.startsWith(this.#webhooksQueuePrefix)) return { kind: 'stay' };
+    if (key.startsWith(this.#oldQueuePrefix)) {
+      const rest = key.slice(this.#oldQueuePrefix.length);
       const colon = rest.indexOf(':');
       const account = rest.slice(0, colon);
       if (colon < 0 || !ACCOUNT_ID.test(account)) return { kind: 'stay' };
-      const queue = accountQueueName(settings, account);
+      const queue = accountQueueName(this.settings, account);
       return { kind: 'to', to: `${queue.prefix}:${queue.name}${rest.slice(colon)}` };
     }
-    if (key.startsWith(`${G}:`)) return routeGlobal(keys, key.slice(G.length + 1).split(':'));
+    if (key.startsWith(`${this.#G}:`)) return routeGlobal(this.keys, key.slice(this.#G.length + 1).split(':'));
     return { kind: 'stay' };
-  };
+  }
 
-  const pending: { from: string; route: Route }[] = [];
-  const flush = async (server: Redis): Promise<void> => {
-    if (pending.length === 0) return;
-    const chunk = pending.splice(0, pending.length);
+  async #flush(server: Redis): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const chunk = this.#pending.splice(0, this.#pending.length);
     // The rare key whose name fits two shapes: its type decides.
     const typed = chunk.filter((m) => m.route.kind === 'byType');
     const types = await send(
-      redis,
+      this.redis,
       typed.map((m) => cmd('TYPE', m.from)),
     );
     typed.forEach((m, i) => {
       const r = m.route as Extract<Route, { kind: 'byType' }>;
       m.route = replyValue(types[i], `TYPE ${m.from}`) === 'list' ? r.list : r.zset;
     });
-    await resolveBatches(chunk.flatMap((m) => (m.route.kind === 'batch' ? [m.route.batch] : [])));
+    await this.#resolveBatches(chunk.flatMap((m) => (m.route.kind === 'batch' ? [m.route.batch] : [])));
     const moves: Move[] = chunk.flatMap((m) => {
       const r = m.route;
       if (r.kind === 'to') return [{ from: m.from, to: r.to }];
-      if (r.kind === 'batch') return [{ from: m.from, to: r.to({ id: r.batch, account: accountOf(r.batch) }) }];
+      if (r.kind === 'batch') return [{ from: m.from, to: r.to({ id: r.batch, account: this.#accountOf(r.batch) }) }];
       return [];
     });
-    moved += await moveKeys(redis, server, moves, checkLock);
-    progress();
-  };
-
-  const match = `${globEscape(`${settings.prefix}:${settings.queueName}`)}[:.]*`;
-  for (const server of serversOf(redis)) {
-    let cursor = '0';
-    do {
-      const [next, found] = await server.scan(cursor, 'MATCH', match, 'COUNT', 1000);
-      cursor = next;
-      for (const key of found) {
-        const r = route(key);
-        if (r.kind === 'stay' || r.kind === 'special') continue;
-        announce();
-        pending.push({ from: key, route: r });
-        if (pending.length >= CHUNK) await flush(server);
-      }
-      checkLock();
-    } while (cursor !== '0');
-    await flush(server);
+    this.#moved += await moveKeys(this.redis, server, moves, this.checkLock);
+    this.#progress();
   }
 
-  // --- Phase 3: the two structures that are split or rebuilt rather than moved whole.
-  const weightsKey = `${G}:sched:weights`;
-  let weightsSeen = false;
-  {
+  async oldKeys(): Promise<void> {
+    const match = `${globEscape(`${this.settings.prefix}:${this.settings.queueName}`)}[:.]*`;
+    for (const server of serversOf(this.redis)) {
+      let cursor = '0';
+      do {
+        const [next, found] = await server.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        for (const key of found) {
+          const r = this.#route(key);
+          if (r.kind === 'stay' || r.kind === 'special') continue;
+          this.#announce();
+          this.#pending.push({ from: key, route: r });
+          if (this.#pending.length >= CHUNK) await this.#flush(server);
+        }
+        this.checkLock();
+      } while (cursor !== '0');
+      await this.#flush(server);
+    }
+  }
+
+  /** The scheduler's weights: one hash of every batch becomes one per account. */
+  async weights(): Promise<void> {
+    const { redis, keys } = this;
+    const weightsKey = `${this.#G}:sched:weights`;
+    let seen = false;
     let cursor = '0';
     do {
       const [next, flat] = await redis.hscan(weightsKey, cursor, 'COUNT', 500);
@@ -328,35 +360,37 @@ async function migrate(
       const pairs: [string, string][] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) if (BATCH_ID.test(flat[i]!)) pairs.push([flat[i]!, flat[i + 1]!]);
       if (flat.length > 0) {
-        weightsSeen = true;
-        announce();
+        seen = true;
+        this.#announce();
       }
-      await resolveBatches(pairs.map(([id]) => id));
+      await this.#resolveBatches(pairs.map(([id]) => id));
       // HSETNX: a field an interrupted run already copied stays as it is.
       const replies = await send(
         redis,
-        pairs.map(([id, weight]) => cmd('HSETNX', keys.schedWeights(accountOf(id)), id, weight)),
+        pairs.map(([id, weight]) => cmd('HSETNX', keys.schedWeights(this.#accountOf(id)), id, weight)),
       );
       for (const reply of replies) replyValue(reply, 'HSETNX weights');
-      checkLock();
+      this.checkLock();
     } while (cursor !== '0');
-  }
-  if (weightsSeen) {
-    await redis.del(weightsKey);
-    moved++;
+    if (seen) {
+      await redis.del(weightsKey);
+      this.#moved++;
+    }
   }
 
-  const activeKey = `${G}:sched:active`;
-  let activeSeen = false;
-  {
+  /** The active accounts: rebuilt with each account's flag and generation. */
+  async activeAccounts(): Promise<void> {
+    const { redis, keys } = this;
+    const activeKey = `${this.#G}:sched:active`;
+    let seen = false;
     let cursor = '0';
     do {
       const [next, flat] = await redis.zscan(activeKey, cursor, 'COUNT', 500);
       cursor = next;
       const accounts = flat.filter((_, i) => i % 2 === 0).filter((a) => ACCOUNT_ID.test(a));
       if (flat.length > 0) {
-        activeSeen = true;
-        announce();
+        seen = true;
+        this.#announce();
       }
       // The flag's generation is what the active zset's score must match: set it, then add the
       // account with the generation it got (a resumed run bumps both again, still equal).
@@ -373,16 +407,20 @@ async function migrate(
         return cmd('ZADD', keys.schedActive, gen, a);
       });
       for (const reply of await send(redis, adds)) replyValue(reply, `ZADD ${keys.schedActive}`);
-      checkLock();
+      this.checkLock();
     } while (cursor !== '0');
-  }
-  if (activeSeen) {
-    await redis.del(activeKey);
-    moved++;
+    if (seen) {
+      await redis.del(activeKey);
+      this.#moved++;
+    }
   }
 
-  if (announced) log('key layout: the Redis data is in layout 2', { moved, ms: Date.now() - started });
-  return moved;
+  /** Says the move is over (when there was one) and how many keys it moved. */
+  done(): number {
+    if (this.#announced)
+      this.log('key layout: the Redis data is in layout 2', { moved: this.#moved, ms: Date.now() - this.#started });
+    return this.#moved;
+  }
 }
 
 /**

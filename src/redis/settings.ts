@@ -89,115 +89,21 @@ function parseHostPort(variable: string, text: string): RedisNode {
 
 export function parseRedisConnection(input: RedisSettingsInput): RedisConnection {
   const { mode } = input;
-  const urls = input.url
-    .split(',')
-    .map((u) => u.trim())
-    .filter(Boolean)
-    .map(parseUrl);
-  if (urls.length > 1 && mode !== 'cluster')
-    throw new ConfigError(
-      'REDIS_URL',
-      `one URL expected in ${mode} mode (several seed nodes only with VQ_REDIS_MODE=cluster)`,
-    );
+  const urls = seedUrls(input);
   const first = urls[0]!;
-  if (urls.some((u) => u.protocol !== first.protocol))
-    throw new ConfigError('REDIS_URL', 'mixes redis:// and rediss://: use one scheme for every node');
   const tls = first.protocol === 'rediss:';
-  if (input.caFile && !tls)
-    throw new ConfigError(
-      'REDIS_TLS_CA_FILE',
-      'is set but REDIS_URL is not rediss://: TLS is only used with rediss:// URLs',
-    );
-
-  const username = first.username ? decodeURIComponent(first.username) : undefined;
-  const urlPassword = first.password ? decodeURIComponent(first.password) : undefined;
-  if (urlPassword !== undefined && input.passwordFile)
-    throw new ConfigError('REDIS_PASSWORD_FILE', 'set either a password in REDIS_URL or REDIS_PASSWORD_FILE, not both');
-  const password = input.passwordFile
-    ? readSecretFile('REDIS_PASSWORD_FILE', input.passwordFile)
-    : urlPassword !== undefined
-      ? new Secret(urlPassword)
-      : undefined;
-
-  const dbText = first.pathname.replace(/^\//, '');
-  const db = dbText === '' ? 0 : Number(dbText);
-  if (!Number.isInteger(db) || db < 0)
-    throw new ConfigError(
-      'REDIS_URL',
-      `expected a database number after the host (/0, /2); got ${JSON.stringify(first.pathname)}`,
-    );
-  if (mode === 'cluster' && db !== 0)
-    throw new ConfigError('REDIS_URL', 'Redis Cluster has only database 0: drop the /<db> from the URL');
-
-  let ca: string | undefined;
-  if (input.caFile) {
-    try {
-      ca = readFileSync(input.caFile, 'utf8');
-    } catch (err) {
-      throw new ConfigError(
-        'REDIS_TLS_CA_FILE',
-        `cannot read ${input.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-      );
-    }
-    if (!ca.includes('-----BEGIN CERTIFICATE-----'))
-      throw new ConfigError('REDIS_TLS_CA_FILE', `${input.caFile} holds no PEM certificate`);
-  }
-
-  if (mode !== 'sentinel') {
-    for (const v of ['sentinels', 'sentinelName', 'sentinelPasswordFile'] as const) {
-      if (input[v])
-        throw new ConfigError(
-          {
-            sentinels: 'REDIS_SENTINELS',
-            sentinelName: 'REDIS_SENTINEL_NAME',
-            sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE',
-          }[v],
-          'only used with VQ_REDIS_MODE=sentinel',
-        );
-    }
-  }
-
-  const common = {
+  const db = databaseOf(first, mode);
+  const ca = readCa(input, tls);
+  if (mode !== 'sentinel') refuseSentinelSettings(input);
+  const { username, password } = credentials(first, input);
+  const common: ConnectionCommon = {
     db,
     ...(username !== undefined ? { username } : {}),
     ...(password ? { password } : {}),
     ...(tls ? { tls: ca ? { ca } : {} } : {}),
   };
+  if (mode === 'sentinel') return sentinelConnection(input, common, tls);
   const scheme = tls ? 'rediss' : 'redis';
-  const hostPort = (n: RedisNode) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`;
-  const nodeOf = (u: URL): RedisNode => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) });
-
-  if (mode === 'sentinel') {
-    if (!input.sentinels)
-      throw new ConfigError(
-        'REDIS_SENTINELS',
-        'sentinel mode needs the sentinels: REDIS_SENTINELS=host:26379,host2:26379,…',
-      );
-    if (!input.sentinelName)
-      throw new ConfigError(
-        'REDIS_SENTINEL_NAME',
-        'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor ' +
-          '<name> …), e.g. mymaster',
-      );
-    const nodes = input.sentinels
-      .split(',')
-      .filter((s) => s.trim())
-      .map((s) => parseHostPort('REDIS_SENTINELS', s));
-    if (nodes.length === 0) throw new ConfigError('REDIS_SENTINELS', 'lists no sentinel');
-    const sentinelPassword = input.sentinelPasswordFile
-      ? readSecretFile('REDIS_SENTINEL_PASSWORD_FILE', input.sentinelPasswordFile)
-      : undefined;
-    return {
-      mode,
-      nodes,
-      sentinelName: input.sentinelName,
-      ...common,
-      ...(sentinelPassword ? { sentinelPassword } : {}),
-      display: `sentinel ${input.sentinelName} via ${nodes.map(hostPort).join(',')}${tls ? ' (TLS)' : ''}`,
-      setting: 'REDIS_SENTINELS',
-    };
-  }
-
   if (mode === 'cluster') {
     // The structures all accounts share live under the prefix, and some move together (a batch
     // listed with its account): its hash tag keeps them in one slot. Each account's keys have
@@ -218,7 +124,6 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
       setting: 'REDIS_URL',
     };
   }
-
   const node = nodeOf(first);
   return {
     mode,
@@ -226,5 +131,125 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
     ...common,
     display: `${scheme}://${hostPort(node)}${db ? `/${db}` : ''}`,
     setting: 'REDIS_URL',
+  };
+}
+
+/** What every mode's connection shares: the database, the credentials, TLS. */
+type ConnectionCommon = Pick<RedisConnection, 'db' | 'username' | 'password' | 'tls'>;
+
+const hostPort = (n: RedisNode) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`;
+const nodeOf = (u: URL): RedisNode => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) });
+
+/** REDIS_URL's URLs: one, or several seed nodes of a cluster, all of one scheme. */
+function seedUrls(input: RedisSettingsInput): URL[] {
+  const urls = input.url
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean)
+    .map(parseUrl);
+  if (urls.length > 1 && input.mode !== 'cluster')
+    throw new ConfigError(
+      'REDIS_URL',
+      `one URL expected in ${input.mode} mode (several seed nodes only with VQ_REDIS_MODE=cluster)`,
+    );
+  const first = urls[0]!;
+  if (urls.some((u) => u.protocol !== first.protocol))
+    throw new ConfigError('REDIS_URL', 'mixes redis:// and rediss://: use one scheme for every node');
+  return urls;
+}
+
+/** The database number after the host (/0, /2); a Cluster has only 0. */
+function databaseOf(first: URL, mode: RedisSettingsInput['mode']): number {
+  const dbText = first.pathname.replace(/^\//, '');
+  const db = dbText === '' ? 0 : Number(dbText);
+  if (!Number.isInteger(db) || db < 0)
+    throw new ConfigError(
+      'REDIS_URL',
+      `expected a database number after the host (/0, /2); got ${JSON.stringify(first.pathname)}`,
+    );
+  if (mode === 'cluster' && db !== 0)
+    throw new ConfigError('REDIS_URL', 'Redis Cluster has only database 0: drop the /<db> from the URL');
+  return db;
+}
+
+/** The user and password: from the URL, or the password from REDIS_PASSWORD_FILE (not both). */
+function credentials(first: URL, input: RedisSettingsInput): { username?: string; password?: Secret } {
+  const username = first.username ? decodeURIComponent(first.username) : undefined;
+  const urlPassword = first.password ? decodeURIComponent(first.password) : undefined;
+  if (urlPassword !== undefined && input.passwordFile)
+    throw new ConfigError('REDIS_PASSWORD_FILE', 'set either a password in REDIS_URL or REDIS_PASSWORD_FILE, not both');
+  const password = input.passwordFile
+    ? readSecretFile('REDIS_PASSWORD_FILE', input.passwordFile)
+    : urlPassword !== undefined
+      ? new Secret(urlPassword)
+      : undefined;
+  return { ...(username !== undefined ? { username } : {}), ...(password ? { password } : {}) };
+}
+
+/** REDIS_TLS_CA_FILE's certificate, read once; only with rediss://. */
+function readCa(input: RedisSettingsInput, tls: boolean): string | undefined {
+  if (!input.caFile) return undefined;
+  if (!tls)
+    throw new ConfigError(
+      'REDIS_TLS_CA_FILE',
+      'is set but REDIS_URL is not rediss://: TLS is only used with rediss:// URLs',
+    );
+  let ca: string;
+  try {
+    ca = readFileSync(input.caFile, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      'REDIS_TLS_CA_FILE',
+      `cannot read ${input.caFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  if (!ca.includes('-----BEGIN CERTIFICATE-----'))
+    throw new ConfigError('REDIS_TLS_CA_FILE', `${input.caFile} holds no PEM certificate`);
+  return ca;
+}
+
+/** The sentinel settings mean nothing in the other modes: set there, they are a mistake to say. */
+function refuseSentinelSettings(input: RedisSettingsInput): void {
+  for (const v of ['sentinels', 'sentinelName', 'sentinelPasswordFile'] as const) {
+    if (input[v])
+      throw new ConfigError(
+        {
+          sentinels: 'REDIS_SENTINELS',
+          sentinelName: 'REDIS_SENTINEL_NAME',
+          sentinelPasswordFile: 'REDIS_SENTINEL_PASSWORD_FILE',
+        }[v],
+        'only used with VQ_REDIS_MODE=sentinel',
+      );
+  }
+}
+
+function sentinelConnection(input: RedisSettingsInput, common: ConnectionCommon, tls: boolean): RedisConnection {
+  if (!input.sentinels)
+    throw new ConfigError(
+      'REDIS_SENTINELS',
+      'sentinel mode needs the sentinels: REDIS_SENTINELS=host:26379,host2:26379,…',
+    );
+  if (!input.sentinelName)
+    throw new ConfigError(
+      'REDIS_SENTINEL_NAME',
+      'sentinel mode needs the name the sentinels monitor the primary under (sentinel monitor ' +
+        '<name> …), e.g. mymaster',
+    );
+  const nodes = input.sentinels
+    .split(',')
+    .filter((s) => s.trim())
+    .map((s) => parseHostPort('REDIS_SENTINELS', s));
+  if (nodes.length === 0) throw new ConfigError('REDIS_SENTINELS', 'lists no sentinel');
+  const sentinelPassword = input.sentinelPasswordFile
+    ? readSecretFile('REDIS_SENTINEL_PASSWORD_FILE', input.sentinelPasswordFile)
+    : undefined;
+  return {
+    mode: 'sentinel',
+    nodes,
+    sentinelName: input.sentinelName,
+    ...common,
+    ...(sentinelPassword ? { sentinelPassword } : {}),
+    display: `sentinel ${input.sentinelName} via ${nodes.map(hostPort).join(',')}${tls ? ' (TLS)' : ''}`,
+    setting: 'REDIS_SENTINELS',
   };
 }
