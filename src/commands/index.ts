@@ -10,6 +10,7 @@ import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
 import { statusCommand } from './status.js';
+import { watchCommand } from './watch.js';
 import { workCommand } from './work.js';
 
 export const COMMANDS: Record<string, Command> = {
@@ -28,4 +29,5 @@ export const COMMANDS: Record<string, Command> = {
   cost: costCommand,
   prune: pruneCommand,
   delete: deleteCommand,
+  watch: watchCommand,
 };
