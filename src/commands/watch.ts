@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import type { Command, CommandContext } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { formatMoney } from '../money.js';
+import { everyText } from '../presenters/watch-view.js';
 import { type QueueServices, withQueueServices } from '../services.js';
 import { writeChanges } from '../watch/changes-export.js';
 import { readWatchFile } from '../watch/plates.js';
@@ -189,19 +190,8 @@ function addRequest(ctx: CommandContext, file: string): WatchRequest {
 }
 
 function schedule(v: WatchView): string {
-  const when = v.cron !== undefined ? `cron "${v.cron}" UTC` : `every ${duration(v.everyMs ?? 0)}`;
+  const when = v.cron !== undefined ? `cron "${v.cron}" UTC` : `every ${everyText(v.everyMs ?? 0)}`;
   return v.window !== undefined ? `${when}, window ${windowText(v.window)} UTC` : when;
-}
-
-function duration(ms: number): string {
-  for (const [unit, size] of [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1000],
-  ] as const)
-    if (ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
 }
 
 function oneLine(v: WatchView): string {

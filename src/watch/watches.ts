@@ -30,20 +30,20 @@ const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export interface WatchRequest {
   name: string;
   /** The account; default the first the caller may use. */
-  account?: string;
+  account?: string | undefined;
   /** A pool of keys instead of one account (not in this build: refused, see ownerOf). */
-  pool?: string;
-  every?: string;
-  cron?: string;
-  window?: string;
-  overlap?: OverlapRule;
-  notify?: NotifyRule;
-  callbackUrl?: string;
-  ignore?: string[];
-  perMonth?: number;
+  pool?: string | undefined;
+  every?: string | undefined;
+  cron?: string | undefined;
+  window?: string | undefined;
+  overlap?: OverlapRule | undefined;
+  notify?: NotifyRule | undefined;
+  callbackUrl?: string | undefined;
+  ignore?: string[] | undefined;
+  perMonth?: number | undefined;
   /** A month budget in money: creates at the account's price (NO_PRICE without one). */
-  perMonthSpend?: number;
-  format?: ChangesFormat;
+  perMonthSpend?: number | undefined;
+  format?: ChangesFormat | undefined;
 }
 
 /** A watch as the doors show it: the stored one, its rounds and when it fires next. */
