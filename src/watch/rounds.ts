@@ -118,7 +118,8 @@ export class Rounds {
     }
     const cap = await this.#cap(w);
     if (cap === 0) {
-      const reason = `held at its month budget of ${w.perMonth} creates (${utcMonth(this.#now())}); raise it with \`vqb watch budget ${w.name} --per-month N\``;
+      const month = new Date(this.#now()).toISOString().slice(0, 7);
+      const reason = `held at its month budget of ${w.perMonth} creates (${month}, UTC); raise it with \`vqb watch budget ${w.name} --per-month N\``;
       await store.set(ref, { state: 'held', due: true, reason });
       log.warn({ code: 'WATCH_BUDGET', perMonth: w.perMonth }, reason);
       return 'held';

@@ -114,4 +114,37 @@ describe('a watch list against answers that change', () => {
     expect(csv.trim().split('\r\n')).toHaveLength(1 + N / 10);
     await readFile(join(h.config.outDir, 'watch-fleet-3.csv'), 'utf8');
   }, 85_000);
+  it('notify round: one signed watch.round_finished with every change of the round', async () => {
+    rx = await startReceiver(SECRET);
+    h = await startHarness({
+      label: 'watch-round-event',
+      sim: { completionMs: [20, 60] },
+      config: {
+        VQ_RATE_LIMIT: '400/s',
+        VQ_WATCH_MIN_EVERY: '1s',
+        VQ_WATCH_SWEEP: '200ms',
+        VQ_WEBHOOK_SECRET: SECRET,
+        VQ_WEBHOOK_ALLOW: '127.0.0.1',
+      },
+    });
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
+    h.startWorker();
+    const watches = new Watches(h.services, h.logs.logger);
+    open.push(watches);
+    const ref = { account: 'default', name: 'fleet' };
+    const plates = PLATES.slice(0, 50);
+    await watches.add({ name: 'fleet', every: '1h', notify: 'round', callbackUrl: rx.url }, plates, ['default']);
+    await closed(watches, 1);
+    const made = await changeAnswers(h.sim.url, 0.2);
+    await watches.rounds.fire(ref, 'round-event-2');
+    await closed(watches, 2);
+    const [event] = await rx.waitFor(1, (d) => d.payload?.type === 'watch.round_finished');
+    expect(event!.verifyError).toBeUndefined();
+    expect(event!.payload.data).toMatchObject({ watch: 'fleet', round: 2, plates: 50, changedPlates: made.length });
+    const listed = (event!.payload.data.changes as { plate: string; field: string }[]).map(
+      (c) => `${c.plate} ${c.field}`,
+    );
+    expect(listed.sort()).toEqual(made.map((c) => `${c.plate} result.${c.field}`).sort());
+    expect(rx.deliveries.filter((d) => d.payload?.type === 'plate.changed')).toEqual([]);
+  }, 60_000);
 });
