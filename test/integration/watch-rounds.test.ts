@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
-const N = 200;
+const N = 500;
 const PLATES = Array.from({ length: N }, (_, i) => `WAT${String(i).padStart(4, '0')}`);
 
 let h: Harness | undefined;
@@ -69,7 +69,7 @@ describe('a watch list against answers that change', () => {
     const watches = new Watches(h.services, h.logs.logger);
     open.push(watches);
     const ref = { account: 'default', name: 'fleet' };
-    await watches.add({ name: 'fleet', every: '6s', callbackUrl: rx.url }, PLATES, ['default']);
+    await watches.add({ name: 'fleet', every: '8s', callbackUrl: rx.url }, PLATES, ['default']);
 
     await closed(watches, 1);
     const first = await watches.store.round(ref, 1);
