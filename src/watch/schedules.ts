@@ -28,11 +28,14 @@ export function schedulerId(ref: WatchRef): string {
 export class WatchSchedules {
   readonly #config: Config;
   readonly #redis: RedisClient;
+  readonly #added: () => void;
   #queue: Queue<RoundJobData, unknown, string> | undefined;
 
-  constructor(config: Config, redis: RedisClient) {
+  /** `added`: a job was added by this process (a worker process wakes its watch Worker at once). */
+  constructor(config: Config, redis: RedisClient, added: () => void = () => {}) {
     this.#config = config;
     this.#redis = redis;
+    this.#added = added;
   }
 
   get queue(): Queue<RoundJobData, unknown, string> {
@@ -55,6 +58,7 @@ export class WatchSchedules {
       name: ROUND_JOB,
       data: { account: ref.account, name: ref.name },
     });
+    this.#added();
   }
 
   async remove(ref: WatchRef): Promise<void> {
@@ -75,6 +79,7 @@ export class WatchSchedules {
       { account: ref.account, name: ref.name },
       { jobId: `${ref.account}.${ref.name}.${why}`, delay },
     );
+    this.#added();
   }
 
   async close(): Promise<void> {

@@ -60,11 +60,17 @@ export class Watches {
   readonly #services: Omit<QueueServices, 'close'>;
   readonly #now: () => number;
 
-  constructor(services: Omit<QueueServices, 'close'>, logger: Logger, now: () => number = Date.now) {
+  constructor(
+    services: Omit<QueueServices, 'close'>,
+    logger: Logger,
+    now: () => number = Date.now,
+    /** A round job was added by this process (the worker process wakes its watch Worker). */
+    added?: () => void,
+  ) {
     this.#services = services;
     this.#now = now;
     this.store = new WatchStore(services.redis, services.keys);
-    this.schedules = new WatchSchedules(services.config, services.redis);
+    this.schedules = new WatchSchedules(services.config, services.redis, added);
     this.rounds = new Rounds({ services, store: this.store, schedules: this.schedules, logger, now });
   }
 

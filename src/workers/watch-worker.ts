@@ -4,6 +4,12 @@
 // plates); and every VQ_WATCH_SWEEP it looks for rounds whose batch is done and compares them
 // (whichever process looks first, under a lock). Starting a round only enqueues: the plates are
 // worked by the account's ordinary workers, anywhere.
+//
+// Like the accounts' Workers it holds no blocking connection of its own (src/workers/doorbell.ts):
+// it waits on the process's doorbell, bounded by BullMQ's own block timeout (its next delayed
+// job: each due time of a schedule), and is rung when this process adds a round job. A round job
+// another process adds with no delay (an `every` watch's first round, a round that waited for the
+// one before) is fetched by that process, or here within BullMQ's drainDelay (5 s).
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -12,6 +18,10 @@ import type { RedisHealth } from '../redis/health.js';
 import type { QueueServices } from '../services.js';
 import { type RoundJobData, watchQueueName } from '../watch/schedules.js';
 import { Watches } from '../watch/watches.js';
+import type { Doorbell } from './doorbell.js';
+
+/** The doorbell's name for this Worker: no account id can be it (account ids are [a-z0-9_-]). */
+const BELL = '#watches';
 
 export interface WatchWorkerHandle {
   watches: Watches;
@@ -24,12 +34,13 @@ export function startWatchWorker(
     services: Omit<QueueServices, 'close'>;
     connection: RedisClient;
     logger: Logger;
+    doorbell: Doorbell;
     health?: RedisHealth;
     now?: () => number;
   },
 ): WatchWorkerHandle {
   const log = deps.logger.child({ part: 'watch' });
-  const watches = new Watches(deps.services, log, deps.now);
+  const watches = new Watches(deps.services, log, deps.now, () => deps.doorbell.ring(BELL));
   const worker = new Worker<RoundJobData, string, string>(
     watchQueueName(config),
     async (job) => {
@@ -44,6 +55,7 @@ export function startWatchWorker(
       lockDuration: config.locks.lockDurationMs,
       stalledInterval: config.locks.stalledIntervalMs,
     },
+    deps.doorbell.backendFor(BELL),
   );
   worker.on('error', (err) => {
     if (!deps.health?.outage(err)) log.error({ err }, 'watch worker error');

@@ -247,7 +247,6 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     now,
   });
-  const watchWorker = startWatchWorker(config, { services, connection: blocking, logger, health, now });
   const recorder = new Recorder({
     outcomes: services.outcomes,
     settle: services.settle,
@@ -267,6 +266,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(now);
+  const watchWorker = startWatchWorker(config, { services, connection: blocking, doorbell, logger, health, now });
   const shared: AccountWorkerDeps = {
     config,
     deps,
