@@ -195,7 +195,8 @@ function schedule(v: WatchView): string {
 }
 
 function oneLine(v: WatchView): string {
-  return `${v.name}  ${v.account}  ${v.plates} plates  ${schedule(v)}  round ${v.round}  ${v.state}${v.reason ? ` — ${v.reason}` : ''}`;
+  const why = v.reason ? ` — ${v.reason}` : '';
+  return `${v.name}  ${v.account}  ${v.plates} plates  ${schedule(v)}  round ${v.round}  ${v.state}${why}`;
 }
 
 function describe(v: WatchView, services: QueueServices): string {
@@ -203,9 +204,14 @@ function describe(v: WatchView, services: QueueServices): string {
   const budget =
     v.perMonth === undefined
       ? 'no month budget'
-      : `month budget ${v.perMonth} creates${v.perMonthMoney !== undefined && price ? ` (${formatMoney({ amount: v.perMonthMoney, currency: price.currency })})` : ''}, ${v.spentThisMonth} spent`;
+      : `month budget ${v.perMonth} creates${
+          v.perMonthMoney !== undefined && price
+            ? ` (${formatMoney({ amount: v.perMonthMoney, currency: price.currency })})`
+            : ''
+        }, ${v.spentThisMonth} spent`;
   const lines = [
-    `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v)}, overlap ${v.overlap}, notify ${v.notify}`,
+    `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v)}, ` +
+      `overlap ${v.overlap}, notify ${v.notify}`,
     `state: ${v.state}${v.reason ? ` — ${v.reason}` : ''}${v.paused ? ' (paused)' : ''}`,
     `${budget}; next round ${v.nextAt !== undefined ? new Date(v.nextAt).toISOString() : '—'}; ${v.skipped} skipped`,
   ];

@@ -88,7 +88,8 @@ export class Rounds {
       return 'window';
     }
     if (w.open !== undefined && !(await this.close(ref, w.open))) {
-      const message = `round ${w.open} still running when round ${w.open + 1} came due at ${new Date(now).toISOString()}`;
+      const at = new Date(now).toISOString();
+      const message = `round ${w.open} still running when round ${w.open + 1} came due at ${at}`;
       if (w.overlap === 'skip') {
         await store.bumpSkipped(ref);
         await store.set(ref, { state: 'overlap', reason: `${message}: that round was skipped` });
@@ -119,7 +120,7 @@ export class Rounds {
     const cap = await this.#cap(w);
     if (cap === 0) {
       const month = new Date(this.#now()).toISOString().slice(0, 7);
-      const reason = `held at its month budget of ${w.perMonth} creates (${month}, UTC); raise it with \`vqb watch budget ${w.name} --per-month N\``;
+      const reason = `held at its month budget of ${w.perMonth} creates (${month}, UTC); ` + raiseHint(w.name);
       await store.set(ref, { state: 'held', due: true, reason });
       log.warn({ code: 'WATCH_BUDGET', perMonth: w.perMonth }, reason);
       return 'held';
@@ -136,7 +137,7 @@ export class Rounds {
       lastJob: jobId,
       state: short ? 'held' : 'running',
       reason: short
-        ? `round ${n} holds at the month budget: ${cap} of ${w.plates} plates can be paid; raise it with \`vqb watch budget ${w.name} --per-month N\``
+        ? `round ${n} holds at the month budget: ${cap} of ${w.plates} plates can be paid; ${raiseHint(w.name)}`
         : null,
     });
     await this.#enqueue({ ...w, round: n }, n, cap);
@@ -309,6 +310,10 @@ export class Rounds {
     }
     return closed;
   }
+}
+
+function raiseHint(name: string): string {
+  return `raise it with \`vqb watch budget ${name} --per-month N\``;
 }
 
 function lineOf(c: ChangeLine): Record<string, unknown> {

@@ -88,7 +88,7 @@ describe('vqb watch', () => {
     expect((await vqb('show', 'frota')).code).toBe(2);
   }, 85_000);
 
-  it('a plate added later is compared from its first result; a plate removed is forgotten after the retention', async () => {
+  it('a plate added later is compared from its first result; one removed is forgotten after retention', async () => {
     const { h, watches } = await start('watch-plates', { VQ_WATCH_FORGET: '1ms' });
     h.startWorker();
     const ref = { account: 'default', name: 'growing' };

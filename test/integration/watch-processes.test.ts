@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 describe('watch rounds across processes', () => {
-  it('two processes: each round fires once; one killed mid-round: the round finishes, no plate paid twice, the next on time', async () => {
+  it('two processes: a round fires once; one killed mid-round: it ends, none paid twice, next on time', async () => {
     h = await startHarness({
       label: 'watch-procs',
       sim: { completionMs: [200, 400] },

@@ -50,7 +50,7 @@ async function closed(watches: Watches, round: number, timeoutMs = 40_000): Prom
 }
 
 describe('a watch list against answers that change', () => {
-  it('three rounds: rounds 2 and 3 find exactly what changed, one signed webhook per changed plate, N creates a round', async () => {
+  it('three rounds: 2 and 3 find exactly what changed, a signed webhook per change, N creates a round', async () => {
     rx = await startReceiver(SECRET);
     h = await startHarness({
       label: 'watch-rounds',
