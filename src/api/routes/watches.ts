@@ -19,6 +19,7 @@ import type { QueueServices } from '../../services.js';
 import { XLSX_CONTENT_TYPE } from '../../sinks/xlsx.js';
 import { writeChanges } from '../../watch/changes-export.js';
 import { checkWatchPlates } from '../../watch/plates.js';
+import type { WatchRef } from '../../watch/store.js';
 import { Watches } from '../../watch/watches.js';
 
 const SECURITY = [{ bearer: [] }, { apiKey: [] }];
@@ -40,7 +41,20 @@ export function watchRoutes(
   };
   const found = (request: object, name: string, account: string | undefined) =>
     watches.find(name, visible(request), account);
+  listRoutes(app, { services, watches, visible });
+  oneRoutes(app, { watches, found });
+  changesRoute(app, { services, watches, found });
+}
 
+interface WatchKit {
+  services: QueueServices;
+  watches: Watches;
+  visible: (request: object) => string[];
+  found: (request: object, name: string, account: string | undefined) => Promise<WatchRef>;
+}
+
+/** GET and POST /v1/watches. */
+function listRoutes(app: FastifyInstance, { watches, visible }: Pick<WatchKit, 'services' | 'watches' | 'visible'>) {
   app.get(
     '/watches',
     {
@@ -81,7 +95,10 @@ export function watchRoutes(
       return reply.code(201).send(watchReply(view));
     },
   );
+}
 
+/** One watch: read, change, pause, resume, delete, its changes. */
+function oneRoutes(app: FastifyInstance, { watches, found }: Pick<WatchKit, 'watches' | 'found'>) {
   const one = {
     tags: TAGS,
     security: SECURITY,
@@ -159,7 +176,13 @@ export function watchRoutes(
       return reply.code(204).send();
     },
   );
+}
 
+/** GET /v1/watches/{name}/changes: a round's change lines as a file. */
+function changesRoute(
+  app: FastifyInstance,
+  { services, watches, found }: Pick<WatchKit, 'services' | 'watches' | 'found'>,
+) {
   app.get<{ Params: WatchParams; Querystring: ChangesQuery }>(
     '/watches/:name/changes',
     {
