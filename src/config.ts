@@ -372,6 +372,30 @@ export const SETTINGS = {
       'receives the account-level events (account.paused) of every account, besides each ' +
       "waiting batch's callbackUrl",
   },
+  VQ_WATCH_MIN_EVERY: {
+    schema: duration.default(60_000),
+    help: 'shortest time between two rounds of a watch list (--every, or a cron line); tests shorten it',
+  },
+  VQ_WATCH_SWEEP: {
+    schema: duration.default(5_000),
+    help: 'how often a worker process looks for watch rounds whose batch is done, to compare them',
+  },
+  VQ_WATCH_IGNORE: {
+    schema: z.string().default('id,queryId,createdAt,completedAt,updatedAt'),
+    help: 'comma list of result fields (names or dotted paths) a watch never reports as changed; a watch adds its own',
+  },
+  VQ_WATCH_HISTORY: {
+    schema: int(1, 1000).default(10),
+    help: 'changes kept per plate of a watch (its last result is always kept)',
+  },
+  VQ_WATCH_KEEP_ROUNDS: {
+    schema: int(1, 100_000).default(50),
+    help: 'rounds of a watch whose changes stay readable (vqb watch changes --round N)',
+  },
+  VQ_WATCH_FORGET: {
+    schema: duration.default(30 * 86_400_000),
+    help: 'how long a plate taken off a watch keeps its last result and history',
+  },
   VQ_WEBHOOK_ATTEMPTS: {
     schema: int(1, 100).default(15),
     help: 'tries per webhook delivery before it is given up (the same webhook-id on every try)',
@@ -458,7 +482,17 @@ export interface Config {
   inbox: { pollMs: number; stableMs: number };
   metricsPort: number | undefined;
   webhooks: WebhookSettings;
+  watch: WatchSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export interface WatchSettings {
+  minEveryMs: number;
+  sweepMs: number;
+  ignore: readonly string[];
+  history: number;
+  keepRounds: number;
+  forgetMs: number;
 }
 
 /** `whsec_` + base64 of 24–64 bytes, as the Standard Webhooks specification asks of a secret. */
@@ -694,6 +728,16 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       timeoutMs: v.VQ_WEBHOOK_TIMEOUT,
       publicUrl: v.VQ_PUBLIC_URL?.replace(/\/+$/, ''),
       inboxNotifyUrl: v.VQ_INBOX_NOTIFY_URL,
+    },
+    watch: {
+      minEveryMs: v.VQ_WATCH_MIN_EVERY,
+      sweepMs: v.VQ_WATCH_SWEEP,
+      ignore: v.VQ_WATCH_IGNORE.split(',')
+        .map((f) => f.trim())
+        .filter((f) => f !== ''),
+      history: v.VQ_WATCH_HISTORY,
+      keepRounds: v.VQ_WATCH_KEEP_ROUNDS,
+      forgetMs: v.VQ_WATCH_FORGET,
     },
     logLevel: v.LOG_LEVEL,
   });

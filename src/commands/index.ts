@@ -11,6 +11,7 @@ import { runCommand } from './run.js';
 import { serveCommand } from './serve.js';
 import { simulateCommand } from './simulate.js';
 import { statusCommand } from './status.js';
+import { watchCommand } from './watch.js';
 import { workCommand } from './work.js';
 
 export const COMMANDS: Record<string, Command> = {
@@ -29,4 +30,5 @@ export const COMMANDS: Record<string, Command> = {
   cost: costCommand,
   prune: pruneCommand,
   delete: deleteCommand,
+  watch: watchCommand,
 };

@@ -46,7 +46,7 @@ export function layout(ctx: PageContext, title: string, body: Html): string {
 <header>
 <span class="brand">${t('app.title')}</span>
 <nav aria-label="${t('app.title')}">
-${session ? html`<a href="/">${t('nav.batches')}</a> <a href="/upload">${t('nav.upload')}</a>${session.admin ? html` <a href="/admin/queues">${t('nav.dashboard')}</a>` : ''}` : ''}
+${session ? html`<a href="/">${t('nav.batches')}</a> <a href="/upload">${t('nav.upload')}</a> <a href="/watches">${t('nav.watches')}</a>${session.admin ? html` <a href="/admin/queues">${t('nav.dashboard')}</a>` : ''}` : ''}
 <a href="${switchHref}" lang="${other}" hreflang="${other}" data-lang-switch>${t('nav.switch')}</a>
 ${session ? html`<form method="post" action="/sign-out"><input type="hidden" name="csrf" value="${session.csrf}"><button type="submit" class="link">${t('nav.signOut')}</button></form>` : ''}
 </nav>

@@ -51,6 +51,7 @@ import { idHash, SESSION_COOKIE, SessionStore } from './sessions.js';
 import { sessionRoutes } from './sign-in.js';
 import { SignInThrottle } from './throttle.js';
 import { StagedUploads } from './uploads.js';
+import { watchRoutes } from './watch-routes.js';
 
 export interface ConsoleDeps {
   services: QueueServices;
@@ -150,6 +151,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     downloadRoutes(scope, kit);
     accountRoutes(scope, kit);
     uploadRoutes(scope, kit);
+    watchRoutes(scope, kit);
   });
 
   return {

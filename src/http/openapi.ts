@@ -27,11 +27,18 @@ import {
   Waiting,
   WebhookDelivery,
 } from '../schemas/api.js';
+import { CreateWatchBody, UpdateWatchBody, WatchListReply, WatchReply } from '../schemas/watch.js';
 
 type JsonSchema = Record<string, unknown>;
 
 /** Request bodies, published as what a client sends (a defaulted field is optional). */
-const REQUESTS = { CreateBatchBody, CreateBatchForm, RetryBody: RetryOptions } as const;
+const REQUESTS = {
+  CreateBatchBody,
+  CreateBatchForm,
+  RetryBody: RetryOptions,
+  CreateWatchBody,
+  UpdateWatchBody,
+} as const;
 
 /** Answers, and the named parts they share. */
 const ANSWERS = {
@@ -53,6 +60,8 @@ const ANSWERS = {
   ResultRow,
   UpstreamResult,
   WebhookDelivery,
+  Watch: WatchReply,
+  WatchList: WatchListReply,
 } as const;
 
 export type ComponentName = keyof typeof REQUESTS | keyof typeof ANSWERS;
@@ -137,6 +146,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         {
           name: 'batches',
           description: "Plates in, one batch per request; progress, results and retries of an account's batches",
+        },
+        {
+          name: 'watches',
+          description: 'Watch lists: plates re-checked on a schedule, reporting only what changed (docs/watch.md)',
         },
         { name: 'operations', description: 'Health and this document; no token' },
       ],

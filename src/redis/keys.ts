@@ -41,8 +41,17 @@
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
+// | A:watch:<name>, :plates, :removed, :last, :history, :rounds, :changes:<n>, :close:<n> | | watch/store.ts |
+// | A:watches, G:watches             | zset   | watch/store.ts (the account's watches; every watch, for the sweep) |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
-// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot).
+// webhook deliveries' queue (`<prefix>:<queue>.webhooks:*`, global slot), and of the watches'
+// round schedules (`<prefix>:<queue>.watches:*`, global slot).
+
+/** A watch list as its keys need it: its name and the account whose slot holds it. */
+export interface WatchRef {
+  account: string;
+  name: string;
+}
 
 // The ids that key names are made of, checked before they reach a key (`x:rows` would name
 // another structure of batch `x`): an account's id, a batch's id, a priority class.
@@ -330,5 +339,56 @@ export class VqbKeys {
   // --- src/redis/layout.ts
   get layout(): string {
     return `${this.base}:layout`;
+  }
+
+  // --- watch/store.ts
+  /** Hash: a watch list's settings and state. */
+  watch(w: WatchRef): string {
+    return `${this.accountBase(w.account)}:watch:${w.name}`;
+  }
+
+  /** Zset: the plates watched, by when each was added. */
+  watchPlates(w: WatchRef): string {
+    return `${this.watch(w)}:plates`;
+  }
+
+  /** Zset: plates taken off the list, by when (forgotten after VQ_WATCH_FORGET). */
+  watchRemoved(w: WatchRef): string {
+    return `${this.watch(w)}:removed`;
+  }
+
+  /** Hash: plate → its last result, flattened (packed). */
+  watchLast(w: WatchRef): string {
+    return `${this.watch(w)}:last`;
+  }
+
+  /** Hash: plate → its last few changes (packed). */
+  watchHistory(w: WatchRef): string {
+    return `${this.watch(w)}:history`;
+  }
+
+  /** Hash: round → its record (JSON). */
+  watchRounds(w: WatchRef): string {
+    return `${this.watch(w)}:rounds`;
+  }
+
+  /** List: round n's changes, a JSON line each. */
+  watchChanges(w: WatchRef, round: number): string {
+    return `${this.watch(w)}:changes:${round}`;
+  }
+
+  /** String: the lock of whoever compares round n. */
+  watchClose(w: WatchRef, round: number): string {
+    return `${this.watch(w)}:close:${round}`;
+  }
+
+  /** Zset: the account's watches by creation. */
+  accountWatches(accountId: string): string {
+    return `${this.accountBase(accountId)}:watches`;
+  }
+
+  /** Zset: every watch (`<account>/<name>`), for the sweep that compares finished rounds. */
+  get watches(): string {
+    return `${this.base}:watches`;
   }
 }

@@ -31,7 +31,7 @@ export const AccountId = z
   .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account id: lower-case letters, digits, _ and -');
 export const Priority = z.enum(['interactive', 'normal', 'bulk']).describe('interactive: a person waits; normal; bulk');
 export const Weight = z.number().int().min(1).max(1_000);
-export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox']);
+export const BatchSource = z.enum(['file', 'api', 'console', 'library', 'inbox', 'watch']);
 export type BatchSource = z.output<typeof BatchSource>;
 
 /**
@@ -156,7 +156,7 @@ export const BatchLinks = z.object({
 
 export const WebhookDelivery = z.object({
   id: z.string().describe('the webhook-id, the same on every attempt'),
-  event: z.enum(['batch.finished', 'account.paused', 'account.resumed']),
+  event: z.enum(['batch.finished', 'account.paused', 'account.resumed', 'plate.changed', 'watch.round_finished']),
   url: z.string(),
   state: z.enum(['pending', 'retrying', 'delivered', 'failed']),
   attempts: count,

@@ -9,10 +9,20 @@
 //   GET  /__admin/config               current options
 //   PATCH /__admin/config              JSON patch of options (rateLimit, window, failRate, ...)
 //   POST /__admin/reset                clear stats and limiter/quota state; queries and keys stay
+//   POST /__admin/changes              {share?: 0.1, plates?: [...]}: those vehicles get a new restriction
+//                                      or owner from now on; answers the changes made (plate, field, before, after)
+//   GET  /__admin/changes              every change made so far
 // Admin calls bypass keys, limits, faults and latency, and are not counted in the stats.
+
+import { z } from 'zod';
 import type { SimulatorEngine } from './engine.js';
 import { keySpecSchema } from './options.js';
 import { errorReply, jsonReply, type Reply } from './reply.js';
+
+const changeSpec = z.object({
+  share: z.number().min(0).max(1).optional(),
+  plates: z.array(z.string().min(1)).optional(),
+});
 
 export function isAdminPath(path: string): boolean {
   return path === '/__stats' || path === '/__admin' || path.startsWith('/__admin/');
@@ -59,6 +69,18 @@ export function handleAdmin(
     } catch (error) {
       return errorReply(400, 'INVALID_CONFIG', (error as Error).message);
     }
+  }
+  if (path === '/__admin/changes' && method === 'GET') return jsonReply(200, { changes: engine.changes.log() });
+  if (path === '/__admin/changes' && method === 'POST') {
+    const parsed = parseJson(body);
+    if (!parsed.ok) return parsed.reply;
+    const spec = changeSpec.safeParse(parsed.value);
+    if (!spec.success) return invalid(spec.error.issues[0]);
+    const options = {
+      ...(spec.data.share !== undefined ? { share: spec.data.share } : {}),
+      ...(spec.data.plates !== undefined ? { plates: spec.data.plates } : {}),
+    };
+    return jsonReply(200, { changes: engine.changeVehicles(options) });
   }
   if (path === '/__admin/reset' && method === 'POST') {
     engine.reset();

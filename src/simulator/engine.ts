@@ -7,6 +7,7 @@
 import { checkPlate } from '../plates.js';
 import { parseRateLimit } from '../setting-values.js';
 import { type AnswerShapeName, type QueryView, shapeAnswer } from './answers.js';
+import { type VehicleChange, VehicleChanges } from './changes.js';
 import { type KeyRecord, KeyStore } from './keys.js';
 import { chance, isForgotten, planCreate, type QueryStatus, statusAt } from './lifecycle.js';
 import { createLimiter, type Limiter, type LimitState, retryAfterSeconds } from './limiter.js';
@@ -46,6 +47,8 @@ export class SimulatorEngine {
   options: SimulatorOptions;
   readonly keys: KeyStore;
   readonly store: QueryStore;
+  /** Answers changed since (admin `POST /__admin/changes`): for watch lists to find. */
+  readonly changes = new VehicleChanges();
   stats = new StatsCollector();
   readonly #deps: EngineDeps;
   readonly #originMs: number;
@@ -80,6 +83,16 @@ export class SimulatorEngine {
   reset(): void {
     this.stats = new StatsCollector();
     this.#limits.clear();
+  }
+
+  /** Gives a share of the plates queried so far (or the plates named) a new restriction or owner. */
+  changeVehicles(options: { share?: number; plates?: readonly string[] }): VehicleChange[] {
+    const seen: string[] = [];
+    for (let i = 0; i < this.store.size; i++) {
+      const query = this.store.get(i);
+      if (query !== undefined) seen.push(query.plate);
+    }
+    return this.changes.change(fakeVehicle, seen, options, this.#deps.random);
   }
 
   snapshot(withPlates = false, withTimes = false): SimulatorStats {
@@ -314,7 +327,7 @@ export class SimulatorEngine {
       createdAt: new Date(query.createdAtMs).toISOString(),
     };
     if (completedAtMs !== undefined) fields['completedAt'] = new Date(completedAtMs).toISOString();
-    if (status === 'COMPLETED') fields['result'] = fakeVehicle(query.plate);
+    if (status === 'COMPLETED') fields['result'] = this.changes.apply(fakeVehicle(query.plate));
     if (status === 'FAILED')
       fields['error'] = { code: 'VEHICLE_NOT_FOUND', message: `No vehicle found for plate ${query.plate}.` };
     return { status, view: { id: this.store.idOf(index), status, fields } };

@@ -7,7 +7,15 @@ import type { BatchInfo, StoredCounts } from '../queue/batch/store.js';
 import type { AccountPause } from '../queue/line.js';
 import { spanText } from '../time-text.js';
 
-export type WebhookEventType = 'batch.finished' | 'account.paused' | 'account.resumed';
+export type WebhookEventType =
+  | 'batch.finished'
+  | 'account.paused'
+  | 'account.resumed'
+  | 'plate.changed'
+  | 'watch.round_finished';
+
+/** The watch lists' events (src/watch/rounds.ts builds their data). */
+export type WatchEventType = 'plate.changed' | 'watch.round_finished';
 
 export interface BatchFinishedData {
   batchId: string;
@@ -41,7 +49,11 @@ export interface AccountPausedData {
 export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
   type: T;
   timestamp: string;
-  data: T extends 'batch.finished' ? BatchFinishedData : AccountPausedData;
+  data: T extends 'batch.finished'
+    ? BatchFinishedData
+    : T extends WatchEventType
+      ? Record<string, unknown>
+      : AccountPausedData;
 }
 
 /** `msg_` + 32 hex of sha256 over the event's identity and its target: stable, unique enough. */

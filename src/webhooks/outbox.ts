@@ -12,7 +12,14 @@ import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
 import { type Resolve, systemResolve } from './address.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
-import { accountEvent, batchFinishedEvent, messageId, type WebhookEvent, type WebhookEventType } from './events.js';
+import {
+  accountEvent,
+  batchFinishedEvent,
+  messageId,
+  type WatchEventType,
+  type WebhookEvent,
+  type WebhookEventType,
+} from './events.js';
 import { checkCallbackTarget } from './target.js';
 
 export const WEBHOOK_JOB = 'webhook';
@@ -185,6 +192,15 @@ export class WebhookOutbox {
     }
     for (const { account, pause } of pauses) added.push(...(await this.accountPaused(account, pause, true)));
     return added;
+  }
+
+  /**
+   * A watch list's event (plate.changed, watch.round_finished), built by the watch: one delivery
+   * per id (emitted again after a crash: the same job, not a second), logged with the round's
+   * batch. `url` was judged when the watch was stored.
+   */
+  async emit(id: string, event: WebhookEvent<WatchEventType>, url: string, batch: BatchRef): Promise<void> {
+    await this.#send(id, event, url, batch);
   }
 
   async #send(id: string, event: WebhookEvent, url: string, batch: BatchRef | undefined): Promise<void> {

@@ -38,6 +38,7 @@ import { watchEventLoop } from './loop-watch.js';
 import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
+import { startWatchWorker, type WatchWorkerHandle } from './watch-worker.js';
 import { startWebhookWorker } from './webhooks.js';
 
 /** What every account's worker shares in one process. */
@@ -198,6 +199,8 @@ export interface WorkerHandle {
   readonly workers: PlateWorker[];
   /** The webhook deliveries' worker (none without VQ_WEBHOOK_SECRET). */
   webhookWorker: ReturnType<typeof startWebhookWorker>;
+  /** The watch lists' rounds (starts them when due, compares them when done). */
+  watchWorker: WatchWorkerHandle;
   services: Omit<QueueServices, 'close'>;
   /** The upstream clients of the accounts running now. */
   readonly clients: Map<string, UpstreamClient>;
@@ -263,6 +266,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(now);
+  const watchWorker = startWatchWorker(config, { services, connection: blocking, doorbell, logger, health, now });
   const shared: AccountWorkerDeps = {
     config,
     deps,
@@ -300,6 +304,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       return runs.workers();
     },
     webhookWorker,
+    watchWorker,
     services,
     get clients() {
       return runs.clients();
@@ -309,7 +314,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     close() {
       closing ??= (async () => {
         await housekeeping.stop();
-        await Promise.all([runs.closeAll(), webhookWorker?.close()]);
+        await Promise.all([runs.closeAll(), webhookWorker?.close(), watchWorker.close()]);
         // The first-poll samples gathered since the last send (queue/poll-schedule.ts).
         await learner.flush().catch((err: unknown) => {
           if (!health.outage(err)) logger.warn({ err }, 'could not send the poll schedule its last samples');

@@ -110,6 +110,14 @@ describe('the document', () => {
         'get /v1/batches/{id}/results': 'getBatchResults',
         'post /v1/batches/{id}/retry': 'retryBatch',
         'delete /v1/batches/{id}': 'deleteBatch',
+        'get /v1/watches': 'listWatches',
+        'post /v1/watches': 'createWatch',
+        'get /v1/watches/{name}': 'getWatch',
+        'patch /v1/watches/{name}': 'updateWatch',
+        'delete /v1/watches/{name}': 'deleteWatch',
+        'post /v1/watches/{name}/pause': 'pauseWatch',
+        'post /v1/watches/{name}/resume': 'resumeWatch',
+        'get /v1/watches/{name}/changes': 'getWatchChanges',
       },
     );
     expect(Object.keys(doc.components.schemas)).toEqual(

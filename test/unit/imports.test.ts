@@ -145,6 +145,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['console/', 'api/'],
   ['http/'],
   ['workers/'],
+  ['watch/'],
   ['producers/', 'retention.ts'],
   ['presenters/'],
   ['metrics.ts'],

@@ -38,6 +38,7 @@ import type { QueueServices } from '../../services.js';
 import { archiveFor } from '../../sinks/export.js';
 import { batchResults } from '../../sinks/results.js';
 import { archivedBatchView, batchLinks, batchView } from '../views.js';
+import { watchRoutes } from './watches.js';
 
 export interface V1Options {
   services: QueueServices;
@@ -84,6 +85,7 @@ export async function v1Routes(app: FastifyInstance, options: V1Options): Promis
   createRoutes(app, kit);
   readRoutes(app, kit);
   changeRoutes(app, kit);
+  watchRoutes(app, kit);
 }
 
 /** What every route group of /v1 uses: the stores, the token's scope of each request, the archive. */
