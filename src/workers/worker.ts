@@ -219,21 +219,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
   for (const account of config.accounts) requireAccountUpstream(account);
-  // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
-  const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
-  const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
-  // Subscribed to the wake channel (queue/feeder.ts): a producer fed an account's queue.
-  const wakes: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-wake' });
-  // Both connections, every Worker and every Queue report to one health: an outage is one log
-  // line per change of state instead of a block per reconnect attempt.
-  const health = deps.health ?? new RedisHealth(logger);
-  const unwatch = [
-    health.watch(commands),
-    health.watch(blocking),
-    health.watch(wakes),
-    health.heartbeat(commands),
-    watchEventLoop(logger, config.locks.lockDurationMs),
-  ];
+  const { commands, blocking, wakes, health, unwatch } = connectionsOf(config, deps);
   const services = queueServicesOn(config, commands, now, deps.webhookResolve);
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
@@ -247,22 +233,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     now,
   });
-  const recorder = new Recorder({
-    outcomes: services.outcomes,
-    settle: services.settle,
-    batches: services.batches,
-    inflight: services.inflight,
-    costs: services.costs,
-    reuse: new ReuseStore(commands, services.keys, services.outcomes, {
-      keepMs: config.budget.reuseKeepMs,
-      defaultWithinMs: config.budget.reuseWithinMs,
-      sharing: sharingAccounts(config.accounts),
-    }),
-    ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    now,
-    onBatchFinished,
-    health,
-  });
+  const recorder = recorderOf(config, services, commands, { deps, now, onBatchFinished, health });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(now);
@@ -343,6 +314,58 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       return { clean, held };
     },
   };
+}
+
+/**
+ * A worker process's three connections to Redis and the one health they report to: an outage is
+ * one log line per change of state instead of a block per reconnect attempt.
+ */
+function connectionsOf(config: Config, deps: WorkerDeps) {
+  // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
+  const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
+  const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
+  // Subscribed to the wake channel (queue/feeder.ts): a producer fed an account's queue.
+  const wakes: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-wake' });
+  const health = deps.health ?? new RedisHealth(deps.logger);
+  const unwatch = [
+    health.watch(commands),
+    health.watch(blocking),
+    health.watch(wakes),
+    health.heartbeat(commands),
+    watchEventLoop(deps.logger, config.locks.lockDurationMs),
+  ];
+  return { commands, blocking, wakes, health, unwatch };
+}
+
+/** The process's recorder: where each plate's outcome, costs and reusable result are stored. */
+function recorderOf(
+  config: Config,
+  services: Omit<QueueServices, 'close'>,
+  commands: RedisClient,
+  parts: {
+    deps: WorkerDeps;
+    now: () => number;
+    onBatchFinished: (batch: BatchRef) => Promise<void>;
+    health: RedisHealth;
+  },
+): Recorder {
+  const { deps, now, onBatchFinished, health } = parts;
+  return new Recorder({
+    outcomes: services.outcomes,
+    settle: services.settle,
+    batches: services.batches,
+    inflight: services.inflight,
+    costs: services.costs,
+    reuse: new ReuseStore(commands, services.keys, services.outcomes, {
+      keepMs: config.budget.reuseKeepMs,
+      defaultWithinMs: config.budget.reuseWithinMs,
+      sharing: sharingAccounts(config.accounts),
+    }),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    now,
+    onBatchFinished,
+    health,
+  });
 }
 
 /**
