@@ -72,6 +72,12 @@ export const ERROR_CODES = {
   BODY_MISSING: entry(400, 2, 'a request that needs a body came without one'),
   TOO_MANY_REQUESTS: entry(429, 1, 'more requests a minute than this token (or an address without one) may send'),
   TOO_MANY_FOR_INTERACTIVE: entry(422, 2, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
+  BAD_DEADLINE: entry(400, 2, 'a deadline that cannot be read, or already past (docs/plans.md)'),
+  DEADLINE_NOT_FEASIBLE: entry(
+    422,
+    2,
+    'a deadline the batch cannot meet, refused as asked (--require-deadline, requireDeadline); nothing stored or paid',
+  ),
   CSV_JSON_ENCODED: entry(400, 1, 'a CSV sent as a JSON string'),
   // Input files
   INPUT_NOT_FOUND: entry(422, 2, 'the input file does not exist or cannot be read'),

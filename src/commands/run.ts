@@ -7,6 +7,7 @@ import { type Config, parseDuration } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
+import { parseDeadline } from '../plans/deadline.js';
 import { rateText } from '../presenters/line.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import { dateText } from '../presenters/time.js';
@@ -54,6 +55,10 @@ export interface RunOptions {
   account?: string;
   priority?: PriorityClass;
   weight?: number;
+  /** --by / --within: when the batch should be finished, epoch ms. */
+  deadline?: number;
+  /** --require-deadline: refuse the batch when its deadline cannot be met. */
+  requireDeadline?: boolean;
   /** --notify: the batch's callbackUrl (its webhooks go there). */
   notify?: string;
   /** --shutdown-timeout: how long a stop waits for running requests (default 30 s). */
@@ -141,6 +146,7 @@ export async function runFile(
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
+          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
         },
       );
       ctx.print(describeEstimate(estimated, account));
@@ -187,7 +193,7 @@ export async function runFile(
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
-      const { batch } = await enqueue(
+      const { batch, deadline } = await enqueue(
         services,
         { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
         {
@@ -197,6 +203,8 @@ export async function runFile(
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
+          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+          ...(options.requireDeadline === true ? { requireDeadline: true } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
         },
         {
@@ -211,6 +219,8 @@ export async function runFile(
         `batch ${batchId}: ${counted(c.total, 'row')}, ${counted(c.enqueued, 'plate')} enqueued, ` +
           `${c.rejected} rejected, ${counted(c.duplicates, 'duplicate')} (plate column "${header.plateColumn}")`,
       );
+      // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
+      if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
     }
 
     const worker = startWorker(config, { logger, health });
@@ -419,6 +429,22 @@ export function schedulingFlags(flags: CommandContext['flags']): {
   return out;
 }
 
+/** --by, --within and --require-deadline, read (plans/deadline.ts): BAD_DEADLINE when they cannot be. */
+export function deadlineFlags(
+  flags: CommandContext['flags'],
+  now = Date.now(),
+): { deadline?: number; requireDeadline?: boolean } {
+  const by = typeof flags.by === 'string' ? flags.by : undefined;
+  const within = typeof flags.within === 'string' ? flags.within : undefined;
+  const deadline = parseDeadline({ by, within }, now);
+  if (flags['require-deadline'] === true && deadline === undefined)
+    throw new UsageError('--require-deadline needs a deadline: --by 18:00 or --within 2h');
+  return {
+    ...(deadline !== undefined ? { deadline } : {}),
+    ...(flags['require-deadline'] === true ? { requireDeadline: true } : {}),
+  };
+}
+
 /** --shutdown-timeout, validated. */
 function shutdownFlag(flags: CommandContext['flags']): { shutdownTimeoutMs?: number } {
   if (typeof flags['shutdown-timeout'] !== 'string') return {};
@@ -505,6 +531,7 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
         ]
       : []),
     ...(e.cost ? [`  cost: ${costLine(e)}`] : []),
+    ...(e.deadline ? [e.deadline.line] : []),
   ].join('\n');
 }
 
@@ -525,6 +552,7 @@ export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
+             [--by 18:00 | --within 2h] [--require-deadline]
              [--dry-run] [--max-creates N] [--max-spend 150.00] [--reuse-within 24h] [--notify URL]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
@@ -546,6 +574,11 @@ export const runCommand: Command = {
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)
+  --by T          a deadline: 18:00 (local time, today or else tomorrow) or an ISO instant; said on
+                  a line of its own, \`deadline: feasible …\` / \`not feasible …\` / \`unknown …\`, with
+                  the ETA and cost ranges; the batch is scheduled to meet it (docs/plans.md)
+  --within D      a deadline as a span from now: 90m, 2h, 1h30m
+  --require-deadline  refuse the batch (exit 2, nothing stored or paid) when its deadline cannot be met
   --shutdown-timeout D  on Ctrl-C/SIGTERM, how long running requests may take to finish and be
                   stored (default 30s); past it the run ends, and paid answers Redis did not take
                   are written to <out>/<batch>.unstored-<time>.jsonl
@@ -563,6 +596,9 @@ export const runCommand: Command = {
     account: { type: 'string' },
     priority: { type: 'string' },
     weight: { type: 'string' },
+    by: { type: 'string' },
+    within: { type: 'string' },
+    'require-deadline': { type: 'boolean' },
     notify: { type: 'string' },
     'shutdown-timeout': { type: 'string' },
   },
@@ -583,6 +619,7 @@ export const runCommand: Command = {
         ...(maxSpend !== undefined ? { maxSpend } : {}),
       }),
       ...schedulingFlags(ctx.flags),
+      ...deadlineFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...shutdownFlag(ctx.flags),
     });

@@ -35,6 +35,8 @@ export interface IngestOptions {
   priority?: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight?: number;
+  /** When the batch should be finished, epoch ms (already judged: producers/enqueue.ts). */
+  deadline?: number;
   /** Where the batch's webhooks go (http/https, a host on VQ_WEBHOOK_ALLOW); refused before anything is stored. */
   callbackUrl?: string;
   /** Told once, at once, when another ingest of the same batch holds its lock (a live one, or a stopped process's until it expires). */
@@ -89,6 +91,7 @@ async function ingestBatch(
     account: account.id,
     priority: options.priority ?? 'normal',
     weight,
+    ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
     source: options.source,
     name: options.name,
     product: account.product,

@@ -22,7 +22,7 @@
 // | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
 // | A:answers                        | hash   | queue/answers.ts (first contact; the answer that held the account) |
 // | A:inflight, A:inflight:batches   | zset, hash | queue/inflight.ts     |
-// | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
+// | A:sched:<class>, :weights, :staged, :pending:<batch>, :active, :deadlines | | queue/scheduler.ts |
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
 // | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
@@ -180,6 +180,11 @@ export class VqbKeys {
 
   schedWeights(accountId: string): string {
     return `${this.accountBase(accountId)}:sched:weights`;
+  }
+
+  /** Zset: the account's batches that carry a deadline (batch id -> deadline, epoch ms). */
+  schedDeadlines(accountId: string): string {
+    return `${this.accountBase(accountId)}:sched:deadlines`;
   }
 
   /** The prefix of the account's per-batch lists of plates waiting to be created (the script appends the id). */

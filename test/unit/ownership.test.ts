@@ -32,6 +32,7 @@ const OWNERS: Record<string, string> = {
   inflightByBatch: 'src/queue/inflight.ts',
   schedClass: 'src/queue/scheduler.ts',
   schedWeights: 'src/queue/scheduler.ts',
+  schedDeadlines: 'src/queue/scheduler.ts',
   pendingPrefix: 'src/queue/scheduler.ts',
   pending: 'src/queue/scheduler.ts',
   staged: 'src/queue/scheduler.ts',
