@@ -1,12 +1,14 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
+import { slackText } from '../plans/deadline.js';
 import { describeLine, duration } from '../presenters/text.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState as LineState } from '../queue/line.js';
 
 export interface Progress {
-  update(info: BatchInfo, line: LineState): void;
+  /** `slackMs`: with a deadline, the deadline less the projected finish (docs/plans.md). */
+  update(info: BatchInfo, line: LineState, slackMs?: number): void;
   finish(): void;
 }
 
@@ -135,7 +137,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
   let lastLog = 0;
 
   return {
-    update(info, line) {
+    update(info, line, slackMs) {
       const c = info.counts;
       const finished = c.done + c.failed;
       const total = c.enqueued;
@@ -146,12 +148,13 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
       const eta = held ? Number.NaN : etaMs(rate, total - finished);
       const waiting = describeLine(line) ?? batchWait(info);
+      const due = slackMs !== undefined && info.finishedAt === undefined ? `, ${slackText(slackMs)}` : '';
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
         const etaText = held ? '' : ` ETA ${duration(eta)}`;
-        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s${etaText}${waiting ? ` — ${waiting}` : ''}`;
+        const text = `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ${perSecond.toFixed(1)}/s${etaText}${due}${waiting ? ` — ${waiting}` : ''}`;
         status.draw(text.slice(0, Math.max(40, (out.columns || 120) - 1)));
         return;
       }
@@ -160,7 +163,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
         if (options.print) {
           const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
           options.print(
-            `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`,
+            `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ${perSecond.toFixed(1)} plates/s${left}${due}${waiting ? ` — ${waiting}` : ''}`,
           );
           return;
         }
@@ -173,6 +176,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
             inflight: c.inflight,
             ratePerSec: Number(perSecond.toFixed(2)),
             etaSec: Number.isFinite(eta) ? Math.round(eta / 1000) : null,
+            ...(slackMs !== undefined ? { slackSec: Math.round(slackMs / 1000) } : {}),
             ...(waiting ? { waiting } : {}),
           },
           'progress',

@@ -8,6 +8,7 @@ import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { parseDeadline } from '../plans/deadline.js';
+import { batchPlan } from '../plans/projection.js';
 import { rateText } from '../presenters/line.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import { dateText } from '../presenters/time.js';
@@ -241,6 +242,8 @@ export async function runFile(
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
     let saidAtCap = false;
+    let slackAt = 0;
+    let slackMs: number | undefined;
     const resumeCommand = `vqb resume${config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
     try {
@@ -276,7 +279,12 @@ export async function runFile(
           else ctx.print(text);
         }
         saidAtCap = atCap;
-        progress.update(info, now);
+        // With a deadline: "on time by 12 min" / "late by 3 min", projected every 2 s.
+        if (info.deadline !== undefined && Date.now() - slackAt >= 2_000) {
+          slackAt = Date.now();
+          slackMs = (await batchPlan(services, info, slackAt))?.verdict.slackMs;
+        }
+        progress.update(info, now, slackMs);
         if (info.finishedAt !== undefined) break;
         if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
           progress.finish();

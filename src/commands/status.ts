@@ -1,6 +1,7 @@
 import type { Command } from '../cli.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
+import { planText } from '../plans/deadline.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
@@ -57,6 +58,7 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info, Date.now(), context.price));
+          if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now())}`);
           ctx.print(
             `  account ${info.account}: ${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
           );
@@ -124,8 +126,12 @@ export const statusCommand: Command = {
       ctx.print(
         `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
       );
-      for (const b of recent.batches)
+      const plans = await batchContexts(services, recent.batches);
+      recent.batches.forEach((b, i) => {
         ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
+        const plan = plans[i]?.plan;
+        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now())}`);
+      });
       return 0;
     });
   },

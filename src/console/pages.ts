@@ -312,7 +312,7 @@ export function uploadPage(
   ctx: PageContext,
   accounts: readonly string[],
   error?: string,
-  values: { callbackUrl?: string } = {},
+  values: { callbackUrl?: string; deadline?: string } = {},
 ): string {
   const { t } = ctx;
   return layout(
@@ -336,6 +336,9 @@ ${
 <p><label for="callbackUrl">${t('upload.callback')}</label>
 <input type="url" id="callbackUrl" name="callbackUrl" maxlength="2048" inputmode="url" autocomplete="url" aria-describedby="callback-help" value="${values.callbackUrl ?? ''}">
 <span class="help" id="callback-help">${t('upload.callbackHelp')}</span></p>
+<p><label for="deadline">${t('upload.deadline')}</label>
+<input type="text" id="deadline" name="deadline" maxlength="64" aria-describedby="deadline-help" value="${values.deadline ?? ''}">
+<span class="help" id="deadline-help">${t('upload.deadlineHelp')}</span></p>
 <p><button type="submit">${t('upload.submit')}</button></p>
 </form>`,
   );
@@ -363,6 +366,7 @@ ${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbac
 <dl class="counts">
 ${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}${e.cost ? item('estimate.cost', formatMoney(e.cost), 'cost') : ''}
 </dl>
+${e.deadline ? html`<p data-estimate="deadline" class="${e.deadline.feasibility === 'not feasible' ? 'error' : ''}">${e.deadline.line}</p>` : ''}
 ${estimateActions(ctx, stageId, e)}`,
   );
 }

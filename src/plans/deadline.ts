@@ -195,6 +195,9 @@ export function deadlineLine(v: DeadlineVerdict, now: number): string {
       : `; costs ${formatMoney(v.cost.low)}–${formatMoney(v.cost.high)}`
     : '';
   if (!v.eta) return `deadline: unknown — ${due}; no rate known yet: ${v.knownBy ?? ''}${cost}`;
+  // A finished batch: when it finished, against its deadline.
+  if (v.eta.low === v.eta.high && v.eta.high <= now && v.slackMs !== undefined)
+    return `deadline: ${v.slackMs >= 0 ? 'met' : 'missed'} — due ${dateText(v.deadline, now)}; finished ${dateText(v.eta.high, now)} (${slackText(v.slackMs)})`;
   const range = `finishes in ${spanText(v.eta.low - now)}–${spanText(v.eta.high - now)}${ahead}`;
   const slack = v.slackMs !== undefined ? ` (${slackText(v.slackMs)})` : '';
   return `deadline: ${v.feasibility} — ${due}; ${range}${slack}${cost}`;
@@ -224,4 +227,15 @@ export function deadlineView(v: DeadlineVerdict, now: number): DeadlineView {
     ...(v.knownBy !== undefined ? { knownBy: v.knownBy } : {}),
     line: deadlineLine(v, now),
   };
+}
+
+/**
+ * A running batch's deadline in `vqb status` and the progress line: "due 18:00 UTC: on time by
+ * 12 min (finishes in 40 min–52 min)", or "AT RISK: late by 3 min" when the projected finish passes it.
+ */
+export function planText(v: DeadlineVerdict, atRisk: boolean, now: number): string {
+  if (!v.eta || v.slackMs === undefined) return deadlineLine(v, now);
+  if (v.eta.low === v.eta.high && v.eta.high <= now) return deadlineLine(v, now);
+  const range = `finishes in ${spanText(v.eta.low - now)}–${spanText(v.eta.high - now)}`;
+  return `deadline ${dateText(v.deadline, now)}: ${atRisk ? 'AT RISK, ' : ''}${slackText(v.slackMs)} (${range})`;
 }

@@ -102,6 +102,8 @@ async function ingestBatch(
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
   if (created && options.maxCreates !== undefined) await services.budget.setMaxCreates(ref, options.maxCreates);
+  // Before any plate is scheduled: the deadline watch (plans/watch.ts) looks at this account from now on.
+  if (created && options.deadline !== undefined) await services.scheduler.noteDeadlineAccount(account.id);
   const info = await services.batchViews.get(ref);
   // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
   if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {

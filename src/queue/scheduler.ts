@@ -303,6 +303,16 @@ export class Scheduler {
     return total;
   }
 
+  /** The account was given a batch with a deadline: the deadline watch looks at it from now on (set apart from its slot). */
+  async noteDeadlineAccount(accountId: string): Promise<void> {
+    await this.#redis.sadd(this.#keys.schedDeadlineAccounts, accountId);
+  }
+
+  /** The accounts ever given a batch with a deadline (few: a set of configured accounts). */
+  async deadlineAccounts(): Promise<string[]> {
+    return this.#redis.smembers(this.#keys.schedDeadlineAccounts);
+  }
+
   /** The account's batches that carry a deadline, earliest first (finished ones too, until `undeadline`). */
   async deadlines(accountId: string): Promise<{ batchId: string; deadline: number }[]> {
     const flat = await this.#redis.zrange(this.#keys.schedDeadlines(accountId), 0, -1, 'WITHSCORES');

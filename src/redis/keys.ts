@@ -30,6 +30,7 @@
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; the accounts holding it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
+// | G:deadline-accounts              | set    | queue/scheduler.ts (accounts given a deadline batch) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
 // | G:reuse-day:<day>, A:reuse-day:<day> | hash | queue/reuse.ts (plate → the batch that paid on that UTC day) |
@@ -208,6 +209,11 @@ export class VqbKeys {
   /** Sorted set (global): the accounts with work, scored by the generation their flag was set at. */
   get schedActive(): string {
     return `${this.base}:active`;
+  }
+
+  /** Set (global): the accounts that were given a batch with a deadline (the deadline watch looks at these only). */
+  get schedDeadlineAccounts(): string {
+    return `${this.base}:deadline-accounts`;
   }
 
   // --- queue/budget.ts

@@ -37,6 +37,7 @@ const OWNERS: Record<string, string> = {
   pending: 'src/queue/scheduler.ts',
   staged: 'src/queue/scheduler.ts',
   schedActive: 'src/queue/scheduler.ts',
+  schedDeadlineAccounts: 'src/queue/scheduler.ts',
   spendDay: 'src/queue/budget.ts',
   spendMonth: 'src/queue/budget.ts',
   budget: 'src/queue/budget.ts',
