@@ -93,6 +93,7 @@ export const ERROR_CODES = {
   INBOX_NOT_A_FILE: entry(422, 1, 'not a regular file'),
   INBOX_OUTSIDE_ROOT: entry(422, 1, 'a path outside the drop folder'),
   INBOX_NAME_EXHAUSTED: entry(500, 1, 'no free name left to move the file to'),
+  INBOX_BAD_SIDECAR: entry(422, 1, "a dropped file's sidecar (<name>.json) that cannot be used"),
   // Exports
   EXPORT_BAD_BATCH_ID: entry(400, 1, 'a batch id that cannot name an export file'),
   EXPORT_DIR_UNUSABLE: entry(500, 1, 'the export folder cannot be written'),

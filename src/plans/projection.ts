@@ -23,11 +23,12 @@ export async function planFigures(
   except?: string,
 ): Promise<PlanFigures> {
   const { account, line } = services.accounts.for(accountId);
-  const [rate, learned, aheadPlates] = await Promise.all([
+  const [rate, learned, ahead] = await Promise.all([
     line.rate(),
     new PollLearner(services.redis, services.keys, services.config.poll).snapshot(account.product),
     services.scheduler.aheadOf(account.id, deadline, except),
   ]);
+  const aheadPlates = platesAhead(ahead, rate.perSecond, learned.firstPollMs, Date.now());
   return {
     perSecond: rate.perSecond,
     rateSource: rate.source,
@@ -36,6 +37,29 @@ export async function planFigures(
     plates,
     aheadPlates,
   };
+}
+
+/**
+ * The plates that take the batch's time: every interactive one, and those of each batch due
+ * earlier that can still make its deadline. The rule of the feed (sched-take's urgentBatches): a
+ * batch that cannot make it even served first is left to the weights and takes no one's time.
+ */
+export function platesAhead(
+  ahead: { interactive: number; earlier: readonly { deadline: number; waiting: number }[] },
+  perSecond: number,
+  answerMs: number,
+  now: number,
+): number {
+  const msPerPlate = (REQUESTS_PER_PLATE * 1_000) / Math.max(perSecond, 1e-6);
+  let need = answerMs * 1.5 + 2_000;
+  let plates = ahead.interactive;
+  for (const b of ahead.earlier) {
+    const needed = need + b.waiting * msPerPlate;
+    if (b.deadline - now - needed < 0) continue;
+    need = needed;
+    plates += b.waiting;
+  }
+  return plates;
 }
 
 /** A running (or finished) batch's deadline as its readers show it. */

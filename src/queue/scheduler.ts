@@ -322,16 +322,32 @@ export class Scheduler {
   }
 
   /**
-   * Plates waiting to be fed ahead of a batch due at `deadline` on its account: every interactive
-   * batch's, and those of batches due earlier (`except` itself).
+   * What waits to be fed ahead of a batch due at `deadline` on its account: the plates of every
+   * interactive batch, and each batch due earlier with its plates (`except`: the batch itself).
+   * Which of those earlier ones take its time is the caller's rule (plans/projection.ts).
    */
-  async aheadOf(accountId: string, deadline: number, except?: string): Promise<number> {
-    const interactive = await this.#redis.zrange(this.#keys.schedClass(accountId, 'interactive'), 0, -1);
-    const earlier = await this.#redis.zrangebyscore(this.#keys.schedDeadlines(accountId), '-inf', `(${deadline}`);
-    let total = 0;
-    for (const batchId of new Set([...interactive, ...earlier]))
-      if (batchId !== except) total += await this.waiting({ id: batchId, account: accountId });
-    return total;
+  async aheadOf(
+    accountId: string,
+    deadline: number,
+    except?: string,
+  ): Promise<{ interactive: number; earlier: { batchId: string; deadline: number; waiting: number }[] }> {
+    let interactive = 0;
+    for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, 'interactive'), 0, -1))
+      if (batchId !== except) interactive += await this.waiting({ id: batchId, account: accountId });
+    const flat = await this.#redis.zrangebyscore(
+      this.#keys.schedDeadlines(accountId),
+      '-inf',
+      `(${deadline}`,
+      'WITHSCORES',
+    );
+    const earlier: { batchId: string; deadline: number; waiting: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const batchId = flat[i]!;
+      if (batchId === except) continue;
+      const waiting = await this.waiting({ id: batchId, account: accountId });
+      if (waiting > 0) earlier.push({ batchId, deadline: Number(flat[i + 1]), waiting });
+    }
+    return { interactive, earlier };
   }
 
   /** The batch no longer weighs on its account's deadlines (it finished). */

@@ -39,7 +39,7 @@ export const CallbackUrl = z
   .min(1)
   .max(2_048)
   .describe(
-    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, and `account.paused` while it waits on a paused account. Its host must be on VQ_WEBHOOK_ALLOW when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID",
+    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, `account.paused` while it waits on a paused account, and with a deadline `batch.at_risk` / `batch.back_on_track`. Its host must be on VQ_WEBHOOK_ALLOW when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID",
   );
 
 /** A deadline as a client writes it (plans/deadline.ts): read once by the enqueue, BAD_DEADLINE when it cannot be. */

@@ -4,16 +4,19 @@
 // the simulator); batches with deadlines finish in time where weights alone would miss one; a
 // batch whose projected finish passes its deadline is told once as `batch.at_risk`.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError, isError, type VqbError } from '../../src/errors.js';
 import { Batch } from '../../src/index.js';
 import { estimate, ingestList } from '../../src/producers/enqueue.js';
+import { createInboxWatcher } from '../../src/producers/inbox.js';
 import { createHttpApi } from '../../src/server.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
-import { waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
@@ -100,6 +103,46 @@ describe('deadlines: read, judged, refused', () => {
     await sleep(1_000);
     expect((await h.services.batchViews.list()).total).toBe(0);
     expect(h.sim.stats().creates).toBe(0);
+  });
+});
+
+describe('deadlines: the drop folder', () => {
+  it("a sidecar <file>.json gives the dropped file's batch its deadline; one that cannot be used fails the file", async () => {
+    const root = await mkdtemp(join(tmpdir(), 'vqb-deadline-inbox-'));
+    closing.push({ close: () => rm(root, { recursive: true, force: true }) });
+    const h = await harness.start({
+      label: 'dl-inbox',
+      config: { ...KNOWN, VQ_ROOT: root, VQ_INBOX_STABLE: '100ms', VQ_INBOX_POLL: '100ms' },
+      workers: 0,
+    });
+    const watcher = createInboxWatcher({ services: h.services, config: h.config, logger: h.logs.logger });
+    closing.push({ close: () => watcher.stop() });
+    await watcher.scanOnce(); // makes the folders
+    const inbox = join(root, 'inbox');
+    const rows = (plates: string[]) => `placa\r\n${plates.join('\r\n')}\r\n`;
+    await writeFile(join(inbox, 'frota.csv.json'), JSON.stringify({ deadline: '2h' }));
+    await writeFile(join(inbox, 'frota.csv'), rows(makePlates(5)));
+    await writeFile(join(inbox, 'bad.csv.json'), '{"deadline": "someday"}');
+    await writeFile(join(inbox, 'bad.csv'), rows(makePlates(5, 100)));
+    await writeFile(join(inbox, 'typo.csv.json'), '{"dedline": "2h"}');
+    await writeFile(join(inbox, 'typo.csv'), rows(makePlates(5, 200)));
+    for (let i = 0; i < 30 && (await readdir(inbox)).some((n) => !n.endsWith('.json')); i++) {
+      await sleep(150);
+      await watcher.scanOnce();
+    }
+    const { batches } = await h.services.batchViews.list();
+    expect(batches.map((b) => b.name)).toEqual(['frota.csv']);
+    const due = batches[0]!.deadline!;
+    expect(Math.abs(due - (Date.now() + 2 * 3_600_000))).toBeLessThan(60_000);
+    // A taken file's sidecar goes with it (a deadline that cannot be read fails the file when queued);
+    // a sidecar that cannot be read at all fails its file at the take and stays.
+    expect((await readdir(inbox)).sort()).toEqual(['typo.csv.json']);
+    const failed = await readdir(join(root, 'failed'));
+    const reasons = await Promise.all(
+      failed.filter((n) => !n.endsWith('.csv')).map((n) => readFile(join(root, 'failed', n), 'utf8')),
+    );
+    expect(reasons.join('\n')).toMatch(/BAD_DEADLINE/);
+    expect(reasons.join('\n')).toMatch(/INBOX_BAD_SIDECAR/);
   });
 });
 
