@@ -199,7 +199,11 @@ export class AccountFlow {
           if (wait > 0) await sleep(wait);
           return { due, at: slot.at, ...(slot.early ? { early: true as const } : {}) };
         }
-        if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
+        // An interactive request waits here for the slot it claimed (lua/includes/pace-take.lua):
+        // put back, it would wait for a fetch the queue's rate-limit switch may hold past that slot
+        // (a less urgent job told to leave the slot to it sets the switch for the whole queue).
+        const urgent = priority === PRIORITY.interactive;
+        if (slot.reason === 'hold' || (slot.waitMs > WAIT_HERE_MS && !urgent)) return this.#later(slot.waitMs);
         await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
       }
     } finally {
