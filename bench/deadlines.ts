@@ -26,8 +26,8 @@ export function deadlineSettings(quick: boolean): DeadlineSettings {
     etaPlates: 20,
     batches: [
       { name: 'rush', plates: 300, withinS: 15 },
-      { name: 'a', plates: 100, withinS: 26 },
-      { name: 'b', plates: 150, withinS: 48 },
+      { name: 'a', plates: 100, withinS: 30 },
+      { name: 'b', plates: 150, withinS: 52 },
     ],
   };
 }

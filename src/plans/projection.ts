@@ -55,7 +55,7 @@ export function platesAhead(
   let plates = ahead.interactive;
   for (const b of ahead.earlier) {
     const needed = need + b.waiting * msPerPlate;
-    if (b.deadline - now - needed < 0) continue;
+    if (b.deadline - now < needed / 1.5) continue;
     need = needed;
     plates += b.waiting;
   }

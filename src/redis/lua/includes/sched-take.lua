@@ -17,9 +17,12 @@
   Walking the account's deadline batches earliest deadline first, the time the plates of each and
   of every earlier one need (msPerPlate each: a plate's requests at the rate in force) plus
   reserveMs (the last plate's answer and a margin), against its deadline. A batch that cannot make
-  it even so is left to the weights and needs no time of the others: serving it first would only
-  make them late too (earliest deadline first while slack remains). When the slack of a batch in
-  time falls under a tenth of what it needs (at least 2 s), it and every batch before it go first.
+  it even so (what it needs is more than one and a half times the time left: the figures are
+  estimates, and a batch a little behind is still served) is left to the weights and needs no time
+  of the others: serving it first would only make them late too (earliest deadline first while
+  slack remains). When the slack of a batch in time falls under a quarter of what it needs (at
+  least 5 s: the account's queue holds creates fed before, and polls go first), it and every batch
+  before it go first.
   A batch held at its cap (in no class) is passed over.
 ]]
 local function urgentBatches(deadlinesKey, classKeys, pendingPrefix, now, msPerPlate, reserveMs)
@@ -34,10 +37,10 @@ local function urgentBatches(deadlinesKey, classKeys, pendingPrefix, now, msPerP
     if left > 0 and listed then
       local needed = need + left * msPerPlate
       local slack = due - now - needed
-      if slack >= 0 then
+      if due - now >= needed / 1.5 then
         need = needed
         inTime[#inTime + 1] = batch
-        if slack < math.max(2000, needed * 0.1) then upto = #inTime end
+        if slack < math.max(5000, needed * 0.25) then upto = #inTime end
       end
     end
   end
