@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import type { AccountPacingRun } from './accounts.js';
 import { type ClusterFigures, clusterTables } from './cluster.js';
 import type { MachineInfo } from './common.js';
+import type { DeadlineResult } from './deadlines.js';
 import type { EventLoopFigures } from './event-loop.js';
 import type { FinishedFigures } from './finished.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
@@ -41,6 +42,8 @@ export interface BenchResults {
   eventLoop?: EventLoopFigures;
   /** `auto` against limits vqb is not told, beside the same limits configured exactly (absent from older runs). */
   learned?: LearnedRun[];
+  /** ETA ranges against real finishes, and three batches with deadlines on one learned key (absent from older runs). */
+  deadlines?: DeadlineResult;
   /** Idle cost by account count, and Redis and CPU per plate beside BullMQ by hand (absent from older runs). */
   scale?: ScaleFigures;
   /** 1,000 accounts at once, four processes, one Redis (absent from older runs). */
@@ -408,6 +411,7 @@ export function vqbRows(r: BenchResults): VqbRow[] {
       vqbRow(`learned: ${run.name}: s to ≥ 0.9 of the limit`, run.convergeS, int),
     );
   }
+  rows.push(...deadlineRows(r.deadlines));
   const minute = r.perMinute?.accounts[0];
   rows.push(
     ...pacingRows(
@@ -618,4 +622,46 @@ export async function writeResults(
   ].join('\n');
   await writeFile(mdPath, md);
   return table;
+}
+
+/** Deadlines (docs/plans.md): the dry run's ETA range against the real finish, and earliest deadline first. */
+function deadlineRows(d: DeadlineResult | undefined): VqbRow[] {
+  if (!d) return [];
+  const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'not finished');
+  const rows = [
+    vqbRow(
+      `deadlines: dry-run ETA range holds the real finish (${d.eta.length} runs of ${d.eta[0]?.plates ?? 0} plates, one learned key)`,
+      d.eta.length > 0 ? d.etaContained / d.eta.length : undefined,
+      fixed(2),
+      { text: '≥ 0.9', ok: (x) => x >= 0.9 },
+    ),
+  ];
+  for (const b of d.batches)
+    rows.push(
+      vqbRow(
+        `deadlines: ${b.name} (${b.plates} plates, due in ${b.withinS} s) said "${b.feasibility}" at enqueue; finished after ${fmt(b.withDeadlinesS)} s with deadlines, ${fmt(b.byWeightS)} s by equal weights; s with deadlines ÷ deadline`,
+        b.feasibility === 'feasible' ? b.withDeadlinesS / b.withinS : undefined,
+        fixed(2),
+        b.feasibility === 'feasible' ? { text: '≤ 1', ok: (x) => x <= 1 } : undefined,
+      ),
+    );
+  rows.push(
+    vqbRow(
+      'deadlines: the infeasible batch said not feasible at enqueue (1: yes)',
+      d.batches[0]?.feasibility === 'not feasible' ? 1 : 0,
+      int,
+      {
+        text: '1',
+        ok: (x) => x === 1,
+      },
+    ),
+    vqbRow(
+      `deadlines: feasible batches in time with deadlines less by equal weights alone (${d.inTimeWithDeadlines} of ${d.feasible}; ${d.inTimeByWeight} of ${d.feasible})`,
+      d.inTimeWithDeadlines - d.inTimeByWeight,
+      int,
+      { text: '≥ 1', ok: (x) => x >= 1 },
+    ),
+    vqbRow('deadlines: 429s during both runs', d.rateLimited, int, { text: '0', ok: (x) => x === 0 }),
+  );
+  return rows;
 }

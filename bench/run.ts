@@ -10,6 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { measureAccountPacing } from './accounts.js';
 import { clusterSettings, measureCluster } from './cluster.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
+import { deadlineSettings, measureDeadlines } from './deadlines.js';
 import { measureEventLoop } from './event-loop.js';
 import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
@@ -34,6 +35,7 @@ const STEPS = [
   'finished',
   'eventloop',
   'learned',
+  'deadlines',
   'scale',
   'many',
   'cluster',
@@ -203,6 +205,7 @@ async function main(): Promise<number> {
       eventloop: { rows: s.eventLoopRows },
       learned: learnedScenarios(quick).map((x) => ({ name: x.name, minutes: x.minutes })),
       scale: scaleSettings(quick),
+      deadlines: deadlineSettings(quick),
       many: manyAccountsSettings(quick),
       cluster: clusterSettings(quick),
     },
@@ -384,6 +387,13 @@ async function main(): Promise<number> {
             results.scale = scale;
             results.errors.push(...scale.errors.map((e) => `scale: ${e}`));
           }
+          break;
+        }
+        case 'deadlines': {
+          const run = await attempt('deadlines: ETA ranges, and three batches with deadlines on one learned key', () =>
+            measureDeadlines(ctx, deadlineSettings(quick)),
+          );
+          if (run) results.deadlines = run;
           break;
         }
         case 'many': {

@@ -81,6 +81,12 @@ export const ERROR_CODES = {
   BODY_MISSING: entry(400, 2, 'a request that needs a body came without one'),
   TOO_MANY_REQUESTS: entry(429, 1, 'more requests a minute than this token (or an address without one) may send'),
   TOO_MANY_FOR_INTERACTIVE: entry(422, 2, 'an interactive batch over VQ_INTERACTIVE_MAX plates'),
+  BAD_DEADLINE: entry(400, 2, 'a deadline that cannot be read, or already past (docs/plans.md)'),
+  DEADLINE_NOT_FEASIBLE: entry(
+    422,
+    2,
+    'a deadline the batch cannot meet, refused as asked (--require-deadline, requireDeadline); nothing stored or paid',
+  ),
   CSV_JSON_ENCODED: entry(400, 1, 'a CSV sent as a JSON string'),
   // Input files
   INPUT_NOT_FOUND: entry(422, 2, 'the input file does not exist or cannot be read'),
@@ -96,6 +102,7 @@ export const ERROR_CODES = {
   INBOX_NOT_A_FILE: entry(422, 1, 'not a regular file'),
   INBOX_OUTSIDE_ROOT: entry(422, 1, 'a path outside the drop folder'),
   INBOX_NAME_EXHAUSTED: entry(500, 1, 'no free name left to move the file to'),
+  INBOX_BAD_SIDECAR: entry(422, 1, "a dropped file's sidecar (<name>.json) that cannot be used"),
   // Exports
   EXPORT_BAD_BATCH_ID: entry(400, 1, 'a batch id that cannot name an export file'),
   EXPORT_DIR_UNUSABLE: entry(500, 1, 'the export folder cannot be written'),

@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import { type Config, loadConfig, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
+import type { DeadlineView } from './plans/deadline.js';
 import { batchContext } from './presenters/batch-context.js';
 import { batchView } from './presenters/batch-view.js';
 import type { CostEstimate } from './producers/dry-run.js';
@@ -38,6 +39,7 @@ export {
   RedisUnavailableError,
   VqbError,
 } from './errors.js';
+export type { DeadlineView } from './plans/deadline.js';
 export { checkPlate, normalizePlate, toMercosul } from './plates.js';
 export type { CostEstimate } from './producers/dry-run.js';
 export type { PlateInput, PlateRow } from './producers/list.js';
@@ -86,11 +88,14 @@ function withoutUndefined<T extends object>(value: T): { [K in keyof T]: Exclude
 
 export class Batch {
   readonly id: string;
+  /** Enqueued with a deadline: the judgement then (`feasible`, `not feasible`, `unknown`; docs/plans.md). */
+  readonly deadline: DeadlineView | undefined;
   readonly #services: QueueServices;
 
-  constructor(id: string, services: QueueServices) {
+  constructor(id: string, services: QueueServices, deadline?: DeadlineView) {
     this.id = id;
     this.#services = services;
+    this.deadline = deadline;
   }
 
   /**
@@ -145,12 +150,12 @@ export class Vqb {
   async enqueue(plates: readonly PlateInput[], options: EnqueueOptions = {}): Promise<Batch> {
     const checked = checkOptions(options);
     const { source, name, ...request } = withoutUndefined(checked);
-    const { batch } = await enqueue(
+    const { batch, deadline } = await enqueue(
       this.services,
       { source: source ?? 'library', plates, ...(name !== undefined ? { name } : {}) },
       request,
     );
-    return new Batch(batch.id, this.services);
+    return new Batch(batch.id, this.services, deadline);
   }
 
   /** A dry run: what enqueueing these plates would cost, without storing or calling anything. */

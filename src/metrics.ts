@@ -353,6 +353,21 @@ export class Metrics implements WorkerMetrics {
       },
     });
     new Gauge({
+      name: 'vqb_batches_at_risk',
+      help:
+        'Unfinished batches whose projected finish passes their deadline (docs/plans.md), by ' +
+        'account, among the newest batches counted',
+      labelNames: ['account'],
+      registers,
+      async collect() {
+        const all = await withinScrape(batches());
+        if (all === undefined) return;
+        for (const account of accounts) this.set({ account }, 0);
+        for (const b of all)
+          if (b.atRiskSince !== undefined && b.finishedAt === undefined) this.inc({ account: b.account }, 1);
+      },
+    });
+    new Gauge({
       name: 'vqb_account_paused',
       help:
         'An account paused, by its reason code: INVALID_API_KEY, EXPIRED_API_KEY, ' +

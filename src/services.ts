@@ -13,6 +13,7 @@ import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { PlateSettle } from './queue/plate-settle.js';
+import { PollLearner } from './queue/poll-schedule.js';
 import { Scheduler } from './queue/scheduler.js';
 import type { RedisClient } from './redis/connection.js';
 import { connectRedis, preflightRedis } from './redis/connection.js';
@@ -63,6 +64,7 @@ export function queueServicesOn(
   const batches = new BatchStore(redis, keys, now);
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
+  const learner = new PollLearner(redis, keys, config.poll, now);
   return {
     config,
     redis,
@@ -77,7 +79,14 @@ export function queueServicesOn(
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(scheduler, accounts, inflight, now, { redis, keys }),
+    feeder: new Feeder(
+      scheduler,
+      accounts,
+      inflight,
+      now,
+      { redis, keys },
+      async (product) => (await learner.snapshot(product)).firstPollMs,
+    ),
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };
 }

@@ -1,12 +1,14 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
+import { slackText } from '../plans/deadline.js';
 import { describeLine, duration } from '../presenters/text.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState as LineState } from '../queue/line.js';
 
 export interface Progress {
-  update(info: BatchInfo, line: LineState): void;
+  /** `slackMs`: with a deadline, the deadline less the projected finish (docs/plans.md). */
+  update(info: BatchInfo, line: LineState, slackMs?: number): void;
   finish(): void;
 }
 
@@ -138,7 +140,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
   let lastLog = 0;
 
   return {
-    update(info, line) {
+    update(info, line, slackMs) {
       const c = info.counts;
       const finished = c.done + c.failed;
       const total = c.enqueued;
@@ -149,6 +151,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
       const eta = held ? Number.NaN : etaMs(rate, total - finished);
       const waiting = describeLine(line) ?? batchWait(info);
+      const due = slackMs !== undefined && info.finishedAt === undefined ? `, ${slackText(slackMs)}` : '';
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
@@ -156,7 +159,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
         const etaText = held ? '' : ` ETA ${duration(eta)}`;
         const text =
           `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ` +
-          `${perSecond.toFixed(1)}/s${etaText}${waiting ? ` — ${waiting}` : ''}`;
+          `${perSecond.toFixed(1)}/s${etaText}${due}${waiting ? ` — ${waiting}` : ''}`;
         status.draw(text.slice(0, Math.max(40, (out.columns || 120) - 1)));
         return;
       }
@@ -166,7 +169,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
           const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
           options.print(
             `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ` +
-              `${perSecond.toFixed(1)} plates/s${left}${waiting ? ` — ${waiting}` : ''}`,
+              `${perSecond.toFixed(1)} plates/s${left}${due}${waiting ? ` — ${waiting}` : ''}`,
           );
           return;
         }
@@ -179,6 +182,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
             inflight: c.inflight,
             ratePerSec: Number(perSecond.toFixed(2)),
             etaSec: Number.isFinite(eta) ? Math.round(eta / 1000) : null,
+            ...(slackMs !== undefined ? { slackSec: Math.round(slackMs / 1000) } : {}),
             ...(waiting ? { waiting } : {}),
           },
           'progress',

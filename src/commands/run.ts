@@ -6,6 +6,8 @@ import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
+import { parseDeadline } from '../plans/deadline.js';
+import { batchPlan } from '../plans/projection.js';
 import { rateText } from '../presenters/line.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
@@ -55,6 +57,10 @@ export interface RunOptions {
   account?: string;
   priority?: PriorityClass;
   weight?: number;
+  /** --by / --within: when the batch should be finished, epoch ms. */
+  deadline?: number;
+  /** --require-deadline: refuse the batch when its deadline cannot be met. */
+  requireDeadline?: boolean;
   /** --notify: the batch's callbackUrl (its webhooks go there). */
   notify?: string;
   /** --shutdown-timeout: how long a stop waits for running requests (default 30 s). */
@@ -142,6 +148,7 @@ export async function runFile(
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
+          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
         },
       );
       ctx.print(describeEstimate(estimated, account));
@@ -190,7 +197,7 @@ export async function runFile(
       }
     } else {
       const { header, rows } = await readPlateFile(file, format, readOptions(options));
-      const { batch } = await enqueue(
+      const { batch, deadline } = await enqueue(
         services,
         { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
         {
@@ -200,6 +207,8 @@ export async function runFile(
           account: account.id,
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
+          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+          ...(options.requireDeadline === true ? { requireDeadline: true } : {}),
           ...(callbackUrl !== undefined ? { callbackUrl } : {}),
         },
         {
@@ -215,6 +224,8 @@ export async function runFile(
         `batch ${batchId}: ${counted(c.total, 'row')}, ${counted(c.enqueued, 'plate')} enqueued, ` +
           `${c.rejected} rejected, ${counted(c.duplicates, 'duplicate')} (plate column "${header.plateColumn}")`,
       );
+      // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
+      if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
     }
 
     const worker = startWorker(config, { logger, health });
@@ -231,6 +242,8 @@ export async function runFile(
     // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
     let saidPaused = false;
     let saidAtCap = false;
+    let slackAt = 0;
+    let slackMs: number | undefined;
     const named = config.accounts.length > 1 || account.id !== 'default';
     const resumeCommand = `vqb resume${named ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
@@ -270,7 +283,12 @@ export async function runFile(
           else ctx.print(text);
         }
         saidAtCap = atCap;
-        progress.update(info, now);
+        // With a deadline: "on time by 12 min" / "late by 3 min", projected every 2 s.
+        if (info.deadline !== undefined && Date.now() - slackAt >= 2_000) {
+          slackAt = Date.now();
+          slackMs = (await batchPlan(services, info, slackAt))?.verdict.slackMs;
+        }
+        progress.update(info, now, slackMs);
         if (info.finishedAt !== undefined) break;
         if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
           progress.finish();
@@ -430,6 +448,22 @@ export function schedulingFlags(flags: CommandContext['flags']): {
   return out;
 }
 
+/** --by, --within and --require-deadline, read (plans/deadline.ts): BAD_DEADLINE when they cannot be. */
+export function deadlineFlags(
+  flags: CommandContext['flags'],
+  now = Date.now(),
+): { deadline?: number; requireDeadline?: boolean } {
+  const by = typeof flags.by === 'string' ? flags.by : undefined;
+  const within = typeof flags.within === 'string' ? flags.within : undefined;
+  const deadline = parseDeadline({ by, within }, now);
+  if (flags['require-deadline'] === true && deadline === undefined)
+    throw new UsageError('--require-deadline needs a deadline: --by 18:00 or --within 2h');
+  return {
+    ...(deadline !== undefined ? { deadline } : {}),
+    ...(flags['require-deadline'] === true ? { requireDeadline: true } : {}),
+  };
+}
+
 /** --shutdown-timeout, validated. */
 function shutdownFlag(flags: CommandContext['flags']): { shutdownTimeoutMs?: number } {
   if (typeof flags['shutdown-timeout'] !== 'string') return {};
@@ -519,6 +553,7 @@ export function describeEstimate(e: CostEstimate, account: Account): string {
         ]
       : []),
     ...(e.cost ? [`  cost: ${costLine(e)}`] : []),
+    ...(e.deadline ? [e.deadline.line] : []),
   ].join('\n');
 }
 
@@ -539,6 +574,7 @@ export const runCommand: Command = {
   summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
+             [--by 18:00 | --within 2h] [--require-deadline]
              [--dry-run] [--max-creates N] [--max-spend 150.00] [--reuse-within 24h] [--notify URL]
   Reads the CSV (delimiter, encoding and plate column detected), creates the batch (its id comes
   from the file's content, so running the same file again resumes it instead of paying again;
@@ -560,6 +596,11 @@ export const runCommand: Command = {
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)
+  --by T          a deadline: 18:00 (local time, today or else tomorrow) or an ISO instant; said on
+                  a line of its own, \`deadline: feasible …\` / \`not feasible …\` / \`unknown …\`, with
+                  the ETA and cost ranges; the batch is scheduled to meet it (docs/plans.md)
+  --within D      a deadline as a span from now: 90m, 2h, 1h30m
+  --require-deadline  refuse the batch (exit 2, nothing stored or paid) when its deadline cannot be met
   --shutdown-timeout D  on Ctrl-C/SIGTERM, how long running requests may take to finish and be
                   stored (default 30s); past it the run ends, and paid answers Redis did not take
                   are written to <out>/<batch>.unstored-<time>.jsonl
@@ -577,6 +618,9 @@ export const runCommand: Command = {
     account: { type: 'string' },
     priority: { type: 'string' },
     weight: { type: 'string' },
+    by: { type: 'string' },
+    within: { type: 'string' },
+    'require-deadline': { type: 'boolean' },
     notify: { type: 'string' },
     'shutdown-timeout': { type: 'string' },
   },
@@ -597,6 +641,7 @@ export const runCommand: Command = {
         ...(maxSpend !== undefined ? { maxSpend } : {}),
       }),
       ...schedulingFlags(ctx.flags),
+      ...deadlineFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...shutdownFlag(ctx.flags),
     });

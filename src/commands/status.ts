@@ -1,5 +1,6 @@
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
+import { planText } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
@@ -58,6 +59,7 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info, Date.now(), context.price));
+          if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now())}`);
           ctx.print(
             `  account ${info.account}: ` +
               `${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
@@ -131,8 +133,12 @@ export const statusCommand: Command = {
       ctx.print(
         `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
       );
-      for (const b of recent.batches)
+      const plans = await batchContexts(services, recent.batches);
+      recent.batches.forEach((b, i) => {
         ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
+        const plan = plans[i]?.plan;
+        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now())}`);
+      });
       return 0;
     });
   },

@@ -109,6 +109,13 @@ const en = {
   'callback.WEBHOOK_SECRET_MISSING':
     'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the ' +
     'callback URL empty, or ask its operator.',
+  'upload.deadline': 'Deadline (optional)',
+  'upload.deadlineHelp':
+    'When the batch should be finished: a time of day (18:00, today or else tomorrow), a span from ' +
+    'now (2h, 90m) or an ISO instant. The estimate says whether it can be met.',
+  'estimate.deadline': 'deadline',
+  'batch.deadline': 'Deadline',
+  'batch.atRisk': 'at risk',
   'upload.submit': 'See the estimate',
   'estimate.title': 'Estimate for {name}',
   'estimate.intro': 'Nothing has been sent yet. This is what the batch would cost:',
@@ -334,6 +341,13 @@ const ptBR: Record<Key, string> = {
   'callback.WEBHOOK_SECRET_MISSING':
     'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe ' +
     'a URL de retorno vazia, ou fale com quem o opera.',
+  'upload.deadline': 'Prazo (opcional)',
+  'upload.deadlineHelp':
+    'Quando o lote deve estar pronto: uma hora do dia (18:00, hoje ou senão amanhã), um intervalo a ' +
+    'partir de agora (2h, 90m) ou um instante ISO. A estimativa diz se ele pode ser cumprido.',
+  'estimate.deadline': 'prazo',
+  'batch.deadline': 'Prazo',
+  'batch.atRisk': 'em risco',
   'upload.submit': 'Ver a estimativa',
   'estimate.title': 'Estimativa para {name}',
   'estimate.intro': 'Nada foi enviado ainda. Isto é o que o lote custaria:',

@@ -94,6 +94,8 @@ export function batchFields(
     percent: `${n(view.progress.percent)} %`,
     counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
+    // With a deadline: its line (ETA range, slack), marked when the projected finish passes it.
+    deadline: view.deadline ? `${view.deadline.atRisk ? `${t('batch.atRisk')}: ` : ''}${view.deadline.line}` : '',
     waiting: waitingText(ctx, view.waiting, line) ?? t('none'),
     state: t(
       view.state === 'archived'
@@ -216,6 +218,7 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 <div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
+${view.deadline ? html`<p data-deadline>${t('batch.deadline')}: <span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
 ${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
@@ -312,7 +315,7 @@ export function uploadPage(
   ctx: PageContext,
   accounts: readonly string[],
   error?: string,
-  values: { callbackUrl?: string } = {},
+  values: { callbackUrl?: string; deadline?: string } = {},
 ): string {
   const { t } = ctx;
   return layout(
@@ -336,6 +339,9 @@ ${
 <p><label for="callbackUrl">${t('upload.callback')}</label>
 <input type="url" id="callbackUrl" name="callbackUrl" maxlength="2048" inputmode="url" autocomplete="url" aria-describedby="callback-help" value="${values.callbackUrl ?? ''}">
 <span class="help" id="callback-help">${t('upload.callbackHelp')}</span></p>
+<p><label for="deadline">${t('upload.deadline')}</label>
+<input type="text" id="deadline" name="deadline" maxlength="64" aria-describedby="deadline-help" value="${values.deadline ?? ''}">
+<span class="help" id="deadline-help">${t('upload.deadlineHelp')}</span></p>
 <p><button type="submit">${t('upload.submit')}</button></p>
 </form>`,
   );
@@ -363,6 +369,7 @@ ${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbac
 <dl class="counts">
 ${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}${e.cost ? item('estimate.cost', formatMoney(e.cost), 'cost') : ''}
 </dl>
+${e.deadline ? html`<p data-estimate="deadline" class="${e.deadline.feasibility === 'not feasible' ? 'error' : ''}">${e.deadline.line}</p>` : ''}
 ${estimateActions(ctx, stageId, e)}`,
   );
 }

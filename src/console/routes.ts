@@ -7,6 +7,7 @@ import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
 import { createsCap } from '../money.js';
+import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
@@ -428,7 +429,7 @@ async function stageUpload(
   request: FastifyRequest,
   signed: Signed,
   accounts: readonly string[],
-  seen: { callbackUrl?: string },
+  seen: { callbackUrl?: string; deadline?: string },
 ): Promise<string> {
   const { services, config, uploads, checkCsrf } = kit;
   // A session (or server) already at its cap is refused before its file is read.
@@ -442,6 +443,9 @@ async function stageUpload(
   const { csv, options } = upload;
   const callbackUrl = options.callbackUrl;
   if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
+  if (options.deadline !== undefined) seen.deadline = options.deadline;
+  // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
+  const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
   const account = options.account ?? accounts[0];
   if (account === undefined || !accounts.includes(account))
     throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
@@ -463,6 +467,7 @@ async function stageUpload(
     ...reuse,
     ...(maxCreates !== undefined ? { maxCreates } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    ...(deadline !== undefined ? { deadline } : {}),
   };
   // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
   const estimated = await estimate(services, input, batchOptions);
@@ -480,6 +485,7 @@ async function stageUpload(
     ...(maxCreates !== undefined ? { maxCreates } : {}),
     ...(options.priority !== undefined ? { priority: options.priority } : {}),
     ...(options.weight !== undefined ? { weight: options.weight } : {}),
+    ...(deadline !== undefined ? { deadline } : {}),
     ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
     estimate: estimated,
     rows: csv.rows,
@@ -514,7 +520,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
       const accounts = accountsOf(signed.scope);
       let staged: string;
       // What the form said, for the page that shows a refusal with the operator's input kept.
-      const seen: { callbackUrl?: string } = {};
+      const seen: { callbackUrl?: string; deadline?: string } = {};
       try {
         staged = await stageUpload(kit, request, signed, accounts, seen);
       } catch (err) {
@@ -572,6 +578,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
         ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
         ...(upload.weight !== undefined ? { weight: upload.weight } : {}),
+        ...(upload.deadline !== undefined ? { deadline: upload.deadline } : {}),
         ...(upload.callbackUrl !== undefined ? { callbackUrl: upload.callbackUrl } : {}),
       },
     );

@@ -32,6 +32,8 @@ export interface StagedUpload {
   reuseWithinMs?: number;
   priority?: 'interactive' | 'normal' | 'bulk';
   weight?: number;
+  /** The deadline as read at upload (epoch ms), judged again on confirm. */
+  deadline?: number;
   /** Already checked (checkCallbackUrl); ingest checks it again on confirm. */
   callbackUrl?: string;
   /** What the estimate page shows. */

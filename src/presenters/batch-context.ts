@@ -2,6 +2,7 @@
 // the account's rate it gets now. Read through the modules that own them.
 import { perSecond } from '../accounts/account.js';
 import type { Price } from '../money.js';
+import { batchPlan, type DeadlinePlan } from '../plans/projection.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { QueueServices } from '../services.js';
@@ -17,9 +18,12 @@ export interface BatchContext {
   webhooks?: DeliveryRecord[];
   /** Its account's price, when one is set: the batch's counts as money. */
   price?: Price;
+  /** With a deadline: its ETA range, slack and whether it is at risk (docs/plans.md). */
+  plan?: DeadlinePlan;
 }
 
-type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler'> & Partial<Pick<QueueServices, 'webhooks'>>;
+type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'> &
+  Partial<Pick<QueueServices, 'webhooks'>>;
 
 export async function batchContext(services: StatusServices, info: BatchInfo): Promise<BatchContext> {
   const [context] = await batchContexts(services, [info]);
@@ -52,9 +56,10 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
   };
   return Promise.all(
     infos.map(async (info) => {
-      const [account, webhooks] = await Promise.all([
+      const [account, webhooks, plan] = await Promise.all([
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
+        info.deadline !== undefined ? batchPlan(services, info, Date.now()) : undefined,
       ]);
       return {
         line: account.state,
@@ -62,6 +67,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         perSecond: account.perSecond,
         ...(webhooks ? { webhooks } : {}),
         ...(account.price ? { price: account.price } : {}),
+        ...(plan ? { plan } : {}),
       };
     }),
   );

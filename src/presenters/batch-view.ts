@@ -3,6 +3,8 @@
 // stored batch, what its status reads beyond it (its account's line, its share) and `now`.
 
 import { batchCost } from '../money.js';
+import { deadlineView } from '../plans/deadline.js';
+import type { DeadlinePlan } from '../plans/projection.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { BatchView, WebhookDelivery } from '../schemas/batch.js';
 import type { ArchiveManifest } from '../sinks/archive.js';
@@ -64,11 +66,21 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates, info.reported) } : {}),
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
+    ...(context.plan ? { deadline: deadlineStatus(context.plan, info, now) } : {}),
     ...(eta ? { eta } : {}),
     ...(info.callbackUrl !== undefined
       ? { callbackUrl: info.callbackUrl, webhooks: (context.webhooks ?? []).map(deliveryView) }
       : {}),
     links: batchLinks(info.id),
+  };
+}
+
+/** The batch's deadline as it runs: the judgement now, and whether (and since when) it is at risk. */
+function deadlineStatus(plan: DeadlinePlan, info: BatchInfo, now: number): NonNullable<BatchView['deadline']> {
+  return {
+    ...deadlineView(plan.verdict, now),
+    atRisk: plan.atRisk,
+    ...(info.atRiskSince !== undefined ? { atRiskSince: new Date(info.atRiskSince).toISOString() } : {}),
   };
 }
 

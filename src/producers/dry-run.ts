@@ -3,6 +3,8 @@
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
 import { costOf, type Money } from '../money.js';
+import { type DeadlineVerdict, type DeadlineView, deadlineView, judgeDeadline } from '../plans/deadline.js';
+import { planFigures, REQUESTS_PER_PLATE } from '../plans/projection.js';
 import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
@@ -50,13 +52,24 @@ export interface CostEstimate {
    * the expected polls at the price per poll (0 unless set), and the price itself.
    */
   cost?: Money & { perQuery: number; perPoll: number };
+  /** With a deadline: whether the batch can meet it, its ETA range and cost range (docs/plans.md). */
+  deadline?: DeadlineView;
 }
 
 export async function estimateCost(
   services: QueueServices,
   batchId: string,
   rows: AsyncIterable<InputRow> | Iterable<InputRow>,
-  options: { reuseWithinMs?: number; account?: string; maxCreates?: number; now?: () => number } = {},
+  options: {
+    reuseWithinMs?: number;
+    account?: string;
+    maxCreates?: number;
+    now?: () => number;
+    /** Epoch ms: judged against the account's rate, answer time and the work ahead (plans/deadline.ts). */
+    deadline?: number;
+    /** The judgement itself, for the enqueue to refuse or warn with. */
+    onVerdict?: (verdict: DeadlineVerdict) => void;
+  } = {},
 ): Promise<CostEstimate> {
   const { config, redis, keys, outcomes } = services;
   const { account, line } = services.accounts.for(options.account);
@@ -105,6 +118,15 @@ export async function estimateCost(
   // At a cap the batch stops creating (and waits): the money is the capped creates'.
   const paid = options.maxCreates === undefined ? creates : Math.min(creates, options.maxCreates);
   const polls = creates === 0 ? 0 : Math.round((expectedPolls * paid) / creates);
+  let deadline: DeadlineView | undefined;
+  if (options.deadline !== undefined) {
+    const perPlate = creates > 0 ? expectedRequests / creates : REQUESTS_PER_PLATE;
+    const figures = await planFigures(services, account.id, options.deadline, creates, perPlate, batchId);
+    const money = price ? { price, creates: paid, polls } : undefined;
+    const verdict = judgeDeadline(options.deadline, figures, now, money, account.id);
+    options.onVerdict?.(verdict);
+    deadline = deadlineView(verdict, now);
+  }
   return {
     batchId,
     rows: total,
@@ -131,5 +153,6 @@ export async function estimateCost(
           },
         }
       : {}),
+    ...(deadline ? { deadline } : {}),
   };
 }

@@ -6,6 +6,7 @@
 // the ingest itself (test/unit/imports.test.ts holds it to that).
 import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
+import { type DeadlineView, deadlineLine, parseDeadline } from '../plans/deadline.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { BatchSource } from '../schemas/batch.js';
@@ -35,7 +36,17 @@ export interface BatchRequest {
   priority?: PriorityClass;
   weight?: number;
   callbackUrl?: string;
+  /**
+   * When the batch should be finished: epoch ms, or as written (`2h`, `18:00`, an ISO instant;
+   * plans/deadline.ts). Judged before anything is stored (docs/plans.md).
+   */
+  deadline?: string | number;
+  /** Refuse the batch (DEADLINE_NOT_FEASIBLE, nothing stored or paid) when its deadline cannot be met. */
+  requireDeadline?: boolean;
 }
+
+/** What an enqueue did, and with a deadline, the judgement it was given. */
+export type EnqueueResult = IngestResult & { deadline?: DeadlineView };
 
 /**
  * What a door read: a file's rows (with the file's sha256) or a list of plates. `name` is the
@@ -62,6 +73,8 @@ interface Prepared {
   callbackUrl?: string;
   /** maxCreates and maxSpend as one cap in creates. */
   maxCreates?: number;
+  /** The deadline, epoch ms. */
+  deadline?: number;
 }
 
 /**
@@ -88,6 +101,8 @@ async function prepare(
   options: BatchRequest,
 ): Promise<Prepared> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
+  // Read once, here, whichever door it came through: a deadline that cannot be read stops everything.
+  const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
   const { account: resolved } = services.accounts.for(options.account);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
@@ -123,6 +138,7 @@ async function prepare(
     account,
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     ...(maxCreates !== undefined ? { maxCreates } : {}),
+    ...(deadline !== undefined ? { deadline } : {}),
   };
 }
 
@@ -137,6 +153,7 @@ export async function estimate(
     account: p.account,
     ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
     ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+    ...(p.deadline !== undefined ? { deadline: p.deadline } : {}),
   });
   // The dry run refuses what the run would refuse, in the same words.
   const max = services.config.interactiveMax;
@@ -150,9 +167,31 @@ export async function enqueue(
   input: EnqueueInput,
   options: BatchRequest = {},
   hooks: { onLockWait?: (expiresInMs: number) => void } = {},
-): Promise<IngestResult> {
+): Promise<EnqueueResult> {
   const p = await prepare(services, input, options);
-  return ingestLine(() =>
+  let judged: DeadlineView | undefined;
+  if (p.deadline !== undefined) {
+    // Judged on the plates the batch would create, before anything is stored: the rows are read
+    // once into memory for it and then ingested from there (a deadline batch is read twice).
+    const rows: InputRow[] = [];
+    for await (const row of p.rows) rows.push(row);
+    p.rows = rows;
+    let refuse: string | undefined;
+    const estimated = await estimateCost(services, p.id, rows, {
+      account: p.account,
+      deadline: p.deadline,
+      ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      onVerdict: (verdict) => {
+        if (verdict.feasibility === 'not feasible' && options.requireDeadline === true)
+          refuse = deadlineLine(verdict, Date.now());
+      },
+    });
+    if (refuse !== undefined)
+      throw new InputError('DEADLINE_NOT_FEASIBLE', `${refuse}; refused as asked: nothing was stored or sent`);
+    judged = estimated.deadline;
+  }
+  const result = await ingestLine(() =>
     ingest(
       services,
       {
@@ -167,12 +206,14 @@ export async function enqueue(
         ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
         ...(options.priority !== undefined ? { priority: options.priority } : {}),
         ...(options.weight !== undefined ? { weight: options.weight } : {}),
+        ...(p.deadline !== undefined ? { deadline: p.deadline } : {}),
         ...(p.callbackUrl !== undefined ? { callbackUrl: p.callbackUrl } : {}),
         ...(hooks.onLockWait ? { onLockWait: hooks.onLockWait } : {}),
       },
       p.rows,
     ),
   );
+  return judged ? { ...result, deadline: judged } : result;
 }
 
 /** A list of plates (the library's and the JSON API's shape): `enqueue` with `{ source, plates }`. */
@@ -180,7 +221,7 @@ export function ingestList(
   services: QueueServices,
   plates: readonly PlateInput[],
   options: BatchRequest & { source: BatchSource; name?: string },
-): Promise<IngestResult> {
+): Promise<EnqueueResult> {
   const { source, name, ...request } = options;
   return enqueue(services, { source, plates, ...(name !== undefined ? { name } : {}) }, request);
 }

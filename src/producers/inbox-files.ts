@@ -66,7 +66,12 @@ export function isForceName(name: string): boolean {
 
 /** Dotfiles and `.part` files are still being written (or are not ours): never taken. */
 export function isIgnoredName(name: string): boolean {
-  return name.startsWith('.') || name.toLowerCase().endsWith('.part');
+  return name.startsWith('.') || name.toLowerCase().endsWith('.part') || isSidecar(name);
+}
+
+/** `frota.csv.json`: the options of `frota.csv` (inbox-sidecar.ts), never an input of its own. */
+function isSidecar(name: string): boolean {
+  return name.toLowerCase().endsWith('.json') && hasInboxExtension(name.slice(0, -'.json'.length));
 }
 
 /**

@@ -22,6 +22,7 @@ import {
   stamp,
   writeErrorReport,
 } from './inbox-files.js';
+import { readSidecar, removeSidecar, type SidecarOptions } from './inbox-sidecar.js';
 import { InboxObserver } from './inbox-stable.js';
 import { checkPlateFile, type PlateFileFormat, plateFileFormat, readPlateFile } from './plate-file.js';
 
@@ -44,6 +45,8 @@ interface ProcessingRecord {
   ino: string;
   digest?: string;
   batchId?: string;
+  /** What the file's sidecar said (`<name>.json`, inbox-sidecar.ts), read at its take. */
+  options?: SidecarOptions;
 }
 
 export class InboxIntake {
@@ -109,15 +112,25 @@ export class InboxIntake {
         );
         return;
       }
+      // Its sidecar's options, if it has one: one that cannot be used fails the file, as bad input does.
+      let options: SidecarOptions | undefined;
+      try {
+        options = await readSidecar(layout, name);
+      } catch (err) {
+        if (!isInputError(err)) throw err;
+        await this.#fail(layout, path, name, err.code, err.message);
+        return;
+      }
       // The record is written before the move, so a crash right after it still knows the name
-      // (processing/ may hold it as `name~2.csv`).
+      // (processing/ may hold it as `name~2.csv`) and the sidecar's options.
       const processingKey = this.#processingKey;
       const moved = await moveInto(layout, path, 'processing', name, {
         async beforeRename(target: string) {
-          const record: ProcessingRecord = { name, ino: String(ino) };
+          const record: ProcessingRecord = { name, ino: String(ino), ...(options ? { options } : {}) };
           await services.redis.hset(processingKey, target, JSON.stringify(record));
         },
       });
+      if (options) await removeSidecar(layout, name);
       this.#taken++;
       errors.clear(`inbox:${name}`);
       log.info({ file: name, processing: moved }, `inbox: taken ${JSON.stringify(name)}`);
@@ -156,7 +169,8 @@ export class InboxIntake {
         known?.digest === digest && known.batchId !== undefined
           ? known.batchId
           : batchIdFor(name, digest, isForceName(name));
-      const next: ProcessingRecord = { name, ino: String(st.ino), digest, batchId };
+      const options = known?.options;
+      const next: ProcessingRecord = { name, ino: String(st.ino), digest, batchId, ...(options ? { options } : {}) };
       await services.redis.hset(this.#processingKey, procName, JSON.stringify(next));
 
       const existing = (await services.batches.exists(batchId)) ? await services.batchViews.get(batchId) : undefined;
@@ -174,6 +188,7 @@ export class InboxIntake {
           {
             batchId,
             metadata: { file: name },
+            ...(options?.deadline !== undefined ? { deadline: options.deadline } : {}),
             // VQ_INBOX_NOTIFY_URL: the drop folder's batches tell one receiver when they finish.
             ...(services.config.webhooks.inboxNotifyUrl !== undefined
               ? { callbackUrl: services.config.webhooks.inboxNotifyUrl }

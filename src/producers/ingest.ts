@@ -36,6 +36,8 @@ export interface IngestOptions {
   priority?: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight?: number;
+  /** When the batch should be finished, epoch ms (already judged: producers/enqueue.ts). */
+  deadline?: number;
   /** Where the batch's webhooks go (http/https, a host on VQ_WEBHOOK_ALLOW); refused before anything is stored. */
   callbackUrl?: string;
   /**
@@ -92,6 +94,7 @@ async function ingestBatch(
     account: account.id,
     priority: options.priority ?? 'normal',
     weight,
+    ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
     source: options.source,
     name: options.name,
     product: account.product,
@@ -102,6 +105,8 @@ async function ingestBatch(
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
   });
   if (created && options.maxCreates !== undefined) await services.budget.setMaxCreates(ref, options.maxCreates);
+  // Before any plate is scheduled: the deadline watch (plans/watch.ts) looks at this account from now on.
+  if (created && options.deadline !== undefined) await services.scheduler.noteDeadlineAccount(account.id);
   const info = await services.batchViews.get(ref);
   // The same content again, with another callbackUrl: the batch keeps going, and tells the new one.
   if (!created && callbackUrl !== undefined && info.callbackUrl !== callbackUrl) {

@@ -45,9 +45,10 @@ export class CreateAdmission {
     horizonMs: number,
     now: number,
     inflightCap?: number,
+    urgent = false,
   ): Promise<CreateVerdict> {
     const account = this.#line.account.id;
-    const pace = this.#line.paceTerms(horizonMs);
+    const pace = this.#line.paceTerms(horizonMs, undefined, urgent);
     const inflight = this.#inflight.terms(account, jobId, batchId, now, inflightCap);
     const budget = this.#budget.terms(account, batchId);
     const outcome = this.#outcomes.existsTerms({ id: batchId, account }, plate);

@@ -10,7 +10,7 @@ import type { VqbKeys } from '../redis/keys.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
-import type { Picked, QueueKeys, Scheduler } from './scheduler.js';
+import type { DeadlinePace, Picked, QueueKeys, Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
 const STAGED_STALE_MS = 30_000;
@@ -20,6 +20,15 @@ const INTERACTIVE_AT_ONCE = 500;
 
 /** The longest a process leaves a busy account unfed after a feed that found its queue full. */
 const REST_MAX_MS = 2_000;
+
+/** Requests a plate takes as deadlines are weighed (a create and its poll, and a tenth of them a second poll). */
+const REQUESTS_PER_PLATE = 2.15;
+
+/** How long the upstream's answer time read (the poll learner's first-poll wait) is trusted. */
+const ANSWER_READ_MS = 10_000;
+
+/** The upstream's answer time for a product (the poll learner's wait before a first poll), ms. */
+export type AnswerTime = (product: string) => Promise<number>;
 
 /**
  * What a feed did: plates it made jobs, whether the account is idle, the jobs waiting on its queue
@@ -39,6 +48,8 @@ export class Feeder {
   readonly #now: () => number;
   /** Where the wake channel is published (none in unit tests that only compute rests). */
   readonly #wake: { redis: RedisClient; keys: VqbKeys } | undefined;
+  readonly #answerTime: AnswerTime | undefined;
+  readonly #answers = new Map<string, { ms: number; at: number }>();
 
   constructor(
     scheduler: Scheduler,
@@ -46,12 +57,33 @@ export class Feeder {
     inflight: InFlight,
     now: () => number = Date.now,
     wake?: { redis: RedisClient; keys: VqbKeys },
+    answerTime?: AnswerTime,
   ) {
     this.#scheduler = scheduler;
     this.#accounts = accounts;
     this.#inflight = inflight;
     this.#now = now;
     this.#wake = wake;
+    this.#answerTime = answerTime;
+  }
+
+  /**
+   * What the feed weighs deadlines with: a plate's requests at the rate in force, and in reserve
+   * the last plate's answer (one and a half times the learned answer time) and two seconds of
+   * feeding and pacing (docs/plans.md). The answer time is read at most every 10 s per product.
+   */
+  async #deadlinePace(account: Account, ratePerSecond: number): Promise<DeadlinePace> {
+    let answerMs = 0;
+    if (this.#answerTime) {
+      const now = this.#now();
+      const known = this.#answers.get(account.product);
+      if (known && now - known.at < ANSWER_READ_MS) answerMs = known.ms;
+      else {
+        answerMs = await this.#answerTime(account.product);
+        this.#answers.set(account.product, { ms: answerMs, at: now });
+      }
+    }
+    return { msPerPlate: (REQUESTS_PER_PLATE * 1_000) / ratePerSecond, reserveMs: answerMs * 1.5 + 2_000 };
   }
 
   /**
@@ -116,6 +148,7 @@ export class Feeder {
    */
   async feed(accountId: string, ratePerSecond?: number): Promise<FeedResult> {
     const { account, queue, line } = this.#accounts.for(accountId);
+    const pace = await this.#deadlinePace(account, ratePerSecond ?? perSecond(account));
     const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
@@ -124,6 +157,7 @@ export class Feeder {
       INTERACTIVE_AT_ONCE,
       this.target(account, ratePerSecond),
       this.#now(),
+      pace,
     );
     await this.#add(account, queue, picked);
     return { fed: picked.length, idle, waiting, limitedMs };

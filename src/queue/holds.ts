@@ -44,7 +44,7 @@ async function wakeHeld(
 export async function releaseBatchHold(services: Services, batch: BatchKey): Promise<number> {
   const info = await services.batchViews.get(batch);
   await services.budget.setHeld(info, false);
-  await services.scheduler.enlist(info.account, info.id, info.priority, info.weight);
+  await services.scheduler.enlist(info.account, info.id, info.priority, info.weight, info.deadline);
   return wakeHeld(services, info.account, (d) => d.batchId === info.id && d.heldBy === 'batch');
 }
 

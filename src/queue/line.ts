@@ -167,8 +167,8 @@ export class AccountLine {
    * the slot (its `at`) the request gave up (a hold, a late wake-up), so this one is not counted
    * again and takes its place among the slots an `auto` account took before it heard a limit.
    */
-  async slot(horizonMs: number, retake?: string): Promise<Slot> {
-    const { keys, args } = this.paceTerms(horizonMs, retake);
+  async slot(horizonMs: number, retake?: string, urgent = false): Promise<Slot> {
+    const { keys, args } = this.paceTerms(horizonMs, retake, urgent);
     return slotOf((await this.#redis.vqbPaceAcquire(...keys, ...args)) as SlotReply);
   }
 
@@ -176,11 +176,13 @@ export class AccountLine {
    * What the pace's rule (lua/includes/pace-take.lua) needs: for pace-acquire and for the
    * create's one admission script (queue/admission.ts).
    */
-  paceTerms(horizonMs: number, retake?: string): { keys: string[]; args: (string | number)[] } {
+  paceTerms(horizonMs: number, retake?: string, urgent = false): { keys: string[]; args: (string | number)[] } {
+    // `urgent`: an interactive request, which claims the next slot when it is beyond the horizon.
+    const mode = `${this.auto ? 'auto' : 'cap'}${urgent ? '!' : ''}`;
     return {
       keys: [this.#pace],
       // A slot given up is named by its start; '' (a reply without one) still counts as a retake.
-      args: [this.intervalMs, horizonMs, this.auto ? 'auto' : 'cap', retake === undefined ? '0' : retake || '1'],
+      args: [this.intervalMs, horizonMs, mode, retake === undefined ? '0' : retake || '1'],
     };
   }
 

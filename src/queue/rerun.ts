@@ -138,7 +138,7 @@ export async function rerunFailed(
   if (result.retried > recreate.length) await scheduler.activate([account.id]);
   if (recreate.length > 0) {
     await scheduler.push(info, recreate);
-    await scheduler.enlist(account.id, batchId, info.priority, info.weight);
+    await scheduler.enlist(account.id, batchId, info.priority, info.weight, info.deadline);
     await services.feeder.feedAndWake(account.id);
   }
   result.recreated = recreate.length;

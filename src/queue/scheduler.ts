@@ -2,10 +2,11 @@
 // batch keeps them in a compact list (about 10 bytes a plate instead of a job's kilobyte), and
 // the feeder (queue/feeder.ts) turns a few at a time into jobs, as the account's pace needs them.
 // The choice is fair: classes in order (interactive, normal, bulk), and within a class stride
-// scheduling by weight, a newcomer sharing from the moment it arrives. It also keeps the set of
+// scheduling by weight, a newcomer sharing from the moment it arrives; a batch with a deadline goes
+// before the weights while its slack runs out (sched-take, docs/plans.md). It also keeps the set of
 // active accounts (plates waiting or jobs on their queue): worker processes feed only those and run
 // a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
-// writes the class sets, the weights, the pending lists, the staged set and the active set.
+// writes the class sets, the weights, the deadlines, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
@@ -47,6 +48,15 @@ export interface InFlightCap {
 export interface CapHold {
   key: string;
   field: string;
+}
+
+/**
+ * What a feed needs to weigh deadlines: ms a plate takes at the rate in force, ms kept in reserve
+ * before a deadline.
+ */
+export interface DeadlinePace {
+  msPerPlate: number;
+  reserveMs: number;
 }
 
 export interface Feed {
@@ -118,16 +128,25 @@ export class Scheduler {
     cls: PriorityClass,
     weight: number,
     plates: readonly string[],
+    deadline?: number,
   ): void {
     if (plates.length === 0) return;
     tx.rpush(this.#keys.pending({ id: batchId, account: accountId }), ...plates);
+    if (deadline !== undefined) tx.zadd(this.#keys.schedDeadlines(accountId), deadline, batchId);
     (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
       ...this.#enlistArgs(accountId, batchId, cls, weight),
     );
   }
 
   /** The batch takes part in its account's scheduling (again); a no-op while it already does. */
-  async enlist(accountId: string, batchId: string, cls: PriorityClass, weight: number): Promise<void> {
+  async enlist(
+    accountId: string,
+    batchId: string,
+    cls: PriorityClass,
+    weight: number,
+    deadline?: number,
+  ): Promise<void> {
+    if (deadline !== undefined) await this.#redis.zadd(this.#keys.schedDeadlines(accountId), deadline, batchId);
     await this.#redis.vqbSchedEnlist(...this.#enlistArgs(accountId, batchId, cls, weight));
     await this.announce(accountId);
   }
@@ -191,6 +210,7 @@ export class Scheduler {
     interactiveMax: number,
     target: number,
     now: number,
+    pace: DeadlinePace = { msPerPlate: 0, reserveMs: 0 },
   ): Promise<Feed> {
     const keys = [
       ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
@@ -205,6 +225,7 @@ export class Scheduler {
       inflight.key,
       capHold.key,
       queue.limiter,
+      this.#keys.schedDeadlines(accountId),
     ];
     const flat = (await this.#redis.vqbSchedFeed(
       ...keys,
@@ -215,6 +236,8 @@ export class Scheduler {
       accountId,
       inflight.cap,
       capHold.field,
+      Math.round(pace.msPerPlate),
+      Math.round(pace.reserveMs),
     )) as (number | string)[];
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;
@@ -286,6 +309,61 @@ export class Scheduler {
     return total;
   }
 
+  /**
+   * The account was given a batch with a deadline: the deadline watch looks at it from now on (set
+   * apart from its slot).
+   */
+  async noteDeadlineAccount(accountId: string): Promise<void> {
+    await this.#redis.sadd(this.#keys.schedDeadlineAccounts, accountId);
+  }
+
+  /** The accounts ever given a batch with a deadline (few: a set of configured accounts). */
+  async deadlineAccounts(): Promise<string[]> {
+    return this.#redis.smembers(this.#keys.schedDeadlineAccounts);
+  }
+
+  /** The account's batches that carry a deadline, earliest first (finished ones too, until `undeadline`). */
+  async deadlines(accountId: string): Promise<{ batchId: string; deadline: number }[]> {
+    const flat = await this.#redis.zrange(this.#keys.schedDeadlines(accountId), 0, -1, 'WITHSCORES');
+    const out: { batchId: string; deadline: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ batchId: flat[i]!, deadline: Number(flat[i + 1]) });
+    return out;
+  }
+
+  /**
+   * What waits to be fed ahead of a batch due at `deadline` on its account: the plates of every
+   * interactive batch, and each batch due earlier with its plates (`except`: the batch itself).
+   * Which of those earlier ones take its time is the caller's rule (plans/projection.ts).
+   */
+  async aheadOf(
+    accountId: string,
+    deadline: number,
+    except?: string,
+  ): Promise<{ interactive: number; earlier: { batchId: string; deadline: number; waiting: number }[] }> {
+    let interactive = 0;
+    for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, 'interactive'), 0, -1))
+      if (batchId !== except) interactive += await this.waiting({ id: batchId, account: accountId });
+    const flat = await this.#redis.zrangebyscore(
+      this.#keys.schedDeadlines(accountId),
+      '-inf',
+      `(${deadline}`,
+      'WITHSCORES',
+    );
+    const earlier: { batchId: string; deadline: number; waiting: number }[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const batchId = flat[i]!;
+      if (batchId === except) continue;
+      const waiting = await this.waiting({ id: batchId, account: accountId });
+      if (waiting > 0) earlier.push({ batchId, deadline: Number(flat[i + 1]), waiting });
+    }
+    return { interactive, earlier };
+  }
+
+  /** The batch no longer weighs on its account's deadlines (it finished). */
+  async undeadline(accountId: string, batchId: string): Promise<void> {
+    await this.#redis.zrem(this.#keys.schedDeadlines(accountId), batchId);
+  }
+
   /** Every batch of the account with creates waiting, with its weight and current share. */
   async shares(accountId: string): Promise<BatchShare[]> {
     const out: BatchShare[] = [];
@@ -312,7 +390,11 @@ export class Scheduler {
    */
   async drop(accountId: string, batchId: string): Promise<string[]> {
     const pending = this.#keys.pending({ id: batchId, account: accountId });
-    const multi = this.#redis.multi().lrange(pending, 0, -1).del(pending);
+    const multi = this.#redis
+      .multi()
+      .lrange(pending, 0, -1)
+      .del(pending)
+      .zrem(this.#keys.schedDeadlines(accountId), batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     const replies = (await multi.exec()) ?? [];
     const [err, plates] = replies[0] ?? [null, []];
@@ -325,7 +407,8 @@ export class Scheduler {
     const multi = this.#redis
       .multi()
       .del(this.#keys.pending({ id: batchId, account: accountId }))
-      .hdel(this.#keys.schedWeights(accountId), batchId);
+      .hdel(this.#keys.schedWeights(accountId), batchId)
+      .zrem(this.#keys.schedDeadlines(accountId), batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     await multi.exec();
     const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter(

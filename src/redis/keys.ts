@@ -22,7 +22,7 @@
 // | A:hold                           | string | queue/line.ts (a hold in force, expiring with it) |
 // | A:answers                        | hash   | queue/answers.ts (first contact; the answer that held the account) |
 // | A:inflight, A:inflight:batches   | zset, hash | queue/inflight.ts     |
-// | A:sched:<class>, :weights, :staged, :pending:<batch>, :active | | queue/scheduler.ts |
+// | A:sched:<class>, :weights, :staged, :pending:<batch>, :active, :deadlines | | queue/scheduler.ts |
 // | A:spend:d:<day>, :m:<month>, A:budget, A:budget:batch:<id> | | queue/budget.ts |
 // | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
@@ -30,6 +30,7 @@
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
+// | G:deadline-accounts              | set    | queue/scheduler.ts (accounts given a deadline batch) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
 // | G:reuse-day:<day>, A:reuse-day:<day> | hash | queue/reuse.ts (plate → the batch that paid on that UTC day) |
@@ -207,6 +208,11 @@ export class VqbKeys {
     return `${this.accountBase(accountId)}:sched:weights`;
   }
 
+  /** Zset: the account's batches that carry a deadline (batch id -> deadline, epoch ms). */
+  schedDeadlines(accountId: string): string {
+    return `${this.accountBase(accountId)}:sched:deadlines`;
+  }
+
   /** The prefix of the account's per-batch lists of plates waiting to be created (the script appends the id). */
   pendingPrefix(accountId: string): string {
     return `${this.accountBase(accountId)}:sched:pending:`;
@@ -231,6 +237,11 @@ export class VqbKeys {
   /** Sorted set (global): the accounts with work, scored by the generation their flag was set at. */
   get schedActive(): string {
     return `${this.base}:active`;
+  }
+
+  /** Set (global): the accounts that were given a batch with a deadline (the deadline watch looks at these only). */
+  get schedDeadlineAccounts(): string {
+    return `${this.base}:deadline-accounts`;
   }
 
   // --- queue/budget.ts

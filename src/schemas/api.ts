@@ -9,6 +9,8 @@ import {
   BatchOptions,
   BatchView,
   CallbackUrl,
+  DeadlineInput,
+  DeadlineJudgement,
   Priority,
   RateInForce,
   Waiting,
@@ -20,6 +22,8 @@ export {
   BatchCounts,
   BatchOptions,
   BatchView,
+  DeadlineJudgement,
+  DeadlineStatus,
   Priority,
   Waiting,
   WebhookDelivery,
@@ -105,6 +109,15 @@ export const CreateBatchQuery = z.object({
     .optional()
     .describe('an .xlsx upload: the sheet to read, by name (default: the first visible sheet)'),
   callbackUrl: CallbackUrl.optional(),
+  deadline: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe(DeadlineInput.description ?? ''),
+  requireDeadline: flag
+    .optional()
+    .describe('refuse the batch (422 DEADLINE_NOT_FEASIBLE, nothing stored or paid) when its deadline cannot be met'),
 });
 export type CreateBatchQuery = z.output<typeof CreateBatchQuery>;
 
@@ -173,6 +186,9 @@ export const CreateBatchReply = z.object({
     z.object({ created: z.boolean().describe('false: the same content was sent before and this is that batch') }),
   ),
   rejects: z.array(Reject).describe('the first 100 invalid plates (counts.rejected has them all)'),
+  deadline: DeadlineJudgement.optional().describe(
+    'with a deadline: the judgement at enqueue (`not feasible`: accepted as asked, a warning)',
+  ),
   links: BatchLinks,
 });
 export type CreateBatchReply = z.output<typeof CreateBatchReply>;
@@ -216,6 +232,7 @@ export const CostEstimate = z.object({
     })
     .optional()
     .describe("what the batch would cost, when a price is set (VQ_PRICE_PER_QUERY or the account's)"),
+  deadline: DeadlineJudgement.optional().describe('with a deadline: whether the batch can meet it (docs/plans.md)'),
 });
 
 export const DryRunReply = z.object({

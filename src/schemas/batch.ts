@@ -43,10 +43,51 @@ export const CallbackUrl = z
   .min(1)
   .max(2_048)
   .describe(
-    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, and " +
-      '`account.paused` while it waits on a paused account. Its host must be on VQ_WEBHOOK_ALLOW ' +
-      'when that is set (else 422 CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID',
+    "http(s) URL that gets this batch's signed webhooks (Standard Webhooks): `batch.finished`, " +
+      '`account.paused` while it waits on a paused account, and with a deadline `batch.at_risk` / ' +
+      '`batch.back_on_track`. Its host must be on VQ_WEBHOOK_ALLOW when that is set (else 422 ' +
+      'CALLBACK_HOST_NOT_ALLOWED); a URL that is not http(s) is 422 CALLBACK_URL_INVALID',
   );
+
+/** A deadline as a client writes it (plans/deadline.ts): read once by the enqueue, BAD_DEADLINE when it cannot be. */
+export const DeadlineInput = z
+  .union([z.string().min(1).max(64), z.number().int().positive()])
+  .describe(
+    'when the batch should be finished (docs/plans.md): a span from now (`90m`, `2h`, `1h30m`), a ' +
+      'time of day (`18:00`, server time, today or else tomorrow), an ISO instant, or epoch ms; 400 ' +
+      'BAD_DEADLINE when it cannot be read or has passed',
+  );
+
+const iso = z.iso.datetime();
+
+/** A deadline judged against the account's rate, answer time and the work ahead (docs/plans.md). */
+export const DeadlineJudgement = z.object({
+  feasibility: z
+    .enum(['feasible', 'not feasible', 'unknown'])
+    .describe('feasible: even the slow end of the ETA range is in time; unknown: no rate known yet'),
+  deadline: iso,
+  eta: z
+    .object({ from: iso, to: iso, expected: iso })
+    .optional()
+    .describe('the finish at the fast and the slow end of what is known, and as expected'),
+  slackSeconds: z.number().int().optional().describe('the deadline less the expected finish (negative: late by)'),
+  aheadPlates: z.number().int().describe('plates ahead of the batch on its key: interactive ones, batches due earlier'),
+  cost: z
+    .object({
+      low: z.object({ amount: z.number(), currency: z.string() }),
+      high: z.object({ amount: z.number(), currency: z.string() }),
+    })
+    .optional()
+    .describe('the cost range, when the account has a price'),
+  knownBy: z.string().optional().describe('while unknown: what would make the rate known'),
+  line: z.string().describe('the `deadline: …` line a person reads'),
+});
+
+/** A batch's deadline as it runs: the judgement now, and whether it is at risk. */
+export const DeadlineStatus = DeadlineJudgement.extend({
+  atRisk: z.boolean().describe('the projected finish passes the deadline (finished: it finished after it)'),
+  atRiskSince: iso.optional().describe('since when it is at risk (the deadline watch, webhook `batch.at_risk`)'),
+});
 
 const scalar = z.union([z.string().max(4_096), z.number(), z.boolean(), z.null()]);
 
@@ -102,6 +143,14 @@ export const BatchOptions = z
           'the accounts that share results), free',
       ),
     callbackUrl: CallbackUrl.optional(),
+    deadline: DeadlineInput.optional(),
+    requireDeadline: z
+      .boolean()
+      .optional()
+      .describe(
+        'refuse the batch (422 DEADLINE_NOT_FEASIBLE, nothing stored or paid) when its deadline ' +
+          'cannot be met; else it is accepted and `deadline.feasibility` says `not feasible`',
+      ),
   })
   .strict();
 export type BatchOptions = z.input<typeof BatchOptions>;
@@ -156,7 +205,15 @@ export const BatchLinks = z.object({
 
 export const WebhookDelivery = z.object({
   id: z.string().describe('the webhook-id, the same on every attempt'),
-  event: z.enum(['batch.finished', 'account.paused', 'account.resumed', 'plate.changed', 'watch.round_finished']),
+  event: z.enum([
+    'batch.finished',
+    'account.paused',
+    'account.resumed',
+    'batch.at_risk',
+    'batch.back_on_track',
+    'plate.changed',
+    'watch.round_finished',
+  ]),
   url: z.string(),
   state: z.enum(['pending', 'retrying', 'delivered', 'failed']),
   attempts: count,
@@ -246,6 +303,7 @@ export const BatchView = z.object({
     of: count,
   }),
   waiting: Waiting.optional().describe('why nothing moves, while the batch is unfinished'),
+  deadline: DeadlineStatus.optional().describe("the batch's deadline, its ETA range and slack, when it has one"),
   eta: z
     .object({ seconds: z.number().int(), at: z.iso.datetime() })
     .optional()

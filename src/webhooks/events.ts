@@ -11,11 +11,30 @@ export type WebhookEventType =
   | 'batch.finished'
   | 'account.paused'
   | 'account.resumed'
+  | 'batch.at_risk'
+  | 'batch.back_on_track'
   | 'plate.changed'
   | 'watch.round_finished';
 
 /** The watch lists' events (src/watch/rounds.ts builds their data). */
 export type WatchEventType = 'plate.changed' | 'watch.round_finished';
+
+/** batch.at_risk (its projected finish passed its deadline) and batch.back_on_track (it is in time again). */
+export interface BatchDeadlineData {
+  batchId: string;
+  name: string;
+  account: string;
+  metadata: Record<string, unknown>;
+  deadline: string;
+  /** The projected finish (expected) and its range, when a rate is known. */
+  projectedFinish?: string;
+  eta?: { from: string; to: string };
+  /** The deadline less the projected finish, seconds (negative: late by). */
+  slackSeconds?: number;
+  counts: StoredCounts;
+  links: { self: string; results: string };
+  summary: string;
+}
 
 export interface BatchFinishedData {
   batchId: string;
@@ -53,7 +72,42 @@ export interface WebhookEvent<T extends WebhookEventType = WebhookEventType> {
     ? BatchFinishedData
     : T extends WatchEventType
       ? Record<string, unknown>
-      : AccountPausedData;
+      : T extends 'batch.at_risk' | 'batch.back_on_track'
+        ? BatchDeadlineData
+        : AccountPausedData;
+}
+
+/** batch.at_risk or batch.back_on_track, at `at`, from the deadline watch's projection. */
+export function batchDeadlineEvent(
+  type: 'batch.at_risk' | 'batch.back_on_track',
+  info: BatchInfo & { deadline: number },
+  projection: { expected?: number; low?: number; high?: number; slackMs?: number },
+  at: number,
+  publicUrl: string | undefined,
+): WebhookEvent<'batch.at_risk' | 'batch.back_on_track'> {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const slack = projection.slackMs;
+  const how =
+    slack === undefined ? '' : slack >= 0 ? `: on time by ${spanText(slack)}` : `: late by ${spanText(-slack)}`;
+  return {
+    type,
+    timestamp: iso(at),
+    data: {
+      batchId: info.id,
+      name: info.name,
+      account: info.account,
+      metadata: info.metadata,
+      deadline: iso(info.deadline),
+      ...(projection.expected !== undefined ? { projectedFinish: iso(projection.expected) } : {}),
+      ...(projection.low !== undefined && projection.high !== undefined
+        ? { eta: { from: iso(projection.low), to: iso(projection.high) } }
+        : {}),
+      ...(slack !== undefined ? { slackSeconds: Math.round(slack / 1000) } : {}),
+      counts: { ...info.counts },
+      links: publicLinks(info.id, publicUrl),
+      summary: `batch ${info.id} ${type === 'batch.at_risk' ? 'is at risk of missing' : 'is back on track for'} its deadline${how}`,
+    },
+  };
 }
 
 /** `msg_` + 32 hex of sha256 over the event's identity and its target: stable, unique enough. */

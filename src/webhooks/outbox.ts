@@ -5,7 +5,7 @@
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
 import type { Config } from '../config.js';
-import type { BatchKey, BatchStore } from '../queue/batch/store.js';
+import type { BatchInfo, BatchKey, BatchStore } from '../queue/batch/store.js';
 import type { BatchViews } from '../queue/batch/view.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../queue/line.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -14,6 +14,7 @@ import { type Resolve, systemResolve } from './address.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import {
   accountEvent,
+  batchDeadlineEvent,
   batchFinishedEvent,
   messageId,
   type WatchEventType,
@@ -111,6 +112,29 @@ export class WebhookOutbox {
     const id = messageId('batch.finished', info.id, String(info.finishedAt), url);
     await this.#send(id, event, url, info);
     return id;
+  }
+
+  /**
+   * The deadline watch saw the batch's projected finish pass its deadline (`batch.at_risk`) or come
+   * back in time (`batch.back_on_track`), at `at`: told to its callbackUrl and VQ_WEBHOOK_URL. The
+   * id covers the turn's instant, so the same turn noticed twice is one delivery.
+   */
+  async batchDeadline(
+    type: 'batch.at_risk' | 'batch.back_on_track',
+    info: BatchInfo & { deadline: number },
+    projection: { expected?: number; low?: number; high?: number; slackMs?: number },
+    at: number,
+  ): Promise<string[]> {
+    const { publicUrl, url: globalUrl } = this.#config.webhooks;
+    const event = batchDeadlineEvent(type, info, projection, at, publicUrl);
+    const ids: string[] = [];
+    for (const url of [info.callbackUrl, globalUrl]) {
+      if (url === undefined) continue;
+      const id = messageId(type, info.account, info.id, String(at), url);
+      await this.#send(id, event, url, url === info.callbackUrl ? info : undefined);
+      ids.push(id);
+    }
+    return ids;
   }
 
   /**

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { jitterAllowanceMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
 import { noMetrics, type WorkerMetrics } from '../metrics.js';
-import { createPriority, pollPriority } from '../queue/account-queues.js';
+import { createPriority, PRIORITY, pollPriority } from '../queue/account-queues.js';
 import type { CreateAdmission } from '../queue/admission.js';
 import type { AnswerBook } from '../queue/answers.js';
 import type { Budget } from '../queue/budget.js';
@@ -167,7 +167,9 @@ export class AccountFlow {
   /** A poll: only the pace decides. */
   async admitPoll(cls: PriorityClass): Promise<SendAdmission> {
     const priority = pollPriority(cls);
-    const slot = await this.#slot<never>(priority, (horizonMs) => this.#d.line.slot(horizonMs));
+    const slot = await this.#slot<never>(priority, (horizonMs, urgent) =>
+      this.#d.line.slot(horizonMs, undefined, urgent),
+    );
     return 'why' in slot ? slot : { go: true, ...slot, priority };
   }
 
@@ -184,7 +186,8 @@ export class AccountFlow {
    */
   async #slot<R extends { refused: string } = never>(
     priority: number,
-    ask: (horizonMs: number) => Promise<Slot | R>,
+    /** `urgent`: an interactive request (a person waits), which claims the next slot (lua/includes/pace-take.lua). */
+    ask: (horizonMs: number, urgent: boolean) => Promise<Slot | R>,
   ): Promise<{ due: number; at: string; early?: true } | Extract<Admission, { why: 'later' }> | R> {
     const { done, nextAt } = await this.#turn(priority);
     try {
@@ -194,7 +197,7 @@ export class AccountFlow {
       if (lead > 0 && lead <= WAIT_HERE_MS) await sleep(lead);
       for (;;) {
         const asked = performance.now();
-        const slot = await ask(this.horizonMs);
+        const slot = await ask(this.horizonMs, priority === PRIORITY.interactive);
         if ('refused' in slot) return slot;
         if (slot.reserved) {
           // The window another process heard announced, before this one has an answer of its own.
@@ -208,7 +211,11 @@ export class AccountFlow {
           if (wait > 0) await sleep(wait);
           return { due, at: slot.at, ...(slot.early ? { early: true as const } : {}) };
         }
-        if (slot.reason === 'hold' || slot.waitMs > WAIT_HERE_MS) return this.#later(slot.waitMs);
+        // An interactive request waits here for the slot it claimed (lua/includes/pace-take.lua):
+        // put back, it would wait for a fetch the queue's rate-limit switch may hold past that slot
+        // (a less urgent job told to leave the slot to it sets the switch for the whole queue).
+        const urgent = priority === PRIORITY.interactive;
+        if (slot.reason === 'hold' || (slot.waitMs > WAIT_HERE_MS && !urgent)) return this.#later(slot.waitMs);
         await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
       }
     } finally {
@@ -294,7 +301,9 @@ export class AccountFlow {
         if (early && performance.now() - due < EARLY_LATE_MS) break;
         known = undefined;
         const givenUp = at;
-        const slot = await this.#slot<never>(admission.priority, (horizonMs) => this.#d.line.slot(horizonMs, givenUp));
+        const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>
+          this.#d.line.slot(horizonMs, givenUp, urgent),
+        );
         if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
         else ({ due, at, early } = slot);
       }
@@ -327,8 +336,8 @@ export class AccountFlow {
     const priority = createPriority(data.cls);
     // First contact: one create in flight until one plate was understood end to end.
     const cap = (await this.contact.meeting()) ? 1 : undefined;
-    const slot = await this.#slot(priority, (horizonMs) =>
-      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap),
+    const slot = await this.#slot(priority, (horizonMs, urgent) =>
+      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, urgent),
     );
     if ('refused' in slot) {
       if (slot.refused === 'finished') return { go: false, why: 'finished' };

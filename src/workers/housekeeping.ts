@@ -1,8 +1,9 @@
 // A worker process's timers, beside its Workers: the feed pass that keeps the queues of the
 // accounts with work topped up from the scheduler, the recovery of plates a crashed feeder staged,
-// and the sweep for webhook events a stopped process noticed but did not send.
+// the sweep for webhook events a stopped process noticed but did not send, and the deadline watch.
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { watchDeadlines } from '../plans/watch.js';
 import { OPERATOR_PAUSE } from '../queue/line.js';
 import type { RedisHealth } from '../redis/health.js';
 import type { QueueServices } from '../services.js';
@@ -13,6 +14,8 @@ import type { Doorbell } from './doorbell.js';
 const FEED_EVERY_MS = 200;
 const RECOVER_EVERY_MS = 10_000;
 const WEBHOOK_SWEEP_MS = 60_000;
+/** How often the deadline batches' finish is projected again (plans/watch.ts): at risk is said within this. */
+const DEADLINE_WATCH_MS = 2_000;
 
 /**
  * A worker process's timers: feeding the queues of the accounts with work and running their
@@ -115,12 +118,37 @@ export function startHousekeeping(
   };
   sweep();
   const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+  // One line per turn (at risk, back on track), whichever process noticed it first.
+  let watching: Promise<void> = Promise.resolve();
+  let watchBusy = false;
+  const watchTimer = setInterval(() => {
+    if (watchBusy) return;
+    watchBusy = true;
+    watching = watchDeadlines(services, configured, now())
+      .then((turns) => {
+        for (const turn of turns)
+          logger.info(
+            { batchId: turn.batchId, account: turn.account, slackSec: Math.round((turn.slackMs ?? 0) / 1000) },
+            turn.type === 'batch.at_risk'
+              ? 'batch at risk of missing its deadline'
+              : 'batch back on track for its deadline',
+          );
+      })
+      .catch((err: unknown) => {
+        if (!health.outage(err)) logger.error({ err }, 'could not watch the deadlines');
+      })
+      .finally(() => {
+        watchBusy = false;
+      });
+  }, DEADLINE_WATCH_MS);
   return {
     async stop() {
       clearInterval(feedTimer);
       clearInterval(recoverTimer);
       clearInterval(sweepTimer);
+      clearInterval(watchTimer);
       await sweeping;
+      await watching;
     },
   };
 }

@@ -150,6 +150,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['presenters/'],
   ['metrics.ts'],
   ['sinks/'],
+  ['plans/'],
   ['services.ts'],
   ['config.ts'],
   ['webhooks/'],

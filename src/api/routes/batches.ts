@@ -13,7 +13,13 @@ import { type CountRequest, registerApiRateLimit } from '../../http/rate-limit.j
 import { type CsvUpload, readCsvUpload, registerCsvUploads } from '../../http/uploads.js';
 import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
 import { batchContext, batchContexts } from '../../presenters/batch-context.js';
-import { type BatchRequest, type EnqueueInput, enqueue, estimate, type IngestResult } from '../../producers/enqueue.js';
+import {
+  type BatchRequest,
+  type EnqueueInput,
+  type EnqueueResult,
+  enqueue,
+  estimate,
+} from '../../producers/enqueue.js';
 import { XLSX_MEDIA_TYPE } from '../../producers/xlsx.js';
 import type { BatchInfo, BatchStore } from '../../queue/batch/store.js';
 import { rerunFailed } from '../../queue/rerun.js';
@@ -198,6 +204,8 @@ async function readCreateRequest(
       ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
       ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
       ...(csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {}),
+      ...(csvOptions.deadline !== undefined ? { deadline: csvOptions.deadline } : {}),
+      ...(csvOptions.requireDeadline !== undefined ? { requireDeadline: csvOptions.requireDeadline } : {}),
     };
     return { input, options, dryRun: csvOptions.dryRun === true };
   } else {
@@ -217,6 +225,8 @@ async function readCreateRequest(
       ...(body.priority !== undefined ? { priority: body.priority } : {}),
       ...(body.weight !== undefined ? { weight: body.weight } : {}),
       ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),
+      ...(body.deadline !== undefined ? { deadline: body.deadline } : {}),
+      ...(body.requireDeadline !== undefined ? { requireDeadline: body.requireDeadline } : {}),
     };
     return { input, options, dryRun: body.dryRun === true };
   }
@@ -285,7 +295,7 @@ function createRoutes(app: FastifyInstance, kit: V1Kit): void {
     async (request, reply) => {
       const { input, options, dryRun: dry } = await readCreateRequest(request, kit);
       if (dry) return reply.code(200).send(await dryRun(input, options));
-      const result: IngestResult = await enqueue(services, input, options);
+      const result: EnqueueResult = await enqueue(services, input, options);
       const { batch, created } = result;
       const [batchReply, rejects] = await Promise.all([
         view(batch, now()),
@@ -302,7 +312,12 @@ function createRoutes(app: FastifyInstance, kit: V1Kit): void {
         },
         created ? 'batch enqueued' : 'batch already known',
       );
-      const reply202: CreateBatchReply = { batch: { ...batchReply, created }, rejects, links };
+      const reply202: CreateBatchReply = {
+        batch: { ...batchReply, created },
+        rejects,
+        ...(result.deadline ? { deadline: result.deadline } : {}),
+        links,
+      };
       return reply.code(202).header('location', links.self).send(reply202);
     },
   );

@@ -72,6 +72,8 @@ export interface BatchPlacement {
   priority: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight: number;
+  /** When the batch should be finished, epoch ms (docs/plans.md); unset: none. */
+  deadline?: number;
 }
 
 /** A batch as readers see it: its own hash (StoredBatch) joined with what other stores own of it (view.ts). */
@@ -131,6 +133,8 @@ export interface StoredBatch extends BatchPlacement {
   reuseWithinMs: number;
   /** Where the batch's webhooks go (checked by webhooks/target.ts before it was stored). */
   callbackUrl?: string;
+  /** Since when its projected finish passes its deadline (the deadline watch), epoch ms; unset: on time or none. */
+  atRiskSince?: number;
   /**
    * The name of its exports and archive: its id, or `<id>.<account>` when another account held a
    * batch of that id first (files of two accounts' `order-1001` never meet on disk); unset: its id.
@@ -233,6 +237,7 @@ export class BatchStore {
         extraColumns: JSON.stringify(batch.extraColumns ?? []),
         ingestedRows: '0',
         reuseWithinMs: String(batch.reuseWithinMs ?? 0),
+        ...(batch.deadline !== undefined ? { deadline: String(batch.deadline) } : {}),
         ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
         ...(others.length > 0 ? { fileName: `${batch.id}.${batch.account}` } : {}),
       });
@@ -293,7 +298,7 @@ export class BatchStore {
    * from the position stored with the last chunk that was written.
    */
   async addRows(
-    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>,
+    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight' | 'deadline'>,
     rows: readonly IngestRow[],
     scheduler: Pick<Scheduler, 'pushIn' | 'announce'>,
   ): Promise<void> {
@@ -315,6 +320,7 @@ export class BatchStore {
       batch.priority,
       batch.weight,
       queued.map((r) => r.plate),
+      batch.deadline,
     );
     await execAll(multi, `storing rows ${rows[0]!.row}–${rows.at(-1)!.row} of batch ${batch.id}`);
     if (queued.length > 0) await scheduler.announce(batch.account);
@@ -331,6 +337,17 @@ export class BatchStore {
     const result = Number(await this.#redis.vqbBatchSeal(key, this.#now()));
     if (result === -1) throw new BatchNotFoundError(idOf(batch));
     return result === 2 || Boolean(await this.#redis.hget(key, 'finishedAt'));
+  }
+
+  /**
+   * The deadline watch found the batch's projected finish past its deadline (`at`) or back in time
+   * (undefined). True only for the call that changed it: of many processes that notice the same
+   * turn, one tells (its webhook is sent once).
+   */
+  async markAtRisk(batch: BatchRef, at: number | undefined): Promise<boolean> {
+    const key = this.#keys.batch(batch);
+    if (at !== undefined) return (await this.#redis.hsetnx(key, 'atRiskSince', String(at))) === 1;
+    return (await this.#redis.hdel(key, 'atRiskSince')) === 1;
   }
 
   /** A new callbackUrl for an existing batch (`vqb run --notify` resuming it), already checked. */
@@ -363,6 +380,7 @@ export class BatchStore {
       account: ref.account,
       priority: (f.priority ?? 'normal') as PriorityClass,
       weight: Number(f.weight ?? 1) || 1,
+      ...(f.deadline ? { deadline: n('deadline') } : {}),
       source: (f.source ?? 'library') as BatchSource,
       name: f.name ?? ref.id,
       createdAt: n('createdAt'),
@@ -374,6 +392,7 @@ export class BatchStore {
       counts: Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as StoredBatch['counts'],
       reuseWithinMs: n('reuseWithinMs'),
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
+      ...(f.atRiskSince ? { atRiskSince: n('atRiskSince') } : {}),
       ...(f.fileName ? { fileName: f.fileName } : {}),
     };
   }

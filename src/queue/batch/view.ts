@@ -42,6 +42,8 @@ export class BatchViews {
       account: stored.account,
       priority: stored.priority,
       weight: stored.weight,
+      ...(stored.deadline !== undefined ? { deadline: stored.deadline } : {}),
+      ...(stored.atRiskSince !== undefined ? { atRiskSince: stored.atRiskSince } : {}),
       source: stored.source,
       name: stored.name,
       createdAt: stored.createdAt,

@@ -10,7 +10,7 @@
     KEYS[4] the batch's budget hash; KEYS[5] the account's day counter; KEYS[6] its month counter;
     KEYS[7] the account's budget hash, run-time caps (queue/budget.ts)
     KEYS[8] the batch's outcomes hash (queue/batch/: the plate is finished already when it holds one)
-    ARGV[1] pacing interval, ms; ARGV[2] horizon, ms; ARGV[3] 'auto' | 'cap'; ARGV[4] retake: '0' here
+    ARGV[1] pacing interval, ms; ARGV[2] horizon, ms; ARGV[3] 'auto' | 'cap' ('!' after it: an interactive request, includes/pace-take paceClaim); ARGV[4] retake: '0' here
     ARGV[5] job id; ARGV[6] batch id; ARGV[7] in-flight cap; ARGV[8] now (epoch ms, the slot's
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
@@ -33,6 +33,9 @@
 -- answers at once (the usual reply to a request that asks early), and nothing is taken before
 -- the cap and the caps said yes.
 local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4])
+-- An interactive request's claim on the next slot: a less urgent one waits for it (pace-take).
+local yieldMs = paceClaim(KEYS[1], next, tonumber(ARGV[2]))
+if yieldMs then return {0, tostring(math.max(next.wait, yieldMs)), 'pace'} end
 if next.wait > tonumber(ARGV[2]) then return {0, tostring(next.wait), next.reason} end
 if redis.call('HEXISTS', KEYS[8], ARGV[14]) == 1 then
   releaseInflight(KEYS[2], KEYS[3], ARGV[5], ARGV[6])

@@ -16,7 +16,10 @@
   Included by pace-acquire and create-admit.
   paceNext(paceKey, interval, mode, retake) → the slot's start, its wait from now (ms),
     'pace'|'hold', and what paceTake needs; mode 'auto' (the learned interval) | 'cap' (never
-    faster than configured); retake as for paceTake.
+    faster than configured), with a trailing '!' for an interactive request (paceClaim); retake
+    as for paceTake.
+  paceClaim(paceKey, next, horizon) → nil when this request may take the slot next, else the ms
+    it is to wait: an interactive request's claim on the next slot (see its comment).
   earlyBound(list, n, interval) → the first slot a limit of that interval allows after the early
     slots (pace-learn, when it first hears a limit).
   paceTake(paceKey, next, retake) reserves it; retake '0', or the start of a slot the request gave
@@ -59,6 +62,8 @@ local function earlyBound(list, n, interval)
 end
 
 local function paceNext(paceKey, interval, mode, retake)
+  local urgent = string.sub(mode, -1) == '!'
+  if urgent then mode = string.sub(mode, 1, -2) end
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
   local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used', 'early', 'earlyN', 'earlyTat', 'windowMs')
@@ -93,7 +98,30 @@ local function paceNext(paceKey, interval, mode, retake)
     reason = 'hold'
   end
   return { start = start, wait = start - now, reason = reason, interval = interval, used = tonumber(f[4] or '0'),
-    early = early, earlyList = f[5], earlyN = tonumber(f[6] or '0'), windowMs = f[8] or '' }
+    early = early, earlyList = f[5], earlyN = tonumber(f[6] or '0'), windowMs = f[8] or '', urgent = urgent }
+end
+
+-- A slot is reserved by whoever asks first once it is within the horizon. On a slow key (12/min:
+-- a slot every 5 s) the requests of every process ask for it as it comes near, and an interactive
+-- one told "beyond the horizon" came back after the next slot was taken again: with four
+-- processes it got one slot in four, 22-45 s after its submit (issue 37). So an interactive request
+-- that finds the next free slot beyond the horizon claims it (field claim: until that slot's start
+-- and one interval, so a claimer that never comes back holds nothing for long); until then every
+-- less urgent request is told to wait, and the claimer reserves it when it asks again. Its reserving
+-- a slot ends the claim.
+local function paceClaim(paceKey, next, horizon)
+  if next.urgent then
+    if next.wait > horizon and next.reason == 'pace' then
+      redis.call('HSET', paceKey, 'claim', string.format('%.3f', next.start + next.interval))
+    else
+      redis.call('HDEL', paceKey, 'claim')
+    end
+    return nil
+  end
+  local claim = tonumber(redis.call('HGET', paceKey, 'claim') or '0')
+  local now = next.start - next.wait
+  if claim > now then return claim - now end
+  return nil
 end
 
 local function paceStart(next)

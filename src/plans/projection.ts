@@ -1,0 +1,104 @@
+// A batch's deadline against what its account knows now: the figures the pure judgement
+// (plans/deadline.ts) takes, read through the modules that own them (the account's rate in force,
+// the poll learner's answer time, the scheduler's work ahead of the batch). Used by the dry run and
+// the enqueue (a batch not stored yet), and by `vqb status`, the API, the console and the deadline
+// watch (a running batch).
+import type { BatchInfo } from '../queue/batch/store.js';
+import { PollLearner } from '../queue/poll-schedule.js';
+import type { QueueServices } from '../services.js';
+import { type DeadlineVerdict, judgeDeadline, type PlanFigures } from './deadline.js';
+
+/** Requests a plate takes before the batch has its own figures: a create, its poll, a tenth of them a second poll. */
+export const REQUESTS_PER_PLATE = 2.15;
+
+type PlanServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'>;
+
+/**
+ * The figures for `plates` plates of account `accountId` due at `deadline` (`except`: the batch
+ * itself, when stored).
+ */
+export async function planFigures(
+  services: PlanServices,
+  accountId: string,
+  deadline: number,
+  plates: number,
+  requestsPerPlate: number,
+  except?: string,
+): Promise<PlanFigures> {
+  const { account, line } = services.accounts.for(accountId);
+  const [rate, learned, ahead] = await Promise.all([
+    line.rate(),
+    new PollLearner(services.redis, services.keys, services.config.poll).snapshot(account.product),
+    services.scheduler.aheadOf(account.id, deadline, except),
+  ]);
+  const aheadPlates = platesAhead(ahead, rate.perSecond, learned.firstPollMs, Date.now());
+  return {
+    perSecond: rate.perSecond,
+    rateSource: rate.source,
+    requestsPerPlate,
+    answerMs: learned.firstPollMs,
+    plates,
+    aheadPlates,
+  };
+}
+
+/**
+ * The plates that take the batch's time: every interactive one, and those of each batch due
+ * earlier that can still make its deadline. The rule of the feed (sched-take's urgentBatches): a
+ * batch that cannot make it even served first is left to the weights and takes no one's time.
+ */
+export function platesAhead(
+  ahead: { interactive: number; earlier: readonly { deadline: number; waiting: number }[] },
+  perSecond: number,
+  answerMs: number,
+  now: number,
+): number {
+  const msPerPlate = (REQUESTS_PER_PLATE * 1_000) / Math.max(perSecond, 1e-6);
+  let need = answerMs * 1.5 + 2_000;
+  let plates = ahead.interactive;
+  for (const b of ahead.earlier) {
+    const needed = need + b.waiting * msPerPlate;
+    if (b.deadline - now < needed / 1.5) continue;
+    need = needed;
+    plates += b.waiting;
+  }
+  return plates;
+}
+
+/** A running (or finished) batch's deadline as its readers show it. */
+export interface DeadlinePlan {
+  deadline: number;
+  verdict: DeadlineVerdict;
+  /** The projected finish (expected) passes the deadline; a finished batch: it finished after it. */
+  atRisk: boolean;
+  /** Finished: when, and so the slack it had. */
+  finishedAt?: number;
+}
+
+/** The deadline plan of a batch that has one; undefined otherwise. */
+export async function batchPlan(
+  services: PlanServices,
+  info: BatchInfo,
+  now: number,
+): Promise<DeadlinePlan | undefined> {
+  const deadline = info.deadline;
+  if (deadline === undefined) return undefined;
+  const c = info.counts;
+  const finished = c.done + c.failed;
+  if (info.finishedAt !== undefined) {
+    const verdict: DeadlineVerdict = {
+      feasibility: info.finishedAt <= deadline ? 'feasible' : 'not feasible',
+      deadline,
+      eta: { low: info.finishedAt, high: info.finishedAt, expected: info.finishedAt },
+      slackMs: deadline - info.finishedAt,
+      aheadPlates: 0,
+    };
+    return { deadline, verdict, atRisk: info.finishedAt > deadline, finishedAt: info.finishedAt };
+  }
+  const perPlate = finished > 0 ? Math.max(1, (c.creates + c.polls) / finished) : REQUESTS_PER_PLATE;
+  const left = Math.max(0, c.enqueued - finished);
+  const figures = await planFigures(services, info.account, deadline, left, perPlate, info.id);
+  const verdict = judgeDeadline(deadline, figures, now, undefined, info.account);
+  const atRisk = verdict.eta !== undefined && verdict.eta.expected > deadline;
+  return { deadline, verdict, atRisk };
+}
