@@ -65,6 +65,8 @@ export const ERROR_CODES = {
   BATCH_ARCHIVED: entry(409, 1, 'the same content was archived; its results are in the archive'),
   ARCHIVE_FAILED: entry(500, 1, 'an archive could not be written or did not read back'),
   ACCOUNT_NOT_FOUND: entry(404, 2, 'no account with that id'),
+  POOL_NOT_FOUND: entry(404, 2, 'no pool of keys with that name (or the account named is not one of its keys)'),
+  POOL_INVALID: entry(500, 2, 'a pool in the accounts file joins accounts of another product or owner'),
   NO_PRICE: entry(422, 2, 'a spending cap in money, and no price per query set to turn it into creates'),
   BAD_WEIGHT: entry(400, 1, 'a weight is a whole number from 1 to 1000'),
   BAD_BATCH_ID: entry(400, 1, 'a batch id of the wrong form'),

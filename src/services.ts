@@ -13,6 +13,7 @@ import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { PlateSettle } from './queue/plate-settle.js';
+import { KeyPools } from './queue/pool.js';
 import { Scheduler } from './queue/scheduler.js';
 import type { RedisClient } from './redis/connection.js';
 import { connectRedis, preflightRedis } from './redis/connection.js';
@@ -41,6 +42,8 @@ export interface QueueServices {
   costs: CostLedger;
   scheduler: Scheduler;
   feeder: Feeder;
+  /** Pools of keys: which key of a pool serves, and what one that holds gives back (docs/plans.md). */
+  pools: KeyPools;
   /** Emits webhook events (webhooks/): batch.finished, account.paused. */
   webhooks: WebhookOutbox;
   close(): Promise<void>;
@@ -63,6 +66,9 @@ export function queueServicesOn(
   const batches = new BatchStore(redis, keys, now);
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
+  const feeder = new Feeder(scheduler, accounts, inflight, now, { redis, keys });
+  const pools = new KeyPools(accounts, scheduler, batches, now);
+  feeder.pools = pools;
   return {
     config,
     redis,
@@ -77,7 +83,8 @@ export function queueServicesOn(
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(scheduler, accounts, inflight, now, { redis, keys }),
+    feeder,
+    pools,
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };
 }

@@ -32,6 +32,8 @@ export interface Account {
   shareResults?: boolean;
   /** How the upstream's answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*). */
   answers: AnswerMapping;
+  /** The pool of keys the account belongs to (`"pool": "NAME"`): a pooled batch is served by all of them (docs/plans.md). */
+  pool?: string;
 }
 
 export const ACCOUNT_ID = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -66,6 +68,7 @@ const accountSchema = z.strictObject({
   statesPending: z.union([z.string(), z.array(z.string())]).optional(),
   statesDone: z.union([z.string(), z.array(z.string())]).optional(),
   statesFailed: z.union([z.string(), z.array(z.string())]).optional(),
+  pool: z.string().regex(ACCOUNT_ID, 'a pool name: lower-case letters, digits, _ and -, at most 32').optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });
@@ -154,7 +157,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
     throw new ConfigError(source, `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
   }
   const seen = new Set<string>();
-  return result.data.accounts.map((a) => {
+  const accounts = result.data.accounts.map((a) => {
     if (seen.has(a.id)) throw new ConfigError(source, `account ${a.id} is listed twice`);
     seen.add(a.id);
     if (a.apiKey && a.apiKeyFile) throw new ConfigError(source, `account ${a.id}: set apiKey or apiKeyFile, not both`);
@@ -181,8 +184,78 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       tokens,
       ...(a.shareResults === true ? { shareResults: true } : {}),
       answers: accountAnswers(a, defaults.answers ?? NO_MAPPING),
+      ...(a.pool !== undefined ? { pool: a.pool } : {}),
     };
   });
+  checkPools(accounts, source);
+  return accounts;
+}
+
+/** A pool declared wrong in the accounts file (members of other products or owners): refused at load. */
+export class PoolError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.PoolError');
+  readonly pool: string;
+
+  constructor(pool: string, source: string, problem: string) {
+    super('POOL_INVALID', `${source}: pool ${pool}: ${problem}`);
+    this.name = 'PoolError';
+    this.pool = pool;
+  }
+}
+
+/** Who may see an account's batches: its service tokens (a file by its path, inline ones by their value). */
+function ownerOf(account: Account): string {
+  const t = account.tokens;
+  if (t === undefined) return 'every token';
+  if (t.kind === 'file') return `tokensFile ${t.path}`;
+  return `tokens ${t.secrets
+    .map((s) => s.reveal())
+    .sort()
+    .join(',')}`;
+}
+
+/**
+ * The keys of one pool serve the same batches, so they must be one product (a plate created on
+ * another product is another query) and one owner (a pooled batch is seen through each key's
+ * tokens: a key of another team would show it to that team). A pool's name must not be an
+ * account's id either: `--pool x` and `--account x` would name two things.
+ */
+function checkPools(accounts: readonly Account[], source: string): void {
+  const byPool = new Map<string, Account[]>();
+  for (const a of accounts) if (a.pool !== undefined) byPool.set(a.pool, [...(byPool.get(a.pool) ?? []), a]);
+  for (const [pool, members] of byPool) {
+    const [first, ...rest] = members as [Account, ...Account[]];
+    if (accounts.some((a) => a.id === pool))
+      throw new PoolError(pool, source, 'a pool may not be named like an account (--pool and --account would clash)');
+    for (const m of rest) {
+      if (m.product !== first.product)
+        throw new PoolError(
+          pool,
+          source,
+          `accounts ${first.id} (product ${first.product}) and ${m.id} (product ${m.product}) are not one product`,
+        );
+      if (ownerOf(m) !== ownerOf(first))
+        throw new PoolError(
+          pool,
+          source,
+          `accounts ${first.id} and ${m.id} have other owners (their tokens differ): a pool's keys share one owner`,
+        );
+    }
+  }
+}
+
+/** The keys of pool `name`, in the configured order; an unknown pool is POOL_NOT_FOUND listing the known ones. */
+export function poolMembers(config: { readonly accounts: readonly Account[] }, name: string): Account[] {
+  const members = config.accounts.filter((a) => a.pool === name);
+  if (members.length === 0) {
+    const known = [...new Set(config.accounts.flatMap((a) => (a.pool !== undefined ? [a.pool] : [])))];
+    throw new VqbError(
+      'POOL_NOT_FOUND',
+      `no pool ${JSON.stringify(name)}; ${known.length > 0 ? `declared: ${known.join(', ')}` : 'no pool is declared'} ` +
+        '(an account joins one with "pool": "NAME" in VQ_ACCOUNTS_FILE)',
+    );
+  }
+  return members;
 }
 
 export function loadAccountsFile(path: string, defaults: AccountDefaults): Account[] {

@@ -4,7 +4,8 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
-import { InputError } from '../errors.js';
+import { poolMembers } from '../accounts/account.js';
+import { InputError, VqbError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
@@ -32,6 +33,11 @@ export interface BatchRequest {
   reuseWithinMs?: number;
   /** The account (its key and limits); default: the first configured. */
   account?: string;
+  /**
+   * A pool of keys (`"pool"` in the accounts file): every key of it serves the batch, each at its
+   * own rate (docs/plans.md). With `account`, that key of the pool is the batch's home.
+   */
+  pool?: string;
   priority?: PriorityClass;
   weight?: number;
   callbackUrl?: string;
@@ -59,6 +65,8 @@ interface Prepared {
   rows: Iterable<InputRow> | AsyncIterable<InputRow>;
   extraColumns: readonly string[];
   account: string;
+  /** The pool's name and its keys besides `account` (a pooled batch). */
+  pool?: { name: string; keys: string[] };
   callbackUrl?: string;
   /** maxCreates and maxSpend as one cap in creates. */
   maxCreates?: number;
@@ -88,7 +96,8 @@ async function prepare(
   options: BatchRequest,
 ): Promise<Prepared> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
-  const { account: resolved } = services.accounts.for(options.account);
+  const pool = options.pool !== undefined ? poolOf(services, options.pool, options.account) : undefined;
+  const { account: resolved } = services.accounts.for(pool?.home ?? options.account);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
   const callbackUrl =
@@ -119,9 +128,30 @@ async function prepare(
     rows,
     extraColumns,
     account,
+    ...(pool !== undefined ? { pool: { name: pool.name, keys: pool.keys } } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     ...(maxCreates !== undefined ? { maxCreates } : {}),
   };
+}
+
+/**
+ * The pool a batch names: its home (the account named, which must be one of its keys, else the
+ * first) and the other keys. An unknown pool, or an account outside it, is POOL_NOT_FOUND before
+ * anything is stored or sent.
+ */
+function poolOf(
+  services: Pick<QueueServices, 'config'>,
+  name: string,
+  account: string | undefined,
+): { name: string; home: string; keys: string[] } {
+  const members = poolMembers(services.config, name).map((a) => a.id);
+  if (account !== undefined && !members.includes(account))
+    throw new VqbError(
+      'POOL_NOT_FOUND',
+      `account ${account} is not a key of pool ${name} (its keys: ${members.join(', ')})`,
+    );
+  const home = account ?? members[0]!;
+  return { name, home, keys: members.filter((m) => m !== home) };
 }
 
 /** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
@@ -160,6 +190,7 @@ export async function enqueue(
         name: p.name,
         extraColumns: p.extraColumns,
         account: p.account,
+        ...(p.pool !== undefined ? { pool: p.pool } : {}),
         ...(options.metadata ? { metadata: options.metadata } : {}),
         ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
         ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),

@@ -220,6 +220,23 @@ export class AccountLine {
     return Math.max(0, await this.#redis.pttl(this.#keys.paceHold(this.account.id)));
   }
 
+  /**
+   * Why the account cannot serve for a while, or undefined when it can: paused (a key failure, an
+   * unreadable answer, an operator: the pause's code), held longer than `longerThanMs` (`quota`, or
+   * `rate_limit` for a long 429 wait) or its creates held at a spending cap (`budget`). A key of a
+   * pool that holds so gives its waiting plates to the others (queue/pool.ts).
+   */
+  async holding(longerThanMs: number): Promise<string | undefined> {
+    const [[code, reason, budgetUntil], heldMs] = await Promise.all([
+      this.#redis.hmget(this.#line, 'code', 'limitReason', 'budgetUntil'),
+      this.heldFor(),
+    ]);
+    if (code) return code;
+    if (Number(budgetUntil ?? 0) > this.#now()) return 'budget';
+    if (heldMs > longerThanMs) return reason === 'quota' ? 'quota' : 'rate_limit';
+    return undefined;
+  }
+
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
     const wait = Math.max(1, Math.ceil(ms));

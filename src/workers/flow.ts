@@ -316,7 +316,7 @@ export class AccountFlow {
     // First contact: one create in flight until one plate was understood end to end.
     const cap = (await this.contact.meeting()) ? 1 : undefined;
     const slot = await this.#slot(priority, (horizonMs) =>
-      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap),
+      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, data.account),
     );
     if ('refused' in slot) {
       if (slot.refused === 'finished') return { go: false, why: 'finished' };
@@ -331,13 +331,13 @@ export class AccountFlow {
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */
   async refundCap(data: PlateJobData): Promise<void> {
-    await this.#d.budget.refund(this.accountId, data.batchId);
+    await this.#d.budget.refund(this.accountId, data.batchId, data.account);
   }
 
   /** A create that certainly did not happen gives back its in-flight slot and its cap unit. */
   async refundCreate(jobId: string, data: PlateJobData): Promise<void> {
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);
-    await this.#d.budget.refund(this.accountId, data.batchId);
+    await this.#d.budget.refund(this.accountId, data.batchId, data.account);
   }
 
   /**
@@ -552,8 +552,8 @@ export class AccountFlow {
   async #holdAtCap(data: PlateJobData, verdict: 'batch' | 'day' | 'month'): Promise<number> {
     const log = this.#d.logger.child({ account: this.accountId, batchId: data.batchId });
     if (verdict === 'batch') {
-      if (await this.#d.budget.setHeld({ id: data.batchId, account: this.accountId }, true)) {
-        await this.#d.scheduler.delist(this.accountId, data.batchId, data.cls);
+      if (await this.#d.budget.setHeld({ id: data.batchId, account: data.account }, true)) {
+        await this.#d.scheduler.delist(data.account, data.batchId, data.cls);
         log.info('batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
       }
       return this.#now() + BATCH_CAP_HOLD_MS;

@@ -73,6 +73,11 @@ export interface BatchPlacement {
   priority: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
   weight: number;
+  /**
+   * A pooled batch (docs/plans.md): the pool's name and its keys besides `account` (the batch's
+   * home, where its keys live), each of which creates its plates as it has room.
+   */
+  pool?: { name: string; keys: string[] };
 }
 
 /** A batch as readers see it: its own hash (StoredBatch) joined with what other stores own of it (view.ts). */
@@ -236,6 +241,7 @@ export class BatchStore {
         reuseWithinMs: String(batch.reuseWithinMs ?? 0),
         ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
         ...(others.length > 0 ? { fileName: `${batch.id}.${batch.account}` } : {}),
+        ...(batch.pool !== undefined ? { pool: batch.pool.name, poolKeys: batch.pool.keys.join(' ') } : {}),
       });
       // The lists (the global one in its own slot, the account's in its) after the batch's hash: a
       // listed batch always has one.
@@ -293,7 +299,7 @@ export class BatchStore {
    * from the position stored with the last chunk that was written.
    */
   async addRows(
-    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight'>,
+    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight' | 'pool'>,
     rows: readonly IngestRow[],
     scheduler: Pick<Scheduler, 'pushIn' | 'announce'>,
   ): Promise<void> {
@@ -315,9 +321,11 @@ export class BatchStore {
       batch.priority,
       batch.weight,
       queued.map((r) => r.plate),
+      batch.pool?.keys ?? [],
     );
     await execAll(multi, `storing rows ${rows[0]!.row}–${rows.at(-1)!.row} of batch ${batch.id}`);
-    if (queued.length > 0) await scheduler.announce(batch.account);
+    if (queued.length > 0)
+      for (const account of [batch.account, ...(batch.pool?.keys ?? [])]) await scheduler.announce(account);
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
@@ -375,6 +383,7 @@ export class BatchStore {
       reuseWithinMs: n('reuseWithinMs'),
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
       ...(f.fileName ? { fileName: f.fileName } : {}),
+      ...(f.pool ? { pool: { name: f.pool, keys: (f.poolKeys ?? '').split(' ').filter((k) => k !== '') } } : {}),
     };
   }
 
