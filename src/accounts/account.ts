@@ -244,6 +244,26 @@ function checkPools(accounts: readonly Account[], source: string): void {
   }
 }
 
+/**
+ * The pool a batch names: its home (the account named, which must be one of its keys, else the
+ * first listed) and its other keys. An unknown pool, or an account outside it, is POOL_NOT_FOUND,
+ * before anything is stored or sent.
+ */
+export function poolFor(
+  config: { readonly accounts: readonly Account[] },
+  name: string,
+  account?: string,
+): { name: string; home: string; keys: string[] } {
+  const members = poolMembers(config, name).map((a) => a.id);
+  if (account !== undefined && !members.includes(account))
+    throw new VqbError(
+      'POOL_NOT_FOUND',
+      `account ${account} is not a key of pool ${name} (its keys: ${members.join(', ')})`,
+    );
+  const home = account ?? members[0]!;
+  return { name, home, keys: members.filter((m) => m !== home) };
+}
+
 /** The keys of pool `name`, in the configured order; an unknown pool is POOL_NOT_FOUND listing the known ones. */
 export function poolMembers(config: { readonly accounts: readonly Account[] }, name: string): Account[] {
   const members = config.accounts.filter((a) => a.pool === name);

@@ -4,8 +4,8 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
-import { poolMembers } from '../accounts/account.js';
-import { InputError, VqbError } from '../errors.js';
+import { poolFor } from '../accounts/account.js';
+import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { BATCH_ID_RULE, type BatchSource, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
@@ -96,7 +96,7 @@ async function prepare(
   options: BatchRequest,
 ): Promise<Prepared> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
-  const pool = options.pool !== undefined ? poolOf(services, options.pool, options.account) : undefined;
+  const pool = options.pool !== undefined ? poolFor(services.config, options.pool, options.account) : undefined;
   const { account: resolved } = services.accounts.for(pool?.home ?? options.account);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
@@ -132,26 +132,6 @@ async function prepare(
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     ...(maxCreates !== undefined ? { maxCreates } : {}),
   };
-}
-
-/**
- * The pool a batch names: its home (the account named, which must be one of its keys, else the
- * first) and the other keys. An unknown pool, or an account outside it, is POOL_NOT_FOUND before
- * anything is stored or sent.
- */
-function poolOf(
-  services: Pick<QueueServices, 'config'>,
-  name: string,
-  account: string | undefined,
-): { name: string; home: string; keys: string[] } {
-  const members = poolMembers(services.config, name).map((a) => a.id);
-  if (account !== undefined && !members.includes(account))
-    throw new VqbError(
-      'POOL_NOT_FOUND',
-      `account ${account} is not a key of pool ${name} (its keys: ${members.join(', ')})`,
-    );
-  const home = account ?? members[0]!;
-  return { name, home, keys: members.filter((m) => m !== home) };
 }
 
 /** A dry run: what the batch would cost; nothing stored, nothing sent upstream. */
