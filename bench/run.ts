@@ -15,6 +15,7 @@ import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
 import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { manyAccountsSettings, measureManyAccounts } from './many-accounts.js';
+import { measurePool, poolSettings } from './pool.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { type BenchResults, writeResults } from './report.js';
 import { measureScale, scaleSettings } from './scale.js';
@@ -37,6 +38,7 @@ const STEPS = [
   'scale',
   'many',
   'cluster',
+  'pool',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -402,6 +404,15 @@ async function main(): Promise<number> {
             () => measureCluster(ctx, settings),
           );
           if (cluster) results.cluster = cluster;
+          break;
+        }
+        case 'pool': {
+          const settings = poolSettings(quick);
+          const pool = await attempt(
+            `a pool of keys at 10, 20 and 30/s (learned), a ${settings.plates.toLocaleString('en')}-plate batch, the 30/s key expiring mid-batch`,
+            () => measurePool(ctx, settings),
+          );
+          if (pool) results.pool = pool;
           break;
         }
         case 'eventloop': {
