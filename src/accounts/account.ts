@@ -6,7 +6,8 @@
 // here alone (accountOf), and what a worker needs of it to call the upstream (requireAccountUpstream).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, VqbError } from '../errors.js';
+import { ConfigError, PoolError, VqbError } from '../errors.js';
+
 import { isCurrency, type Price, priceMicros } from '../money.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
@@ -189,18 +190,6 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
   });
   checkPools(accounts, source);
   return accounts;
-}
-
-/** A pool declared wrong in the accounts file (members of other products or owners): refused at load. */
-export class PoolError extends VqbError {
-  static override readonly brand: symbol = Symbol.for('vqb.error.PoolError');
-  readonly pool: string;
-
-  constructor(pool: string, source: string, problem: string) {
-    super('POOL_INVALID', `${source}: pool ${pool}: ${problem}`);
-    this.name = 'PoolError';
-    this.pool = pool;
-  }
 }
 
 /** Who may see an account's batches: its service tokens (a file by its path, inline ones by their value). */
