@@ -237,6 +237,20 @@ export class AccountLine {
     return undefined;
   }
 
+  /** This key's quota looks shared with `other`'s (queue/pool.ts) until `until` (epoch ms). */
+  async markSharedQuota(other: string, until: number): Promise<void> {
+    await this.#redis.hset(this.#line, `quotaWith:${other}`, String(until));
+  }
+
+  /** The keys this one's quota looks shared with now. */
+  async sharedQuota(): Promise<string[]> {
+    const fields = await this.#redis.hgetall(this.#line);
+    const now = this.#now();
+    return Object.entries(fields)
+      .filter(([field, until]) => field.startsWith('quotaWith:') && Number(until) > now)
+      .map(([field]) => field.slice('quotaWith:'.length));
+  }
+
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
     const wait = Math.max(1, Math.ceil(ms));

@@ -21,6 +21,28 @@ const GIVE_BACK_EVERY_MS = 250;
 /** Jobs looked at in one pass (a key holds about half a second of its rate on its queue: few). */
 const GIVE_BACK_AT_ONCE = 1_000;
 
+/**
+ * Keys whose announced quotas agree this many samples in a row (same reset, remainders within
+ * QUOTA_NEAR of each other, taken within QUOTA_SAMPLE_MS) are said to be one quota, for
+ * QUOTA_SHARED_MS after the last agreement.
+ */
+const QUOTA_STREAK = 5;
+const QUOTA_SAMPLE_MS = 1_000;
+const QUOTA_SHARED_MS = 10 * 60_000;
+
+/** Remainders this close (or 5 % of the limit) count as the same (the two samples are up to a second apart). */
+function quotaNear(limit: number | undefined): number {
+  return Math.max(2, Math.ceil((limit ?? 0) * 0.05));
+}
+
+/** What a key's answer announced of its quota (X-RateLimit-*), as queue/pool.ts compares it. */
+export interface QuotaSample {
+  limit?: number;
+  remaining?: number;
+  resetAt?: number;
+  observedAt: number;
+}
+
 export interface PoolKeyState {
   account: string;
   /** Its rate in force (learned or configured), requests a second. */
@@ -46,6 +68,8 @@ export class KeyPools {
   readonly #batches: Pick<BatchStore, 'read'>;
   readonly #now: () => number;
   readonly #lastLook = new Map<string, number>();
+  readonly #samples = new Map<string, QuotaSample>();
+  readonly #streaks = new Map<string, number>();
   #log: Logger | undefined;
 
   constructor(
@@ -153,6 +177,20 @@ export class KeyPools {
 
   readonly #pooledBatches = new Map<string, boolean>();
 
+  /** The pool's keys grouped by the quotas they look to share (groups of two or more). */
+  async #sharedGroups(pool: string): Promise<string[][]> {
+    const group = new Map<string, string>();
+    const find = (id: string): string => {
+      const up = group.get(id) ?? id;
+      return up === id ? id : find(up);
+    };
+    for (const r of this.members(pool))
+      for (const other of await r.line.sharedQuota()) group.set(find(other), find(r.id));
+    const groups = new Map<string, string[]>();
+    for (const r of this.members(pool)) groups.set(find(r.id), [...(groups.get(find(r.id)) ?? []), r.id]);
+    return [...groups.values()].filter((g) => g.length > 1);
+  }
+
   /** Whether the home's own batch is a pooled one (read once a process). */
   async #pooled(home: string, batchId: string): Promise<boolean> {
     const key = `${home}/${batchId}`;
@@ -163,6 +201,43 @@ export class KeyPools {
       this.#pooledBatches.set(key, pooled);
     }
     return pooled;
+  }
+
+  /**
+   * A key of a pool announced its quota (an answer's X-RateLimit-* headers, workers/flow.ts). Two
+   * keys are one quota when, sampled within a second of each other, they announce the same limit
+   * and reset and remainders within a few requests, QUOTA_STREAK samples in a row: two
+   * independent keys of the pool spend at their own rates, so their remainders drift apart. Said
+   * once in the log (per process) and kept on both lines for `vqb status` and /healthz.
+   */
+  async observe(accountId: string, quota: QuotaSample | undefined): Promise<void> {
+    const pool = this.#accounts.for(accountId).account.pool;
+    if (pool === undefined || quota?.remaining === undefined || quota.resetAt === undefined) return;
+    const last = this.#samples.get(accountId);
+    if (last !== undefined && quota.observedAt - last.observedAt < QUOTA_SAMPLE_MS / 2) return;
+    this.#samples.set(accountId, quota);
+    for (const other of this.members(pool)) {
+      if (other.id === accountId) continue;
+      const theirs = this.#samples.get(other.id);
+      if (theirs?.remaining === undefined || theirs.resetAt === undefined) continue;
+      if (Math.abs(theirs.observedAt - quota.observedAt) > QUOTA_SAMPLE_MS) continue;
+      const pair = [accountId, other.id].sort().join(' ');
+      const agree =
+        theirs.limit === quota.limit &&
+        Math.abs(theirs.resetAt - quota.resetAt) <= 1_000 &&
+        Math.abs(theirs.remaining - quota.remaining) <= quotaNear(quota.limit);
+      const streak = agree ? (this.#streaks.get(pair) ?? 0) + 1 : 0;
+      this.#streaks.set(pair, streak);
+      if (streak < QUOTA_STREAK) continue;
+      const until = quota.observedAt + QUOTA_SHARED_MS;
+      if (streak === QUOTA_STREAK)
+        this.#log?.warn(
+          { pool, accounts: [accountId, other.id], remaining: [quota.remaining, theirs.remaining] },
+          `keys ${accountId} and ${other.id} of pool ${pool} look like one quota: their announced remainders and resets move together (the pool's rate is not their sum)`,
+        );
+      await this.#accounts.for(accountId).line.markSharedQuota(other.id, until);
+      await other.line.markSharedQuota(accountId, until);
+    }
   }
 
   /** Each pool's rate (the sum of its serving keys'), and each key's rate, share and state. */
@@ -176,7 +251,7 @@ export class KeyPools {
       }
       const perSecond = keys.filter((k) => k.state === 'serving').reduce((sum, k) => sum + k.perSecond, 0);
       for (const k of keys) k.share = k.state === 'serving' && perSecond > 0 ? k.perSecond / perSecond : 0;
-      out.push({ pool, perSecond, keys, sharedQuota: [] });
+      out.push({ pool, perSecond, keys, sharedQuota: await this.#sharedGroups(pool) });
     }
     return out;
   }

@@ -14,6 +14,7 @@ import type { AnswerBook } from '../queue/answers.js';
 import type { Budget } from '../queue/budget.js';
 import type { InFlight } from '../queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../queue/line.js';
+import type { KeyPools } from '../queue/pool.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import type { PlateJobData, PriorityClass } from '../queue/types.js';
 import type { QuotaSnapshot, SendOptions } from '../upstream/client.js';
@@ -59,6 +60,8 @@ export interface FlowDeps {
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
+  /** Pools of keys: told what each answer announced of the key's quota (queue/pool.ts: keys that are one quota). */
+  pools?: Pick<KeyPools, 'observe'>;
 }
 
 /**
@@ -356,6 +359,7 @@ export class AccountFlow {
     }
     const now = this.#now();
     this.#metrics.quota(this.accountId, quota);
+    if (this.#d.line.account.pool !== undefined) await this.#d.pools?.observe(this.accountId, quota);
     await this.#learnFrom(quota, log);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
