@@ -25,6 +25,7 @@ import { timingSafeEqual } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { poolFor } from '../accounts/account.js';
 import type { RedisWaitReason } from '../accounts/wait.js';
 import type { Config } from '../config.js';
 import { canSee, type Scope, type TokenAuth } from '../http/auth.js';
@@ -556,7 +557,11 @@ async function stageUpload(
   const { csv, options } = upload;
   const callbackUrl = options.callbackUrl;
   if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
-  const account = options.account ?? accounts[0];
+  // A pool: the session's only when every key of it is (else as if absent); its home is the account.
+  const pool = options.pool !== undefined ? poolsOf(config, accounts).find((p) => p === options.pool) : undefined;
+  if (options.pool !== undefined && pool === undefined)
+    throw new ApiError('POOL_NOT_FOUND', `no pool ${JSON.stringify(options.pool)} for this token`);
+  const account = pool !== undefined ? poolFor(config, pool, options.account).home : (options.account ?? accounts[0]);
   if (account === undefined || !accounts.includes(account))
     throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
   const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
@@ -573,6 +578,7 @@ async function stageUpload(
   const maxCreates = createsCap(options, services.accounts.for(account).account.price, account);
   const batchOptions: BatchRequest = {
     account,
+    ...(pool !== undefined ? { pool } : {}),
     force,
     ...reuse,
     ...(maxCreates !== undefined ? { maxCreates } : {}),
@@ -588,6 +594,7 @@ async function stageUpload(
     name,
     digest: csv.digest,
     account,
+    ...(pool !== undefined ? { pool } : {}),
     extraColumns: [...csv.header.extraColumns],
     force,
     ...reuse,
@@ -605,12 +612,19 @@ async function stageUpload(
   return staged;
 }
 
+/** The pools of keys whose every key is among `accounts` (a session sees a pool only whole). */
+function poolsOf(config: Pick<Config, 'accounts'>, accounts: readonly string[]): string[] {
+  const pools = [...new Set(config.accounts.flatMap((a) => (a.pool !== undefined ? [a.pool] : [])))];
+  return pools.filter((p) => config.accounts.every((a) => a.pool !== p || accounts.includes(a.id)));
+}
+
 /** Upload a file, see its estimate, confirm it. */
 function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
   const { services, uploads, context, page, required, checkCsrf, formCsrf, accountsOf } = kit;
   scope.get('/upload', async (request, reply) => {
     const signed = await required(request);
-    return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
+    const accounts = accountsOf(signed.scope);
+    return page(reply, uploadPage(context(request, signed), accounts, undefined, {}, poolsOf(kit.config, accounts)));
   });
 
   scope.post(
@@ -639,7 +653,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         if (!request.raw.complete) reply.header('connection', 'close');
         const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
         closeIfBodyPending(request, reply);
-        return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
+        return page(reply, uploadPage(ctx, accounts, message, seen, poolsOf(kit.config, accounts)), body.statusCode);
       }
       return reply.redirect(`/upload/${staged}`, 303);
     },
@@ -682,6 +696,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
       {
         batchId: upload.batchId,
         account: upload.account,
+        ...(upload.pool !== undefined ? { pool: upload.pool } : {}),
         ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
         ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
         ...(upload.priority !== undefined ? { priority: upload.priority } : {}),
