@@ -1,13 +1,17 @@
 // Pools of keys through the front doors (docs/plans.md): the API's `pool` field and the console's
 // upload form send a batch to a pool the token may use whole; an unknown pool, or one with a key
 // the token may not see, is 404 POOL_NOT_FOUND and stores nothing. Real Redis, the HTTP API in-process.
+
+import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 import { apiCall } from '../helpers/http.js';
+import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const TEAM = 'team-token-0123456789abcdef';
@@ -97,5 +101,28 @@ describe('pools of keys through the front doors', () => {
     expect(confirmed.status).toBe(303);
     const id = decodeURIComponent(confirmed.headers.get('location')!.replace('/batches/', ''));
     expect((await h!.services.batchViews.get(id)).pool).toEqual({ name: 'fleet', keys: ['kb'] });
+  });
+
+  it("vqb run --pool: the keys of the pool serve the file and its export names each plate's key; an unknown pool is exit 2, nothing stored", async () => {
+    await serve();
+    for (const a of ACCOUNTS)
+      await h!.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
+    const file = join(h!.config.outDir, '..', 'fleet.csv');
+    await writeFile(file, `placa\n${makePlates(40).join('\n')}\n`);
+    const unknown = await spawnVqb(['run', file, '--pool', 'nope'], harnessEnv(h!)).done;
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no pool "nope"; declared: fleet');
+    expect((await h!.services.batches.refs(0, 10)).total).toBe(0);
+    const run = await spawnVqb(['run', file, '--pool', 'fleet'], harnessEnv(h!, { VQ_RATE_LIMIT: '10/s' })).done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(h!.sim.stats().creates).toBe(40);
+    const [batch] = (await h!.services.batchViews.list(0, 1)).batches;
+    const jsonl = await readFile(join(h!.config.outDir, `${batch!.id}.jsonl`), 'utf8');
+    const keys = jsonl
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { key?: string }).key);
+    expect(keys).toHaveLength(40);
+    expect(new Set(keys)).toEqual(new Set(['ka', 'kb']));
   });
 });
