@@ -27,6 +27,12 @@ const keyOf = (id: string) => `bench-pool-${id}-0123456789abcdef`;
 
 export interface PoolSettings {
   plates: number;
+  /**
+   * The same three keys each with a batch of its own, no pool, measured over the same window only
+   * (`--only pool-baseline`): what this machine gives the keys at that moment, to read the pool's
+   * ratio against when the machine is shared.
+   */
+  baseline?: boolean;
   /** The window all three keys are measured in, after they all sent a first request and a warm-up. */
   warmupMs: number;
   windowMs: number;
@@ -58,6 +64,25 @@ export interface PoolRun {
   /** The pool's rate as `vqb status` shows it before and after the expiry. */
   shownBefore: number;
   shownAfter: number;
+}
+
+function emptyRun(plates: number): PoolRun {
+  return {
+    plates,
+    allOfSum: 0,
+    allPerS: 0,
+    afterOfSum: 0,
+    afterPerS: 0,
+    afterSeconds: 0,
+    movedMs: undefined,
+    byKey: {},
+    creates: 0,
+    duplicateCreates: 0,
+    rateLimited: 0,
+    finished: false,
+    shownBefore: 0,
+    shownAfter: 0,
+  };
 }
 
 export async function measurePool(ctx: StepContext, settings: PoolSettings): Promise<PoolRun> {
@@ -93,11 +118,23 @@ export async function measurePool(ctx: StepContext, settings: PoolSettings): Pro
   for (const k of KEYS) await services.answers.learn(k.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
   const worker = startWorker(config, { logger: createLogger({ level: 'silent' }), metrics: noMetrics });
   try {
-    const { batch } = await ingestList(services, platesFrom(ctx.allocatePlates(settings.plates), settings.plates), {
-      source: 'library',
-      pool: 'bench',
-      batchId: 'bench-pool',
-    });
+    if (settings.baseline) {
+      for (const k of KEYS) {
+        const n = Math.ceil((settings.plates * k.perSecond) / 60);
+        await ingestList(services, platesFrom(ctx.allocatePlates(n), n), {
+          source: 'library',
+          account: k.id,
+          batchId: `bench-pool-${k.id}`,
+        });
+      }
+    }
+    const { batch } = settings.baseline
+      ? { batch: { id: 'bench-pool-p10' } }
+      : await ingestList(services, platesFrom(ctx.allocatePlates(settings.plates), settings.plates), {
+          source: 'library',
+          pool: 'bench',
+          batchId: 'bench-pool',
+        });
     const counted = (id: string) => sim.stats().byKey[id]?.counted ?? 0;
     const sum = (ids: readonly string[]) => ids.reduce((a, id) => a + counted(id), 0);
     // The window opens once every key has sent a request, and the warm-up learned the limits.
@@ -109,6 +146,11 @@ export async function measurePool(ctx: StepContext, settings: PoolSettings): Pro
     await sleep(settings.windowMs);
     const a1 = { at: Date.now(), n: sum(all) };
     const shownBefore = (await services.pools.states())[0]?.perSecond ?? 0;
+    if (settings.baseline) {
+      const perS = ((a1.n - a0.n) * 1_000) / (a1.at - a0.at);
+      ctx.log(`    the same keys unpooled, a batch each: ${perS.toFixed(1)}/s = ${(perS / 60).toFixed(3)} of 60/s`);
+      return { ...emptyRun(settings.plates), allPerS: perS, allOfSum: perS / 60 };
+    }
     // The 30/s key expires: the others carry on.
     const expiredAt = Date.now();
     sim.keys.expire(keyOf('p30'));

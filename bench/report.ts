@@ -44,6 +44,8 @@ export interface BenchResults {
   learned?: LearnedRun[];
   /** Pools of keys (docs/plans.md): three learned keys, one expiring mid-batch. */
   pool?: PoolRun;
+  /** The same keys unpooled over the same window (`--only pool-baseline`). */
+  poolBaseline?: PoolRun;
   /** Idle cost by account count, and Redis and CPU per plate beside BullMQ by hand (absent from older runs). */
   scale?: ScaleFigures;
   /** 1,000 accounts at once, four processes, one Redis (absent from older runs). */
@@ -436,6 +438,14 @@ export function vqbRows(r: BenchResults): VqbRow[] {
       vqbRow('pool: the batch finished (1 = yes)', pool.finished ? 1 : 0, int, { text: '1', ok: (x) => x === 1 }),
     );
   }
+  if (r.poolBaseline)
+    rows.push(
+      vqbRow(
+        'pool baseline: the same three keys unpooled, a batch each: requests/s ÷ 60/s',
+        r.poolBaseline.allOfSum,
+        fixed(3),
+      ),
+    );
   const minute = r.perMinute?.accounts[0];
   rows.push(
     ...pacingRows(

@@ -39,6 +39,7 @@ const STEPS = [
   'many',
   'cluster',
   'pool',
+  'pool-baseline',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -413,6 +414,13 @@ async function main(): Promise<number> {
             () => measurePool(ctx, settings),
           );
           if (pool) results.pool = pool;
+          break;
+        }
+        case 'pool-baseline': {
+          const baseline = await attempt("the pool bench's three keys unpooled, a batch each, the same window", () =>
+            measurePool(ctx, { ...poolSettings(quick), baseline: true }),
+          );
+          if (baseline) results.poolBaseline = baseline;
           break;
         }
         case 'eventloop': {
