@@ -137,9 +137,15 @@ export async function measurePool(ctx: StepContext, settings: PoolSettings): Pro
         });
     const counted = (id: string) => sim.stats().byKey[id]?.counted ?? 0;
     const sum = (ids: readonly string[]) => ids.reduce((a, id) => a + counted(id), 0);
-    // The window opens once every key has sent a request, and the warm-up learned the limits.
-    for (let i = 0; i < 600 && KEYS.some((k) => (sim.stats().byKey[k.id]?.firstAt ?? null) === null); i++)
-      await sleep(50);
+    // Learned, not configured: the window opens once each key's learned rate is in force (the
+    // window of an announced limit is read from its resets, a few answers), then the warm-up.
+    const learnedAt = Date.now();
+    for (let i = 0; i < 600; i++) {
+      const rates = await Promise.all(KEYS.map((k) => services.accounts.line(k.id).rate()));
+      if (rates.every((r, j) => r.perSecond >= 0.9 * KEYS[j]!.perSecond)) break;
+      await sleep(100);
+    }
+    const learnS = (Date.now() - learnedAt) / 1_000;
     await sleep(settings.warmupMs);
     const all = KEYS.map((k) => k.id);
     const a0 = { at: Date.now(), n: sum(all) };
@@ -148,8 +154,11 @@ export async function measurePool(ctx: StepContext, settings: PoolSettings): Pro
     const shownBefore = (await services.pools.states())[0]?.perSecond ?? 0;
     if (settings.baseline) {
       const perS = ((a1.n - a0.n) * 1_000) / (a1.at - a0.at);
-      ctx.log(`    the same keys unpooled, a batch each: ${perS.toFixed(1)}/s = ${(perS / 60).toFixed(3)} of 60/s`);
-      return { ...emptyRun(settings.plates), allPerS: perS, allOfSum: perS / 60 };
+      const byKey = Object.fromEntries(all.map((id) => [id, counted(id)]));
+      ctx.log(
+        `    the same keys unpooled, a batch each: ${perS.toFixed(1)}/s = ${(perS / 60).toFixed(3)} of 60/s; by key ${JSON.stringify(byKey)}; limits learned in ${learnS.toFixed(1)} s`,
+      );
+      return { ...emptyRun(settings.plates), allPerS: perS, allOfSum: perS / 60, byKey };
     }
     // The 30/s key expires: the others carry on.
     const expiredAt = Date.now();
@@ -197,7 +206,7 @@ export async function measurePool(ctx: StepContext, settings: PoolSettings): Pro
     run.allOfSum = run.allPerS / 60;
     run.afterOfSum = run.afterPerS / 30;
     ctx.log(
-      `    pool of 10+20+30/s (learned): ${run.allPerS.toFixed(1)}/s = ${run.allOfSum.toFixed(3)} of 60/s; after the 30/s key expired ${run.afterPerS.toFixed(1)}/s = ${run.afterOfSum.toFixed(3)} of 30/s over ${run.afterSeconds.toFixed(0)} s; its waiting plates left its queue in ${movedMs ?? '—'} ms; creates ${run.creates} for ${run.plates} plates (${run.duplicateCreates} twice), 429s ${run.rateLimited}, finished ${finished}; by key ${JSON.stringify(run.byKey)}; shown ${shownBefore.toFixed(1)}/s → ${shownAfter.toFixed(1)}/s`,
+      `    pool of 10+20+30/s (learned in ${learnS.toFixed(1)} s): ${run.allPerS.toFixed(1)}/s = ${run.allOfSum.toFixed(3)} of 60/s; after the 30/s key expired ${run.afterPerS.toFixed(1)}/s = ${run.afterOfSum.toFixed(3)} of 30/s over ${run.afterSeconds.toFixed(0)} s; its waiting plates left its queue in ${movedMs ?? '—'} ms; creates ${run.creates} for ${run.plates} plates (${run.duplicateCreates} twice), 429s ${run.rateLimited}, finished ${finished}; by key ${JSON.stringify(run.byKey)}; shown ${shownBefore.toFixed(1)}/s → ${shownAfter.toFixed(1)}/s`,
     );
     return run;
   } finally {
