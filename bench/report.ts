@@ -12,6 +12,7 @@ import type { FinishedFigures } from './finished.js';
 import type { DedupFigures, IngestFigures, ReaderFigures } from './ingest.js';
 import type { LearnedRun } from './learned.js';
 import { type ManyAccountsFigures, manyAccountsTables } from './many-accounts.js';
+import type { PoolRun } from './pool.js';
 import { type ScaleFigures, scaleTables } from './scale.js';
 import type { InteractiveResult, ShareResult } from './scheduling.js';
 import type { BatchResult, WindowResult } from './upstream.js';
@@ -44,6 +45,10 @@ export interface BenchResults {
   learned?: LearnedRun[];
   /** ETA ranges against real finishes, and three batches with deadlines on one learned key (absent from older runs). */
   deadlines?: DeadlineResult;
+  /** Pools of keys (docs/plans.md): three learned keys, one expiring mid-batch. */
+  pool?: PoolRun;
+  /** The same keys unpooled over the same window (`--only pool-baseline`). */
+  poolBaseline?: PoolRun;
   /** Idle cost by account count, and Redis and CPU per plate beside BullMQ by hand (absent from older runs). */
   scale?: ScaleFigures;
   /** 1,000 accounts at once, four processes, one Redis (absent from older runs). */
@@ -412,6 +417,39 @@ export function vqbRows(r: BenchResults): VqbRow[] {
     );
   }
   rows.push(...deadlineRows(r.deadlines));
+  const pool = r.pool;
+  if (pool) {
+    rows.push(
+      vqbRow(
+        'pool of keys at 10, 20 and 30/s (learned): requests/s ÷ 60/s while all three serve',
+        pool.allOfSum,
+        fixed(3),
+        {
+          text: '≥ 0.95',
+          ok: (x) => x >= 0.95,
+        },
+      ),
+      vqbRow('pool: the 30/s key expired: the other two from 1 s after, requests/s ÷ 30/s', pool.afterOfSum, fixed(3), {
+        text: '≥ 0.95',
+        ok: (x) => x >= 0.95,
+      }),
+      vqbRow("pool: ms until the expired key's waiting plates left its queue", pool.movedMs, int),
+      vqbRow(`pool: creates at the simulator − plates (${pool.plates})`, pool.creates - pool.plates, int, {
+        text: '0',
+        ok: (x) => x === 0,
+      }),
+      vqbRow('pool: plates created twice', pool.duplicateCreates, int, { text: '0', ok: (x) => x === 0 }),
+      vqbRow('pool: the batch finished (1 = yes)', pool.finished ? 1 : 0, int, { text: '1', ok: (x) => x === 1 }),
+    );
+  }
+  if (r.poolBaseline)
+    rows.push(
+      vqbRow(
+        'pool baseline: the same three keys unpooled, a batch each: requests/s ÷ 60/s',
+        r.poolBaseline.allOfSum,
+        fixed(3),
+      ),
+    );
   const minute = r.perMinute?.accounts[0];
   rows.push(
     ...pacingRows(

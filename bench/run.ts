@@ -16,6 +16,7 @@ import { measureFinished } from './finished.js';
 import { measureIngest } from './ingest.js';
 import { type LearnedRun, learnedScenarios, measureLearned } from './learned.js';
 import { manyAccountsSettings, measureManyAccounts } from './many-accounts.js';
+import { measurePool, poolSettings } from './pool.js';
 import { startSimChild, stopAllChildren } from './procs.js';
 import { type BenchResults, writeResults } from './report.js';
 import { measureScale, scaleSettings } from './scale.js';
@@ -39,6 +40,8 @@ const STEPS = [
   'scale',
   'many',
   'cluster',
+  'pool',
+  'pool-baseline',
 ] as const;
 type Step = (typeof STEPS)[number];
 const ALIASES: Record<string, Step[]> = {
@@ -412,6 +415,22 @@ async function main(): Promise<number> {
             () => measureCluster(ctx, settings),
           );
           if (cluster) results.cluster = cluster;
+          break;
+        }
+        case 'pool': {
+          const settings = poolSettings(quick);
+          const pool = await attempt(
+            `a pool of keys at 10, 20 and 30/s (learned), a ${settings.plates.toLocaleString('en')}-plate batch, the 30/s key expiring mid-batch`,
+            () => measurePool(ctx, settings),
+          );
+          if (pool) results.pool = pool;
+          break;
+        }
+        case 'pool-baseline': {
+          const baseline = await attempt("the pool bench's three keys unpooled, a batch each, the same window", () =>
+            measurePool(ctx, { ...poolSettings(quick), baseline: true }),
+          );
+          if (baseline) results.poolBaseline = baseline;
           break;
         }
         case 'eventloop': {

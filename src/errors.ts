@@ -51,6 +51,18 @@ export class ConfigError extends VqbError {
   }
 }
 
+/** A pool declared wrong in the accounts file (members of other products or owners): refused at load. */
+export class PoolError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.PoolError');
+  readonly pool: string;
+
+  constructor(pool: string, source: string, problem: string) {
+    super('POOL_INVALID', `${source}: pool ${pool}: ${problem}`);
+    this.name = 'PoolError';
+    this.pool = pool;
+  }
+}
+
 /** A command was used wrongly (unknown flag, missing argument). */
 export class UsageError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.UsageError');

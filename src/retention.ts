@@ -8,10 +8,12 @@
 // polled) and the few already on the account's queue run to the end; the batch is marked for
 // deletion and archived, results included, once its last plate lands (by the sweep, or the next
 // delete). This module alone names the sweep's lock.
+
 import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
 import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
+import { lentId } from './queue/scheduler.js';
 import type { BatchRef } from './redis/keys.js';
 import { type Scripted, withScripts } from './redis/scripts.js';
 import type { QueueServices } from './services.js';
@@ -305,10 +307,12 @@ export class Retention {
    */
   async #forget(info: BatchInfo): Promise<void> {
     const { id, account } = info;
-    const queue = this.#s.accounts.queue(account);
+    // A pooled batch's jobs may be on any key of its pool (docs/plans.md).
+    const keys = [account, ...(info.pool?.keys ?? [])];
+    const queues = keys.map((key) => this.#s.accounts.queue(key));
     let plates: string[] = [];
     const removeJobs = async () => {
-      await Promise.all(plates.map((plate) => queue.remove(jobIdFor(id, plate))));
+      await Promise.all(plates.flatMap((plate) => queues.map((queue) => queue.remove(jobIdFor(id, plate)))));
       plates = [];
     };
     for await (const row of this.#s.batches.rows(info)) {
@@ -318,6 +322,10 @@ export class Retention {
     }
     await removeJobs();
     await this.#s.scheduler.forget(account, id);
+    for (const key of info.pool?.keys ?? []) {
+      await this.#s.scheduler.forget(key, lentId(id, account));
+      await this.#s.inflight.forget(key, id);
+    }
     await this.#s.inflight.forget(account, id);
     await this.#s.costs.forget(info);
     await this.#s.budget.forget(info);

@@ -14,6 +14,7 @@ import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { PlateSettle } from './queue/plate-settle.js';
 import { PollLearner } from './queue/poll-schedule.js';
+import { KeyPools } from './queue/pool.js';
 import { Scheduler } from './queue/scheduler.js';
 import type { RedisClient } from './redis/connection.js';
 import { connectRedis, preflightRedis } from './redis/connection.js';
@@ -42,6 +43,8 @@ export interface QueueServices {
   costs: CostLedger;
   scheduler: Scheduler;
   feeder: Feeder;
+  /** Pools of keys: which key of a pool serves, and what one that holds gives back (docs/plans.md). */
+  pools: KeyPools;
   /** Emits webhook events (webhooks/): batch.finished, account.paused. */
   webhooks: WebhookOutbox;
   close(): Promise<void>;
@@ -65,6 +68,16 @@ export function queueServicesOn(
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
   const learner = new PollLearner(redis, keys, config.poll, now);
+  const feeder = new Feeder(
+    scheduler,
+    accounts,
+    inflight,
+    now,
+    { redis, keys },
+    async (product) => (await learner.snapshot(product)).firstPollMs,
+  );
+  const pools = new KeyPools(accounts, scheduler, batches, now);
+  feeder.pools = pools;
   return {
     config,
     redis,
@@ -79,14 +92,8 @@ export function queueServicesOn(
     budget,
     costs,
     scheduler,
-    feeder: new Feeder(
-      scheduler,
-      accounts,
-      inflight,
-      now,
-      { redis, keys },
-      async (product) => (await learner.snapshot(product)).firstPollMs,
-    ),
+    feeder,
+    pools,
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };
 }

@@ -7,7 +7,8 @@
 
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError, VqbError } from '../errors.js';
+import { ConfigError, PoolError, VqbError } from '../errors.js';
+
 import { isCurrency, type Price, priceMicros } from '../money.js';
 import { ACCOUNT_ID } from '../redis/keys.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
@@ -37,6 +38,11 @@ export interface Account {
   shareResults?: boolean;
   /** How the upstream's answers are read beyond what is plainly there (VQ_ANSWER_*, VQ_STATES_*). */
   answers: AnswerMapping;
+  /**
+   * The pool of keys the account belongs to (`"pool": "NAME"`): a pooled batch is served by all of
+   * them (docs/plans.md).
+   */
+  pool?: string;
 }
 
 const accountSchema = z.strictObject({
@@ -69,6 +75,7 @@ const accountSchema = z.strictObject({
   statesPending: z.union([z.string(), z.array(z.string())]).optional(),
   statesDone: z.union([z.string(), z.array(z.string())]).optional(),
   statesFailed: z.union([z.string(), z.array(z.string())]).optional(),
+  pool: z.string().regex(ACCOUNT_ID, 'a pool name: lower-case letters, digits, _ and -, at most 32').optional(),
 });
 
 const fileSchema = z.strictObject({ accounts: z.array(accountSchema).min(1) });
@@ -158,7 +165,7 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
     throw new ConfigError(source, `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
   }
   const seen = new Set<string>();
-  return result.data.accounts.map((a) => {
+  const accounts = result.data.accounts.map((a) => {
     if (seen.has(a.id)) throw new ConfigError(source, `account ${a.id} is listed twice`);
     seen.add(a.id);
     if (a.apiKey && a.apiKeyFile) throw new ConfigError(source, `account ${a.id}: set apiKey or apiKeyFile, not both`);
@@ -185,8 +192,87 @@ export function parseAccounts(text: string, defaults: AccountDefaults, source = 
       tokens,
       ...(a.shareResults === true ? { shareResults: true } : {}),
       answers: accountAnswers(a, defaults.answers ?? NO_MAPPING),
+      ...(a.pool !== undefined ? { pool: a.pool } : {}),
     };
   });
+  checkPools(accounts, source);
+  return accounts;
+}
+
+/** Who may see an account's batches: its service tokens (a file by its path, inline ones by their value). */
+function ownerOf(account: Account): string {
+  const t = account.tokens;
+  if (t === undefined) return 'every token';
+  if (t.kind === 'file') return `tokensFile ${t.path}`;
+  return `tokens ${t.secrets
+    .map((s) => s.reveal())
+    .sort()
+    .join(',')}`;
+}
+
+/**
+ * The keys of one pool serve the same batches, so they must be one product (a plate created on
+ * another product is another query) and one owner (a pooled batch is seen through each key's
+ * tokens: a key of another team would show it to that team). A pool's name must not be an
+ * account's id either: `--pool x` and `--account x` would name two things.
+ */
+function checkPools(accounts: readonly Account[], source: string): void {
+  const byPool = new Map<string, Account[]>();
+  for (const a of accounts) if (a.pool !== undefined) byPool.set(a.pool, [...(byPool.get(a.pool) ?? []), a]);
+  for (const [pool, members] of byPool) {
+    const [first, ...rest] = members as [Account, ...Account[]];
+    if (accounts.some((a) => a.id === pool))
+      throw new PoolError(pool, source, 'a pool may not be named like an account (--pool and --account would clash)');
+    for (const m of rest) {
+      if (m.product !== first.product)
+        throw new PoolError(
+          pool,
+          source,
+          `accounts ${first.id} (product ${first.product}) and ${m.id} (product ${m.product}) are not one product`,
+        );
+      if (ownerOf(m) !== ownerOf(first))
+        throw new PoolError(
+          pool,
+          source,
+          `accounts ${first.id} and ${m.id} have other owners (their tokens differ): a pool's keys share one owner`,
+        );
+    }
+  }
+}
+
+/**
+ * The pool a batch names: its home (the account named, which must be one of its keys, else the
+ * first listed) and its other keys. An unknown pool, or an account outside it, is POOL_NOT_FOUND,
+ * before anything is stored or sent.
+ */
+export function poolFor(
+  config: { readonly accounts: readonly Account[] },
+  name: string,
+  account?: string,
+): { name: string; home: string; keys: string[] } {
+  const members = poolMembers(config, name).map((a) => a.id);
+  if (account !== undefined && !members.includes(account))
+    throw new VqbError(
+      'POOL_NOT_FOUND',
+      `account ${account} is not a key of pool ${name} (its keys: ${members.join(', ')})`,
+    );
+  const home = account ?? members[0]!;
+  return { name, home, keys: members.filter((m) => m !== home) };
+}
+
+/** The keys of pool `name`, in the configured order; an unknown pool is POOL_NOT_FOUND listing the known ones. */
+export function poolMembers(config: { readonly accounts: readonly Account[] }, name: string): Account[] {
+  const members = config.accounts.filter((a) => a.pool === name);
+  if (members.length === 0) {
+    const known = [...new Set(config.accounts.flatMap((a) => (a.pool !== undefined ? [a.pool] : [])))];
+    throw new VqbError(
+      'POOL_NOT_FOUND',
+      `no pool ${JSON.stringify(name)}; ` +
+        `${known.length > 0 ? `declared: ${known.join(', ')}` : 'no pool is declared'} ` +
+        '(an account joins one with "pool": "NAME" in VQ_ACCOUNTS_FILE)',
+    );
+  }
+  return members;
 }
 
 export function loadAccountsFile(path: string, defaults: AccountDefaults): Account[] {

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { type Account, accountOf, requireAccountUpstream } from '../accounts/account.js';
+import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger } from '../logger.js';
@@ -47,6 +47,8 @@ export interface RunOutcome {
 /** Ingests the file (or resumes its batch), works it with in-process workers, and exports it. */
 export interface RunOptions {
   column?: string;
+  /** A pool of keys (VQ_ACCOUNTS_FILE `"pool"`): every key of it serves the batch (docs/plans.md). */
+  pool?: string;
   /** An .xlsx file's sheet, by name (default: the first visible). */
   sheet?: string;
   force?: boolean;
@@ -107,8 +109,11 @@ export async function runFile(
     throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
   // The file the user typed is checked first: it is the likeliest mistake, and its reason is theirs to fix.
   await checkReadable(file);
-  const account = accountOf(config, options.account);
-  if (!options.dryRun) requireAccountUpstream(account);
+  // A pool (--pool): the batch lives with one of its keys (--account, else the first) and every key serves it.
+  const pool = options.pool !== undefined ? poolFor(config, options.pool, options.account) : undefined;
+  const account = accountOf(config, pool?.home ?? options.account);
+  if (!options.dryRun)
+    for (const id of [account.id, ...(pool?.keys ?? [])]) requireAccountUpstream(accountOf(config, id));
   // A --notify URL this server will not call is refused before the file is even read.
   const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
   // The progress (a redrawn line on a terminal, a plain line every 10 s otherwise) says what info
@@ -145,6 +150,7 @@ export async function runFile(
         {
           batchId,
           account: account.id,
+          ...(pool !== undefined ? { pool: pool.name } : {}),
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
@@ -205,6 +211,7 @@ export async function runFile(
           ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
           ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
           account: account.id,
+          ...(pool !== undefined ? { pool: pool.name } : {}),
           ...(options.priority !== undefined ? { priority: options.priority } : {}),
           ...(options.weight !== undefined ? { weight: options.weight } : {}),
           ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
@@ -594,6 +601,8 @@ export const runCommand: Command = {
   --reuse-within  answer plates from results paid this recently by any batch of the account (kept
                   VQ_REUSE_KEEP, while that batch is), free (e.g. 24h)
   --account A     the account (upstream key, VQ_ACCOUNTS_FILE) the batch uses; default: the first
+  --pool NAME     every key of pool NAME (accounts with "pool": "NAME") serves the batch, each at
+                  its own rate; with --account, that key is the batch's home (docs/plans.md)
   --priority      interactive (a person waits, small batches), normal (default) or bulk
   --weight N      share of the account's rate relative to the other batches of its class (default 1)
   --by T          a deadline: 18:00 (local time, today or else tomorrow) or an ISO instant; said on
@@ -616,6 +625,7 @@ export const runCommand: Command = {
     'max-spend': { type: 'string' },
     'reuse-within': { type: 'string' },
     account: { type: 'string' },
+    pool: { type: 'string' },
     priority: { type: 'string' },
     weight: { type: 'string' },
     by: { type: 'string' },
@@ -643,6 +653,7 @@ export const runCommand: Command = {
       ...schedulingFlags(ctx.flags),
       ...deadlineFlags(ctx.flags),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
+      ...(typeof ctx.flags.pool === 'string' ? { pool: ctx.flags.pool } : {}),
       ...shutdownFlag(ctx.flags),
     });
     return outcome.code;

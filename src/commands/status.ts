@@ -5,6 +5,8 @@ import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
+import type { PoolState } from '../queue/pool.js';
+import { lentOf } from '../queue/scheduler.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { failureText } from '../webhooks/deliveries.js';
@@ -27,6 +29,22 @@ export function limitFlag(value: unknown): number {
       `--limit takes a whole number of batches from 0 to 1000; got ${JSON.stringify(String(value))}`,
     );
   return n;
+}
+
+/** `vqb status`'s lines for the pools of keys: the pool's rate, then each key's rate, share and state. */
+export function describePools(pools: readonly PoolState[]): string[] {
+  const lines: string[] = [];
+  for (const p of pools) {
+    lines.push(`pool ${p.pool}: ${p.perSecond.toFixed(1)}/s, the sum of its serving keys'`);
+    for (const k of p.keys)
+      lines.push(
+        `  key ${k.account}: ${k.perSecond.toFixed(1)}/s, ${Math.round(k.share * 100)} % of the ` +
+          `pool, ${k.state === 'serving' ? 'serving' : `holds (${k.state}): its share went to the others`}`,
+      );
+    for (const group of p.sharedQuota)
+      lines.push(`  keys ${group.join(', ')} look like one quota (their 429s and remainders move together)`);
+  }
+  return lines;
 }
 
 export const statusCommand: Command = {
@@ -92,6 +110,8 @@ export const statusCommand: Command = {
           return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),
       );
+      // Pools of keys: the pool's rate is its serving keys' summed; each key's share and state.
+      const pools = await services.pools.states();
       // A range of 0 to -1 is every batch in Redis: --limit 0 asks for the count alone.
       const recent =
         limit === 0
@@ -102,7 +122,7 @@ export const statusCommand: Command = {
         const batches = (await batchContexts(services, recent.batches)).map((context, i) =>
           batchView(recent.batches[i]!, context, now),
         );
-        ctx.print(JSON.stringify({ accounts, batches: { total: recent.total, batches } }, null, 2));
+        ctx.print(JSON.stringify({ accounts, pools, batches: { total: recent.total, batches } }, null, 2));
         return 0;
       }
       for (const a of accounts) {
@@ -125,11 +145,15 @@ export const statusCommand: Command = {
               `${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
           );
         }
-        for (const s of a.shares)
+        for (const s of a.shares) {
+          const lent = lentOf(s.batchId);
+          const which = lent ? `${lent.batchId} (pooled, home ${lent.home})` : s.batchId;
           ctx.print(
-            `  batch ${s.batchId}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
+            `  batch ${which}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
           );
+        }
       }
+      for (const line of describePools(pools)) ctx.print(line);
       ctx.print(
         `batches: ${recent.total}${recent.total > recent.batches.length ? ` (newest ${recent.batches.length})` : ''}`,
       );

@@ -95,6 +95,8 @@ const en = {
   'upload.help':
     'A column of plates (detected by its header, or the first column); other columns are carried to the results.',
   'upload.account': 'Account',
+  'upload.pool': 'Pool of keys',
+  'upload.noPool': 'none: the account only',
   'upload.callback': 'Callback URL (optional)',
   'upload.callbackHelp':
     'Gets a signed webhook (Standard Webhooks) when the batch finishes, or when its account pauses.',
@@ -184,6 +186,7 @@ const en = {
   'error.details': 'Technical details',
   'err.VALIDATION_FAILED': 'A field of the form is not valid.',
   'err.ACCOUNT_NOT_FOUND': 'This token may not use that account.',
+  'err.POOL_NOT_FOUND': 'This token may not use that pool of keys.',
   'err.PAYLOAD_TOO_LARGE': 'The file is larger than this server takes (VQ_HTTP_BODY_LIMIT).',
   'err.TOO_MANY_PLATES': 'The file has more plates than this server takes at once (VQ_HTTP_MAX_PLATES).',
   'err.CSV_EMPTY': 'The file has no rows.',
@@ -327,6 +330,8 @@ const ptBR: Record<Key, string> = {
   'upload.help':
     'Uma coluna de placas (achada pelo cabeçalho, ou a primeira coluna); as outras colunas seguem para os resultados.',
   'upload.account': 'Conta',
+  'upload.pool': 'Grupo de chaves',
+  'upload.noPool': 'nenhum: só a conta',
   'upload.callback': 'URL de retorno (opcional)',
   'upload.callbackHelp':
     'Recebe um webhook assinado (Standard Webhooks) quando o lote termina, ou quando a conta dele é pausada.',
@@ -419,6 +424,7 @@ const ptBR: Record<Key, string> = {
   'error.details': 'Detalhes técnicos',
   'err.VALIDATION_FAILED': 'Um campo do formulário não é válido.',
   'err.ACCOUNT_NOT_FOUND': 'Este token não pode usar essa conta.',
+  'err.POOL_NOT_FOUND': 'Este token não pode usar esse grupo de chaves.',
   'err.PAYLOAD_TOO_LARGE': 'O arquivo é maior do que este servidor aceita (VQ_HTTP_BODY_LIMIT).',
   'err.TOO_MANY_PLATES': 'O arquivo tem mais placas do que este servidor aceita de uma vez (VQ_HTTP_MAX_PLATES).',
   'err.CSV_EMPTY': 'O arquivo não tem linhas.',

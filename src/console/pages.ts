@@ -316,6 +316,8 @@ export function uploadPage(
   accounts: readonly string[],
   error?: string,
   values: { callbackUrl?: string; deadline?: string } = {},
+  /** The pools of keys the session may use (every key of each is its token's): docs/plans.md. */
+  pools: readonly string[] = [],
 ): string {
   const { t } = ctx;
   return layout(
@@ -328,6 +330,11 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 ${
   accounts.length > 1
     ? html`<label for="account">${t('upload.account')}</label><select id="account" name="account">${accounts.map((a) => html`<option value="${a}">${a}</option>`)}</select>`
+    : ''
+}
+${
+  pools.length > 0
+    ? html`<label for="pool">${t('upload.pool')}</label><select id="pool" name="pool"><option value="">${t('upload.noPool')}</option>${pools.map((p) => html`<option value="${p}">${p}</option>`)}</select>`
     : ''
 }
 <div class="drop" data-drop>

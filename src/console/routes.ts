@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { poolFor } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import type { Scope, TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
@@ -446,7 +447,11 @@ async function stageUpload(
   if (options.deadline !== undefined) seen.deadline = options.deadline;
   // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
   const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
-  const account = options.account ?? accounts[0];
+  // A pool: the session's only when every key of it is (else as if absent); its home is the account.
+  const pool = options.pool !== undefined ? poolsOf(config, accounts).find((p) => p === options.pool) : undefined;
+  if (options.pool !== undefined && pool === undefined)
+    throw new ApiError('POOL_NOT_FOUND', `no pool ${JSON.stringify(options.pool)} for this token`);
+  const account = pool !== undefined ? poolFor(config, pool, options.account).home : (options.account ?? accounts[0]);
   if (account === undefined || !accounts.includes(account))
     throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
   const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
@@ -463,6 +468,7 @@ async function stageUpload(
   const maxCreates = createsCap(options, services.accounts.for(account).account.price, account);
   const batchOptions: BatchRequest = {
     account,
+    ...(pool !== undefined ? { pool } : {}),
     force,
     ...reuse,
     ...(maxCreates !== undefined ? { maxCreates } : {}),
@@ -479,6 +485,7 @@ async function stageUpload(
     name,
     digest: csv.digest,
     account,
+    ...(pool !== undefined ? { pool } : {}),
     extraColumns: [...csv.header.extraColumns],
     force,
     ...reuse,
@@ -497,12 +504,19 @@ async function stageUpload(
   return staged;
 }
 
+/** The pools of keys whose every key is among `accounts` (a session sees a pool only whole). */
+function poolsOf(config: Pick<Config, 'accounts'>, accounts: readonly string[]): string[] {
+  const pools = [...new Set(config.accounts.flatMap((a) => (a.pool !== undefined ? [a.pool] : [])))];
+  return pools.filter((p) => config.accounts.every((a) => a.pool !== p || accounts.includes(a.id)));
+}
+
 /** Upload a file, see its estimate, confirm it. */
 function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
   const { services, uploads, context, page, required, checkCsrf, formCsrf, accountsOf } = kit;
   scope.get('/upload', async (request, reply) => {
     const signed = await required(request);
-    return page(reply, uploadPage(context(request, signed), accountsOf(signed.scope)));
+    const accounts = accountsOf(signed.scope);
+    return page(reply, uploadPage(context(request, signed), accounts, undefined, {}, poolsOf(kit.config, accounts)));
   });
 
   scope.post(
@@ -531,7 +545,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
         if (!request.raw.complete) reply.header('connection', 'close');
         const message = CALLBACK_REFUSALS.has(code) ? ctx.t(`callback.${code}` as Key) : errorText(ctx, body).message;
         closeIfBodyPending(request, reply);
-        return page(reply, uploadPage(ctx, accounts, message, seen), body.statusCode);
+        return page(reply, uploadPage(ctx, accounts, message, seen, poolsOf(kit.config, accounts)), body.statusCode);
       }
       return reply.redirect(`/upload/${staged}`, 303);
     },
@@ -574,6 +588,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
       {
         batchId: upload.batchId,
         account: upload.account,
+        ...(upload.pool !== undefined ? { pool: upload.pool } : {}),
         ...(upload.maxCreates !== undefined ? { maxCreates: upload.maxCreates } : {}),
         ...(upload.reuseWithinMs !== undefined ? { reuseWithinMs: upload.reuseWithinMs } : {}),
         ...(upload.priority !== undefined ? { priority: upload.priority } : {}),

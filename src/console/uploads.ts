@@ -26,6 +26,8 @@ export interface StagedUpload {
   name: string;
   digest: string;
   account: string;
+  /** A pool of keys: every key of it serves the batch (`account` is its home). */
+  pool?: string;
   extraColumns: string[];
   force: boolean;
   maxCreates?: number;

@@ -23,7 +23,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     'BAD_REQUEST (unreadable body), VALIDATION_FAILED (wrong fields or types), CSV_JSON_ENCODED ' +
     '(a CSV sent as a JSON string), or an input code such as BAD_BATCH_ID',
   401: 'UNAUTHORIZED: no service token, or not a valid one',
-  404: 'NOT_FOUND: no such batch (or not one this token may see); ACCOUNT_NOT_FOUND: no such account for this token',
+  404:
+    'NOT_FOUND: no such batch (or not one this token may see); ACCOUNT_NOT_FOUND: no such ' +
+    'account for this token; POOL_NOT_FOUND: no such pool of keys for this token',
   408: 'REQUEST_TIMEOUT: the request did not arrive within VQ_HTTP_REQUEST_TIMEOUT',
   409: 'BATCH_ID_TAKEN: a batch with this id holds other content',
   413: 'PAYLOAD_TOO_LARGE (VQ_HTTP_BODY_LIMIT) or TOO_MANY_PLATES (VQ_HTTP_MAX_PLATES)',

@@ -4,6 +4,7 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
+import { poolFor } from '../accounts/account.js';
 import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { type DeadlineView, deadlineLine, parseDeadline } from '../plans/deadline.js';
@@ -33,6 +34,11 @@ export interface BatchRequest {
   reuseWithinMs?: number;
   /** The account (its key and limits); default: the first configured. */
   account?: string;
+  /**
+   * A pool of keys (`"pool"` in the accounts file): every key of it serves the batch, each at its
+   * own rate (docs/plans.md). With `account`, that key of the pool is the batch's home.
+   */
+  pool?: string;
   priority?: PriorityClass;
   weight?: number;
   callbackUrl?: string;
@@ -70,6 +76,8 @@ interface Prepared {
   rows: Iterable<InputRow> | AsyncIterable<InputRow>;
   extraColumns: readonly string[];
   account: string;
+  /** The pool's name and its keys besides `account` (a pooled batch). */
+  pool?: { name: string; keys: string[] };
   callbackUrl?: string;
   /** maxCreates and maxSpend as one cap in creates. */
   maxCreates?: number;
@@ -103,7 +111,8 @@ async function prepare(
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
   // Read once, here, whichever door it came through: a deadline that cannot be read stops everything.
   const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
-  const { account: resolved } = services.accounts.for(options.account);
+  const pool = options.pool !== undefined ? poolFor(services.config, options.pool, options.account) : undefined;
+  const { account: resolved } = services.accounts.for(pool?.home ?? options.account);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
   // Checked once, here, before anything is stored or read: its form, the allow-list, and the
@@ -136,6 +145,7 @@ async function prepare(
     rows,
     extraColumns,
     account,
+    ...(pool !== undefined ? { pool: { name: pool.name, keys: pool.keys } } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     ...(maxCreates !== undefined ? { maxCreates } : {}),
     ...(deadline !== undefined ? { deadline } : {}),
@@ -201,6 +211,7 @@ export async function enqueue(
         name: p.name,
         extraColumns: p.extraColumns,
         account: p.account,
+        ...(p.pool !== undefined ? { pool: p.pool } : {}),
         ...(options.metadata ? { metadata: options.metadata } : {}),
         ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
         ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),

@@ -32,6 +32,8 @@ export interface IngestOptions {
   reuseWithinMs?: number;
   /** The account whose key and limits the batch uses (default: the first configured). */
   account?: string;
+  /** A pooled batch: the pool and its keys besides `account` (which is the batch's home). */
+  pool?: { name: string; keys: string[] };
   /** interactive (a person waits; at most VQ_INTERACTIVE_MAX plates), normal (default), bulk. */
   priority?: PriorityClass;
   /** Share of the account's rate relative to the other batches of its class (default 1). */
@@ -95,6 +97,7 @@ async function ingestBatch(
     priority: options.priority ?? 'normal',
     weight,
     ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+    ...(options.pool !== undefined ? { pool: options.pool } : {}),
     source: options.source,
     name: options.name,
     product: account.product,
@@ -125,7 +128,7 @@ async function ingestBatch(
     // batch finished at its seal, and no worker will see it finish.
     if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined) await services.webhooks.batchFinished(batch);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
-    await services.feeder.feedAndWake(batch.account);
+    for (const key of [batch.account, ...(batch.pool?.keys ?? [])]) await services.feeder.feedAndWake(key);
     return { batch, created };
   } finally {
     await lock.release();

@@ -37,6 +37,7 @@ export class CreateAdmission {
   /**
    * One create of `jobId` (`plate` of batch `batchId`): a pacing slot within `horizonMs`, with its
    * in-flight slot and cap unit. `inflightCap`: a lower in-flight cap for this create (first contact).
+   * `home`: the account the batch lives in (another key's, for a pooled batch; docs/plans.md).
    */
   async take(
     jobId: string,
@@ -46,12 +47,13 @@ export class CreateAdmission {
     now: number,
     inflightCap?: number,
     urgent = false,
+    home = this.#line.account.id,
   ): Promise<CreateVerdict> {
     const account = this.#line.account.id;
     const pace = this.#line.paceTerms(horizonMs, undefined, urgent);
     const inflight = this.#inflight.terms(account, jobId, batchId, now, inflightCap);
-    const budget = this.#budget.terms(account, batchId);
-    const outcome = this.#outcomes.existsTerms({ id: batchId, account }, plate);
+    const budget = this.#budget.terms(account, batchId, home);
+    const outcome = this.#outcomes.existsTerms({ id: batchId, account: home }, plate);
     const reply = (await this.#redis.vqbCreateAdmit(
       ...pace.keys,
       ...inflight.keys,

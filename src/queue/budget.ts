@@ -53,22 +53,24 @@ export class Budget {
     }
   }
 
-  async reserve(accountId: string, batchId: string): Promise<BudgetVerdict> {
-    const { keys, args } = this.terms(accountId, batchId);
+  async reserve(accountId: string, batchId: string, home = accountId): Promise<BudgetVerdict> {
+    const { keys, args } = this.terms(accountId, batchId, home);
     return (await this.#redis.vqbBudgetReserve(...keys, ...args)) as BudgetVerdict;
   }
 
   /**
    * What the caps' rule (lua/includes/budget-take.lua) needs for one create of the batch: the
    * keys and the configured caps (the run-time ones are read in the script). For budget-reserve
-   * and for the create's one admission script (queue/admission.ts).
+   * and for the create's one admission script (queue/admission.ts). `home`: where the batch lives
+   * (a pooled batch's plate spends the day and month caps of the key that creates it, `accountId`,
+   * and the cap of its batch, kept at its home).
    */
-  terms(accountId: string, batchId: string): { keys: string[]; args: (string | number)[] } {
+  terms(accountId: string, batchId: string, home = accountId): { keys: string[]; args: (string | number)[] } {
     const now = this.#now();
     const configured = this.#accounts.get(accountId);
     return {
       keys: [
-        this.#keys.batchBudget({ id: batchId, account: accountId }),
+        this.#keys.batchBudget({ id: batchId, account: home }),
         this.#keys.spendDay(accountId, utcDay(now)),
         this.#keys.spendMonth(accountId, utcMonth(now)),
         this.#keys.budget(accountId),
@@ -77,10 +79,10 @@ export class Budget {
     };
   }
 
-  async refund(accountId: string, batchId: string): Promise<void> {
+  async refund(accountId: string, batchId: string, home = accountId): Promise<void> {
     const now = this.#now();
     await this.#redis.vqbBudgetRefund(
-      this.#keys.batchBudget({ id: batchId, account: accountId }),
+      this.#keys.batchBudget({ id: batchId, account: home }),
       this.#keys.spendDay(accountId, utcDay(now)),
       this.#keys.spendMonth(accountId, utcMonth(now)),
     );

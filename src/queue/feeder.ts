@@ -10,7 +10,8 @@ import type { VqbKeys } from '../redis/keys.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
-import type { DeadlinePace, Picked, QueueKeys, Scheduler } from './scheduler.js';
+import type { KeyPools } from './pool.js';
+import { type DeadlinePace, lentOf, type Picked, type QueueKeys, type Scheduler } from './scheduler.js';
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
 const STAGED_STALE_MS = 30_000;
@@ -46,6 +47,8 @@ export class Feeder {
   readonly #accounts: Pick<Accounts, 'for'>;
   readonly #inflight: InFlight;
   readonly #now: () => number;
+  /** The pools of keys (queue/pool.ts), set once built (services.ts); none: every account serves. */
+  pools: Pick<KeyPools, 'serving'> | undefined;
   /** Where the wake channel is published (none in unit tests that only compute rests). */
   readonly #wake: { redis: RedisClient; keys: VqbKeys } | undefined;
   readonly #answerTime: AnswerTime | undefined;
@@ -149,13 +152,15 @@ export class Feeder {
   async feed(accountId: string, ratePerSecond?: number): Promise<FeedResult> {
     const { account, queue, line } = this.#accounts.for(accountId);
     const pace = await this.#deadlinePace(account, ratePerSecond ?? perSecond(account));
+    // A key of a pool that holds takes nothing, and its pooled plates go to the other keys (queue/pool.ts).
+    const serving = this.pools === undefined || (await this.pools.serving(accountId));
     const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
       this.#inflight.capOf(accountId),
       line.capHold,
-      INTERACTIVE_AT_ONCE,
-      this.target(account, ratePerSecond),
+      serving ? INTERACTIVE_AT_ONCE : 0,
+      serving ? this.target(account, ratePerSecond) : 0,
       this.#now(),
       pace,
     );
@@ -185,11 +190,18 @@ export class Feeder {
   async #add(account: Account, queue: PlateQueue, picked: readonly Picked[]): Promise<void> {
     if (picked.length === 0) return;
     await queue.addBulk(
-      picked.map((p) => ({
-        name: JOB_NAME,
-        data: newJobData(account, p.batchId, p.plate, p.cls),
-        opts: { jobId: jobIdFor(p.batchId, p.plate), priority: createPriority(p.cls) },
-      })),
+      picked.map((p) => {
+        // A pooled batch's plate taken by this key from its home's list: the job runs on this
+        // key's queue, and its outcome goes to the batch where it lives.
+        const lent = lentOf(p.batchId);
+        const batchId = lent?.batchId ?? p.batchId;
+        const data = newJobData(account, batchId, p.plate, p.cls);
+        return {
+          name: JOB_NAME,
+          data: lent ? { ...data, account: lent.home, key: account.id } : data,
+          opts: { jobId: jobIdFor(batchId, p.plate), priority: createPriority(p.cls) },
+        };
+      }),
     );
     await this.#scheduler.unstage(account.id, picked);
   }

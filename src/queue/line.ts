@@ -222,6 +222,37 @@ export class AccountLine {
     return Math.max(0, await this.#redis.pttl(this.#keys.paceHold(this.account.id)));
   }
 
+  /**
+   * Why the account cannot serve for a while, or undefined when it can: paused (a key failure, an
+   * unreadable answer, an operator: the pause's code), held longer than `longerThanMs` (`quota`, or
+   * `rate_limit` for a long 429 wait) or its creates held at a spending cap (`budget`). A key of a
+   * pool that holds so gives its waiting plates to the others (queue/pool.ts).
+   */
+  async holding(longerThanMs: number): Promise<string | undefined> {
+    const [[code, reason, budgetUntil], heldMs] = await Promise.all([
+      this.#redis.hmget(this.#line, 'code', 'limitReason', 'budgetUntil'),
+      this.heldFor(),
+    ]);
+    if (code) return code;
+    if (Number(budgetUntil ?? 0) > this.#now()) return 'budget';
+    if (heldMs > longerThanMs) return reason === 'quota' ? 'quota' : 'rate_limit';
+    return undefined;
+  }
+
+  /** This key's quota looks shared with `other`'s (queue/pool.ts) until `until` (epoch ms). */
+  async markSharedQuota(other: string, until: number): Promise<void> {
+    await this.#redis.hset(this.#line, `quotaWith:${other}`, String(until));
+  }
+
+  /** The keys this one's quota looks shared with now. */
+  async sharedQuota(): Promise<string[]> {
+    const fields = await this.#redis.hgetall(this.#line);
+    const now = this.#now();
+    return Object.entries(fields)
+      .filter(([field, until]) => field.startsWith('quotaWith:') && Number(until) > now)
+      .map(([field]) => field.slice('quotaWith:'.length));
+  }
+
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
     const wait = Math.max(1, Math.ceil(ms));

@@ -12,7 +12,10 @@ import type { Outcome } from './types.js';
 
 export interface Settling {
   outcome: Outcome;
+  /** Where the batch lives. */
   account: string;
+  /** The account whose key made the plate's requests (its in-flight slot is given back); default `account`. */
+  key?: string;
   jobId: string;
   /** The cost keys (always: the script's keys are fixed) and the fields to count ('' = none). */
   count: CostCount;
@@ -35,7 +38,7 @@ export class PlateSettle {
    */
   prepare(s: Settling): () => Promise<RecordResult> {
     const outcome = this.#outcomes.terms(s.account, s.outcome, encodeOutcome(s.outcome));
-    const release = this.#inflight.releaseTerms(s.account, s.jobId, s.outcome.batchId);
+    const release = this.#inflight.releaseTerms(s.key ?? s.account, s.jobId, s.outcome.batchId);
     const args = [
       ...outcome.keys,
       ...release.keys,

@@ -76,6 +76,17 @@ export interface Feed {
 
 const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
 
+/** How a pooled batch is listed with a key of its pool other than its home: `<id>@<home>` (batch ids hold no `@`). */
+export function lentId(batchId: string, home: string): string {
+  return `${batchId}@${home}`;
+}
+
+/** The batch and its home a lent listing names, or undefined for an account's own batch. */
+export function lentOf(listed: string): { batchId: string; home: string } | undefined {
+  const at = listed.lastIndexOf('@');
+  return at > 0 ? { batchId: listed.slice(0, at), home: listed.slice(at + 1) } : undefined;
+}
+
 function member(p: Picked): string {
   return `${PRIORITY_CLASSES.indexOf(p.cls) + 1}:${p.batchId}.${p.plate}`;
 }
@@ -129,13 +140,49 @@ export class Scheduler {
     weight: number,
     plates: readonly string[],
     deadline?: number,
+    lenders: readonly string[] = [],
   ): void {
     if (plates.length === 0) return;
     tx.rpush(this.#keys.pending({ id: batchId, account: accountId }), ...plates);
     if (deadline !== undefined) tx.zadd(this.#keys.schedDeadlines(accountId), deadline, batchId);
-    (tx as unknown as Record<string, (...args: (string | number)[]) => unknown>)['vqbSchedEnlist']!(
-      ...this.#enlistArgs(accountId, batchId, cls, weight),
-    );
+    const enlist = (...args: (string | number)[]) =>
+      (tx as unknown as Record<string, (...a: (string | number)[]) => unknown>)['vqbSchedEnlist']!(...args);
+    enlist(...this.#enlistArgs(accountId, batchId, cls, weight));
+    // A pooled batch: every other key of its pool takes from the same list as it has room.
+    for (const key of lenders) enlist(...this.#enlistArgs(key, lentId(batchId, accountId), cls, weight));
+  }
+
+  /**
+   * Marks plates of a held key as staged before their jobs are taken off its queue (queue/pool.ts),
+   * scored long ago: should the process die before `giveBack`, the next feeder's recovery adds
+   * their jobs to the key's queue again (a no-op for a job still there), and none is lost.
+   */
+  async stageForReturn(accountId: string, picked: readonly Picked[]): Promise<void> {
+    if (picked.length > 0)
+      await this.#redis.zadd(this.#keys.staged(accountId), ...picked.flatMap((p) => [0, member(p)]));
+  }
+
+  /**
+   * A pooled batch's plates a held key (`from`) had fed and never created go back to the head of
+   * the batch's one list (its home's) in the same step as they leave `from`'s staged set, and the
+   * batch is listed again with its home and with the keys `lenders`, each taking them as it has
+   * room. One MULTI: a plate is either staged with `from` or waiting in the list, never both.
+   */
+  async giveBack(from: string, home: string, batchId: string, picked: readonly Picked[], lenders: readonly string[]) {
+    if (picked.length === 0) return;
+    const cls = picked[0]!.cls;
+    const weight = Number((await this.#redis.hget(this.#keys.schedWeights(home), batchId)) ?? 1) || 1;
+    const tx = this.#redis
+      .multi()
+      .lpush(this.#keys.pending({ id: batchId, account: home }), ...picked.map((p) => p.plate).reverse())
+      .zrem(this.#keys.staged(from), ...picked.map(member));
+    const enlist = (...args: (string | number)[]) =>
+      (tx as unknown as Record<string, (...a: (string | number)[]) => unknown>)['vqbSchedEnlist']!(...args);
+    enlist(...this.#enlistArgs(home, batchId, cls, weight));
+    for (const key of lenders) enlist(...this.#enlistArgs(key, lentId(batchId, home), cls, weight));
+    const replies = (await tx.exec()) ?? [];
+    for (const [err] of replies) if (err) throw err;
+    for (const account of [home, ...lenders]) await this.announce(account);
   }
 
   /** The batch takes part in its account's scheduling (again); a no-op while it already does. */
@@ -233,7 +280,7 @@ export class Scheduler {
       target,
       this.#keys.pendingPrefix(accountId),
       now,
-      accountId,
+      this.#keys.pendingTemplate,
       inflight.cap,
       capHold.field,
       Math.round(pace.msPerPlate),
@@ -273,6 +320,7 @@ export class Scheduler {
       this.#keys.pendingPrefix(accountId),
       now,
       interactiveOnly ? 1 : PRIORITY_CLASSES.length,
+      this.#keys.pendingTemplate,
     )) as (number | string)[];
     return unflatten(flat, 0);
   }

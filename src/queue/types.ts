@@ -14,8 +14,13 @@ export type { PriorityClass };
 export type JobStep = 'create' | 'creating' | 'poll' | 'unread';
 
 export interface PlateJobData {
-  /** The account whose key, limits and queue the plate uses. */
+  /** The account whose key, limits and queue the plate uses; for a pooled batch, the batch's home (its keys' slot). */
   account: string;
+  /**
+   * A pooled batch's plate created by another key of the pool (docs/plans.md): the account whose
+   * key, limits and queue the plate uses, while `account` names where its batch lives. Absent: `account`.
+   */
+  key?: string;
   batchId: string;
   cls: PriorityClass;
   /** Normalised plate (A–Z, 0–9). */
@@ -75,6 +80,13 @@ export interface Outcome {
   /** Answered from a result stored earlier (no upstream request); its age when reused. */
   reused?: boolean;
   reusedAgeMs?: number;
+  /** The account (never its secret) whose key created the query: differs from the batch's for a pooled batch. */
+  key?: string;
+}
+
+/** The account whose key, pace and queue the job uses (a pooled batch's plate may use another key than its home's). */
+export function keyOf(data: Pick<PlateJobData, 'account' | 'key'>): string {
+  return data.key ?? data.account;
 }
 
 /** The job's batch as its keys need it (on the job's account's slot). */

@@ -219,7 +219,15 @@ export class VqbKeys {
   }
 
   pending(b: BatchRef): string {
-    return `${this.pendingPrefix(b.account)}${b.id}`;
+    // A pooled batch lent to another key of its pool is listed there as `<id>@<home>`: its plates
+    // wait in one list, the home's (queue/scheduler.ts).
+    const lent = /^(.+)@([a-z0-9_-]+)$/.exec(b.id);
+    return lent ? `${this.pendingPrefix(lent[2]!)}${lent[1]}` : `${this.pendingPrefix(b.account)}${b.id}`;
+  }
+
+  /** The pending prefix of any account, its id left as `{{home}}` (sched-take.lua fills it in for a lent batch). */
+  get pendingTemplate(): string {
+    return this.pendingPrefix('{{home}}');
   }
 
   staged(accountId: string): string {

@@ -94,6 +94,7 @@ export const CreateBatchQuery = z.object({
     .describe('answer plates from results stored this recently (ms), free'),
   dryRun: flag.optional().describe('only report what the batch would cost'),
   account: AccountId.optional().describe('the account (upstream key) the batch uses'),
+  pool: AccountId.optional().describe('a pool of keys: every key of it serves the batch (docs/plans.md)'),
   priority: Priority.optional().describe('interactive, normal or bulk'),
   weight: z.coerce
     .number()
@@ -321,9 +322,36 @@ export const AccountLineView = z.object({
 });
 export type AccountLineView = z.output<typeof AccountLineView>;
 
+export const PoolView = z
+  .object({
+    pool: z.string(),
+    perSecond: z.number().describe("the pool's rate: the sum of its serving keys' rates, requests a second"),
+    keys: z.array(
+      z.object({
+        account: z.string(),
+        perSecond: z.number().describe("the key's rate in force (learned or configured), requests a second"),
+        share: z.number().describe("the key's share of the pool's rate now (0 while it holds)"),
+        state: z
+          .string()
+          .describe(
+            '`serving`, or why the key holds (a pause code such as EXPIRED_API_KEY, `quota`, `rate_limit`, `budget`)',
+          ),
+      }),
+    ),
+    sharedQuota: z
+      .array(z.array(z.string()))
+      .describe('groups of keys whose limits look like one quota (their 429s and announced remainders move together)'),
+  })
+  .describe('a pool of keys (docs/plans.md)');
+export type PoolView = z.output<typeof PoolView>;
+
 export const HealthReply = z.object({
   status: z.enum(['ok', 'degraded']),
   redis: z.enum(['ok', 'down']),
   accounts: z.array(AccountLineView).optional().describe("each account's line; left out when Redis is down"),
+  pools: z
+    .array(PoolView)
+    .optional()
+    .describe("each pool of keys whose keys the token may all see: its rate, each key's share and state"),
 });
 export type HealthReply = z.output<typeof HealthReply>;

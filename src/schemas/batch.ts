@@ -100,6 +100,11 @@ export const BatchOptions = z
     account: AccountId.optional().describe(
       'the account (upstream key) the batch uses; default: the first configured (`default`)',
     ),
+    pool: AccountId.optional().describe(
+      'a pool of keys (accounts declared `"pool": "NAME"`): every key of it serves the batch, each ' +
+        "at its own rate; with `account`, that key is the batch's home. Unknown (or not all of its " +
+        'keys visible to the token): 404 POOL_NOT_FOUND',
+    ),
     priority: Priority.optional().describe(
       'interactive: a person waits (served before anything else of the account, at most ' +
         'VQ_INTERACTIVE_MAX plates); normal (default); bulk',

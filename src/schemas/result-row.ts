@@ -42,6 +42,12 @@ export const ResultRow = z.object({
   createdAt: iso.optional(),
   finishedAt: iso.optional(),
   requests: z.number().int().optional().describe('upstream requests spent on this plate'),
+  key: z
+    .string()
+    .optional()
+    .describe(
+      "the account (its name, never its secret) whose key made the plate's requests; a pooled batch uses several",
+    ),
   input_columns: z
     .record(z.string(), z.string())
     .describe('every other input column, by name, so results join back to your records'),

@@ -303,6 +303,7 @@ export function fromResultRow(line: ResultRow): ExportRow {
   if (line.duplicateOf !== undefined) row.duplicateOf = line.duplicateOf;
   if (line.sameVehicleAs !== undefined) row.sameVehicleAs = line.sameVehicleAs;
   if (line.reused !== undefined) row.reused = line.reused;
+  if (line.key !== undefined) row.key = line.key;
   if (line.error !== undefined) row.error = { code: line.error.code, message: line.error.message };
   if (line.result !== undefined) row.result = line.result;
   const enqueuedAt = ms(line.enqueuedAt);

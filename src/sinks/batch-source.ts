@@ -41,6 +41,7 @@ export function toExportRow(row: IngestRow, extraColumns: readonly string[], out
     ...fromOutcome,
     status: outcome ? outcome.status : 'pending',
     ...(outcome ? { requests: outcome.requests } : {}),
+    ...(outcome?.key !== undefined ? { key: outcome.key } : {}),
     ...(row.sameVehicleAs ? { sameVehicleAs: row.sameVehicleAs } : {}),
   };
 }

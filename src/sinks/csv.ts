@@ -24,6 +24,7 @@ export const BASE_COLUMNS = [
   'created_at',
   'finished_at',
   'requests',
+  'key',
 ] as const;
 
 export const REJECT_COLUMNS = ['row', 'input', 'reason', 'message'] as const;
@@ -182,6 +183,7 @@ export class CsvLayout {
       time(row.createdAt),
       time(row.finishedAt),
       row.requests ?? null,
+      row.key ?? null,
       ...this.extraKeys.map((key) => (Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
       ...this.resultPaths.map((path) => result.get(path) ?? null),
     ];

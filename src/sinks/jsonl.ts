@@ -27,7 +27,7 @@ export function orderedExtra(extra: Record<string, string>, extraColumns: readon
 /**
  * Key order: row, input, plate, status, queryId, possibleDuplicate, duplicateOf, sameVehicleAs, reused,
  * error {code, message}, result, enqueuedAt, createdAt, finishedAt (ISO strings), requests,
- * input_columns. Absent values are left out. Ends with '\n'.
+ * key, input_columns. Absent values are left out. Ends with '\n'.
  */
 export function jsonlLine(row: ExportRow, extraColumns: readonly string[]): string {
   // Typed as the published row (ResultRow in /openapi.json): a field added here must be added there.
@@ -47,6 +47,7 @@ export function jsonlLine(row: ExportRow, extraColumns: readonly string[]): stri
     createdAt: isoTime(row.createdAt),
     finishedAt: isoTime(row.finishedAt),
     requests: row.requests,
+    key: row.key,
     input_columns: orderedExtra(row.extra, extraColumns),
   };
   return `${JSON.stringify(out)}\n`;

@@ -31,6 +31,8 @@ export interface ExportRow {
   finishedAt?: number;
   /** Upstream requests spent on this plate. */
   requests?: number;
+  /** The account (its name, never its secret) whose key made the plate's requests: one of a pool's keys. */
+  key?: string;
   /** Every other input column, carried through so users can join results back to their records. */
   extra: Record<string, string>;
 }

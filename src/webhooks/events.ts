@@ -105,7 +105,9 @@ export function batchDeadlineEvent(
       ...(slack !== undefined ? { slackSeconds: Math.round(slack / 1000) } : {}),
       counts: { ...info.counts },
       links: publicLinks(info.id, publicUrl),
-      summary: `batch ${info.id} ${type === 'batch.at_risk' ? 'is at risk of missing' : 'is back on track for'} its deadline${how}`,
+      summary:
+        `batch ${info.id} ` +
+        `${type === 'batch.at_risk' ? 'is at risk of missing' : 'is back on track for'} its deadline${how}`,
     },
   };
 }

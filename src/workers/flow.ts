@@ -13,6 +13,7 @@ import type { AnswerBook } from '../queue/answers.js';
 import type { Budget } from '../queue/budget.js';
 import type { InFlight } from '../queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../queue/line.js';
+import type { KeyPools } from '../queue/pool.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import type { PlateJobData, PriorityClass } from '../queue/types.js';
 import { dateText, spanText } from '../time-text.js';
@@ -59,6 +60,8 @@ export interface FlowDeps {
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
+  /** Pools of keys: told what each answer announced of the key's quota (queue/pool.ts: keys that are one quota). */
+  pools?: Pick<KeyPools, 'observe'>;
 }
 
 /**
@@ -337,7 +340,7 @@ export class AccountFlow {
     // First contact: one create in flight until one plate was understood end to end.
     const cap = (await this.contact.meeting()) ? 1 : undefined;
     const slot = await this.#slot(priority, (horizonMs, urgent) =>
-      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, urgent),
+      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, urgent, data.account),
     );
     if ('refused' in slot) {
       if (slot.refused === 'finished') return { go: false, why: 'finished' };
@@ -352,13 +355,13 @@ export class AccountFlow {
 
   /** A create this worker reserved and never sent (another worker holds the job): its cap unit only. */
   async refundCap(data: PlateJobData): Promise<void> {
-    await this.#d.budget.refund(this.accountId, data.batchId);
+    await this.#d.budget.refund(this.accountId, data.batchId, data.account);
   }
 
   /** A create that certainly did not happen gives back its in-flight slot and its cap unit. */
   async refundCreate(jobId: string, data: PlateJobData): Promise<void> {
     await this.#d.inflight.release(this.accountId, jobId, data.batchId);
-    await this.#d.budget.refund(this.accountId, data.batchId);
+    await this.#d.budget.refund(this.accountId, data.batchId, data.account);
   }
 
   /**
@@ -377,6 +380,7 @@ export class AccountFlow {
     }
     const now = this.#now();
     this.#metrics.quota(this.accountId, quota);
+    if (this.#d.line.account.pool !== undefined) await this.#d.pools?.observe(this.accountId, quota);
     await this.#learnFrom(quota, log);
     if (quota?.remaining !== 0 || quota.resetAt === undefined) return;
     const wait = quota.resetAt - now;
@@ -579,8 +583,8 @@ export class AccountFlow {
   async #holdAtCap(data: PlateJobData, verdict: 'batch' | 'day' | 'month'): Promise<number> {
     const log = this.#d.logger.child({ account: this.accountId, batchId: data.batchId });
     if (verdict === 'batch') {
-      if (await this.#d.budget.setHeld({ id: data.batchId, account: this.accountId }, true)) {
-        await this.#d.scheduler.delist(this.accountId, data.batchId, data.cls);
+      if (await this.#d.budget.setHeld({ id: data.batchId, account: data.account }, true)) {
+        await this.#d.scheduler.delist(data.account, data.batchId, data.cls);
         log.info('batch reached its create cap: its remaining creates wait until the cap is raised (vqb budget)');
       }
       return this.#now() + BATCH_CAP_HOLD_MS;

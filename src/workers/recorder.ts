@@ -10,7 +10,7 @@ import type { CostCount, CostField, CostLedger } from '../queue/costs.js';
 import type { InFlight } from '../queue/inflight.js';
 import type { PlateSettle } from '../queue/plate-settle.js';
 import type { ReuseStore, StoredResult } from '../queue/reuse.js';
-import { batchOf, type Outcome, type OutcomeError, type PlateJobData } from '../queue/types.js';
+import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../queue/types.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../redis/health.js';
 import type { BatchRef } from '../redis/keys.js';
 
@@ -112,7 +112,7 @@ export class Recorder {
    * job's lock may lapse meanwhile, and a second worker that takes the job over finds the
    * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
    */
-  #store(jobId: string, account: string, outcome: Outcome, count: CostField[]): Promise<RecordResult> {
+  #store(jobId: string, account: string, key: string, outcome: Outcome, count: CostField[]): Promise<RecordResult> {
     const held = {
       kind: 'outcome' as const,
       batchId: outcome.batchId,
@@ -123,6 +123,7 @@ export class Recorder {
     const settle = this.#d.settle.prepare({
       outcome,
       account,
+      key,
       jobId,
       count: this.#d.costs.counting({ id: outcome.batchId, account }, ...count),
     });
@@ -195,9 +196,11 @@ export class Recorder {
       polls: data.polls,
       attempts: job.attemptsMade + 1,
       ...(data.possibleDuplicate ? { possibleDuplicate: true } : {}),
+      // The key that made the plate's requests, for the exports (a pooled batch uses several).
+      ...(data.requests > 0 ? { key: keyOf(data) } : {}),
       ...extra,
     };
-    const recorded = await this.#store(job.id!, data.account, outcome, count);
+    const recorded = await this.#store(job.id!, data.account, keyOf(data), outcome, count);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');

@@ -94,6 +94,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     now,
     ...(deps.random ? { random: deps.random } : {}),
     onPaused,
+    pools: services.pools,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
   const replicated =
@@ -222,6 +223,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const { commands, blocking, wakes, health, unwatch } = connectionsOf(config, deps);
   const services = queueServicesOn(config, commands, now, deps.webhookResolve);
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
+  // A pool's decisions (a key's share moved, keys that look like one quota) are one line each.
+  services.pools.logTo(logger);
   const learner = new PollLearner(commands, services.keys, config.poll, now);
   const { onBatchFinished, onPaused } = webhookEmitters(services, logger);
   const webhookWorker = startWebhookWorker(config, {

@@ -34,6 +34,7 @@ const OWNERS: Record<string, string> = {
   schedWeights: 'src/queue/scheduler.ts',
   schedDeadlines: 'src/queue/scheduler.ts',
   pendingPrefix: 'src/queue/scheduler.ts',
+  pendingTemplate: 'src/queue/scheduler.ts',
   pending: 'src/queue/scheduler.ts',
   staged: 'src/queue/scheduler.ts',
   schedActive: 'src/queue/scheduler.ts',

@@ -127,6 +127,22 @@ function v1Kit(app: FastifyInstance, options: V1Options, count: CountRequest) {
     }
     return id;
   };
+  /**
+   * The account, or the pool and its home, a new batch goes to. A pool is the token's only when it
+   * may see every key of it (the accounts file holds a pool's keys to one owner): else 404, as if absent.
+   */
+  const accountOrPool = (
+    request: object,
+    wanted: string | undefined,
+    pool: string | undefined,
+  ): { account: string } | { pool: string; account?: string } => {
+    if (pool === undefined) return { account: accountFor(request, wanted) };
+    const scope = scopeOf(request);
+    const keys = config.accounts.filter((a) => a.pool === pool);
+    if (keys.length === 0 || !keys.every((a) => canSee(scope, a.id)))
+      throw new ApiError('POOL_NOT_FOUND', `no pool ${JSON.stringify(pool)} for this token`);
+    return { pool, ...(wanted !== undefined ? { account: accountFor(request, wanted) } : {}) };
+  };
   // Retention: batches pruned from Redis answer from their archive (read-only: status and results).
   const archive = archiveFor(config, now);
   const retention = new Retention(services, archive, { retainMs: config.retention.retainMs, now, logger: app.log });
@@ -147,6 +163,7 @@ function v1Kit(app: FastifyInstance, options: V1Options, count: CountRequest) {
     visibleBatch,
     visibleRef,
     accountFor,
+    accountOrPool,
     archive,
     retention,
     visibleArchive,
@@ -161,7 +178,7 @@ async function readCreateRequest(
   request: FastifyRequest<{ Body: CreateBatchBody | Readable; Querystring: CreateBatchQuery }>,
   kit: V1Kit,
 ): Promise<{ input: EnqueueInput; options: BatchRequest; dryRun: boolean }> {
-  const { bodyLimit, maxPlates, accountFor } = kit;
+  const { bodyLimit, maxPlates, accountOrPool } = kit;
   const { body, query } = request;
   // No body at all (no content type, or an empty one): nothing reached the validator to refuse.
   if ((body === undefined || body === null) && !request.isMultipart())
@@ -200,7 +217,7 @@ async function readCreateRequest(
       ...(csvOptions.maxCreates !== undefined ? { maxCreates: csvOptions.maxCreates } : {}),
       ...(csvOptions.maxSpend !== undefined ? { maxSpend: csvOptions.maxSpend } : {}),
       ...(csvOptions.reuseWithinMs !== undefined ? { reuseWithinMs: csvOptions.reuseWithinMs } : {}),
-      account: accountFor(request, csvOptions.account),
+      ...accountOrPool(request, csvOptions.account, csvOptions.pool),
       ...(csvOptions.priority !== undefined ? { priority: csvOptions.priority } : {}),
       ...(csvOptions.weight !== undefined ? { weight: csvOptions.weight } : {}),
       ...(csvOptions.callbackUrl !== undefined ? { callbackUrl: csvOptions.callbackUrl } : {}),
@@ -221,7 +238,7 @@ async function readCreateRequest(
       ...(body.maxCreates !== undefined ? { maxCreates: body.maxCreates } : {}),
       ...(body.maxSpend !== undefined ? { maxSpend: body.maxSpend } : {}),
       ...(body.reuseWithinMs !== undefined ? { reuseWithinMs: body.reuseWithinMs } : {}),
-      account: accountFor(request, body.account),
+      ...accountOrPool(request, body.account, body.pool),
       ...(body.priority !== undefined ? { priority: body.priority } : {}),
       ...(body.weight !== undefined ? { weight: body.weight } : {}),
       ...(body.callbackUrl !== undefined ? { callbackUrl: body.callbackUrl } : {}),

@@ -30,7 +30,7 @@ export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_
 
 export function healthRoutes(
   app: FastifyInstance,
-  services: Pick<QueueServices, 'redis' | 'accounts'>,
+  services: Pick<QueueServices, 'redis' | 'accounts'> & Partial<Pick<QueueServices, 'pools'>>,
   auth: Pick<TokenAuth, 'check'>,
 ): void {
   app.get(
@@ -71,10 +71,15 @@ export function healthRoutes(
           line.limitReason === 'quota' ||
           line.budgetUntil !== undefined,
       );
+      const pools =
+        scope !== undefined && services.pools !== undefined
+          ? (await services.pools.states().catch(() => [])).filter((p) => p.keys.every((k) => canSee(scope, k.account)))
+          : [];
       const body: HealthReply = {
         status: stuck ? 'degraded' : 'ok',
         redis: 'ok',
         ...(scope !== undefined ? { accounts: lines.map((line) => lineView(line)) } : {}),
+        ...(pools.length > 0 ? { pools } : {}),
       };
       return reply.send(body);
     },

@@ -74,6 +74,11 @@ export interface BatchPlacement {
   weight: number;
   /** When the batch should be finished, epoch ms (docs/plans.md); unset: none. */
   deadline?: number;
+  /**
+   * A pooled batch (docs/plans.md): the pool's name and its keys besides `account` (the batch's
+   * home, where its keys live), each of which creates its plates as it has room.
+   */
+  pool?: { name: string; keys: string[] };
 }
 
 /** A batch as readers see it: its own hash (StoredBatch) joined with what other stores own of it (view.ts). */
@@ -240,6 +245,7 @@ export class BatchStore {
         ...(batch.deadline !== undefined ? { deadline: String(batch.deadline) } : {}),
         ...(batch.callbackUrl !== undefined ? { callbackUrl: batch.callbackUrl } : {}),
         ...(others.length > 0 ? { fileName: `${batch.id}.${batch.account}` } : {}),
+        ...(batch.pool !== undefined ? { pool: batch.pool.name, poolKeys: batch.pool.keys.join(' ') } : {}),
       });
       // The lists (the global one in its own slot, the account's in its) after the batch's hash: a
       // listed batch always has one.
@@ -298,7 +304,7 @@ export class BatchStore {
    * from the position stored with the last chunk that was written.
    */
   async addRows(
-    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight' | 'deadline'>,
+    batch: Pick<BatchInfo, 'id' | 'account' | 'priority' | 'weight' | 'deadline' | 'pool'>,
     rows: readonly IngestRow[],
     scheduler: Pick<Scheduler, 'pushIn' | 'announce'>,
   ): Promise<void> {
@@ -321,9 +327,11 @@ export class BatchStore {
       batch.weight,
       queued.map((r) => r.plate),
       batch.deadline,
+      batch.pool?.keys ?? [],
     );
     await execAll(multi, `storing rows ${rows[0]!.row}–${rows.at(-1)!.row} of batch ${batch.id}`);
-    if (queued.length > 0) await scheduler.announce(batch.account);
+    if (queued.length > 0)
+      for (const account of [batch.account, ...(batch.pool?.keys ?? [])]) await scheduler.announce(account);
   }
 
   /** Extra input columns can grow while a CSV is read; the final list is stored when ingest ends. */
@@ -394,6 +402,7 @@ export class BatchStore {
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
       ...(f.atRiskSince ? { atRiskSince: n('atRiskSince') } : {}),
       ...(f.fileName ? { fileName: f.fileName } : {}),
+      ...(f.pool ? { pool: { name: f.pool, keys: (f.poolKeys ?? '').split(' ').filter((k) => k !== '') } } : {}),
     };
   }
 

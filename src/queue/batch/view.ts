@@ -28,11 +28,14 @@ export class BatchViews {
    */
   async get(batch: BatchKey, accounts?: readonly string[]): Promise<BatchInfo> {
     const stored = await this.#s.batches.read(await this.#s.batches.ref(batch, accounts));
-    const [costs, inflight, budget] = await Promise.all([
+    // A pooled batch's plates are in flight with any key of its pool (docs/plans.md).
+    const keys = [stored.account, ...(stored.pool?.keys ?? [])];
+    const [costs, inflights, budget] = await Promise.all([
       this.#s.costs.forBatch(stored),
-      this.#s.inflight.forBatch(stored.account, stored.id),
+      Promise.all(keys.map((key) => this.#s.inflight.forBatch(key, stored.id))),
       this.#s.budget.forBatch(stored),
     ]);
+    const inflight = inflights.reduce((a, b) => a + b, 0);
     const counts = { ...stored.counts, ...costs, inflight, queued: 0 } as StoredCounts;
     counts.queued = Math.max(0, counts.enqueued - counts.done - counts.failed - counts.inflight);
     // What the upstream's answers said of their own price, when any did (CostLedger.report).
@@ -59,6 +62,7 @@ export class BatchViews {
       ...(reported ? { reported } : {}),
       ...(stored.callbackUrl !== undefined ? { callbackUrl: stored.callbackUrl } : {}),
       ...(stored.fileName !== undefined ? { fileName: stored.fileName } : {}),
+      ...(stored.pool !== undefined ? { pool: stored.pool } : {}),
     };
   }
 

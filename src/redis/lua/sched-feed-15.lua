@@ -18,10 +18,11 @@
     KEYS[14] the BullMQ queue's limiter key (its rate-limit switch: queue/line.ts stopTaking);
     KEYS[15] the account's deadlines zset (batch -> deadline, epoch ms)
     ARGV[1] interactive plates at most; ARGV[2] jobs the queue should hold waiting (0: no
-    creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] unused;
-    ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held until (epoch ms);
-    ARGV[8] ms a plate takes at the rate in force (0: deadlines not weighed); ARGV[9] ms kept in
-    reserve before a deadline (the last answer's time and a margin)
+    creates); ARGV[3] prefix of the pending lists; ARGV[4] now, epoch ms; ARGV[5] the pending
+    prefix of any account, its id written `{{home}}` (where a lent pooled batch's plates wait:
+    includes/sched-take.lua); ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held
+    until (epoch ms); ARGV[8] ms a plate takes at the rate in force (0: deadlines not weighed);
+    ARGV[9] ms kept in reserve before a deadline (the last answer's time and a margin)
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
@@ -37,12 +38,12 @@ if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now)
   interactive, target = 0, 0
 end
 local queued = redis.call('LLEN', KEYS[7]) + redis.call('ZCARD', KEYS[8])
-local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, interactive, 1, out)
+local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, interactive, 1, out, ARGV[5])
 local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
 local want = math.min(target - queued - picked, room)
 -- Deadline batches whose slack runs out go first (after the interactive ones): sched-take.
 local urgent = urgentBatches(KEYS[15], classes, ARGV[3], tonumber(now), tonumber(ARGV[8]), tonumber(ARGV[9]))
-picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out, urgent)
+picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out, ARGV[5], urgent)
 out[2] = queued + picked
 if out[2] > 0 then out[3] = math.max(0, redis.call('PTTL', KEYS[14])) end
 if picked > 0 or queued > 0 then return out end

@@ -7,11 +7,21 @@
   Deadlines (docs/plans.md): `urgent` (urgentBatches below) lists the batches whose deadline needs
   them served now; they go after the interactive class and before the weights, earliest deadline
   first, their passes left as they were (they share by weight again once their slack is back).
-  takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, n, classes, out, urgent)
+  A pooled batch is listed with each other key of its pool as `<id>@<home>` (queue/scheduler.ts):
+  its plates wait in one list, the home account's, which `template` (any account's pending prefix,
+  its id written `{{home}}`) names; each key takes from it as it has room.
+  takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, n, classes, out, template, urgent)
     appends class index, batch id, plate for each plate taken to `out`; returns how many.
   urgentBatches(deadlinesKey, classKeys, pendingPrefix, now, msPerPlate, reserveMs)
     the batches to serve first now, earliest deadline first (see its comment).
 ]]
+local function pendingKey(pendingPrefix, template, batch)
+  local at = string.find(batch, '@', 1, true)
+  if not at or not template or template == '' then return pendingPrefix .. batch end
+  local s, e = string.find(template, '{{home}}', 1, true)
+  return string.sub(template, 1, s - 1) .. string.sub(batch, at + 1) .. string.sub(template, e + 1)
+    .. string.sub(batch, 1, at - 1)
+end
 
 --[[
   Walking the account's deadline batches earliest deadline first, the time the plates of each and
@@ -67,7 +77,7 @@ local function takeUrgent(classKeys, stagedKey, pendingPrefix, now, n, out, urge
   return picked
 end
 
-local function takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, n, classes, out, urgent)
+local function takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, n, classes, out, template, urgent)
   local picked = 0
   for c = 1, classes do
     if c == 2 and urgent then picked = takeUrgent(classKeys, stagedKey, pendingPrefix, now, n, out, urgent, picked) end
@@ -75,7 +85,7 @@ local function takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, 
       local head = redis.call('ZRANGE', classKeys[c], 0, 0, 'WITHSCORES')
       if #head == 0 then break end
       local batch = head[1]
-      local plate = redis.call('LPOP', pendingPrefix .. batch)
+      local plate = redis.call('LPOP', pendingKey(pendingPrefix, template, batch))
       if not plate then
         redis.call('ZREM', classKeys[c], batch)
       else

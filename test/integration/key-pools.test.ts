@@ -1,0 +1,124 @@
+// Pools of keys (docs/plans.md): a batch enqueued to a pool is served by every key of it, each at
+// its own rate; a key that holds (here: its key expired) gives its waiting plates to the others,
+// and no plate is created twice. Counted at the simulator, over real HTTP and real Redis.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/enqueue.js';
+import type { Outcome } from '../../src/queue/types.js';
+import { exportSourceFor } from '../../src/sinks/export.js';
+import { accountKey, type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
+
+const POOL = [
+  { id: 'k10', rateLimit: '10/s', key: { rateLimit: '10/s' }, fields: { pool: 'fleet' } },
+  { id: 'k20', rateLimit: '20/s', key: { rateLimit: '20/s' }, fields: { pool: 'fleet' } },
+  { id: 'k30', rateLimit: '30/s', key: { rateLimit: '30/s' }, fields: { pool: 'fleet' } },
+  { id: 'solo', rateLimit: '20/s', key: { rateLimit: '20/s' } },
+];
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function outcomes(batchId: string, home: string): Promise<Outcome[]> {
+  const out: Outcome[] = [];
+  for await (const o of h!.services.outcomes.scan({ id: batchId, account: home })) out.push(o);
+  return out;
+}
+
+function byKey(list: readonly Outcome[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const o of list) counts[o.key ?? '(none)'] = (counts[o.key ?? '(none)'] ?? 0) + 1;
+  return counts;
+}
+
+async function started(): Promise<Harness> {
+  const harness = await startHarness({ label: 'pools', accounts: POOL, sim: { completionMs: [50, 150] } });
+  for (const a of POOL)
+    await harness.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
+  return harness;
+}
+
+describe('pools of keys', () => {
+  it('a pooled batch is served by every key of the pool, each plate created once, its key in its outcome', async () => {
+    h = await started();
+    const plates = makePlates(240);
+    const { batch } = await ingestList(h.services, plates, { source: 'library', pool: 'fleet' });
+    expect(batch.account).toBe('k10');
+    expect(batch.pool).toEqual({ name: 'fleet', keys: ['k20', 'k30'] });
+    await h.waitForBatch(batch.id, 40_000);
+    const stats = h.sim.stats();
+    expect(stats.creates, 'one create a plate at the simulator').toBe(plates.length);
+    expect(stats.duplicateCreates).toBe(0);
+    const list = await outcomes(batch.id, 'k10');
+    expect(list).toHaveLength(plates.length);
+    const counts = byKey(list);
+    console.log(`240 plates over keys at 10, 20 and 30/s: ${JSON.stringify(counts)}`);
+    // Every key took part, the faster more than the slowest; the account outside the pool none.
+    for (const key of ['k10', 'k20', 'k30']) expect(counts[key], key).toBeGreaterThan(10);
+    expect(counts.k30!).toBeGreaterThan(counts.k10!);
+    expect(counts.solo).toBeUndefined();
+    expect(stats.byKey.solo?.counted ?? 0).toBe(0);
+  });
+
+  it('a key that expires mid-batch: the others carry its waiting plates, none created twice, the batch finishes', async () => {
+    h = await started();
+    const plates = makePlates(400);
+    const { batch } = await ingestList(h.services, plates, { source: 'library', pool: 'fleet' });
+    for (let i = 0; i < 200 && h.sim.stats().creates < 100; i++) await sleep(50);
+    expect(h.sim.keys.expire(accountKey('k30'))).toBe(true);
+    const expiredAt = h.sim.stats().creates;
+    // The others finish every plate the expired key had not created; its own queries wait for it.
+    const deadline = Date.now() + 40_000;
+    for (;;) {
+      const counts = (await h.services.batchViews.get(batch.id)).counts;
+      const left = await h.services.inflight.count('k30');
+      if (counts.done + counts.failed + left >= plates.length) break;
+      if (Date.now() > deadline) {
+        const jobs = await h.services.accounts.queue('k30').getJobCounts();
+        const staged = await h.redis.redis.zrange(h.services.keys.staged('k30'), 0, -1);
+        const waiting = await h.services.accounts.queue('k30').getJobs(['wait', 'prioritized', 'delayed', 'active']);
+        throw new Error(
+          `not carried on: ${JSON.stringify(counts)}, ${left} with k30 ${JSON.stringify(jobs)} staged ${staged} ${JSON.stringify(waiting.map((j) => j.data))}`,
+        );
+      }
+      await sleep(100);
+    }
+    const line = await h.services.accounts.line('k30').state();
+    expect(line.pause?.code).toBe('EXPIRED_API_KEY');
+    // The key is renewed and the account resumed: its queries are polled by it (never created again).
+    h.sim.keys.add({ key: accountKey('k30'), label: 'k30', rateLimit: '30/s' });
+    await h.services.accounts.line('k30').resume();
+    await h.waitForBatch(batch.id, 30_000);
+    const stats = h.sim.stats();
+    expect(stats.creates, 'one create a plate at the simulator').toBe(plates.length);
+    expect(stats.duplicateCreates).toBe(0);
+    const list = await outcomes(batch.id, 'k10');
+    expect(list).toHaveLength(plates.length);
+    expect(list.filter((o) => o.status !== 'done')).toEqual([]);
+    const counts = byKey(list);
+    console.log(`400 plates, k30 expired after ${expiredAt} creates: ${JSON.stringify(counts)}`);
+    expect(counts['(none)']).toBeUndefined();
+    expect(counts.k10! + counts.k20!).toBeGreaterThan(400 - expiredAt);
+    // The exports name each plate's key (the account, never its secret).
+    const source = await exportSourceFor(h.services, { id: batch.id, account: 'k10' });
+    const keys: (string | undefined)[] = [];
+    for await (const row of source.rows()) keys.push(row.key);
+    expect(keys).toHaveLength(plates.length);
+    expect(new Set(keys)).toEqual(new Set(['k10', 'k20', 'k30']));
+    expect(JSON.stringify(keys)).not.toContain(accountKey('k30'));
+  });
+
+  it('a batch to an unknown pool, or to an account outside the pool: a typed error, nothing stored or paid', async () => {
+    h = await started();
+    await expect(ingestList(h.services, makePlates(5), { source: 'library', pool: 'nope' })).rejects.toMatchObject({
+      code: 'POOL_NOT_FOUND',
+    });
+    await expect(
+      ingestList(h.services, makePlates(5), { source: 'library', pool: 'fleet', account: 'solo' }),
+    ).rejects.toMatchObject({ code: 'POOL_NOT_FOUND' });
+    await sleep(300);
+    expect(h.sim.stats().requests).toBe(0);
+    expect((await h.services.batches.refs(0, 10)).total).toBe(0);
+  });
+});

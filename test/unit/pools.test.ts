@@ -1,0 +1,82 @@
+// Pools of keys as the accounts file declares them (docs/plans.md): a pool joins accounts of one
+// product and one owner; anything else is a typed error at load, and a pool a batch names that
+// does not exist is POOL_NOT_FOUND before anything is stored.
+import { describe, expect, it } from 'vitest';
+import { parseAccounts, poolFor } from '../../src/accounts/account.js';
+import { isError, PoolError } from '../../src/errors.js';
+import { parseRateLimit } from '../../src/setting-values.js';
+
+const defaults = { baseUrl: 'https://api.example.com', product: 'agregados', rateLimit: parseRateLimit('auto')! };
+const TOKEN_A = 'token-of-team-a-0123456789';
+const TOKEN_B = 'token-of-team-b-0123456789';
+
+function load(accounts: object[]) {
+  return parseAccounts(JSON.stringify({ accounts }), defaults);
+}
+
+function poolError(accounts: object[]): PoolError {
+  try {
+    load(accounts);
+  } catch (error) {
+    expect(isError(error, PoolError)).toBe(true);
+    expect((error as PoolError).code).toBe('POOL_INVALID');
+    return error as PoolError;
+  }
+  throw new Error('expected a PoolError');
+}
+
+describe('pools in the accounts file', () => {
+  it('keys of one product and owner form a pool, in the order listed', () => {
+    const accounts = load([
+      { id: 'a', apiKey: 'ka', pool: 'fleet', tokens: [TOKEN_A] },
+      { id: 'solo', apiKey: 'ks' },
+      { id: 'b', apiKey: 'kb', pool: 'fleet', tokens: [TOKEN_A] },
+    ]);
+    expect(accounts.map((a) => a.pool)).toEqual(['fleet', undefined, 'fleet']);
+    expect(poolFor({ accounts }, 'fleet')).toEqual({ name: 'fleet', home: 'a', keys: ['b'] });
+    expect(poolFor({ accounts }, 'fleet', 'b')).toEqual({ name: 'fleet', home: 'b', keys: ['a'] });
+  });
+
+  it('refuses a pool over two products', () => {
+    const error = poolError([
+      { id: 'a', apiKey: 'ka', pool: 'fleet' },
+      { id: 'b', apiKey: 'kb', pool: 'fleet', product: 'crlv' },
+    ]);
+    expect(error.pool).toBe('fleet');
+    expect(error.message).toContain('not one product');
+  });
+
+  it('refuses a pool over two owners (other tokens), and never prints a token', () => {
+    const error = poolError([
+      { id: 'a', apiKey: 'ka', pool: 'fleet', tokens: [TOKEN_A] },
+      { id: 'b', apiKey: 'kb', pool: 'fleet', tokens: [TOKEN_B] },
+    ]);
+    expect(error.message).toContain('other owners');
+    expect(error.message).not.toContain(TOKEN_A);
+    expect(error.message).not.toContain(TOKEN_B);
+    poolError([
+      { id: 'a', apiKey: 'ka', pool: 'fleet', tokens: [TOKEN_A] },
+      { id: 'b', apiKey: 'kb', pool: 'fleet' },
+    ]);
+  });
+
+  it('refuses a pool named like an account, and a pool name of the wrong form', () => {
+    expect(
+      poolError([
+        { id: 'fleet', apiKey: 'ka', pool: 'fleet' },
+        { id: 'b', apiKey: 'kb', pool: 'fleet' },
+      ]).message,
+    ).toContain('named like an account');
+    expect(() => load([{ id: 'a', apiKey: 'ka', pool: 'Fleet One' }])).toThrow(/pool/);
+  });
+
+  it('a pool nobody declared, or an account outside it, is POOL_NOT_FOUND naming the pools there are', () => {
+    const accounts = load([
+      { id: 'a', apiKey: 'ka', pool: 'fleet' },
+      { id: 'solo', apiKey: 'ks' },
+    ]);
+    expect(() => poolFor({ accounts }, 'other')).toThrow(expect.objectContaining({ code: 'POOL_NOT_FOUND' }));
+    expect(() => poolFor({ accounts }, 'other')).toThrow(/declared: fleet/);
+    expect(() => poolFor({ accounts }, 'fleet', 'solo')).toThrow(expect.objectContaining({ code: 'POOL_NOT_FOUND' }));
+  });
+});
