@@ -73,7 +73,6 @@ export const ERROR_CODES = {
   WATCH_BAD_SCHEDULE: entry(422, 2, 'a watch schedule that cannot be read: a duration, cron line or window'),
   WATCH_NO_PLATES: entry(422, 2, 'a watch list with no valid plate'),
   WATCH_ROUND_NOT_FOUND: entry(404, 2, 'no compared round of that number in the watch list'),
-  POOLS_NOT_AVAILABLE: entry(422, 2, 'pools of keys are not available in this build: use an account'),
   POOL_NOT_FOUND: entry(404, 2, 'no pool of keys with that name (or the account named is not one of its keys)'),
   POOL_INVALID: entry(500, 2, 'a pool in the accounts file joins accounts of another product or owner'),
   NO_PRICE: entry(422, 2, 'a spending cap in money, and no price per query set to turn it into creates'),

@@ -153,6 +153,7 @@ export class Rounds {
       {
         batchId: roundBatchId(w.name, n),
         account: w.account,
+        ...(w.pool !== undefined ? { pool: w.pool } : {}),
         priority: 'bulk',
         reuseWithinMs: 0,
         metadata: { watch: w.name, round: n },

@@ -26,7 +26,10 @@ export type ChangesFormat = 'csv' | 'jsonl' | 'xlsx';
 /** What a person chose for a watch. */
 export interface WatchSpec {
   name: string;
+  /** The account it runs on: with a pool, the pool's home key (docs/plans.md). */
   account: string;
+  /** A pool of keys whose every key serves its rounds. */
+  pool?: string;
   everyMs?: number;
   cron?: string;
   window?: Window;
@@ -93,7 +96,7 @@ export interface LastResult {
   fields: Flat;
 }
 
-const SPEC_FIELDS = ['everyMs', 'cron', 'window', 'callbackUrl', 'perMonth', 'perMonthMoney'] as const;
+const SPEC_FIELDS = ['everyMs', 'cron', 'window', 'callbackUrl', 'perMonth', 'perMonthMoney', 'pool'] as const;
 
 export class WatchStore {
   readonly #redis: RedisClient;
@@ -148,6 +151,7 @@ export class WatchStore {
       overlap: h.overlap === 'skip' ? 'skip' : 'wait',
       notify: h.notify === 'round' ? 'round' : 'plate',
       ...opt('callbackUrl', h.callbackUrl),
+      ...opt('pool', h.pool),
       ignore: h.ignore ? (JSON.parse(h.ignore) as string[]) : [],
       ...opt('perMonth', num(h.perMonth)),
       ...opt('perMonthMoney', num(h.perMonthMoney)),

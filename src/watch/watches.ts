@@ -3,6 +3,7 @@
 // account's watch is not found, as if absent), pause, resume, remove, change the month budget,
 // and read the changes of a round.
 import type { Logger } from 'pino';
+import { poolFor } from '../accounts/account.js';
 import { InputError, VqbError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { utcMonth } from '../queue/costs.js';
@@ -31,7 +32,7 @@ export interface WatchRequest {
   name: string;
   /** The account; default the first the caller may use. */
   account?: string | undefined;
-  /** A pool of keys instead of one account (not in this build: refused, see ownerOf). */
+  /** A pool of keys instead of one account: its rounds are served by every key (docs/plans.md). */
   pool?: string | undefined;
   every?: string | undefined;
   cron?: string | undefined;
@@ -75,12 +76,16 @@ export class Watches {
   }
 
   /**
-   * The account a watch runs on. A pool (`--pool`) is accepted in the request's shape and refused
-   * here, the one place that decides: this build has no pools of keys.
+   * The account a watch runs on: the one named (or the first the token sees), or with a pool
+   * (`--pool`) its home key; a pool whose keys the token does not all see is not found.
    */
   ownerOf(request: Pick<WatchRequest, 'account' | 'pool'>, visible: readonly string[]): string {
-    if (request.pool !== undefined)
-      throw new VqbError('POOLS_NOT_AVAILABLE', `pools not available: --pool ${request.pool} (use --account)`);
+    if (request.pool !== undefined) {
+      const pool = poolFor(this.#services.config, request.pool, request.account);
+      if (![pool.home, ...pool.keys].every((key) => visible.includes(key)))
+        throw new VqbError('POOL_NOT_FOUND', `no pool ${JSON.stringify(request.pool)} for this token`);
+      return pool.home;
+    }
     const id = request.account ?? visible[0];
     if (id === undefined || !visible.includes(id) || !this.#services.config.accounts.some((a) => a.id === id))
       throw new InputError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(request.account ?? '')}`);
@@ -106,6 +111,7 @@ export class Watches {
     const spec: WatchSpec = {
       name: request.name,
       account,
+      ...(request.pool !== undefined ? { pool: request.pool } : {}),
       ...(request.every !== undefined ? { everyMs: parseEvery(request.every, minMs) } : {}),
       ...(request.cron !== undefined ? { cron: checkCron(request.cron, minMs, this.#now()) } : {}),
       ...(request.window !== undefined ? { window: parseWindow(request.window) } : {}),

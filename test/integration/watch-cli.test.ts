@@ -72,7 +72,7 @@ describe('vqb watch', () => {
       [['add', file, '--every', 'often', '--name', 'x'], /--every "often": a duration/],
       [['add', file, '--cron', '99 * * * *', '--name', 'x'], /not a cron line/],
       [['add', file, '--every', '1h', '--window', '22-06', '--name', 'x'], /HH:MM-HH:MM/],
-      [['add', file, '--every', '1h', '--pool', 'p1', '--name', 'x'], /pools not available/],
+      [['add', file, '--every', '1h', '--pool', 'p1', '--name', 'x'], /no pool "p1"/],
       [['add', file, '--every', '1h'], /has a watch named frota already/],
       [['show', 'nope'], /no watch named "nope"/],
       [['changes', 'frota', '--round', '9'], /no compared round 9/],

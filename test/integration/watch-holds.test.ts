@@ -108,7 +108,7 @@ describe('watch rounds that hold', () => {
     );
     expect(await code(watches.add({ name: 'x' }, list, ['a']))).toBe('WATCH_BAD_SCHEDULE');
     expect(await code(watches.add({ name: 'bad name!', every: '1h' }, list, ['a']))).toBe('WATCH_BAD_NAME');
-    expect(await code(watches.add({ name: 'x', every: '1h', pool: 'p1' }, list, ['a']))).toBe('POOLS_NOT_AVAILABLE');
+    expect(await code(watches.add({ name: 'x', every: '1h', pool: 'p1' }, list, ['a']))).toBe('POOL_NOT_FOUND');
     expect(await code(watches.add({ name: 'x', every: '1h', account: 'b' }, list, ['a']))).toBe('ACCOUNT_NOT_FOUND');
     expect(await code(watches.find('nope', ['a', 'b']))).toBe('WATCH_NOT_FOUND');
 

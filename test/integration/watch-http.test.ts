@@ -92,11 +92,7 @@ describe('/v1/watches', () => {
       // Bad input, typed.
       expectError(await call('/v1/watches', A, { name: 'x', plates, every: 'soon' }), 422, 'WATCH_BAD_SCHEDULE');
       expectError(await call('/v1/watches', A, { name: 'x', plates, cron: '* * *' }), 422, 'WATCH_BAD_SCHEDULE');
-      expectError(
-        await call('/v1/watches', A, { name: 'x', plates, every: '1h', pool: 'p' }),
-        422,
-        'POOLS_NOT_AVAILABLE',
-      );
+      expectError(await call('/v1/watches', A, { name: 'x', plates, every: '1h', pool: 'p' }), 404, 'POOL_NOT_FOUND');
       expectError(await call('/v1/watches', A, { name: 'fleet', plates, every: '1h' }), 409, 'WATCH_EXISTS');
       expectError(await call('/v1/watches/nope', A), 404, 'WATCH_NOT_FOUND');
       expectError(await call('/v1/watches/fleet/changes?round=99', A), 404, 'WATCH_ROUND_NOT_FOUND');

@@ -147,4 +147,36 @@ describe('a watch list against answers that change', () => {
     expect(listed.sort()).toEqual(made.map((c) => `${c.plate} result.${c.field}`).sort());
     expect(rx.deliveries.filter((d) => d.payload?.type === 'plate.changed')).toEqual([]);
   }, 60_000);
+
+  it('a watch on a pool of keys: its round is served by every key, each plate created once', async () => {
+    const pool = [
+      { id: 'k10', rateLimit: '10/s', key: { rateLimit: '10/s' }, fields: { pool: 'fleet' } },
+      { id: 'k20', rateLimit: '20/s', key: { rateLimit: '20/s' }, fields: { pool: 'fleet' } },
+    ];
+    h = await startHarness({
+      label: 'watch-pool',
+      accounts: pool,
+      sim: { completionMs: [50, 150] },
+      config: { VQ_WATCH_MIN_EVERY: '1s', VQ_WATCH_SWEEP: '250ms' },
+    });
+    for (const a of pool)
+      await h.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
+    h.startWorker();
+    const watches = new Watches(h.services, h.logs.logger);
+    open.push(watches);
+    const plates = PLATES.slice(0, 120);
+    const view = await watches.add({ name: 'fleet', every: '1h', pool: 'fleet' }, plates, ['k10', 'k20']);
+    expect(view).toMatchObject({ account: 'k10' });
+    await waitFor(
+      async () => (await watches.store.round({ account: 'k10', name: 'fleet' }, 1))?.closedAt !== undefined,
+      40_000,
+      'round 1 compared',
+    );
+    const stats = h.sim.stats();
+    expect(stats.creates).toBe(plates.length);
+    expect(stats.duplicateCreates).toBe(0);
+    // Both keys of the pool created plates of the round.
+    expect(stats.byKey.k10?.counted ?? 0).toBeGreaterThan(0);
+    expect(stats.byKey.k20?.counted ?? 0).toBeGreaterThan(0);
+  }, 60_000);
 });
