@@ -51,6 +51,13 @@ export const noMetrics: WorkerMetrics = {
 
 /** What the queue-wide gauges read. */
 export type ObservedServices = Pick<QueueServices, 'config' | 'accounts' | 'inflight' | 'budget' | 'batchViews'>;
+type LineStates = Awaited<ReturnType<ObservedServices['accounts']['states']>>;
+type ListedBatches = Awaited<ReturnType<ObservedServices['batchViews']['list']>>['batches'];
+interface Spending {
+  account: string;
+  spent: Awaited<ReturnType<ObservedServices['budget']['spent']>>;
+  caps: Awaited<ReturnType<ObservedServices['budget']['caps']>>;
+}
 
 /** Unfinished batches with progress gauges: the newest this many (a label value per batch). */
 export const PROGRESS_BATCHES = 50;
@@ -298,7 +305,23 @@ export class Metrics implements WorkerMetrics {
         })),
       ),
     );
+    this.#observeLines(services, { registers, accounts, lines, batches }, redis);
+    this.#observeSpending(services, { registers, spending });
+    this.#observeBatches({ registers, batches });
+  }
 
+  /** Each account's queue, in-flight queries and line: why it waits, until when, a pause's code. */
+  #observeLines(
+    services: ObservedServices,
+    read: {
+      registers: Registry[];
+      accounts: string[];
+      lines: () => Promise<LineStates>;
+      batches: () => Promise<ListedBatches>;
+    },
+    redis?: { readonly waitReason: RedisWaitReason | undefined },
+  ): void {
+    const { registers, accounts, lines, batches } = read;
     new Gauge({
       name: 'vqb_queue_jobs',
       help:
@@ -400,6 +423,14 @@ export class Metrics implements WorkerMetrics {
         }
       },
     });
+  }
+
+  /** What each account spent against its caps, in creates and in money, and its price. */
+  #observeSpending(
+    services: ObservedServices,
+    read: { registers: Registry[]; spending: () => Promise<Spending[]> },
+  ): void {
+    const { registers, spending } = read;
     new Gauge({
       name: 'vqb_account_creates_used',
       help: "Creates counted against the account's spending caps, by period: this UTC day or month",
@@ -460,6 +491,11 @@ export class Metrics implements WorkerMetrics {
         }
       },
     });
+  }
+
+  /** The newest batches by state, and each unfinished batch's progress. */
+  #observeBatches(read: { registers: Registry[]; batches: () => Promise<ListedBatches> }): void {
+    const { registers, batches } = read;
     new Gauge({
       name: 'vqb_batches',
       help: `Batches among the newest ${COUNTED_BATCHES}, by state`,

@@ -97,7 +97,25 @@ export function startHousekeeping(
     }
   }, RECOVER_EVERY_MS);
 
-  // Webhook events a crashed process noticed but did not emit: looked for at start and every minute.
+  const webhookSweep = startWebhookSweep(config, services, health, logger);
+  const deadlineWatch = startDeadlineWatch(services, configured, health, logger, now);
+  return {
+    async stop() {
+      clearInterval(feedTimer);
+      clearInterval(recoverTimer);
+      await webhookSweep.stop();
+      await deadlineWatch.stop();
+    },
+  };
+}
+
+/** Webhook events a crashed process noticed but did not emit: looked for at start and every minute. */
+function startWebhookSweep(
+  config: Config,
+  services: Omit<QueueServices, 'close'>,
+  health: RedisHealth,
+  logger: Logger,
+): { stop(): Promise<void> } {
   const sweepWebhooks = async () => {
     if (config.webhooks.secret === undefined) return;
     const pauses = (await services.accounts.states()).flatMap((state) =>
@@ -118,6 +136,22 @@ export function startHousekeeping(
   };
   sweep();
   const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+  return {
+    async stop() {
+      clearInterval(sweepTimer);
+      await sweeping;
+    },
+  };
+}
+
+/** The deadline batches' finish projected again every DEADLINE_WATCH_MS: one line per turn. */
+function startDeadlineWatch(
+  services: Omit<QueueServices, 'close'>,
+  configured: ReadonlySet<string>,
+  health: RedisHealth,
+  logger: Logger,
+  now: () => number,
+): { stop(): Promise<void> } {
   // One line per turn (at risk, back on track), whichever process noticed it first.
   let watching: Promise<void> = Promise.resolve();
   let watchBusy = false;
@@ -143,11 +177,7 @@ export function startHousekeeping(
   }, DEADLINE_WATCH_MS);
   return {
     async stop() {
-      clearInterval(feedTimer);
-      clearInterval(recoverTimer);
-      clearInterval(sweepTimer);
       clearInterval(watchTimer);
-      await sweeping;
       await watching;
     },
   };
