@@ -535,6 +535,160 @@ function issueText(issue: z.core.$ZodIssue | undefined): string | undefined {
  * ConfigError naming the first bad variable; empty strings count as unset.
  */
 export function loadConfig(env: Record<string, string | undefined>, overrides: Overrides = {}): Config {
+  const v = parseSettings(env, overrides);
+
+  const rateLimit = parseRateLimit(v.VQ_RATE_LIMIT);
+  if (!rateLimit)
+    throw new ConfigError(
+      'VQ_RATE_LIMIT',
+      `expected auto, auto<=300/min or a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`,
+    );
+  if (v.VQ_API_KEY && v.VQ_API_KEY_FILE)
+    throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
+  if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL)
+    throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
+
+  const tokens = tokensFrom(v);
+
+  const answers: AnswerMapping = {
+    ...(v.VQ_ANSWER_ID !== undefined ? { id: v.VQ_ANSWER_ID } : {}),
+    ...(v.VQ_ANSWER_STATUS !== undefined ? { status: v.VQ_ANSWER_STATUS } : {}),
+    ...(v.VQ_ANSWER_RESULT !== undefined ? { result: v.VQ_ANSWER_RESULT } : {}),
+    pending: stateList(v.VQ_STATES_PENDING),
+    done: stateList(v.VQ_STATES_DONE),
+    failed: stateList(v.VQ_STATES_FAILED),
+  };
+
+  let apiKey: ApiKeySource | undefined;
+  if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
+  else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
+
+  const { webhookSecret, webhookAllow } = webhookTargetsFrom(v);
+
+  const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
+  const price = priceFrom(v);
+  return Object.freeze({
+    baseUrl,
+    apiKey,
+    product: v.VQ_PRODUCT,
+    redisUrl: v.REDIS_URL,
+    redis: redisConnectionFrom(v),
+    allowEviction: v.VQ_ALLOW_EVICTION,
+    queueName: v.VQ_QUEUE,
+    prefix: v.VQ_PREFIX,
+    rateLimit,
+    accounts: accountsFrom(v, { baseUrl, apiKey, rateLimit, price, answers }),
+    pacingJitterMs: v.VQ_PACING_JITTER,
+    interactiveMax: v.VQ_INTERACTIVE_MAX,
+    concurrency: v.VQ_CONCURRENCY,
+    maxInFlight: v.VQ_MAX_IN_FLIGHT,
+    poll: {
+      initialMs: v.VQ_POLL_INITIAL,
+      intervalMs: v.VQ_POLL_INTERVAL,
+      maxIntervalMs: Math.max(v.VQ_POLL_MAX_INTERVAL, v.VQ_POLL_INTERVAL),
+      deadlineMs: v.VQ_POLL_DEADLINE,
+      adaptive: v.VQ_POLL_ADAPTIVE,
+      quantile: v.VQ_POLL_QUANTILE,
+      interactiveMs: v.VQ_POLL_INTERACTIVE,
+    },
+    attempts: v.VQ_ATTEMPTS,
+    backoffMs: v.VQ_BACKOFF,
+    recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
+    budget: {
+      perDay: v.VQ_MAX_CREATES_PER_DAY,
+      perMonth: v.VQ_MAX_CREATES_PER_MONTH,
+      reuseWithinMs: v.VQ_REUSE_WITHIN,
+      reuseKeepMs: v.VQ_REUSE_KEEP,
+    },
+    upstreamHttp: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
+    locks: {
+      lockDurationMs: v.VQ_LOCK_DURATION,
+      stalledIntervalMs: v.VQ_STALLED_INTERVAL,
+      maxStalledCount: v.VQ_MAX_STALLED,
+    },
+    outDir: v.VQ_OUT_DIR,
+    csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
+    root: v.VQ_ROOT,
+    keepFailedMs: v.VQ_KEEP_FAILED,
+    retention: { retainMs: v.VQ_RETAIN, archiveDir: v.VQ_ARCHIVE_DIR ?? `${v.VQ_ROOT}/batches` },
+    http: httpFrom(v, tokens),
+    inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
+    metricsPort: v.VQ_METRICS_PORT,
+    webhooks: {
+      secret: webhookSecret,
+      allow: webhookAllow,
+      url: v.VQ_WEBHOOK_URL,
+      attempts: v.VQ_WEBHOOK_ATTEMPTS,
+      backoffMs: v.VQ_WEBHOOK_BACKOFF,
+      timeoutMs: v.VQ_WEBHOOK_TIMEOUT,
+      publicUrl: v.VQ_PUBLIC_URL?.replace(/\/+$/, ''),
+      inboxNotifyUrl: v.VQ_INBOX_NOTIFY_URL,
+    },
+    watch: {
+      minEveryMs: v.VQ_WATCH_MIN_EVERY,
+      sweepMs: v.VQ_WATCH_SWEEP,
+      ignore: v.VQ_WATCH_IGNORE.split(',')
+        .map((f) => f.trim())
+        .filter((f) => f !== ''),
+      history: v.VQ_WATCH_HISTORY,
+      keepRounds: v.VQ_WATCH_KEEP_ROUNDS,
+      forgetMs: v.VQ_WATCH_FORGET,
+    },
+    logLevel: v.LOG_LEVEL,
+  });
+}
+
+/** The accounts: the accounts file's, or one `default` account made of the settings above. */
+function accountsFrom(
+  v: Parsed,
+  shared: {
+    baseUrl: string | undefined;
+    apiKey: ApiKeySource | undefined;
+    rateLimit: RateLimit;
+    price: Price | undefined;
+    answers: AnswerMapping;
+  },
+): Account[] {
+  const { baseUrl, apiKey, rateLimit, price, answers } = shared;
+  return v.VQ_ACCOUNTS_FILE
+    ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit, price, answers })
+    : [
+        defaultAccount({
+          baseUrl,
+          apiKey,
+          product: v.VQ_PRODUCT,
+          rateLimit,
+          perDay: v.VQ_MAX_CREATES_PER_DAY,
+          perMonth: v.VQ_MAX_CREATES_PER_MONTH,
+          price,
+          answers,
+        }),
+      ];
+}
+
+/** The HTTP server's settings (`vqb serve`). */
+function httpFrom(v: Parsed, tokens: TokenSource | undefined): Config['http'] {
+  return {
+    host: v.VQ_HTTP_HOST,
+    port: v.VQ_HTTP_PORT,
+    bodyLimit: v.VQ_HTTP_BODY_LIMIT,
+    maxPlates: v.VQ_HTTP_MAX_PLATES,
+    rateLimitPerMin: v.VQ_API_RATE_LIMIT,
+    requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT,
+    tokens,
+    consoleUploadsMax: v.VQ_CONSOLE_UPLOADS_MAX,
+    ...(v.VQ_HTTP_TRUST_PROXY
+      ? {
+          trustProxy: v.VQ_HTTP_TRUST_PROXY.split(',')
+            .map((p) => p.trim())
+            .filter((p) => p !== ''),
+        }
+      : {}),
+  };
+}
+
+/** Every setting read and checked against its schema; a value that fails is a ConfigError naming it. */
+function parseSettings(env: Record<string, string | undefined>, overrides: Overrides): Parsed {
   const values: Record<string, unknown> = {};
   for (const name of Object.keys(SETTINGS) as SettingName[]) {
     const raw = overrides[name] ?? env[name];
@@ -554,46 +708,28 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     }
     values[name] = result.data;
   }
-  const v = values as Parsed;
+  return values as Parsed;
+}
 
-  const rateLimit = parseRateLimit(v.VQ_RATE_LIMIT);
-  if (!rateLimit)
-    throw new ConfigError(
-      'VQ_RATE_LIMIT',
-      `expected auto, auto<=300/min or a rate such as 60/min or 5/s; got ${JSON.stringify(v.VQ_RATE_LIMIT)}`,
-    );
-  if (v.VQ_API_KEY && v.VQ_API_KEY_FILE)
-    throw new ConfigError('VQ_API_KEY_FILE', 'set either VQ_API_KEY or VQ_API_KEY_FILE, not both');
-  if (v.VQ_POLL_DEADLINE <= v.VQ_POLL_INITIAL)
-    throw new ConfigError('VQ_POLL_DEADLINE', 'must be longer than VQ_POLL_INITIAL');
-
+/** The service tokens of the HTTP API: inline (VQ_API_TOKENS) or a file (VQ_API_TOKENS_FILE). */
+function tokensFrom(v: Parsed): TokenSource | undefined {
   if (v.VQ_API_TOKENS && v.VQ_API_TOKENS_FILE)
     throw new ConfigError('VQ_API_TOKENS_FILE', 'set either VQ_API_TOKENS or VQ_API_TOKENS_FILE, not both');
-  let tokens: TokenSource | undefined;
   if (v.VQ_API_TOKENS) {
     const list = v.VQ_API_TOKENS.split(',')
       .map((t) => t.trim())
       .filter(Boolean);
     if (list.some((t) => t.length < 16))
       throw new ConfigError('VQ_API_TOKENS', 'expected tokens of at least 16 characters, comma-separated');
-    tokens = { kind: 'inline', secrets: list.map((t) => new Secret(t)) };
+    return { kind: 'inline', secrets: list.map((t) => new Secret(t)) };
   } else if (v.VQ_API_TOKENS_FILE) {
-    tokens = { kind: 'file', path: v.VQ_API_TOKENS_FILE };
+    return { kind: 'file', path: v.VQ_API_TOKENS_FILE };
   }
+  return undefined;
+}
 
-  const answers: AnswerMapping = {
-    ...(v.VQ_ANSWER_ID !== undefined ? { id: v.VQ_ANSWER_ID } : {}),
-    ...(v.VQ_ANSWER_STATUS !== undefined ? { status: v.VQ_ANSWER_STATUS } : {}),
-    ...(v.VQ_ANSWER_RESULT !== undefined ? { result: v.VQ_ANSWER_RESULT } : {}),
-    pending: stateList(v.VQ_STATES_PENDING),
-    done: stateList(v.VQ_STATES_DONE),
-    failed: stateList(v.VQ_STATES_FAILED),
-  };
-
-  let apiKey: ApiKeySource | undefined;
-  if (v.VQ_API_KEY) apiKey = { kind: 'inline', secret: new Secret(v.VQ_API_KEY) };
-  else if (v.VQ_API_KEY_FILE) apiKey = { kind: 'file', path: v.VQ_API_KEY_FILE };
-
+/** The webhook secret and allow-list, and the configured URLs checked against them. */
+function webhookTargetsFrom(v: Parsed): { webhookSecret: Secret | undefined; webhookAllow: string[] } {
   if (v.VQ_WEBHOOK_SECRET && v.VQ_WEBHOOK_SECRET_FILE)
     throw new ConfigError('VQ_WEBHOOK_SECRET_FILE', 'set either VQ_WEBHOOK_SECRET or VQ_WEBHOOK_SECRET_FILE, not both');
   let webhookSecret: Secret | undefined;
@@ -640,107 +776,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
           `to send webhooks there`,
       );
   }
-
-  const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
-  const price = priceFrom(v);
-  return Object.freeze({
-    baseUrl,
-    apiKey,
-    product: v.VQ_PRODUCT,
-    redisUrl: v.REDIS_URL,
-    redis: redisConnectionFrom(v),
-    allowEviction: v.VQ_ALLOW_EVICTION,
-    queueName: v.VQ_QUEUE,
-    prefix: v.VQ_PREFIX,
-    rateLimit,
-    accounts: v.VQ_ACCOUNTS_FILE
-      ? loadAccountsFile(v.VQ_ACCOUNTS_FILE, { baseUrl, product: v.VQ_PRODUCT, rateLimit, price, answers })
-      : [
-          defaultAccount({
-            baseUrl,
-            apiKey,
-            product: v.VQ_PRODUCT,
-            rateLimit,
-            perDay: v.VQ_MAX_CREATES_PER_DAY,
-            perMonth: v.VQ_MAX_CREATES_PER_MONTH,
-            price,
-            answers,
-          }),
-        ],
-    pacingJitterMs: v.VQ_PACING_JITTER,
-    interactiveMax: v.VQ_INTERACTIVE_MAX,
-    concurrency: v.VQ_CONCURRENCY,
-    maxInFlight: v.VQ_MAX_IN_FLIGHT,
-    poll: {
-      initialMs: v.VQ_POLL_INITIAL,
-      intervalMs: v.VQ_POLL_INTERVAL,
-      maxIntervalMs: Math.max(v.VQ_POLL_MAX_INTERVAL, v.VQ_POLL_INTERVAL),
-      deadlineMs: v.VQ_POLL_DEADLINE,
-      adaptive: v.VQ_POLL_ADAPTIVE,
-      quantile: v.VQ_POLL_QUANTILE,
-      interactiveMs: v.VQ_POLL_INTERACTIVE,
-    },
-    attempts: v.VQ_ATTEMPTS,
-    backoffMs: v.VQ_BACKOFF,
-    recreateUncertain: v.VQ_RECREATE_UNCERTAIN,
-    budget: {
-      perDay: v.VQ_MAX_CREATES_PER_DAY,
-      perMonth: v.VQ_MAX_CREATES_PER_MONTH,
-      reuseWithinMs: v.VQ_REUSE_WITHIN,
-      reuseKeepMs: v.VQ_REUSE_KEEP,
-    },
-    upstreamHttp: { connectTimeoutMs: v.VQ_CONNECT_TIMEOUT, requestTimeoutMs: v.VQ_REQUEST_TIMEOUT },
-    locks: {
-      lockDurationMs: v.VQ_LOCK_DURATION,
-      stalledIntervalMs: v.VQ_STALLED_INTERVAL,
-      maxStalledCount: v.VQ_MAX_STALLED,
-    },
-    outDir: v.VQ_OUT_DIR,
-    csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
-    root: v.VQ_ROOT,
-    keepFailedMs: v.VQ_KEEP_FAILED,
-    retention: { retainMs: v.VQ_RETAIN, archiveDir: v.VQ_ARCHIVE_DIR ?? `${v.VQ_ROOT}/batches` },
-    http: {
-      host: v.VQ_HTTP_HOST,
-      port: v.VQ_HTTP_PORT,
-      bodyLimit: v.VQ_HTTP_BODY_LIMIT,
-      maxPlates: v.VQ_HTTP_MAX_PLATES,
-      rateLimitPerMin: v.VQ_API_RATE_LIMIT,
-      requestTimeoutMs: v.VQ_HTTP_REQUEST_TIMEOUT,
-      tokens,
-      consoleUploadsMax: v.VQ_CONSOLE_UPLOADS_MAX,
-      ...(v.VQ_HTTP_TRUST_PROXY
-        ? {
-            trustProxy: v.VQ_HTTP_TRUST_PROXY.split(',')
-              .map((p) => p.trim())
-              .filter((p) => p !== ''),
-          }
-        : {}),
-    },
-    inbox: { pollMs: v.VQ_INBOX_POLL, stableMs: v.VQ_INBOX_STABLE },
-    metricsPort: v.VQ_METRICS_PORT,
-    webhooks: {
-      secret: webhookSecret,
-      allow: webhookAllow,
-      url: v.VQ_WEBHOOK_URL,
-      attempts: v.VQ_WEBHOOK_ATTEMPTS,
-      backoffMs: v.VQ_WEBHOOK_BACKOFF,
-      timeoutMs: v.VQ_WEBHOOK_TIMEOUT,
-      publicUrl: v.VQ_PUBLIC_URL?.replace(/\/+$/, ''),
-      inboxNotifyUrl: v.VQ_INBOX_NOTIFY_URL,
-    },
-    watch: {
-      minEveryMs: v.VQ_WATCH_MIN_EVERY,
-      sweepMs: v.VQ_WATCH_SWEEP,
-      ignore: v.VQ_WATCH_IGNORE.split(',')
-        .map((f) => f.trim())
-        .filter((f) => f !== ''),
-      history: v.VQ_WATCH_HISTORY,
-      keepRounds: v.VQ_WATCH_KEEP_ROUNDS,
-      forgetMs: v.VQ_WATCH_FORGET,
-    },
-    logLevel: v.LOG_LEVEL,
-  });
+  return { webhookSecret, webhookAllow };
 }
 
 /** VQ_PRICE_PER_QUERY in VQ_CURRENCY (with VQ_PRICE_PER_POLL); undefined when no price is set. */
