@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
-import { createLogger } from '../logger.js';
+import { createLogger, type Logger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
 import { parseDeadline } from '../plans/deadline.js';
 import { batchPlan } from '../plans/projection.js';
@@ -16,7 +16,7 @@ import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile }
 import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
-import { OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
+import { type AccountLine, OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
 import { RedisHealth } from '../redis/health.js';
 import type { BatchRef } from '../redis/keys.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../redis/keys.js';
@@ -31,7 +31,7 @@ import { failureText } from '../webhooks/deliveries.js';
 import { checkCallbackUrl } from '../webhooks/target.js';
 import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
-import { createProgress, createTicker } from './progress.js';
+import { createProgress, createTicker, type Ticker } from './progress.js';
 
 export const EXIT_STOPPED = 130;
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
@@ -116,20 +116,7 @@ export async function runFile(
     for (const id of [account.id, ...(pool?.keys ?? [])]) requireAccountUpstream(accountOf(config, id));
   // A --notify URL this server will not call is refused before the file is even read.
   const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
-  // The progress (a redrawn line on a terminal, a plain line every 10 s otherwise) says what info
-  // logs would; they would only break it up. LOG_LEVEL (or --log-level) set: JSON logs, as asked.
-  const tty = ctx.io.stdout.isTTY === true;
-  const quiet = ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
-  const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
-  // The log lines that remain (warnings) pass the progress line, which steps aside for each.
-  const ticker = tty ? createTicker(ctx.io.stdout) : undefined;
-  const toStderr = ticker ? ticker.logs(ctx.io.stderr) : undefined;
-  // Nobody asked for JSON logs: the warnings that remain read as the rest of the output does.
-  const logger = quiet
-    ? createLogger({ level: logConfig.logLevel }, humanLogs(toStderr ?? ctx.io.stderr))
-    : toStderr
-      ? createLogger({ level: logConfig.logLevel }, toStderr)
-      : ctx.logger(logConfig);
+  const { ticker, logger, quiet } = runLogging(ctx, config);
   // One view of Redis for this process: an outage is one JSON line, not a block per retry.
   const health = new RedisHealth(logger);
   const services = options.services ?? (await openQueueServices(config, { health }));
@@ -142,198 +129,29 @@ export async function runFile(
       throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
     const digest = await checkPlateFile(file, format, readOptions(options));
     const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
+    const the: RunFile = { file, format, name, digest, batchId, account, pool, callbackUrl };
     if (options.dryRun) {
-      const { header, rows } = await readPlateFile(file, format, readOptions(options));
-      const estimated = await estimate(
-        services,
-        { source: 'file', name, digest, rows },
-        {
-          batchId,
-          account: account.id,
-          ...(pool !== undefined ? { pool: pool.name } : {}),
-          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
-          ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-          ...(options.priority !== undefined ? { priority: options.priority } : {}),
-          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
-        },
-      );
-      ctx.print(describeEstimate(estimated, account));
-      ctx.print(`  plate column "${header.plateColumn}" (${FOUND_BY[header.plateColumnFoundBy ?? 'content']})`);
+      await dryRunFile(ctx, services, the, options);
       return { code: 0, batchId };
     }
     const line = services.accounts.line(account.id);
-    const state = await line.state();
-    if (state.pause?.code === UNRECOGNISED_ANSWER) {
-      // Held for an answer vqb could not read: going on pays only when the settings now read it.
-      if ((await services.answers.verdict(line, answerReader(account.answers))) === 'unreadable') {
-        ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
-        ctx.print(
-          `account ${account.id} stays held: the settings in force do not read the held answer ` +
-            `either (nothing was sent)`,
-        );
-        return { code: EXIT_BLOCKED, batchId };
-      }
-      ctx.print(
-        `account ${account.id} was held for an answer vqb could not read; the settings in force read it: resuming`,
-      );
-      await services.answers.reopen(account.id);
-      await services.webhooks.accountResumed(account.id, await line.resume());
-    } else if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
-      // Running the command again is how a user says "I fixed the key": try once more. An
-      // operator's `vqb pause` is theirs to lift.
-      ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
-      await services.webhooks.accountResumed(account.id, await line.resume());
-    }
+    if ((await resumeHeld(ctx, services, account, line)) === 'held') return { code: EXIT_BLOCKED, batchId };
     // The account's own batch of that id: another account's batch of the same id is another batch.
     const ref = { id: batchId, account: account.id };
-    const existing = (await services.batches.exists(ref)) ? await services.batchViews.get(ref) : undefined;
-    // A --batch-id that another file's batch holds: nothing of this file is queued under it.
-    if (existing) await services.batches.assertContent(ref, digest);
-    if (existing && callbackUrl !== undefined) await services.webhooks.retarget(ref, callbackUrl);
-    if (existing?.sealed) {
-      ctx.print(
-        `resuming batch ${batchId}: ` +
-          `${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
-      );
-      if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
-        await services.budget.setMaxCreates(existing, options.maxCreates);
-        await releaseBatchHold(services, ref);
-        const going = goOnText(await services.batchViews.get(ref));
-        if (going) ctx.print(`create cap now ${options.maxCreates}${going}`);
-      }
-    } else {
-      const { header, rows } = await readPlateFile(file, format, readOptions(options));
-      const { batch, deadline } = await enqueue(
-        services,
-        { source: 'file', name, digest, rows, extraColumns: header.extraColumns },
-        {
-          batchId,
-          ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
-          ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-          account: account.id,
-          ...(pool !== undefined ? { pool: pool.name } : {}),
-          ...(options.priority !== undefined ? { priority: options.priority } : {}),
-          ...(options.weight !== undefined ? { weight: options.weight } : {}),
-          ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
-          ...(options.requireDeadline === true ? { requireDeadline: true } : {}),
-          ...(callbackUrl !== undefined ? { callbackUrl } : {}),
-        },
-        {
-          onLockWait: (ms) =>
-            ctx.print(
-              `waiting for another ingest of batch ${batchId} (still running, or stopped without ` +
-                `letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
-            ),
-        },
-      );
-      const c = batch.counts;
-      ctx.print(
-        `batch ${batchId}: ${counted(c.total, 'row')}, ${counted(c.enqueued, 'plate')} enqueued, ` +
-          `${c.rejected} rejected, ${counted(c.duplicates, 'duplicate')} (plate column "${header.plateColumn}")`,
-      );
-      // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
-      if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
-    }
+    await queueFile(ctx, services, the, options);
 
     const worker = startWorker(config, { logger, health });
     const progress = createProgress(ctx.io.stdout, logger, ticker ? { ticker } : quiet ? { print: ctx.print } : {});
-    let stopped = false;
-    void ctx.io.stopSignal.then(() => {
-      stopped = true;
-    });
     // Asked for now, so that a second Ctrl-C at any moment reaches this run (see CliIo.forceSignal).
     const forceSignal = ctx.io.forceSignal;
     let code = 0;
-    // An outage recorded before this run (the last run's, nobody has asked since) is not news.
-    const startedAt = Date.now();
-    // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
-    let saidPaused = false;
-    let saidAtCap = false;
-    let slackAt = 0;
-    let slackMs: number | undefined;
-    const named = config.accounts.length > 1 || account.id !== 'default';
-    const resumeCommand = `vqb resume${named ? ` --account ${account.id}` : ''}`;
     let unstored: { path: string; count: number } | undefined;
     try {
-      for (;;) {
-        // A stop is heard even while a read waits on a Redis that went away at the same moment.
-        const read = Promise.all([services.batchViews.get(ref), line.state()]);
-        const got = stopped ? undefined : await Promise.race([read, ctx.io.stopSignal.then(() => undefined)]);
-        if (got === undefined) {
-          read.catch(() => undefined);
-          progress.finish();
-          ctx.print('stopping: letting running requests finish…');
-          code = EXIT_STOPPED;
-          break;
-        }
-        const [info, now] = got;
-        if (now.unreachable && now.unreachable.lastAt < startedAt) delete now.unreachable;
-        const operatorPause = now.pause?.code === OPERATOR_PAUSE;
-        if (operatorPause && !saidPaused && info.finishedAt === undefined) {
-          const text = `account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``;
-          if (ticker) ticker.logs(ctx.io.stdout).write(`${text}\n`);
-          else ctx.print(text);
-        }
-        saidPaused = operatorPause;
-        // One line when the batch is held at its cap: it waits (nothing fails), and says how to go on.
-        const atCap = info.blocked === 'budget' && info.finishedAt === undefined;
-        if (atCap && !saidAtCap) {
-          const money =
-            account.price && info.maxCreates !== undefined
-              ? ` (${formatMoney(costOf(account.price, info.maxCreates))})`
-              : '';
-          const text =
-            `batch ${batchId} reached its cap of ${info.maxCreates ?? '?'} ` +
-            `creates${money}: its other plates wait; raise it with ` +
-            `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`;
-          if (ticker) ticker.logs(ctx.io.stdout).write(`${text}\n`);
-          else ctx.print(text);
-        }
-        saidAtCap = atCap;
-        // With a deadline: "on time by 12 min" / "late by 3 min", projected every 2 s.
-        if (info.deadline !== undefined && Date.now() - slackAt >= 2_000) {
-          slackAt = Date.now();
-          slackMs = (await batchPlan(services, info, slackAt))?.verdict.slackMs;
-        }
-        progress.update(info, now, slackMs);
-        if (info.finishedAt !== undefined) break;
-        if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
-          progress.finish();
-          ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
-          code = EXIT_BLOCKED;
-          break;
-        }
-        // No answer at all to as many requests in a row as one plate may try (VQ_ATTEMPTS): the
-        // upstream is down or the address is wrong. Stop, keep every plate as it is, say so.
-        if (now.unreachable && now.unreachable.attempts >= config.attempts) {
-          progress.finish();
-          ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config.attempts)}\n`);
-          code = EXIT_BLOCKED;
-          break;
-        }
-        await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
-      }
+      code = await followRun(ctx, config, services, { the, ref, line, progress, ticker });
       if (code === 0 && callbackUrl !== undefined) await reportNotify(ctx, services, ref, config.webhooks.timeoutMs);
     } finally {
       progress.finish();
-      // Bounded, whatever Redis does: past the timeout the connections are cut, and paid answers
-      // still waiting for Redis go to a file beside the exports.
-      // A second Ctrl-C stops at once (as the timeout would): the hint below is still printed.
-      const forced = forceSignal?.then(() => {
-        ctx.print('second stop: not waiting for running requests');
-      });
-      const closed = await worker.closeWithin(options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, forced);
-      if (!closed.clean) {
-        logger.warn(
-          { timeoutMs: options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS, held: closed.held.length },
-          'running requests did not finish in time; stopped without them',
-        );
-        if (closed.held.length > 0)
-          unstored = {
-            path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()),
-            count: closed.held.length,
-          };
-      }
+      unstored = await stopWorker(ctx, config, worker, { logger, forceSignal, batchId, options });
     }
     if (code !== 0) {
       if (unstored) {
@@ -361,6 +179,256 @@ export async function runFile(
     // A Redis that is gone would hold a polite QUIT forever: a few seconds, then the line is cut.
     if (!options.services) await closeWithin(services, 3_000);
   }
+}
+
+/** The file a run works on, as read once at its start. */
+interface RunFile {
+  file: string;
+  format: Awaited<ReturnType<typeof plateFileFormat>>;
+  name: string;
+  digest: string;
+  batchId: string;
+  account: Account;
+  pool: ReturnType<typeof poolFor> | undefined;
+  callbackUrl: string | undefined;
+}
+
+/**
+ * The run's logs: the progress (a redrawn line on a terminal, a plain line every 10 s otherwise)
+ * says what info logs would; they would only break it up. LOG_LEVEL (or --log-level) set: JSON
+ * logs, as asked.
+ */
+function runLogging(ctx: CommandContext, config: Config) {
+  const tty = ctx.io.stdout.isTTY === true;
+  const quiet = ctx.io.env.LOG_LEVEL === undefined && config.logLevel === 'info';
+  const logConfig: Config = quiet ? { ...config, logLevel: 'warn' } : config;
+  // The log lines that remain (warnings) pass the progress line, which steps aside for each.
+  const ticker = tty ? createTicker(ctx.io.stdout) : undefined;
+  const toStderr = ticker ? ticker.logs(ctx.io.stderr) : undefined;
+  // Nobody asked for JSON logs: the warnings that remain read as the rest of the output does.
+  const logger = quiet
+    ? createLogger({ level: logConfig.logLevel }, humanLogs(toStderr ?? ctx.io.stderr))
+    : toStderr
+      ? createLogger({ level: logConfig.logLevel }, toStderr)
+      : ctx.logger(logConfig);
+  return { ticker, logger, quiet };
+}
+
+/** `--dry-run`: what the batch would cost and which column holds its plates; nothing stored or sent. */
+async function dryRunFile(ctx: CommandContext, services: QueueServices, the: RunFile, options: RunOptions) {
+  const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
+  const estimated = await estimate(
+    services,
+    { source: 'file', name: the.name, digest: the.digest, rows },
+    {
+      batchId: the.batchId,
+      account: the.account.id,
+      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
+      ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+    },
+  );
+  ctx.print(describeEstimate(estimated, the.account));
+  ctx.print(`  plate column "${header.plateColumn}" (${FOUND_BY[header.plateColumnFoundBy ?? 'content']})`);
+}
+
+/**
+ * An account paused by a key failure, or held for an answer vqb could not read, resumes when the
+ * user runs the command again: that is how a user says "I fixed it". Held and still unreadable:
+ * 'held' (nothing is sent). An operator's `vqb pause` is theirs to lift.
+ */
+async function resumeHeld(
+  ctx: CommandContext,
+  services: QueueServices,
+  account: Account,
+  line: AccountLine,
+): Promise<'held' | undefined> {
+  const state = await line.state();
+  if (state.pause?.code === UNRECOGNISED_ANSWER) {
+    // Held for an answer vqb could not read: going on pays only when the settings now read it.
+    if ((await services.answers.verdict(line, answerReader(account.answers))) === 'unreadable') {
+      ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
+      ctx.print(
+        `account ${account.id} stays held: the settings in force do not read the held answer ` +
+          `either (nothing was sent)`,
+      );
+      return 'held';
+    }
+    ctx.print(
+      `account ${account.id} was held for an answer vqb could not read; the settings in force read it: resuming`,
+    );
+    await services.answers.reopen(account.id);
+    await services.webhooks.accountResumed(account.id, await line.resume());
+  } else if (state.pause && state.pause.code !== OPERATOR_PAUSE) {
+    ctx.print(`account ${account.id} was paused (${state.pause.message}); resuming`);
+    await services.webhooks.accountResumed(account.id, await line.resume());
+  }
+  return undefined;
+}
+
+/** The batch of the file: resumed when it was queued before (a new cap applied), else enqueued. */
+async function queueFile(ctx: CommandContext, services: QueueServices, the: RunFile, options: RunOptions) {
+  const { batchId, callbackUrl, account, pool } = the;
+  const ref = { id: batchId, account: account.id };
+  const existing = (await services.batches.exists(ref)) ? await services.batchViews.get(ref) : undefined;
+  // A --batch-id that another file's batch holds: nothing of this file is queued under it.
+  if (existing) await services.batches.assertContent(ref, the.digest);
+  if (existing && callbackUrl !== undefined) await services.webhooks.retarget(ref, callbackUrl);
+  if (existing?.sealed) {
+    ctx.print(
+      `resuming batch ${batchId}: ` +
+        `${existing.counts.done + existing.counts.failed}/${existing.counts.enqueued} already finished`,
+    );
+    if (options.maxCreates !== undefined && options.maxCreates !== existing.maxCreates) {
+      await services.budget.setMaxCreates(existing, options.maxCreates);
+      await releaseBatchHold(services, ref);
+      const going = goOnText(await services.batchViews.get(ref));
+      if (going) ctx.print(`create cap now ${options.maxCreates}${going}`);
+    }
+    return;
+  }
+  const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
+  const { batch, deadline } = await enqueue(
+    services,
+    { source: 'file', name: the.name, digest: the.digest, rows, extraColumns: header.extraColumns },
+    {
+      batchId,
+      ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      account: account.id,
+      ...(pool !== undefined ? { pool: pool.name } : {}),
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+      ...(options.weight !== undefined ? { weight: options.weight } : {}),
+      ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+      ...(options.requireDeadline === true ? { requireDeadline: true } : {}),
+      ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    },
+    {
+      onLockWait: (ms) =>
+        ctx.print(
+          `waiting for another ingest of batch ${batchId} (still running, or stopped without ` +
+            `letting go: its lock expires within ${Math.ceil(ms / 1000)} s), then resuming where it stopped`,
+        ),
+    },
+  );
+  const c = batch.counts;
+  ctx.print(
+    `batch ${batchId}: ${counted(c.total, 'row')}, ${counted(c.enqueued, 'plate')} enqueued, ` +
+      `${c.rejected} rejected, ${counted(c.duplicates, 'duplicate')} (plate column "${header.plateColumn}")`,
+  );
+  // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
+  if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
+}
+
+/**
+ * Follows the batch until it finishes (0), the user stops the run (EXIT_STOPPED), or its account
+ * cannot go on (EXIT_BLOCKED: a key failure, an upstream that does not answer); says along the
+ * way what holds it (an operator's pause, its cap) and how it stands against its deadline.
+ */
+async function followRun(
+  ctx: CommandContext,
+  config: Config,
+  services: QueueServices,
+  run: {
+    the: RunFile;
+    ref: BatchRef;
+    line: AccountLine;
+    progress: ReturnType<typeof createProgress>;
+    ticker: Ticker | undefined;
+  },
+): Promise<number> {
+  const { the, ref, line, progress, ticker } = run;
+  const { account, batchId } = the;
+  let stopped = false;
+  void ctx.io.stopSignal.then(() => {
+    stopped = true;
+  });
+  // An outage recorded before this run (the last run's, nobody has asked since) is not news.
+  const startedAt = Date.now();
+  // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
+  let saidPaused = false;
+  let saidAtCap = false;
+  let slackAt = 0;
+  let slackMs: number | undefined;
+  const named = config.accounts.length > 1 || account.id !== 'default';
+  const resumeCommand = `vqb resume${named ? ` --account ${account.id}` : ''}`;
+  const say = (text: string) => (ticker ? ticker.logs(ctx.io.stdout).write(`${text}\n`) : ctx.print(text));
+  for (;;) {
+    // A stop is heard even while a read waits on a Redis that went away at the same moment.
+    const read = Promise.all([services.batchViews.get(ref), line.state()]);
+    const got = stopped ? undefined : await Promise.race([read, ctx.io.stopSignal.then(() => undefined)]);
+    if (got === undefined) {
+      read.catch(() => undefined);
+      progress.finish();
+      ctx.print('stopping: letting running requests finish…');
+      return EXIT_STOPPED;
+    }
+    const [info, now] = got;
+    if (now.unreachable && now.unreachable.lastAt < startedAt) delete now.unreachable;
+    const operatorPause = now.pause?.code === OPERATOR_PAUSE;
+    if (operatorPause && !saidPaused && info.finishedAt === undefined)
+      say(`account ${account.id} is paused by an operator (vqb pause): waiting for \`${resumeCommand}\``);
+    saidPaused = operatorPause;
+    // One line when the batch is held at its cap: it waits (nothing fails), and says how to go on.
+    const atCap = info.blocked === 'budget' && info.finishedAt === undefined;
+    if (atCap && !saidAtCap) say(atCapText(batchId, info.maxCreates, account));
+    saidAtCap = atCap;
+    // With a deadline: "on time by 12 min" / "late by 3 min", projected every 2 s.
+    if (info.deadline !== undefined && Date.now() - slackAt >= 2_000) {
+      slackAt = Date.now();
+      slackMs = (await batchPlan(services, info, slackAt))?.verdict.slackMs;
+    }
+    progress.update(info, now, slackMs);
+    if (info.finishedAt !== undefined) return 0;
+    if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
+      progress.finish();
+      ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
+      return EXIT_BLOCKED;
+    }
+    // No answer at all to as many requests in a row as one plate may try (VQ_ATTEMPTS): the
+    // upstream is down or the address is wrong. Stop, keep every plate as it is, say so.
+    if (now.unreachable && now.unreachable.attempts >= config.attempts) {
+      progress.finish();
+      ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config.attempts)}\n`);
+      return EXIT_BLOCKED;
+    }
+    await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
+  }
+}
+
+/** The line a run says when its batch reaches its cap: it waits, and how to go on. */
+function atCapText(batchId: string, maxCreates: number | undefined, account: Account): string {
+  const money = account.price && maxCreates !== undefined ? ` (${formatMoney(costOf(account.price, maxCreates))})` : '';
+  return (
+    `batch ${batchId} reached its cap of ${maxCreates ?? '?'} ` +
+    `creates${money}: its other plates wait; raise it with ` +
+    `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''} and they go on`
+  );
+}
+
+/**
+ * Stops the run's worker, bounded whatever Redis does: past the timeout the connections are cut,
+ * and paid answers still waiting for Redis go to a file beside the exports (returned). A second
+ * Ctrl-C stops at once, as the timeout would.
+ */
+async function stopWorker(
+  ctx: CommandContext,
+  config: Config,
+  worker: ReturnType<typeof startWorker>,
+  run: { logger: Logger; forceSignal: Promise<string> | undefined; batchId: string; options: RunOptions },
+): Promise<{ path: string; count: number } | undefined> {
+  const { logger, forceSignal, batchId, options } = run;
+  const forced = forceSignal?.then(() => {
+    ctx.print('second stop: not waiting for running requests');
+  });
+  const timeoutMs = options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_MS;
+  const closed = await worker.closeWithin(timeoutMs, forced);
+  if (closed.clean) return undefined;
+  logger.warn({ timeoutMs, held: closed.held.length }, 'running requests did not finish in time; stopped without them');
+  if (closed.held.length === 0) return undefined;
+  return { path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()), count: closed.held.length };
 }
 
 /** The line a run stops on when its upstream does not answer. */
