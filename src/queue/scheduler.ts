@@ -171,7 +171,7 @@ export class Scheduler {
 
   /** The accounts with work: the only ones a worker process feeds and runs a Worker for. */
   async activeAccounts(): Promise<string[]> {
-    return this.#redis.zrange(this.#keys.schedActive, 0, -1);
+    return this.#redis.zrange(this.#keys.schedActive, 0, '-1');
   }
 
   /**
@@ -277,7 +277,7 @@ export class Scheduler {
   async pendingTotal(accountId: string): Promise<number> {
     let total = 0;
     for (const cls of PRIORITY_CLASSES) {
-      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1))
+      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, '-1'))
         total += await this.waiting({ id: batchId, account: accountId });
     }
     return total;
@@ -288,7 +288,7 @@ export class Scheduler {
     const out: BatchShare[] = [];
     let served = false;
     for (const cls of PRIORITY_CLASSES) {
-      const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
+      const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, '-1');
       if (ids.length === 0) continue;
       const weights = (await this.#redis.hmget(this.#keys.schedWeights(accountId), ...ids)).map(
         (w: string | null) => Number(w ?? 1) || 1,
@@ -325,7 +325,7 @@ export class Scheduler {
       .hdel(this.#keys.schedWeights(accountId), batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     await multi.exec();
-    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter(
+    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, '-1')).filter(
       (m: string) => parseMember(m)?.batchId === batchId,
     );
     if (staged.length > 0) await this.#redis.zrem(this.#keys.staged(accountId), ...staged);
