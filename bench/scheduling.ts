@@ -114,7 +114,7 @@ async function submitOne(
     await fleet.vqb.services.batches.ref(batchId),
     plate,
   );
-  if (!outcome || outcome.status !== 'done')
+  if (outcome?.status !== 'done')
     throw new Error(`${batchId}: no done outcome for ${plate} (${outcome?.error?.code ?? 'none stored'})`);
   const up = upstreamTimes(outcome.result);
   const latencyS = (outcome.finishedAt - submittedAt) / 1000;

@@ -76,7 +76,7 @@ export class InFlight {
 
   /** Removes the batch's slot count and any slot still listed for its jobs (retention). */
   async forget(accountId: string, batchId: string): Promise<void> {
-    const mine = (await this.#redis.zrange(this.#keys.inflight(accountId), 0, -1)).filter((m: string) =>
+    const mine = (await this.#redis.zrange(this.#keys.inflight(accountId), 0, '-1')).filter((m: string) =>
       m.startsWith(`${batchId}.`),
     );
     const multi = this.#redis.multi().hdel(this.#keys.inflightByBatch(accountId), batchId);

@@ -240,7 +240,7 @@ export class Scheduler {
 
   /** The accounts with work: the only ones a worker process feeds and runs a Worker for. */
   async activeAccounts(): Promise<string[]> {
-    return this.#redis.zrange(this.#keys.schedActive, 0, -1);
+    return this.#redis.zrange(this.#keys.schedActive, 0, '-1');
   }
 
   /**
@@ -351,7 +351,7 @@ export class Scheduler {
   async pendingTotal(accountId: string): Promise<number> {
     let total = 0;
     for (const cls of PRIORITY_CLASSES) {
-      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1))
+      for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, '-1'))
         total += await this.waiting({ id: batchId, account: accountId });
     }
     return total;
@@ -372,7 +372,7 @@ export class Scheduler {
 
   /** The account's batches that carry a deadline, earliest first (finished ones too, until `undeadline`). */
   async deadlines(accountId: string): Promise<{ batchId: string; deadline: number }[]> {
-    const flat = await this.#redis.zrange(this.#keys.schedDeadlines(accountId), 0, -1, 'WITHSCORES');
+    const flat = await this.#redis.zrange(this.#keys.schedDeadlines(accountId), 0, '-1', 'WITHSCORES');
     const out: { batchId: string; deadline: number }[] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) out.push({ batchId: flat[i]!, deadline: Number(flat[i + 1]) });
     return out;
@@ -389,7 +389,7 @@ export class Scheduler {
     except?: string,
   ): Promise<{ interactive: number; earlier: { batchId: string; deadline: number; waiting: number }[] }> {
     let interactive = 0;
-    for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, 'interactive'), 0, -1))
+    for (const batchId of await this.#redis.zrange(this.#keys.schedClass(accountId, 'interactive'), 0, '-1'))
       if (batchId !== except) interactive += await this.waiting({ id: batchId, account: accountId });
     const flat = await this.#redis.zrangebyscore(
       this.#keys.schedDeadlines(accountId),
@@ -417,7 +417,7 @@ export class Scheduler {
     const out: BatchShare[] = [];
     let served = false;
     for (const cls of PRIORITY_CLASSES) {
-      const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, -1);
+      const ids = await this.#redis.zrange(this.#keys.schedClass(accountId, cls), 0, '-1');
       if (ids.length === 0) continue;
       const weights = (await this.#redis.hmget(this.#keys.schedWeights(accountId), ...ids)).map(
         (w: string | null) => Number(w ?? 1) || 1,
@@ -459,7 +459,7 @@ export class Scheduler {
       .zrem(this.#keys.schedDeadlines(accountId), batchId);
     for (const cls of PRIORITY_CLASSES) multi.zrem(this.#keys.schedClass(accountId, cls), batchId);
     await multi.exec();
-    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, -1)).filter(
+    const staged = (await this.#redis.zrange(this.#keys.staged(accountId), 0, '-1')).filter(
       (m: string) => parseMember(m)?.batchId === batchId,
     );
     if (staged.length > 0) await this.#redis.zrem(this.#keys.staged(accountId), ...staged);

@@ -1,12 +1,21 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { ReplyMappingFromOptions } from 'ioredis/built/types.js';
 import type { Config } from '../config.js';
 import { isError, RedisUnavailableError, VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { parseRedisConnection, type RedisConnection } from './settings.js';
 
 export type { RedisConnection, RedisMode } from './settings.js';
+
+/**
+ * ioredis's options with the reply shapes pinned to its default, 'legacy' (RESP2's shapes over
+ * either protocol), which vqb and BullMQ read. ioredis 6's constructors take `replyMapping` as
+ * exactly 'legacy' or 'resp3' while its options type also allows undefined, so a plain
+ * `RedisOptions` is refused under exactOptionalPropertyTypes.
+ */
+export type LegacyRedisOptions = RedisOptions & { replyMapping?: 'legacy' };
 
 /**
  * A connection to standalone Redis (also through Sentinel) or to a Redis Cluster: vqb's keys share
@@ -32,13 +41,18 @@ export function standaloneConnection(url: string): RedisConnection {
  * are of this class too.
  */
 class SentinelRedis extends Redis {
-  constructor(options: RedisOptions) {
+  constructor(options: LegacyRedisOptions) {
     super(options);
     this.on('end', () => (this as unknown as { connector: { disconnect(): void } }).connector.disconnect());
   }
 
-  override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new SentinelRedis({ ...this.options, ...override });
+  // ioredis 6 types duplicate() by the reply shapes its override asks for; vqb never asks for any
+  // but the default ('legacy'), hence the casts.
+  override duplicate<Override extends Partial<RedisOptions> | undefined = undefined>(
+    override?: Override,
+  ): Redis<ReplyMappingFromOptions<'legacy', Override>> {
+    const options = { ...this.options, ...override } as LegacyRedisOptions;
+    return new SentinelRedis(options) as Redis<ReplyMappingFromOptions<'legacy', Override>>;
   }
 }
 
@@ -49,7 +63,7 @@ class SentinelRedis extends Redis {
  */
 export function connectRedis(target: RedisConnection | string, options: ConnectOptions = {}): RedisClient {
   const settings = typeof target === 'string' ? standaloneConnection(target) : target;
-  const common: RedisOptions = {
+  const common: LegacyRedisOptions = {
     maxRetriesPerRequest: options.failFast ? 2 : null,
     enableOfflineQueue: true,
     connectionName: options.name ?? 'vqb',
@@ -59,7 +73,7 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
   };
   let client: RedisClient;
   if (settings.mode === 'cluster') {
-    const clusterOptions: ClusterOptions = {
+    const clusterOptions: ClusterOptions & { redisOptions: LegacyRedisOptions } = {
       redisOptions: common,
       // Reads go to masters too: a replica may lag behind a result just written.
       scaleReads: 'master',

@@ -538,7 +538,7 @@ async function moveRound(redis: RedisClient, moves: Move[]): Promise<number> {
     // Gone since SCAN saw it (expired, or SCAN returned it twice): nothing to move.
     if (payload === null || pttl === -2) return;
     present.push(m);
-    restores.push(cmd('RESTORE', m.to, pttl > 0 ? pttl : 0, payload));
+    restores.push(cmd('RESTORE', m.to, Math.max(pttl, 0), payload));
   });
   const restored = await send(redis, restores);
   present.forEach((m, i) => {

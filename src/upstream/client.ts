@@ -109,6 +109,9 @@ export class UpstreamClient {
     const dispatcher =
       options.dispatcher ??
       new Agent({
+        // HTTP/1.1 as tested: undici 8 would speak HTTP/2 to a TLS upstream that offers it, a
+        // protocol none of our tests or the simulator exercise (pacing, timeouts, the pool).
+        allowH2: false,
         keepAliveTimeout: 30_000,
         connections: 64,
         connect: { timeout: options.connectTimeoutMs ?? 10_000 },

@@ -61,6 +61,7 @@ export class UpstreamProbe {
     this.#key = options.key;
     this.#now = options.now ?? Date.now;
     this.#dispatcher = new Agent({
+      allowH2: false, // HTTP/1.1, as the client (client.ts) speaks it
       connect: { timeout: options.timeoutMs },
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,

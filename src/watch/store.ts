@@ -172,12 +172,12 @@ export class WatchStore {
 
   /** The account's watches (names), oldest first. */
   async names(account: string): Promise<string[]> {
-    return this.#redis.zrange(this.#keys.accountWatches(account), 0, -1);
+    return this.#redis.zrange(this.#keys.accountWatches(account), 0, '-1');
   }
 
   /** Every watch of the deployment. */
   async all(): Promise<WatchRef[]> {
-    const ids = await this.#redis.zrange(this.#keys.watches, 0, -1);
+    const ids = await this.#redis.zrange(this.#keys.watches, 0, '-1');
     return ids.map((id) => {
       const cut = id.indexOf('/');
       return { account: id.slice(0, cut), name: id.slice(cut + 1) };
@@ -185,7 +185,7 @@ export class WatchStore {
   }
 
   async plates(ref: WatchRef): Promise<string[]> {
-    return this.#redis.zrange(this.#keys.watchPlates(ref), 0, -1);
+    return this.#redis.zrange(this.#keys.watchPlates(ref), 0, '-1');
   }
 
   /** Adds plates (a plate added back is no longer "removed"). Returns how many were new. */

@@ -99,8 +99,9 @@ export class WebhookSender {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     const resolve = options.resolve ?? systemResolve;
-    this.#guarded = new Agent({ connect: { lookup: guardedLookup(resolve, false) } });
-    this.#named = new Agent({ connect: { lookup: guardedLookup(resolve, true) } });
+    // HTTP/1.1, as tested (undici 8 would otherwise speak HTTP/2 to receivers that offer it).
+    this.#guarded = new Agent({ allowH2: false, connect: { lookup: guardedLookup(resolve, false) } });
+    this.#named = new Agent({ allowH2: false, connect: { lookup: guardedLookup(resolve, true) } });
   }
 
   /** The three headers of the specification for this attempt. */

@@ -74,7 +74,7 @@ async function scanPattern(redis: RedisClient, pattern: string, needles: readonl
           values.push(...(await redis.smembersBuffer(nameBuf)));
           break;
         case 'zset':
-          values.push(...(await redis.zrangeBuffer(nameBuf, 0, -1)));
+          values.push(...(await redis.zrangeBuffer(nameBuf, 0, '-1')));
           break;
         case 'stream':
           for (const [, fields] of await redis.xrangeBuffer(nameBuf, '-', '+')) values.push(...fields);

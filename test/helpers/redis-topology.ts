@@ -9,7 +9,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
+import type { LegacyRedisOptions } from '../../src/redis/connection.js';
 import { freePort, startThrowawayCluster } from '../../src/redis/server.js';
 
 const run = promisify(execFile);
@@ -36,7 +37,7 @@ async function closeAll(p: Processes): Promise<void> {
 }
 
 /** Connects to one server of a topology directly (no cluster or sentinel logic). */
-export function direct(port: number, options: RedisOptions = {}): Redis {
+export function direct(port: number, options: LegacyRedisOptions = {}): Redis {
   const redis = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 2, ...options });
   redis.on('error', () => {});
   return redis;
@@ -47,7 +48,7 @@ async function startServer(
   p: Processes,
   args: string[],
   port: number,
-  probe: RedisOptions = {},
+  probe: LegacyRedisOptions = {},
 ): Promise<ChildProcess> {
   const child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: p.dir });
   p.children.push(child);

@@ -42,26 +42,27 @@ async function plateJobs(h: Harness): Promise<PlateJobData[]> {
 }
 
 describe('reading what is plainly there', () => {
-  it.each<AnswerShapeName>([
-    'pt',
-    'data',
-  ])('against `--answers %s`, vqb run of 100 plates finishes with no setting; creates = plates', async (shape) => {
-    const plates = makePlates(100);
-    const failing = new Set(plates.slice(0, 7));
-    const h = await harness.start({
-      label: `ans-${shape}`,
-      workers: 0,
-      sim: { answers: shape, completionMs: [100, 400], failPlates: [...failing] },
-    });
-    const file = await plateFile(h, `${shape}.csv`, plates);
-    const run = await vqb(h, ['run', file]).done;
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    const batchId = /batch (\S+): 100 rows/.exec(run.stdout)![1]!;
-    await expectAllAsUpstreamSaid(h, batchId, plates, failing);
-    // First contact happened once and is kept for the next process.
-    expect(await h.services.answers.understood('default')).toBeDefined();
-  }, 90_000);
+  it.each<AnswerShapeName>(['pt', 'data'])(
+    'against `--answers %s`, vqb run of 100 plates finishes with no setting; creates = plates',
+    async (shape) => {
+      const plates = makePlates(100);
+      const failing = new Set(plates.slice(0, 7));
+      const h = await harness.start({
+        label: `ans-${shape}`,
+        workers: 0,
+        sim: { answers: shape, completionMs: [100, 400], failPlates: [...failing] },
+      });
+      const file = await plateFile(h, `${shape}.csv`, plates);
+      const run = await vqb(h, ['run', file]).done;
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      const batchId = /batch (\S+): 100 rows/.exec(run.stdout)![1]!;
+      await expectAllAsUpstreamSaid(h, batchId, plates, failing);
+      // First contact happened once and is kept for the next process.
+      expect(await h.services.answers.understood('default')).toBeDefined();
+    },
+    90_000,
+  );
 });
 
 describe('an answer vqb cannot read', () => {

@@ -494,7 +494,7 @@ describe('the pipeline with a broken upstream', () => {
       const o = await h.services.outcomes.get(await h.services.batches.ref('b'), plate);
       expect(o?.status, plate).toBe('done');
       expect(o?.queryId).toBe(idOf.get(plate));
-      expect((o?.result as { vehicle?: { plate?: string } }).vehicle?.plate).toBe(plate);
+      expect((o?.result as { vehicle?: { plate?: string } } | undefined)?.vehicle?.plate).toBe(plate);
     }
     const html = await h.services.outcomes.get(await h.services.batches.ref('b'), HTML_CREATE);
     expect(html?.status).toBe('failed');

@@ -62,37 +62,34 @@ const CASES: { name: string; sim: Partial<SimulatorOptions>; expectFlagged: bool
 ];
 
 describe('broken answers', () => {
-  it.each(
-    CASES,
-  )('$name: every plate created twice is flagged; creates and polls sent equal the simulator’s counts', async ({
-    sim,
-    expectFlagged,
-    failedCode,
-  }) => {
-    const h = await harness.start({
-      label: 'broken',
-      config: { VQ_REQUEST_TIMEOUT: '1s', VQ_BACKOFF: '50ms', VQ_ATTEMPTS: '6' },
-      sim: { completionMs: [100, 300], ...sim },
-    });
-    await h.enqueue('b', makePlates(PLATES));
-    await h.waitForBatch('b', 60_000);
-    await sleep(300);
-    const { twice, flagged, failed } = await check(h, 'b');
-    const faults = Object.values(h.sim.stats().faults).reduce((a, b) => a + b, 0);
-    expect(faults).toBeGreaterThan(0);
-    if (expectFlagged) {
-      expect(twice).toBeGreaterThan(0);
-      expect(flagged).toBeGreaterThanOrEqual(twice);
-      expect(failed).toBe(0);
-    } else {
-      expect(twice).toBe(0);
-      expect(failed).toBe(faults);
-      for (const plate of makePlates(PLATES)) {
-        const o = await h.services.outcomes.get(await h.services.batches.ref('b'), plate);
-        if (o?.status === 'failed') expect(o.error?.code).toBe(failedCode);
+  it.each(CASES)(
+    '$name: every plate created twice is flagged; creates and polls sent equal the simulator’s counts',
+    async ({ sim, expectFlagged, failedCode }) => {
+      const h = await harness.start({
+        label: 'broken',
+        config: { VQ_REQUEST_TIMEOUT: '1s', VQ_BACKOFF: '50ms', VQ_ATTEMPTS: '6' },
+        sim: { completionMs: [100, 300], ...sim },
+      });
+      await h.enqueue('b', makePlates(PLATES));
+      await h.waitForBatch('b', 60_000);
+      await sleep(300);
+      const { twice, flagged, failed } = await check(h, 'b');
+      const faults = Object.values(h.sim.stats().faults).reduce((a, b) => a + b, 0);
+      expect(faults).toBeGreaterThan(0);
+      if (expectFlagged) {
+        expect(twice).toBeGreaterThan(0);
+        expect(flagged).toBeGreaterThanOrEqual(twice);
+        expect(failed).toBe(0);
+      } else {
+        expect(twice).toBe(0);
+        expect(failed).toBe(faults);
+        for (const plate of makePlates(PLATES)) {
+          const o = await h.services.outcomes.get(await h.services.batches.ref('b'), plate);
+          if (o?.status === 'failed') expect(o.error?.code).toBe(failedCode);
+        }
       }
-    }
-  });
+    },
+  );
 
   it('a poll answered 404 QUERY_NOT_FOUND once is retried: no plate fails, nothing is created twice', async () => {
     const h = await harness.start({

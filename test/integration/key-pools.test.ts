@@ -76,7 +76,7 @@ describe('pools of keys', () => {
       if (counts.done + counts.failed + left >= plates.length) break;
       if (Date.now() > deadline) {
         const jobs = await h.services.accounts.queue('k30').getJobCounts();
-        const staged = await h.redis.redis.zrange(h.services.keys.staged('k30'), 0, -1);
+        const staged = await h.redis.redis.zrange(h.services.keys.staged('k30'), 0, '-1');
         const waiting = await h.services.accounts.queue('k30').getJobs(['wait', 'prioritized', 'delayed', 'active']);
         throw new Error(
           `not carried on: ${JSON.stringify(counts)}, ${left} with k30 ${JSON.stringify(jobs)} staged ${staged} ${JSON.stringify(waiting.map((j) => j.data))}`,

@@ -48,7 +48,7 @@ async function snapshot(redis: RedisClient, key: string): Promise<Snapshot> {
     case 'list':
       return { type, value: await redis.lrange(key, 0, -1), pttl };
     case 'zset':
-      return { type, value: await redis.zrange(key, 0, -1, 'WITHSCORES'), pttl };
+      return { type, value: await redis.zrange(key, 0, '-1', 'WITHSCORES'), pttl };
     case 'set':
       return { type, value: (await redis.smembers(key)).sort(), pttl };
     case 'stream':
@@ -282,7 +282,7 @@ async function expectMoved(redis: RedisClient, d: Deployment, s: Seeded): Promis
   });
   expect(await redis.hgetall(keys.schedActiveFlag('acme'))).toEqual({ on: '1', gen: '1' });
   expect(await redis.hgetall(keys.schedActiveFlag('batch'))).toEqual({ on: '1', gen: '1' });
-  expect(await redis.zrange(keys.schedActive, 0, -1, 'WITHSCORES')).toEqual(['acme', '1', 'batch', '1']);
+  expect(await redis.zrange(keys.schedActive, 0, '-1', 'WITHSCORES')).toEqual(['acme', '1', 'batch', '1']);
   expect(await redis.get(keys.layout)).toBe('2');
   expect(await redis.exists(`${keys.layout}:lock`)).toBe(0);
   // Nothing else is left under the old names.

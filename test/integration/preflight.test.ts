@@ -46,56 +46,56 @@ describe('start-up checks', () => {
   it.each([
     { command: ['work'], started: 'worker started' },
     { command: ['serve', '--no-inbox'], started: '"msg":"serving"' },
-  ])('`vqb $command.0` started while Redis is away waits for it (one JSON line), then starts and stops cleanly', async ({
-    command,
-    started,
-  }) => {
-    const port = await freePort();
-    const dir = await mkdtemp(join(tmpdir(), 'vqb-preflight-'));
-    const env = {
-      PATH: process.env.PATH ?? '',
-      LOG_LEVEL: 'info',
-      REDIS_URL: `redis://127.0.0.1:${port}`,
-      VQ_PREFIX: `{vqbtest-wait-${port}}`,
-      VQ_BASE_URL: 'http://127.0.0.1:9',
-      VQ_API_KEY: 'k',
-    };
-    const child = spawn(process.execPath, [BIN, ...command], {
-      env: { ...env, VQ_HTTP_PORT: String(await freePort()), VQ_ROOT: dir },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const seen = (text: string) =>
-      new Promise<void>((done) => {
-        const check = () => out.includes(text) && done();
-        child.stdout.on('data', check);
-        child.stderr.on('data', check);
-        check();
+  ])(
+    '`vqb $command.0` started while Redis is away waits for it (one JSON line), then starts and stops cleanly',
+    async ({ command, started }) => {
+      const port = await freePort();
+      const dir = await mkdtemp(join(tmpdir(), 'vqb-preflight-'));
+      const env = {
+        PATH: process.env.PATH ?? '',
+        LOG_LEVEL: 'info',
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        VQ_PREFIX: `{vqbtest-wait-${port}}`,
+        VQ_BASE_URL: 'http://127.0.0.1:9',
+        VQ_API_KEY: 'k',
+      };
+      const child = spawn(process.execPath, [BIN, ...command], {
+        env: { ...env, VQ_HTTP_PORT: String(await freePort()), VQ_ROOT: dir },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    try {
-      await seen('waiting for it');
-      const redis = await spawnRedisServer({ port, dir, args: ['--save', ''] });
+      let out = '';
+      const seen = (text: string) =>
+        new Promise<void>((done) => {
+          const check = () => out.includes(text) && done();
+          child.stdout.on('data', check);
+          child.stderr.on('data', check);
+          check();
+        });
+      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (out += c.toString()));
       try {
-        await seen(started);
-        child.kill('SIGTERM');
-        const [code] = (await once(child, 'exit')) as [number];
-        expect(code).toBe(0);
-        // serve also prints one line for people on stdout; the rest is JSON.
-        const lines = out
-          .trim()
-          .split('\n')
-          .filter((l) => !l.startsWith('vqb serving on '));
-        for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
-        // Said once, not once per attempt.
-        expect(lines.filter((l) => l.includes('waiting for it'))).toHaveLength(1);
+        await seen('waiting for it');
+        const redis = await spawnRedisServer({ port, dir, args: ['--save', ''] });
+        try {
+          await seen(started);
+          child.kill('SIGTERM');
+          const [code] = (await once(child, 'exit')) as [number];
+          expect(code).toBe(0);
+          // serve also prints one line for people on stdout; the rest is JSON.
+          const lines = out
+            .trim()
+            .split('\n')
+            .filter((l) => !l.startsWith('vqb serving on '));
+          for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+          // Said once, not once per attempt.
+          expect(lines.filter((l) => l.includes('waiting for it'))).toHaveLength(1);
+        } finally {
+          await stopRedisServer(redis);
+        }
       } finally {
-        await stopRedisServer(redis);
+        child.kill('SIGKILL');
+        await rm(dir, { recursive: true, force: true });
       }
-    } finally {
-      child.kill('SIGKILL');
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

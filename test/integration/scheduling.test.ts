@@ -36,26 +36,29 @@ describe('fair shares between the batches of one account', () => {
   it.each([
     [1, 1, 0.5],
     [3, 1, 0.75],
-  ])('weights %i:%i: while both have creates waiting, the first gets %f of the creates in every window (± 0.1)', async (wa, wb, expected) => {
-    const h = await harness.start({
-      label: `share-${wa}-${wb}`,
-      config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '16' },
-      sim: { completionMs: [100, 200] },
-    });
-    await h.enqueue('first', makePlates(150), { weight: wa });
-    // The second arrives while the first is well under way.
-    await waitFor(async () => (await h.services.batchViews.get('first')).counts.creates >= 30);
-    await h.enqueue('second', makePlates(150, 1_000), { weight: wb });
-    await h.waitForBatch('first', 60_000);
-    await h.waitForBatch('second', 60_000);
-    const shares = await sharesOfA(h, 'first', 'second', 1_000);
-    expect(shares.length).toBeGreaterThanOrEqual(3);
-    for (const share of shares) {
-      expect(share).toBeGreaterThan(expected - 0.1);
-      expect(share).toBeLessThan(expected + 0.1);
-    }
-    expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
-  });
+  ])(
+    'weights %i:%i: while both have creates waiting, the first gets %f of the creates in every window (± 0.1)',
+    async (wa, wb, expected) => {
+      const h = await harness.start({
+        label: `share-${wa}-${wb}`,
+        config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '16' },
+        sim: { completionMs: [100, 200] },
+      });
+      await h.enqueue('first', makePlates(150), { weight: wa });
+      // The second arrives while the first is well under way.
+      await waitFor(async () => (await h.services.batchViews.get('first')).counts.creates >= 30);
+      await h.enqueue('second', makePlates(150, 1_000), { weight: wb });
+      await h.waitForBatch('first', 60_000);
+      await h.waitForBatch('second', 60_000);
+      const shares = await sharesOfA(h, 'first', 'second', 1_000);
+      expect(shares.length).toBeGreaterThanOrEqual(3);
+      for (const share of shares) {
+        expect(share).toBeGreaterThan(expected - 0.1);
+        expect(share).toBeLessThan(expected + 0.1);
+      }
+      expect(h.sim.stats({ plates: true }).maxCreatesPerPlate).toBe(1);
+    },
+  );
 });
 
 describe('priority classes', () => {

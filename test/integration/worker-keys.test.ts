@@ -93,29 +93,29 @@ describe('worker engine: key-level failures', () => {
   it.each([
     { missing: 'run_queries', permissions: ['view_queries'], named: 'Run vehicle queries' },
     { missing: 'view_queries', permissions: ['run_queries'], named: 'View queries already run' },
-  ] as const)('a key lacking $missing pauses the line with a message naming "$named"', async ({
-    permissions,
-    named,
-  }) => {
-    h = await startHarness({ label: 'perm', sim: { keys: [{ key: TEST_KEY, permissions: [...permissions] }] } });
-    await h.enqueue('b', makePlates(10));
-    await waitFor(async () => (await h!.line.state()).pause !== undefined);
-    const state = await h.line.state();
-    expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
-    expect(state.pause?.message).toContain(named);
-    // The reason is in Redis a round trip or two before the worker that recorded it logs it.
-    await waitFor(async () => h!.logs.lines.some((l) => l.level === 60));
-    expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
-    await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
-    expect((await h.services.batchViews.get('b')).counts.failed).toBe(0);
-    expect(await h.queue.getFailedCount()).toBe(0);
+  ] as const)(
+    'a key lacking $missing pauses the line with a message naming "$named"',
+    async ({ permissions, named }) => {
+      h = await startHarness({ label: 'perm', sim: { keys: [{ key: TEST_KEY, permissions: [...permissions] }] } });
+      await h.enqueue('b', makePlates(10));
+      await waitFor(async () => (await h!.line.state()).pause !== undefined);
+      const state = await h.line.state();
+      expect(state.pause?.code).toBe('INSUFFICIENT_PERMISSIONS');
+      expect(state.pause?.message).toContain(named);
+      // The reason is in Redis a round trip or two before the worker that recorded it logs it.
+      await waitFor(async () => h!.logs.lines.some((l) => l.level === 60));
+      expect(h.logs.lines.find((l) => l.level === 60)?.msg).toContain(named);
+      await waitFor(async () => (await h!.queue.getActiveCount()) === 0);
+      expect((await h.services.batchViews.get('b')).counts.failed).toBe(0);
+      expect(await h.queue.getFailedCount()).toBe(0);
 
-    // Fix the key and resume: nothing was lost.
-    h.sim.keys.add({ key: TEST_KEY });
-    await h.line.resume();
-    await h.waitForBatch('b', 30_000);
-    expect((await h.services.batchViews.get('b')).counts.done).toBe(10);
-  });
+      // Fix the key and resume: nothing was lost.
+      h.sim.keys.add({ key: TEST_KEY });
+      await h.line.resume();
+      await h.waitForBatch('b', 30_000);
+      expect((await h.services.batchViews.get('b')).counts.done).toBe(10);
+    },
+  );
 
   it("one account's expired key pauses that account alone: the other keeps its full rate; rotated and resumed, the first finishes, nothing created twice", async () => {
     h = await startHarness({

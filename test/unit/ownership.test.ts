@@ -120,22 +120,23 @@ describe('Lua scripts live in files with a KEYS/ARGV header', () => {
     expect(inline.map((f) => relative(ROOT, join(ROOT, f)))).toEqual(['src/redis/scripts.ts']);
   });
 
-  it.each(
-    scripts,
-  )('%s: named <name>-<keys>.lua, a header naming each KEYS[i] it uses and its ARGV, and no KEYS beyond its count', (file) => {
-    const text = readFileSync(join(ROOT, dir, file), 'utf8');
-    const count = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
-    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
-    const body = text.slice(text.indexOf(']]') + 2);
-    const used = new Set([...body.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
-    expect(header, 'a --[[ ]] header first').not.toBe('');
-    for (const i of used) {
-      expect(i, `KEYS[${i}] within the declared ${count}`).toBeLessThanOrEqual(count);
-    }
-    // The header names the keys (KEYS[1], or KEYS[1..3]) and says what ARGV holds, when it takes any.
-    for (let i = 1; i <= count; i++) expect(header).toMatch(new RegExp(`KEYS\\[(${i}|\\d\\.\\.\\d)\\]`));
-    if (/ARGV\[/.test(body)) expect(header).toMatch(/ARGV\[/);
-  });
+  it.each(scripts)(
+    '%s: named <name>-<keys>.lua, a header naming each KEYS[i] it uses and its ARGV, and no KEYS beyond its count',
+    (file) => {
+      const text = readFileSync(join(ROOT, dir, file), 'utf8');
+      const count = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
+      const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
+      const body = text.slice(text.indexOf(']]') + 2);
+      const used = new Set([...body.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
+      expect(header, 'a --[[ ]] header first').not.toBe('');
+      for (const i of used) {
+        expect(i, `KEYS[${i}] within the declared ${count}`).toBeLessThanOrEqual(count);
+      }
+      // The header names the keys (KEYS[1], or KEYS[1..3]) and says what ARGV holds, when it takes any.
+      for (let i = 1; i <= count; i++) expect(header).toMatch(new RegExp(`KEYS\\[(${i}|\\d\\.\\.\\d)\\]`));
+      if (/ARGV\[/.test(body)) expect(header).toMatch(/ARGV\[/);
+    },
+  );
 
   it('a rule shared by scripts lives once in includes/, and every include is used', () => {
     const includes = readdirSync(join(ROOT, dir, 'includes')).map((f) => f.replace(/\.lua$/, ''));

@@ -41,20 +41,15 @@ describe('checkPlate', () => {
     expect(checkPlate('ABC12345')).toMatchObject({ ok: false, reason: 'BAD_LENGTH', normalized: 'ABC12345' });
   });
 
-  it.each([
-    '1234ABC',
-    'AB12345',
-    'ABCD123',
-    'ABC12D3',
-    'ABC1DD3',
-    'ABCDEFG',
-    '1234567',
-  ])('BAD_FORMAT for %j, keeping the original', (plate) => {
-    const original = plate.toLowerCase();
-    const check = checkPlate(original);
-    expect(check).toMatchObject({ ok: false, reason: 'BAD_FORMAT', original, normalized: plate });
-    expect(!check.ok && check.message).toContain('ABC1234');
-  });
+  it.each(['1234ABC', 'AB12345', 'ABCD123', 'ABC12D3', 'ABC1DD3', 'ABCDEFG', '1234567'])(
+    'BAD_FORMAT for %j, keeping the original',
+    (plate) => {
+      const original = plate.toLowerCase();
+      const check = checkPlate(original);
+      expect(check).toMatchObject({ ok: false, reason: 'BAD_FORMAT', original, normalized: plate });
+      expect(!check.ok && check.message).toContain('ABC1234');
+    },
+  );
 });
 
 describe('toMercosul', () => {

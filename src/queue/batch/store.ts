@@ -490,7 +490,7 @@ export class BatchStore {
   async retentionCandidates(): Promise<
     { id: string; account: string; finishedAt?: number; deleteRequested: boolean }[]
   > {
-    const refs = await this.#expand(await this.#redis.zrange(this.#keys.batches, 0, -1));
+    const refs = await this.#expand(await this.#redis.zrange(this.#keys.batches, 0, '-1'));
     const fields = await Promise.all(
       refs.map((ref) => this.#redis.hmget(this.#keys.batch(ref), 'finishedAt', 'deleteRequested')),
     );
