@@ -58,6 +58,15 @@ local function urgentBatches(deadlinesKey, classKeys, pendingPrefix, now, msPerP
   return urgent
 end
 
+-- A plate taken: staged (until its job is on the queue: the feeder's recovery adds it again
+-- should the process die first) and returned as class, batch, plate.
+local function stage(stagedKey, now, c, batch, plate, out)
+  redis.call('ZADD', stagedKey, now, c .. ':' .. batch .. '.' .. plate)
+  out[#out + 1] = c
+  out[#out + 1] = batch
+  out[#out + 1] = plate
+end
+
 local function takeUrgent(classKeys, stagedKey, pendingPrefix, now, n, out, urgent, picked)
   for _, batch in ipairs(urgent) do
     local c = redis.call('ZSCORE', classKeys[2], batch) and 2 or 3
@@ -67,10 +76,7 @@ local function takeUrgent(classKeys, stagedKey, pendingPrefix, now, n, out, urge
         redis.call('ZREM', classKeys[c], batch)
         break
       end
-      redis.call('ZADD', stagedKey, now, c .. ':' .. batch .. '.' .. plate)
-      out[#out + 1] = c
-      out[#out + 1] = batch
-      out[#out + 1] = plate
+      stage(stagedKey, now, c, batch, plate, out)
       picked = picked + 1
     end
   end
@@ -91,10 +97,7 @@ local function takePlates(classKeys, weightsKey, stagedKey, pendingPrefix, now, 
       else
         local weight = tonumber(redis.call('HGET', weightsKey, batch) or '1')
         redis.call('ZADD', classKeys[c], tonumber(head[2]) + 1 / weight, batch)
-        redis.call('ZADD', stagedKey, now, c .. ':' .. batch .. '.' .. plate)
-        out[#out + 1] = c
-        out[#out + 1] = batch
-        out[#out + 1] = plate
+        stage(stagedKey, now, c, batch, plate, out)
         picked = picked + 1
       end
     end
