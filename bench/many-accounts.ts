@@ -105,6 +105,12 @@ export interface ManyAccountsFigures {
   settings: ManyAccountsSettings;
   redisVersion: string;
   startWorkersS: number;
+  /**
+   * First contact before the step: one plate on the first account, enqueued → read end to end, s.
+   * What one account understood holds for every account of the upstream (src/queue/answers.ts), so
+   * the step measures a deployment that has met its upstream, as any has after its first plate.
+   */
+  firstContactS: number;
   /** The first enqueue's start → the last one resolved, s. */
   enqueueS: number;
   /** The first enqueue's start → the last bulk batch finished, s. */
@@ -249,6 +255,15 @@ function sampleRedis(probes: Probe[]): { stop(): Promise<Peaks> } {
  * Waits until every batch's hash has a finishedAt: each second, one pipelined HMGET of those not
  * finished per master, on the probe of the master that holds the batch (`home`), which counts them.
  */
+/** One plate on `account`, enqueued and waited for: the upstream's answers are understood from then on. */
+async function meetUpstream(vqb: Vqb, home: (b: BatchRef) => Probe, keys: VqbKeys, account: string, plates: string[]) {
+  const t = Date.now();
+  await vqb.enqueue(plates, { batchId: 'many-first-contact', account });
+  const done = await waitFinished(home, keys, [{ id: 'many-first-contact', account }], t + 120_000);
+  if (done.size !== 1) throw new Error('first contact: the plate on the first account did not finish in 120 s');
+  return (Date.now() - t) / 1000;
+}
+
 async function waitFinished(
   home: (b: BatchRef) => Probe,
   keys: VqbKeys,
@@ -423,7 +438,17 @@ export async function runManyAccounts(
     ]);
     const ownerOf = new Map(ids.map((id, i) => [id, owners[i]!]));
     const home = (b: BatchRef) => probes[ownerOf.get(b.account) ?? 0]!;
-    const from = ctx.allocatePlates(s.accounts * s.platesPerAccount + 1);
+    const from = ctx.allocatePlates(s.accounts * s.platesPerAccount + 2);
+    const firstContactS = await meetUpstream(
+      vqb,
+      home,
+      keys,
+      ids[0]!,
+      platesFrom(from + s.accounts * s.platesPerAccount + 1, 1),
+    );
+    ctx.log(
+      `    first contact (one plate on ${ids[0]}, for every account of the upstream): ${firstContactS.toFixed(1)} s`,
+    );
     await sleep(2_000);
     await sim.reset();
 
@@ -537,6 +562,7 @@ export async function runManyAccounts(
       settings: s,
       redisVersion,
       startWorkersS: round(startWorkersS, 1),
+      firstContactS: round(firstContactS, 1),
       enqueueS: round(enqueueS, 1),
       wallS: round(wallS, 1),
       batches: batchRefs.length,
@@ -647,6 +673,11 @@ export function manyRows(f: ManyAccountsFigures): string[][] {
   out.push(
     ['creates / polls paid (simulator)', `${f.creates.toLocaleString('en')} / ${f.polls.toLocaleString('en')}`, ''],
     ['duplicate creates (simulator)', String(f.duplicateCreates), '0'],
+    [
+      'first contact before the step: one plate, then every account of the upstream understood, s',
+      f.firstContactS === undefined ? '—' : f.firstContactS.toFixed(1),
+      '',
+    ],
     [
       'wall s (first enqueue → last batch finished); enqueue of every batch',
       `${f.wallS.toFixed(1)}; ${f.enqueueS.toFixed(1)}`,

@@ -7,7 +7,15 @@
 //   shape, at   the field paths of the first answer understood end to end, and when
 //   strikes     answers with a state in no list since the account last resumed (held at the third)
 //   held        the answer that held the account (KeptAnswer JSON): read again when settings change
+//   via         `upstream` when the shape was taken from another account of the same upstream
+// and, in one global hash, the shape understood for each upstream (`upstreamOf`: base URL, product
+// and answer settings), so a thousand accounts of one upstream meet it once, not a thousand times
+// (each would otherwise send one create at a time until its own first plate was read end to end).
+// An account whose answers differ anyway is still held at its first unreadable answer (no id) or
+// its third (a state in no list): the shape is where fields were found, not a guess at new ones.
 
+import { createHash } from 'node:crypto';
+import type { Account } from '../accounts/account.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import type { AnswerShape, KeptAnswer } from '../upstream/answers.js';
@@ -16,6 +24,12 @@ import type { AccountLine } from './line.js';
 
 /** The pause code of an account held for an answer vqb cannot read. */
 export const UNRECOGNISED_ANSWER = 'UNRECOGNISED_ANSWER';
+
+/** The upstream an account's answers come from, as a short digest: its base URL, product and answer settings. */
+export function upstreamOf(account: Pick<Account, 'baseUrl' | 'product' | 'answers'>): string {
+  const identity = JSON.stringify([account.baseUrl ?? '', account.product, account.answers]);
+  return createHash('sha256').update(identity).digest('hex').slice(0, 24);
+}
 
 export class AnswerBook {
   readonly #redis: RedisClient;
@@ -26,25 +40,34 @@ export class AnswerBook {
     this.#keys = keys;
   }
 
-  /** The shape understood for the account, when one plate has been read end to end. */
-  async understood(accountId: string): Promise<AnswerShape | undefined> {
-    const text = await this.#redis.hget(this.#keys.answers(accountId), 'shape');
-    if (text === null) return undefined;
-    try {
-      return JSON.parse(text) as AnswerShape;
-    } catch {
-      return {};
-    }
+  /**
+   * The shape understood for the account, when one plate of its own, or of another account of
+   * the same upstream (`upstream`, from upstreamOf), has been read end to end. An upstream's shape
+   * is copied to the account the first time, with `via: upstream`.
+   */
+  async understood(accountId: string, upstream?: string, now?: number): Promise<AnswerShape | undefined> {
+    const own = await this.#redis.hget(this.#keys.answers(accountId), 'shape');
+    if (own !== null) return parseShape(own);
+    if (upstream === undefined) return undefined;
+    const shared = await this.#redis.hget(this.#keys.upstreamAnswers(), upstream);
+    if (shared === null) return undefined;
+    const key = this.#keys.answers(accountId);
+    if ((await this.#redis.hsetnx(key, 'shape', shared)) === 1)
+      await this.#redis.hset(key, 'at', String(now ?? Date.now()), 'via', 'upstream');
+    return parseShape(shared);
   }
 
   /**
-   * One plate was understood end to end: first contact is over for every process. True when
-   * this call said so first.
+   * One plate was understood end to end: first contact is over for every process, and for every
+   * account of the same upstream when `upstream` is given. True when this call said so first for
+   * the account.
    */
-  async learn(accountId: string, shape: AnswerShape, now: number): Promise<boolean> {
+  async learn(accountId: string, shape: AnswerShape, now: number, upstream?: string): Promise<boolean> {
     const key = this.#keys.answers(accountId);
-    const first = (await this.#redis.hsetnx(key, 'shape', JSON.stringify(shape))) === 1;
+    const text = JSON.stringify(shape);
+    const first = (await this.#redis.hsetnx(key, 'shape', text)) === 1;
     if (first) await this.#redis.hset(key, 'at', String(now));
+    if (upstream !== undefined) await this.#redis.hsetnx(this.#keys.upstreamAnswers(), upstream, text);
     return first;
   }
 
@@ -88,5 +111,13 @@ export class AnswerBook {
     } catch {
       return 'unreadable';
     }
+  }
+}
+
+function parseShape(text: string): AnswerShape {
+  try {
+    return JSON.parse(text) as AnswerShape;
+  } catch {
+    return {};
   }
 }

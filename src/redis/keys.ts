@@ -32,6 +32,7 @@
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
 // | G:deadline-accounts              | set    | queue/scheduler.ts (accounts given a deadline batch) |
 // | G:learn:<product>                | hash   | queue/poll-schedule.ts    |
+// | G:answers                        | hash   | queue/answers.ts (an upstream's understood shape, by upstreamOf) |
 // | G:reuse:<plate>, A:reuse:<plate> | string | queue/reuse.ts (shared by opted-in accounts; the account's own) |
 // | G:reuse-day:<day>, A:reuse-day:<day> | hash | queue/reuse.ts (plate → the batch that paid on that UTC day) |
 // | G:inbox:<name>                   | hash   | producers/inbox*.ts       |
@@ -188,6 +189,11 @@ export class VqbKeys {
   // --- queue/answers.ts
   answers(accountId: string): string {
     return `${this.accountBase(accountId)}:answers`;
+  }
+
+  /** Hash (global): the shape understood for each upstream (base URL, product, answer settings). */
+  upstreamAnswers(): string {
+    return `${this.base}:answers`;
   }
 
   // --- queue/inflight.ts

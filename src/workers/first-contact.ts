@@ -3,10 +3,11 @@
 // account sends one create at a time; an answer vqb cannot read holds the account (a pause with
 // the reason UNRECOGNISED_ANSWER and what would read it), at once, or at the third answer when
 // only a state is new after the account was understood (an upstream that changed mid-batch).
-// What was understood and the held answer live in Redis (src/queue/answers.ts), shared by every process.
+// What was understood and the held answer live in Redis (src/queue/answers.ts), shared by every process,
+// and what one account understood ends first contact for the accounts of the same upstream too.
 import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../metrics.js';
-import { type AnswerBook, UNRECOGNISED_ANSWER } from '../queue/answers.js';
+import { type AnswerBook, UNRECOGNISED_ANSWER, upstreamOf } from '../queue/answers.js';
 import type { AccountLine } from '../queue/line.js';
 import { type AnswerShape, describeUnreadable } from '../upstream/answers.js';
 import type { UnrecognisedAnswerError } from '../upstream/errors.js';
@@ -48,7 +49,8 @@ export class FirstContact {
    */
   async meeting(): Promise<boolean> {
     if (this.#understood) return false;
-    this.#understood = (await this.#d.answers.understood(this.#account)) !== undefined;
+    const upstream = upstreamOf(this.#d.line.account);
+    this.#understood = (await this.#d.answers.understood(this.#account, upstream, this.#d.now())) !== undefined;
     return !this.#understood;
   }
 
@@ -56,7 +58,7 @@ export class FirstContact {
   async understood(shape: AnswerShape | undefined, log: Logger): Promise<void> {
     if (this.#understood) return;
     this.#understood = true;
-    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now()))
+    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), upstreamOf(this.#d.line.account)))
       log.info(
         { event: 'account.answers_understood', account: this.#account, shape },
         "first contact: the upstream's answers read end to end; creates go at the account's pace",

@@ -5,6 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { upstreamOf } from '../../src/queue/answers.js';
 import type { PlateJobData } from '../../src/queue/types.js';
 import type { AnswerShapeName } from '../../src/simulator/answers.js';
 import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
@@ -205,5 +206,35 @@ describe('first contact', () => {
     const later = accountFlow(h);
     expect((await later.admitCreate('b.AAA0001', data('AAA0001'))).go).toBe(true);
     expect((await later.admitCreate('b.AAA0002', data('AAA0002'))).go).toBe(true);
+  });
+
+  it('accounts of one upstream meet it once: what one understood lets the others go at their pace', async () => {
+    const h = await harness.start({ label: 'ans-upstream', workers: 0 });
+    const data = (plate: string) => ({
+      account: 'default',
+      batchId: 'b',
+      cls: 'normal' as const,
+      plate,
+      product: 'agregados',
+      step: 'create' as const,
+      polls: 0,
+      requests: 0,
+    });
+    for (const plate of ['AAA0000', 'AAA0001'])
+      await h.line.queue.add('plate', data(plate), { jobId: `b.${plate}`, delay: 60_000 });
+    const mine = h.line.account;
+    const shape = { id: '/body/queryId', status: '/body/status' };
+    // Another product, or other answer settings, is another upstream: nothing carries over.
+    await h.services.answers.learn('fleet-b', shape, Date.now(), upstreamOf({ ...mine, product: 'outro' }));
+    const mapping = { ...mine.answers, done: ['ENTREGUE'] };
+    await h.services.answers.learn('fleet-c', shape, Date.now(), upstreamOf({ ...mine, answers: mapping }));
+    const meeting = accountFlow(h);
+    expect((await meeting.admitCreate('b.AAA0000', data('AAA0000'))).go).toBe(true);
+    expect(await meeting.admitCreate('b.AAA0001', data('AAA0001'))).toMatchObject({ go: false, why: 'inflight' });
+    // An account of the same base URL, product and settings understood a plate: this one goes at its pace.
+    await h.services.answers.learn('fleet-d', shape, Date.now(), upstreamOf(mine));
+    const later = accountFlow(h);
+    expect((await later.admitCreate('b.AAA0001', data('AAA0001'))).go).toBe(true);
+    expect(await h.services.redis.hget(h.services.keys.answers('default'), 'via')).toBe('upstream');
   });
 });

@@ -28,6 +28,7 @@ const OWNERS: Record<string, string> = {
   pace: 'src/queue/line.ts',
   paceHold: 'src/queue/line.ts',
   answers: 'src/queue/answers.ts',
+  upstreamAnswers: 'src/queue/answers.ts',
   inflight: 'src/queue/inflight.ts',
   inflightByBatch: 'src/queue/inflight.ts',
   schedClass: 'src/queue/scheduler.ts',
