@@ -102,6 +102,8 @@ const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
 export class AccountFlow {
   readonly #d: FlowDeps;
   readonly #now: () => number;
+  /** A request of this process failed on the key, which paused the account (and when it last looked whether it still is). */
+  #keyPause: { checkedAt: number } | undefined;
   readonly #random: () => number;
   readonly #metrics: WorkerMetrics;
   /**
@@ -194,6 +196,9 @@ export class AccountFlow {
   ): Promise<{ due: number; at: string; early?: true } | Extract<Admission, { why: 'later' }> | R> {
     const { done, nextAt } = await this.#turn(priority);
     try {
+      // Paused or held meanwhile (a key failure, an answer vqb cannot read): the jobs queued here
+      // for their slot go back at once, not one a slot (a pool's key: its plates move sooner).
+      if (await this.stopped()) return this.#later(0);
       // The request before this one said when the next slot is at the soonest: asking before it
       // is near would only be told to wait (a round trip and a wake-up a request at 30/s).
       const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - performance.now();
@@ -548,10 +553,31 @@ export class AccountFlow {
     await this.#d.line.stopTaking(ms);
   }
 
+  /** Paused for its key or held for an answer, as this process knows it: a request sends nothing. */
+  async stopped(): Promise<boolean> {
+    return (await this.keyPaused()) || (await this.contact.heldForAnswer());
+  }
+
+  /**
+   * Whether the account is paused for a key failure, as this process knows it: asked before a
+   * request waits for its slot. No Redis call unless a request of this process failed on the key;
+   * then one a second at most, to hear a resume.
+   */
+  async keyPaused(): Promise<boolean> {
+    const pause = this.#keyPause;
+    if (pause === undefined) return false;
+    if (this.#now() - pause.checkedAt < 1_000) return true;
+    pause.checkedAt = this.#now();
+    if ((await this.#d.line.state()).pause !== undefined) return true;
+    this.#keyPause = undefined;
+    return false;
+  }
+
   /** A key failure: the account pauses for every worker, once, with what to do. */
   async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
     const advice = adviceFor(err, this.accountId);
     const verdict = await this.#d.line.pause(err.code, `${err.message} — ${advice}`, err.sentAt);
+    if (verdict !== 'before-resume') this.#keyPause = { checkedAt: this.#now() };
     if (verdict === 'before-resume') {
       // Sent with the key as it was before the operator fixed it: the job goes back and is sent again.
       log.info(

@@ -184,8 +184,9 @@ export class PlateProcessor {
     const verdict = await this.#d.flow.admitCreate(job.id!, data);
     if (!verdict.go && verdict.why === 'finished') return { status: 'exists' };
     const admission = await this.#admitted(verdict, job, token);
-    if (await this.#d.flow.contact.heldForAnswer()) {
-      // Held meanwhile for an answer vqb cannot read: nothing is sent, the slot and cap unit go back.
+    if (await this.#d.flow.stopped()) {
+      // Paused or held meanwhile (a key failure, an answer vqb cannot read): nothing is sent, the
+      // slot and cap unit go back.
       await this.#d.flow.refundCreate(job.id!, data);
       throw Worker.RateLimitError();
     }
@@ -419,7 +420,7 @@ export class PlateProcessor {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
-    if (await this.#d.flow.contact.heldForAnswer()) throw Worker.RateLimitError();
+    if (await this.#d.flow.stopped()) throw Worker.RateLimitError();
     let answer: AnsweredQuery;
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
