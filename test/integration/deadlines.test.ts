@@ -2,7 +2,8 @@
 // A deadline is read or refused with a typed error; the enqueue says on a line of its own whether
 // it can be met; `requireDeadline` refuses an infeasible batch before anything is paid (counted at
 // the simulator); batches with deadlines finish in time where weights alone would miss one; a
-// batch whose projected finish passes its deadline is told once as `batch.at_risk`.
+// batch whose projected finish passes its deadline is told once as `batch.at_risk`, and
+// `batch.back_on_track` once it is in time again.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -12,9 +13,14 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError, isError, type VqbError } from '../../src/errors.js';
 import { Batch } from '../../src/index.js';
+import { watchDeadlines } from '../../src/plans/watch.js';
 import { estimate, ingestList } from '../../src/producers/enqueue.js';
 import { createInboxWatcher } from '../../src/producers/inbox.js';
+import { connectRedis } from '../../src/redis/connection.js';
 import { createHttpApi } from '../../src/server.js';
+import { openQueueServices } from '../../src/services.js';
+import { parseRateLimit } from '../../src/setting-values.js';
+import { startWebhookWorker } from '../../src/workers/webhooks.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
@@ -204,5 +210,54 @@ describe('deadlines: at risk', () => {
     await sleep(5_000);
     const atRisk = rx.deliveries.filter((d) => d.payload?.type === 'batch.at_risk');
     expect(new Set(atRisk.map((d) => d.id)).size).toBe(1);
+  });
+
+  it('the rate raised (a bigger contract, the workers restarted with it): the batch is back on track, batch.back_on_track once', async () => {
+    const rx: Receiver = await startReceiver(SECRET);
+    closing.push(rx);
+    const h = await harness.start({
+      label: 'dl-back',
+      config: { ...KNOWN, VQ_RATE_LIMIT: '2/s', VQ_WEBHOOK_SECRET: SECRET, VQ_WEBHOOK_ALLOW: '127.0.0.1' },
+      workers: 0,
+    });
+    // Only deliveries run here (no plate worker): the turns below are the watch's, asked at will.
+    const connection = connectRedis(h.config.redis, { name: 'vqb-test-webhooks' });
+    const deliverer = startWebhookWorker(h.config, {
+      connection,
+      deliveries: h.services.webhooks.deliveries,
+      logger: h.logs.logger,
+    });
+    closing.push({ close: async () => (await deliverer?.close(), connection.disconnect()) });
+    // 100 plates at 2/s: about 110 s of requests against a deadline in 30 s.
+    const { batch } = await ingestList(h.services, makePlates(100), {
+      source: 'library',
+      deadline: '30s',
+      callbackUrl: rx.url,
+    });
+    const served = new Set(['default']);
+    expect(await watchDeadlines(h.services, served, Date.now())).toMatchObject([{ type: 'batch.at_risk' }]);
+    // Looked at again at the same rate: still at risk, nothing told twice.
+    expect(await watchDeadlines(h.services, served, Date.now())).toEqual([]);
+    // The account's limit raised to 50/s (its file, then the workers restarted with it): 100 plates
+    // take about 4 s, the deadline has 25 s of room.
+    const raised = parseRateLimit('50/s')!;
+    const config = { ...h.config, accounts: h.config.accounts.map((a) => ({ ...a, rateLimit: raised })) };
+    const after = await openQueueServices(config);
+    closing.push({ close: () => after.close() });
+    const [back] = await watchDeadlines(after, served, Date.now());
+    expect(back).toMatchObject({ batchId: batch.id, type: 'batch.back_on_track' });
+    expect(back!.slackMs).toBeGreaterThan(20_000);
+    expect(await watchDeadlines(after, served, Date.now())).toEqual([]);
+    // As a process with the raised rate shows it: in time, the flag gone.
+    const view = await new Batch(batch.id, after).progress();
+    expect(view.deadline).toMatchObject({ atRisk: false, feasibility: 'feasible' });
+    expect(view.deadline?.atRiskSince).toBeUndefined();
+    const [told] = await rx.waitFor(1, (d) => d.payload?.type === 'batch.back_on_track');
+    expect(told!.verifyError).toBeUndefined();
+    expect(told!.payload.data).toMatchObject({ batchId: batch.id, account: 'default' });
+    expect(told!.payload.data.slackSeconds).toBeGreaterThan(20);
+    expect(rx.deliveries.filter((d) => d.payload?.type === 'batch.at_risk')).toHaveLength(1);
+    // Nothing was paid: no plate worker ran.
+    expect(h.sim.stats().creates).toBe(0);
   });
 });
