@@ -227,7 +227,12 @@ describe('deadlines: at risk', () => {
       deliveries: h.services.webhooks.deliveries,
       logger: h.logs.logger,
     });
-    closing.push({ close: async () => (await deliverer?.close(), connection.disconnect()) });
+    closing.push({
+      close: async () => {
+        await deliverer?.close();
+        connection.disconnect();
+      },
+    });
     // 100 plates at 2/s: about 110 s of requests against a deadline in 30 s.
     const { batch } = await ingestList(h.services, makePlates(100), {
       source: 'library',
