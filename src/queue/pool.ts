@@ -29,6 +29,13 @@ const GIVE_BACK_AT_ONCE = 1_000;
 const QUOTA_STREAK = 5;
 const QUOTA_SAMPLE_MS = 1_000;
 const QUOTA_SHARED_MS = 10 * 60_000;
+/**
+ * ...and both keys drew a 429 this recently (as this process heard them). Each key is paced under
+ * its own learned limit, so an independent key draws next to none; two keys that are one quota
+ * draw them while their paces sum past it. Remainders alone agree by chance: two independent keys
+ * of one limit, both used to the full, both announce next to nothing left (the test's false one).
+ */
+const QUOTA_LIMITED_MS = 60_000;
 
 /** Remainders this close (or 5 % of the limit) count as the same (the two samples are up to a second apart). */
 function quotaNear(limit: number | undefined): number {
@@ -70,6 +77,10 @@ export class KeyPools {
   readonly #lastLook = new Map<string, number>();
   readonly #samples = new Map<string, QuotaSample>();
   readonly #streaks = new Map<string, number>();
+  /** When this process last heard each pooled key answered 429. */
+  readonly #limitedAt = new Map<string, number>();
+  /** Pairs this process said are one quota (said once in its log). */
+  readonly #said = new Set<string>();
   #log: Logger | undefined;
 
   constructor(
@@ -206,8 +217,9 @@ export class KeyPools {
   /**
    * A key of a pool announced its quota (an answer's X-RateLimit-* headers, workers/flow.ts). Two
    * keys are one quota when, sampled within a second of each other, they announce the same limit
-   * and reset and remainders within a few requests, QUOTA_STREAK samples in a row: two
-   * independent keys of the pool spend at their own rates, so their remainders drift apart. Said
+   * and reset and remainders within a few requests, QUOTA_STREAK samples in a row, and both drew
+   * a 429 within QUOTA_LIMITED_MS: two independent keys of the pool spend at their own rates, so
+   * their remainders drift apart, or (both used to the full) agree but draw no 429s. Said
    * once in the log (per process) and kept on both lines for `vqb status` and /healthz.
    */
   async observe(accountId: string, quota: QuotaSample | undefined): Promise<void> {
@@ -228,17 +240,27 @@ export class KeyPools {
         Math.abs(theirs.remaining - quota.remaining) <= quotaNear(quota.limit);
       const streak = agree ? (this.#streaks.get(pair) ?? 0) + 1 : 0;
       this.#streaks.set(pair, streak);
-      if (streak < QUOTA_STREAK) continue;
+      if (streak < QUOTA_STREAK || !this.#limitedLately(accountId) || !this.#limitedLately(other.id)) continue;
       const until = quota.observedAt + QUOTA_SHARED_MS;
-      if (streak === QUOTA_STREAK)
+      if (!this.#said.has(pair))
         this.#log?.warn(
           { pool, accounts: [accountId, other.id], remaining: [quota.remaining, theirs.remaining] },
           `keys ${accountId} and ${other.id} of pool ${pool} look like one quota: their announced ` +
-            `remainders and resets move together (the pool's rate is not their sum)`,
+            `remainders and resets move together and both draw 429s (the pool's rate is not their sum)`,
         );
+      this.#said.add(pair);
       await this.#accounts.for(accountId).line.markSharedQuota(other.id, until);
       await other.line.markSharedQuota(accountId, until);
     }
+  }
+
+  /** A pooled key answered 429 (workers/flow.ts). */
+  limited(accountId: string): void {
+    this.#limitedAt.set(accountId, this.#now());
+  }
+
+  #limitedLately(accountId: string): boolean {
+    return this.#now() - (this.#limitedAt.get(accountId) ?? Number.NEGATIVE_INFINITY) <= QUOTA_LIMITED_MS;
   }
 
   /** Each pool's rate (the sum of its serving keys'), and each key's rate, share and state. */

@@ -3,7 +3,7 @@
 //                                      the arrival time of every counted request, per key)
 //   GET  /__admin/keys                 list keys
 //   POST /__admin/keys                 add or replace a key {key, permissions?, expiresAt?, plan?,
-//                                      rateLimit?, dailyQuota?}
+//                                      rateLimit?, dailyQuota?, sharesWith?}
 //   POST /__admin/keys/:key/expire     the key expires now (401 EXPIRED_API_KEY from then on)
 //   POST /__admin/keys/:key/revoke     the key is revoked (401 INVALID_API_KEY from then on)
 //   GET  /__admin/config               current options

@@ -196,7 +196,9 @@ export class SimulatorEngine {
     const quotaLimit =
       record.dailyQuota !== undefined ? record.dailyQuota : plan ? plan.dailyQuota : this.options.dailyQuota;
     const signature = `${this.options.window}|${rateText ?? 'unlimited'}`;
-    let entry = this.#limits.get(record.key);
+    // Keys of one contract spend one limit and one quota (the first key's, by its name).
+    const owner = record.sharesWith ?? record.key;
+    let entry = this.#limits.get(owner);
     if (!entry || entry.signature !== signature) {
       const spec = rateText === null ? undefined : parseRateLimit(rateText);
       // A new limit starts empty; the quota count survives limit changes.
@@ -205,7 +207,7 @@ export class SimulatorEngine {
         limiter: spec ? createLimiter(this.options.window, spec) : null,
         quota: entry?.quota ?? new QuotaCounter(),
       };
-      this.#limits.set(record.key, entry);
+      this.#limits.set(owner, entry);
     }
     return { limiter: entry.limiter, quota: entry.quota, quotaLimit };
   }

@@ -14,6 +14,8 @@ export interface KeyRecord {
   /** undefined = use the plan's or the global setting; null = unlimited. */
   rateLimit: string | null | undefined;
   dailyQuota: number | null | undefined;
+  /** The key whose limit and quota this one spends (one contract), when not its own. */
+  sharesWith: string | undefined;
 }
 
 /** What the admin API and `handle.keys.list()` show. */
@@ -25,6 +27,7 @@ export interface KeyInfo {
   plan: Plan | null;
   rateLimit?: string | null;
   dailyQuota?: number | null;
+  sharesWith?: string;
 }
 
 export type KeyCheck =
@@ -55,6 +58,7 @@ export class KeyStore {
       plan: spec.plan ?? null,
       rateLimit: spec.rateLimit,
       dailyQuota: spec.dailyQuota,
+      sharesWith: spec.sharesWith,
     };
     this.#keys.set(spec.key, record);
     return info(record);
@@ -119,5 +123,6 @@ function info(record: KeyRecord): KeyInfo {
   };
   if (record.rateLimit !== undefined) out.rateLimit = record.rateLimit;
   if (record.dailyQuota !== undefined) out.dailyQuota = record.dailyQuota;
+  if (record.sharesWith !== undefined) out.sharesWith = record.sharesWith;
   return out;
 }

@@ -39,6 +39,11 @@ export interface KeySpec {
   rateLimit?: string | null;
   /** Per-key override of the global daily quota (`null` = unlimited). */
   dailyQuota?: number | null;
+  /**
+   * Another key (its `key`) whose rate limit and quota this one spends too: two keys of one
+   * contract, one quota upstream. Both announce the same counts (X-RateLimit-*).
+   */
+  sharesWith?: string;
 }
 
 export interface SimulatorOptions {
@@ -168,6 +173,7 @@ export const keySpecSchema = z.strictObject({
   plan: z.enum(Object.keys(PLANS) as [Plan, ...Plan[]]).optional(),
   rateLimit: rateLimitText.nullable().optional(),
   dailyQuota: z.number().int().min(0).nullable().optional(),
+  sharesWith: z.string().min(1).optional(),
 });
 
 /** Every field optional; unknown fields are an error (a typo must not silently do nothing). */

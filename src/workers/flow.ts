@@ -60,8 +60,11 @@ export interface FlowDeps {
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
-  /** Pools of keys: told what each answer announced of the key's quota (queue/pool.ts: keys that are one quota). */
-  pools?: Pick<KeyPools, 'observe'>;
+  /**
+   * Pools of keys: told what each answer announced of the key's quota, and each 429 (queue/pool.ts:
+   * keys that are one quota).
+   */
+  pools?: Pick<KeyPools, 'observe' | 'limited'>;
 }
 
 /**
@@ -525,6 +528,7 @@ export class AccountFlow {
 
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */
   async onRateLimited(err: RateLimitedError, reason: LimitReason, log: Logger): Promise<void> {
+    if (this.#d.line.account.pool !== undefined) this.#d.pools?.limited(this.accountId);
     let ms = err.retryAfterMs ?? (await this.#noHintBackoff());
     if (reason === 'rate_limit') {
       const rate = await this.#d.line.learn('429', undefined, this.#d.jitterMs);

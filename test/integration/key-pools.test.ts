@@ -1,6 +1,7 @@
 // Pools of keys (docs/plans.md): a batch enqueued to a pool is served by every key of it, each at
 // its own rate; a key that holds (here: its key expired) gives its waiting plates to the others,
-// and no plate is created twice. Counted at the simulator, over real HTTP and real Redis.
+// and no plate is created twice; two keys that are one quota upstream are said to be so, an
+// independent one is not. Counted at the simulator, over real HTTP and real Redis.
 import { afterEach, describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
 import type { Outcome } from '../../src/queue/types.js';
@@ -39,7 +40,51 @@ async function started(): Promise<Harness> {
   return harness;
 }
 
+/** Keys learned from the headers (`auto`): q1 and q2 are one contract upstream, q3 and q4 their own. */
+const CONTRACT = [
+  { id: 'q1', rateLimit: 'auto', key: { rateLimit: '20/s' }, fields: { pool: 'contract' } },
+  {
+    id: 'q2',
+    rateLimit: 'auto',
+    key: { rateLimit: '20/s', sharesWith: accountKey('q1') },
+    fields: { pool: 'contract' },
+  },
+  { id: 'q3', rateLimit: 'auto', key: { rateLimit: '10/s' }, fields: { pool: 'contract' } },
+  // Independent, with the limit q1 and q2 announce: used to the full too, its remainders sit as near
+  // zero as theirs, but it draws no 429s.
+  { id: 'q4', rateLimit: 'auto', key: { rateLimit: '20/s' }, fields: { pool: 'contract' } },
+];
+
 describe('pools of keys', () => {
+  it('two keys that are one quota upstream are said to be so (log, status), independent keys are not; nothing paid twice', async () => {
+    h = await startHarness({ label: 'pools-quota', accounts: CONTRACT, sim: { completionMs: [50, 150] } });
+    for (const a of CONTRACT)
+      await h.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
+    const plates = makePlates(200);
+    const { batch } = await ingestList(h.services, plates, { source: 'library', pool: 'contract' });
+    let groups: string[][] = [];
+    for (let i = 0; i < 300 && groups.length === 0; i++) {
+      await sleep(100);
+      groups = (await h.services.pools.states())[0]?.sharedQuota ?? [];
+    }
+    expect(groups.map((g) => [...g].sort())).toEqual([['q1', 'q2']]);
+    const said = h.logs.lines.filter((l) => /look like one quota/.test(String(l.msg)));
+    expect(said.length).toBeGreaterThanOrEqual(1);
+    expect(String(said[0]!.msg)).toMatch(/keys q[12] and q[12] of pool contract look like one quota/);
+    await h.waitForBatch(batch.id, 60_000);
+    const stats = h.sim.stats();
+    expect(stats.creates).toBe(plates.length);
+    expect(stats.duplicateCreates).toBe(0);
+    // Still only the two: q3's limit is its own, q4 drew no 429s.
+    const after = (await h.services.pools.states())[0]!;
+    expect(after.sharedQuota.map((g) => [...g].sort())).toEqual([['q1', 'q2']]);
+    console.log(
+      `one quota said after ${said.length} line(s); requests by key ${JSON.stringify(
+        Object.fromEntries(Object.entries(stats.byKey).map(([k, v]) => [k, [v.counted, v.rateLimited]])),
+      )}`,
+    );
+  });
+
   it('a pooled batch is served by every key of the pool, each plate created once, its key in its outcome', async () => {
     h = await started();
     const plates = makePlates(240);
