@@ -13,6 +13,7 @@ export type { Account } from './accounts/account.js';
 
 import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
 import { parseDuration, parseRateLimit, Secret } from './setting-values.js';
+import { isTimeZone, localZone } from './time-text.js';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
@@ -233,6 +234,16 @@ export const SETTINGS = {
       'what the upstream charges per poll (a GET of a query), when it bills reads too; 0 = ' +
       'polls are free (the contract says they spend the same quota, the price is per query created)',
   },
+  VQ_TIME_ZONE: {
+    schema: z
+      .string()
+      .min(1)
+      .refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo')
+      .optional(),
+    help:
+      'the clock a deadline such as `--by 18:00` is read on and shown in (IANA, e.g. ' +
+      "America/Sao_Paulo); default: the process's own (TZ), which in a container is often UTC",
+  },
   VQ_CURRENCY: {
     schema: z
       .string()
@@ -444,6 +455,8 @@ export interface Config {
   interactiveMax: number;
   concurrency: number;
   maxInFlight: number;
+  /** The clock deadlines are read on and shown in (VQ_TIME_ZONE, else the process's own zone). */
+  timeZone: string;
   poll: {
     initialMs: number;
     intervalMs: number;
@@ -582,6 +595,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     interactiveMax: v.VQ_INTERACTIVE_MAX,
     concurrency: v.VQ_CONCURRENCY,
     maxInFlight: v.VQ_MAX_IN_FLIGHT,
+    timeZone: v.VQ_TIME_ZONE ?? localZone(),
     poll: {
       initialMs: v.VQ_POLL_INITIAL,
       intervalMs: v.VQ_POLL_INTERVAL,

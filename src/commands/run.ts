@@ -526,11 +526,12 @@ export function schedulingFlags(flags: CommandContext['flags']): {
 /** --by, --within and --require-deadline, read (plans/deadline.ts): BAD_DEADLINE when they cannot be. */
 export function deadlineFlags(
   flags: CommandContext['flags'],
+  zone: string,
   now = Date.now(),
 ): { deadline?: number; requireDeadline?: boolean } {
   const by = typeof flags.by === 'string' ? flags.by : undefined;
   const within = typeof flags.within === 'string' ? flags.within : undefined;
-  const deadline = parseDeadline({ by, within }, now);
+  const deadline = parseDeadline({ by, within }, now, zone);
   if (flags['require-deadline'] === true && deadline === undefined)
     throw new UsageError('--require-deadline needs a deadline: --by 18:00 or --within 2h');
   return {
@@ -719,7 +720,7 @@ export const runCommand: Command = {
         ...(maxSpend !== undefined ? { maxSpend } : {}),
       }),
       ...schedulingFlags(ctx.flags),
-      ...deadlineFlags(ctx.flags),
+      ...deadlineFlags(ctx.flags, config.timeZone),
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...(typeof ctx.flags.pool === 'string' ? { pool: ctx.flags.pool } : {}),
       ...shutdownFlag(ctx.flags),

@@ -77,7 +77,7 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info, Date.now(), context.price));
-          if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now())}`);
+          if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
           ctx.print(
             `  account ${info.account}: ` +
               `${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
@@ -161,7 +161,7 @@ export const statusCommand: Command = {
       recent.batches.forEach((b, i) => {
         ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
         const plan = plans[i]?.plan;
-        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now())}`);
+        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now(), services.config.timeZone)}`);
       });
       return 0;
     });

@@ -446,7 +446,7 @@ async function stageUpload(
   if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
   if (options.deadline !== undefined) seen.deadline = options.deadline;
   // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
-  const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
+  const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), config.timeZone);
   // A pool: the session's only when every key of it is (else as if absent); its home is the account.
   const pool = options.pool !== undefined ? poolsOf(config, accounts).find((p) => p === options.pool) : undefined;
   if (options.pool !== undefined && pool === undefined)

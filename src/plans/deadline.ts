@@ -5,7 +5,7 @@
 // the API and the worker's watch all judge alike (docs/plans.md).
 import { InputError } from '../errors.js';
 import { costOf, formatMoney, type Money, type Price } from '../money.js';
-import { dateText, spanText } from '../time-text.js';
+import { localZone, spanText, wallClock, zonedInstant, zonedText } from '../time-text.js';
 
 const S = 1_000;
 const UNITS: Record<string, number> = { d: 86_400 * S, h: 3_600 * S, m: 60 * S, min: 60 * S, s: S };
@@ -23,27 +23,34 @@ const CLOCK = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/;
 const INSTANT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 
 /**
- * An instant as a person writes it: `18:00` (local time today, or tomorrow when it has passed),
- * or an ISO instant (`2026-11-27T18:00:00Z`, `2026-11-27 18:00` in local time). BAD_DEADLINE
- * for anything else, or for an instant already past.
+ * An instant as a person writes it: `18:00` (on the clock of `zone`, VQ_TIME_ZONE: today, or
+ * tomorrow when it has passed), or an ISO instant (`2026-11-27T18:00:00Z`; `2026-11-27 18:00`,
+ * with no offset, on the clock of `zone`). BAD_DEADLINE for anything else, or for an instant
+ * already past.
  */
-export function parseInstant(text: string, now: number): number {
+export function parseInstant(text: string, now: number, zone = localZone()): number {
   const t = text.trim();
   const clock = CLOCK.exec(t);
   if (clock) {
     const [h, m, s] = [Number(clock[1]), Number(clock[2]), Number(clock[3] ?? 0)];
     if (h > 23 || m > 59 || s > 59) throw badDeadline(text, 'no such time of day');
-    const at = new Date(now);
-    at.setHours(h, m, s, 0);
-    if (at.getTime() <= now) at.setDate(at.getDate() + 1);
-    return at.getTime();
+    const [y, mo, d] = wallClock(now, zone);
+    const today = zonedInstant(zone, y, mo, d, h, m, s);
+    return today > now ? today : zonedInstant(zone, y, mo, d + 1, h, m, s);
   }
   if (!INSTANT.test(t)) throw badDeadline(text, 'write a time of day (18:00), an ISO instant (2026-11-27T18:00Z)');
-  const at = Date.parse(t.replace(' ', 'T'));
-  if (!Number.isFinite(at)) throw badDeadline(text, 'no such date');
+  const wall = WALL_TIME.exec(t);
+  const at = wall
+    ? zonedInstant(zone, ...(wall.slice(1, 6).map(Number) as [number, number, number, number, number]), Number(wall[6] ?? 0))
+    : Date.parse(t.replace(' ', 'T'));
+  if (!Number.isFinite(at) || (wall && zonedText(at, zone).slice(0, 16) !== `${wall[1]}-${wall[2]}-${wall[3]} ${wall[4]}:${wall[5]}`))
+    throw badDeadline(text, 'no such date');
   if (at <= now) throw badDeadline(text, `it passed ${spanText(now - at)} ago`);
   return at;
 }
+
+/** An ISO date and time with no offset: a wall-clock time. */
+const WALL_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/i;
 
 function badDeadline(text: string, why: string): InputError {
   return new InputError('BAD_DEADLINE', `deadline ${JSON.stringify(text)} cannot be used: ${why}`);
@@ -58,6 +65,7 @@ function badDeadline(text: string, why: string): InputError {
 export function parseDeadline(
   given: { by?: string | undefined; within?: string | undefined; deadline?: string | number | undefined },
   now: number,
+  zone?: string,
 ): number | undefined {
   const set = [given.by, given.within, given.deadline].filter((v) => v !== undefined);
   if (set.length === 0) return undefined;
@@ -78,7 +86,7 @@ export function parseDeadline(
     if (span <= 0) throw badDeadline(value, 'a span of zero');
     return now + span;
   }
-  return parseInstant(value, now);
+  return parseInstant(value, now, zone);
 }
 
 /** What the judgement reads of the account and the batch. */
@@ -188,8 +196,8 @@ export function slackText(slackMs: number): string {
 }
 
 /** The line a person reads at enqueue and in the dry run: `deadline: feasible …` on a line of its own. */
-export function deadlineLine(v: DeadlineVerdict, now: number): string {
-  const due = `due ${dateText(v.deadline, now)} (in ${spanText(v.deadline - now)})`;
+export function deadlineLine(v: DeadlineVerdict, now: number, zone?: string): string {
+  const due = `due ${zonedText(v.deadline, zone, now)} (in ${spanText(v.deadline - now)})`;
   const ahead = v.aheadPlates > 0 ? `, after ${v.aheadPlates} plates ahead of it on the key` : '';
   const cost = v.cost
     ? v.cost.low.amount === v.cost.high.amount
@@ -200,8 +208,8 @@ export function deadlineLine(v: DeadlineVerdict, now: number): string {
   // A finished batch: when it finished, against its deadline.
   if (v.eta.low === v.eta.high && v.eta.high <= now && v.slackMs !== undefined)
     return (
-      `deadline: ${v.slackMs >= 0 ? 'met' : 'missed'} — due ${dateText(v.deadline, now)}; ` +
-      `finished ${dateText(v.eta.high, now)} (${slackText(v.slackMs)})`
+      `deadline: ${v.slackMs >= 0 ? 'met' : 'missed'} — due ${zonedText(v.deadline, zone, now)}; ` +
+      `finished ${zonedText(v.eta.high, zone, now)} (${slackText(v.slackMs)})`
     );
   const range = `finishes in ${spanText(v.eta.low - now)}–${spanText(v.eta.high - now)}${ahead}`;
   const slack = v.slackMs !== undefined ? ` (${slackText(v.slackMs)})` : '';
@@ -220,7 +228,7 @@ export interface DeadlineView {
   line: string;
 }
 
-export function deadlineView(v: DeadlineVerdict, now: number): DeadlineView {
+export function deadlineView(v: DeadlineVerdict, now: number, zone?: string): DeadlineView {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
     feasibility: v.feasibility,
@@ -230,7 +238,7 @@ export function deadlineView(v: DeadlineVerdict, now: number): DeadlineView {
     aheadPlates: v.aheadPlates,
     ...(v.cost ? { cost: v.cost } : {}),
     ...(v.knownBy !== undefined ? { knownBy: v.knownBy } : {}),
-    line: deadlineLine(v, now),
+    line: deadlineLine(v, now, zone),
   };
 }
 
@@ -238,9 +246,9 @@ export function deadlineView(v: DeadlineVerdict, now: number): DeadlineView {
  * A running batch's deadline in `vqb status` and the progress line: "due 18:00 UTC: on time by
  * 12 min (finishes in 40 min–52 min)", or "AT RISK: late by 3 min" when the projected finish passes it.
  */
-export function planText(v: DeadlineVerdict, atRisk: boolean, now: number): string {
-  if (!v.eta || v.slackMs === undefined) return deadlineLine(v, now);
-  if (v.eta.low === v.eta.high && v.eta.high <= now) return deadlineLine(v, now);
+export function planText(v: DeadlineVerdict, atRisk: boolean, now: number, zone?: string): string {
+  if (!v.eta || v.slackMs === undefined) return deadlineLine(v, now, zone);
+  if (v.eta.low === v.eta.high && v.eta.high <= now) return deadlineLine(v, now, zone);
   const range = `finishes in ${spanText(v.eta.low - now)}–${spanText(v.eta.high - now)}`;
-  return `deadline ${dateText(v.deadline, now)}: ${atRisk ? 'AT RISK, ' : ''}${slackText(v.slackMs)} (${range})`;
+  return `deadline ${zonedText(v.deadline, zone, now)}: ${atRisk ? 'AT RISK, ' : ''}${slackText(v.slackMs)} (${range})`;
 }

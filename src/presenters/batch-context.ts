@@ -20,6 +20,8 @@ export interface BatchContext {
   price?: Price;
   /** With a deadline: its ETA range, slack and whether it is at risk (docs/plans.md). */
   plan?: DeadlinePlan;
+  /** The clock its deadline is shown on (VQ_TIME_ZONE). */
+  timeZone?: string;
 }
 
 type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'> &
@@ -67,7 +69,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         perSecond: account.perSecond,
         ...(webhooks ? { webhooks } : {}),
         ...(account.price ? { price: account.price } : {}),
-        ...(plan ? { plan } : {}),
+        ...(plan ? { plan, timeZone: services.config.timeZone } : {}),
       };
     }),
   );

@@ -66,7 +66,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates, info.reported) } : {}),
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
-    ...(context.plan ? { deadline: deadlineStatus(context.plan, info, now) } : {}),
+    ...(context.plan ? { deadline: deadlineStatus(context.plan, info, now, context.timeZone) } : {}),
     ...(eta ? { eta } : {}),
     ...(info.callbackUrl !== undefined
       ? { callbackUrl: info.callbackUrl, webhooks: (context.webhooks ?? []).map(deliveryView) }
@@ -76,9 +76,14 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
 }
 
 /** The batch's deadline as it runs: the judgement now, and whether (and since when) it is at risk. */
-function deadlineStatus(plan: DeadlinePlan, info: BatchInfo, now: number): NonNullable<BatchView['deadline']> {
+function deadlineStatus(
+  plan: DeadlinePlan,
+  info: BatchInfo,
+  now: number,
+  zone: string | undefined,
+): NonNullable<BatchView['deadline']> {
   return {
-    ...deadlineView(plan.verdict, now),
+    ...deadlineView(plan.verdict, now, zone),
     atRisk: plan.atRisk,
     ...(info.atRiskSince !== undefined ? { atRiskSince: new Date(info.atRiskSince).toISOString() } : {}),
   };

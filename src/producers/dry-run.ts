@@ -125,7 +125,7 @@ export async function estimateCost(
     const money = price ? { price, creates: paid, polls } : undefined;
     const verdict = judgeDeadline(options.deadline, figures, now, money, account.id);
     options.onVerdict?.(verdict);
-    deadline = deadlineView(verdict, now);
+    deadline = deadlineView(verdict, now, config.timeZone);
   }
   return {
     batchId,

@@ -110,7 +110,7 @@ async function prepare(
 ): Promise<Prepared> {
   if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
   // Read once, here, whichever door it came through: a deadline that cannot be read stops everything.
-  const deadline = parseDeadline({ deadline: options.deadline }, Date.now());
+  const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), services.config.timeZone);
   const pool = options.pool !== undefined ? poolFor(services.config, options.pool, options.account) : undefined;
   const { account: resolved } = services.accounts.for(pool?.home ?? options.account);
   const account = resolved.id;
@@ -194,7 +194,7 @@ export async function enqueue(
       ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
       onVerdict: (verdict) => {
         if (verdict.feasibility === 'not feasible' && options.requireDeadline === true)
-          refuse = deadlineLine(verdict, Date.now());
+          refuse = deadlineLine(verdict, Date.now(), services.config.timeZone);
       },
     });
     if (refuse !== undefined)

@@ -1,5 +1,6 @@
 // Reading a deadline as people and clients write it, and the judgement's words (plans/deadline.ts).
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { deadlineLine, etaRange, judgeDeadline, parseDeadline, parseSpan } from '../../src/plans/deadline.js';
 
 const NOW = new Date(2026, 10, 27, 15, 30, 0).getTime(); // local 15:30
@@ -14,6 +15,46 @@ describe('parseDeadline', () => {
     expect(parseDeadline({ deadline: '2026-11-28T12:00:00Z' }, NOW)).toBe(Date.parse('2026-11-28T12:00:00Z'));
     expect(parseDeadline({ deadline: '45m' }, NOW)).toBe(NOW + 45 * 60_000);
     expect(parseDeadline({}, NOW)).toBeUndefined();
+  });
+
+  it("reads a time of day and an ISO instant with no offset on VQ_TIME_ZONE's clock, not the server's", () => {
+    const SP = 'America/Sao_Paulo'; // UTC−3, no summer time since 2019
+    const morning = Date.parse('2026-11-27T12:00:00Z'); // 09:00 in São Paulo
+    expect(parseDeadline({ by: '18:00' }, morning, SP)).toBe(Date.parse('2026-11-27T21:00:00Z'));
+    expect(parseDeadline({ by: '18:00' }, morning, 'UTC')).toBe(Date.parse('2026-11-27T18:00:00Z'));
+    // 19:00 in São Paulo is 22:00 UTC: 18:00 has passed there, so it is tomorrow's (UTC's 18:00 would be too).
+    const evening = Date.parse('2026-11-27T22:00:00Z');
+    expect(parseDeadline({ by: '18:00' }, evening, SP)).toBe(Date.parse('2026-11-28T21:00:00Z'));
+    // 23:30 in São Paulo is 02:30 UTC of the next day: "08:00" is the same São Paulo day's morning after.
+    const late = Date.parse('2026-11-28T02:30:00Z');
+    expect(parseDeadline({ by: '08:00' }, late, SP)).toBe(Date.parse('2026-11-28T11:00:00Z'));
+    expect(parseDeadline({ deadline: '2026-11-28 08:30' }, morning, SP)).toBe(Date.parse('2026-11-28T11:30:00Z'));
+    expect(parseDeadline({ deadline: '2026-11-28T08:30:00Z' }, morning, SP)).toBe(Date.parse('2026-11-28T08:30:00Z'));
+    // A zone with summer time: 18:00 in New York is 23:00 UTC in November, 22:00 in July.
+    const ny = 'America/New_York';
+    expect(parseDeadline({ by: '18:00' }, morning, ny)).toBe(Date.parse('2026-11-27T23:00:00Z'));
+    expect(parseDeadline({ deadline: '2027-07-01 18:00' }, morning, ny)).toBe(Date.parse('2027-07-01T22:00:00Z'));
+    expect(() => parseDeadline({ deadline: '2027-02-30 10:00' }, morning, SP)).toThrow(
+      expect.objectContaining({ code: 'BAD_DEADLINE', message: expect.stringContaining('no such date') }),
+    );
+    const line = deadlineLine(
+      {
+        feasibility: 'feasible',
+        deadline: Date.parse('2026-11-27T21:00:00Z'),
+        aheadPlates: 0,
+        slackMs: 0,
+        eta: { low: morning, high: morning, expected: morning },
+      },
+      morning - 60_000,
+      SP,
+    );
+    expect(line).toContain('due 2026-11-27 18:00 America/Sao_Paulo');
+  });
+
+  it('VQ_TIME_ZONE: an IANA name, else the ConfigError names it; unset, the process zone', () => {
+    expect(loadConfig({ VQ_TIME_ZONE: 'America/Sao_Paulo' }).timeZone).toBe('America/Sao_Paulo');
+    expect(() => loadConfig({ VQ_TIME_ZONE: 'Brasilia' })).toThrow(/VQ_TIME_ZONE/);
+    expect(loadConfig({}).timeZone).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone);
   });
 
   it.each([
