@@ -235,11 +235,7 @@ export const SETTINGS = {
       'polls are free (the contract says they spend the same quota, the price is per query created)',
   },
   VQ_TIME_ZONE: {
-    schema: z
-      .string()
-      .min(1)
-      .refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo')
-      .optional(),
+    schema: z.string().min(1).refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo').optional(),
     help:
       'the clock a deadline such as `--by 18:00` is read on and shown in (IANA, e.g. ' +
       "America/Sao_Paulo); default: the process's own (TZ), which in a container is often UTC",

@@ -41,9 +41,16 @@ export function parseInstant(text: string, now: number, zone = localZone()): num
   if (!INSTANT.test(t)) throw badDeadline(text, 'write a time of day (18:00), an ISO instant (2026-11-27T18:00Z)');
   const wall = WALL_TIME.exec(t);
   const at = wall
-    ? zonedInstant(zone, ...(wall.slice(1, 6).map(Number) as [number, number, number, number, number]), Number(wall[6] ?? 0))
+    ? zonedInstant(
+        zone,
+        ...(wall.slice(1, 6).map(Number) as [number, number, number, number, number]),
+        Number(wall[6] ?? 0),
+      )
     : Date.parse(t.replace(' ', 'T'));
-  if (!Number.isFinite(at) || (wall && zonedText(at, zone).slice(0, 16) !== `${wall[1]}-${wall[2]}-${wall[3]} ${wall[4]}:${wall[5]}`))
+  if (
+    !Number.isFinite(at) ||
+    (wall && zonedText(at, zone).slice(0, 16) !== `${wall[1]}-${wall[2]}-${wall[3]} ${wall[4]}:${wall[5]}`)
+  )
     throw badDeadline(text, 'no such date');
   if (at <= now) throw badDeadline(text, `it passed ${spanText(now - at)} ago`);
   return at;
