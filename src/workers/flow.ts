@@ -105,7 +105,7 @@ const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
 export class AccountFlow {
   readonly #d: FlowDeps;
   readonly #now: () => number;
-  /** A request of this process failed on the key, which paused the account (and when it last looked whether it still is). */
+  /** A request of this process failed on the key, which paused the account (and when it last looked since). */
   #keyPause: { checkedAt: number } | undefined;
   readonly #random: () => number;
   readonly #metrics: WorkerMetrics;
