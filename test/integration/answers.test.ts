@@ -182,19 +182,23 @@ describe('an answer vqb cannot read', () => {
   }, 120_000);
 });
 
+/** A plate of batch `b` on the default account, not created yet. */
+function data(plate: string): PlateJobData {
+  return {
+    account: 'default',
+    batchId: 'b',
+    cls: 'normal',
+    plate,
+    product: 'agregados',
+    step: 'create',
+    polls: 0,
+    requests: 0,
+  };
+}
+
 describe('first contact', () => {
   it('one create at a time until a plate is understood; what was understood is kept in Redis for every process', async () => {
     const h = await harness.start({ label: 'ans-first', workers: 0 });
-    const data = (plate: string) => ({
-      account: 'default',
-      batchId: 'b',
-      cls: 'normal' as const,
-      plate,
-      product: 'agregados',
-      step: 'create' as const,
-      polls: 0,
-      requests: 0,
-    });
     // Real jobs: the in-flight cap lets go of slots whose job is gone.
     for (const plate of ['AAA0000', 'AAA0001', 'AAA0002'])
       await h.line.queue.add('plate', data(plate), { jobId: `b.${plate}`, delay: 60_000 });
@@ -210,16 +214,6 @@ describe('first contact', () => {
 
   it('accounts of one upstream meet it once: what one understood lets the others go at their pace', async () => {
     const h = await harness.start({ label: 'ans-upstream', workers: 0 });
-    const data = (plate: string) => ({
-      account: 'default',
-      batchId: 'b',
-      cls: 'normal' as const,
-      plate,
-      product: 'agregados',
-      step: 'create' as const,
-      polls: 0,
-      requests: 0,
-    });
     for (const plate of ['AAA0000', 'AAA0001'])
       await h.line.queue.add('plate', data(plate), { jobId: `b.${plate}`, delay: 60_000 });
     const mine = h.line.account;
