@@ -69,7 +69,9 @@ describe('a watch list against answers that change', () => {
     const watches = new Watches(h.services, h.logs.logger);
     open.push(watches);
     const ref = { account: 'default', name: 'fleet' };
-    await watches.add({ name: 'fleet', every: '8s', callbackUrl: rx.url }, PLATES, ['default']);
+    // 12 s apart: round 1 fires as it is added, and on a loaded machine it started 5 s late and
+    // took 3 s, so with 8 s round 2 began before the test had changed the answers for it.
+    await watches.add({ name: 'fleet', every: '12s', callbackUrl: rx.url }, PLATES, ['default']);
 
     await closed(watches, 1);
     const first = await watches.store.round(ref, 1);
