@@ -1,14 +1,39 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The files whose assertions are rates and times (a key used at ≥ 0.9 of its limit, a batch done
+ * before its deadline, a hold followed within so long): the lane `paced`. `npm test` runs the two
+ * lanes at once (test/lanes.mjs), each one file at a time, so two of these never share the
+ * machine; `rest` is everything else (the browser, clusters, the CLI), mostly waiting too.
+ */
+const PACED = [
+  'test/integration/learned-rate.test.ts',
+  'test/integration/scheduling.test.ts',
+  'test/integration/first-batch-cost.test.ts',
+  'test/integration/idle-accounts.test.ts',
+  'test/integration/scale-out.test.ts',
+  'test/integration/deadlines.test.ts',
+  'test/integration/worker-limits.test.ts',
+  'test/integration/key-pools.test.ts',
+  'test/integration/metrics.test.ts',
+  'test/integration/watch-rounds.test.ts',
+  'test/integration/pace-start.test.ts',
+  'test/integration/poll-learner.test.ts',
+  'test/integration/upstream-client.test.ts',
+];
+// The chaos and fault suites have their own configs and commands (npm run test:chaos, test:faults).
+const ELSEWHERE = ['test/chaos/**', 'test/faults/**', 'node_modules/**'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The chaos and fault suites have their own configs and commands (npm run test:chaos, test:faults).
-    exclude: ['test/chaos/**', 'test/faults/**', 'node_modules/**'],
-    // Integration files share one Redis server; each uses its own prefix, but running files
-    // one at a time keeps timing-sensitive pacing tests honest on a 2-core machine.
+    // Integration files share one Redis server; each uses its own prefix, but within a lane files
+    // run one at a time, which keeps timing-sensitive pacing tests honest on a 2-core machine.
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: 'paced', include: PACED } },
+      { extends: true, test: { name: 'rest', include: ['test/**/*.test.ts'], exclude: [...ELSEWHERE, ...PACED] } },
+    ],
   },
 });
