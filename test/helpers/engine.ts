@@ -106,6 +106,11 @@ export async function startHarness(
     sim?: Partial<SimulatorOptions>;
     config?: Overrides;
     label?: string;
+    /**
+     * A Redis of the test's own (a dedicated server's URL): for a test that reads the server's
+     * own counters (INFO), which the shared server's other users (the other lane) would move.
+     */
+    redisUrl?: string;
     workers?: number;
     accounts?: HarnessAccount[];
     /** The workers' HTTP dispatcher toward the simulator (default: each account's own keep-alive Agent). */
@@ -115,7 +120,7 @@ export async function startHarness(
   } = {},
 ): Promise<Harness> {
   await warmSimulatorCode();
-  const redis = await redisTestContext(options.label);
+  const redis = await redisTestContext(options.label, options.redisUrl);
   const accountKeys: KeySpec[] = (options.accounts ?? []).map((a) => ({
     ...a.key,
     key: accountKey(a.id),
@@ -153,6 +158,7 @@ export async function startHarness(
     VQ_BASE_URL: sim.url,
     VQ_API_KEY_FILE: keyFile,
     VQ_OUT_DIR: join(dir, 'out'),
+    ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
     ...accountsFile,
     ...options.config,
   });

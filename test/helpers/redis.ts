@@ -14,9 +14,9 @@ export interface RedisTestContext {
 
 export const deleteByPrefix = deleteKeysByPrefix;
 
-export async function redisTestContext(label = 'test'): Promise<RedisTestContext> {
+export async function redisTestContext(label = 'test', url = REDIS_URL): Promise<RedisTestContext> {
   const prefix = `{vqbtest-${label}-${randomBytes(4).toString('hex')}}`;
-  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+  const redis = new Redis(url, { maxRetriesPerRequest: 2 });
   return {
     prefix,
     redis,

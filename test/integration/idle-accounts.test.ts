@@ -7,13 +7,17 @@ import { jobIdFor } from '../../src/queue/account-queues.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
 import type { WorkerHandle } from '../../src/workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
+import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const ACCOUNTS = Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, rateLimit: '50/s' }));
 
 let h: Harness | undefined;
+let own: DedicatedRedis | undefined;
 afterEach(async () => {
   await h?.close();
   h = undefined;
+  await own?.close();
+  own = undefined;
 });
 
 async function info(field: string, section: string): Promise<number> {
@@ -31,7 +35,9 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
 
 describe('idle accounts', () => {
   it('20 accounts with nothing queued: no Worker, a few connections and commands per process whatever the accounts', async () => {
-    h = await startHarness({ label: 'idle', accounts: ACCOUNTS, workers: 0 });
+    // A server of its own: INFO counts every client's commands, and `npm test`'s other lane uses the shared one.
+    own = await startRedisServer();
+    h = await startHarness({ label: 'idle', accounts: ACCOUNTS, workers: 0, redisUrl: own.url });
     const clientsBefore = await info('connected_clients', 'clients');
     const worker = h.startWorker();
     await sleep(1_500);
