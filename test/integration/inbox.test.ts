@@ -344,7 +344,9 @@ describe('inbox drop folder', () => {
     watcher.start();
     const ids = Object.entries(files).map(([name, content]) => idFor(name, content));
     const deadline = Date.now() + 20_000;
-    while ((await ls('outbox')).length < ids.length * 3 && Date.now() < deadline) await sleep(100);
+    // Four exports a batch (CSV, JSONL, rejects, XLSX): waiting for three let a loaded machine read
+    // the folder before the last one was written.
+    while ((await ls('outbox')).length < ids.length * 4 && Date.now() < deadline) await sleep(100);
     await watcher.stop();
     expect(watcher.status()).toMatchObject({
       running: false,
