@@ -346,7 +346,8 @@ describe('inbox drop folder', () => {
     const deadline = Date.now() + 20_000;
     // Four exports a batch (CSV, JSONL, rejects, XLSX): waiting for three let a loaded machine read
     // the folder before the last one was written.
-    while ((await ls('outbox')).length < ids.length * 4 && Date.now() < deadline) await sleep(100);
+    const done = async () => (await ls('outbox')).length >= ids.length * 4 && watcher.status().exported >= ids.length;
+    while (!(await done()) && Date.now() < deadline) await sleep(100);
     await watcher.stop();
     expect(watcher.status()).toMatchObject({
       running: false,
