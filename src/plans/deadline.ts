@@ -21,6 +21,8 @@ export function parseSpan(text: string): number | undefined {
 
 const CLOCK = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/;
 const INSTANT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+/** An ISO date and time with no offset: a wall-clock time. */
+const WALL_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/i;
 
 /**
  * An instant as a person writes it: `18:00` (on the clock of `zone`, VQ_TIME_ZONE: today, or
@@ -55,9 +57,6 @@ export function parseInstant(text: string, now: number, zone = localZone()): num
   if (at <= now) throw badDeadline(text, `it passed ${spanText(now - at)} ago`);
   return at;
 }
-
-/** An ISO date and time with no offset: a wall-clock time. */
-const WALL_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/i;
 
 function badDeadline(text: string, why: string): InputError {
   return new InputError('BAD_DEADLINE', `deadline ${JSON.stringify(text)} cannot be used: ${why}`);

@@ -42,6 +42,13 @@ export class FirstContact {
     return this.#d.line.account.id;
   }
 
+  /** The account's upstream (queue/answers.ts `upstreamOf`), worked out once. */
+  #upstreamId: string | undefined;
+  get #upstream(): string {
+    this.#upstreamId ??= upstreamOf(this.#d.line.account);
+    return this.#upstreamId;
+  }
+
   /**
    * Whether the account still meets its upstream (no plate understood end to end yet). Asked of
    * Redis until the answer is no, then never again in this process: one HGET per create during
@@ -49,8 +56,7 @@ export class FirstContact {
    */
   async meeting(): Promise<boolean> {
     if (this.#understood) return false;
-    const upstream = upstreamOf(this.#d.line.account);
-    this.#understood = (await this.#d.answers.understood(this.#account, upstream, this.#d.now())) !== undefined;
+    this.#understood = (await this.#d.answers.understood(this.#account, this.#upstream, this.#d.now())) !== undefined;
     return !this.#understood;
   }
 
@@ -58,7 +64,7 @@ export class FirstContact {
   async understood(shape: AnswerShape | undefined, log: Logger): Promise<void> {
     if (this.#understood) return;
     this.#understood = true;
-    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), upstreamOf(this.#d.line.account)))
+    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), this.#upstream))
       log.info(
         { event: 'account.answers_understood', account: this.#account, shape },
         "first contact: the upstream's answers read end to end; creates go at the account's pace",
