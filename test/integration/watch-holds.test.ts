@@ -69,8 +69,10 @@ describe('watch rounds that hold', () => {
     const ref = { account: 'a', name: 'slow' };
     await watches.add({ name: 'slow', account: 'a', every: '1s' }, plates(10, 'OVL'), ['a']);
     await waitFor(async () => (await watches.show(ref)).state === 'overlap', 20_000, 'overlap said');
-    expect((await watches.show(ref)).reason).toMatch(/round 1 still running when round 2 came due/);
-    expect(h.logs.lines.some((l) => /round 1 still running/.test(String(l.msg)))).toBe(true);
+    // On a loaded machine the poll may first see a later overlap; round 1 (2.5-3 s against a 1 s
+    // schedule) always overlaps, and the log keeps what was said about it.
+    expect((await watches.show(ref)).reason).toMatch(/round \d+ still running when round \d+ came due/);
+    expect(h.logs.lines.some((l) => /round 1 still running when round 2 came due/.test(String(l.msg)))).toBe(true);
     await waitFor(async () => (await watches.store.round(ref, 3))?.closedAt !== undefined, 40_000, 'round 3 compared');
     await watches.pause(ref);
     // A round running when the watch was paused finishes and is compared.
