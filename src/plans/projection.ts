@@ -4,7 +4,9 @@
 // the enqueue (a batch not stored yet), and by `vqb status`, the API, the console and the deadline
 // watch (a running batch).
 import type { BatchInfo } from '../queue/batch/store.js';
+import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
+import { POOL_HOLD_MS } from '../queue/pool.js';
 import type { QueueServices } from '../services.js';
 import { type DeadlineVerdict, judgeDeadline, type PlanFigures } from './deadline.js';
 
@@ -14,8 +16,45 @@ export const REQUESTS_PER_PLATE = 2.15;
 type PlanServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'>;
 
 /**
+ * The rate a batch is served at: its account's rate in force, or for a pooled batch (its home
+ * first, then the pool's other keys) the sum of the keys serving now (queue/pool.ts: a key that
+ * holds serves none). A key still at its starting rate adds nothing known; its source is the
+ * least certain of the keys counted.
+ */
+export async function servingRate(
+  services: Pick<QueueServices, 'accounts'>,
+  accountIds: readonly string[],
+): Promise<{ perSecond: number; source: RateSource; keys: string[] }> {
+  const records = accountIds.map((id) => services.accounts.for(id));
+  if (records.length === 1) {
+    const rate = await records[0]!.line.rate();
+    return { perSecond: rate.perSecond, source: rate.source, keys: [records[0]!.id] };
+  }
+  const known = [];
+  let starting = 0;
+  for (const r of records) {
+    const [why, rate] = await Promise.all([r.line.holding(POOL_HOLD_MS), r.line.rate()]);
+    if (why !== undefined) continue;
+    if (rate.source === 'start') starting++;
+    else known.push({ id: r.id, rate });
+  }
+  if (known.length === 0) return { perSecond: 0, source: starting > 0 ? 'start' : 'configured', keys: [] };
+  const source: RateSource = known.some((k) => k.rate.source === 'learned')
+    ? 'learned'
+    : known.some((k) => k.rate.source === 'announced')
+      ? 'announced'
+      : 'configured';
+  return {
+    perSecond: known.reduce((sum, k) => sum + k.rate.perSecond, 0),
+    source,
+    keys: known.map((k) => k.id),
+  };
+}
+
+/**
  * The figures for `plates` plates of account `accountId` due at `deadline` (`except`: the batch
- * itself, when stored).
+ * itself, when stored; `poolKeys`: a pooled batch's other keys, served at their summed rate, with
+ * the work ahead on each of them).
  */
 export async function planFigures(
   services: PlanServices,
@@ -24,14 +63,29 @@ export async function planFigures(
   plates: number,
   requestsPerPlate: number,
   except?: string,
+  poolKeys: readonly string[] = [],
 ): Promise<PlanFigures> {
-  const { account, line } = services.accounts.for(accountId);
-  const [rate, learned, ahead] = await Promise.all([
-    line.rate(),
+  const { account } = services.accounts.for(accountId);
+  const ids = [accountId, ...poolKeys.filter((k) => k !== accountId)];
+  const [rate, learned] = await Promise.all([
+    servingRate(services, ids),
     new PollLearner(services.redis, services.keys, services.config.poll).snapshot(account.product),
-    services.scheduler.aheadOf(account.id, deadline, except),
   ]);
-  const aheadPlates = platesAhead(ahead, rate.perSecond, learned.firstPollMs, Date.now());
+  // The work ahead on the keys that serve: interactive plates on each, and each earlier batch
+  // once (a pooled one is one list whichever of its keys is asked).
+  let interactive = 0;
+  const earlier = new Map<string, { deadline: number; waiting: number }>();
+  for (const id of rate.keys.length > 0 ? rate.keys : [accountId]) {
+    const ahead = await services.scheduler.aheadOf(id, deadline, except);
+    interactive += ahead.interactive;
+    for (const b of ahead.earlier) earlier.set(b.batchId, b);
+  }
+  const aheadPlates = platesAhead(
+    { interactive, earlier: [...earlier.values()].sort((a, b) => a.deadline - b.deadline) },
+    rate.perSecond,
+    learned.firstPollMs,
+    Date.now(),
+  );
   return {
     perSecond: rate.perSecond,
     rateSource: rate.source,
@@ -97,7 +151,7 @@ export async function batchPlan(
   }
   const perPlate = finished > 0 ? Math.max(1, (c.creates + c.polls) / finished) : REQUESTS_PER_PLATE;
   const left = Math.max(0, c.enqueued - finished);
-  const figures = await planFigures(services, info.account, deadline, left, perPlate, info.id);
+  const figures = await planFigures(services, info.account, deadline, left, perPlate, info.id, info.pool?.keys);
   const verdict = judgeDeadline(deadline, figures, now, undefined, info.account);
   const atRisk = verdict.eta !== undefined && verdict.eta.expected > deadline;
   return { deadline, verdict, atRisk };

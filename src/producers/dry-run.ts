@@ -4,7 +4,7 @@
 // and against its daily spending cap.
 import { costOf, type Money } from '../money.js';
 import { type DeadlineVerdict, type DeadlineView, deadlineView, judgeDeadline } from '../plans/deadline.js';
-import { planFigures, REQUESTS_PER_PLATE } from '../plans/projection.js';
+import { planFigures, REQUESTS_PER_PLATE, servingRate } from '../plans/projection.js';
 import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
@@ -32,7 +32,7 @@ export interface CostEstimate {
   secondsAtRate: number;
   /**
    * The rate that time is at: the account's rate in force (configured, or for `auto` announced or
-   * learned so far), requests per second.
+   * learned so far), a pooled batch's the sum of its serving keys', requests per second.
    */
   ratePerSecond: number;
   /**
@@ -69,10 +69,13 @@ export async function estimateCost(
     deadline?: number;
     /** The judgement itself, for the enqueue to refuse or warn with. */
     onVerdict?: (verdict: DeadlineVerdict) => void;
+    /** A pooled batch's other keys: its time is at the serving keys' summed rate (docs/plans.md). */
+    poolKeys?: readonly string[];
   } = {},
 ): Promise<CostEstimate> {
   const { config, redis, keys, outcomes } = services;
-  const { account, line } = services.accounts.for(options.account);
+  const { account } = services.accounts.for(options.account);
+  const poolKeys = options.poolKeys ?? [];
   const now = (options.now ?? Date.now)();
   const deduper = new PlateDeduper();
   let total = 0;
@@ -111,8 +114,10 @@ export async function estimateCost(
   const pendingShare = learned.samples > 0 ? learned.pendingAtFirstPoll / learned.samples : 1 - config.poll.quantile;
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;
-  // The rate in force: for `auto`, what the account has learned or been told so far.
-  const { perSecond, source } = await line.rate();
+  // The rate in force: for `auto`, what the account has learned or been told so far (a pool's:
+  // the sum of its serving keys'; while none is known, the home key's starting rate).
+  const pooled = await servingRate(services, [account.id, ...poolKeys.filter((k) => k !== account.id)]);
+  const { perSecond, source } = pooled.perSecond > 0 ? pooled : await services.accounts.for(account.id).line.rate();
   const perDay = account.perDay;
   const price = account.price;
   // At a cap the batch stops creating (and waits): the money is the capped creates'.
@@ -121,7 +126,7 @@ export async function estimateCost(
   let deadline: DeadlineView | undefined;
   if (options.deadline !== undefined) {
     const perPlate = creates > 0 ? expectedRequests / creates : REQUESTS_PER_PLATE;
-    const figures = await planFigures(services, account.id, options.deadline, creates, perPlate, batchId);
+    const figures = await planFigures(services, account.id, options.deadline, creates, perPlate, batchId, poolKeys);
     const money = price ? { price, creates: paid, polls } : undefined;
     const verdict = judgeDeadline(options.deadline, figures, now, money, account.id);
     options.onVerdict?.(verdict);

@@ -161,6 +161,7 @@ export async function estimate(
   const p = await prepare(services, input, options);
   const cost = await estimateCost(services, p.id, p.rows, {
     account: p.account,
+    ...(p.pool !== undefined ? { poolKeys: p.pool.keys } : {}),
     ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
     ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
     ...(p.deadline !== undefined ? { deadline: p.deadline } : {}),
@@ -189,6 +190,7 @@ export async function enqueue(
     let refuse: string | undefined;
     const estimated = await estimateCost(services, p.id, rows, {
       account: p.account,
+      ...(p.pool !== undefined ? { poolKeys: p.pool.keys } : {}),
       deadline: p.deadline,
       ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
       ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),

@@ -3,7 +3,7 @@
 // and no plate is created twice; two keys that are one quota upstream are said to be so, an
 // independent one is not. Counted at the simulator, over real HTTP and real Redis.
 import { afterEach, describe, expect, it } from 'vitest';
-import { ingestList } from '../../src/producers/enqueue.js';
+import { estimate, ingestList } from '../../src/producers/enqueue.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { exportSourceFor } from '../../src/sinks/export.js';
 import { accountKey, type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
@@ -158,6 +158,26 @@ describe('pools of keys', () => {
     expect(keys).toHaveLength(plates.length);
     expect(new Set(keys)).toEqual(new Set(['k10', 'k20', 'k30']));
     expect(JSON.stringify(keys)).not.toContain(accountKey('k30'));
+  });
+
+  it('a pooled batch is planned at the sum of its serving keys: the dry run and its deadline line', async () => {
+    h = await started();
+    const plates = makePlates(600);
+    const input = { plates, source: 'library' as const };
+    // 600 plates at ~2.15 requests each: ~22 s at the pool's 60/s, ~129 s at its first key's 10/s.
+    const due = new Date(Date.now() + 60_000).toISOString();
+    const pooled = await estimate(h.services, input, { pool: 'fleet', deadline: due });
+    expect(pooled.ratePerSecond).toBe(60);
+    expect(pooled.deadline?.feasibility).toBe('feasible');
+    const alone = await estimate(h.services, input, { account: 'k10', deadline: due });
+    expect(alone.ratePerSecond).toBe(10);
+    expect(alone.deadline?.feasibility).toBe('not feasible');
+    // A key that holds serves none: the pool is planned at the others' 30/s.
+    await h.services.accounts.line('k30').pause('EXPIRED_API_KEY', 'expired in the test');
+    const short = await estimate(h.services, input, { pool: 'fleet', deadline: due });
+    expect(short.ratePerSecond).toBe(30);
+    expect(short.secondsAtRate).toBeGreaterThan(pooled.secondsAtRate * 1.9);
+    expect(h.sim.stats().requests, 'a dry run sends nothing').toBe(0);
   });
 
   it('a batch to an unknown pool, or to an account outside the pool: a typed error, nothing stored or paid', async () => {
