@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type Account, defaultAccount, loadAccountsFile, stateList } from './accounts/account.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, PoolError } from './errors.js';
 import { isCurrency, type Price, priceMicros } from './money.js';
 import { parseRedisConnection, type RedisConnection } from './redis/settings.js';
 import { type AnswerMapping, isPointer } from './upstream/answers.js';
@@ -576,17 +576,28 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
 
   const baseUrl = v.VQ_BASE_URL?.replace(/\/+$/, '');
   const price = priceFrom(v);
+  const redis = redisConnectionFrom(v);
+  const accounts = accountsFrom(v, { baseUrl, apiKey, rateLimit, price, answers });
+  // A pooled batch's Redis steps touch two accounts' keys at once (docs/plans.md): refused at load
+  // on a Cluster, where those keys live in other slots, rather than failing at the first plate.
+  const pooled = accounts.find((a) => a.pool !== undefined);
+  if (redis.mode === 'cluster' && pooled !== undefined)
+    throw new PoolError(
+      pooled.pool!,
+      v.VQ_ACCOUNTS_FILE ?? 'VQ_ACCOUNTS_FILE',
+      'pools of keys need one Redis (standalone or Sentinel), not a Redis Cluster (VQ_REDIS_MODE=cluster)',
+    );
   return Object.freeze({
     baseUrl,
     apiKey,
     product: v.VQ_PRODUCT,
     redisUrl: v.REDIS_URL,
-    redis: redisConnectionFrom(v),
+    redis,
     allowEviction: v.VQ_ALLOW_EVICTION,
     queueName: v.VQ_QUEUE,
     prefix: v.VQ_PREFIX,
     rateLimit,
-    accounts: accountsFrom(v, { baseUrl, apiKey, rateLimit, price, answers }),
+    accounts,
     pacingJitterMs: v.VQ_PACING_JITTER,
     interactiveMax: v.VQ_INTERACTIVE_MAX,
     concurrency: v.VQ_CONCURRENCY,

@@ -74,7 +74,11 @@ export const ERROR_CODES = {
   WATCH_NO_PLATES: entry(422, 2, 'a watch list with no valid plate'),
   WATCH_ROUND_NOT_FOUND: entry(404, 2, 'no compared round of that number in the watch list'),
   POOL_NOT_FOUND: entry(404, 2, 'no pool of keys with that name (or the account named is not one of its keys)'),
-  POOL_INVALID: entry(500, 2, 'a pool in the accounts file joins accounts of another product or owner'),
+  POOL_INVALID: entry(
+    500,
+    2,
+    'a pool in the accounts file joins accounts of another product or owner, or is declared on a Redis Cluster',
+  ),
   NO_PRICE: entry(422, 2, 'a spending cap in money, and no price per query set to turn it into creates'),
   BAD_WEIGHT: entry(400, 1, 'a weight is a whole number from 1 to 1000'),
   BAD_BATCH_ID: entry(400, 1, 'a batch id of the wrong form'),

@@ -1,8 +1,12 @@
 // Pools of keys as the accounts file declares them (docs/plans.md): a pool joins accounts of one
 // product and one owner; anything else is a typed error at load, and a pool a batch names that
 // does not exist is POOL_NOT_FOUND before anything is stored.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAccounts, poolFor } from '../../src/accounts/account.js';
+import { loadConfig } from '../../src/config.js';
 import { isError, PoolError } from '../../src/errors.js';
 import { parseRateLimit } from '../../src/setting-values.js';
 
@@ -78,5 +82,27 @@ describe('pools in the accounts file', () => {
     expect(() => poolFor({ accounts }, 'other')).toThrow(expect.objectContaining({ code: 'POOL_NOT_FOUND' }));
     expect(() => poolFor({ accounts }, 'other')).toThrow(/declared: fleet/);
     expect(() => poolFor({ accounts }, 'fleet', 'solo')).toThrow(expect.objectContaining({ code: 'POOL_NOT_FOUND' }));
+  });
+
+  it("pools on a Redis Cluster are refused at load (a pooled step touches two accounts' slots), named and typed", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vqb-pools-'));
+    const file = join(dir, 'accounts.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        accounts: [
+          { id: 'a', apiKey: 'ka', pool: 'fleet' },
+          { id: 'b', apiKey: 'kb', pool: 'fleet' },
+        ],
+      }),
+    );
+    const env = { VQ_ACCOUNTS_FILE: file, VQ_BASE_URL: 'https://api.example.com' };
+    const cluster = { ...env, VQ_REDIS_MODE: 'cluster', REDIS_URL: 'redis://127.0.0.1:7000,redis://127.0.0.1:7001' };
+    expect(() => loadConfig(cluster)).toThrow(expect.objectContaining({ code: 'POOL_INVALID', pool: 'fleet' }));
+    expect(() => loadConfig(cluster)).toThrow(/not a Redis Cluster/);
+    expect(loadConfig(env).accounts.map((a) => a.pool)).toEqual(['fleet', 'fleet']);
+    writeFileSync(file, JSON.stringify({ accounts: [{ id: 'a', apiKey: 'ka' }] }));
+    expect(loadConfig(cluster).redis.mode).toBe('cluster');
+    rmSync(dir, { recursive: true, force: true });
   });
 });
