@@ -11,7 +11,7 @@ import type { FailedSummary } from '../queue/rerun.js';
 import type { BatchView } from '../schemas/batch.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
-import { dateText, plural, waitingText } from './say.js';
+import { dateText, deadlineText, plural, waitingText } from './say.js';
 
 export interface PageContext {
   lang: Lang;
@@ -95,7 +95,9 @@ export function batchFields(
     counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
     // With a deadline: its line (ETA range, slack), marked when the projected finish passes it.
-    deadline: view.deadline ? `${view.deadline.atRisk ? `${t('batch.atRisk')}: ` : ''}${view.deadline.line}` : '',
+    deadline: view.deadline
+      ? `${view.deadline.atRisk ? `${t('batch.atRisk')}: ` : ''}${deadlineText(ctx, view.deadline)}`
+      : '',
     waiting: waitingText(ctx, view.waiting, line) ?? t('none'),
     state: t(
       view.state === 'archived'
@@ -376,7 +378,7 @@ ${callbackUrl ? html`<p>${t('webhooks.callback')}: <code data-callback>${callbac
 <dl class="counts">
 ${item('estimate.rows', n(e.rows), 'rows')}${item('estimate.plates', n(e.plates), 'plates')}${item('estimate.rejected', n(e.rejected), 'rejected')}${item('estimate.duplicates', n(e.duplicates), 'duplicates')}${item('estimate.alreadyFinished', n(e.alreadyFinished), 'alreadyFinished')}${item('estimate.reusable', n(e.reusable), 'reusable')}${item('estimate.creates', n(e.creates), 'creates')}${item('estimate.expectedPolls', n(e.expectedPolls), 'expectedPolls')}${item('estimate.time', formatSeconds(e.secondsAtRate, lang), 'secondsAtRate')}${e.daysAtCap !== undefined ? item('estimate.days', n(e.daysAtCap), 'daysAtCap') : ''}${e.cost ? item('estimate.cost', formatMoney(e.cost), 'cost') : ''}
 </dl>
-${e.deadline ? html`<p data-estimate="deadline" class="${e.deadline.feasibility === 'not feasible' ? 'error' : ''}">${e.deadline.line}</p>` : ''}
+${e.deadline ? html`<p data-estimate="deadline" class="${e.deadline.feasibility === 'not feasible' ? 'error' : ''}">${deadlineText(ctx, e.deadline)}</p>` : ''}
 ${estimateActions(ctx, stageId, e)}`,
   );
 }

@@ -3,9 +3,10 @@
 // errors. The dictionary is i18n.ts; this turns state into its words.
 
 import type { ErrorBody } from '../http/errors.js';
+import { formatMoney, type Money } from '../money.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { Waiting } from '../schemas/batch.js';
-import { isKey, type Key, type Lang, type Translate } from './i18n.js';
+import { formatNumber, formatSeconds, isKey, type Key, type Lang, type Translate } from './i18n.js';
 
 interface Ctx {
   lang: Lang;
@@ -114,4 +115,58 @@ export function errorText(ctx: Ctx, body: ErrorBody, batchId?: string): { messag
   const known = `err.${code}`;
   const message = isKey(known) ? t(known) : t('error.generic', { code });
   return { message, detail: body.error.message };
+}
+
+/** A deadline's judgement as the API gives it (plans/deadline.ts deadlineView): what the console words. */
+interface DeadlineShown {
+  feasibility: 'feasible' | 'not feasible' | 'unknown';
+  deadline: string;
+  eta?: { from: string; to: string; expected: string } | undefined;
+  slackSeconds?: number | undefined;
+  aheadPlates: number;
+  cost?: { low: Money; high: Money } | undefined;
+}
+
+/**
+ * The `deadline:` line in the page's language, built from the judgement's fields (the API and the
+ * CLI keep the English line scripts read): "prazo: viável — até 27/11/2026 18:00 (em 2 horas);
+ * termina em 40 min 00 s–52 min 00 s (no prazo, com folga de 12 min 00 s); custa R$ 10,00".
+ */
+export function deadlineText(ctx: Ctx, d: DeadlineShown, now = Date.now()): string {
+  const { t, lang } = ctx;
+  const due = Date.parse(d.deadline);
+  const span = (ms: number) => formatSeconds(Math.abs(ms) / 1_000, lang);
+  const dueText = t('deadline.due', { at: dateText(lang, due), relative: relativeText(lang, due, now) });
+  const cost = d.cost
+    ? `; ${t('deadline.cost', {
+        cost:
+          d.cost.low.amount === d.cost.high.amount
+            ? formatMoney(d.cost.low)
+            : `${formatMoney(d.cost.low)}–${formatMoney(d.cost.high)}`,
+      })}`
+    : '';
+  if (d.eta === undefined) return `${t('deadline.unknown')} — ${dueText}; ${t('deadline.noRate')}${cost}`;
+  const from = Date.parse(d.eta.from);
+  const to = Date.parse(d.eta.to);
+  const slack =
+    d.slackSeconds === undefined
+      ? ''
+      : d.slackSeconds >= 0
+        ? t('deadline.onTime', { span: span(d.slackSeconds * 1_000) })
+        : t('deadline.late', { span: span(d.slackSeconds * 1_000) });
+  // A finished batch: when it finished, against its deadline.
+  if (from === to && to <= now)
+    return `${t(to <= due ? 'deadline.met' : 'deadline.missed')} — ${dueText}; ${t('deadline.finished', {
+      at: dateText(lang, to),
+    })}${slack ? ` (${slack})` : ''}`;
+  const verdict = t(
+    d.feasibility === 'feasible'
+      ? 'deadline.feasible'
+      : d.feasibility === 'unknown'
+        ? 'deadline.unknown'
+        : 'deadline.notFeasible',
+  );
+  const ahead = d.aheadPlates > 0 ? `, ${t('deadline.ahead', { n: formatNumber(lang, d.aheadPlates) })}` : '';
+  const range = t('deadline.range', { low: span(from - now), high: span(to - now) });
+  return `${verdict} — ${dueText}; ${range}${ahead}${slack ? ` (${slack})` : ''}${cost}`;
 }

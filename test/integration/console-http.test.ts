@@ -380,6 +380,45 @@ describe('web console over HTTP', () => {
     expect(pt).toContain('>Tentativas<');
   });
 
+  it('a deadline on the upload form: the estimate and the batch page say its line in the page’s language', async () => {
+    const h = await harness.start({ label: 'console-deadline', config: { VQ_API_TOKENS: ADMIN, ...FAST } });
+    const base = await serve(h);
+    const session = await signIn(base);
+    const upload = async (lang: string) => {
+      const body = form(`placa\n${makePlates(3).join('\n')}\n`, session.csrf);
+      body.append('deadline', '2h');
+      const staged = await fetch(`${base}/upload`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: session.cookie, 'accept-language': lang },
+        body,
+      });
+      expect(staged.status).toBe(303);
+      const stage = staged.headers.get('location')!;
+      const page = await (
+        await fetch(`${base}${stage}`, { headers: { cookie: session.cookie, 'accept-language': lang } })
+      ).text();
+      return { stage, line: /data-estimate="deadline"[^>]*>([^<]*)</.exec(page)?.[1] };
+    };
+    // 100/s configured: known, so judged; three plates in two hours are in time.
+    const pt = await upload('pt-BR');
+    expect(pt.line).toMatch(
+      /^prazo: viável — até .+ \(em 2 horas\); termina em .+ \(no prazo, com folga de (1 h 59|2 h 00) min\)$/,
+    );
+    const en = await upload('en');
+    expect(en.line).toMatch(/^deadline: feasible — due .+ \(in 2 hours\); finishes in .+ \(on time by (1 h 59|2 h 00) min\)$/);
+    const confirm = await confirmUpload(base, pt.stage, session);
+    const batchPath = confirm.headers.get('location')!;
+    const id = decodeURIComponent(batchPath.slice('/batches/'.length));
+    await h.waitForBatch(id);
+    const page = await (
+      await fetch(`${base}${batchPath}`, { headers: { cookie: session.cookie, 'accept-language': 'pt-BR' } })
+    ).text();
+    expect(/data-field="deadline"[^>]*>([^<]*)</.exec(page)?.[1]).toMatch(
+      /^prazo: cumprido — até .+; concluído em .+ \(no prazo, com folga de (1 h 59|2 h 00) min\)$/,
+    );
+  });
+
   it('a console confirm and a POST /v1/batches of the same file at once make one batch, its rows stored once', async () => {
     const h = await harness.start({ label: 'console-race', workers: 0, config: { VQ_API_TOKENS: ADMIN } });
     const base = await serve(h);

@@ -4,7 +4,8 @@ import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
-import { plural } from '../../src/console/say.js';
+import { deadlineText, plural } from '../../src/console/say.js';
+import { deadlineView, judgeDeadline } from '../../src/plans/deadline.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
 import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/webhooks/target.js';
@@ -116,5 +117,58 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     expect(billed).toContain('(no new query; polls are billed)');
     expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
     expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
+  });
+});
+
+describe("console: the deadline line in the page's language (docs/plans.md)", () => {
+  const NOW = Date.parse('2026-11-27T15:00:00Z');
+  const figures = {
+    perSecond: 10,
+    rateSource: 'announced' as const,
+    requestsPerPlate: 2,
+    answerMs: 2_000,
+    aheadPlates: 0,
+  };
+  const money = { price: { perQueryMicros: 350_000, perPollMicros: 0, currency: 'BRL' }, creates: 100, polls: 110 };
+  const pt = { lang: 'pt-BR' as const, t: translator('pt-BR') };
+  const en = { lang: 'en' as const, t: translator('en') };
+
+  it('feasible, not feasible and unknown, in pt-BR and en, from the same fields the API gives', () => {
+    const easy = deadlineView(judgeDeadline(NOW + 3_600_000, { ...figures, plates: 100 }, NOW, money), NOW);
+    expect(deadlineText(pt, easy, NOW)).toMatch(
+      /^prazo: viável — até .+ \(em 1 hora\); termina em \d+ s–\d+ s \(no prazo, com folga de 59 min \d\d s\); custa R\$\s?35,00$/,
+    );
+    expect(deadlineText(en, easy, NOW)).toMatch(
+      /^deadline: feasible — due .+ \(in 1 hour\); finishes in .+ \(on time by 59 min/,
+    );
+    const tight = deadlineView(judgeDeadline(NOW + 30_000, { ...figures, plates: 2_000, aheadPlates: 150 }, NOW), NOW);
+    const said = deadlineText(pt, tight, NOW);
+    expect(said).toMatch(
+      /^prazo: inviável — até .+; termina em .+, depois de 150 placas à frente dele na chave \(atrasado em /,
+    );
+    expect(said).not.toMatch(/deadline|due|late/);
+    const unknown = deadlineView(
+      judgeDeadline(NOW + 60_000, { ...figures, rateSource: 'start', plates: 10 }, NOW),
+      NOW,
+    );
+    expect(deadlineText(pt, unknown, NOW)).toMatch(/^prazo: ainda não se sabe — .+; nenhuma taxa conhecida ainda/);
+  });
+
+  it('a finished batch: met or missed, and when it finished', () => {
+    const view = (finishedAt: number) =>
+      deadlineView(
+        {
+          feasibility: 'feasible',
+          deadline: NOW - 60_000,
+          eta: { low: finishedAt, high: finishedAt, expected: finishedAt },
+          slackMs: NOW - 60_000 - finishedAt,
+          aheadPlates: 0,
+        },
+        NOW,
+      );
+    expect(deadlineText(pt, view(NOW - 120_000), NOW)).toMatch(
+      /^prazo: cumprido — .+; concluído em .+ \(no prazo, com folga de 1 min 00 s\)$/,
+    );
+    expect(deadlineText(en, view(NOW - 30_000), NOW)).toMatch(/^deadline: missed — .+; finished .+ \(late by 30 s\)$/);
   });
 });
