@@ -237,8 +237,8 @@ export const SETTINGS = {
   VQ_TIME_ZONE: {
     schema: z.string().min(1).refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo').optional(),
     help:
-      'the clock a deadline such as `--by 18:00` is read on and shown in (IANA, e.g. ' +
-      "America/Sao_Paulo); default: the process's own (TZ), which in a container is often UTC",
+      'the clock a deadline such as `--by 18:00` is read on and shown in, and the console shows times on ' +
+      "(IANA, e.g. America/Sao_Paulo); default: the process's own (TZ), which in a container is often UTC",
   },
   VQ_CURRENCY: {
     schema: z

@@ -48,6 +48,7 @@ export function consoleKit(base: KitBase) {
     return {
       lang,
       t: translator(lang),
+      zone: config.timeZone,
       path: request.url,
       ...(signed ? { session: { csrf: signed.session.csrf, admin: signed.scope.admin } } : {}),
     };

@@ -20,6 +20,8 @@ export interface PageContext {
   path: string;
   /** Signed in: the session's CSRF token and whether the token is an administrator's. */
   session?: { csrf: string; admin: boolean };
+  /** The clock instants are shown on (VQ_TIME_ZONE). */
+  zone?: string;
 }
 
 export const ASSET_CSS = '/console/app.css';
@@ -84,7 +86,7 @@ ${form.back !== '/' ? html`<input type="hidden" name="back" value="${form.back}"
 /** The numbers of a batch that change while it runs, by `data-field` name; the live updates send the same. */
 export function batchFields(
   view: BatchView,
-  ctx: Pick<PageContext, 't' | 'lang'>,
+  ctx: Pick<PageContext, 't' | 'lang' | 'zone'>,
   line?: AccountLineState,
 ): Record<string, string> {
   const { t, lang } = ctx;
@@ -216,7 +218,7 @@ export function batchPage(
 <h1>${t('batch.title', { id: view.name })}</h1>
 <p class="muted">${view.id} · ${view.account}</p>
 ${flashBox(flash)}
-${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archived', { at: view.archivedAt ? dateText(ctx.lang, view.archivedAt) : '' })}</p>` : ''}
+${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archived', { at: view.archivedAt ? dateText(ctx, view.archivedAt) : '' })}</p>` : ''}
 <div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>

@@ -11,16 +11,19 @@ import { formatNumber, formatSeconds, isKey, type Key, type Lang, type Translate
 interface Ctx {
   lang: Lang;
   t: Translate;
+  /** The clock instants are shown on (VQ_TIME_ZONE); the process's own when absent. */
+  zone?: string;
 }
 
 const PLURALS: Record<Lang, Intl.PluralRules> = {
   en: new Intl.PluralRules('en'),
   'pt-BR': new Intl.PluralRules('pt-BR'),
 };
-const DATES: Record<Lang, Intl.DateTimeFormat> = {
-  en: new Intl.DateTimeFormat('en', { dateStyle: 'medium', timeStyle: 'short' }),
-  'pt-BR': new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'short' }),
+const DATE_STYLES: Record<Lang, Intl.DateTimeFormatOptions> = {
+  en: { dateStyle: 'medium', timeStyle: 'short' },
+  'pt-BR': { dateStyle: 'short', timeStyle: 'short' },
 };
+const DATES = new Map<string, Intl.DateTimeFormat>();
 const RELATIVE: Record<Lang, Intl.RelativeTimeFormat> = {
   en: new Intl.RelativeTimeFormat('en', { numeric: 'auto' }),
   'pt-BR': new Intl.RelativeTimeFormat('pt-BR', { numeric: 'auto' }),
@@ -32,9 +35,18 @@ export function plural(ctx: Ctx, key: string, n: number, vars: Record<string, st
   return ctx.t(`${key}.${form}` as Key, { n, ...vars });
 }
 
-/** "24/11/2026 14:03" / "Nov 24, 2026, 2:03 PM" (the server's time zone). */
-export function dateText(lang: Lang, at: number | string): string {
-  return DATES[lang].format(typeof at === 'string' ? new Date(at) : new Date(at));
+/** "24/11/2026 14:03" / "Nov 24, 2026, 2:03 PM", on the clock of VQ_TIME_ZONE (as the CLI shows them). */
+export function dateText(ctx: { lang: Lang; zone?: string | undefined }, at: number | string): string {
+  const id = `${ctx.lang} ${ctx.zone ?? ''}`;
+  let format = DATES.get(id);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat(ctx.lang, {
+      ...DATE_STYLES[ctx.lang],
+      ...(ctx.zone !== undefined ? { timeZone: ctx.zone } : {}),
+    });
+    DATES.set(id, format);
+  }
+  return format.format(typeof at === 'string' ? new Date(at) : new Date(at));
 }
 
 /** "há 3 minutos" / "3 minutes ago", "em 2 horas" / "in 2 hours". */
@@ -65,7 +77,7 @@ export function waitingText(
   const said = detail(waiting, line, now);
   return said === undefined ? label : `${label}: ${said}`;
   function detail(w: Waiting, l: AccountLineState | undefined, at: number): string | undefined {
-    const until = w.until !== undefined ? dateText(lang, w.until) : '';
+    const until = w.until !== undefined ? dateText(ctx, w.until) : '';
     switch (w.reason) {
       case 'paused': {
         const pause = l?.pause;
@@ -83,7 +95,7 @@ export function waitingText(
         if (u === undefined) return undefined;
         const reason = u.reason.startsWith('HTTP ') ? u.reason : t(`reach.${u.reason}` as Key);
         return t('waitd.upstream_unreachable', {
-          since: dateText(lang, u.since),
+          since: dateText(ctx, u.since),
           ago: relativeText(lang, u.since, at),
           reason,
           attempts: u.attempts,
@@ -136,7 +148,7 @@ export function deadlineText(ctx: Ctx, d: DeadlineShown, now = Date.now()): stri
   const { t, lang } = ctx;
   const due = Date.parse(d.deadline);
   const span = (ms: number) => formatSeconds(Math.abs(ms) / 1_000, lang);
-  const dueText = t('deadline.due', { at: dateText(lang, due), relative: relativeText(lang, due, now) });
+  const dueText = t('deadline.due', { at: dateText(ctx, due), relative: relativeText(lang, due, now) });
   const cost = d.cost
     ? `; ${t('deadline.cost', {
         cost:
@@ -157,7 +169,7 @@ export function deadlineText(ctx: Ctx, d: DeadlineShown, now = Date.now()): stri
   // A finished batch: when it finished, against its deadline.
   if (from === to && to <= now)
     return `${t(to <= due ? 'deadline.met' : 'deadline.missed')} — ${dueText}; ${t('deadline.finished', {
-      at: dateText(lang, to),
+      at: dateText(ctx, to),
     })}${slack ? ` (${slack})` : ''}`;
   const verdict = t(
     d.feasibility === 'feasible'

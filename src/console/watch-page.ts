@@ -37,7 +37,7 @@ function row(ctx: PageContext, v: WatchView): Html {
       : '';
   const next =
     v.nextAt !== undefined
-      ? html`<br><span class="muted">${t('watch.next', { at: dateText(lang, v.nextAt) })}</span>`
+      ? html`<br><span class="muted">${t('watch.next', { at: dateText(ctx, v.nextAt) })}</span>`
       : '';
   const compared = [...v.rounds].reverse().find((r) => r.closedAt !== undefined);
   const running = v.open !== undefined ? html`<span>${t('watch.running', { round: v.open })}</span><br>` : '';

@@ -138,6 +138,11 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
     expect(deadlineText(pt, easy, NOW)).toMatch(
       /^prazo: viável — até .+ \(em 1 hora\); termina em \d+ s–\d+ s \(no prazo, com folga de 59 min \d\d s\); custa R\$\s?35,00$/,
     );
+    // Instants on the clock of VQ_TIME_ZONE, as the CLI shows them (16:00 UTC is 13:00 in São Paulo).
+    expect(deadlineText({ ...pt, zone: 'America/Sao_Paulo' }, easy, NOW)).toContain(
+      'até 27/11/2026, 13:00 (em 1 hora)',
+    );
+    expect(deadlineText({ ...pt, zone: 'UTC' }, easy, NOW)).toContain('até 27/11/2026, 16:00 (em 1 hora)');
     expect(deadlineText(en, easy, NOW)).toMatch(
       /^deadline: feasible — due .+ \(in 1 hour\); finishes in .+ \(on time by 59 min/,
     );
