@@ -406,7 +406,9 @@ describe('web console over HTTP', () => {
       /^prazo: viável — até .+ \(em 2 horas\); termina em .+ \(no prazo, com folga de (1 h 59|2 h 00) min\)$/,
     );
     const en = await upload('en');
-    expect(en.line).toMatch(/^deadline: feasible — due .+ \(in 2 hours\); finishes in .+ \(on time by (1 h 59|2 h 00) min\)$/);
+    expect(en.line).toMatch(
+      /^deadline: feasible — due .+ \(in 2 hours\); finishes in .+ \(on time by (1 h 59|2 h 00) min\)$/,
+    );
     const confirm = await confirmUpload(base, pt.stage, session);
     const batchPath = confirm.headers.get('location')!;
     const id = decodeURIComponent(batchPath.slice('/batches/'.length));
