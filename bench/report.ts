@@ -679,15 +679,21 @@ function deadlineRows(d: DeadlineResult | undefined): VqbRow[] {
       { text: '≥ 0.9', ok: (x) => x >= 0.9 },
     ),
   ];
-  for (const b of d.batches)
+  for (const b of d.batches) {
+    // The infeasible batch is not waited for (the run ends when the feasible ones have): no ratio.
+    const finish =
+      Number.isFinite(b.withDeadlinesS) || Number.isFinite(b.byWeightS)
+        ? `finished after ${fmt(b.withDeadlinesS)} s with deadlines, ${fmt(b.byWeightS)} s by equal weights; s with deadlines ÷ deadline`
+        : 'not waited for (the run ends when the feasible ones have)';
     rows.push(
       vqbRow(
-        `deadlines: ${b.name} (${b.plates} plates, due in ${b.withinS} s) said "${b.feasibility}" at enqueue; finished after ${fmt(b.withDeadlinesS)} s with deadlines, ${fmt(b.byWeightS)} s by equal weights; s with deadlines ÷ deadline`,
+        `deadlines: ${b.name} (${b.plates} plates, due in ${b.withinS} s) said "${b.feasibility}" at enqueue; ${finish}`,
         b.feasibility === 'feasible' ? b.withDeadlinesS / b.withinS : undefined,
         fixed(2),
         b.feasibility === 'feasible' ? { text: '≤ 1', ok: (x) => x <= 1 } : undefined,
       ),
     );
+  }
   rows.push(
     vqbRow(
       'deadlines: the infeasible batch said not feasible at enqueue (1: yes)',
