@@ -74,14 +74,14 @@ export interface FlowDeps {
 const EARLY_LATE_MS = 500;
 
 /**
- * A request late for its slot on a key paced at least this far apart is sent late, not moved to
- * the next slot: the write moves the schedule back by the lateness (#written), and the request N
- * slots after it is reserved a window later, long after that move. A lost slot there costs a whole
- * interval (5 s at 12/min): on the 1,000-account bench (12/min keys, 4 processes on 2 cores)
- * 634 slots were given up in a run, half of them over 1 s late (the fence's round trip queued
- * behind a feed pass on the process's connection), and 121 keys fell under 0.9 of their limit.
- * Faster keys still give the slot up: their request N slots on may be reserved before a
- * delayed move of the schedule lands.
+ * A request late for its slot (by up to an interval) on a key paced at least this far apart is
+ * sent late, not moved to the next slot: the write moves the schedule back by the lateness
+ * (#written), and the request N slots after it is reserved a window later, long after that move.
+ * A lost slot there costs a whole interval (5 s at 12/min): on the 1,000-account bench (12/min
+ * keys, 4 processes on 2 cores) 634 slots were given up in a run, half of them over 1 s late (the
+ * fence's round trip queued behind a feed pass on the process's connection), and 121 keys fell
+ * under 0.9 of their limit. Faster keys still give the slot up: their request N slots on may be
+ * reserved before a delayed move of the schedule lands.
  */
 const SEND_LATE_FROM_INTERVAL_MS = 1_000;
 
@@ -324,8 +324,10 @@ export class AccountFlow {
         // 14-33 ms late by its fence's round trip). The write moves its start in the early list.
         if (early && performance.now() - due < EARLY_LATE_MS) break;
         // (Not after a hold: `due` is then -Infinity, and the request must take a slot on the
-        // schedule the hold moved.)
-        if (!early && Number.isFinite(due) && 1_000 / this.#rate >= SEND_LATE_FROM_INTERVAL_MS) break;
+        // schedule the hold moved. Nor later than an interval, a worker paused or a Redis that
+        // stalled: the move would hold the account back longer than the slot it saves.)
+        const intervalMs = 1_000 / this.#rate;
+        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && performance.now() - due <= intervalMs) break;
         known = undefined;
         const givenUp = at;
         const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>
