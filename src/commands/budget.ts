@@ -63,8 +63,10 @@ export const budgetCommand: Command = {
         if (!batchId)
           throw new UsageError(`--${maxSpend === undefined ? 'max-creates' : 'max-spend'} needs a batch id`);
         await budget.setMaxCreates(await services.batches.ref(batchId), maxCreates);
-        await releaseBatchHold(services, batchId);
+        // Counted before the hold is let go: what the raise lets go on, not what a worker already
+        // sent in the moment after (the words would say one create fewer on a fast key).
         const after = await services.batchViews.get(batchId);
+        await releaseBatchHold(services, batchId);
         const spend =
           maxSpend !== undefined && maxCreates !== null
             ? ` (${formatMoney(costOf(price!, maxCreates))} at ${formatMoney(costOf(price!, 1))} per query)`

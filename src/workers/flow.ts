@@ -309,8 +309,8 @@ export class AccountFlow {
    * the jitter allowance (a busy event loop, a slow Redis reply) is not sent late: it would crowd
    * the window against the one N slots after it. It takes the account's next slot instead (a slot
    * lost, rarely; a 429 never), unless its slot is an early one or its key is paced a second or
-   * more apart (SEND_LATE_FROM_INTERVAL_MS: sent late, the schedule moved back by its write). A hold that started meanwhile (a
-   * 429 elsewhere) is waited out here.
+   * more apart (SEND_LATE_FROM_INTERVAL_MS: sent late, the schedule moved back by its write). A
+   * hold that started meanwhile (a 429 elsewhere) is waited out here.
    */
   async #ready(admission: Extract<Admission, { go: true }>, heldMs?: number): Promise<{ due: number; at: string }> {
     let { due, at, early } = admission;

@@ -11,6 +11,18 @@ afterEach(async () => {
   h = undefined;
 });
 
+/** Counts the times the account's pace is asked for a slot from now on. */
+function countAsks(harness: Harness): () => number {
+  const line = harness.line;
+  const slot = line.slot.bind(line);
+  let asks = 0;
+  line.slot = (...args: Parameters<typeof slot>) => {
+    asks += 1;
+    return slot(...args);
+  };
+  return () => asks;
+}
+
 describe('worker engine: pacing and quotas', () => {
   it('smooth mode at the configured limit receives no 429 from a sliding-window upstream', async () => {
     h = await startHarness({
@@ -53,13 +65,7 @@ describe('worker engine: pacing and quotas', () => {
     // The request that took a slot says when the next is near; the next asks then, not at once
     // (it would be told "34 ms, beyond the horizon" and ask again: two round trips a request).
     h = await startHarness({ label: 'one-ask', workers: 0, config: { VQ_RATE_LIMIT: '30/s' } });
-    const line = h.line;
-    const slot = line.slot.bind(line);
-    let asks = 0;
-    line.slot = (...args: Parameters<typeof slot>) => {
-      asks += 1;
-      return slot(...args);
-    };
+    const asked = countAsks(h);
     const flow = accountFlow(h);
     // The slots' starts as the pace wrote them (Redis's clock), not when this process woke.
     const starts = await Promise.all(
@@ -71,7 +77,7 @@ describe('worker engine: pacing and quotas', () => {
     );
     starts.sort((a, b) => a - b);
     const gaps = starts.slice(1).map((s, i) => s - starts[i]!);
-    expect(asks).toBeLessThanOrEqual(13);
+    expect(asked()).toBeLessThanOrEqual(13);
     // Spaced by the interval ((1,000 + 25) / 30 = 34.17 ms; the pace keeps its times to 0.1 ms),
     // none lost: 11 gaps in about 11 intervals.
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(34.17 - 0.1);
@@ -83,19 +89,13 @@ describe('worker engine: pacing and quotas', () => {
     // on the process's connection): 121 keys of 12/min under 0.9 of their limit.
     const lateBy = async (rate: string, lateMs: number) => {
       h = await startHarness({ label: `late-${rate.replace('/', '-')}`, workers: 0, config: { VQ_RATE_LIMIT: rate } });
-      const line = h.line;
-      const slot = line.slot.bind(line);
-      let asks = 0;
-      line.slot = (...args: Parameters<typeof slot>) => {
-        asks += 1;
-        return slot(...args);
-      };
+      const asks = countAsks(h);
       const flow = accountFlow(h);
       const admission = await flow.admitPoll('normal');
       if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
       expect(admission.early).toBeUndefined();
       await sleep(lateMs);
-      const before = asks;
+      const before = asks();
       const send = flow.send(admission);
       await send.ready?.();
       send.written?.();
@@ -103,7 +103,7 @@ describe('worker engine: pacing and quotas', () => {
       const moved = h.logs.lines.some((l) => l.msg === 'request written late; pace moved back');
       await h.close();
       h = undefined;
-      return { asked: asks - before, moved };
+      return { asked: asks() - before, moved };
     };
     // 12/min: a 60 s window, its allowance 300 ms; 600 ms late is past half of it.
     expect(await lateBy('12/min', 600)).toEqual({ asked: 0, moved: true });
