@@ -4,7 +4,8 @@
 // processes), so two lanes fill a 2-core machine's time where one left it idle (31 min serial).
 // The pacing tests are all in one lane, so two of them never share the machine. Each line is
 // prefixed with its lane; the exit code is the first failing lane's (0 when both pass). Extra
-// arguments go to both lanes (a file filter, `-t NAME`).
+// arguments go to both lanes (a file filter, `-t NAME`). A failing lane's failures are printed again
+// at the very end, because CI keeps only the tail of a long run and the lanes' lines interleave.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -15,21 +16,38 @@ const vitest = new URL('../node_modules/vitest/vitest.mjs', import.meta.url).pat
 function lane(name) {
   return new Promise((resolve) => {
     const started = Date.now();
+    const lines = [];
     const child = spawn(process.execPath, [vitest, 'run', '--project', name, '--passWithNoTests', ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
     });
     for (const stream of [child.stdout, child.stderr]) {
       const out = stream === child.stdout ? process.stdout : process.stderr;
-      createInterface({ input: stream }).on('line', (line) => out.write(`[${name}] ${line}\n`));
+      createInterface({ input: stream }).on('line', (line) => {
+        lines.push(line);
+        out.write(`[${name}] ${line}\n`);
+      });
     }
     child.on('close', (code, signal) => {
       const s = Math.round((Date.now() - started) / 1000);
       console.log(`[${name}] lane ended: ${signal ?? `exit ${code}`} after ${s} s`);
-      resolve(code ?? 1);
+      resolve({ name, code: code ?? 1, lines, s });
     });
   });
 }
 
-const codes = await Promise.all(LANES.map(lane));
-process.exit(codes.find((c) => c !== 0) ?? 0);
+// What vitest says about failures: its "Failed Tests" / "Failed Suites" section to the summary, or,
+// where it printed none (a crash), the lines naming a failing file or test.
+function failures(lines) {
+  const plain = lines.map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''));
+  const from = plain.findIndex((l) => /Failed (Tests|Suites) \d+/.test(l));
+  if (from >= 0) return plain.slice(from, from + 300);
+  return plain.filter((l) => /\bFAIL\b|×|Error/.test(l)).slice(0, 100);
+}
+
+const ended = await Promise.all(LANES.map(lane));
+for (const { name, code, lines, s } of ended.filter((l) => l.code !== 0)) {
+  console.log(`\n[${name}] ===== lane failed (exit ${code} after ${s} s); its failures again =====`);
+  for (const line of failures(lines)) console.log(`[${name}] ${line}`);
+}
+process.exit(ended.find((l) => l.code !== 0)?.code ?? 0);
