@@ -131,6 +131,7 @@ const en = {
   'deadline.late': 'late by {span}',
   'deadline.cost': 'costs {cost}',
   'deadline.noRate': 'no rate known yet: it is known after the account’s first answers from the upstream',
+  'deadline.keysHold': 'no key serves it now: every key of its pool holds ({keys}); it is known when one serves again',
   'upload.submit': 'See the estimate',
   'estimate.title': 'Estimate for {name}',
   'estimate.intro': 'Nothing has been sent yet. This is what the batch would cost:',
@@ -379,6 +380,9 @@ const ptBR: Record<Key, string> = {
   'deadline.late': 'atrasado em {span}',
   'deadline.cost': 'custa {cost}',
   'deadline.noRate': 'nenhuma taxa conhecida ainda: ela se conhece com as primeiras respostas do fornecedor à conta',
+  'deadline.keysHold':
+    'nenhuma chave o atende agora: todas as chaves do seu grupo estão retidas ({keys}); ' +
+    'volta a ser conhecida quando uma voltar a atender',
   'upload.submit': 'Ver a estimativa',
   'estimate.title': 'Estimativa para {name}',
   'estimate.intro': 'Nada foi enviado ainda. Isto é o que o lote custaria:',

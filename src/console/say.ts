@@ -137,6 +137,7 @@ interface DeadlineShown {
   slackSeconds?: number | undefined;
   aheadPlates: number;
   cost?: { low: Money; high: Money } | undefined;
+  held?: { account: string; why: string }[] | undefined;
 }
 
 /**
@@ -157,6 +158,10 @@ export function deadlineText(ctx: Ctx, d: DeadlineShown, now = Date.now()): stri
             : `${formatMoney(d.cost.low)}–${formatMoney(d.cost.high)}`,
       })}`
     : '';
+  if (d.eta === undefined && d.held !== undefined && d.held.length > 0)
+    return `${t('deadline.unknown')} — ${dueText}; ${t('deadline.keysHold', {
+      keys: d.held.map((k) => `${k.account} (${k.why})`).join(', '),
+    })}${cost}`;
   if (d.eta === undefined) return `${t('deadline.unknown')} — ${dueText}; ${t('deadline.noRate')}${cost}`;
   const from = Date.parse(d.eta.from);
   const to = Date.parse(d.eta.to);

@@ -109,6 +109,8 @@ export interface PlanFigures {
   plates: number;
   /** Plates ahead of it on the same key: interactive ones and those of batches due earlier. */
   aheadPlates: number;
+  /** A pooled batch none of whose keys serves: each key and why it holds (its rate is then unknown). */
+  held?: readonly { account: string; why: string }[];
 }
 
 export interface EtaRange {
@@ -155,6 +157,8 @@ export interface DeadlineVerdict {
   cost?: { low: Money; high: Money };
   /** While unknown: what would make the rate known. */
   knownBy?: string;
+  /** While unknown because every key of the batch's pool holds: each key and why. */
+  held?: readonly { account: string; why: string }[];
 }
 
 /**
@@ -171,6 +175,15 @@ export function judgeDeadline(
   const range = etaRange(f);
   const cost = money ? costRange(money.price, money.creates, money.polls) : undefined;
   const base = { deadline, aheadPlates: f.aheadPlates, ...(cost ? { cost } : {}) };
+  if (!range && f.held !== undefined && f.held.length > 0)
+    return {
+      ...base,
+      feasibility: 'unknown',
+      held: f.held,
+      knownBy:
+        `one of its keys serving again (every key of its pool holds now: ` +
+        `${f.held.map((k) => `${k.account} ${k.why}`).join(', ')}; \`vqb status\` says what each needs)`,
+    };
   if (!range)
     return {
       ...base,
@@ -210,6 +223,7 @@ export function deadlineLine(v: DeadlineVerdict, now: number, zone?: string): st
       ? `; costs ${formatMoney(v.cost.low)}`
       : `; costs ${formatMoney(v.cost.low)}–${formatMoney(v.cost.high)}`
     : '';
+  if (!v.eta && v.held) return `deadline: unknown — ${due}; no key serves it now: known after ${v.knownBy}${cost}`;
   if (!v.eta) return `deadline: unknown — ${due}; no rate known yet: ${v.knownBy ?? ''}${cost}`;
   // A finished batch: when it finished, against its deadline.
   if (v.eta.low === v.eta.high && v.eta.high <= now && v.slackMs !== undefined)
@@ -231,6 +245,7 @@ export interface DeadlineView {
   aheadPlates: number;
   cost?: { low: Money; high: Money };
   knownBy?: string;
+  held?: { account: string; why: string }[];
   line: string;
 }
 
@@ -244,6 +259,7 @@ export function deadlineView(v: DeadlineVerdict, now: number, zone?: string): De
     aheadPlates: v.aheadPlates,
     ...(v.cost ? { cost: v.cost } : {}),
     ...(v.knownBy !== undefined ? { knownBy: v.knownBy } : {}),
+    ...(v.held ? { held: v.held.map((k) => ({ ...k })) } : {}),
     line: deadlineLine(v, now, zone),
   };
 }

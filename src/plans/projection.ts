@@ -6,7 +6,7 @@
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
-import { POOL_HOLD_MS } from '../queue/pool.js';
+import { keyStates } from '../queue/pool.js';
 import type { QueueServices } from '../services.js';
 import { type DeadlineVerdict, judgeDeadline, type PlanFigures } from './deadline.js';
 
@@ -15,30 +15,34 @@ export const REQUESTS_PER_PLATE = 2.15;
 
 type PlanServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'>;
 
+/** The rate a batch is served at, the keys that serve it, and (none serving) the keys that hold and why. */
+export interface ServingRate {
+  perSecond: number;
+  source: RateSource;
+  keys: string[];
+  held: { account: string; why: string }[];
+}
+
 /**
  * The rate a batch is served at: its account's rate in force, or for a pooled batch (its home
- * first, then the pool's other keys) the sum of the keys serving now (queue/pool.ts: a key that
- * holds serves none). A key still at its starting rate adds nothing known; its source is the
- * least certain of the keys counted.
+ * first, then the pool's other keys) the sum of the keys serving now (queue/pool.ts keyStates, as
+ * `vqb status` shows the pool). A key still at its starting rate adds nothing known; its source is
+ * the least certain of the keys counted.
  */
 export async function servingRate(
   services: Pick<QueueServices, 'accounts'>,
   accountIds: readonly string[],
-): Promise<{ perSecond: number; source: RateSource; keys: string[] }> {
+): Promise<ServingRate> {
   const records = accountIds.map((id) => services.accounts.for(id));
   if (records.length === 1) {
     const rate = await records[0]!.line.rate();
-    return { perSecond: rate.perSecond, source: rate.source, keys: [records[0]!.id] };
+    return { perSecond: rate.perSecond, source: rate.source, keys: [records[0]!.id], held: [] };
   }
-  const known = [];
-  let starting = 0;
-  for (const r of records) {
-    const [why, rate] = await Promise.all([r.line.holding(POOL_HOLD_MS), r.line.rate()]);
-    if (why !== undefined) continue;
-    if (rate.source === 'start') starting++;
-    else known.push({ id: r.id, rate });
-  }
-  if (known.length === 0) return { perSecond: 0, source: starting > 0 ? 'start' : 'configured', keys: [] };
+  const now = await keyStates(records);
+  const serving = now.filter((k) => k.holding === undefined);
+  const known = serving.filter((k) => k.rate.source !== 'start');
+  const held = serving.length === 0 ? now.map((k) => ({ account: k.account, why: k.holding ?? '' })) : [];
+  if (known.length === 0) return { perSecond: 0, source: serving.length > 0 ? 'start' : 'configured', keys: [], held };
   const source: RateSource = known.some((k) => k.rate.source === 'learned')
     ? 'learned'
     : known.some((k) => k.rate.source === 'announced')
@@ -47,7 +51,8 @@ export async function servingRate(
   return {
     perSecond: known.reduce((sum, k) => sum + k.rate.perSecond, 0),
     source,
-    keys: known.map((k) => k.id),
+    keys: known.map((k) => k.account),
+    held,
   };
 }
 
@@ -93,6 +98,7 @@ export async function planFigures(
     answerMs: learned.firstPollMs,
     plates,
     aheadPlates,
+    ...(rate.held.length > 0 ? { held: rate.held } : {}),
   };
 }
 

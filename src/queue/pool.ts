@@ -9,6 +9,7 @@
 import type { Logger } from 'pino';
 import type { AccountRecord, Accounts } from './accounts.js';
 import type { BatchStore } from './batch/store.js';
+import type { LineRate } from './line.js';
 import { lentId, type Picked, type Scheduler } from './scheduler.js';
 import type { PlateJobData } from './types.js';
 
@@ -267,15 +268,36 @@ export class KeyPools {
   async states(): Promise<PoolState[]> {
     const out: PoolState[] = [];
     for (const pool of this.names()) {
-      const keys: PoolKeyState[] = [];
-      for (const r of this.members(pool)) {
-        const [why, rate] = await Promise.all([r.line.holding(POOL_HOLD_MS), r.line.rate()]);
-        keys.push({ account: r.id, perSecond: rate.perSecond, share: 0, state: why ?? 'serving' });
-      }
+      const keys: PoolKeyState[] = (await keyStates(this.members(pool))).map((k) => ({
+        account: k.account,
+        perSecond: k.rate.perSecond,
+        share: 0,
+        state: k.holding ?? 'serving',
+      }));
       const perSecond = keys.filter((k) => k.state === 'serving').reduce((sum, k) => sum + k.perSecond, 0);
       for (const k of keys) k.share = k.state === 'serving' && perSecond > 0 ? k.perSecond / perSecond : 0;
       out.push({ pool, perSecond, keys, sharedQuota: await this.#sharedGroups(pool) });
     }
     return out;
   }
+}
+
+/** A key of a pool now: its rate in force, and why it holds (undefined while it serves). */
+export interface KeyNow {
+  account: string;
+  rate: LineRate;
+  holding: string | undefined;
+}
+
+/**
+ * What a pool's rate is summed from, read one way for what is shown (KeyPools.states) and for the
+ * plans (plans/projection.ts): each key's rate in force, and why it holds (POOL_HOLD_MS).
+ */
+export async function keyStates(records: readonly AccountRecord[]): Promise<KeyNow[]> {
+  return Promise.all(
+    records.map(async (r) => {
+      const [holding, rate] = await Promise.all([r.line.holding(POOL_HOLD_MS), r.line.rate()]);
+      return { account: r.id, rate, holding };
+    }),
+  );
 }

@@ -80,6 +80,13 @@ export const DeadlineJudgement = z.object({
     .optional()
     .describe('the cost range, when the account has a price'),
   knownBy: z.string().optional().describe('while unknown: what would make the rate known'),
+  held: z
+    .array(z.object({ account: z.string(), why: z.string() }))
+    .optional()
+    .describe(
+      "while unknown because no key of the batch's pool serves: each key and why it holds " +
+        "(a pause's code, quota, rate_limit, budget)",
+    ),
   line: z.string().describe('the `deadline: …` line a person reads'),
 });
 

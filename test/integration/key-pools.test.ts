@@ -160,7 +160,7 @@ describe('pools of keys', () => {
     expect(JSON.stringify(keys)).not.toContain(accountKey('k30'));
   });
 
-  it('a pooled batch is planned at the sum of its serving keys: the dry run and its deadline line', async () => {
+  it('a pooled batch is planned at the sum of its serving keys: the dry run and its deadline line; none serving: why', async () => {
     h = await started();
     const plates = makePlates(600);
     const input = { plates, source: 'library' as const };
@@ -177,6 +177,21 @@ describe('pools of keys', () => {
     const short = await estimate(h.services, input, { pool: 'fleet', deadline: due });
     expect(short.ratePerSecond).toBe(30);
     expect(short.secondsAtRate).toBeGreaterThan(pooled.secondsAtRate * 1.9);
+    // Every key holds: no rate, and the line says why (not "before first contact").
+    await h.services.accounts.line('k10').pause('INSUFFICIENT_PERMISSIONS', 'in the test');
+    await h.services.accounts.line('k20').pause('EXPIRED_API_KEY', 'in the test');
+    const none = await estimate(h.services, input, { pool: 'fleet', deadline: due });
+    expect(none.deadline?.feasibility).toBe('unknown');
+    expect(none.deadline?.held).toEqual([
+      { account: 'k10', why: 'INSUFFICIENT_PERMISSIONS' },
+      { account: 'k20', why: 'EXPIRED_API_KEY' },
+      { account: 'k30', why: 'EXPIRED_API_KEY' },
+    ]);
+    expect(none.deadline?.line).toMatch(
+      /^deadline: unknown — due .*; no key serves it now: known after one of its keys/,
+    );
+    expect(none.deadline?.line).toContain('k10 INSUFFICIENT_PERMISSIONS, k20 EXPIRED_API_KEY, k30 EXPIRED_API_KEY');
+    expect(none.deadline?.line).not.toContain('first contact');
     expect(h.sim.stats().requests, 'a dry run sends nothing').toBe(0);
   });
 

@@ -157,6 +157,24 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
       NOW,
     );
     expect(deadlineText(pt, unknown, NOW)).toMatch(/^prazo: ainda não se sabe — .+; nenhuma taxa conhecida ainda/);
+    // A pooled batch none of whose keys serves: the keys and why, not "before first contact".
+    const held = [
+      { account: 'k10', why: 'quota' },
+      { account: 'k20', why: 'EXPIRED_API_KEY' },
+    ];
+    const stuck = deadlineView(
+      judgeDeadline(NOW + 60_000, { ...figures, perSecond: 0, rateSource: 'configured', plates: 10, held }, NOW),
+      NOW,
+    );
+    expect(stuck.held).toEqual(held);
+    expect(stuck.line).toMatch(
+      /^deadline: unknown — due .+; no key serves it now: known after one of its keys serving/,
+    );
+    expect(stuck.line).toContain('k10 quota, k20 EXPIRED_API_KEY');
+    expect(deadlineText(pt, stuck, NOW)).toMatch(
+      /^prazo: ainda não se sabe — .+; nenhuma chave o atende agora: .+ \(k10 \(quota\), k20 \(EXPIRED_API_KEY\)\)/,
+    );
+    expect(deadlineText(en, stuck, NOW)).not.toContain('first answers');
   });
 
   it('a finished batch: met or missed, and when it finished', () => {
