@@ -31,8 +31,12 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 30_000,
+    // Lists each test that passed only on a retry, with its first error (the paced lane's).
+    reporters: ['default', './test/helpers/retried-reporter.ts'],
     projects: [
-      { extends: true, test: { name: 'paced', include: PACED } },
+      // Rates and times on a shared machine: a test that fails once is run once more (a fresh
+      // harness and prefix) and named at the end; failing twice fails the lane.
+      { extends: true, test: { name: 'paced', include: PACED, retry: 1 } },
       { extends: true, test: { name: 'rest', include: ['test/**/*.test.ts'], exclude: [...ELSEWHERE, ...PACED] } },
     ],
   },

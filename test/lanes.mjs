@@ -5,7 +5,8 @@
 // The pacing tests are all in one lane, so two of them never share the machine. Each line is
 // prefixed with its lane; the exit code is the first failing lane's (0 when both pass). Extra
 // arguments go to both lanes (a file filter, `-t NAME`). A failing lane's failures are printed again
-// at the very end, because CI keeps only the tail of a long run and the lanes' lines interleave.
+// at the very end, as is each test passed only on a retry, because CI keeps only the tail of a long run
+// and the lanes' lines interleave.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -46,6 +47,9 @@ function failures(lines) {
 }
 
 const ended = await Promise.all(LANES.map(lane));
+// Tests that passed only on a retry (the paced lane's; test/helpers/retried-reporter.ts), named last too.
+for (const { name, lines } of ended)
+  for (const line of lines.filter((l) => l.includes('RETRIED '))) console.log(`[${name}] ${line.trim()}`);
 for (const { name, code, lines, s } of ended.filter((l) => l.code !== 0)) {
   console.log(`\n[${name}] ===== lane failed (exit ${code} after ${s} s); its failures again =====`);
   for (const line of failures(lines)) console.log(`[${name}] ${line}`);
