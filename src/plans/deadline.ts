@@ -95,6 +95,12 @@ export function parseDeadline(
   return parseInstant(value, now, zone);
 }
 
+/** A key of a pooled batch that holds, and why (a pause's code, `quota`, `rate_limit`, `budget`). */
+export interface HeldKey {
+  account: string;
+  why: string;
+}
+
 /** What the judgement reads of the account and the batch. */
 export interface PlanFigures {
   /** The rate in force, requests a second; undefined while none is known (an `auto` account before first contact). */
@@ -110,7 +116,7 @@ export interface PlanFigures {
   /** Plates ahead of it on the same key: interactive ones and those of batches due earlier. */
   aheadPlates: number;
   /** A pooled batch none of whose keys serves: each key and why it holds (its rate is then unknown). */
-  held?: readonly { account: string; why: string }[];
+  held?: readonly HeldKey[];
 }
 
 export interface EtaRange {
@@ -158,7 +164,7 @@ export interface DeadlineVerdict {
   /** While unknown: what would make the rate known. */
   knownBy?: string;
   /** While unknown because every key of the batch's pool holds: each key and why. */
-  held?: readonly { account: string; why: string }[];
+  held?: readonly HeldKey[];
 }
 
 /**
@@ -245,7 +251,7 @@ export interface DeadlineView {
   aheadPlates: number;
   cost?: { low: Money; high: Money };
   knownBy?: string;
-  held?: { account: string; why: string }[];
+  held?: HeldKey[];
   line: string;
 }
 

@@ -8,7 +8,7 @@ import type { RateSource } from '../queue/line.js';
 import { PollLearner } from '../queue/poll-schedule.js';
 import { keyStates } from '../queue/pool.js';
 import type { QueueServices } from '../services.js';
-import { type DeadlineVerdict, judgeDeadline, type PlanFigures } from './deadline.js';
+import { type DeadlineVerdict, type HeldKey, judgeDeadline, type PlanFigures } from './deadline.js';
 
 /** Requests a plate takes before the batch has its own figures: a create, its poll, a tenth of them a second poll. */
 export const REQUESTS_PER_PLATE = 2.15;
@@ -20,7 +20,7 @@ export interface ServingRate {
   perSecond: number;
   source: RateSource;
   keys: string[];
-  held: { account: string; why: string }[];
+  held: HeldKey[];
 }
 
 /**
