@@ -292,6 +292,7 @@ export class AccountLine {
       String(jitterMs),
       this.auto ? 'auto' : 'cap',
       String(JITTER_PER_WINDOW),
+      announced && said.remaining !== undefined ? String(said.remaining) : '',
     )) as [string, RateSource, string, number];
     const value = Number(rate);
     // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.

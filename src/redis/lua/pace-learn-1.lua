@@ -22,7 +22,8 @@
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
     ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
     the estimate holds an interval only while it is below it); ARGV[9] the allowance's least share
-    of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room)
+    of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room);
+    ARGV[10] what the answer said is left before its reset (X-RateLimit-Remaining; '' none)
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
@@ -80,6 +81,7 @@ end
 if ARGV[2] ~= '' then
   local limit = tonumber(ARGV[2])
   local windowMs = tonumber(ARGV[3])
+  local provisional = false
   if not windowMs then
     local resetMax = tonumber(f[13] or '0')
     local since = tonumber(f[14] or '')
@@ -95,12 +97,24 @@ if ARGV[2] ~= '' then
       windowMs = 1000
     elseif resetMax <= 61000 then
       windowMs = 60000
+      provisional = resetMax <= 2000 and delta
     else
       windowMs = 3600000
     end
   end
   local r = limit * 1000 / windowMs
   local interval = (windowMs + math.max(jitter, windowMs * tonumber(ARGV[9]))) / limit
+  -- Every reset so far within 2 s, but not yet for 2 s: a per-second window most likely, not proven.
+  -- What the upstream says is left may be spent before its reset whatever the window is, so it is
+  -- spread evenly until then, no faster than the per-second reading: a per-second key does not
+  -- idle at the per-minute pace for its first seconds (a cold start's 4 s, issue 43), and a
+  -- per-minute key whose minute ends now spends only what its minute has left.
+  local left = tonumber(ARGV[10])
+  if provisional and left and left > 0 then
+    local perSecond = (1000 + math.max(jitter, 1000 * tonumber(ARGV[9]))) / limit
+    interval = math.max(perSecond, math.min(interval, provisional / left))
+    r = 1000 / interval
+  end
   if ceiling and r > ceiling then
     r = ceiling
     interval = 1000 / ceiling
