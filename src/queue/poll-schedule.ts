@@ -50,6 +50,45 @@ export function answeredWithin(body: unknown): number | undefined {
   return Number.isFinite(took) && took >= 0 ? took : undefined;
 }
 
+/**
+ * First contact (src/workers/first-contact.ts): the one plate in flight while an account meets its
+ * upstream is polled early and often, so that meeting costs one answer time, not the slow end of
+ * the answers (VQ_POLL_INITIAL, 15 s). Its first poll comes this soon after the create; each
+ * later one after half the time elapsed (at least this long), at most a second apart within the
+ * first FIRST_CONTACT_CLOSE_MS (an answer of 1-3 s is seen within half a second of it), then
+ * half the elapsed time again: an answer of 15 s costs about a dozen polls, once per upstream.
+ */
+export const FIRST_CONTACT_POLL_MS = 250;
+const FIRST_CONTACT_CLOSE_MS = 5_000;
+
+/** Wait before the next poll of the first-contact plate, `elapsedMs` after its create. */
+export function firstContactPollDelay(elapsedMs: number): number {
+  const half = elapsedMs / 2;
+  return Math.round(Math.max(FIRST_CONTACT_POLL_MS, elapsedMs < FIRST_CONTACT_CLOSE_MS ? Math.min(half, 1_000) : half));
+}
+
+/**
+ * The first plate's answer time seeds the estimate (when nothing was learned yet), this much
+ * later: one sample of the answers, read as their slow end (the quantile the estimate aims at).
+ */
+export const SEED_FACTOR = 1.25;
+
+/** The first samples move the estimate this many times further, falling to 1 over GAIN_OVER samples. */
+export const FIRST_GAIN = 4;
+export const GAIN_OVER = 24;
+
+/**
+ * Answer times the upstream stated (answeredWithin) kept per product, and how many are needed
+ * before their quantile is the estimate (measured rather than learned).
+ */
+export const STATED_KEPT = 64;
+export const STATED_NEEDED = 8;
+
+/** The gain of the `n`-th sample (0-based) the estimate takes: FIRST_GAIN at first, 1 from GAIN_OVER on. */
+export function sampleGain(n: number): number {
+  return Math.max(1, FIRST_GAIN - ((FIRST_GAIN - 1) * n) / GAIN_OVER);
+}
+
 /** A sample taken at elapsed x informs the estimate θ only if x ≥ θ·e^-R (pending) or x ≤ θ·e^R (finished). */
 export const RELEVANCE = 0.3;
 
@@ -118,11 +157,41 @@ export class PollLearner {
    */
   observe(product: string, pendingAtFirstPoll: boolean, elapsedMs: number, tookMs?: number): void {
     if (!this.#poll.adaptive) return;
-    let samples = this.#samples.get(product);
-    if (!samples) this.#samples.set(product, (samples = []));
     const took = pendingAtFirstPoll || tookMs === undefined ? undefined : Math.min(tookMs, elapsedMs);
     const kind = pendingAtFirstPoll ? '1' : took === undefined ? '0' : '2';
-    samples.push(Math.log(Math.max(1, took ?? elapsedMs) / this.#poll.initialMs), kind);
+    this.#push(product, Math.log(Math.max(1, took ?? elapsedMs) / this.#poll.initialMs), kind);
+  }
+
+  /**
+   * A query finished, having taken `tookMs` by the upstream's own timestamps (answeredWithin), at
+   * whichever poll: kept with the product's answer times, whose quantile becomes the estimate once
+   * there are STATED_NEEDED of them. Every finished query counts, not only those a first poll
+   * found finished (those alone would read the answers faster than they are).
+   */
+  stated(product: string, tookMs: number): void {
+    if (!this.#poll.adaptive) return;
+    this.#push(product, Math.log(Math.max(1, tookMs) / this.#poll.initialMs), '3');
+  }
+
+  /**
+   * The first plate an account's upstream answered took `tookMs`: where the estimate starts, when
+   * nothing was learned yet for the product (SEED_FACTOR later). The 15 s prior is then never in
+   * force after a first answer.
+   */
+  async seed(product: string, tookMs: number): Promise<void> {
+    if (!this.#poll.adaptive) return;
+    const { minMs, maxMs } = firstPollBounds(this.#poll);
+    const ms = Math.min(maxMs, Math.max(minMs, tookMs * SEED_FACTOR));
+    const offset = Math.log(ms / this.#poll.initialMs);
+    if ((await this.#redis.hsetnx(this.#keys.learner(product), 'logOffset', String(offset))) === 1)
+      this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+    else this.#cache.delete(product);
+  }
+
+  #push(product: string, value: number, kind: string): void {
+    let samples = this.#samples.get(product);
+    if (!samples) this.#samples.set(product, (samples = []));
+    samples.push(value, kind);
     this.#sending ??= setTimeout(() => {
       this.#sending = undefined;
       void this.flush().catch(() => undefined);
@@ -148,11 +217,17 @@ export class PollLearner {
           const offset = Number(
             await this.#redis.vqbLearnObserve(
               this.#keys.learner(product),
+              this.#keys.learnerStated(product),
               learnStep(true, this.#poll.quantile),
               learnStep(false, this.#poll.quantile),
               Math.log(minMs / initial),
               Math.log(maxMs / initial),
               RELEVANCE,
+              this.#poll.quantile,
+              FIRST_GAIN,
+              GAIN_OVER,
+              STATED_KEPT,
+              STATED_NEEDED,
               ...samples,
             ),
           );

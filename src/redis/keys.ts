@@ -294,6 +294,11 @@ export class VqbKeys {
     return `${this.base}:learn:${product}`;
   }
 
+  /** The last answer times the upstream stated for the product (log(ms / initial), newest first). */
+  learnerStated(product: string): string {
+    return `${this.base}:learn:${product}:stated`;
+  }
+
   // --- queue/reuse.ts
   /** The results every sharing account may reuse (accounts with `shareResults`). */
   reuse(plate: string): string {

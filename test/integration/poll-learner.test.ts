@@ -2,7 +2,7 @@
 // together, at most every half second or at a flush, and move the estimate exactly as one call
 // each did (the same steps, in the order taken, each weighed against the estimate in force).
 import { afterEach, describe, expect, it } from 'vitest';
-import { firstPollBounds, learnStep, PollLearner, RELEVANCE } from '../../src/queue/poll-schedule.js';
+import { firstPollBounds, learnStep, PollLearner, RELEVANCE, sampleGain } from '../../src/queue/poll-schedule.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
@@ -19,10 +19,11 @@ function expected(poll: ReturnType<typeof testConfig>['poll'], samples: [boolean
   const lo = Math.log(minMs / poll.initialMs);
   const hi = Math.log(maxMs / poll.initialMs);
   let v = 0;
-  for (const [pending, elapsedMs] of samples) {
+  for (const [n, [pending, elapsedMs]] of samples.entries()) {
     const gap = Math.log(elapsedMs / poll.initialMs) - v;
     if ((pending && gap < -RELEVANCE) || (!pending && gap > RELEVANCE)) continue;
-    v = Math.min(hi, Math.max(lo, v + learnStep(pending, poll.quantile)));
+    // The first samples move it further (sampleGain), counted over every sample taken so far.
+    v = Math.min(hi, Math.max(lo, v + learnStep(pending, poll.quantile) * sampleGain(n)));
   }
   return Math.round(poll.initialMs * Math.exp(v));
 }

@@ -47,6 +47,7 @@ const OWNERS: Record<string, string> = {
   costDay: 'src/queue/costs.ts',
   batchCosts: 'src/queue/costs.ts',
   learner: 'src/queue/poll-schedule.ts',
+  learnerStated: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
   accountReuse: 'src/queue/reuse.ts',
   reuseDay: 'src/queue/reuse.ts',
