@@ -43,6 +43,8 @@ export interface QueueServices {
   costs: CostLedger;
   scheduler: Scheduler;
   feeder: Feeder;
+  /** The shared first-poll schedule (one per process: its samples are sent together). */
+  learner: PollLearner;
   /** Pools of keys: which key of a pool serves, and what one that holds gives back (docs/plans.md). */
   pools: KeyPools;
   /** Emits webhook events (webhooks/): batch.finished, account.paused. */
@@ -68,6 +70,7 @@ export function queueServicesOn(
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
   const learner = new PollLearner(redis, keys, config.poll, now);
+  const answers = new AnswerBook(redis, keys);
   const feeder = new Feeder(
     scheduler,
     accounts,
@@ -75,6 +78,7 @@ export function queueServicesOn(
     now,
     { redis, keys },
     async (product) => (await learner.snapshot(product)).firstPollMs,
+    (account) => answers.meeting(account, now()),
   );
   const pools = new KeyPools(accounts, scheduler, batches, now);
   feeder.pools = pools;
@@ -88,11 +92,12 @@ export function queueServicesOn(
     outcomes,
     settle: new PlateSettle(redis, outcomes, inflight),
     inflight,
-    answers: new AnswerBook(redis, keys),
+    answers,
     budget,
     costs,
     scheduler,
     feeder,
+    learner,
     pools,
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };

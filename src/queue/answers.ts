@@ -34,6 +34,8 @@ export function upstreamOf(account: Pick<Account, 'baseUrl' | 'product' | 'answe
 export class AnswerBook {
   readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
+  /** Accounts this process knows met their upstream already (it never starts again). */
+  readonly #met = new Set<string>();
 
   constructor(redis: RedisClient, keys: VqbKeys) {
     this.#redis = redis;
@@ -55,6 +57,17 @@ export class AnswerBook {
     if ((await this.#redis.hsetnx(key, 'shape', shared)) === 1)
       await this.#redis.hset(key, 'at', String(now ?? Date.now()), 'via', 'upstream');
     return parseShape(shared);
+  }
+
+  /**
+   * Whether the account still meets its upstream (no plate of its own or of its upstream read end
+   * to end yet): asked of Redis until the answer is no, then never again in this process.
+   */
+  async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now?: number): Promise<boolean> {
+    if (this.#met.has(account.id)) return false;
+    if ((await this.understood(account.id, upstreamOf(account), now)) === undefined) return true;
+    this.#met.add(account.id);
+    return false;
   }
 
   /**

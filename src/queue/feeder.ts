@@ -31,6 +31,9 @@ const ANSWER_READ_MS = 10_000;
 /** The upstream's answer time for a product (the poll learner's wait before a first poll), ms. */
 export type AnswerTime = (product: string) => Promise<number>;
 
+/** Whether the account still meets its upstream (queue/answers.ts AnswerBook.meeting). */
+export type Meeting = (account: Account) => Promise<boolean>;
+
 /**
  * What a feed did: plates it made jobs, whether the account is idle, the jobs waiting on its queue
  * and how long no Worker may take them (Feed).
@@ -53,6 +56,7 @@ export class Feeder {
   readonly #wake: { redis: RedisClient; keys: VqbKeys } | undefined;
   readonly #answerTime: AnswerTime | undefined;
   readonly #answers = new Map<string, { ms: number; at: number }>();
+  readonly #meeting: Meeting | undefined;
 
   constructor(
     scheduler: Scheduler,
@@ -61,6 +65,7 @@ export class Feeder {
     now: () => number = Date.now,
     wake?: { redis: RedisClient; keys: VqbKeys },
     answerTime?: AnswerTime,
+    meeting?: Meeting,
   ) {
     this.#scheduler = scheduler;
     this.#accounts = accounts;
@@ -68,6 +73,7 @@ export class Feeder {
     this.#now = now;
     this.#wake = wake;
     this.#answerTime = answerTime;
+    this.#meeting = meeting;
   }
 
   /**
@@ -154,10 +160,17 @@ export class Feeder {
     const pace = await this.#deadlinePace(account, ratePerSecond ?? perSecond(account));
     // A key of a pool that holds takes nothing, and its pooled plates go to the other keys (queue/pool.ts).
     const serving = this.pools === undefined || (await this.pools.serving(accountId));
+    // An account that meets its upstream sends one create at a time (src/workers/flow.ts): one plate
+    // is fed, interactive or not, and the others wait in the scheduler, costing nothing, until first
+    // contact ends (whoever ends it feeds at once: src/workers/first-contact.ts). Fed all at once,
+    // each would be refused and go round the queue every 250 ms: 2,000 Redis commands a second
+    // for the first 15 s of a cold deployment (issue 43).
+    const meeting = this.#meeting !== undefined && (await this.#meeting(account));
+    const cap = this.#inflight.capOf(accountId);
     const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
       accountId,
       this.#queueKeys(queue),
-      this.#inflight.capOf(accountId),
+      meeting ? { ...cap, cap: 1, strict: true } : cap,
       line.capHold,
       serving ? INTERACTIVE_AT_ONCE : 0,
       serving ? this.target(account, ratePerSecond) : 0,

@@ -42,6 +42,8 @@ export interface QueueKeys {
 export interface InFlightCap {
   key: string;
   cap: number;
+  /** Interactive plates too within the cap's room (first contact: one create at a time, whatever it is). */
+  strict?: boolean;
 }
 
 /** Where the feed reads until when the account's creates are held at a spending cap (queue/line.ts owns it). */
@@ -285,6 +287,7 @@ export class Scheduler {
       capHold.field,
       Math.round(pace.msPerPlate),
       Math.round(pace.reserveMs),
+      inflight.strict ? 1 : 0,
     )) as (number | string)[];
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;

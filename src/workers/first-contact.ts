@@ -25,6 +25,12 @@ export interface FirstContactDeps {
   now: () => number;
   /** Told once per hold recorded by this process (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
+  /**
+   * Told when this process ended first contact: the account's other plates, which waited in the
+   * scheduler (the feeder gives a meeting account one create at a time), are fed now and every
+   * process's Workers woken, not at the next feed pass.
+   */
+  onUnderstood?: (accountId: string) => Promise<void>;
 }
 
 export class FirstContact {
@@ -60,15 +66,21 @@ export class FirstContact {
     return !this.#understood;
   }
 
-  /** A plate was read end to end (an id, then a known final state): first contact is over. */
-  async understood(shape: AnswerShape | undefined, log: Logger): Promise<void> {
-    if (this.#understood) return;
+  /**
+   * A plate was read end to end (an id, then a known final state): first contact is over. True when
+   * this call ended it for the account (the first such plate this process saw while it met its
+   * upstream): its answer time then seeds the poll schedule (src/workers/processor.ts).
+   */
+  async understood(shape: AnswerShape | undefined, log: Logger): Promise<boolean> {
+    if (this.#understood) return false;
     this.#understood = true;
-    if (await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), this.#upstream))
-      log.info(
-        { event: 'account.answers_understood', account: this.#account, shape },
-        "first contact: the upstream's answers read end to end; creates go at the account's pace",
-      );
+    if (!(await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), this.#upstream))) return false;
+    log.info(
+      { event: 'account.answers_understood', account: this.#account, shape },
+      "first contact: the upstream's answers read end to end; creates go at the account's pace",
+    );
+    await this.#d.onUnderstood?.(this.#account);
+    return true;
   }
 
   /**

@@ -60,6 +60,8 @@ export interface FlowDeps {
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
+  /** Told when this process ended the account's first contact (src/workers/first-contact.ts). */
+  onUnderstood?: (accountId: string) => Promise<void>;
   /**
    * Pools of keys: told what each answer announced of the key's quota, and each 429 (queue/pool.ts:
    * keys that are one quota).
@@ -164,6 +166,7 @@ export class AccountFlow {
       metrics: this.#metrics,
       now: this.#now,
       ...(deps.onPaused ? { onPaused: deps.onPaused } : {}),
+      ...(deps.onUnderstood ? { onUnderstood: deps.onUnderstood } : {}),
     });
   }
 

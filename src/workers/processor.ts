@@ -15,7 +15,7 @@ import type { Config } from '../config.js';
 import { pollPriority } from '../queue/account-queues.js';
 import type { CostField } from '../queue/costs.js';
 import type { FenceResult, JobFence } from '../queue/job-fence.js';
-import { answeredWithin, nextPollDelay, type PollLearner } from '../queue/poll-schedule.js';
+import { answeredWithin, firstContactPollDelay, nextPollDelay, type PollLearner } from '../queue/poll-schedule.js';
 import { batchOf, type OutcomeError, type PlateJobData } from '../queue/types.js';
 import { isRedisDown, isRedisFull } from '../redis/health.js';
 import type { KeptAnswer } from '../upstream/answers.js';
@@ -267,8 +267,11 @@ export class PlateProcessor {
     await this.#reportBilling(data, answer, log);
     if (answer.terminal) return this.#finish(job, polling, answer, log);
 
-    // A person waits for an interactive plate: poll it soon and often rather than at the quantile.
-    const learned = await this.#d.learner.firstPollDelay(data.product);
+    // First contact: the one plate in flight is polled early and often (meeting costs one answer
+    // time). A person waits for an interactive plate: poll it soon and often rather than at the quantile.
+    const learned = (await this.#d.flow.contact.meeting())
+      ? firstContactPollDelay(0)
+      : await this.#d.learner.firstPollDelay(data.product);
     const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
     return this.#pollAt(job, token, createdAt + delay, log);
   }
@@ -441,12 +444,15 @@ export class PlateProcessor {
     // The answer is paid for: it is counted in the write that stores what it said (the outcome,
     // or the pending poll), made before anything else that could fail and send the poll again.
     // Then the poll schedule learns from it and the pace hears the quota it reported.
+    // The plate that meets the upstream (first contact) is polled on a schedule of its own: its
+    // polls say nothing of the learned first-poll delay.
+    const meeting = await this.#d.flow.contact.meeting();
     const learn = async () => {
-      if (data.polls === 0) {
-        // A finished query says how long it took, when the upstream tells (answeredWithin).
-        const took = answer.terminal ? answeredWithin(answer.result) : undefined;
+      // A finished query says how long it took, when the upstream tells (answeredWithin).
+      const took = answer.terminal ? answeredWithin(answer.result) : undefined;
+      if (data.polls === 0 && !meeting)
         this.#d.learner.observe(data.product, !answer.terminal, now - (data.createdAt ?? now), took);
-      }
+      if (took !== undefined) this.#d.learner.stated(data.product, took);
       await this.#d.flow.onAnswer(this.#d.api.quota, log);
     };
     // At least one poll is always made once the deadline has passed (the account may have been
@@ -468,8 +474,9 @@ export class PlateProcessor {
       throw new LostJob();
     }
     await learn();
-    const next =
-      data.cls === 'interactive'
+    const next = meeting
+      ? firstContactPollDelay(now - (data.createdAt ?? now))
+      : data.cls === 'interactive'
         ? this.#d.config.poll.interactiveMs
         : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
     return this.#pollAt(job, token, Math.min(now + next, polled.pollDeadline ?? Infinity), log);
@@ -577,7 +584,8 @@ export class PlateProcessor {
     count: CostField[] = [],
   ): Promise<JobResult> {
     // An id, then a known final state: the account's answers are understood (first contact ends).
-    await this.#d.flow.contact.understood(answer.shape, log);
+    if ((await this.#d.flow.contact.understood(answer.shape, log)) && data.polls > 0)
+      await this.#seed(data, answer, log);
     if (answer.state === 'completed') {
       if ((await this.#d.recorder.record(job, data, undefined, answer.result, {}, count)) === 'batch-finished')
         log.info('batch finished');
@@ -589,6 +597,20 @@ export class PlateProcessor {
       message: typeof reason?.message === 'string' ? reason.message : `the upstream query ended ${answer.status}`,
     };
     return this.#failWith(job, data, error, log, answer.result, count);
+  }
+
+  /**
+   * The plate that ended first contact, answered at a poll: its answer time is where the poll
+   * schedule starts (the upstream's own time when it says, else the time from create to this
+   * answer), never the slow-end prior. An estimate's input: a failure to store it is only logged.
+   */
+  async #seed(data: PlateJobData, answer: QueryOutcome, log: Logger): Promise<void> {
+    const took = answeredWithin(answer.result) ?? this.#now() - (data.createdAt ?? this.#now());
+    try {
+      await this.#d.learner.seed(data.product, took);
+    } catch (err) {
+      log.warn({ err }, 'could not start the poll schedule at the first answer time');
+    }
   }
 
   async #onUpstreamError(job: PlateJob, err: AnyUpstreamError, log: Logger): Promise<never> {

@@ -14,7 +14,7 @@ import { CreateAdmission } from '../queue/admission.js';
 import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { JobFence } from '../queue/job-fence.js';
 import type { AccountLine } from '../queue/line.js';
-import { PollLearner } from '../queue/poll-schedule.js';
+import type { PollLearner } from '../queue/poll-schedule.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { PlateJobData } from '../queue/types.js';
@@ -94,6 +94,14 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     now,
     ...(deps.random ? { random: deps.random } : {}),
     onPaused,
+    // First contact ended here: the plates that waited in the scheduler go out now.
+    onUnderstood: async (accountId) => {
+      try {
+        await services.feeder.feedAndWake(accountId);
+      } catch (err) {
+        if (!health.outage(err)) logger.warn({ err, account: accountId }, 'could not feed after first contact');
+      }
+    },
     pools: services.pools,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
@@ -225,7 +233,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   // A pool's decisions (a key's share moved, keys that look like one quota) are one line each.
   services.pools.logTo(logger);
-  const learner = new PollLearner(commands, services.keys, config.poll, now);
+  const learner = services.learner;
   const { onBatchFinished, onPaused } = webhookEmitters(services, logger);
   const webhookWorker = startWebhookWorker(config, {
     connection: blocking,

@@ -72,7 +72,8 @@ describe('the first batch of a fresh deployment', () => {
     await h.waitForBatch('late', 60_000);
     await Promise.all(h.workers.map((w) => w.close()));
     const learned = await new PollLearner(h.services.redis, h.services.keys, h.config.poll).snapshot(h.config.product);
-    expect(learned.samples).toBe(300);
+    // Every plate but the one that met the upstream (polled on a schedule of its own: first contact).
+    expect(learned.samples).toBe(299);
     // Answers of at most 300 ms: the 90 % point is 280 ms; a quarter a round would have left 3.7 s.
     expect(learned.firstPollMs).toBeLessThan(600);
     expect(learned.firstPollMs).toBeGreaterThan(150);

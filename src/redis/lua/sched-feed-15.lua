@@ -22,7 +22,9 @@
     prefix of any account, its id written `{{home}}` (where a lent pooled batch's plates wait:
     includes/sched-take.lua); ARGV[6] the in-flight cap; ARGV[7] the line's field: creates held
     until (epoch ms); ARGV[8] ms a plate takes at the rate in force (0: deadlines not weighed);
-    ARGV[9] ms kept in reserve before a deadline (the last answer's time and a margin)
+    ARGV[9] ms kept in reserve before a deadline (the last answer's time and a margin); ARGV[10]
+    1: interactive plates too only within the in-flight cap's room (an account that meets its
+    upstream sends one create at a time, and a plate fed beyond it would go round the queue)
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
@@ -38,8 +40,10 @@ if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now)
   interactive, target = 0, 0
 end
 local queued = redis.call('LLEN', KEYS[7]) + redis.call('ZCARD', KEYS[8])
+local inflight = redis.call('ZCARD', KEYS[12])
+if ARGV[10] == '1' then interactive = math.max(0, math.min(interactive, tonumber(ARGV[6]) - inflight - queued)) end
 local picked = takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, interactive, 1, out, ARGV[5])
-local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[12]) - queued - picked
+local room = tonumber(ARGV[6]) - inflight - queued - picked
 local want = math.min(target - queued - picked, room)
 -- Deadline batches whose slack runs out go first (after the interactive ones): sched-take.
 local urgent = urgentBatches(KEYS[15], classes, ARGV[3], tonumber(now), tonumber(ARGV[8]), tonumber(ARGV[9]))

@@ -1,0 +1,55 @@
+// First contact on a cold deployment (issue 43): an account that has not had one plate read end to
+// end sends one create at a time, and that must cost one answer time, not the slow end of the
+// answers (VQ_POLL_INITIAL), nor a queue of refused jobs going round while it waits. The feeder puts
+// one plate on the account's queue (interactive or not); the plate in flight is polled early and
+// often; its answer ends first contact and seeds the poll schedule. Order and counts, no rates.
+import { describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/enqueue.js';
+import { upstreamOf } from '../../src/queue/answers.js';
+import { makePlates, useHarness } from '../helpers/engine.js';
+
+const harness = useHarness();
+
+describe('first contact', () => {
+  it('feeds one plate while the account meets its upstream, interactive ones too; the rest once it is met', async () => {
+    const h = await harness.start({ label: 'contact-feed', workers: 0 });
+    await h.enqueue('bulk', makePlates(30));
+    await h.enqueue('screen', makePlates(5, 100), { priority: 'interactive' });
+    const account = h.config.accounts[0]!;
+    const queued = async () => {
+      const counts = await h.queue.getJobCounts('wait', 'prioritized', 'delayed', 'active');
+      return Object.values(counts).reduce((a, b) => a + b, 0);
+    };
+    // However often it is fed, one job waits: the others would only be refused by the in-flight cap
+    // of 1 and go round the queue (2,000 Redis commands a second for 15 s on a cold start).
+    for (let i = 0; i < 3; i++) await h.services.feeder.feed(account.id);
+    expect(await queued()).toBe(1);
+    // Another process (or account of the same upstream) read a plate end to end: the feed tops up.
+    await h.services.answers.learn(account.id, {}, Date.now(), upstreamOf(account));
+    await h.services.feeder.feed(account.id);
+    expect(await queued()).toBeGreaterThan(5);
+  });
+
+  it('costs one answer time: the plate in flight is polled early, and its answer starts the poll schedule', async () => {
+    const h = await harness.start({
+      label: 'contact-cold',
+      sim: { completionMs: [400, 600], rateLimit: '50/s' },
+      // The defaults' slow end: a first poll at 15 s, learned from there.
+      config: { VQ_POLL_INITIAL: '15s', VQ_CONCURRENCY: '20' },
+    });
+    await ingestList(h.services, makePlates(40), { source: 'library', batchId: 'cold' });
+    await h.waitForBatch('cold', 60_000);
+    const stats = h.sim.stats({ times: true });
+    expect(stats.creates).toBe(40);
+    const times = Object.values(stats.timesByKey ?? {})[0]!;
+    const creates = [...times.creates].sort((a, b) => a - b);
+    const gets = [...times.gets].sort((a, b) => a - b);
+    // One create alone until its answer was read (at least the fastest answer later), polled
+    // before the second create went out, and long before the 15 s prior would have polled it.
+    expect(creates[1]! - creates[0]!).toBeGreaterThanOrEqual(400);
+    expect(gets.filter((at) => at < creates[1]!).length).toBeGreaterThanOrEqual(1);
+    expect(creates[1]! - creates[0]!).toBeLessThan(15_000);
+    // The schedule starts at the answers' time (stated by the upstream), not at 15 s.
+    expect(await h.workers[0]!.learner.firstPollDelay(h.config.product)).toBeLessThan(1_500);
+  }, 90_000);
+});
