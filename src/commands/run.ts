@@ -9,6 +9,7 @@ import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js'
 import { parseDeadline } from '../plans/deadline.js';
 import { batchPlan } from '../plans/projection.js';
 import { rateText } from '../presenters/line.js';
+import { onlyStrandedLeft, strandedKeys, strandedText } from '../presenters/stranded.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
@@ -382,7 +383,31 @@ async function followRun(
     }
     progress.update(info, now, slackMs);
     if (info.finishedAt !== undefined) return 0;
-    if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
+    // Plates paid on a key that stopped wait for that key alone (presenters/stranded.ts): once
+    // nothing else of the batch can move, the run ends and says which key and what to do.
+    const stranded = info.counts.queued === 0 ? await strandedKeys(services, info) : [];
+    if (onlyStrandedLeft(info, stranded)) {
+      progress.finish();
+      const rest = info.counts.done + info.counts.failed;
+      ctx.io.stderr.write(
+        `vqb: cannot go on: ${strandedText(stranded).join('\n  ')}\n  the batch's other ` +
+          `${counted(rest, 'plate')} are finished; when the key is back, run the same command again to read the rest\n`,
+      );
+      return EXIT_BLOCKED;
+    }
+    // A pooled batch goes on with the keys that serve while one of them (its home too) is paused,
+    // and stops when none serves.
+    if (now.pause && now.pause.code !== OPERATOR_PAUSE && the.pool !== undefined) {
+      const others = await Promise.all(the.pool.keys.map((k) => services.accounts.line(k).state()));
+      const stopped = others.filter((s) => s.pause !== undefined && s.pause.code !== OPERATOR_PAUSE);
+      if (stopped.length === others.length) {
+        progress.finish();
+        const why = [now, ...stopped].map((s) => `${s.account}: ${s.pause?.message}`).join('\n  ');
+        ctx.io.stderr.write(`vqb: cannot go on: no key of pool ${the.pool.name} serves\n  ${why}\n`);
+        return EXIT_BLOCKED;
+      }
+    }
+    if (now.pause && now.pause.code !== OPERATOR_PAUSE && the.pool === undefined) {
       progress.finish();
       ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
       return EXIT_BLOCKED;

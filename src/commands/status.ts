@@ -4,6 +4,7 @@ import { planText } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
+import { strandedText } from '../presenters/stranded.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 import type { PoolState } from '../queue/pool.js';
 import { lentOf } from '../queue/scheduler.js';
@@ -77,6 +78,7 @@ export const statusCommand: Command = {
         if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
         else {
           ctx.print(describeBatch(info, Date.now(), context.price));
+          for (const line of strandedText(context.stranded ?? [])) ctx.print(`  ${line}`);
           if (context.plan)
             ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
           ctx.print(

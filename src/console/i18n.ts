@@ -117,6 +117,9 @@ const en = {
     'now (2h, 90m) or an ISO instant. The estimate says whether it can be met.',
   'estimate.deadline': 'deadline',
   'batch.deadline': 'Deadline',
+  'batch.stranded':
+    '{plates} plates paid with account {account}’s key wait for it (only that key can read them; nothing is ' +
+    'paid again): {code}. Fix the key, then resume account {account}.',
   'batch.atRisk': 'at risk',
   'deadline.feasible': 'deadline: feasible',
   'deadline.notFeasible': 'deadline: not feasible',
@@ -366,6 +369,9 @@ const ptBR: Record<Key, string> = {
     'partir de agora (2h, 90m) ou um instante ISO. A estimativa diz se ele pode ser cumprido.',
   'estimate.deadline': 'prazo',
   'batch.deadline': 'Prazo',
+  'batch.stranded':
+    '{plates} placas pagas com a chave da conta {account} esperam por ela (só essa chave pode lê-las; nada é ' +
+    'pago de novo): {code}. Corrija a chave e retome a conta {account}.',
   'batch.atRisk': 'em risco',
   'deadline.feasible': 'prazo: viável',
   'deadline.notFeasible': 'prazo: inviável',

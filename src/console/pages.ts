@@ -222,6 +222,7 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 <div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
+${(view.waitingForKeys ?? []).map((k) => html`<p data-stranded="${k.account}" class="error">${t('batch.stranded', { plates: formatNumber(ctx.lang, k.plates), account: k.account, code: k.code })}</p>`)}
 ${view.deadline ? html`<p data-deadline>${t('batch.deadline')}: <span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">

@@ -7,6 +7,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { QueueServices } from '../services.js';
 import type { DeliveryRecord } from '../webhooks/deliveries.js';
+import { type StrandedKey, strandedKeys } from './stranded.js';
 
 export interface BatchContext {
   line: AccountLineState;
@@ -22,9 +23,11 @@ export interface BatchContext {
   plan?: DeadlinePlan;
   /** The clock its deadline is shown on (VQ_TIME_ZONE). */
   timeZone?: string;
+  /** Keys that stopped with paid plates of the batch on them (presenters/stranded.ts). */
+  stranded?: StrandedKey[];
 }
 
-type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'> &
+type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'inflight'> &
   Partial<Pick<QueueServices, 'webhooks'>>;
 
 export async function batchContext(services: StatusServices, info: BatchInfo): Promise<BatchContext> {
@@ -58,10 +61,11 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
   };
   return Promise.all(
     infos.map(async (info) => {
-      const [account, webhooks, plan] = await Promise.all([
+      const [account, webhooks, plan, stranded] = await Promise.all([
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
         info.deadline !== undefined ? batchPlan(services, info, Date.now()) : undefined,
+        strandedKeys(services, info),
       ]);
       return {
         line: account.state,
@@ -70,6 +74,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         ...(webhooks ? { webhooks } : {}),
         ...(account.price ? { price: account.price } : {}),
         ...(plan ? { plan, timeZone: services.config.timeZone } : {}),
+        ...(stranded.length > 0 ? { stranded } : {}),
       };
     }),
   );

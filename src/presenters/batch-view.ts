@@ -66,6 +66,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
     ...(context.price ? { cost: batchCost(context.price, c, info.maxCreates, info.reported) } : {}),
     progress: { percent, finished: finishedPlates, of: c.enqueued },
     ...(waiting ? { waiting } : {}),
+    ...(context.stranded ? { waitingForKeys: context.stranded } : {}),
     ...(context.plan ? { deadline: deadlineStatus(context.plan, info, now, context.timeZone) } : {}),
     ...(eta ? { eta } : {}),
     ...(info.callbackUrl !== undefined

@@ -210,6 +210,14 @@ export const Waiting = z.object({
 });
 export type Waiting = z.output<typeof Waiting>;
 
+export const WaitingForKey = z.object({
+  account: z.string().describe('the account whose key created (and paid for) the plates'),
+  plates: z.number().int().describe("the batch's plates created with that key and not read yet"),
+  code: z.string().describe('why the key stopped (e.g. EXPIRED_API_KEY, UPSTREAM_UNREACHABLE)'),
+  message: z.string().describe('what the upstream said, in words'),
+  resume: z.string().describe('what brings them back'),
+});
+
 export const BatchLinks = z.object({
   self: z.string().describe('this batch in the HTTP API (`vqb serve`)'),
   results: z.string().describe('its results in the HTTP API'),
@@ -315,6 +323,13 @@ export const BatchView = z.object({
     of: count,
   }),
   waiting: Waiting.optional().describe('why nothing moves, while the batch is unfinished'),
+  waitingForKeys: z
+    .array(WaitingForKey)
+    .optional()
+    .describe(
+      'keys that stopped with paid plates of the batch on them: only the key that created a query can read it, ' +
+        'so those plates wait for it (nothing is paid again)',
+    ),
   deadline: DeadlineStatus.optional().describe("the batch's deadline, its ETA range and slack, when it has one"),
   eta: z
     .object({ seconds: z.number().int(), at: z.iso.datetime() })
