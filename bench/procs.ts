@@ -109,8 +109,8 @@ function collectLines(
 export interface SimChild {
   url: string;
   pid: number;
-  /** `times`: with every counted request's arrival per key (`timesByKey`). */
-  stats(options?: { times?: boolean }): Promise<SimulatorStats>;
+  /** `times`: with every counted request's arrival per key (`timesByKey`); `plates`: creates by plate. */
+  stats(options?: { times?: boolean; plates?: boolean }): Promise<SimulatorStats>;
   /** Clears stats and limiter state (queries stay). */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -136,8 +136,10 @@ export async function startSimChild(flags: string[]): Promise<SimChild> {
   return {
     url,
     pid: child.pid!,
-    stats: async (options = {}) =>
-      (await call('GET', options.times ? '/__stats?times=1' : '/__stats')) as SimulatorStats,
+    stats: async (options = {}) => {
+      const query = [options.times ? 'times=1' : '', options.plates ? 'plates=1' : ''].filter(Boolean).join('&');
+      return (await call('GET', query ? `/__stats?${query}` : '/__stats')) as SimulatorStats;
+    },
     reset: async () => void (await call('POST', '/__admin/reset')),
     stop: () => stopChild(child, 5_000),
   };

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.js';
 import { measureAccountPacing } from './accounts.js';
 import { clusterSettings, measureCluster } from './cluster.js';
+import { coldMain } from './cold.js';
 import { BENCH_KEY, connect, deleteByPrefix, machineInfo, prefixesInUse } from './common.js';
 import { deadlineSettings, measureDeadlines } from './deadlines.js';
 import { measureEventLoop } from './event-loop.js';
@@ -54,7 +55,10 @@ const ALIASES: Record<string, Step[]> = {
   'per-account': ['accounts', 'scaleout', 'minute'],
 };
 
-const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]]
+const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]] | --cold [--full]
+  --cold    the cold-start gate: each scenario from an empty Redis against answers of 1-3 s, checked
+            against bench/cold-thresholds.json (exit 1 naming each figure that misses); --full: the
+            issue's longer windows and sizes
   --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest, 100 accounts in many
             and cluster) for smoke tests
   --only    run only these steps (requests → makespan, footprint → makespan + ingest, memory and
@@ -116,13 +120,21 @@ function selectedSteps(only: string | undefined): Step[] {
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { quick: { type: 'boolean' }, only: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      quick: { type: 'boolean' },
+      only: { type: 'string' },
+      cold: { type: 'boolean' },
+      full: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
     strict: true,
   });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  // The cold-start gate: its own redis-servers and simulators, its own thresholds (bench/cold.ts).
+  if (values.cold) return coldMain(values.full === true);
   const quick = values.quick === true;
   const steps = selectedSteps(values.only);
   const s = scale(quick);

@@ -1,0 +1,666 @@
+// The cold-start gate (issue 43): `npm run bench -- --cold`. Every deployment meets its upstream
+// once and every bench run starts on an empty Redis, so every scenario here starts from a Redis of
+// its own (a throwaway redis-server, nothing learned, nothing configured but the key) against
+// simulator answers of 1-3 s that need polls. Figures are ratios measured in this one run (a key's
+// requests ÷ its real limit; vqb ÷ BullMQ by hand and ÷ a naive script under the same upstream),
+// checked against bench/cold-thresholds.json; the run fails naming each figure that misses. `.ci/run`
+// runs it (`gate`: shorter windows, under 3 minutes on 2 cores); `--full` runs the issue's figures.
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { createVqb, type Overrides } from '../src/index.js';
+import { startThrowawayRedis } from '../src/redis/server.js';
+import type { SimulatorOptions } from '../src/simulator/index.js';
+import type { BullmqPeerOptions, BullmqPeerProgress } from './bullmq-peer.js';
+import { BENCH_KEY, platesFrom, sleep } from './common.js';
+import type { PeerOptions, PeerProgress } from './peer.js';
+import {
+  forkIpc,
+  processCpuSeconds,
+  type SimChild,
+  startSimChildWithConfig,
+  startWorkerChild,
+  VQB_BIN,
+  type WorkerChild,
+} from './procs.js';
+import { BULLMQ_PEER_MODULE, commandsBetween, Probe } from './scale.js';
+import { PEER_MODULE } from './upstream.js';
+
+type Thresholds = typeof import('./cold-thresholds.json')['gate'] & {
+  firstBatchRequestsPerPlate?: number;
+  firstBatchVsWarm?: number;
+};
+
+/** Answers that need polls: 1-3 s, as the issue's cold deployments met them. */
+const ANSWERS: [number, number] = [1_000, 3_000];
+const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+
+/** One figure of the run, its threshold and whether it holds. */
+export interface ColdFigure {
+  name: string;
+  value: number | undefined;
+  /** `min`: the value must be at least the threshold; `max`: at most. */
+  kind: 'min' | 'max';
+  threshold: number;
+  note?: string;
+}
+
+const ok = (f: ColdFigure) =>
+  f.value !== undefined &&
+  Number.isFinite(f.value) &&
+  (f.kind === 'min' ? f.value >= f.threshold : f.value <= f.threshold);
+
+// ---------------------------------------------------------------------------------------------
+// Parts each scenario is made of
+
+interface Place {
+  url: string;
+  probe: Probe;
+}
+
+/** A redis-server of the scenario's own: an empty Redis, and its counters are the scenario's alone. */
+async function onOwnRedis<T>(fn: (place: Place) => Promise<T>): Promise<T> {
+  const server = await startThrowawayRedis();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: 2, connectionName: 'vqb-bench-cold' });
+  try {
+    return await fn({ url: server.url, probe: new Probe(redis) });
+  } finally {
+    redis.disconnect();
+    await server.close();
+  }
+}
+
+interface SimKey {
+  label: string;
+  /** The key's real limit at the simulator, e.g. `20/s`, and as requests a second. */
+  limit: string;
+  perSecond: number;
+}
+
+function simOf(keys: SimKey[], extra: Partial<SimulatorOptions> = {}): Promise<SimChild> {
+  return startSimChildWithConfig({
+    window: 'sliding',
+    completionMs: ANSWERS,
+    dailyQuota: 1_000_000_000,
+    keys: keys.map((k) => ({ key: keyOf(k.label), label: k.label, rateLimit: k.limit })),
+    ...extra,
+  });
+}
+
+const keyOf = (label: string) => (label === 'key1' ? BENCH_KEY : `bench-cold-${label}-0123456789abcdef`);
+
+/** A vqb deployment's settings: nothing but the key (one account), or an accounts file (several). */
+async function settingsFor(
+  place: Place,
+  sim: SimChild,
+  keys: { label: string; rateLimit: string; pool?: string }[],
+  dir: string,
+): Promise<Record<string, string>> {
+  const base = { REDIS_URL: place.url, VQ_PREFIX: '{vqbcold}', VQ_BASE_URL: sim.url, VQ_OUT_DIR: join(dir, 'out') };
+  if (keys.length === 1 && keys[0]!.label === 'key1') {
+    const rate = keys[0]!.rateLimit;
+    return { ...base, VQ_API_KEY: BENCH_KEY, ...(rate === 'auto' ? {} : { VQ_RATE_LIMIT: rate }) };
+  }
+  const file = join(dir, 'accounts.json');
+  const accounts = keys.map((k) => ({
+    id: k.label,
+    apiKey: keyOf(k.label),
+    rateLimit: k.rateLimit,
+    ...(k.pool ? { pool: k.pool } : {}),
+  }));
+  await writeFile(file, JSON.stringify({ accounts }));
+  return { ...base, VQ_ACCOUNTS_FILE: file };
+}
+
+/** Requests the simulator counted for `label` between `from` and `to` (epoch ms). */
+async function countedBetween(sim: SimChild, label: string, from: number, to: number): Promise<number> {
+  const times = (await sim.stats({ times: true })).timesByKey?.[label];
+  if (!times) return 0;
+  return [...times.creates, ...times.gets].filter((t) => t >= from && t < to).length;
+}
+
+async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), 'vqb-bench-cold-'));
+  try {
+    return await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys' use of their limits
+
+interface ShareSpec {
+  name: string;
+  keys: (SimKey & { rateLimit: string })[];
+  headers: boolean;
+  workers: number;
+  windowS: number;
+}
+
+/** The smallest share of its limit a key of the scenario used over the window from the enqueue, and each key's. */
+async function measureShare(spec: ShareSpec): Promise<{ min: number; byKey: Record<string, number>; limited: number }> {
+  return onOwnRedis((place) =>
+    withTempDir(async (dir) => {
+      const sim = await simOf(spec.keys, { rateLimitHeaders: spec.headers });
+      const workers: WorkerChild[] = [];
+      try {
+        const settings = await settingsFor(place, sim, spec.keys, dir);
+        for (let i = 0; i < spec.workers; i++) workers.push(await startWorkerChild({ ...settings, LOG_LEVEL: 'info' }));
+        const vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides });
+        const t0 = Date.now();
+        try {
+          for (const [i, k] of spec.keys.entries()) {
+            const n = Math.ceil(k.perSecond * spec.windowS * 0.6) + 50;
+            await vqb.enqueue(platesFrom(i * 100_000, n), {
+              ...(spec.keys.length > 1 || k.label !== 'key1' ? { account: k.label } : {}),
+              batchId: `cold-${k.label}`,
+              name: spec.name,
+            });
+          }
+        } finally {
+          await vqb.close();
+        }
+        await sleep(t0 + spec.windowS * 1_000 - Date.now());
+        const byKey: Record<string, number> = {};
+        for (const k of spec.keys)
+          byKey[k.label] = round(
+            (await countedBetween(sim, k.label, t0, t0 + spec.windowS * 1_000)) / (k.perSecond * spec.windowS),
+          );
+        const stats = await sim.stats();
+        return { min: Math.min(...Object.values(byKey)), byKey, limited: stats.rateLimited };
+      } finally {
+        await Promise.all(workers.map((w) => w.stop()));
+        await sim.stop();
+      }
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// First contact, and one batch beside BullMQ by hand and a naive script
+
+interface BatchRun {
+  plates: number;
+  makespanS: number;
+  commandsPerPlate: number;
+  cpuMsPerPlate: number;
+  requestsPerPlate: number;
+  rateLimited: number;
+  /** vqb only: the first create to the second, the first query's own answer time, Redis meanwhile. */
+  contact?: { gapMs: number; answerMs: number; commandsPerS: number };
+}
+
+const ONE_KEY = [{ label: 'key1', limit: '30/s', perSecond: 30, rateLimit: 'auto' }];
+
+/**
+ * vqb on an empty Redis: one `vqb work` with VQ_CONCURRENCY `concurrency`, one batch of `plates`
+ * through the library, nothing else configured. `contactOnly`: stop once first contact is over.
+ */
+async function measureVqb(plates: number, concurrency: number, contactOnly = false): Promise<BatchRun> {
+  return onOwnRedis((place) =>
+    withTempDir(async (dir) => {
+      const sim = await simOf(ONE_KEY);
+      const settings = { ...(await settingsFor(place, sim, ONE_KEY, dir)), VQ_CONCURRENCY: String(concurrency) };
+      const worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info' });
+      const vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides });
+      try {
+        const a = await place.probe.snapshot();
+        const cpu0 = worker.cpuSeconds();
+        const t0 = Date.now();
+        const batch = await vqb.enqueue(platesFrom(0, plates), { batchId: 'cold', name: 'cold' });
+        const enqueued = await place.probe.snapshot();
+        // First contact: until the second create, read at the simulator (no Redis call of ours).
+        while ((await sim.stats()).creates < 2) await sleep(50);
+        const met = await place.probe.snapshot();
+        const times = (await sim.stats({ times: true })).timesByKey?.key1;
+        const [c1, c2] = [...(times?.creates ?? [])].sort((x, y) => x - y);
+        const commandsPerS = (commandsBetween(enqueued, met) * 1_000) / Math.max(1, met.at - enqueued.at);
+        if (contactOnly) {
+          return {
+            plates,
+            makespanS: 0,
+            commandsPerPlate: 0,
+            cpuMsPerPlate: 0,
+            requestsPerPlate: 0,
+            rateLimited: 0,
+            contact: { gapMs: c2! - c1!, answerMs: Number.NaN, commandsPerS: round(commandsPerS, 1) },
+          };
+        }
+        const done = await batch.done({ timeoutMs: 300_000, pollMs: 200 });
+        const b = await place.probe.snapshot();
+        const cpuS = worker.cpuSeconds() - cpu0;
+        const stats = await sim.stats();
+        let answerMs = Number.NaN;
+        let first = Number.POSITIVE_INFINITY;
+        for await (const row of batch.results()) {
+          const r = row.result as { createdAt?: string; completedAt?: string } | undefined;
+          const created = Date.parse(r?.createdAt ?? '');
+          if (created < first) {
+            first = created;
+            answerMs = Date.parse(r?.completedAt ?? '') - created;
+          }
+        }
+        return {
+          plates,
+          makespanS: round((Date.parse(done.finishedAt ?? '') - t0) / 1_000, 2),
+          commandsPerPlate: round(commandsBetween(a, b) / plates, 1),
+          cpuMsPerPlate: round((cpuS * 1_000) / plates, 2),
+          requestsPerPlate: round(stats.requests / plates),
+          rateLimited: stats.rateLimited,
+          contact: { gapMs: c2! - c1!, answerMs, commandsPerS: round(commandsPerS, 1) },
+        };
+      } finally {
+        await vqb.close();
+        await worker.stop();
+        await sim.stop();
+      }
+    }),
+  );
+}
+
+/** BullMQ by hand (bench/bullmq-peer.ts) on an empty Redis of its own, the same upstream and batch. */
+async function measureBullmq(plates: number): Promise<BatchRun> {
+  return onOwnRedis(async (place) => {
+    const sim = await simOf(ONE_KEY);
+    const options: BullmqPeerOptions = {
+      redisUrl: place.url,
+      prefix: 'bull',
+      queueName: 'plates',
+      baseUrl: sim.url,
+      apiKey: BENCH_KEY,
+      product: 'agregados',
+      limiter: { max: 30, durationMs: 1_000 },
+      concurrency: 30,
+      pollMs: ANSWERS[1],
+      plates,
+    };
+    const peer = forkIpc<BullmqPeerProgress | { type: 'ready' }>(BULLMQ_PEER_MODULE);
+    const url = new URL(place.url);
+    const queue = new Queue('plates', { connection: { host: url.hostname, port: Number(url.port) }, prefix: 'bull' });
+    try {
+      await peer.ask({ type: 'init', options }, 'ready');
+      await queue.waitUntilReady();
+      const done = peer.next<BullmqPeerProgress>('done');
+      const a = await place.probe.snapshot();
+      const cpu0 = processCpuSeconds(peer.child.pid!);
+      const t0 = Date.now();
+      peer.child.send({ type: 'start' });
+      await queue.addBulk(platesFrom(0, plates).map((plate) => ({ name: 'lookup', data: { plate } })));
+      const p = await done;
+      const b = await place.probe.snapshot();
+      const cpuS = processCpuSeconds(peer.child.pid!) - cpu0;
+      const stats = await sim.stats();
+      return {
+        plates,
+        makespanS: round(((p.lastFinishedAt ?? Date.now()) - t0) / 1_000, 2),
+        commandsPerPlate: round(commandsBetween(a, b) / plates, 1),
+        cpuMsPerPlate: round((cpuS * 1_000) / plates, 2),
+        requestsPerPlate: round(stats.requests / plates),
+        rateLimited: stats.rateLimited,
+      };
+    } finally {
+      await queue.close().catch(() => undefined);
+      await peer.stop();
+      await sim.stop();
+    }
+  });
+}
+
+/** The naive script (bench/peer.ts: p-queue's interval cap, a poll every 2 s) against the same upstream. */
+async function measureNaive(plates: number): Promise<BatchRun> {
+  const sim = await simOf(ONE_KEY);
+  const peer = forkIpc<PeerProgress>(PEER_MODULE);
+  try {
+    const options: PeerOptions = {
+      baseUrl: sim.url,
+      apiKey: BENCH_KEY,
+      product: 'agregados',
+      platesFrom: 0,
+      plateCount: plates,
+      intervalCap: 30,
+      intervalMs: 1_000,
+      concurrency: 90,
+      pollMs: 2_000,
+    };
+    const done = peer.next<PeerProgress>('done');
+    peer.child.send({ type: 'start', options });
+    const p = await done;
+    const stats = await sim.stats();
+    return {
+      plates,
+      makespanS: round(((p.lastFinishedAt ?? Date.now()) - p.startedAt) / 1_000, 2),
+      commandsPerPlate: 0,
+      cpuMsPerPlate: round((processCpuSeconds(peer.child.pid!) * 1_000) / plates, 2),
+      requestsPerPlate: round(stats.requests / plates),
+      rateLimited: stats.rateLimited,
+    };
+  } finally {
+    await peer.stop();
+    await sim.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A pool whose fastest key expires
+
+interface PoolRun {
+  allKeys: number;
+  afterExpiry: number;
+  stranded: number | undefined;
+  exitCode: number | null;
+  namesKey: boolean;
+  duplicates: number;
+  wallS: number;
+}
+
+const POOL = [
+  { label: 'p10', limit: '10/s', perSecond: 10, rateLimit: 'auto', pool: 'cold' },
+  { label: 'p20', limit: '20/s', perSecond: 20, rateLimit: 'auto', pool: 'cold' },
+  { label: 'p30', limit: '30/s', perSecond: 30, rateLimit: 'auto', pool: 'cold' },
+];
+
+/** `vqb run --pool` as a user runs it, the 30/s key expiring `expireS` after the start. */
+async function measurePool(plates: number, expireS: number, afterS: number): Promise<PoolRun> {
+  return onOwnRedis((place) =>
+    withTempDir(async (dir) => {
+      const sim = await simOf(POOL);
+      try {
+        const settings = await settingsFor(place, sim, POOL, dir);
+        const file = join(dir, 'frota.csv');
+        await writeFile(file, `placa\n${platesFrom(0, plates).join('\n')}\n`);
+        const t0 = Date.now();
+        const expiresAt = t0 + expireS * 1_000;
+        await request(`${sim.url}/__admin/keys`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ key: keyOf('p30'), label: 'p30', rateLimit: '30/s', expiresAt }),
+        }).then((r) => r.body.dump());
+        const child = spawn(process.execPath, [VQB_BIN, 'run', file, '--pool', 'cold'], {
+          env: { ...process.env, ...settings, LOG_LEVEL: 'silent' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stderr = '';
+        child.stdout.resume();
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        const timer = setTimeout(() => child.kill('SIGKILL'), (expireS + 150) * 1_000);
+        const exitCode = await new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+        clearTimeout(timer);
+        const wallS = round((Date.now() - t0) / 1_000, 1);
+        const count = async (labels: string[], from: number, to: number) =>
+          (await Promise.all(labels.map((l) => countedBetween(sim, l, from, to)))).reduce((a, b) => a + b, 0);
+        const all = await count(['p10', 'p20', 'p30'], t0 + 5_000, t0 + 35_000);
+        const afterFrom = expiresAt + 1_000;
+        const after = await count(['p10', 'p20'], afterFrom, afterFrom + afterS * 1_000);
+        const stats = await sim.stats({ plates: true });
+        return {
+          allKeys: round(all / 30 / 60),
+          afterExpiry: round(after / afterS / 30),
+          stranded: Number(
+            /(\d[\d,]*) plates? paid with account p30/.exec(stderr)?.[1]?.replace(/,/g, '') ?? Number.NaN,
+          ),
+          exitCode,
+          namesKey: /account p30/.test(stderr) && /EXPIRED_API_KEY/.test(stderr),
+          duplicates: Object.values(stats.createsByPlate ?? {}).filter((n) => n > 1).length,
+          wallS,
+        };
+      } finally {
+        await sim.stop();
+      }
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gate
+
+interface ColdSizes {
+  batchPlates: number;
+  headersS: number;
+  shareS: number;
+  twoAccountsS: number;
+  poolPlates: number;
+  poolAfterS: number;
+}
+
+const SIZES: Record<'gate' | 'full', ColdSizes> = {
+  gate: { batchPlates: 300, headersS: 120, shareS: 60, twoAccountsS: 60, poolPlates: 1_600, poolAfterS: 20 },
+  full: { batchPlates: 300, headersS: 180, shareS: 120, twoAccountsS: 80, poolPlates: 3_000, poolAfterS: 60 },
+};
+
+const shareSpec = (name: string, keys: ShareSpec['keys'], windowS: number, headers = true, workers = 1) => ({
+  name,
+  keys,
+  headers,
+  workers,
+  windowS,
+});
+
+export interface ColdResults {
+  date: string;
+  mode: 'gate' | 'full';
+  durationS: number;
+  figures: ColdFigure[];
+  runs: Record<string, unknown>;
+}
+
+/** Runs the scenarios (two at a time where their load allows) and checks every figure. */
+export async function runColdGate(mode: 'gate' | 'full', log: (line: string) => void): Promise<ColdResults> {
+  const t = (
+    JSON.parse(
+      await readFile(fileURLToPath(new URL('../../bench/cold-thresholds.json', import.meta.url)), 'utf8'),
+    ) as Record<string, Thresholds>
+  )[mode]!;
+  const s = SIZES[mode];
+  const started = Date.now();
+  const runs: Record<string, unknown> = {};
+  const step = async <T>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    const at = Date.now();
+    try {
+      const out = await fn();
+      runs[name] = out;
+      log(`  ${name} (${round((Date.now() - at) / 1_000, 1)} s): ${JSON.stringify(out)}`);
+      return out;
+    } catch (err) {
+      runs[name] = { error: (err as Error).message };
+      log(`  ${name} FAILED: ${(err as Error).message}`);
+      return undefined;
+    }
+  };
+  const key = (limit: string, perSecond: number, rateLimit: string) => [{ label: 'key1', limit, perSecond, rateLimit }];
+  // Light keys run the whole time beside the rest; the pool first, then the batch beside its peers.
+  const light = Promise.all([
+    step('headers', () => measureShare(shareSpec('300/min with headers, auto', key('300/min', 5, 'auto'), s.headersS))),
+    (async () => {
+      const plain = await step('noHeaders', () =>
+        measureShare(shareSpec('20/s without headers, auto', key('20/s', 20, 'auto'), s.shareS, false)),
+      );
+      const told = await step('noHeadersTold40', () =>
+        measureShare(shareSpec('20/s without headers, told 40/s', key('20/s', 20, '40/s'), s.shareS, false)),
+      );
+      return [plain, told] as const;
+    })(),
+  ]);
+  const pool = await step('pool', () => measurePool(s.poolPlates, 40, s.poolAfterS));
+  const heavy = Promise.all([
+    step('twoAccounts', () =>
+      measureShare(
+        shareSpec(
+          'two accounts',
+          [
+            { label: 'slow', limit: '10/s', perSecond: 10, rateLimit: '10/s' },
+            { label: 'fast', limit: '20/s', perSecond: 20, rateLimit: '20/s' },
+          ],
+          s.twoAccountsS,
+        ),
+      ),
+    ),
+    step('fourWorkers', () =>
+      measureShare(shareSpec('four workers on one key', key('20/s', 20, '20/s'), s.shareS, true, 4)),
+    ),
+    step('contactConcurrency1', () => measureVqb(s.batchPlates, 1, true)),
+  ]);
+  const vqb = await step('vqb', () => measureVqb(s.batchPlates, 20));
+  const bullmq = await step('bullmq', () => measureBullmq(s.batchPlates));
+  const naive = await step('naive', () => measureNaive(s.batchPlates));
+  const [[headers, [noHeaders, told]], [two, four, contact1]] = await Promise.all([light, heavy]);
+  let firstBatch: { cold: BatchRun; warm: BatchRun } | undefined;
+  if (mode === 'full') firstBatch = await step('firstBatch', () => measureFirstBatch());
+
+  const figures: ColdFigure[] = [];
+  const add = (name: string, value: number | undefined, kind: 'min' | 'max', threshold: number, note?: string) =>
+    figures.push({ name, value, kind, threshold, ...(note ? { note } : {}) });
+  for (const [label, run] of [
+    ['VQ_CONCURRENCY=20', vqb],
+    ['VQ_CONCURRENCY=1', contact1],
+  ] as const) {
+    const c = run?.contact;
+    const slack =
+      c && Number.isFinite(c.answerMs)
+        ? (c.gapMs - c.answerMs) / 1_000
+        : c
+          ? c.gapMs / 1_000 - ANSWERS[1] / 1_000
+          : undefined;
+    add(
+      `first contact, ${label}: second create after the first, s beyond its answer time`,
+      slack === undefined ? undefined : round(slack, 2),
+      'max',
+      t.firstContactSlackS,
+      c
+        ? `gap ${c.gapMs} ms, answer ${Number.isFinite(c.answerMs) ? `${c.answerMs} ms` : `≤ ${ANSWERS[1]} ms`}`
+        : undefined,
+    );
+    add(`first contact, ${label}: Redis commands/s meanwhile`, c?.commandsPerS, 'max', t.firstContactCommandsPerS);
+  }
+  add(`300/min key with headers, ${s.headersS} s: share of its limit`, headers?.min, 'min', t.share.headers);
+  add(`20/s key without headers, auto, ${s.shareS} s: share`, noHeaders?.min, 'min', t.share.noHeaders);
+  add(`20/s key without headers, told 40/s, ${s.shareS} s: share`, told?.min, 'min', t.share.noHeadersTold40);
+  add(`two accounts (10/s, 20/s), ${s.twoAccountsS} s: the lower share`, two?.min, 'min', t.share.twoAccounts);
+  add(`four worker processes on one 20/s key, ${s.shareS} s: share`, four?.min, 'min', t.share.fourWorkers);
+  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? round(a / b) : undefined);
+  add(
+    `${s.batchPlates} plates at 30/s: makespan ÷ the naive script's`,
+    ratio(vqb?.makespanS, naive?.makespanS),
+    'max',
+    t.makespanVsNaive,
+    `${vqb?.makespanS} s vs ${naive?.makespanS} s`,
+  );
+  add(`${s.batchPlates} plates at 30/s: vqb's 429s`, vqb?.rateLimited, 'max', t.rateLimited);
+  add(
+    `${s.batchPlates} plates at 30/s: Redis commands per plate ÷ BullMQ by hand`,
+    ratio(vqb?.commandsPerPlate, bullmq?.commandsPerPlate),
+    'max',
+    t.commandsVsBullmq,
+    `${vqb?.commandsPerPlate} vs ${bullmq?.commandsPerPlate}`,
+  );
+  add(
+    `${s.batchPlates} plates at 30/s: worker CPU per plate ÷ BullMQ by hand`,
+    ratio(vqb?.cpuMsPerPlate, bullmq?.cpuMsPerPlate),
+    'max',
+    t.cpuVsBullmq,
+    `${vqb?.cpuMsPerPlate} vs ${bullmq?.cpuMsPerPlate} ms`,
+  );
+  add('pool 10+20+30/s, 5-35 s: share of 60/s', pool?.allKeys, 'min', t.pool.allKeys);
+  add(
+    `pool after the 30/s key expired at 40 s, ${s.poolAfterS} s: share of 30/s`,
+    pool?.afterExpiry,
+    'min',
+    t.pool.afterExpiry,
+  );
+  add('pool: plates left waiting for the expired key', pool?.stranded, 'max', t.pool.strandedMax);
+  add(
+    'pool: vqb run exits 3 naming the expired key (1 = yes)',
+    pool ? Number(pool.exitCode === 3 && pool.namesKey) : undefined,
+    'min',
+    1,
+    pool ? `exit ${pool.exitCode} after ${pool.wallS} s` : undefined,
+  );
+  add('pool: plates created twice', pool?.duplicates, 'max', 0);
+  if (firstBatch && t.firstBatchRequestsPerPlate !== undefined && t.firstBatchVsWarm !== undefined) {
+    add(
+      'first batch against 5-15 s answers: requests per plate',
+      firstBatch.cold.requestsPerPlate,
+      'max',
+      t.firstBatchRequestsPerPlate,
+    );
+    add(
+      'first batch: makespan ÷ the same batch on a Redis that met the upstream',
+      ratio(firstBatch.cold.makespanS, firstBatch.warm.makespanS),
+      'max',
+      t.firstBatchVsWarm,
+      `${firstBatch.cold.makespanS} s vs ${firstBatch.warm.makespanS} s`,
+    );
+  }
+  return { date: new Date().toISOString(), mode, durationS: round((Date.now() - started) / 1_000, 1), figures, runs };
+}
+
+/**
+ * The first batch of a deployment against answers of 5-15 s (`vqb simulate`'s default), 600 plates
+ * on a 600/min key, then the same size again on the Redis that has now met the upstream.
+ */
+async function measureFirstBatch(): Promise<{ cold: BatchRun; warm: BatchRun }> {
+  const keys = [{ label: 'key1', limit: '600/min', perSecond: 10, rateLimit: 'auto' }];
+  return onOwnRedis((place) =>
+    withTempDir(async (dir) => {
+      const sim = await simOf(keys, { completionMs: [5_000, 15_000] });
+      const settings = await settingsFor(place, sim, keys, dir);
+      const worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info' });
+      const vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides });
+      try {
+        const one = async (from: number, id: string): Promise<BatchRun> => {
+          await sim.reset();
+          const t0 = Date.now();
+          const batch = await vqb.enqueue(platesFrom(from, 600), { batchId: id, name: id });
+          const done = await batch.done({ timeoutMs: 600_000, pollMs: 500 });
+          const stats = await sim.stats();
+          return {
+            plates: 600,
+            makespanS: round((Date.parse(done.finishedAt ?? '') - t0) / 1_000, 1),
+            commandsPerPlate: 0,
+            cpuMsPerPlate: 0,
+            requestsPerPlate: round(stats.requests / 600),
+            rateLimited: stats.rateLimited,
+          };
+        };
+        return { cold: await one(0, 'first'), warm: await one(10_000, 'second') };
+      } finally {
+        await vqb.close();
+        await worker.stop();
+        await sim.stop();
+      }
+    }),
+  );
+}
+
+/** The figures as a table (Markdown, for bench/RESULTS.md and the log). */
+export function coldTable(results: ColdResults): string {
+  const rows = results.figures.map(
+    (f) =>
+      `| ${f.name} | ${f.value ?? '—'} | ${f.kind === 'min' ? '≥' : '≤'} ${f.threshold} | ${ok(f) ? '✓' : '✗'} | ${f.note ?? ''} |`,
+  );
+  return ['| figure | value | threshold | | |', '|---|---:|---|---|---|', ...rows].join('\n');
+}
+
+/** `npm run bench -- --cold [--full]`: the gate; exit 1 naming every figure that misses. */
+export async function coldMain(full: boolean): Promise<number> {
+  const log = (line: string) => void process.stderr.write(`${line}\n`);
+  const mode = full ? 'full' : 'gate';
+  log(`cold-start ${mode}: every scenario from an empty Redis of its own, answers of 1-3 s`);
+  const results = await runColdGate(mode, log);
+  const out = fileURLToPath(new URL('../../out/bench/', import.meta.url));
+  await mkdir(out, { recursive: true });
+  await writeFile(join(out, `cold-${mode}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(`\n${coldTable(results)}\n\ncold-start ${mode} took ${results.durationS} s\n`);
+  const missed = results.figures.filter((f) => !ok(f));
+  for (const f of missed)
+    process.stdout.write(
+      `cold-start ${mode} FAILED: ${f.name}: ${f.value ?? 'not measured'} (${f.kind === 'min' ? 'needs ≥' : 'needs ≤'} ${f.threshold})\n`,
+    );
+  return missed.length === 0 ? 0 : 1;
+}
