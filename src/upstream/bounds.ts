@@ -70,7 +70,6 @@ export function valueTooDeep(value: unknown, max = MAX_JSON_DEPTH): boolean {
 }
 
 // C0 controls but tab and newline, DEL, and C1 controls (ESC [ … and the 8-bit CSI, 0x9b).
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /**
