@@ -11,6 +11,7 @@ import {
   readAnswer,
   StateLists,
 } from './answers.js';
+import { boundText, jsonTooDeep, MAX_JSON_DEPTH } from './bounds.js';
 import {
   BadResponseError,
   ExpiredKeyError,
@@ -24,7 +25,6 @@ import {
   type UpstreamError,
   type UpstreamOperation,
 } from './errors.js';
-import { boundText, jsonTooDeep, MAX_JSON_DEPTH } from './bounds.js';
 import { retryAfterFrom429 } from './timing.js';
 
 export type { QueryState } from './answers.js';
