@@ -7,6 +7,7 @@ import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } f
 import { errorCodeEntry } from './error-codes.js';
 import { isVqbError, UsageError, VqbError } from './errors.js';
 import { createLogger } from './logger.js';
+import { printable } from './upstream/bounds.js';
 
 /** Flags every command accepts; each sets the environment variable of the same meaning. */
 const COMMON: Record<string, { setting: SettingName; short?: string }> = {
@@ -178,7 +179,9 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     return name ? 0 : 2;
   }
   const command = commands[name];
-  const print = (line = ''): void => void io.stdout.write(`${line}\n`);
+  // Lines may quote the upstream (a pause message, a state, `vqb check`'s answers): its control
+  // characters are shown, never obeyed by the terminal.
+  const print = (line = ''): void => void io.stdout.write(`${printable(line)}\n`);
   try {
     if (!command) throw new UsageError(`unknown command "${name}"; run \`vqb --help\``);
     if (command.rawArgs && rest.includes('--help')) {
@@ -223,7 +226,7 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
   } catch (thrown) {
     const err = portInUse(thrown) ?? thrown;
     if (isVqbError(err)) {
-      io.stderr.write(`vqb: ${err.message}\n`);
+      io.stderr.write(`vqb: ${printable(err.message)}\n`);
       return errorCodeEntry(err.code)?.exit ?? 1;
     }
     io.stderr.write(`vqb: unexpected error: ${(err as Error)?.stack ?? String(err)}\n`);

@@ -196,8 +196,10 @@ export class Vqb {
 
   /** Resumes one account, or every account (after a key was fixed, too). */
   async resume(account?: string): Promise<void> {
-    for (const { id, line } of this.services.accounts.pick(account))
+    for (const { id, line } of this.services.accounts.pick(account)) {
+      await line.releaseHold();
       await this.services.webhooks.accountResumed(id, await line.resume());
+    }
   }
 
   async close(): Promise<void> {

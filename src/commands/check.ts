@@ -7,6 +7,7 @@
 import { type Account, accountOf } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { isVqbError, UsageError } from '../errors.js';
+import { saneTime } from '../upstream/bounds.js';
 import { PERMISSION_FOR } from '../upstream/errors.js';
 import { announcedLimit, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
@@ -56,7 +57,10 @@ function limitOf(limit: RateLimitHeaders): KeyCheck['limit'] {
   return {
     ...(limit.limit !== undefined ? { limit: limit.limit } : {}),
     ...(limit.remaining !== undefined ? { remaining: limit.remaining } : {}),
-    ...(limit.resetAt !== undefined ? { resetAt: new Date(limit.resetAt).toISOString() } : {}),
+    // The headers are parsed sane (upstream/timing.ts); a reset that is still no date is left out.
+    ...(limit.resetAt !== undefined && saneTime(limit.resetAt) !== undefined
+      ? { resetAt: new Date(limit.resetAt).toISOString() }
+      : {}),
   };
 }
 

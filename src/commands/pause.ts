@@ -1,5 +1,6 @@
 import { describeLine } from '../presenters/text.js';
 import { withQueueServices } from '../services.js';
+import { printable } from '../upstream/bounds.js';
 import type { Command } from './command.js';
 
 const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };
@@ -39,15 +40,24 @@ export const resumeCommand: Command = {
         .pick(typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined)
         .map((a) => a.line);
       const before = await Promise.all(lines.map((l) => l.state()));
-      for (const line of lines) await services.webhooks.accountResumed(line.account.id, await line.resume());
+      // A hold the upstream asked for goes too: whatever it stored, the operator can lift it.
+      const held = new Set<string>();
+      for (const line of lines) {
+        if (await line.releaseHold()) held.add(line.account.id);
+        await services.webhooks.accountResumed(line.account.id, await line.resume());
+      }
       const after = await Promise.all(lines.map((l) => l.state()));
       if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: after, was: before }));
       else
         for (const b of before)
           ctx.print(
-            b.pause || b.paused
-              ? `resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`
-              : `account ${b.account} was not paused; nothing to resume`,
+            printable(
+              b.pause || b.paused
+                ? `resumed account ${b.account}${b.pause ? ` (was ${describeLine(b)})` : ''}`
+                : held.has(b.account)
+                  ? `resumed account ${b.account} (the upstream's wait is lifted)`
+                  : `account ${b.account} was not paused; nothing to resume`,
+            ),
           );
       return 0;
     });

@@ -5,6 +5,7 @@ import { slackText } from '../plans/deadline.js';
 import { describeLine, duration } from '../presenters/text.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState as LineState } from '../queue/line.js';
+import { printable } from '../upstream/bounds.js';
 
 export interface Progress {
   /** `slackMs`: with a deadline, the deadline less the projected finish (docs/plans.md). */
@@ -90,7 +91,7 @@ export function createTicker(out: Terminal): Ticker {
   return {
     draw(text) {
       shown = text;
-      out.write(`${CLEAR_LINE}${text}`);
+      out.write(`${CLEAR_LINE}${printable(text)}`);
     },
     end() {
       if (shown !== undefined) out.write('\n');

@@ -27,6 +27,7 @@ import { settlesWithin } from '../settle.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { dateText } from '../time-text.js';
+import { printable } from '../upstream/bounds.js';
 import { answerReader } from '../upstream/response.js';
 import { failureText } from '../webhooks/deliveries.js';
 import { checkCallbackUrl } from '../webhooks/target.js';
@@ -250,7 +251,7 @@ async function resumeHeld(
   if (state.pause?.code === UNRECOGNISED_ANSWER) {
     // Held for an answer vqb could not read: going on pays only when the settings now read it.
     if ((await services.answers.verdict(line, answerReader(account.answers))) === 'unreadable') {
-      ctx.io.stderr.write(`vqb: cannot go on: ${state.pause.message}\n`);
+      ctx.io.stderr.write(`vqb: cannot go on: ${printable(state.pause.message)}\n`);
       ctx.print(
         `account ${account.id} stays held: the settings in force do not read the held answer ` +
           `either (nothing was sent)`,
@@ -355,7 +356,7 @@ async function followRun(
   let slackMs: number | undefined;
   const named = config.accounts.length > 1 || account.id !== 'default';
   const resumeCommand = `vqb resume${named ? ` --account ${account.id}` : ''}`;
-  const say = (text: string) => (ticker ? ticker.logs(ctx.io.stdout).write(`${text}\n`) : ctx.print(text));
+  const say = (text: string) => (ticker ? ticker.logs(ctx.io.stdout).write(`${printable(text)}\n`) : ctx.print(text));
   for (;;) {
     // A stop is heard even while a read waits on a Redis that went away at the same moment.
     const read = Promise.all([services.batchViews.get(ref), line.state()]);
@@ -409,7 +410,7 @@ async function followRun(
     }
     if (now.pause && now.pause.code !== OPERATOR_PAUSE && the.pool === undefined) {
       progress.finish();
-      ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
+      ctx.io.stderr.write(`vqb: cannot go on: ${printable(now.pause.message)}\n`);
       return EXIT_BLOCKED;
     }
     // No answer at all to as many requests in a row as one plate may try (VQ_ATTEMPTS): the

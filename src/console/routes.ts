@@ -407,7 +407,10 @@ function accountRoutes(scope: FastifyInstance, kit: Kit): void {
         throw new ApiError('NOT_FOUND', `no account ${account}`);
       const line = services.accounts.line(account);
       if (action === 'pause') await line.pauseByOperator(CONSOLE_PAUSE_REASON);
-      else await services.webhooks.accountResumed(account, await line.resume());
+      else {
+        await line.releaseHold();
+        await services.webhooks.accountResumed(account, await line.resume());
+      }
       request.log.info(
         { account, via: 'console' },
         action === 'pause' ? 'account paused by an operator' : 'account resumed by an operator',

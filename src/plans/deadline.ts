@@ -73,6 +73,22 @@ export function parseDeadline(
   now: number,
   zone?: string,
 ): number | undefined {
+  const at = readDeadline(given, now, zone);
+  // A deadline is shown as a date everywhere (the API, the console, webhooks): one past the Date
+  // range (`99999999999d`, 8640000000000001) cannot be one.
+  if (at !== undefined && !(at <= MAX_DATE_MS))
+    throw badDeadline(String(given.by ?? given.within ?? given.deadline), 'it is past the last date a clock can show');
+  return at;
+}
+
+/** The largest epoch ms a Date holds (ECMA-262): past it, toISOString throws. */
+const MAX_DATE_MS = 8_640_000_000_000_000;
+
+function readDeadline(
+  given: { by?: string | undefined; within?: string | undefined; deadline?: string | number | undefined },
+  now: number,
+  zone?: string,
+): number | undefined {
   const set = [given.by, given.within, given.deadline].filter((v) => v !== undefined);
   if (set.length === 0) return undefined;
   if (set.length > 1) throw new InputError('BAD_DEADLINE', 'give one deadline: --by (an instant) or --within (a span)');

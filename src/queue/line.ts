@@ -10,6 +10,7 @@ import type { LimitReason } from '../accounts/wait.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
+import { boundText, MAX_PAUSE_MESSAGE, MAX_WAIT_MS, saneTime } from '../upstream/bounds.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
 import type { CapHold } from './scheduler.js';
@@ -199,7 +200,9 @@ export class AccountLine {
    * takes the account's jobs meanwhile. True when this call set or lengthened the hold.
    */
   async hold(ms: number, reason: LimitReason): Promise<boolean> {
-    const wait = Math.max(1, Math.ceil(ms));
+    // Redis takes whole ms (PX) and a Date must hold the end: a wait past the sane maximum would
+    // wedge the account (ERR value is not an integer on every job), so none is ever stored.
+    const wait = holdMs(ms);
     const until = Number(
       await this.#redis.vqbPaceHold(this.#pace, this.#line, this.#keys.paceHold(this.account.id), wait, reason),
     );
@@ -255,7 +258,7 @@ export class AccountLine {
 
   /** BullMQ's switch: no worker takes a job of this account for `ms`. */
   async stopTaking(ms: number): Promise<void> {
-    const wait = Math.max(1, Math.ceil(ms));
+    const wait = holdMs(ms);
     await this.queue.rateLimit(wait);
     // BullMQ puts a job with a priority back without a marker, so a worker blocked waiting for one
     // would sleep through the end of this wait (up to its drainDelay, 5 s). A delayed marker due
@@ -359,8 +362,10 @@ export class AccountLine {
    * the key since; lua/account-pause-1.lua).
    */
   async pause(code: string, message: string, sentAt?: number): Promise<'recorded' | 'already' | 'before-resume'> {
+    // The message may quote the upstream; it goes to /healthz, webhooks and logs: 4 KB at most.
+    const kept = boundText(message, MAX_PAUSE_MESSAGE);
     const verdict = Number(
-      await this.#redis.vqbAccountPause(this.#line, code, message, this.#now(), sentAt === undefined ? '' : sentAt),
+      await this.#redis.vqbAccountPause(this.#line, code, kept, this.#now(), sentAt === undefined ? '' : sentAt),
     );
     if (verdict < 0) return 'before-resume';
     await this.queue.pause();
@@ -376,12 +381,29 @@ export class AccountLine {
   /**
    * Operator resume: clears the recorded reason and lets every worker take the account's jobs
    * again. Returns the pause it lifted, when one was recorded (for the account.resumed webhook).
+   * An operator's door (vqb resume, the console, the library) calls releaseHold too.
    */
   async resume(): Promise<AccountPause | undefined> {
     const lifted = (await this.#redis.vqbAccountResume(this.#line, this.#now())) as string[];
     await this.queue.resume();
     const [code, message, at] = lifted;
     return code ? { code, message: message ?? '', at: Number(at) } : undefined;
+  }
+
+  /**
+   * Forgets the upstream's hold (a 429's wait, a quota's reset): whatever is stored, even a value
+   * no reader can use, is gone, so nothing an upstream said wedges an account past `vqb resume`.
+   * True when there was one. The next request may be told to wait again, with a usable hint.
+   */
+  async releaseHold(): Promise<boolean> {
+    const replies = (await this.#redis
+      .multi()
+      .hdel(this.#pace, 'hold')
+      .del(this.#keys.paceHold(this.account.id))
+      .hdel(this.#line, 'limitedUntil', 'limitReason')
+      .exec()) as [unknown, number][] | null;
+    await this.queue.removeRateLimitKey();
+    return (replies ?? []).some(([, n]) => n > 0);
   }
 
   /** Creates wait for a spending cap's reset; true when this call recorded it. */
@@ -434,8 +456,10 @@ export class AccountLine {
     const now = this.#now();
     const state: AccountLineState = { account: this.account.id, paused, rateLimit: this.account.rateLimit.text, rate };
     if (fields.code) state.pause = { code: fields.code, message: fields.message ?? '', at: Number(fields.at) };
-    const until = Number(fields.limitedUntil);
-    if (Number.isFinite(until) && until > now) {
+    // Stored times are read as dates only when they can be one (a value written before the bounds
+    // were checked, or by hand, must not make /healthz or `vqb status` throw).
+    const until = saneTime(Number(fields.limitedUntil));
+    if (until !== undefined && until > now) {
       state.limitedUntil = until;
       state.limitReason = fields.limitReason === 'quota' ? 'quota' : 'rate_limit';
     }
@@ -457,11 +481,16 @@ export class AccountLine {
         reason: fields.upBackReason ?? '',
       };
     }
-    const budgetUntil = Number(fields.budgetUntil);
-    if (Number.isFinite(budgetUntil) && budgetUntil > now) {
+    const budgetUntil = saneTime(Number(fields.budgetUntil));
+    if (budgetUntil !== undefined && budgetUntil > now) {
       state.budgetUntil = budgetUntil;
       state.budgetReason = fields.budgetReason === 'month' ? 'month' : 'day';
     }
     return state;
   }
+}
+
+/** A hold's length as Redis takes it: whole ms, at least 1, at most MAX_WAIT_MS. */
+function holdMs(ms: number): number {
+  return Number.isFinite(ms) ? Math.min(MAX_WAIT_MS, Math.max(1, Math.ceil(ms))) : MAX_WAIT_MS;
 }

@@ -197,6 +197,8 @@ export class UpstreamClient {
       const text = await this.#readBody(operation, response);
       if (status >= 200 && status < 300) {
         const outcome = parseQueryBody(operation, status, text, knownQueryId, this.#reader);
+        // A result that echoes the key would carry it into every export of the batch.
+        if (outcome.result !== undefined && key && text.includes(key)) outcome.result = hideIn(outcome.result, key);
         this.#emit(operation, status, started, sentAt);
         const billing = billingFrom(response.headers);
         return billing ? { ...outcome, billing } : outcome;
@@ -207,7 +209,11 @@ export class UpstreamClient {
       error.sentAt = sentAt;
       // The upstream (or a proxy, or a lower layer quoting request headers) may echo the key back.
       scrubKey(error, key);
-      if (error.kind === 'unrecognised' && key) error.answer = hideIn(error.answer, key);
+      if (error.kind === 'unrecognised' && key) {
+        error.answer = hideIn(error.answer, key);
+        // The state goes into the pause message (/healthz, webhooks, logs): redacted like the answer.
+        if (error.state !== undefined) error.state = error.state.split(key).join('[redacted]');
+      }
       this.#emit(operation, status, started, sentAt, error);
       throw error;
     } finally {

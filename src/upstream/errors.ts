@@ -6,6 +6,7 @@
 import type { ErrorCode } from '../error-codes.js';
 import { isError, VqbError } from '../errors.js';
 import type { Unreadable } from './answers.js';
+import { boundText, MAX_UPSTREAM_WORD } from './bounds.js';
 
 export type UpstreamOperation = 'create' | 'get';
 
@@ -39,10 +40,11 @@ export abstract class UpstreamError extends VqbError {
   constructor(code: string, status: number, message: string, upstreamCode?: string, options?: { cause?: unknown }) {
     // The fixed codes (INVALID_API_KEY, RATE_LIMIT_EXCEEDED, BAD_RESPONSE, …) are in the error table;
     // the upstream's own codes, HTTP_<status> and the network codes pass through as outcome codes.
-    super(code as ErrorCode, message, options);
+    // Every text here may be the upstream's: cut before the stack (and BullMQ, Redis, a log) copies it.
+    super(boundText(code, MAX_UPSTREAM_WORD) as ErrorCode, boundText(message), options);
     this.name = 'UpstreamError';
     this.status = status;
-    this.upstreamCode = upstreamCode;
+    this.upstreamCode = upstreamCode === undefined ? undefined : boundText(upstreamCode, MAX_UPSTREAM_WORD);
   }
 }
 
@@ -136,10 +138,16 @@ export class PermanentError extends UpstreamError {
 export class BadResponseError extends UpstreamError {
   readonly kind = 'bad-response';
   readonly operation: UpstreamOperation;
-  constructor(operation: UpstreamOperation, status: number, message: string) {
+  /**
+   * The same request would be answered the same (JSON nested past the limit): a poll is not sent
+   * again, it would only pay for the same answer.
+   */
+  readonly final: boolean;
+  constructor(operation: UpstreamOperation, status: number, message: string, final = false) {
     super('BAD_RESPONSE', status, message);
     this.name = 'BadResponseError';
     this.operation = operation;
+    this.final = final;
   }
 }
 
@@ -157,8 +165,8 @@ export class UnrecognisedAnswerError extends UpstreamError {
   answer: unknown;
   /** The query id, when it could be read (an unknown state). */
   readonly queryId: string | undefined;
-  /** The state as written, when there was one. */
-  readonly state: string | undefined;
+  /** The state as written (cut to a word's length, the key redacted by the client), when there was one. */
+  state: string | undefined;
   constructor(
     operation: UpstreamOperation,
     status: number,
@@ -166,19 +174,20 @@ export class UnrecognisedAnswerError extends UpstreamError {
     answer: unknown,
     read: { queryId?: string; status?: string },
   ) {
+    const state = read.status === undefined ? undefined : boundText(read.status, MAX_UPSTREAM_WORD);
     const what =
       why === 'no-id'
         ? 'no query id vqb can read'
         : why === 'no-state'
           ? 'no state vqb can read'
-          : `the state ${JSON.stringify(read.status)}, in none of vqb's lists`;
+          : `the state ${JSON.stringify(state)}, in none of vqb's lists`;
     super('UNRECOGNISED_ANSWER', status, `the upstream answered a ${operation} ${status} with ${what}`);
     this.name = 'UnrecognisedAnswerError';
     this.operation = operation;
     this.why = why;
     this.answer = answer;
     this.queryId = read.queryId;
-    this.state = read.status;
+    this.state = state;
   }
 }
 

@@ -4,6 +4,7 @@
 // x-api-key, JSON content type on both calls), one request each, no retry.
 import { randomUUID } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
+import { boundText } from './bounds.js';
 import { NETWORK_CODES as CLIENT_NETWORK_CODES } from './client.js';
 import {
   type AnswerReader,
@@ -22,7 +23,7 @@ export interface RawAnswer {
   /** 0 when no answer came. */
   status: number;
   headers: Record<string, string>;
-  /** The body as sent (cut past MAX_TEXT characters), with the key replaced wherever it was echoed. */
+  /** The body as sent (cut past MAX_CHECK_BYTES), with the key replaced wherever it was echoed. */
   text: string;
   roundTripMs: number;
   /** What the network said when no answer came (CONNECTION_REFUSED, CONNECT_TIMEOUT, …). */
@@ -38,7 +39,11 @@ export type AnswerReading =
     }
   | { ok: false; code: string; kind: string; message: string };
 
-const MAX_TEXT = 1024 * 1024;
+/**
+ * Bytes of an answer `vqb check` reads (docs/security.md): enough for any error body or a result
+ * shown to a person; the rest is not read, so a 1 GiB body costs 256 KiB.
+ */
+export const MAX_CHECK_BYTES = 256 * 1024;
 
 /** The client's codes, and a host that does not resolve named as such (`vqb check` says it in words). */
 const NETWORK_CODES: Readonly<Record<string, string>> = {
@@ -53,8 +58,10 @@ export class UpstreamProbe {
   readonly #key: string;
   readonly #dispatcher: Dispatcher;
   readonly #now: () => number;
+  readonly #timeoutMs: number;
 
   constructor(options: { baseUrl: string; key: string; timeoutMs: number; now?: () => number }) {
+    this.#timeoutMs = options.timeoutMs;
     const base = new URL(options.baseUrl);
     this.#origin = base.origin;
     this.#basePath = base.pathname.replace(/\/+$/, '');
@@ -92,6 +99,8 @@ export class UpstreamProbe {
 
   async #send(method: 'GET' | 'POST', path: string, body?: string): Promise<RawAnswer> {
     const started = this.#now();
+    // bodyTimeout is per chunk: a body trickled a byte at a time needs a bound on the whole.
+    const signal = AbortSignal.timeout(this.#timeoutMs * 2);
     try {
       const response = await this.#dispatcher.request({
         origin: this.#origin,
@@ -99,8 +108,9 @@ export class UpstreamProbe {
         method,
         headers: { 'x-api-key': this.#key, 'content-type': 'application/json', accept: 'application/json' },
         ...(body === undefined ? {} : { body }),
+        signal,
       });
-      const text = await response.body.text();
+      const text = await readCapped(response.body);
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(response.headers)) {
         if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
@@ -110,12 +120,14 @@ export class UpstreamProbe {
         path,
         status: response.statusCode,
         headers,
-        text: this.#hide(text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text),
+        text: this.#hide(text),
         roundTripMs: this.#now() - started,
       };
     } catch (err) {
       const raw = (err as { code?: string }).code;
-      const code = (raw && NETWORK_CODES[raw]) ?? 'NETWORK_ERROR';
+      const name = (err as { name?: string }).name;
+      const timedOut = signal.aborted || name === 'TimeoutError';
+      const code = timedOut ? 'REQUEST_TIMEOUT' : ((raw && NETWORK_CODES[raw]) ?? 'NETWORK_ERROR');
       return {
         method,
         path,
@@ -123,7 +135,12 @@ export class UpstreamProbe {
         headers: {},
         text: '',
         roundTripMs: this.#now() - started,
-        networkError: { code, message: this.#hide((err as Error).message ?? String(err)) },
+        networkError: {
+          code,
+          message: timedOut
+            ? `the upstream did not finish answering within ${this.#timeoutMs * 2} ms`
+            : this.#hide(boundText((err as Error).message ?? String(err))),
+        },
       };
     }
   }
@@ -131,6 +148,23 @@ export class UpstreamProbe {
   #hide(text: string): string {
     return text.split(this.#key).join('[redacted]');
   }
+}
+
+/** At most MAX_CHECK_BYTES of a body, as text (cut with `…`); the rest is never read. */
+async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    if (size + buffer.length > MAX_CHECK_BYTES) {
+      chunks.push(buffer.subarray(0, MAX_CHECK_BYTES - size));
+      body.destroy();
+      return `${Buffer.concat(chunks).toString('utf8')}…`;
+    }
+    size += buffer.length;
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The X-RateLimit-* (or RateLimit-*) numbers an answer announced. */

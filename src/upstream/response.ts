@@ -11,6 +11,7 @@ import {
   readAnswer,
   StateLists,
 } from './answers.js';
+import { boundText, jsonTooDeep, MAX_JSON_DEPTH } from './bounds.js';
 import {
   BadResponseError,
   ExpiredKeyError,
@@ -73,7 +74,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 function snippet(text: string): string {
-  const oneLine = text.replace(/\s+/g, ' ').trim();
+  const oneLine = text.slice(0, 1_024).replace(/\s+/g, ' ').trim();
   return oneLine.length > 120 ? `${oneLine.slice(0, 120)}…` : oneLine;
 }
 
@@ -85,6 +86,15 @@ export function parseQueryBody(
   knownQueryId?: string,
   reader: AnswerReader = DEFAULT_READER,
 ): QueryOutcome {
+  // Answers are data: one nested past the limit would overflow the stack of whatever walks it
+  // next (the export, a diff), after a paid poll per attempt. It is refused here, once.
+  if (jsonTooDeep(text))
+    throw new BadResponseError(
+      operation,
+      status,
+      `the upstream answered ${status} with JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+      true,
+    );
   const parsed = parseJson(text);
   if (!parsed.ok)
     throw new BadResponseError(
@@ -136,7 +146,7 @@ export function errorFromResponse(
   const body = parsed.ok && isObject(parsed.value) ? parsed.value : undefined;
   const error = body && isObject(body.error) ? body.error : undefined;
   const code = typeof error?.code === 'string' ? error.code : undefined;
-  const message = typeof error?.message === 'string' ? error.message : snippet(text) || `HTTP ${status}`;
+  const message = typeof error?.message === 'string' ? boundText(error.message) : snippet(text) || `HTTP ${status}`;
 
   if (status === 429 || code === 'RATE_LIMIT_EXCEEDED') {
     const retryAfterMs = retryAfterFrom429(headers, body, now);

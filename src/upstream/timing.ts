@@ -1,5 +1,7 @@
 // Pure timing: how long the upstream asks us to wait, and how long we wait when it does not say.
-// Every function takes `now` (epoch ms) so tests need no clock.
+// Every function takes `now` (epoch ms) so tests need no clock. Every number the upstream sends is
+// checked here (./bounds.ts): a wait past MAX_WAIT_MS, or a reset that far off, is no hint at all.
+import { MAX_WAIT_MS, saneWait } from './bounds.js';
 
 export interface RateLimitHeaders {
   limit?: number;
@@ -16,14 +18,25 @@ function finiteNumber(value: string | undefined): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+/** A count the upstream announced (a limit, what remains): past a billion it is not one. */
+function count(value: string | undefined): number | undefined {
+  const n = finiteNumber(value);
+  return n !== undefined && n >= 0 && n <= 1e9 ? n : undefined;
+}
+
 /** `Retry-After` is either delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
 export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined;
   const seconds = finiteNumber(value);
-  if (seconds !== undefined) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
+  if (seconds !== undefined) return saneWait(seconds * 1000);
   const date = Date.parse(value);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  return saneWait(Math.max(0, date - now));
+}
+
+/** A reset time, when it is within MAX_WAIT_MS of now (else no usable hint). */
+function saneReset(at: number, now: number): number | undefined {
+  return Number.isFinite(at) && Math.abs(at - now) <= MAX_WAIT_MS ? at : undefined;
 }
 
 /** X-RateLimit-Reset: Unix seconds. Some servers send seconds-from-now instead; a small number is read that way. */
@@ -31,7 +44,7 @@ export function parseResetHeader(value: string | undefined, now: number): number
   const n = finiteNumber(value);
   if (n === undefined || n < 0) return undefined;
   // Anything before 2001-09-09 as Unix seconds cannot be a reset time: read it as a delay.
-  return n < 1e9 ? now + n * 1000 : n * 1000;
+  return saneReset(n < 1e9 ? now + n * 1000 : n * 1000, now);
 }
 
 /** `key=value` parameters of one structured-field item (`"default";q=100;w=60`), and a bare leading number as `_`. */
@@ -69,14 +82,16 @@ export function parseIetfRateLimit(get: (name: string) => string | undefined, no
     const reset = p.t ?? p.reset;
     if (p.limit !== undefined && out.limit === undefined) out.limit = p.limit;
     if (remaining !== undefined) out.remaining = remaining;
-    if (reset !== undefined) out.resetAt = now + reset * 1_000;
+    const at = reset === undefined ? undefined : saneReset(now + reset * 1_000, now);
+    if (at !== undefined) out.resetAt = at;
   }
-  const limit = finiteNumber(get('ratelimit-limit'));
+  const limit = count(get('ratelimit-limit'));
   if (limit !== undefined && out.limit === undefined) out.limit = limit;
-  const remaining = finiteNumber(get('ratelimit-remaining'));
+  const remaining = count(get('ratelimit-remaining'));
   if (remaining !== undefined && out.remaining === undefined) out.remaining = remaining;
   const reset = finiteNumber(get('ratelimit-reset'));
-  if (reset !== undefined && reset >= 0 && out.resetAt === undefined) out.resetAt = now + reset * 1_000;
+  const resetAt = reset !== undefined && reset >= 0 ? saneReset(now + reset * 1_000, now) : undefined;
+  if (resetAt !== undefined && out.resetAt === undefined) out.resetAt = resetAt;
   return out;
 }
 
@@ -91,8 +106,8 @@ export function parseRateLimitHeaders(
   };
   const out: RateLimitHeaders = parseIetfRateLimit(get, now);
   if (out.limit !== undefined || out.remaining !== undefined || out.resetAt !== undefined) return out;
-  const limit = finiteNumber(get('x-ratelimit-limit'));
-  const remaining = finiteNumber(get('x-ratelimit-remaining'));
+  const limit = count(get('x-ratelimit-limit'));
+  const remaining = count(get('x-ratelimit-remaining'));
   const resetAt = parseResetHeader(get('x-ratelimit-reset'), now);
   if (limit !== undefined) out.limit = limit;
   if (remaining !== undefined) out.remaining = remaining;
@@ -111,11 +126,13 @@ export function retryAfterFrom429(
   now: number,
 ): number | undefined {
   const error = (body as { error?: { retryAfterMs?: unknown; retryAfter?: unknown } } | undefined)?.error;
-  if (typeof error?.retryAfterMs === 'number' && error.retryAfterMs >= 0) return Math.round(error.retryAfterMs);
+  const fromMs = typeof error?.retryAfterMs === 'number' ? saneWait(error.retryAfterMs) : undefined;
+  if (fromMs !== undefined) return fromMs;
   const header = headers['retry-after'];
   const fromHeader = parseRetryAfter(Array.isArray(header) ? header[0] : header, now);
   if (fromHeader !== undefined) return fromHeader;
-  if (typeof error?.retryAfter === 'number' && error.retryAfter >= 0) return Math.round(error.retryAfter * 1000);
+  const fromSeconds = typeof error?.retryAfter === 'number' ? saneWait(error.retryAfter * 1000) : undefined;
+  if (fromSeconds !== undefined) return fromSeconds;
   const { resetAt } = parseRateLimitHeaders(headers, now);
   return resetAt !== undefined ? Math.max(0, resetAt - now) : undefined;
 }

@@ -6,7 +6,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
+import { finished, pipeline } from 'node:stream/promises';
 import ExcelJS from 'exceljs';
 import { type CsvDelimiter, csvStringifier, escapeFormula } from '../sinks/csv.js';
 import type { ChangeLine, ChangesFormat } from './store.js';
@@ -38,11 +38,12 @@ export async function writeChanges(
     return;
   }
   const csv = csvStringifier(delimiter);
-  csv.pipe(out);
+  // pipeline listens for an 'error' on both streams: one nobody listens to exits the process.
+  const done = pipeline(csv, out);
   csv.write([...CHANGE_COLUMNS]);
-  for (const c of changes) csv.write(cells(c).map(escapeFormula));
+  for (const c of changes) csv.write(cells(c).map((v) => escapeFormula(String(v))));
   csv.end();
-  await finished(out);
+  await done;
 }
 
 function pick(c: ChangeLine): Record<string, unknown> {

@@ -98,6 +98,9 @@ export interface LastResult {
 
 const SPEC_FIELDS = ['everyMs', 'cron', 'window', 'callbackUrl', 'perMonth', 'perMonthMoney', 'pool'] as const;
 
+/** Plates a command: a few thousand arguments, far from any stack or Redis limit. */
+const PLATE_CHUNK = 5_000;
+
 export class WatchStore {
   readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
@@ -127,10 +130,22 @@ export class WatchStore {
       if (v !== undefined) fields[f] = typeof v === 'object' ? JSON.stringify(v) : String(v);
     }
     if ((await this.#redis.hsetnx(this.#keys.watch(ref), 'name', spec.name)) === 0) return false;
-    await this.#redis.hset(this.#keys.watch(ref), fields);
-    await this.addPlates(ref, plates, now);
-    await this.#redis.zadd(this.#keys.accountWatches(spec.account), now, spec.name);
-    await this.#redis.zadd(this.#keys.watches, now, `${spec.account}/${spec.name}`);
+    try {
+      await this.#redis.hset(this.#keys.watch(ref), fields);
+      await this.addPlates(ref, plates, now);
+      await this.#redis.zadd(this.#keys.accountWatches(spec.account), now, spec.name);
+      await this.#redis.zadd(this.#keys.watches, now, `${spec.account}/${spec.name}`);
+    } catch (err) {
+      // All or nothing: a watch half made would hold its name with no plates, listed nowhere.
+      await this.#redis
+        .multi()
+        .del(this.#keys.watch(ref), this.#keys.watchPlates(ref), this.#keys.watchRemoved(ref))
+        .zrem(this.#keys.accountWatches(spec.account), spec.name)
+        .zrem(this.#keys.watches, `${spec.account}/${spec.name}`)
+        .exec()
+        .catch(() => undefined);
+      throw err;
+    }
     return true;
   }
 
@@ -191,16 +206,24 @@ export class WatchStore {
   /** Adds plates (a plate added back is no longer "removed"). Returns how many were new. */
   async addPlates(ref: WatchRef, plates: readonly string[], now: number): Promise<number> {
     if (plates.length === 0) return 0;
-    const added = await this.#redis.zadd(this.#keys.watchPlates(ref), 'NX', ...plates.flatMap((p) => [now, p]));
-    await this.#redis.zrem(this.#keys.watchRemoved(ref), ...plates);
-    return Number(added);
+    // In chunks: one command of 100,000 plates spread as 200,000 arguments overflows the stack.
+    let added = 0;
+    for (let i = 0; i < plates.length; i += PLATE_CHUNK) {
+      const chunk = plates.slice(i, i + PLATE_CHUNK);
+      added += Number(await this.#redis.zadd(this.#keys.watchPlates(ref), 'NX', ...chunk.flatMap((p) => [now, p])));
+      await this.#redis.zrem(this.#keys.watchRemoved(ref), ...chunk);
+    }
+    return added;
   }
 
   /** Takes plates off: not in the next round; their last result and history go after the retention. */
   async removePlates(ref: WatchRef, plates: readonly string[], now: number): Promise<number> {
-    if (plates.length === 0) return 0;
-    const removed = await this.#redis.zrem(this.#keys.watchPlates(ref), ...plates);
-    await this.#redis.zadd(this.#keys.watchRemoved(ref), ...plates.flatMap((p) => [now, p]));
+    let removed = 0;
+    for (let i = 0; i < plates.length; i += PLATE_CHUNK) {
+      const chunk = plates.slice(i, i + PLATE_CHUNK);
+      removed += await this.#redis.zrem(this.#keys.watchPlates(ref), ...chunk);
+      await this.#redis.zadd(this.#keys.watchRemoved(ref), ...chunk.flatMap((p) => [now, p]));
+    }
     return removed;
   }
 

@@ -81,10 +81,12 @@ export class Watches {
    */
   ownerOf(request: Pick<WatchRequest, 'account' | 'pool'>, visible: readonly string[]): string {
     if (request.pool !== undefined) {
-      const pool = poolFor(this.#services.config, request.pool, request.account);
-      if (![pool.home, ...pool.keys].every((key) => visible.includes(key)))
+      // Asked as the batch API asks (api/routes/batches.ts): a pool the token does not see whole
+      // is not found, in words that name nothing (no declared pool, no other tenant's account).
+      const keys = this.#services.config.accounts.filter((a) => a.pool === request.pool);
+      if (keys.length === 0 || !keys.every((a) => visible.includes(a.id)))
         throw new VqbError('POOL_NOT_FOUND', `no pool ${JSON.stringify(request.pool)} for this token`);
-      return pool.home;
+      return poolFor(this.#services.config, request.pool, request.account).home;
     }
     const id = request.account ?? visible[0];
     if (id === undefined || !visible.includes(id) || !this.#services.config.accounts.some((a) => a.id === id))

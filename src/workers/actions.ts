@@ -19,6 +19,7 @@
 // | 2xx read whole but unusable,       | fail              | no     | made and paid; a re-send would pay for the same |
 // | create (not JSON, too large)       |                   |        | garbage again                                   |
 // | 2xx we cannot read, poll           | retry             | —      | polls are safe to repeat                        |
+// | 2xx JSON nested past the limit     | fail              | no     | the same answer would come again, paid          |
 // | 2xx JSON with no id or state we    | hold-answer       | no     | made and paid: the answer is kept with the      |
 // | can read (UNRECOGNISED_ANSWER)     |                   |        | plate, the account holds until a setting reads  |
 // |                                    |                   |        | it; never failed, never created again (an       |
@@ -67,7 +68,7 @@ const BY_KIND: Record<UpstreamErrorKind, (error: AnyUpstreamError) => Decision> 
     refundCreate: NOT_SENT_CODES.has(e.code) || (e.status > 0 && e.upstreamCode !== undefined),
   }),
   'bad-response': (e) =>
-    e.kind === 'bad-response' && e.operation === 'get'
+    e.kind === 'bad-response' && e.operation === 'get' && !e.final
       ? { action: 'retry', refundCreate: false }
       : { action: 'fail', refundCreate: false },
   unrecognised: () => ({ action: 'hold-answer', refundCreate: false }),

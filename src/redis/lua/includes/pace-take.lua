@@ -93,6 +93,9 @@ local function paceNext(paceKey, interval, mode, retake)
   local start = math.max(tonumber(f[1] or '0'), now)
   local reason = 'pace'
   local hold = tonumber(f[2] or '0')
+  -- A hold past the sane maximum (queue/line.ts holdMs, 32 days) was not written by a checked
+  -- hold: garbage (1e+300) is no hold, not a wait past the end of time.
+  if hold == nil or hold > now + 2764800000 then hold = 0 end
   if hold > start then
     start = hold
     reason = 'hold'
