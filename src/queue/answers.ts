@@ -31,11 +31,20 @@ export function upstreamOf(account: Pick<Account, 'baseUrl' | 'product' | 'answe
   return createHash('sha256').update(identity).digest('hex').slice(0, 24);
 }
 
+/** How long a process trusts that an account still meets its upstream (AnswerBook.meeting). */
+const MEETING_READ_MS = 1_000;
+
 export class AnswerBook {
   readonly #redis: RedisClient;
   readonly #keys: VqbKeys;
   /** Accounts this process knows met their upstream already (it never starts again). */
   readonly #met = new Set<string>();
+  /**
+   * Accounts still meeting their upstream, and when that was read: trusted for MEETING_READ_MS, so
+   * that the polls, creates and feeds of first contact do not each read it again. This process's
+   * own `learn` ends it at once; another process's is heard within that time.
+   */
+  readonly #meeting = new Map<string, number>();
 
   constructor(redis: RedisClient, keys: VqbKeys) {
     this.#redis = redis;
@@ -63,9 +72,14 @@ export class AnswerBook {
    * Whether the account still meets its upstream (no plate of its own or of its upstream read end
    * to end yet): asked of Redis until the answer is no, then never again in this process.
    */
-  async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now?: number): Promise<boolean> {
+  async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now = Date.now()): Promise<boolean> {
     if (this.#met.has(account.id)) return false;
-    if ((await this.understood(account.id, upstreamOf(account), now)) === undefined) return true;
+    if (now - (this.#meeting.get(account.id) ?? Number.NEGATIVE_INFINITY) < MEETING_READ_MS) return true;
+    if ((await this.understood(account.id, upstreamOf(account), now)) === undefined) {
+      this.#meeting.set(account.id, now);
+      return true;
+    }
+    this.#meeting.delete(account.id);
     this.#met.add(account.id);
     return false;
   }
@@ -78,6 +92,7 @@ export class AnswerBook {
   async learn(accountId: string, shape: AnswerShape, now: number, upstream?: string): Promise<boolean> {
     const key = this.#keys.answers(accountId);
     const text = JSON.stringify(shape);
+    this.#meeting.delete(accountId);
     const first = (await this.#redis.hsetnx(key, 'shape', text)) === 1;
     if (first) await this.#redis.hset(key, 'at', String(now));
     if (upstream !== undefined) await this.#redis.hsetnx(this.#keys.upstreamAnswers(), upstream, text);

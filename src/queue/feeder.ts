@@ -41,6 +41,12 @@ export type Meeting = (account: Account) => Promise<boolean>;
 export interface FeedResult {
   fed: number;
   idle: boolean;
+  /**
+   * The account meets its upstream (first contact) and its one plate is out: nothing more is fed
+   * until that plate is read, and whoever reads it feeds and wakes every process (a feed pass
+   * before then would only find no room).
+   */
+  meeting?: boolean;
   waiting: number;
   limitedMs: number;
 }
@@ -178,7 +184,7 @@ export class Feeder {
       pace,
     );
     await this.#add(account, queue, picked);
-    return { fed: picked.length, idle, waiting, limitedMs };
+    return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
 
   #queueKeys(queue: PlateQueue): QueueKeys {

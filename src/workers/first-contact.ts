@@ -56,13 +56,13 @@ export class FirstContact {
   }
 
   /**
-   * Whether the account still meets its upstream (no plate understood end to end yet). Asked of
-   * Redis until the answer is no, then never again in this process: one HGET per create during
-   * first contact, none after.
+   * Whether the account still meets its upstream (no plate understood end to end yet): asked of the
+   * answer book (a read of Redis a second at most while it does) until the answer is no, then never
+   * again in this process.
    */
   async meeting(): Promise<boolean> {
     if (this.#understood) return false;
-    this.#understood = (await this.#d.answers.understood(this.#account, this.#upstream, this.#d.now())) !== undefined;
+    this.#understood = !(await this.#d.answers.meeting(this.#d.line.account, this.#d.now()));
     return !this.#understood;
   }
 

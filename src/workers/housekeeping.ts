@@ -12,6 +12,8 @@ import type { Doorbell } from './doorbell.js';
 
 /** How often each process tops up the account queues from the scheduler. */
 const FEED_EVERY_MS = 200;
+/** The longest a process leaves an account that meets its upstream unfed, should the wake that ends it be lost. */
+const MEETING_REST_MS = 5_000;
 const RECOVER_EVERY_MS = 10_000;
 const WEBHOOK_SWEEP_MS = 60_000;
 /** How often the deadline batches' finish is projected again (plans/watch.ts): at risk is said within this. */
@@ -32,7 +34,7 @@ export function startHousekeeping(
   logger: Logger,
   now: () => number,
   random: () => number = Math.random,
-): { stop(): Promise<void> } {
+): { stop(): Promise<void>; wake(accountId: string): void } {
   const configured = new Set(config.accounts.map((a) => a.id));
   // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
   const restUntil = new Map<string, number>();
@@ -54,7 +56,7 @@ export function startHousekeeping(
           return;
         }
         const rate = runs.flow(accountId)?.ratePerSecond;
-        const { fed, idle, waiting, limitedMs } = await services.feeder.feed(accountId, rate);
+        const { fed, idle, waiting, limitedMs, meeting } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
           return;
@@ -62,7 +64,10 @@ export function startHousekeeping(
         // Rests end spread over ±25 % of their length: accounts that started together (a thousand
         // batches enqueued at once) would otherwise all come due on the same tick, one burst of
         // feeds and wakes that delays the requests waiting for their slots in this process.
-        if (fed === 0)
+        // While the account meets its upstream its one plate is out: it rests until the wake that
+        // ends first contact (wake() below), MEETING_REST_MS at the most should the wake be lost.
+        if (fed === 0 && meeting) restUntil.set(accountId, at + MEETING_REST_MS);
+        else if (fed === 0)
           restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2));
         else restUntil.delete(accountId);
         busy.add(accountId);
@@ -100,6 +105,11 @@ export function startHousekeeping(
   const webhookSweep = startWebhookSweep(config, services, health, logger);
   const deadlineWatch = startDeadlineWatch(services, configured, health, logger, now);
   return {
+    // A wake (queue/feeder.ts: a producer or another process put jobs on the queue, or ended first
+    // contact): the account's rest ends, so the next feed pass tops its queue up.
+    wake(accountId: string) {
+      restUntil.delete(accountId);
+    },
     async stop() {
       clearInterval(feedTimer);
       clearInterval(recoverTimer);

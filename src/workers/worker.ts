@@ -269,7 +269,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
 
   const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now, deps.random);
   services.feeder
-    .listen(wakes, (accountId) => doorbell.ring(accountId))
+    .listen(wakes, (accountId) => {
+      housekeeping.wake(accountId);
+      doorbell.ring(accountId);
+    })
     .catch((err: unknown) => {
       // The feed pass still rings every Worker whose queue holds jobs; only the shortcut is lost.
       if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
