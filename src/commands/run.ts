@@ -53,6 +53,8 @@ export interface RunOptions {
   sheet?: string;
   force?: boolean;
   batchId?: string;
+  /** Put before the derived id: the demo's batches (`demo-…`) never share an id, or exports, with a real run. */
+  batchIdPrefix?: string;
   maxCreates?: number;
   reuseWithinMs?: number;
   dryRun?: boolean;
@@ -128,7 +130,7 @@ export async function runFile(
     if (options.sheet !== undefined && format !== 'xlsx')
       throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
     const digest = await checkPlateFile(file, format, readOptions(options));
-    const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
+    const batchId = options.batchId ?? `${options.batchIdPrefix ?? ''}${batchIdFor(name, digest, options.force === true)}`;
     const the: RunFile = { file, format, name, digest, batchId, account, pool, callbackUrl };
     if (options.dryRun) {
       await dryRunFile(ctx, services, the, options);

@@ -1,10 +1,27 @@
 // Issue 46, the first hour, third pass: money never moves by accident, and `vqb` says what is true.
 // Each test spawns `vqb` as a user does (real Redis, the simulator over HTTP). Needs `npm run build`.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/process.js';
+import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { BIN, harnessEnv, spawnVqb } from '../helpers/process.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+
+const harness = useHarness();
+
+function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeoutMs?: number) {
+  return spawnVqb(args, harnessEnv(h, env), timeoutMs);
+}
+
+/** A file of `plates` named `name` in the harness's folder; returns its path. */
+async function plateFile(h: Harness, name: string, plates: string[]): Promise<string> {
+  const file = join(h.config.outDir, '..', name);
+  await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\n`);
+  return file;
+}
 
 /** The machine's own Node 20 where it has one (Debian's), else the launcher told to believe it is 20. */
 function oldNode(): { node: string; env: Record<string, string> } {
@@ -30,5 +47,30 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(stderr).not.toMatch(/^\s+at /m);
     expect(code).toBe(2);
+  });
+
+  it('1: a demo of a file run for real never touches that batch or its exports (same out folder)', async () => {
+    const h = await harness.start({ label: 'q46-1', workers: 0 });
+    const file = await plateFile(h, 'frota.csv', makePlates(3));
+    const real = await vqb(h, ['run', file]).done;
+    expect(real.code, real.stderr).toBe(0);
+    const realId = /batch (\S+): \d+ rows/.exec(real.stdout)![1]!;
+    const realCsv = join(h.config.outDir, `${realId}.csv`);
+    const before = await readFile(realCsv, 'utf8');
+    // The demo on a Redis of its own (it clears its prefix), writing to the same out folder.
+    const redis = await startRedisServer();
+    try {
+      const env = { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, VQ_OUT_DIR: h.config.outDir, LOG_LEVEL: 'warn' };
+      const demo = await spawnVqb(['demo', '--file', file], env, 90_000).done;
+      expect(demo.code, demo.stderr).toBe(0);
+      const demoId = /batch (\S+): \d+ rows/.exec(demo.stdout)![1]!;
+      expect(demoId).toBe(`demo-${realId}`);
+      expect(demo.stdout).toContain(join(h.config.outDir, `${demoId}.csv`));
+    } finally {
+      await redis.close();
+    }
+    expect(await readFile(realCsv, 'utf8')).toBe(before);
+    // Each batch has its own exports, side by side.
+    expect(await readdir(h.config.outDir)).toEqual(expect.arrayContaining([`${realId}.csv`, `demo-${realId}.csv`]));
   });
 });
