@@ -70,9 +70,10 @@ export const deleteCommand: Command = {
   usage: `vqb delete <batch> [--cancel] [--json]
   Writes the batch's exports and manifest to VQ_ARCHIVE_DIR/<batch>/, reads them back, then
   deletes its Redis keys; its results stay available (vqb export, GET …/results) from the archive.
-  --cancel: plates not yet sent upstream are dropped (outcome CANCELLED, no charge); plates already
-  created run to the end, and the batch is archived and deleted when they have (by the workers'
-  sweep, or by running this again).`,
+  --cancel: plates not yet sent upstream, held at a spending cap or not, are dropped (outcome
+  CANCELLED, no charge); plates already created run to the end, and the batch is archived and
+  deleted when they have (by the workers' sweep, or by running this again); with none created, at
+  once.`,
   options: { cancel: { type: 'boolean' }, json: { type: 'boolean' } },
   async run(ctx) {
     const [id, ...extra] = ctx.args;

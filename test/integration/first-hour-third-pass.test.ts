@@ -6,14 +6,16 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ingestList } from '../../src/producers/enqueue.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { BIN, harnessEnv, spawnVqb } from '../helpers/process.js';
+import { BIN, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 const harness = useHarness();
 
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeoutMs?: number) {
-  return spawnVqb(args, harnessEnv(h, env), timeoutMs);
+  // Archives and other state in the harness's folder (VQ_ROOT), never in the clone.
+  return spawnVqb(args, harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env }), timeoutMs);
 }
 
 /** A file of `plates` named `name` in the harness's folder; returns its path. */
@@ -72,5 +74,20 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(await readFile(realCsv, 'utf8')).toBe(before);
     // Each batch has its own exports, side by side.
     expect(await readdir(h.config.outDir)).toEqual(expect.arrayContaining([`${realId}.csv`, `demo-${realId}.csv`]));
+  });
+
+  it('3: delete --cancel of a batch none of whose plates was ever created drops them all and finishes it at once', async () => {
+    const h = await harness.start({ label: 'q46-3', workers: 1 });
+    // A cap of 0: the plates the feeder put on the queue sleep, held, and nothing is ever sent.
+    await ingestList(h.services, makePlates(12), { source: 'library', batchId: 'never-sent', maxCreates: 0 });
+    await waitFor(async () => (await h.services.batchViews.get('never-sent')).blocked === 'budget', 20_000, 'held');
+    await waitFor(async () => (await h.queue.getJobCounts('delayed')).delayed > 0, 20_000, 'a held job');
+    const cancel = await vqb(h, ['delete', 'never-sent', '--cancel']).done;
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).not.toMatch(/still running/);
+    expect(cancel.stdout).toMatch(/^batch never-sent archived and deleted from Redis/m);
+    expect(h.sim.stats().creates).toBe(0);
+    expect(await h.services.batches.exists('never-sent')).toBe(false);
+    expect((await h.queue.getJobCounts('delayed', 'wait', 'prioritized')).delayed).toBe(0);
   });
 });
