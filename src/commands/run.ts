@@ -3,6 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
+import { errorCodeEntry } from '../error-codes.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
@@ -37,6 +38,8 @@ export const EXIT_STOPPED = 130;
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
 const DEFAULT_SHUTDOWN_MS = 30_000;
 export const EXIT_BLOCKED = 3;
+/** A run that stopped at a spending cap the user set: a normal outcome (its exports are written). */
+export const EXIT_CAPPED = errorCodeEntry('SPENDING_CAP_REACHED')!.exit;
 
 export interface RunOutcome {
   code: number;
@@ -130,7 +133,8 @@ export async function runFile(
     if (options.sheet !== undefined && format !== 'xlsx')
       throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
     const digest = await checkPlateFile(file, format, readOptions(options));
-    const batchId = options.batchId ?? `${options.batchIdPrefix ?? ''}${batchIdFor(name, digest, options.force === true)}`;
+    const batchId =
+      options.batchId ?? `${options.batchIdPrefix ?? ''}${batchIdFor(name, digest, options.force === true)}`;
     const the: RunFile = { file, format, name, digest, batchId, account, pool, callbackUrl };
     if (options.dryRun) {
       await dryRunFile(ctx, services, the, options);
@@ -155,6 +159,7 @@ export async function runFile(
       progress.finish();
       unstored = await stopWorker(ctx, config, worker, { logger, forceSignal, batchId, options });
     }
+    if (code === EXIT_CAPPED && !unstored) return await stoppedAtCap(ctx, config, services, the, ref);
     if (code !== 0) {
       if (unstored) {
         ctx.print(
@@ -384,6 +389,12 @@ async function followRun(
     }
     progress.update(info, now, slackMs);
     if (info.finishedAt !== undefined) return 0;
+    // At a cap the user set, with nothing created still running: nothing more can happen until the
+    // cap is raised, so the run ends there, as a stop it was asked for (stoppedAtCap).
+    if ((atCap || (now.budgetUntil ?? 0) > Date.now()) && info.counts.inflight === 0 && info.sealed) {
+      progress.finish();
+      return EXIT_CAPPED;
+    }
     if (now.pause && now.pause.code !== OPERATOR_PAUSE) {
       progress.finish();
       ctx.io.stderr.write(`vqb: cannot go on: ${now.pause.message}\n`);
@@ -398,6 +409,41 @@ async function followRun(
     }
     await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
   }
+}
+
+/**
+ * The end of a run at a spending cap: the exports of what finished (the rest marked pending), the
+ * summary, and how to go on. Exit EXIT_CAPPED (SPENDING_CAP_REACHED in the error table).
+ */
+async function stoppedAtCap(
+  ctx: CommandContext,
+  config: Config,
+  services: QueueServices,
+  the: RunFile,
+  ref: BatchRef,
+): Promise<RunOutcome> {
+  const { batchId, account } = the;
+  const result = await exportBatch(services, fileSinkFor(config), ref);
+  const info = await services.batchViews.get(ref);
+  const line = await services.accounts.line(account.id).state();
+  ctx.print(describeBatch(info));
+  ctx.print(
+    `exports (finished plates; the ${counted(info.counts.queued, 'other')} marked pending):\n  ` +
+      [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
+        .filter((f) => f !== undefined)
+        .join('\n  '),
+  );
+  if (account.price) ctx.print(describeSpend(info, account.price));
+  const named = config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : '';
+  const raise =
+    info.blocked === 'budget'
+      ? `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''}`
+      : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` (or wait for ${dateText(line.budgetUntil ?? Date.now())})`;
+  ctx.print(
+    `stopped at the spending cap: ${counted(info.counts.queued, 'plate')} not looked up, nothing lost. ` +
+      `To go on, raise the cap with ${raise}, then run the same command again (it resumes batch ${batchId})`,
+  );
+  return { code: EXIT_CAPPED, batchId, files: result.files };
 }
 
 /** The line a run says when its batch reaches its cap: it waits, and how to go on. */

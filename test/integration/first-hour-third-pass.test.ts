@@ -45,7 +45,9 @@ describe('the first hour, third pass (issue 46)', () => {
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const [code] = await once(child, 'exit');
     expect(stdout).toBe('');
-    expect(stderr).toMatch(/^vqb: needs Node\.js 24 LTS or newer \(this is Node 20\.[\d.]+\); get it with `nvm install 24`/);
+    expect(stderr).toMatch(
+      /^vqb: needs Node\.js 24 LTS or newer \(this is Node 20\.[\d.]+\); get it with `nvm install 24`/,
+    );
     expect(stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(stderr).not.toMatch(/^\s+at /m);
     expect(code).toBe(2);
@@ -62,7 +64,12 @@ describe('the first hour, third pass (issue 46)', () => {
     // The demo on a Redis of its own (it clears its prefix), writing to the same out folder.
     const redis = await startRedisServer();
     try {
-      const env = { PATH: process.env.PATH ?? '', REDIS_URL: redis.url, VQ_OUT_DIR: h.config.outDir, LOG_LEVEL: 'warn' };
+      const env = {
+        PATH: process.env.PATH ?? '',
+        REDIS_URL: redis.url,
+        VQ_OUT_DIR: h.config.outDir,
+        LOG_LEVEL: 'warn',
+      };
       const demo = await spawnVqb(['demo', '--file', file], env, 90_000).done;
       expect(demo.code, demo.stderr).toBe(0);
       const demoId = /batch (\S+): \d+ rows/.exec(demo.stdout)![1]!;
@@ -89,5 +96,28 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(h.sim.stats().creates).toBe(0);
     expect(await h.services.batches.exists('never-sent')).toBe(false);
     expect((await h.queue.getJobCounts('delayed', 'wait', 'prioritized')).delayed).toBe(0);
+  });
+
+  it('5: `vqb run` at a cap the user set ends: exports of what finished (the rest pending), how to go on, exit 4', async () => {
+    const h = await harness.start({ label: 'q46-5', workers: 0 });
+    const file = await plateFile(h, 'capped.csv', makePlates(6));
+    const run = await vqb(h, ['run', file, '--max-creates', '2'], {}, 60_000).done;
+    expect(run.stderr).toBe('');
+    expect(run.code, run.stdout).toBe(4);
+    const id = /batch (\S+): \d+ rows/.exec(run.stdout)![1]!;
+    expect(run.stdout).toMatch(/2\/6 finished, 2 done/);
+    expect(run.stdout).toMatch(/stopped at the spending cap: 4 plates not looked up, nothing lost/);
+    expect(run.stdout).toContain(`vqb budget ${id} --max-creates N`);
+    const csv = await readFile(join(h.config.outDir, `${id}.csv`), 'utf8');
+    expect(csv.match(/^\d+;\w+;\w+;done;/gm)).toHaveLength(2);
+    expect(csv.match(/^\d+;\w+;\w+;pending;/gm)).toHaveLength(4);
+    expect(h.sim.stats().creates).toBe(2);
+    // Raised, the same command resumes the batch and finishes it.
+    const raised = await vqb(h, ['budget', id, '--max-creates', 'none']).done;
+    expect(raised.code, raised.stderr).toBe(0);
+    const again = await vqb(h, ['run', file], {}, 60_000).done;
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/6\/6 finished/);
+    expect(h.sim.stats().creates).toBe(6);
   });
 });
