@@ -60,7 +60,7 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined, throwa
     const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
     // Its own batch id as well as its own prefix: the exports of a demo of a file never replace
     // those of the real batch of that file in the same out folder.
-    const outcome = await runFile(ctx, config, file, { batchIdPrefix: 'demo-' });
+    const outcome = await runFile(ctx, config, file, { batchIdPrefix: 'demo-', confirmed: true });
     const s = sim.stats();
     ctx.print(
       `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, ` +

@@ -33,6 +33,7 @@ import { checkCallbackUrl } from '../webhooks/target.js';
 import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
 import { createProgress, createTicker, type Ticker } from './progress.js';
+import { askYes, onTerminal, paidQuestion } from './run-confirm.js';
 
 export const EXIT_STOPPED = 130;
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
@@ -70,6 +71,8 @@ export interface RunOptions {
   requireDeadline?: boolean;
   /** --notify: the batch's callbackUrl (its webhooks go there). */
   notify?: string;
+  /** --yes (or the demo, which pays nothing): no question on a terminal above VQ_CONFIRM_ABOVE. */
+  confirmed?: boolean;
   /** --shutdown-timeout: how long a stop waits for running requests (default 30 s). */
   shutdownTimeoutMs?: number;
   services?: QueueServices;
@@ -144,7 +147,10 @@ export async function runFile(
     if ((await resumeHeld(ctx, services, account, line)) === 'held') return { code: EXIT_BLOCKED, batchId };
     // The account's own batch of that id: another account's batch of the same id is another batch.
     const ref = { id: batchId, account: account.id };
-    await queueFile(ctx, services, the, options);
+    if ((await queueFile(ctx, services, the, options)) === 'declined') {
+      ctx.print('nothing stored or sent');
+      return { code: 1, batchId };
+    }
 
     const worker = startWorker(config, { logger, health });
     const progress = createProgress(ctx.io.stdout, logger, ticker ? { ticker } : quiet ? { print: ctx.print } : {});
@@ -275,8 +281,16 @@ async function resumeHeld(
   return undefined;
 }
 
-/** The batch of the file: resumed when it was queued before (a new cap applied), else enqueued. */
-async function queueFile(ctx: CommandContext, services: QueueServices, the: RunFile, options: RunOptions) {
+/**
+ * The batch of the file: resumed when it was queued before (a new cap applied), else enqueued;
+ * 'declined' when the person at the terminal said no to its price (nothing stored).
+ */
+async function queueFile(
+  ctx: CommandContext,
+  services: QueueServices,
+  the: RunFile,
+  options: RunOptions,
+): Promise<'declined' | undefined> {
   const { batchId, callbackUrl, account, pool } = the;
   const ref = { id: batchId, account: account.id };
   const existing = (await services.batches.exists(ref)) ? await services.batchViews.get(ref) : undefined;
@@ -296,6 +310,8 @@ async function queueFile(ctx: CommandContext, services: QueueServices, the: RunF
     }
     return;
   }
+  if (options.confirmed !== true && onTerminal(ctx) && !(await confirmedOnTerminal(services, the, options)))
+    return 'declined';
   const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
   const { batch, deadline } = await enqueue(
     services,
@@ -327,6 +343,25 @@ async function queueFile(ctx: CommandContext, services: QueueServices, the: RunF
   );
   // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
   if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
+}
+
+/** A new batch above VQ_CONFIRM_ABOVE, on a terminal: the person says yes to its price first. */
+async function confirmedOnTerminal(services: QueueServices, the: RunFile, options: RunOptions): Promise<boolean> {
+  if (services.config.confirmAboveMicros === undefined) return true;
+  const { rows } = await readPlateFile(the.file, the.format, readOptions(options));
+  const estimated = await estimate(
+    services,
+    { source: 'file', name: the.name, digest: the.digest, rows },
+    {
+      batchId: the.batchId,
+      account: the.account.id,
+      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+    },
+  );
+  const cap = options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {};
+  const question = paidQuestion(services.config, { batchId: the.batchId, account: the.account, ...cap }, estimated);
+  return question === undefined || (await askYes(question));
 }
 
 /**
@@ -438,7 +473,8 @@ async function stoppedAtCap(
   const raise =
     info.blocked === 'budget'
       ? `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''}`
-      : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` (or wait for ${dateText(line.budgetUntil ?? Date.now())})`;
+      : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` ` +
+        `(or wait for ${dateText(line.budgetUntil ?? Date.now())})`;
   ctx.print(
     `stopped at the spending cap: ${counted(info.counts.queued, 'plate')} not looked up, nothing lost. ` +
       `To go on, raise the cap with ${raise}, then run the same command again (it resumes batch ${batchId})`,
@@ -706,9 +742,15 @@ export const runCommand: Command = {
   <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx when every plate has an outcome. An Excel
   .xlsx (told by its extension or content) is read from its first visible sheet, or --sheet NAME,
   with the same header rules.
-  Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission, an
-  upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set VQ_ANSWER_* / VQ_STATES_* and run again);
-  130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
+  On a terminal, a new batch that would cost more than VQ_CONFIRM_ABOVE (default 100: R$ 100 with a
+  price per query, else 100 creates) is asked about first (--yes: not asked); without a terminal
+  nothing is asked.
+  Exit codes: 0 finished; 1 declined at the question (nothing stored); 3 the line cannot go on (key
+  invalid/expired, missing permission, an upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set
+  VQ_ANSWER_* / VQ_STATES_* and run again); 4 stopped at a spending cap you set
+  (SPENDING_CAP_REACHED: exports of what finished, the rest pending; raise it with vqb budget and run
+  again); 130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
+  --yes           no question on a terminal, whatever the batch costs
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
@@ -750,6 +792,7 @@ export const runCommand: Command = {
     'require-deadline': { type: 'boolean' },
     notify: { type: 'string' },
     'shutdown-timeout': { type: 'string' },
+    yes: { type: 'boolean' },
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
@@ -772,6 +815,7 @@ export const runCommand: Command = {
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...(typeof ctx.flags.pool === 'string' ? { pool: ctx.flags.pool } : {}),
       ...shutdownFlag(ctx.flags),
+      ...(ctx.flags.yes === true ? { confirmed: true } : {}),
     });
     return outcome.code;
   },

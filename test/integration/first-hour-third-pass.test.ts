@@ -18,6 +18,28 @@ function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeo
   return spawnVqb(args, harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env }), timeoutMs);
 }
 
+/**
+ * `vqb` on a terminal: `script` gives it a pseudo-terminal for stdin and stdout; `answer` is typed
+ * into it. Output comes back as the terminal shows it (CR LF).
+ */
+async function vqbOnTerminal(h: Harness, args: string[], env: Record<string, string>, answer: string) {
+  const command = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const child = spawn('script', ['-qec', command, '/dev/null'], {
+    env: harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env }),
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString();
+    if (/Go on\? \[y\/N\]/.test(out) && answer !== '') {
+      child.stdin.write(answer);
+      answer = '';
+    }
+  });
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const [code] = await once(child, 'exit');
+  return { code: code as number, out: out.replaceAll('\r', '') };
+}
+
 /** A file of `plates` named `name` in the harness's folder; returns its path. */
 async function plateFile(h: Harness, name: string, plates: string[]): Promise<string> {
   const file = join(h.config.outDir, '..', name);
@@ -88,7 +110,7 @@ describe('the first hour, third pass (issue 46)', () => {
     // A cap of 0: the plates the feeder put on the queue sleep, held, and nothing is ever sent.
     await ingestList(h.services, makePlates(12), { source: 'library', batchId: 'never-sent', maxCreates: 0 });
     await waitFor(async () => (await h.services.batchViews.get('never-sent')).blocked === 'budget', 20_000, 'held');
-    await waitFor(async () => (await h.queue.getJobCounts('delayed')).delayed > 0, 20_000, 'a held job');
+    await waitFor(async () => ((await h.queue.getJobCounts('delayed')).delayed ?? 0) > 0, 20_000, 'a held job');
     const cancel = await vqb(h, ['delete', 'never-sent', '--cancel']).done;
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).not.toMatch(/still running/);
@@ -119,5 +141,38 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/6\/6 finished/);
     expect(h.sim.stats().creates).toBe(6);
+  });
+
+  it('4: on a terminal, a run above VQ_CONFIRM_ABOVE asks first (in money with a price); no is nothing; --yes and no terminal do not ask', async () => {
+    const h = await harness.start({ label: 'q46-4', workers: 0 });
+    const file = await plateFile(h, 'five.csv', makePlates(5));
+    const priced = { VQ_CONFIRM_ABOVE: '1', VQ_PRICE_PER_QUERY: '0.35' };
+    const declined = await vqbOnTerminal(h, ['run', file], priced, 'n\n');
+    expect(declined.out).toMatch(
+      /would send 5 paid creates \(R\$ 1,75\) for account default, above VQ_CONFIRM_ABOVE \(R\$ 1,00\)\. Go on\? \[y\/N\]/,
+    );
+    expect(declined.out).toMatch(/nothing stored or sent/);
+    expect(declined.code).toBe(1);
+    expect(h.sim.stats().creates).toBe(0);
+    expect((await h.services.batchViews.list()).total).toBe(0);
+    // Without a price the threshold is in creates; at it, nothing is asked.
+    const under = await vqbOnTerminal(h, ['run', file], { VQ_CONFIRM_ABOVE: '5' }, 'n\n');
+    expect(under.out).not.toMatch(/Go on\?/);
+    expect(under.code, under.out).toBe(0);
+    expect(h.sim.stats().creates).toBe(5);
+    const yes = await vqbOnTerminal(
+      h,
+      ['run', await plateFile(h, 'six.csv', makePlates(6, 20)), '--yes'],
+      { VQ_CONFIRM_ABOVE: '2' },
+      'n\n',
+    );
+    expect(yes.out).not.toMatch(/Go on\?/);
+    expect(yes.code, yes.out).toBe(0);
+    // No terminal (a script, cron): nothing asked, nothing changes.
+    const piped = await vqb(h, ['run', await plateFile(h, 'four.csv', makePlates(4, 50))], { VQ_CONFIRM_ABOVE: '1' })
+      .done;
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout + piped.stderr).not.toMatch(/Go on\?/);
+    expect(h.sim.stats().creates).toBe(15);
   });
 });
