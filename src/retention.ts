@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
 import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
+import { CANCELLED_CODE } from './queue/rerun.js';
 import { lentId } from './queue/scheduler.js';
 import type { BatchRef } from './redis/keys.js';
 import { type Scripted, withScripts } from './redis/scripts.js';
@@ -81,7 +82,7 @@ export interface PruneResult {
 const LOCK_MS = 10 * 60_000;
 const CHUNK = 500;
 const CANCELLED = {
-  code: 'CANCELLED',
+  code: CANCELLED_CODE,
   message: 'cancelled before it was sent upstream (delete --cancel); not charged',
 };
 

@@ -247,8 +247,10 @@ export interface FailedPlates {
 
 /** Changes whenever the failed section would: the page's script replaces the section only then. */
 export function failedKey(summary: FailedSummary | undefined): string {
-  if (!summary || summary.total === 0) return '0';
-  return summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ');
+  if (!summary || (summary.total === 0 && !summary.cancelled)) return '0';
+  return (
+    `c${summary.cancelled} ` + summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
+  );
 }
 
 /**
@@ -260,14 +262,19 @@ export function failedKey(summary: FailedSummary | undefined): string {
 export function failedSection(ctx: PageContext, batchId: string, failed: FailedPlates | undefined): Html {
   const { t, lang } = ctx;
   const summary = failed?.summary;
-  if (!summary || summary.total === 0) return html`<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const n = (x: number) => formatNumber(lang, x);
+  // Plates a cancel dropped are their own state: never sent, never charged, never offered again.
+  const cancelled = summary?.cancelled
+    ? html`<p data-cancelled>${plural(ctx, 'failed.cancelled', summary.cancelled, { n: n(summary.cancelled) })}</p>`
+    : '';
+  if (!summary || summary.total === 0)
+    return html`${cancelled}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const price = failed?.price;
   const form = (way: 'poll' | 'ask', label: string) =>
     html`<form method="post" action="/batches/${encodeURIComponent(batchId)}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="${way}"><button type="submit" data-retry="${way}"${way === 'ask' ? html` class="secondary"` : ''}>${label}</button></form>`;
   const pollPrice = price && price.perPollMicros > 0 ? t('retry.pollBilled') : t('retry.free');
   const askCost = price ? `, ${formatMoney(costOf(price, summary.ask))}` : '';
-  return html`<h2>${t('failed.title')}</h2>
+  return html`${cancelled}<h2>${t('failed.title')}</h2>
 <table class="stack" data-failed-list>
 <thead><tr><th scope="col">${t('col.code')}</th><th scope="col">${t('col.plates')}</th><th scope="col">${t('col.retry')}</th></tr></thead>
 <tbody>${summary.codes.map(
@@ -282,6 +289,25 @@ export function failedSection(ctx: PageContext, batchId: string, failed: FailedP
 ${summary.poll > 0 ? form('poll', plural(ctx, 'retry.poll', summary.poll, { n: n(summary.poll), price: pollPrice })) : ''}
 ${summary.ask > 0 ? form('ask', plural(ctx, 'retry.ask', summary.ask, { n: n(summary.ask), cost: askCost })) : ''}
 </div>`;
+}
+
+/**
+ * Before a paid retry above VQ_CONFIRM_ABOVE: what it buys and its price, and the one button that
+ * sends it (the same form with `confirmed`). Going back sends nothing.
+ */
+export function confirmRetryPage(ctx: PageContext, batchId: string, ask: number, cost: string): string {
+  const { t, lang } = ctx;
+  const id = encodeURIComponent(batchId);
+  return layout(
+    ctx,
+    t('confirm.title'),
+    html`<h1>${t('confirm.title')}</h1>
+<p data-confirm-price>${plural(ctx, 'confirm.ask', ask, { n: formatNumber(lang, ask), cost })}</p>
+<div class="actions">
+<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="ask"><input type="hidden" name="confirmed" value="${String(ask)}"><button type="submit" data-retry-confirm>${t('confirm.go', { cost })}</button></form>
+<a href="/batches/${id}" data-confirm-back>${t('confirm.back')}</a>
+</div>`,
+  );
 }
 
 /** A delivery's last failure as the API says it (a category, never the socket's words), with the HTTP status. */

@@ -4,9 +4,14 @@ import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
+import { Retention } from '../../src/retention.js';
+import { createHttpApi } from '../../src/server.js';
+import { archiveFor } from '../../src/sinks/export.js';
+import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { BIN, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
@@ -174,5 +179,69 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout + piped.stderr).not.toMatch(/Go on\?/);
     expect(h.sim.stats().creates).toBe(15);
+  });
+
+  it('2: the console never re-buys cancelled plates, calls them cancelled, and states the price of a paid retry before it sends it', async () => {
+    const ADMIN = 'admin-token-0123456789abcdef';
+    const h = await harness.start({
+      label: 'q46-2',
+      sim: { failPlates: ['NAO1A23', 'NAO1A24', 'NAO1A25'] },
+      config: { VQ_API_TOKENS: ADMIN, VQ_PRICE_PER_QUERY: '0.35', VQ_CONFIRM_ABOVE: '1' },
+    });
+    const app = await createHttpApi({
+      services: h.services,
+      config: h.config,
+      logger: h.logs.logger,
+      dashboard: false,
+    });
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const session = await signIn(base, ADMIN);
+      const page = async (id: string) =>
+        (
+          await fetch(`${base}/batches/${id}`, { headers: { cookie: session.cookie, 'accept-language': 'pt-BR' } })
+        ).text();
+      const retry = (id: string, extra = '') =>
+        fetch(`${base}/batches/${id}/retry`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: {
+            cookie: session.cookie,
+            'content-type': 'application/x-www-form-urlencoded',
+            'accept-language': 'pt-BR',
+          },
+          body: `csrf=${session.csrf}&way=ask${extra}`,
+        });
+
+      // A batch cancelled before anything was sent: its plates are cancelled, not failed, and not for sale.
+      await ingestList(h.services, makePlates(6, 300), { source: 'library', batchId: 'called-off', maxCreates: 0 });
+      await waitFor(async () => (await h.services.batchViews.get('called-off')).blocked === 'budget', 20_000, 'held');
+      await new Retention(h.services, archiveFor(h.config), { retainMs: 0 }).cancel('called-off');
+      const cancelled = await page('called-off');
+      expect(cancelled).toContain('6 placas canceladas: nunca enviadas ao fornecedor, sem custo');
+      expect(cancelled).not.toContain('data-retry=');
+      expect(cancelled).not.toContain('o fornecedor já respondeu isto');
+      const forged = await retry('called-off', '&confirmed=6');
+      expect(forged.headers.get('location')).toContain('retried=0');
+      expect(h.sim.stats().creates).toBe(0);
+
+      // Three plates the upstream answered "not found": asking again costs R$ 1,05, above R$ 1,00.
+      await h.enqueue('not-found', ['NAO1A23', 'NAO1A24', 'NAO1A25']);
+      await h.waitForBatch('not-found');
+      const before = h.sim.stats().creates;
+      const asked = await retry('not-found');
+      expect(asked.status).toBe(200);
+      const confirm = await asked.text();
+      expect(confirm).toContain('Isto pergunta de novo ao fornecedor por 3 placas: 3 consultas novas, R$ 1,05.');
+      expect(confirm).toContain('Pagar R$ 1,05 e perguntar de novo');
+      expect(confirm).toContain('name="confirmed" value="3"');
+      expect(h.sim.stats().creates).toBe(before);
+      const sent = await retry('not-found', '&confirmed=3');
+      expect(sent.status).toBe(303);
+      expect(sent.headers.get('location')).toContain('retried=3&recreated=3');
+    } finally {
+      await app.close();
+    }
   });
 });

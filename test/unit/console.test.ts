@@ -104,6 +104,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
       total: 5,
       poll: 2,
       ask: 3,
+      cancelled: 0,
       codes: [
         { code: 'VEHICLE_NOT_FOUND', way: 'ask' as const, count: 3, plates: ['A', 'B', 'C'] },
         { code: 'POLL_TIMEOUT', way: 'poll' as const, count: 2, plates: ['D', 'E'] },
@@ -117,6 +118,17 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     expect(billed).toContain('(no new query; polls are billed)');
     expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
     expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
+  });
+
+  it('plates a cancel dropped are their own state: never sent, not charged, no button to buy them (issue 46, 2)', () => {
+    const summary = { total: 0, poll: 0, ask: 0, cancelled: 4, codes: [] };
+    const text = failedSection(ctx, 'b', { summary }).text;
+    expect(text).toContain('4 plates cancelled: never sent to the upstream, not charged, not run again.');
+    expect(text).not.toContain('<button');
+    expect(text).not.toContain('Failed plates');
+    const pt = { ...ctx, lang: 'pt-BR' as const, t: translator('pt-BR') };
+    expect(failedSection(pt, 'b', { summary }).text).toContain('4 placas canceladas: nunca enviadas ao fornecedor');
+    expect(failedKey(summary)).not.toBe('0');
   });
 });
 
