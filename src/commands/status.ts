@@ -101,12 +101,16 @@ export const statusCommand: Command = {
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);
-          // With a price: what the account's creates of today and this month cost (UTC).
+          // With a price: what left today and this month (UTC) and may be billed, as `vqb cost`
+          // and `vqb budget` read it (one reckoning: a `vqb check --create` is in it).
           const price = services.accounts.for(id).account.price;
-          const spent = price ? await services.budget.spent(id) : undefined;
+          const sent = price ? await services.costs.sentBy(id) : undefined;
           const spend =
-            price && spent
-              ? { today: costOf(price, spent.today), thisMonth: costOf(price, spent.thisMonth) }
+            price && sent
+              ? {
+                  today: costOf(price, sent.today.createsSent, sent.today.pollsSent),
+                  thisMonth: costOf(price, sent.thisMonth.createsSent, sent.thisMonth.pollsSent),
+                }
               : undefined;
           return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),

@@ -244,4 +244,25 @@ describe('the first hour, third pass (issue 46)', () => {
       await app.close();
     }
   });
+
+  it('6: budget, cost and status agree on today’s spend, a `vqb check --create` included', async () => {
+    const h = await harness.start({ label: 'q46-6', workers: 0 });
+    const priced = { VQ_PRICE_PER_QUERY: '0.35' };
+    const check = await vqb(h, ['check', '--create', 'ABC1D23', '--yes'], priced).done;
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+    const run = await vqb(h, ['run', await plateFile(h, 'two.csv', makePlates(2, 400))], priced).done;
+    expect(run.code, run.stderr).toBe(0);
+    const budget = await vqb(h, ['budget', '--json'], priced).done;
+    const cost = await vqb(h, ['cost', '--days', '1', '--json'], priced).done;
+    const status = await vqb(h, ['status', '--json'], priced).done;
+    const fromBudget = JSON.parse(budget.stdout).spentMoney.today.amount;
+    const fromCost = JSON.parse(cost.stdout)[0].spend[0].amount;
+    const fromStatus = JSON.stringify(JSON.parse(status.stdout));
+    expect(fromCost).toBeCloseTo(1.05, 6);
+    expect(fromBudget).toBeCloseTo(fromCost, 6);
+    expect(fromStatus).toContain('"today":{"amount":1.05');
+    const words = await vqb(h, ['budget'], priced).done;
+    expect(words.stdout).toMatch(/spent today R\$ 1,05/);
+    expect(words.stdout).toMatch(/caps: today 2 \(no daily cap\).*check --create/);
+  });
 });
