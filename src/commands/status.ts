@@ -6,6 +6,7 @@ import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
 import type { PoolState } from '../queue/pool.js';
+import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
 import { withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
@@ -18,6 +19,20 @@ function shareText(finished: boolean, share: number): string {
   if (finished) return '';
   if (share <= 0) return '; no creates waiting in this batch (its plates are being polled or are held)';
   return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
+}
+
+/**
+ * What an account's line is doing when nothing holds it: `running` only when a worker process is
+ * alive to run its work; with work and no worker, that nobody runs it and what to start; without
+ * work, `idle`.
+ */
+export function activityText(hasWork: boolean, workers: number): string {
+  if (!hasWork) return 'idle (nothing queued)';
+  if (workers > 0) return 'running';
+  return (
+    'no worker is running: its plates wait; start `vqb work` (or `vqb serve --workers`, ' +
+    'or `vqb run` on a file, whose workers serve every account)'
+  );
 }
 
 /** --limit: how many of the newest batches to list, 0 to 1000 (5 when absent). */
@@ -55,6 +70,7 @@ export const statusCommand: Command = {
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
+      const workers = await new WorkerPresence(services.redis, services.keys).alive();
       if (batchId) {
         const id = batchIdArg(batchId);
         if (!(await services.batches.exists(id))) {
@@ -81,7 +97,8 @@ export const statusCommand: Command = {
             ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
           ctx.print(
             `  account ${info.account}: ` +
-              `${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
+              `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
+              shareText(info.finishedAt !== undefined, context.share),
           );
           for (const d of context.webhooks ?? []) {
             ctx.print(
@@ -132,10 +149,12 @@ export const statusCommand: Command = {
       }
       for (const a of accounts) {
         const j = a.jobs;
+        const queued = (j.prioritized ?? 0) + (j.waiting ?? 0) + (j.delayed ?? 0) + (j.active ?? 0);
+        const hasWork = queued > 0 || a.inflight > 0 || a.shares.length > 0;
         ctx.print(
           `account ${a.account} ` +
             `(${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ` +
-            `${describeLine(a.line) ?? 'running'}`,
+            `${describeLine(a.line) ?? activityText(hasWork, workers)}`,
         );
         const recovery = describeRecovery(a.line);
         if (recovery) ctx.print(`  ${recovery}`);

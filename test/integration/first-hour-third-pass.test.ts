@@ -265,4 +265,21 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(words.stdout).toMatch(/spent today R\$ 1,05/);
     expect(words.stdout).toMatch(/caps: today 2 \(no daily cap\).*check --create/);
   });
+
+  it('13: status says when no worker runs an account with queued plates, and what to start; an idle account is not "running"', async () => {
+    // Queries take 5 s upstream: the batch is still running when the worker's status is read.
+    const h = await harness.start({ label: 'q46-13', workers: 0, sim: { completionMs: [5_000, 5_000] } });
+    const idle = await vqb(h, ['status']).done;
+    expect(idle.stdout).toMatch(/^account default \(.*\): idle \(nothing queued\)$/m);
+    await h.enqueue('nobody-runs', makePlates(5, 600));
+    const status = await vqb(h, ['status']).done;
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^account default \(.*\): no worker is running: its plates wait; start `vqb work`/m);
+    expect(status.stdout).not.toMatch(/: running$/m);
+    const one = await vqb(h, ['status', 'nobody-runs']).done;
+    expect(one.stdout).toMatch(/^ {2}account default: no worker is running: .*start `vqb work`/m);
+    // With a worker alive, the account is running.
+    h.startWorker();
+    await waitFor(async () => /: running$/m.test((await vqb(h, ['status']).done).stdout), 20_000, 'running');
+  });
 });
