@@ -59,7 +59,8 @@ export const ERROR_CODES = {
   REDIS_SERVER_MISSING: entry(500, 1, 'no redis-server binary for the demo'),
   REDIS_SERVER_FAILED: entry(500, 1, 'the demo could not start its redis-server'),
   // Batches
-  BATCH_NOT_FOUND: entry(404, 1, 'no batch with that id', 'NOT_FOUND'),
+  // Exit 2: an id that names no batch is the command's to fix (docs/cli.md), like an unknown account.
+  BATCH_NOT_FOUND: entry(404, 2, 'no batch with that id', 'NOT_FOUND'),
   BATCH_ID_TAKEN: entry(409, 1, 'the batch id is held by a batch of the same account with other content'),
   BATCH_ID_AMBIGUOUS: entry(409, 2, 'several accounts hold a batch of that id; name the account'),
   BATCH_RUNNING: entry(409, 1, 'the batch still has plates running'),

@@ -8,11 +8,11 @@ import { describeBatch, describeLine } from '../presenters/text.js';
 import type { PoolState } from '../queue/pool.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
-import { withQueueServices } from '../services.js';
+import { type QueueServices, withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { failureText } from '../webhooks/deliveries.js';
 import { batchIdArg } from './batch.js';
-import type { Command } from './command.js';
+import type { Command, CommandContext } from './command.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
 function shareText(finished: boolean, share: number): string {
@@ -62,6 +62,45 @@ export function describePools(pools: readonly PoolState[]): string[] {
   return lines;
 }
 
+/** `vqb status <batch>`: the batch, its plan, its account's line, its webhooks; an archived one from its manifest. */
+async function showBatch(ctx: CommandContext, services: QueueServices, id: string, workers: number): Promise<number> {
+  if (!(await services.batches.exists(id))) {
+    // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
+    const manifest = await archiveFor(services.config).manifest(id);
+    if (manifest !== undefined) {
+      const view = archivedBatchView(manifest, Date.now());
+      if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
+      else
+        ctx.print(
+          `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
+            `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
+        );
+      return 0;
+    }
+  }
+  const info = await services.batchViews.get(id);
+  const context = await batchContext(services, info);
+  // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
+  if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
+  else {
+    ctx.print(describeBatch(info, Date.now(), context.price));
+    if (context.plan)
+      ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
+    ctx.print(
+      `  account ${info.account}: ` +
+        `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
+        shareText(info.finishedAt !== undefined, context.share),
+    );
+    for (const d of context.webhooks ?? []) {
+      ctx.print(
+        `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} ` +
+          `attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
+      );
+    }
+  }
+  return 0;
+}
+
 export const statusCommand: Command = {
   summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
   usage: `vqb status [batch] [--json] [--limit N]
@@ -71,44 +110,7 @@ export const statusCommand: Command = {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
       const workers = await new WorkerPresence(services.redis, services.keys).alive();
-      if (batchId) {
-        const id = batchIdArg(batchId);
-        if (!(await services.batches.exists(id))) {
-          // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
-          const manifest = await archiveFor(services.config).manifest(id);
-          if (manifest !== undefined) {
-            const view = archivedBatchView(manifest, Date.now());
-            if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
-            else
-              ctx.print(
-                `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
-                  `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
-              );
-            return 0;
-          }
-        }
-        const info = await services.batchViews.get(id);
-        const context = await batchContext(services, info);
-        // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
-        if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
-        else {
-          ctx.print(describeBatch(info, Date.now(), context.price));
-          if (context.plan)
-            ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
-          ctx.print(
-            `  account ${info.account}: ` +
-              `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
-              shareText(info.finishedAt !== undefined, context.share),
-          );
-          for (const d of context.webhooks ?? []) {
-            ctx.print(
-              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} ` +
-                `attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
-            );
-          }
-        }
-        return 0;
-      }
+      if (batchId) return showBatch(ctx, services, batchIdArg(batchId), workers);
       const limit = limitFlag(ctx.flags.limit);
       const accounts = await Promise.all(
         services.accounts.all().map(async ({ id, line, queue }) => {

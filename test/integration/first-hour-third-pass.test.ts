@@ -13,7 +13,7 @@ import { createHttpApi } from '../../src/server.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { BIN, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { BIN, freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 const harness = useHarness();
@@ -281,5 +281,43 @@ describe('the first hour, third pass (issue 46)', () => {
     // With a worker alive, the account is running.
     h.startWorker();
     await waitFor(async () => /: running$/m.test((await vqb(h, ['status']).done).stdout), 20_000, 'running');
+  });
+
+  it('18: an unknown flag or command says "did you mean"; serve takes --port and --host; an unknown batch id is exit 2', async () => {
+    const h = await harness.start({ label: 'q46-18', workers: 0 });
+    const typo = await vqb(h, ['run', 'x.csv', '--max-spned', '3']).done;
+    expect(typo.stderr).toBe(
+      'vqb: unknown option --max-spned for `vqb run`; did you mean --max-spend? (see `vqb run --help`)\n',
+    );
+    expect(typo.code).toBe(2);
+    const far = await vqb(h, ['status', '--no-such-flag']).done;
+    expect(far.stderr).toBe('vqb: unknown option --no-such-flag for `vqb status` (see `vqb status --help`)\n');
+    expect(far.stderr).not.toMatch(/positional|place it at the end/);
+    const command = await vqb(h, ['stauts']).done;
+    expect(command.stderr).toBe(
+      'vqb: unknown command "stauts"; did you mean `vqb status`? (`vqb --help` lists them)\n',
+    );
+    expect(command.code).toBe(2);
+    for (const args of [
+      ['status', 'no-such-batch'],
+      ['export', 'no-such-batch'],
+      ['retry', 'no-such-batch'],
+    ]) {
+      const unknown = await vqb(h, args).done;
+      expect(unknown.stderr, args.join(' ')).toMatch(/^vqb: no batch with id no-such-batch/);
+      expect(unknown.code, args.join(' ')).toBe(2);
+    }
+    const port = await freePort();
+    const serve = vqb(h, ['serve', '--port', String(port), '--host', '127.0.0.1', '--no-inbox']);
+    try {
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status !== undefined,
+        20_000,
+        'serve on --port',
+      );
+    } finally {
+      serve.child.kill('SIGTERM');
+      await serve.done;
+    }
   });
 });
