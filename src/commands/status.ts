@@ -35,6 +35,14 @@ export function activityText(hasWork: boolean, workers: number): string {
   );
 }
 
+/** A batch whose account is no longer in the settings: its history, and why nothing of it runs. */
+function unconfiguredText(account: string): string {
+  return (
+    `account ${account} is not configured now (not in VQ_ACCOUNTS_FILE or the settings): this batch ` +
+    'is history; its plates run again only with the account configured'
+  );
+}
+
 /** --limit: how many of the newest batches to list, 0 to 1000 (5 when absent). */
 export function limitFlag(value: unknown): number {
   if (value === undefined) return 5;
@@ -87,9 +95,11 @@ async function showBatch(ctx: CommandContext, services: QueueServices, id: strin
     if (context.plan)
       ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
     ctx.print(
-      `  account ${info.account}: ` +
-        `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
-        shareText(info.finishedAt !== undefined, context.share),
+      context.unconfigured
+        ? `  ${unconfiguredText(info.account)}`
+        : `  account ${info.account}: ` +
+            `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
+            shareText(info.finishedAt !== undefined, context.share),
     );
     for (const d of context.webhooks ?? []) {
       ctx.print(
@@ -185,7 +195,8 @@ export const statusCommand: Command = {
       );
       const plans = await batchContexts(services, recent.batches);
       recent.batches.forEach((b, i) => {
-        ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
+        ctx.print(describeBatch(b, Date.now(), plans[i]?.price));
+        if (plans[i]?.unconfigured) ctx.print(`  ${unconfiguredText(b.account)}`);
         const plan = plans[i]?.plan;
         if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now(), services.config.timeZone)}`);
       });

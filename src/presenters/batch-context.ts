@@ -22,6 +22,11 @@ export interface BatchContext {
   plan?: DeadlinePlan;
   /** The clock its deadline is shown on (VQ_TIME_ZONE). */
   timeZone?: string;
+  /**
+   * Its account is not in the settings any more (moved from env settings to an accounts file):
+   * the batch is history, shown as it is; nothing of its account is read.
+   */
+  unconfigured?: true;
 }
 
 type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'> &
@@ -41,8 +46,15 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
     string,
     Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number; price: Price | undefined }>
   >();
+  const configured = new Set(services.config.accounts.map((a) => a.id));
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
+    if (!found && !configured.has(accountId)) {
+      // History never breaks a listing: an account no longer configured has no line to read.
+      const state: AccountLineState = { account: accountId, paused: false, rateLimit: 'not configured' };
+      found = Promise.resolve({ state, shares: new Map(), perSecond: 0, price: undefined });
+      accounts.set(accountId, found);
+    }
     if (!found) {
       const line = services.accounts.line(accountId);
       found = Promise.all([line.state(), services.scheduler.shares(accountId)]).then(([state, shares]) => ({
@@ -61,7 +73,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
       const [account, webhooks, plan] = await Promise.all([
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
-        info.deadline !== undefined ? batchPlan(services, info, Date.now()) : undefined,
+        info.deadline !== undefined && configured.has(info.account) ? batchPlan(services, info, Date.now()) : undefined,
       ]);
       return {
         line: account.state,
@@ -70,6 +82,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         ...(webhooks ? { webhooks } : {}),
         ...(account.price ? { price: account.price } : {}),
         ...(plan ? { plan, timeZone: services.config.timeZone } : {}),
+        ...(configured.has(info.account) ? {} : { unconfigured: true as const }),
       };
     }),
   );

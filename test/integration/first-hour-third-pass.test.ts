@@ -320,4 +320,26 @@ describe('the first hour, third pass (issue 46)', () => {
       await serve.done;
     }
   });
+
+  it('14: after moving to an accounts file, status still lists the batches of the old account, as history', async () => {
+    const h = await harness.start({ label: 'q46-14', workers: 1 });
+    await h.enqueue('before-the-move', makePlates(2, 900));
+    await h.waitForBatch('before-the-move');
+    const file = join(h.config.outDir, '..', 'accounts.json');
+    await writeFile(file, JSON.stringify({ accounts: [{ id: 'fleet', apiKeyFile: h.keyFile }] }));
+    const env = harnessEnv(h, { VQ_ACCOUNTS_FILE: file });
+    delete (env as Record<string, string | undefined>).VQ_API_KEY_FILE;
+    const list = await spawnVqb(['status'], env).done;
+    expect(list.stderr).toBe('');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^account fleet /m);
+    expect(list.stdout).toMatch(/^batch before-the-move .*— finished/m);
+    expect(list.stdout).toMatch(/^ {2}account default is not configured now .*history/m);
+    const one = await spawnVqb(['status', 'before-the-move'], env).done;
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/account default is not configured now/);
+    const json = await spawnVqb(['status', '--json'], env).done;
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout).batches.total).toBe(1);
+  });
 });
