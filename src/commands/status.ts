@@ -5,13 +5,14 @@ import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
+import type { BatchKey } from '../queue/batch/store.js';
 import type { PoolState } from '../queue/pool.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
 import { type QueueServices, withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { failureText } from '../webhooks/deliveries.js';
-import { batchIdArg } from './batch.js';
+import { batchIdArg, batchKeyOf } from './batch.js';
 import type { Command, CommandContext } from './command.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
@@ -71,8 +72,9 @@ export function describePools(pools: readonly PoolState[]): string[] {
 }
 
 /** `vqb status <batch>`: the batch, its plan, its account's line, its webhooks; an archived one from its manifest. */
-async function showBatch(ctx: CommandContext, services: QueueServices, id: string, workers: number): Promise<number> {
-  if (!(await services.batches.exists(id))) {
+async function showBatch(ctx: CommandContext, services: QueueServices, key: BatchKey, workers: number) {
+  const id = typeof key === 'string' ? key : key.id;
+  if (!(await services.batches.exists(key))) {
     // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
     const manifest = await archiveFor(services.config).manifest(id);
     if (manifest !== undefined) {
@@ -86,7 +88,7 @@ async function showBatch(ctx: CommandContext, services: QueueServices, id: strin
       return 0;
     }
   }
-  const info = await services.batchViews.get(id);
+  const info = await services.batchViews.get(key);
   const context = await batchContext(services, info);
   // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
   if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
@@ -113,14 +115,15 @@ async function showBatch(ctx: CommandContext, services: QueueServices, id: strin
 
 export const statusCommand: Command = {
   summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
-  usage: `vqb status [batch] [--json] [--limit N]
+  usage: `vqb status [batch [--account A]] [--json] [--limit N]
+  --account A  with a batch id: that account's batch of the id (a file run under two accounts)
   --limit N  list the N newest batches (default 5; 0 lists none, only how many there are)`,
-  options: { json: { type: 'boolean' }, limit: { type: 'string' } },
+  options: { json: { type: 'boolean' }, limit: { type: 'string' }, account: { type: 'string' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
       const workers = await new WorkerPresence(services.redis, services.keys).alive();
-      if (batchId) return showBatch(ctx, services, batchIdArg(batchId), workers);
+      if (batchId) return showBatch(ctx, services, batchKeyOf(ctx, batchIdArg(batchId)), workers);
       const limit = limitFlag(ctx.flags.limit);
       const accounts = await Promise.all(
         services.accounts.all().map(async ({ id, line, queue }) => {

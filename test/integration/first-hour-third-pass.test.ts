@@ -342,4 +342,32 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout).batches.total).toBe(1);
   });
+
+  it('15: a file run under two accounts has one id in each: status, export, retry and delete take --account', async () => {
+    const h = await harness.start({ label: 'q46-15', workers: 0, accounts: [{ id: 'north' }, { id: 'south' }] });
+    const file = await plateFile(h, 'shared.csv', makePlates(2, 950));
+    const ids: string[] = [];
+    for (const account of ['north', 'south']) {
+      const run = await vqb(h, ['run', file, '--account', account]).done;
+      expect(run.code, run.stderr).toBe(0);
+      ids.push(/batch (\S+): \d+ rows/.exec(run.stdout)![1]!);
+    }
+    expect(ids[0]).toBe(ids[1]);
+    const id = ids[0]!;
+    const ambiguous = await vqb(h, ['status', id]).done;
+    expect(ambiguous.stderr).toMatch(/held by several accounts \(.*\): name the account \(`--account A`/);
+    expect(ambiguous.code).toBe(2);
+    const status = await vqb(h, ['status', id, '--account', 'south']).done;
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/; account south\)/);
+    const exported = await vqb(h, ['export', id, '--account', 'north', '--format', 'csv']).done;
+    expect(exported.code, exported.stderr).toBe(0);
+    const retried = await vqb(h, ['retry', id, '--account', 'north']).done;
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/0 failed plates queued again/);
+    const deleted = await vqb(h, ['delete', id, '--account', 'south']).done;
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(await h.services.batches.exists({ id, account: 'north' })).toBe(true);
+    expect(await h.services.batches.exists({ id, account: 'south' })).toBe(false);
+  });
 });
