@@ -11,6 +11,7 @@ import { ingestList } from '../../src/producers/enqueue.js';
 import { Retention } from '../../src/retention.js';
 import { createHttpApi } from '../../src/server.js';
 import { archiveFor } from '../../src/sinks/export.js';
+import { Watches } from '../../src/watch/watches.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { BIN, freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
@@ -369,5 +370,41 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(await h.services.batches.exists({ id, account: 'north' })).toBe(true);
     expect(await h.services.batches.exists({ id, account: 'south' })).toBe(false);
+  });
+
+  it('16: a watch round counts its failed plates; changes with nothing to show say so; no worker is said', async () => {
+    const h = await harness.start({
+      label: 'q46-16',
+      workers: 0,
+      sim: { completionMs: [20, 60], failPlates: ['NAO1A23'] },
+      config: { VQ_WATCH_MIN_EVERY: '1s', VQ_WATCH_SWEEP: '200ms' },
+    });
+    const watches = new Watches(h.services, h.logs.logger);
+    try {
+      const file = await plateFile(h, 'frota.csv', [...makePlates(2, 970), 'NAO1A23']);
+      const env = { VQ_WATCH_MIN_EVERY: '1s' };
+      // No worker yet: the watch is added, and the answer says its rounds wait for one.
+      const added = await vqb(h, ['watch', 'add', file, '--every', '1h'], env).done;
+      expect(added.code, added.stderr).toBe(0);
+      expect(added.stdout).toMatch(/^no worker is running: rounds start only while one is \(`vqb work`/m);
+      const worker = h.startWorker();
+      const ref = { account: 'default', name: 'frota' };
+      await waitFor(async () => (await watches.store.round(ref, 1))?.closedAt !== undefined, 30_000, 'round 1');
+      const show = await vqb(h, ['watch', 'show', 'frota'], env).done;
+      expect(show.stdout).toMatch(/round 1: 3 plates, .*, 1 failed \(their last known results stand\)/);
+      expect(show.stdout).not.toMatch(/no worker is running/);
+      const changes = await vqb(h, ['watch', 'changes', 'frota'], env).done;
+      expect(changes.code, changes.stderr).toBe(0);
+      expect(changes.stdout).toBe('');
+      expect(changes.stderr).toBe('watch frota: no changes in round 1\n');
+      await worker.close();
+      await waitFor(
+        async () => /no worker is running/.test((await vqb(h, ['watch', 'show', 'frota'], env).done).stdout),
+        20_000,
+        'no worker said',
+      );
+    } finally {
+      await watches.close();
+    }
   });
 });
