@@ -244,6 +244,9 @@ async function dryRunFile(ctx: CommandContext, services: QueueServices, the: Run
     },
   );
   ctx.print(describeEstimate(estimated, the.account));
+  // The run with the same flags would refuse it (DEADLINE_NOT_FEASIBLE): the dry run says so first.
+  if (options.requireDeadline === true && estimated.deadline?.feasibility === 'not feasible')
+    ctx.print('  --require-deadline: the run would refuse this batch (exit 2, nothing stored or paid)');
   ctx.print(`  plate column "${header.plateColumn}" (${FOUND_BY[header.plateColumnFoundBy ?? 'content']})`);
 }
 

@@ -407,4 +407,18 @@ describe('the first hour, third pass (issue 46)', () => {
       await watches.close();
     }
   });
+
+  it('18: --require-deadline --dry-run says the run would refuse a batch whose deadline cannot be met', async () => {
+    const h = await harness.start({ label: 'q46-18b', workers: 0 });
+    const file = await plateFile(h, 'late.csv', makePlates(300, 1000));
+    const slow = { VQ_RATE_LIMIT: '1/s' };
+    const dry = await vqb(h, ['run', file, '--dry-run', '--within', '1m', '--require-deadline'], slow).done;
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toMatch(/deadline: not feasible/);
+    expect(dry.stdout).toMatch(
+      /--require-deadline: the run would refuse this batch \(exit 2, nothing stored or paid\)/,
+    );
+    const feasible = await vqb(h, ['run', file, '--dry-run', '--within', '1m']).done;
+    expect(feasible.stdout).not.toMatch(/would refuse/);
+  });
 });
