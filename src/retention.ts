@@ -212,8 +212,9 @@ export class Retention {
     await this.#s.batches.requestDelete(info);
     const plates = [...(await this.#s.scheduler.drop(info.account, batchId)), ...(await this.#dropUnsentJobs(batchId))];
     const now = this.#now();
+    let recorded = 0;
     for (let i = 0; i < plates.length; i += CHUNK) {
-      await Promise.all(
+      const results = await Promise.all(
         plates.slice(i, i + CHUNK).map((plate) =>
           this.#s.outcomes.record(info.account, {
             batchId,
@@ -227,7 +228,10 @@ export class Retention {
           }),
         ),
       );
+      recorded += results.filter((r) => r !== 'exists').length;
     }
+    // Counted apart: `vqb status`, the console and the exports call these plates cancelled, not failed.
+    await this.#s.batches.countCancelled(info, recorded);
     const after = await this.#s.batchViews.get(info);
     const running = after.finishedAt === undefined ? remaining(after) : 0;
     this.#logger?.info(

@@ -223,6 +223,14 @@ describe('the first hour, third pass (issue 46)', () => {
       expect(cancelled).toContain('6 placas canceladas: nunca enviadas ao fornecedor, sem custo');
       expect(cancelled).not.toContain('data-retry=');
       expect(cancelled).not.toContain('o fornecedor já respondeu isto');
+      // The CLI and the exports say it too: cancelled, not failed.
+      const status = await vqb(h, ['status', 'called-off']).done;
+      expect(status.stdout).toMatch(/^batch called-off \(library: library\) — cancelled, finished/m);
+      expect(status.stdout).toMatch(/0 failed, 6 cancelled \(never sent, not charged\)/);
+      const exported = await vqb(h, ['export', 'called-off', '--format', 'csv']).done;
+      expect(exported.code, exported.stderr).toBe(0);
+      const csv = await readFile(join(h.config.outDir, 'called-off.csv'), 'utf8');
+      expect(csv.match(/^\d+;\w+;\w+;cancelled;/gm)).toHaveLength(6);
       const forged = await retry('called-off', '&confirmed=6');
       expect(forged.headers.get('location')).toContain('retried=0');
       expect(h.sim.stats().creates).toBe(0);
