@@ -92,9 +92,12 @@ export function batchFields(
   const { t, lang } = ctx;
   const c = view.counts;
   const n = (x: number) => formatNumber(lang, x);
+  // Plates a cancel dropped are not failures (never sent): counted on their own (issue 46, 2).
+  const cancelled = typeof c.cancelled === 'number' ? c.cancelled : 0;
+  const failed = c.failed - cancelled;
   return {
     percent: `${n(view.progress.percent)} %`,
-    counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
+    counts: `${n(c.done)} / ${n(failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
     // With a deadline: its line (ETA range, slack), marked when the projected finish passes it.
     deadline: view.deadline
@@ -104,14 +107,16 @@ export function batchFields(
     state: t(
       view.state === 'archived'
         ? 'state.archived'
-        : view.finished
-          ? 'state.finished'
-          : view.sealed
-            ? 'state.running'
-            : 'state.ingesting',
+        : cancelled > 0
+          ? 'state.cancelled'
+          : view.finished
+            ? 'state.finished'
+            : view.sealed
+              ? 'state.running'
+              : 'state.ingesting',
     ),
     done: n(c.done),
-    failed: n(c.failed),
+    failed: n(failed),
     inflight: n(c.inflight),
     queued: n(c.queued),
     creates: n(c.creates),
@@ -225,7 +230,7 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 ${view.deadline ? html`<p data-deadline>${t('batch.deadline')}: <span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
-${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
+${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${c.cancelled ? count('count.cancelled', undefined, c.cancelled) : ''}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
 </dl>
 </div>
 <h2>${t('batch.downloads')}</h2>

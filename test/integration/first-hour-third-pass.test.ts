@@ -223,6 +223,9 @@ describe('the first hour, third pass (issue 46)', () => {
       expect(cancelled).toContain('6 placas canceladas: nunca enviadas ao fornecedor, sem custo');
       expect(cancelled).not.toContain('data-retry=');
       expect(cancelled).not.toContain('o fornecedor já respondeu isto');
+      expect(cancelled).toMatch(/<dt>canceladas \(nunca enviadas\)<\/dt><dd>6<\/dd>/);
+      expect(cancelled).toMatch(/<dd data-field="failed">0<\/dd>/);
+      expect(cancelled).toMatch(/data-field="state"[^>]*>cancelado</);
       // The CLI and the exports say it too: cancelled, not failed.
       const status = await vqb(h, ['status', 'called-off']).done;
       expect(status.stdout).toMatch(/^batch called-off \(library: library\) — cancelled, finished/m);
