@@ -118,7 +118,6 @@ const en = {
     'When the batch should be finished: a time of day (18:00, today or else tomorrow), a span from ' +
     'now (2h, 90m) or an ISO instant. The estimate says whether it can be met.',
   'estimate.deadline': 'deadline',
-  'batch.deadline': 'Deadline',
   'batch.atRisk': 'at risk',
   'deadline.feasible': 'deadline: feasible',
   'deadline.notFeasible': 'deadline: not feasible',
@@ -190,6 +189,7 @@ const en = {
   'pause.other': 'a key failure ({code}): fix the key, then resume the account',
   'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
   'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
+  'waitd.budgetBatch': "creates wait at the batch's own cap; polls go on (raise it with vqb budget)",
   'waitd.quota': 'until {until}',
   'waitd.rate_limit': 'until {until}',
   'waitd.redis_down': 'the connection is lost; paid results are kept in memory until they are stored',
@@ -376,7 +376,6 @@ const ptBR: Record<Key, string> = {
     'Quando o lote deve estar pronto: uma hora do dia (18:00, hoje ou senão amanhã), um intervalo a ' +
     'partir de agora (2h, 90m) ou um instante ISO. A estimativa diz se ele pode ser cumprido.',
   'estimate.deadline': 'prazo',
-  'batch.deadline': 'Prazo',
   'batch.atRisk': 'em risco',
   'deadline.feasible': 'prazo: viável',
   'deadline.notFeasible': 'prazo: inviável',
@@ -452,6 +451,7 @@ const ptBR: Record<Key, string> = {
   'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
   'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
   'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
+  'waitd.budgetBatch': 'as criações esperam no limite do próprio lote; as consultas seguem (aumente-o com vqb budget)',
   'waitd.quota': 'até {until}',
   'waitd.rate_limit': 'até {until}',
   'waitd.redis_down': 'a conexão caiu; os resultados pagos ficam na memória até serem gravados',

@@ -227,7 +227,7 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 <div data-batch="${view.id}"${archived ? '' : html` data-live="/events?batch=${id}"`}>
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
-${view.deadline ? html`<p data-deadline>${t('batch.deadline')}: <span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
+${view.deadline ? html`<p data-deadline><span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
 ${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${c.cancelled ? count('count.cancelled', undefined, c.cancelled) : ''}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}

@@ -238,6 +238,12 @@ describe('the first hour, third pass (issue 46)', () => {
       expect(forged.headers.get('location')).toContain('retried=0');
       expect(h.sim.stats().creates).toBe(0);
 
+      // Item 17: a batch with a deadline says "prazo:" once, not "Prazo: prazo:".
+      await ingestList(h.services, makePlates(1, 310), { source: 'library', batchId: 'due', deadline: '2h' });
+      const due = await page('due');
+      expect(due).toMatch(/<p data-deadline><span data-field="deadline"[^>]*>prazo: /);
+      expect(due).not.toMatch(/Prazo: <span/);
+
       // Three plates the upstream answered "not found": asking again costs R$ 1,05, above R$ 1,00.
       await h.enqueue('not-found', ['NAO1A23', 'NAO1A24', 'NAO1A25']);
       await h.waitForBatch('not-found');

@@ -4,7 +4,7 @@ import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
-import { deadlineText, plural } from '../../src/console/say.js';
+import { deadlineText, plural, waitingText } from '../../src/console/say.js';
 import { deadlineView, judgeDeadline } from '../../src/plans/deadline.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
@@ -205,5 +205,16 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
       /^prazo: cumprido — .+; concluído em .+ \(no prazo, com folga de 1 min 00 s\)$/,
     );
     expect(deadlineText(en, view(NOW - 30_000), NOW)).toMatch(/^deadline: missed — .+; finished .+ \(late by 30 s\)$/);
+  });
+});
+
+describe('console words (issue 46, 17)', () => {
+  it('a batch held at its own cap (no end time) reads as a whole sentence, not "esperam até ;"', () => {
+    const pt = { lang: 'pt-BR' as const, t: translator('pt-BR') };
+    const text = waitingText(pt, { reason: 'budget', message: 'x' }, undefined)!;
+    expect(text).toContain('as criações esperam no limite do próprio lote');
+    expect(text).not.toMatch(/até ;|até\s*$/);
+    const en = waitingText({ lang: 'en', t: translator('en') }, { reason: 'budget', message: 'x' }, undefined)!;
+    expect(en).toContain("creates wait at the batch's own cap");
   });
 });
