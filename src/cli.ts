@@ -88,10 +88,38 @@ export function ignoreClosedReader(stream: NodeJS.WritableStream): void {
  * node:util's parseArgs words, made plain. "--days -3" reads -3 as a flag of its own ("argument
  * is ambiguous"); say how to give a value that starts with a dash.
  */
-function parseErrorText(err: Error): string {
+function parseErrorText(err: Error, name: string, options: OptionSpec): string {
   const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(err.message);
   if (ambiguous) return `${ambiguous[1]} needs a value; a value starting with "-" is written ${ambiguous[1]}=-VALUE`;
+  // Node's own words for an unknown flag talk about positionals and '--': say what was meant.
+  const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(err.message);
+  if (unknown) {
+    const flag = unknown[1]!;
+    const near = nearest(flag.replace(/^-+/, '').replace(/=.*$/, ''), Object.keys(options));
+    return `unknown option ${flag} for \`vqb ${name}\`${near ? `; did you mean --${near}?` : ''}`;
+  }
   return err.message.split('\n')[0] ?? String(err);
+}
+
+/** The known name closest to `typed` (edit distance, or a prefix), when one is close enough to be meant. */
+export function nearest(typed: string, known: readonly string[]): string | undefined {
+  let best: { name: string; d: number } | undefined;
+  for (const name of known) {
+    const d = name.startsWith(typed) && typed.length >= 2 ? 1 : distance(typed, name);
+    if (best === undefined || d < best.d) best = { name, d };
+  }
+  return best && best.d <= Math.max(1, Math.floor(typed.length / 3)) ? best.name : undefined;
+}
+
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 function defaultIo(): CliIo {
@@ -183,7 +211,11 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
   // characters are shown, never obeyed by the terminal.
   const print = (line = ''): void => void io.stdout.write(`${printable(line)}\n`);
   try {
-    if (!command) throw new UsageError(`unknown command "${name}"; run \`vqb --help\``);
+    if (!command) {
+      const near = nearest(name, Object.keys(commands));
+      const guess = near ? `; did you mean \`vqb ${near}\`?` : '';
+      throw new UsageError(`unknown command "${name}"${guess} (\`vqb --help\` lists them)`);
+    }
     if (command.rawArgs && rest.includes('--help')) {
       print(command.usage);
       return 0;
@@ -198,7 +230,8 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
           strict: true,
         }) as typeof parsed;
       } catch (err) {
-        throw new UsageError(`${parseErrorText(err as Error)} (see \`vqb ${name} --help\`)`);
+        const options = { ...COMMON_OPTIONS, ...command.options };
+        throw new UsageError(`${parseErrorText(err as Error, name, options)} (see \`vqb ${name} --help\`)`);
       }
       if (parsed.values.help) {
         print(`${command.usage}\n\n${COMMON_USAGE}`);

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type Account, defaultAccount, loadAccountsFile, stateList } from './accounts/account.js';
 import { ConfigError, PoolError } from './errors.js';
-import { isCurrency, type Price, priceMicros } from './money.js';
+import { isCurrency, type Price, parseAmountMicros, priceMicros } from './money.js';
 import { parseRedisConnection, type RedisConnection } from './redis/settings.js';
 import { type AnswerMapping, isPointer } from './upstream/answers.js';
 import { forbiddenHost, hostAllowed, type WebhookSettings } from './webhooks/target.js';
@@ -234,6 +234,17 @@ export const SETTINGS = {
       'what the upstream charges per poll (a GET of a query), when it bills reads too; 0 = ' +
       'polls are free (the contract says they spend the same quota, the price is per query created)',
   },
+  VQ_CONFIRM_ABOVE: {
+    schema: z
+      .string()
+      .min(1)
+      .refine((t) => t === 'off' || parseAmountMicros(t) !== undefined, 'an amount such as 100 or 250.50, or off')
+      .default('100'),
+    help:
+      '`vqb run` on a terminal asks before a new batch that would cost more than this (in the ' +
+      "account's currency when it has a price per query, else in creates); --yes skips the question, " +
+      'off never asks; without a terminal nothing is asked',
+  },
   VQ_TIME_ZONE: {
     schema: z.string().min(1).refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo').optional(),
     help:
@@ -449,6 +460,11 @@ export interface Config {
   accounts: readonly Account[];
   pacingJitterMs: number;
   interactiveMax: number;
+  /**
+   * VQ_CONFIRM_ABOVE in millionths: `vqb run` on a terminal asks above it (money with a price, else
+   * creates); undefined: never asks.
+   */
+  confirmAboveMicros: number | undefined;
   concurrency: number;
   maxInFlight: number;
   /** The clock deadlines are read on and shown in (VQ_TIME_ZONE, else the process's own zone). */
@@ -600,6 +616,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     accounts,
     pacingJitterMs: v.VQ_PACING_JITTER,
     interactiveMax: v.VQ_INTERACTIVE_MAX,
+    confirmAboveMicros: v.VQ_CONFIRM_ABOVE === 'off' ? undefined : parseAmountMicros(v.VQ_CONFIRM_ABOVE),
     concurrency: v.VQ_CONCURRENCY,
     maxInFlight: v.VQ_MAX_IN_FLIGHT,
     timeZone: v.VQ_TIME_ZONE ?? localZone(),

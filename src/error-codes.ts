@@ -6,19 +6,20 @@
 //
 // Input that cannot be read at all is 400; input that was read but cannot be used is 422. Exit
 // code 2 is "fix the command, its settings or its input" (a setting, the command line, a file that
-// is not there or cannot be used: nothing ran), 1 "it ran and failed".
+// is not there or cannot be used: nothing ran), 1 "it ran and failed", 3 "an account cannot go on",
+// 4 "stopped where the user asked" (a spending cap reached: a normal outcome, not a failure).
 
 export interface ErrorCodeEntry {
   /** HTTP status when the API answers with this code. */
   status: number;
   /** CLI exit code. */
-  exit: 1 | 2 | 3;
+  exit: 1 | 2 | 3 | 4;
   /** The code the API client sees, when it differs (kept for clients written against it). */
   apiCode?: string;
   means: string;
 }
 
-const entry = (status: number, exit: 1 | 2 | 3, means: string, apiCode?: string): ErrorCodeEntry => ({
+const entry = (status: number, exit: 1 | 2 | 3 | 4, means: string, apiCode?: string): ErrorCodeEntry => ({
   status,
   exit,
   means,
@@ -58,13 +59,20 @@ export const ERROR_CODES = {
   REDIS_SERVER_MISSING: entry(500, 1, 'no redis-server binary for the demo'),
   REDIS_SERVER_FAILED: entry(500, 1, 'the demo could not start its redis-server'),
   // Batches
-  BATCH_NOT_FOUND: entry(404, 1, 'no batch with that id', 'NOT_FOUND'),
+  // Exit 2: an id that names no batch is the command's to fix (docs/cli.md), like an unknown account.
+  BATCH_NOT_FOUND: entry(404, 2, 'no batch with that id', 'NOT_FOUND'),
   BATCH_ID_TAKEN: entry(409, 1, 'the batch id is held by a batch of the same account with other content'),
   BATCH_ID_AMBIGUOUS: entry(409, 2, 'several accounts hold a batch of that id; name the account'),
   BATCH_RUNNING: entry(409, 1, 'the batch still has plates running'),
   BATCH_ARCHIVED: entry(409, 1, 'the same content was archived; its results are in the archive'),
   ARCHIVE_FAILED: entry(500, 1, 'an archive could not be written or did not read back'),
   ACCOUNT_NOT_FOUND: entry(404, 2, 'no account with that id'),
+  // `vqb run` only (the API's batches wait at a cap): exports written of what finished, the rest pending.
+  SPENDING_CAP_REACHED: entry(
+    402,
+    4,
+    'a run stopped at a spending cap the user set; its exports hold what finished, the rest marked pending',
+  ),
   // Watch lists (src/watch/)
   WATCH_NOT_FOUND: entry(404, 2, "no watch list of that name (for this token's accounts)"),
   WATCH_AMBIGUOUS: entry(409, 2, 'watch lists of that name in several accounts: name the account'),

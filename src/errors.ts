@@ -118,8 +118,8 @@ export class BatchAmbiguousError extends VqbError {
   constructor(batchId: string, accounts: readonly string[]) {
     super(
       'BATCH_ID_AMBIGUOUS',
-      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): ask with that ` +
-        `account's service token (the API or the console), which finds its own`,
+      `batch id ${batchId} is held by several accounts (${accounts.join(', ')}): name the account ` +
+        `(\`--account A\` on the command line; the API and the console: that account's service token)`,
     );
     this.name = 'BatchAmbiguousError';
     this.accounts = accounts;

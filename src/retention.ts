@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
 import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
+import { CANCELLED_CODE } from './queue/rerun.js';
 import { lentId } from './queue/scheduler.js';
 import type { BatchRef } from './redis/keys.js';
 import { type Scripted, withScripts } from './redis/scripts.js';
@@ -81,7 +82,7 @@ export interface PruneResult {
 const LOCK_MS = 10 * 60_000;
 const CHUNK = 500;
 const CANCELLED = {
-  code: 'CANCELLED',
+  code: CANCELLED_CODE,
   message: 'cancelled before it was sent upstream (delete --cancel); not charged',
 };
 
@@ -197,8 +198,9 @@ export class Retention {
   }
 
   /**
-   * Stops a running batch: its plates not yet handed to the queue get a CANCELLED outcome (never
-   * sent, never charged); created ones run on. The batch is marked so that it is archived and
+   * Stops a running batch: its plates never sent upstream (still in the scheduler, or jobs that
+   * never sent their create) get a CANCELLED outcome (never charged); created ones run on. With
+   * none created, the batch finishes here. The batch is marked so that it is archived and
    * deleted as soon as it finishes. Returns the plates dropped and those still running.
    */
   async cancel(batch: BatchKey): Promise<{ dropped: number; running: number }> {
@@ -208,10 +210,11 @@ export class Retention {
     if (!info.sealed)
       throw new BatchRunningError(batchId, 'its rows are still being stored; cancel once the ingest has ended');
     await this.#s.batches.requestDelete(info);
-    const plates = await this.#s.scheduler.drop(info.account, batchId);
+    const plates = [...(await this.#s.scheduler.drop(info.account, batchId)), ...(await this.#dropUnsentJobs(batchId))];
     const now = this.#now();
+    let recorded = 0;
     for (let i = 0; i < plates.length; i += CHUNK) {
-      await Promise.all(
+      const results = await Promise.all(
         plates.slice(i, i + CHUNK).map((plate) =>
           this.#s.outcomes.record(info.account, {
             batchId,
@@ -225,7 +228,10 @@ export class Retention {
           }),
         ),
       );
+      recorded += results.filter((r) => r !== 'exists').length;
     }
+    // Counted apart: `vqb status`, the console and the exports call these plates cancelled, not failed.
+    await this.#s.batches.countCancelled(info, recorded);
     const after = await this.#s.batchViews.get(info);
     const running = after.finishedAt === undefined ? remaining(after) : 0;
     this.#logger?.info(
@@ -233,6 +239,32 @@ export class Retention {
       'batch cancelled: unsent plates dropped, created ones run to the end',
     );
     return { dropped: plates.length, running };
+  }
+
+  /**
+   * The batch's jobs that were fed to a queue and never sent a create (step `create`: waiting, or
+   * asleep at a spending cap or for an in-flight slot) are removed, and their plates returned: they
+   * are as unsent as the plates still in the scheduler. A job a worker holds (locked) may be
+   * sending right now and is left to run; `creating` and `poll` jobs were (or may have been) paid.
+   */
+  async #dropUnsentJobs(batchId: string): Promise<string[]> {
+    const plates: string[] = [];
+    // Every queue: a pooled batch's plates run on the queues of the pool's keys.
+    for (const queue of this.#s.accounts.queues()) {
+      const jobs = await queue.getJobs(['wait', 'prioritized', 'delayed']);
+      for (const job of jobs) {
+        if (job?.data.batchId !== batchId || job.data.step !== 'create') continue;
+        // Refused (the job was taken meanwhile): it runs on, and is counted as running.
+        if (
+          await job.remove().then(
+            () => true,
+            () => false,
+          )
+        )
+          plates.push(job.data.plate);
+      }
+    }
+    return plates;
   }
 
   /**

@@ -83,18 +83,27 @@ export const budgetCommand: Command = {
         if (!ctx.flags.json)
           ctx.print(`account ${account}: caps set${woken ? `; ${woken} waiting creates go on` : ''}`);
       }
-      const [caps, spent, batch] = await Promise.all([
+      const [caps, spent, sent, batch] = await Promise.all([
         budget.caps(account),
         budget.spent(account),
+        services.costs.sentBy(account),
         batchId ? services.batchViews.get(batchId) : undefined,
       ]);
       const money = (creates: number) => (price ? costOf(price, creates) : undefined);
+      // Spend is what left and may be billed (the cost ledger, as `vqb cost` reads it); `spent` is
+      // what the caps counted, which leaves out the hand-confirmed `vqb check --create`.
+      const billed = (c: { createsSent: number; pollsSent: number }) =>
+        price ? costOf(price, c.createsSent, c.pollsSent) : undefined;
       const report = {
         account,
         caps,
         spent,
+        sent: { today: sent.today.createsSent, thisMonth: sent.thisMonth.createsSent },
         ...(price
-          ? { spentMoney: { today: money(spent.today), thisMonth: money(spent.thisMonth) }, price: priceView(price) }
+          ? {
+              spentMoney: { today: billed(sent.today), thisMonth: billed(sent.thisMonth) },
+              price: priceView(price),
+            }
           : {}),
         ...(batch
           ? {
@@ -111,16 +120,20 @@ export const budgetCommand: Command = {
       if (ctx.flags.json) ctx.print(JSON.stringify(report));
       else {
         ctx.print(
-          `account ${account}: creates today ` +
-            `${spent.today}${caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)'}, ` +
-            `this month ${spent.thisMonth}` +
-            (caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)'),
+          `account ${account}: creates sent today ${sent.today.createsSent}, this month ` +
+            `${sent.thisMonth.createsSent} (as \`vqb cost\` counts them)`,
         );
         if (price)
           ctx.print(
-            `  spent today ${formatMoney(costOf(price, spent.today))}, this month ` +
-              `${formatMoney(costOf(price, spent.thisMonth))} (${formatMoney(costOf(price, 1))} per query)`,
+            `  spent today ${formatMoney(billed(sent.today)!)}, this month ` +
+              `${formatMoney(billed(sent.thisMonth)!)} (${formatMoney(costOf(price, 1))} per query)`,
           );
+        const dayCap = caps.perDay !== undefined ? ` of ${caps.perDay}` : ' (no daily cap)';
+        const monthCap = caps.perMonth !== undefined ? ` of ${caps.perMonth}` : ' (no monthly cap)';
+        ctx.print(
+          `  caps: today ${spent.today}${dayCap}, this month ${spent.thisMonth}${monthCap}` +
+            (sent.today.createsSent > spent.today ? ' (a `vqb check --create` is not held by the caps)' : ''),
+        );
         if (batch) {
           const cap =
             batch.maxCreates === undefined

@@ -19,7 +19,8 @@ export const demoCommand: Command = {
   1–3 s, the plates in samples/fail-plates.txt failing upstream), checks Redis, runs
   \`vqb run\` on the sample CSV under the Redis prefix ${DEMO_PREFIX} (cleared first, so the demo
   always pays its simulated creates afresh) and prints where the exports are, and how to look at
-  the batch afterwards (\`vqb status <batch> --prefix '${DEMO_PREFIX}'\`).
+  the batch afterwards (\`vqb status <batch> --prefix '${DEMO_PREFIX}'\`). Its batch ids start
+  with demo-: a demo of your own file (--file) never replaces the exports of its real batch.
   When REDIS_URL is not set and nothing listens on the default address, the demo starts a
   throwaway redis-server (free port, temporary directory, nothing saved) and stops it at the end.`,
   options: { file: { type: 'string' } },
@@ -57,7 +58,9 @@ async function runDemo(ctx: CommandContext, redisUrl: string | undefined, throwa
     }
     ctx.print(`simulator on ${sim.url}; Redis at ${config.redis.display}; limit ${config.rateLimit.text}`);
     const file = typeof ctx.flags.file === 'string' ? ctx.flags.file : `${SAMPLES}plates.csv`;
-    const outcome = await runFile(ctx, config, file, {});
+    // Its own batch id as well as its own prefix: the exports of a demo of a file never replace
+    // those of the real batch of that file in the same out folder.
+    const outcome = await runFile(ctx, config, file, { batchIdPrefix: 'demo-', confirmed: true });
     const s = sim.stats();
     ctx.print(
       `upstream (simulated): ${s.creates} creates, ${s.gets} polls, ${s.rateLimited} answered 429, ` +

@@ -66,6 +66,30 @@ export function etaMs(state: RateState, remaining: number): number {
   return rate > 0 ? (remaining / rate) * 1000 : Number.NaN;
 }
 
+/**
+ * Early in a run the finished count means little: nothing finishes before the first poll (15 s
+ * by default), then plates finish in waves, and an ETA from that rate was 10-100× too long (issue
+ * 46: "about 6 min 13 s left" for a run that ended at 33 s). Until this many plates have finished
+ * (or RATE_TIME_CONSTANT_MS has passed) the ETA comes from the account's pace instead.
+ */
+export function measured(finished: number, total: number, elapsedMs: number): boolean {
+  return finished >= Math.min(total, Math.max(10, total * 0.1)) || elapsedMs >= RATE_TIME_CONSTANT_MS;
+}
+
+/** A plate costs close to two requests (a create and a poll: the README's promise). */
+const REQUESTS_PER_PLATE = 2;
+
+/**
+ * The ETA, ms: from the measured rate once it means something, before that from the account's
+ * pace (requests per second; undefined: not known yet, the ETA is `measuring`).
+ */
+export function runEta(state: RateState, remaining: number, total: number, pacePerSecond: number | undefined) {
+  if (remaining <= 0) return 0;
+  if (measured(total - remaining, total, state.at - state.since)) return etaMs(state, remaining);
+  if (pacePerSecond === undefined || pacePerSecond <= 0) return 'measuring' as const;
+  return (remaining / (pacePerSecond / REQUESTS_PER_PLATE)) * 1000;
+}
+
 type Terminal = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
 
 const CLEAR_LINE = '\r\x1b[2K';
@@ -150,14 +174,15 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       // A batch held at its cap moves no further until the cap is raised: an ETA from its falling
       // rate would only grow (to thousands of days); say why it waits instead.
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
-      const eta = held ? Number.NaN : etaMs(rate, total - finished);
+      const early = held ? Number.NaN : runEta(rate, total - finished, total, line.rate?.perSecond);
+      const eta = early === 'measuring' ? Number.NaN : early;
       const waiting = describeLine(line) ?? batchWait(info);
       const due = slackMs !== undefined && info.finishedAt === undefined ? `, ${slackText(slackMs)}` : '';
       if (status !== undefined) {
         const width = 24;
         const filled = total > 0 ? Math.round((finished / total) * width) : 0;
         const bar = `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
-        const etaText = held ? '' : ` ETA ${duration(eta)}`;
+        const etaText = held ? '' : early === 'measuring' ? ' ETA measuring' : ` ETA ${duration(eta)}`;
         const text =
           `${bar} ${finished}/${total} (${c.done} done, ${c.failed} failed) ` +
           `${perSecond.toFixed(1)}/s${etaText}${due}${waiting ? ` — ${waiting}` : ''}`;
@@ -167,7 +192,11 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       if (now() - lastLog >= logEveryMs || finished === total) {
         lastLog = now();
         if (options.print) {
-          const left = Number.isFinite(eta) ? `, about ${duration(eta)} left` : '';
+          const left = Number.isFinite(eta)
+            ? `, about ${duration(eta)} left`
+            : early === 'measuring'
+              ? ', measuring the rate'
+              : '';
           options.print(
             `progress ${finished}/${total} (${c.done} done, ${c.failed} failed), ` +
               `${perSecond.toFixed(1)} plates/s${left}${due}${waiting ? ` — ${waiting}` : ''}`,

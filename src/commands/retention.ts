@@ -8,7 +8,7 @@ import { type QueueServices, withQueueServices } from '../services.js';
 import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
 import { spanText, whenText } from '../time-text.js';
-import { batchIdArg } from './batch.js';
+import { batchIdArg, batchKeyOf } from './batch.js';
 import type { Command } from './command.js';
 
 function retentionOf(services: QueueServices): Retention {
@@ -67,19 +67,21 @@ function mb(bytes: number): string {
 
 export const deleteCommand: Command = {
   summary: 'archive one batch and delete it from Redis (refused while it runs, unless --cancel)',
-  usage: `vqb delete <batch> [--cancel] [--json]
+  usage: `vqb delete <batch> [--account A] [--cancel] [--json]
   Writes the batch's exports and manifest to VQ_ARCHIVE_DIR/<batch>/, reads them back, then
   deletes its Redis keys; its results stay available (vqb export, GET …/results) from the archive.
-  --cancel: plates not yet sent upstream are dropped (outcome CANCELLED, no charge); plates already
-  created run to the end, and the batch is archived and deleted when they have (by the workers'
-  sweep, or by running this again).`,
-  options: { cancel: { type: 'boolean' }, json: { type: 'boolean' } },
+  --cancel: plates not yet sent upstream, held at a spending cap or not, are dropped (outcome
+  CANCELLED, no charge); plates already created run to the end, and the batch is archived and
+  deleted when they have (by the workers' sweep, or by running this again); with none created, at
+  once.`,
+  options: { cancel: { type: 'boolean' }, json: { type: 'boolean' }, account: { type: 'string' } },
   async run(ctx) {
     const [id, ...extra] = ctx.args;
     if (!id || extra.length > 0) throw new UsageError('vqb delete takes one batch id (see `vqb status`)');
     const batchId = batchIdArg(id);
     return withQueueServices(ctx.config(), async (services) => {
-      const result = await retentionOf(services).delete(batchId, { cancel: ctx.flags.cancel === true });
+      const key = batchKeyOf(ctx, batchId);
+      const result = await retentionOf(services).delete(key, { cancel: ctx.flags.cancel === true });
       if (ctx.flags.json) ctx.print(JSON.stringify(result));
       else if (result.state === 'cancelling') {
         ctx.print(

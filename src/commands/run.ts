@@ -3,6 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
+import { errorCodeEntry } from '../error-codes.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
@@ -34,11 +35,14 @@ import { checkCallbackUrl } from '../webhooks/target.js';
 import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
 import { createProgress, createTicker, type Ticker } from './progress.js';
+import { askYes, onTerminal, paidQuestion } from './run-confirm.js';
 
 export const EXIT_STOPPED = 130;
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
 const DEFAULT_SHUTDOWN_MS = 30_000;
 export const EXIT_BLOCKED = 3;
+/** A run that stopped at a spending cap the user set: a normal outcome (its exports are written). */
+export const EXIT_CAPPED = errorCodeEntry('SPENDING_CAP_REACHED')!.exit;
 
 export interface RunOutcome {
   code: number;
@@ -55,6 +59,8 @@ export interface RunOptions {
   sheet?: string;
   force?: boolean;
   batchId?: string;
+  /** Put before the derived id: the demo's batches (`demo-…`) never share an id, or exports, with a real run. */
+  batchIdPrefix?: string;
   maxCreates?: number;
   reuseWithinMs?: number;
   dryRun?: boolean;
@@ -67,6 +73,8 @@ export interface RunOptions {
   requireDeadline?: boolean;
   /** --notify: the batch's callbackUrl (its webhooks go there). */
   notify?: string;
+  /** --yes (or the demo, which pays nothing): no question on a terminal above VQ_CONFIRM_ABOVE. */
+  confirmed?: boolean;
   /** --shutdown-timeout: how long a stop waits for running requests (default 30 s). */
   shutdownTimeoutMs?: number;
   services?: QueueServices;
@@ -130,7 +138,8 @@ export async function runFile(
     if (options.sheet !== undefined && format !== 'xlsx')
       throw new UsageError('--sheet is for an .xlsx workbook; this file is read as CSV');
     const digest = await checkPlateFile(file, format, readOptions(options));
-    const batchId = options.batchId ?? batchIdFor(name, digest, options.force === true);
+    const batchId =
+      options.batchId ?? `${options.batchIdPrefix ?? ''}${batchIdFor(name, digest, options.force === true)}`;
     const the: RunFile = { file, format, name, digest, batchId, account, pool, callbackUrl };
     if (options.dryRun) {
       await dryRunFile(ctx, services, the, options);
@@ -140,7 +149,10 @@ export async function runFile(
     if ((await resumeHeld(ctx, services, account, line)) === 'held') return { code: EXIT_BLOCKED, batchId };
     // The account's own batch of that id: another account's batch of the same id is another batch.
     const ref = { id: batchId, account: account.id };
-    await queueFile(ctx, services, the, options);
+    if ((await queueFile(ctx, services, the, options)) === 'declined') {
+      ctx.print('nothing stored or sent');
+      return { code: 1, batchId };
+    }
 
     const worker = startWorker(config, { logger, health });
     const progress = createProgress(ctx.io.stdout, logger, ticker ? { ticker } : quiet ? { print: ctx.print } : {});
@@ -155,6 +167,7 @@ export async function runFile(
       progress.finish();
       unstored = await stopWorker(ctx, config, worker, { logger, forceSignal, batchId, options });
     }
+    if (code === EXIT_CAPPED && !unstored) return await stoppedAtCap(ctx, config, services, the, ref);
     if (code !== 0) {
       if (unstored) {
         ctx.print(
@@ -233,6 +246,9 @@ async function dryRunFile(ctx: CommandContext, services: QueueServices, the: Run
     },
   );
   ctx.print(describeEstimate(estimated, the.account));
+  // The run with the same flags would refuse it (DEADLINE_NOT_FEASIBLE): the dry run says so first.
+  if (options.requireDeadline === true && estimated.deadline?.feasibility === 'not feasible')
+    ctx.print('  --require-deadline: the run would refuse this batch (exit 2, nothing stored or paid)');
   ctx.print(`  plate column "${header.plateColumn}" (${FOUND_BY[header.plateColumnFoundBy ?? 'content']})`);
 }
 
@@ -270,8 +286,16 @@ async function resumeHeld(
   return undefined;
 }
 
-/** The batch of the file: resumed when it was queued before (a new cap applied), else enqueued. */
-async function queueFile(ctx: CommandContext, services: QueueServices, the: RunFile, options: RunOptions) {
+/**
+ * The batch of the file: resumed when it was queued before (a new cap applied), else enqueued;
+ * 'declined' when the person at the terminal said no to its price (nothing stored).
+ */
+async function queueFile(
+  ctx: CommandContext,
+  services: QueueServices,
+  the: RunFile,
+  options: RunOptions,
+): Promise<'declined' | undefined> {
   const { batchId, callbackUrl, account, pool } = the;
   const ref = { id: batchId, account: account.id };
   const existing = (await services.batches.exists(ref)) ? await services.batchViews.get(ref) : undefined;
@@ -291,6 +315,8 @@ async function queueFile(ctx: CommandContext, services: QueueServices, the: RunF
     }
     return;
   }
+  if (options.confirmed !== true && onTerminal(ctx) && !(await confirmedOnTerminal(services, the, options)))
+    return 'declined';
   const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
   const { batch, deadline } = await enqueue(
     services,
@@ -322,6 +348,25 @@ async function queueFile(ctx: CommandContext, services: QueueServices, the: RunF
   );
   // On a line of its own (docs/plans.md); not feasible: accepted, and said as a warning.
   if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
+}
+
+/** A new batch above VQ_CONFIRM_ABOVE, on a terminal: the person says yes to its price first. */
+async function confirmedOnTerminal(services: QueueServices, the: RunFile, options: RunOptions): Promise<boolean> {
+  if (services.config.confirmAboveMicros === undefined) return true;
+  const { rows } = await readPlateFile(the.file, the.format, readOptions(options));
+  const estimated = await estimate(
+    services,
+    { source: 'file', name: the.name, digest: the.digest, rows },
+    {
+      batchId: the.batchId,
+      account: the.account.id,
+      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+    },
+  );
+  const cap = options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {};
+  const question = paidQuestion(services.config, { batchId: the.batchId, account: the.account, ...cap }, estimated);
+  return question === undefined || (await askYes(question));
 }
 
 /**
@@ -384,6 +429,12 @@ async function followRun(
     }
     progress.update(info, now, slackMs);
     if (info.finishedAt !== undefined) return 0;
+    // At a cap the user set, with nothing created still running: nothing more can happen until the
+    // cap is raised, so the run ends there, as a stop it was asked for (stoppedAtCap).
+    if ((atCap || (now.budgetUntil ?? 0) > Date.now()) && info.counts.inflight === 0 && info.sealed) {
+      progress.finish();
+      return EXIT_CAPPED;
+    }
     // Plates paid on a key that stopped wait for that key alone (presenters/stranded.ts): once
     // nothing else of the batch can move, the run ends and says which key and what to do.
     const stranded = info.counts.queued === 0 ? await strandedKeys(services, info) : [];
@@ -391,7 +442,7 @@ async function followRun(
       progress.finish();
       const rest = info.counts.done + info.counts.failed;
       ctx.io.stderr.write(
-        `vqb: cannot go on: ${strandedText(stranded).join('\n  ')}\n  the batch's other ` +
+        `vqb: cannot go on: ${printable(strandedText(stranded).join('\n  '))}\n  the batch's other ` +
           `${counted(rest, 'plate')} are finished; when the key is back, run the same command again to read the rest\n`,
       );
       return EXIT_BLOCKED;
@@ -404,7 +455,7 @@ async function followRun(
       if (stopped.length === others.length) {
         progress.finish();
         const why = [now, ...stopped].map((s) => `${s.account}: ${s.pause?.message}`).join('\n  ');
-        ctx.io.stderr.write(`vqb: cannot go on: no key of pool ${the.pool.name} serves\n  ${why}\n`);
+        ctx.io.stderr.write(`vqb: cannot go on: no key of pool ${the.pool.name} serves\n  ${printable(why)}\n`);
         return EXIT_BLOCKED;
       }
     }
@@ -422,6 +473,42 @@ async function followRun(
     }
     await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
   }
+}
+
+/**
+ * The end of a run at a spending cap: the exports of what finished (the rest marked pending), the
+ * summary, and how to go on. Exit EXIT_CAPPED (SPENDING_CAP_REACHED in the error table).
+ */
+async function stoppedAtCap(
+  ctx: CommandContext,
+  config: Config,
+  services: QueueServices,
+  the: RunFile,
+  ref: BatchRef,
+): Promise<RunOutcome> {
+  const { batchId, account } = the;
+  const result = await exportBatch(services, fileSinkFor(config), ref);
+  const info = await services.batchViews.get(ref);
+  const line = await services.accounts.line(account.id).state();
+  ctx.print(describeBatch(info));
+  ctx.print(
+    `exports (finished plates; the ${counted(info.counts.queued, 'other')} marked pending):\n  ` +
+      [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
+        .filter((f) => f !== undefined)
+        .join('\n  '),
+  );
+  if (account.price) ctx.print(describeSpend(info, account.price));
+  const named = config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : '';
+  const raise =
+    info.blocked === 'budget'
+      ? `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''}`
+      : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` ` +
+        `(or wait for ${dateText(line.budgetUntil ?? Date.now())})`;
+  ctx.print(
+    `stopped at the spending cap: ${counted(info.counts.queued, 'plate')} not looked up, nothing lost. ` +
+      `To go on, raise the cap with ${raise}, then run the same command again (it resumes batch ${batchId})`,
+  );
+  return { code: EXIT_CAPPED, batchId, files: result.files };
 }
 
 /** The line a run says when its batch reaches its cap: it waits, and how to go on. */
@@ -684,9 +771,15 @@ export const runCommand: Command = {
   <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx when every plate has an outcome. An Excel
   .xlsx (told by its extension or content) is read from its first visible sheet, or --sheet NAME,
   with the same header rules.
-  Exit codes: 0 finished; 3 the line cannot go on (key invalid/expired, missing permission, an
-  upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set VQ_ANSWER_* / VQ_STATES_* and run again);
-  130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
+  On a terminal, a new batch that would cost more than VQ_CONFIRM_ABOVE (default 100: R$ 100 with a
+  price per query, else 100 creates) is asked about first (--yes: not asked); without a terminal
+  nothing is asked.
+  Exit codes: 0 finished; 1 declined at the question (nothing stored); 3 the line cannot go on (key
+  invalid/expired, missing permission, an upstream answer vqb cannot read: UNRECOGNISED_ANSWER, set
+  VQ_ANSWER_* / VQ_STATES_* and run again); 4 stopped at a spending cap you set
+  (SPENDING_CAP_REACHED: exports of what finished, the rest pending; raise it with vqb budget and run
+  again); 130 stopped by Ctrl-C (run it again to resume); 2 bad usage or settings.
+  --yes           no question on a terminal, whatever the batch costs
   --dry-run       read, validate and dedup, print what the batch would cost; no upstream call
   --max-creates N this batch never creates more than N queries; it waits (never fails) at the cap,
                   and running again with a higher N continues it
@@ -728,6 +821,7 @@ export const runCommand: Command = {
     'require-deadline': { type: 'boolean' },
     notify: { type: 'string' },
     'shutdown-timeout': { type: 'string' },
+    yes: { type: 'boolean' },
   },
   async run(ctx) {
     const [file, ...extra] = ctx.args;
@@ -750,6 +844,7 @@ export const runCommand: Command = {
       ...(typeof ctx.flags.notify === 'string' ? { notify: ctx.flags.notify } : {}),
       ...(typeof ctx.flags.pool === 'string' ? { pool: ctx.flags.pool } : {}),
       ...shutdownFlag(ctx.flags),
+      ...(ctx.flags.yes === true ? { confirmed: true } : {}),
     });
     return outcome.code;
   },

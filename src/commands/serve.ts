@@ -14,15 +14,25 @@ import type { Command } from './command.js';
 export const serveCommand: Command = {
   handlesStop: true,
   summary: 'the HTTP API, the web console, the drop folder, /metrics and the queue dashboard (optionally workers too)',
-  usage: `vqb serve [--no-inbox] [--workers] [--shutdown-timeout 30s]
-  HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT: /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
+  usage: `vqb serve [--port N] [--host H] [--no-inbox] [--workers] [--shutdown-timeout 30s]
+  HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT (--host, --port): /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
   /healthz, /openapi.json, /metrics, /admin/queues, and the web console at / (sign in with a
   service token). Watches <VQ_ROOT>/inbox/ unless --no-inbox.
   --workers also runs workers in this process (a one-box setup); otherwise run \`vqb work\`.
   SIGTERM/SIGINT: stop taking requests and files, finish what is running, exit.`,
-  options: { 'no-inbox': { type: 'boolean' }, workers: { type: 'boolean' }, 'shutdown-timeout': { type: 'string' } },
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'no-inbox': { type: 'boolean' },
+    workers: { type: 'boolean' },
+    'shutdown-timeout': { type: 'string' },
+  },
   async run(ctx) {
-    const config = ctx.config();
+    // --port / --host are VQ_HTTP_PORT / VQ_HTTP_HOST for this process, checked as the settings are.
+    const config = ctx.configWith({
+      ...(typeof ctx.flags.port === 'string' ? { VQ_HTTP_PORT: ctx.flags.port } : {}),
+      ...(typeof ctx.flags.host === 'string' ? { VQ_HTTP_HOST: ctx.flags.host } : {}),
+    });
     const logger = ctx.logger(config);
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s'));
     if (timeoutMs === undefined) throw new UsageError('--shutdown-timeout takes a duration such as 30s');

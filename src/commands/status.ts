@@ -6,19 +6,43 @@ import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { describeRate, describeRecovery } from '../presenters/line.js';
 import { strandedText } from '../presenters/stranded.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
+import type { BatchKey } from '../queue/batch/store.js';
 import type { PoolState } from '../queue/pool.js';
+import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
-import { withQueueServices } from '../services.js';
+import { type QueueServices, withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
 import { failureText } from '../webhooks/deliveries.js';
-import { batchIdArg } from './batch.js';
-import type { Command } from './command.js';
+import { batchIdArg, batchKeyOf } from './batch.js';
+import type { Command, CommandContext } from './command.js';
 
 /** A batch's part of its account's creates; said only of a batch that still has creates to make. */
 function shareText(finished: boolean, share: number): string {
   if (finished) return '';
   if (share <= 0) return '; no creates waiting in this batch (its plates are being polled or are held)';
   return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
+}
+
+/**
+ * What an account's line is doing when nothing holds it: `running` only when a worker process is
+ * alive to run its work; with work and no worker, that nobody runs it and what to start; without
+ * work, `idle`.
+ */
+export function activityText(hasWork: boolean, workers: number): string {
+  if (!hasWork) return 'idle (nothing queued)';
+  if (workers > 0) return 'running';
+  return (
+    'no worker is running: its plates wait; start `vqb work` (or `vqb serve --workers`, ' +
+    'or `vqb run` on a file, whose workers serve every account)'
+  );
+}
+
+/** A batch whose account is no longer in the settings: its history, and why nothing of it runs. */
+function unconfiguredText(account: string): string {
+  return (
+    `account ${account} is not configured now (not in VQ_ACCOUNTS_FILE or the settings): this batch ` +
+    'is history; its plates run again only with the account configured'
+  );
 }
 
 /** --limit: how many of the newest batches to list, 0 to 1000 (5 when absent). */
@@ -48,52 +72,60 @@ export function describePools(pools: readonly PoolState[]): string[] {
   return lines;
 }
 
+/** `vqb status <batch>`: the batch, its plan, its account's line, its webhooks; an archived one from its manifest. */
+async function showBatch(ctx: CommandContext, services: QueueServices, key: BatchKey, workers: number) {
+  const id = typeof key === 'string' ? key : key.id;
+  if (!(await services.batches.exists(key))) {
+    // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
+    const manifest = await archiveFor(services.config).manifest(id);
+    if (manifest !== undefined) {
+      const view = archivedBatchView(manifest, Date.now());
+      if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
+      else
+        ctx.print(
+          `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
+            `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
+        );
+      return 0;
+    }
+  }
+  const info = await services.batchViews.get(key);
+  const context = await batchContext(services, info);
+  // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
+  if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
+  else {
+    ctx.print(describeBatch(info, Date.now(), context.price));
+    for (const line of strandedText(context.stranded ?? [])) ctx.print(`  ${line}`);
+    if (context.plan)
+      ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
+    ctx.print(
+      context.unconfigured
+        ? `  ${unconfiguredText(info.account)}`
+        : `  account ${info.account}: ` +
+            `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
+            shareText(info.finishedAt !== undefined, context.share),
+    );
+    for (const d of context.webhooks ?? []) {
+      ctx.print(
+        `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} ` +
+          `attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
+      );
+    }
+  }
+  return 0;
+}
+
 export const statusCommand: Command = {
   summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
-  usage: `vqb status [batch] [--json] [--limit N]
+  usage: `vqb status [batch [--account A]] [--json] [--limit N]
+  --account A  with a batch id: that account's batch of the id (a file run under two accounts)
   --limit N  list the N newest batches (default 5; 0 lists none, only how many there are)`,
-  options: { json: { type: 'boolean' }, limit: { type: 'string' } },
+  options: { json: { type: 'boolean' }, limit: { type: 'string' }, account: { type: 'string' } },
   async run(ctx) {
     return withQueueServices(ctx.config(), async (services) => {
       const [batchId] = ctx.args;
-      if (batchId) {
-        const id = batchIdArg(batchId);
-        if (!(await services.batches.exists(id))) {
-          // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
-          const manifest = await archiveFor(services.config).manifest(id);
-          if (manifest !== undefined) {
-            const view = archivedBatchView(manifest, Date.now());
-            if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
-            else
-              ctx.print(
-                `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
-                  `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
-              );
-            return 0;
-          }
-        }
-        const info = await services.batchViews.get(id);
-        const context = await batchContext(services, info);
-        // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
-        if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
-        else {
-          ctx.print(describeBatch(info, Date.now(), context.price));
-          for (const line of strandedText(context.stranded ?? [])) ctx.print(`  ${line}`);
-          if (context.plan)
-            ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
-          ctx.print(
-            `  account ${info.account}: ` +
-              `${describeLine(context.line) ?? 'running'}${shareText(info.finishedAt !== undefined, context.share)}`,
-          );
-          for (const d of context.webhooks ?? []) {
-            ctx.print(
-              `  webhook ${d.event} (${d.id}) to ${d.url}: ${d.state}, ${d.attempts} ` +
-                `attempt(s)${d.lastError ? `; last error: ${failureText(d.lastError)}` : ''}`,
-            );
-          }
-        }
-        return 0;
-      }
+      const workers = await new WorkerPresence(services.redis, services.keys).alive();
+      if (batchId) return showBatch(ctx, services, batchKeyOf(ctx, batchIdArg(batchId)), workers);
       const limit = limitFlag(ctx.flags.limit);
       const accounts = await Promise.all(
         services.accounts.all().map(async ({ id, line, queue }) => {
@@ -103,12 +135,16 @@ export const statusCommand: Command = {
             services.inflight.count(id),
             services.scheduler.shares(id),
           ]);
-          // With a price: what the account's creates of today and this month cost (UTC).
+          // With a price: what left today and this month (UTC) and may be billed, as `vqb cost`
+          // and `vqb budget` read it (one reckoning: a `vqb check --create` is in it).
           const price = services.accounts.for(id).account.price;
-          const spent = price ? await services.budget.spent(id) : undefined;
+          const sent = price ? await services.costs.sentBy(id) : undefined;
           const spend =
-            price && spent
-              ? { today: costOf(price, spent.today), thisMonth: costOf(price, spent.thisMonth) }
+            price && sent
+              ? {
+                  today: costOf(price, sent.today.createsSent, sent.today.pollsSent),
+                  thisMonth: costOf(price, sent.thisMonth.createsSent, sent.thisMonth.pollsSent),
+                }
               : undefined;
           return { account: id, line: state, jobs, inflight, shares, ...(spend ? { spend } : {}) };
         }),
@@ -130,10 +166,12 @@ export const statusCommand: Command = {
       }
       for (const a of accounts) {
         const j = a.jobs;
+        const queued = (j.prioritized ?? 0) + (j.waiting ?? 0) + (j.delayed ?? 0) + (j.active ?? 0);
+        const hasWork = queued > 0 || a.inflight > 0 || a.shares.length > 0;
         ctx.print(
           `account ${a.account} ` +
             `(${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ` +
-            `${describeLine(a.line) ?? 'running'}`,
+            `${describeLine(a.line) ?? activityText(hasWork, workers)}`,
         );
         const recovery = describeRecovery(a.line);
         if (recovery) ctx.print(`  ${recovery}`);
@@ -162,7 +200,8 @@ export const statusCommand: Command = {
       );
       const plans = await batchContexts(services, recent.batches);
       recent.batches.forEach((b, i) => {
-        ctx.print(describeBatch(b, Date.now(), services.accounts.for(b.account).account.price));
+        ctx.print(describeBatch(b, Date.now(), plans[i]?.price));
+        if (plans[i]?.unconfigured) ctx.print(`  ${unconfiguredText(b.account)}`);
         const plan = plans[i]?.plan;
         if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now(), services.config.timeZone)}`);
       });

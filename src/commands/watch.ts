@@ -4,6 +4,7 @@ import { basename, extname } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { UsageError } from '../errors.js';
 import { formatMoney } from '../money.js';
+import { WorkerPresence } from '../queue/presence.js';
 import { type QueueServices, withQueueServices } from '../services.js';
 import { writeChanges } from '../watch/changes-export.js';
 import { readWatchFile } from '../watch/plates.js';
@@ -22,6 +23,10 @@ const USAGE = `vqb watch add FILE (--every DURATION | --cron "<pattern>") [--nam
   vqb watch budget NAME --per-month N|none
   vqb watch plates NAME [--add FILE] [--remove FILE]
   --json: the answer as JSON (add, list, show, pause, resume, budget, plates)`;
+
+const NO_WORKER =
+  'no worker is running: rounds start only while one is (`vqb work`, or `vqb serve --workers`); ' +
+  'this watch waits until then';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
@@ -90,7 +95,12 @@ async function runSub(
 ): Promise<number> {
   const all = services.config.accounts.map((a) => a.id);
   const account = str(ctx.flags.account);
-  const show = (view: WatchView) => ctx.print(ctx.flags.json ? JSON.stringify(view) : describe(view, services));
+  const show = async (view: WatchView) => {
+    ctx.print(ctx.flags.json ? JSON.stringify(view) : describe(view, services));
+    // Rounds are started by worker processes: without one, a watch silently never runs.
+    if (!ctx.flags.json && !view.paused && (await new WorkerPresence(services.redis, services.keys).alive()) === 0)
+      ctx.print(NO_WORKER);
+  };
   if (sub === 'list') {
     const views = await watches.list(account !== undefined ? all.filter((a) => a === account) : all);
     if (ctx.flags.json) ctx.print(JSON.stringify({ watches: views }));
@@ -105,19 +115,19 @@ async function runSub(
     const view = await watches.add(request, file.plates, all);
     if (file.invalidCount > 0 && !ctx.flags.json)
       ctx.print(`${file.invalidCount} rows are not plates and are not watched (${file.invalid.join(', ')})`);
-    show(view);
+    await show(view);
     return 0;
   }
   const ref = await watches.find(arg, all, account);
   switch (sub) {
     case 'show':
-      show(await watches.show(ref));
+      await show(await watches.show(ref));
       return 0;
     case 'pause':
-      show(await watches.pause(ref));
+      await show(await watches.pause(ref));
       return 0;
     case 'resume':
-      show(await watches.resume(ref));
+      await show(await watches.resume(ref));
       return 0;
     case 'remove':
       await watches.remove(ref);
@@ -126,7 +136,7 @@ async function runSub(
     case 'budget': {
       const raw = ctx.flags['per-month'];
       if (raw === undefined) throw new UsageError('vqb watch budget NAME --per-month N|none');
-      show(await watches.setBudget(ref, raw === 'none' ? null : (count('per-month', raw) ?? null)));
+      await show(await watches.setBudget(ref, raw === 'none' ? null : (count('per-month', raw) ?? null)));
       return 0;
     }
     case 'plates': {
@@ -135,16 +145,18 @@ async function runSub(
       const remove = str(ctx.flags.remove);
       if (add !== undefined) await watches.store.addPlates(ref, (await readWatchFile(add)).plates, now);
       if (remove !== undefined) await watches.store.removePlates(ref, (await readWatchFile(remove)).plates, now);
-      show(await watches.show(ref));
+      await show(await watches.show(ref));
       return 0;
     }
     case 'changes': {
       const format = oneOf<ChangesFormat>('format', ctx.flags.format, ['jsonl', 'csv', 'xlsx']) ?? 'jsonl';
-      const { changes } = await watches.changes(ref, count('round', ctx.flags.round));
+      const { round, changes } = await watches.changes(ref, count('round', ctx.flags.round));
       // Standard output stays open after the export: the command's own lines may follow.
       const out = new PassThrough();
       out.pipe(ctx.io.stdout, { end: false });
       await writeChanges(out, changes, format, services.config.csvDelimiter);
+      // An empty answer says so, on stderr: stdout stays the export a script reads.
+      if (changes.length === 0) ctx.io.stderr.write(`watch ${ref.name}: no changes in round ${round}\n`);
       return 0;
     }
     default:
@@ -223,7 +235,7 @@ function describe(v: WatchView, services: QueueServices): string {
           : r.firstRecord
             ? 'recorded (first round)'
             : `${r.changedPlates} plates changed (${r.changes} fields)${r.export ? `, ${r.export}` : ''}`
-      }`,
+      }${r.failed ? `, ${r.failed} failed (their last known results stand)` : ''}`,
     );
   return lines.join('\n');
 }

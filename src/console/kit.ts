@@ -79,7 +79,7 @@ export function consoleKit(base: KitBase) {
     const summary =
       info.counts.failed > 0
         ? await failedSummary(services.outcomes, { id: info.id, account: info.account })
-        : { total: 0, poll: 0, ask: 0, codes: [] };
+        : { total: 0, poll: 0, ask: 0, cancelled: 0, codes: [] };
     return { summary, price } satisfies FailedPlates;
   };
 

@@ -92,9 +92,12 @@ export function batchFields(
   const { t, lang } = ctx;
   const c = view.counts;
   const n = (x: number) => formatNumber(lang, x);
+  // Plates a cancel dropped are not failures (never sent): counted on their own (issue 46, 2).
+  const cancelled = typeof c.cancelled === 'number' ? c.cancelled : 0;
+  const failed = c.failed - cancelled;
   return {
     percent: `${n(view.progress.percent)} %`,
-    counts: `${n(c.done)} / ${n(c.failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
+    counts: `${n(c.done)} / ${n(failed)} / ${n(c.inflight)} / ${n(c.queued)}`,
     eta: view.eta ? formatSeconds(view.eta.seconds, lang) : t('none'),
     // With a deadline: its line (ETA range, slack), marked when the projected finish passes it.
     deadline: view.deadline
@@ -104,14 +107,16 @@ export function batchFields(
     state: t(
       view.state === 'archived'
         ? 'state.archived'
-        : view.finished
-          ? 'state.finished'
-          : view.sealed
-            ? 'state.running'
-            : 'state.ingesting',
+        : cancelled > 0
+          ? 'state.cancelled'
+          : view.finished
+            ? 'state.finished'
+            : view.sealed
+              ? 'state.running'
+              : 'state.ingesting',
     ),
     done: n(c.done),
-    failed: n(c.failed),
+    failed: n(failed),
     inflight: n(c.inflight),
     queued: n(c.queued),
     creates: n(c.creates),
@@ -223,10 +228,10 @@ ${archived ? html`<p class="flash" role="status" data-archived>${t('batch.archiv
 <p><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <strong data-field="percent" aria-live="polite">${f.percent}</strong> · <span data-field="state" aria-live="polite">${f.state}</span> · ${t('col.eta')}: <span data-field="eta">${f.eta}</span></p>
 <p>${t('col.waiting')}: <span data-field="waiting" class="${view.waiting ? 'wait' : 'muted'}">${f.waiting}</span></p>
 ${(view.waitingForKeys ?? []).map((k) => html`<p data-stranded="${k.account}" class="error">${t('batch.stranded', { plates: formatNumber(ctx.lang, k.plates), account: k.account, code: k.code })}</p>`)}
-${view.deadline ? html`<p data-deadline>${t('batch.deadline')}: <span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
+${view.deadline ? html`<p data-deadline><span data-field="deadline" class="${view.deadline.atRisk ? 'error' : ''}">${f.deadline}</span></p>` : ''}
 <h2>${t('batch.counts')}</h2>
 <dl class="counts">
-${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
+${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${c.cancelled ? count('count.cancelled', undefined, c.cancelled) : ''}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
 </dl>
 </div>
 <h2>${t('batch.downloads')}</h2>
@@ -248,8 +253,10 @@ export interface FailedPlates {
 
 /** Changes whenever the failed section would: the page's script replaces the section only then. */
 export function failedKey(summary: FailedSummary | undefined): string {
-  if (!summary || summary.total === 0) return '0';
-  return summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ');
+  if (!summary || (summary.total === 0 && !summary.cancelled)) return '0';
+  return (
+    `c${summary.cancelled} ` + summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
+  );
 }
 
 /**
@@ -261,14 +268,19 @@ export function failedKey(summary: FailedSummary | undefined): string {
 export function failedSection(ctx: PageContext, batchId: string, failed: FailedPlates | undefined): Html {
   const { t, lang } = ctx;
   const summary = failed?.summary;
-  if (!summary || summary.total === 0) return html`<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const n = (x: number) => formatNumber(lang, x);
+  // Plates a cancel dropped are their own state: never sent, never charged, never offered again.
+  const cancelled = summary?.cancelled
+    ? html`<p data-cancelled>${plural(ctx, 'failed.cancelled', summary.cancelled, { n: n(summary.cancelled) })}</p>`
+    : '';
+  if (!summary || summary.total === 0)
+    return html`${cancelled}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const price = failed?.price;
   const form = (way: 'poll' | 'ask', label: string) =>
     html`<form method="post" action="/batches/${encodeURIComponent(batchId)}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="${way}"><button type="submit" data-retry="${way}"${way === 'ask' ? html` class="secondary"` : ''}>${label}</button></form>`;
   const pollPrice = price && price.perPollMicros > 0 ? t('retry.pollBilled') : t('retry.free');
   const askCost = price ? `, ${formatMoney(costOf(price, summary.ask))}` : '';
-  return html`<h2>${t('failed.title')}</h2>
+  return html`${cancelled}<h2>${t('failed.title')}</h2>
 <table class="stack" data-failed-list>
 <thead><tr><th scope="col">${t('col.code')}</th><th scope="col">${t('col.plates')}</th><th scope="col">${t('col.retry')}</th></tr></thead>
 <tbody>${summary.codes.map(
@@ -283,6 +295,25 @@ export function failedSection(ctx: PageContext, batchId: string, failed: FailedP
 ${summary.poll > 0 ? form('poll', plural(ctx, 'retry.poll', summary.poll, { n: n(summary.poll), price: pollPrice })) : ''}
 ${summary.ask > 0 ? form('ask', plural(ctx, 'retry.ask', summary.ask, { n: n(summary.ask), cost: askCost })) : ''}
 </div>`;
+}
+
+/**
+ * Before a paid retry above VQ_CONFIRM_ABOVE: what it buys and its price, and the one button that
+ * sends it (the same form with `confirmed`). Going back sends nothing.
+ */
+export function confirmRetryPage(ctx: PageContext, batchId: string, ask: number, cost: string): string {
+  const { t, lang } = ctx;
+  const id = encodeURIComponent(batchId);
+  return layout(
+    ctx,
+    t('confirm.title'),
+    html`<h1>${t('confirm.title')}</h1>
+<p data-confirm-price>${plural(ctx, 'confirm.ask', ask, { n: formatNumber(lang, ask), cost })}</p>
+<div class="actions">
+<form method="post" action="/batches/${id}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="ask"><input type="hidden" name="confirmed" value="${String(ask)}"><button type="submit" data-retry-confirm>${t('confirm.go', { cost })}</button></form>
+<a href="/batches/${id}" data-confirm-back>${t('confirm.back')}</a>
+</div>`,
+  );
 }
 
 /** A delivery's last failure as the API says it (a category, never the socket's words), with the HTTP status. */

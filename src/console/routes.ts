@@ -7,13 +7,13 @@ import type { Scope, TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
-import { createsCap } from '../money.js';
+import { costOf, createsCap, formatMoney, type Price } from '../money.js';
 import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import type { AccountLineState } from '../queue/line.js';
-import { type RetryWay, rerunFailed } from '../queue/rerun.js';
+import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
 import type { RedisHealth } from '../redis/health.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -39,6 +39,7 @@ import {
   ASSET_JS,
   batchFields,
   batchPage,
+  confirmRetryPage,
   errorPage,
   estimatePage,
   failedKey,
@@ -342,6 +343,7 @@ async function listViews(kit: Kit, s: Scope) {
 /** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */
 function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
   const { services, config, now, archive, langOf, required, checkCsrf, formCsrf, visibleBatch, visibleRef } = kit;
+  const { context, page } = kit;
   scope.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(
     '/batches/:id/results',
     async (request, reply) => {
@@ -383,7 +385,16 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
     const batch = await visibleBatch(signed, id);
     // The button says which failed plates it runs and what that costs; a form without one (a page
     // of an older vqb) runs them as `vqb retry` does.
-    const way = RETRY_WAYS.find((w) => w === (request.body as { way?: unknown } | undefined)?.way);
+    const body = request.body as { way?: unknown; confirmed?: unknown } | undefined;
+    const way = RETRY_WAYS.find((w) => w === body?.way);
+    // A retry that buys new queries above VQ_CONFIRM_ABOVE is not one click: a page states the
+    // price first, and only its button (confirmed = the count it stated) sends anything.
+    if (way !== 'poll') {
+      const summary = await failedSummary(services.outcomes, { id: batch.id, account: batch.account });
+      const asked = askAboveThreshold(config, summary.ask, services.accounts.for(batch.account).account.price);
+      if (asked !== undefined && body?.confirmed !== String(summary.ask))
+        return page(reply, confirmRetryPage(context(request, signed), id, summary.ask, asked));
+    }
     const result = await rerunFailed(services, batch, { now, ...(way ? { only: way } : {}) });
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
@@ -619,4 +630,15 @@ function flashOf(ctx: PageContext, query: Record<string, string | undefined>): s
   if (query.paused) return ctx.t('flash.paused', { account: query.paused.slice(0, 40) });
   if (query.resumed) return ctx.t('flash.resumed', { account: query.resumed.slice(0, 40) });
   return undefined;
+}
+
+/**
+ * The price of asking again for `ask` plates when it is above VQ_CONFIRM_ABOVE (money with a price,
+ * else queries), as the confirmation states it; undefined when it is not (no question).
+ */
+function askAboveThreshold(config: Config, ask: number, price: Price | undefined): string | undefined {
+  const threshold = config.confirmAboveMicros;
+  if (threshold === undefined || ask === 0) return undefined;
+  if (price) return ask * price.perQueryMicros > threshold ? formatMoney(costOf(price, ask)) : undefined;
+  return ask * 1e6 > threshold ? `${ask} × the price per query (VQ_PRICE_PER_QUERY not set)` : undefined;
 }

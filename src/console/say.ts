@@ -102,7 +102,8 @@ export function waitingText(
         });
       }
       case 'budget':
-        return t('waitd.budget', { until });
+        // A batch's own cap has no end time (it waits until raised): no "until" to say.
+        return until === '' ? t('waitd.budgetBatch') : t('waitd.budget', { until });
       case 'quota':
         return t('waitd.quota', { until });
       case 'rate_limit':

@@ -25,6 +25,11 @@ export interface BatchContext {
   timeZone?: string;
   /** Keys that stopped with paid plates of the batch on them (presenters/stranded.ts). */
   stranded?: StrandedKey[];
+  /**
+   * Its account is not in the settings any more (moved from env settings to an accounts file):
+   * the batch is history, shown as it is; nothing of its account is read.
+   */
+  unconfigured?: true;
 }
 
 type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'inflight'> &
@@ -44,8 +49,15 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
     string,
     Promise<{ state: AccountLineState; shares: Map<string, number>; perSecond: number; price: Price | undefined }>
   >();
+  const configured = new Set(services.config.accounts.map((a) => a.id));
   const read = (accountId: string) => {
     let found = accounts.get(accountId);
+    if (!found && !configured.has(accountId)) {
+      // History never breaks a listing: an account no longer configured has no line to read.
+      const state: AccountLineState = { account: accountId, paused: false, rateLimit: 'not configured' };
+      found = Promise.resolve({ state, shares: new Map(), perSecond: 0, price: undefined });
+      accounts.set(accountId, found);
+    }
     if (!found) {
       const line = services.accounts.line(accountId);
       found = Promise.all([line.state(), services.scheduler.shares(accountId)]).then(([state, shares]) => ({
@@ -64,8 +76,8 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
       const [account, webhooks, plan, stranded] = await Promise.all([
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
-        info.deadline !== undefined ? batchPlan(services, info, Date.now()) : undefined,
-        strandedKeys(services, info),
+        info.deadline !== undefined && configured.has(info.account) ? batchPlan(services, info, Date.now()) : undefined,
+        configured.has(info.account) ? strandedKeys(services, info) : [],
       ]);
       return {
         line: account.state,
@@ -75,6 +87,7 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         ...(account.price ? { price: account.price } : {}),
         ...(plan ? { plan, timeZone: services.config.timeZone } : {}),
         ...(stranded.length > 0 ? { stranded } : {}),
+        ...(configured.has(info.account) ? {} : { unconfigured: true as const }),
       };
     }),
   );

@@ -34,7 +34,9 @@ export function resumeCommand(config: Sources['config'], account: string): strin
  */
 export async function strandedKeys(services: Sources, info: BatchInfo): Promise<StrandedKey[]> {
   if (info.finishedAt !== undefined || info.counts.inflight === 0) return [];
-  const keys = [...new Set([info.account, ...(info.pool?.keys ?? [])])];
+  // Keys no longer in the settings are history: nothing of theirs is read.
+  const configured = new Set(services.config.accounts.map((a) => a.id));
+  const keys = [...new Set([info.account, ...(info.pool?.keys ?? [])])].filter((k) => configured.has(k));
   const found = await Promise.all(
     keys.map(async (account): Promise<StrandedKey | undefined> => {
       const plates = await services.inflight.forBatch(account, info.id);
@@ -55,7 +57,9 @@ export async function strandedKeys(services: Sources, info: BatchInfo): Promise<
           account,
           plates,
           code: 'UPSTREAM_UNREACHABLE',
-          message: `the upstream has not answered ${state.unreachable.attempts} requests in a row (${state.unreachable.reason})`,
+          message:
+            `the upstream has not answered ${state.unreachable.attempts} requests in a row ` +
+            `(${state.unreachable.reason})`,
           resume: 'they are read when the upstream answers again',
         };
       return undefined;

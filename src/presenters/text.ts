@@ -19,7 +19,8 @@ export function describeCounts(b: BatchInfo): string {
   const parts = [
     `${c.done + c.failed}/${c.enqueued} finished`,
     `${c.done} done`,
-    `${c.failed} failed`,
+    `${c.failed - (c.cancelled ?? 0)} failed`,
+    ...(c.cancelled ? [`${c.cancelled} cancelled (never sent, not charged)`] : []),
     `${c.inflight} in flight`,
     `${c.queued} queued`,
   ];
@@ -47,8 +48,13 @@ export function describeSpend(b: BatchInfo, price: Price): string {
 }
 
 export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
+  const cancelled = b.counts.cancelled ? 'cancelled, ' : '';
   const state =
-    b.finishedAt !== undefined ? `finished ${whenText(b.finishedAt, now)}` : b.sealed ? 'running' : 'ingesting';
+    b.finishedAt !== undefined
+      ? `${cancelled}finished ${whenText(b.finishedAt, now)}`
+      : b.sealed
+        ? `${cancelled}running`
+        : 'ingesting';
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';
   const lines = [

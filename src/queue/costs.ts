@@ -123,6 +123,20 @@ export class CostLedger {
   }
 
   /**
+   * What left for one account and may be billed, today and this month (UTC): the one reckoning
+   * `vqb cost`, `vqb budget` and the console share (a `vqb check --create` is in it, though no
+   * spending cap holds it).
+   */
+  async sentBy(accountId: string): Promise<{ today: CostCounts; thisMonth: CostCounts }> {
+    const dayOfMonth = new Date(this.#now()).getUTCDate();
+    const days = await this.days(dayOfMonth);
+    const thisMonth = emptyCosts();
+    for (const { byAccount } of days)
+      for (const field of COST_FIELDS) thisMonth[field] += byAccount[accountId]?.[field] ?? 0;
+    return { today: days[0]?.byAccount[accountId] ?? emptyCosts(), thisMonth };
+  }
+
+  /**
    * The last `days` UTC days, newest first, all accounts added up (`counts`) and each account's
    * own (`byAccount`: each may have its own price).
    */

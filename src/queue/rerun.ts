@@ -30,6 +30,17 @@ export function retryWay(outcome: Pick<Outcome, 'queryId' | 'result'>): RetryWay
   return outcome.queryId && outcome.result === undefined ? 'poll' : 'ask';
 }
 
+/** The error code of a plate a cancel dropped (delete --cancel): never sent, never charged. */
+export const CANCELLED_CODE = 'CANCELLED';
+
+/**
+ * A plate dropped by a cancel is not a failure: the upstream never saw it. It is counted apart and
+ * never run again by a retry (its batch was cancelled: running it would buy what was called off).
+ */
+export function wasCancelled(outcome: Pick<Outcome, 'status' | 'error'>): boolean {
+  return outcome.status === 'failed' && outcome.error?.code === CANCELLED_CODE;
+}
+
 /** A batch's failed plates by error code: how many, a few of them, how a retry can run them. */
 export interface FailedSummary {
   total: number;
@@ -37,6 +48,8 @@ export interface FailedSummary {
   poll: number;
   /** Plates only a new create can ask again (a charge each). */
   ask: number;
+  /** Plates a cancel dropped (never sent, never charged): not in `total`, never retried. */
+  cancelled: number;
   codes: { code: string; way: RetryWay; count: number; plates: string[] }[];
 }
 
@@ -45,10 +58,14 @@ const SUMMARY_PLATES = 5;
 
 /** Reads every outcome of the batch (HSCAN): call it when the failed count says there are some. */
 export async function failedSummary(outcomes: OutcomeStore, batch: BatchRef): Promise<FailedSummary> {
-  const summary: FailedSummary = { total: 0, poll: 0, ask: 0, codes: [] };
+  const summary: FailedSummary = { total: 0, poll: 0, ask: 0, cancelled: 0, codes: [] };
   const byKey = new Map<string, FailedSummary['codes'][number]>();
   for await (const outcome of outcomes.scan(batch)) {
     if (outcome.status !== 'failed') continue;
+    if (wasCancelled(outcome)) {
+      summary.cancelled++;
+      continue;
+    }
     const way = retryWay(outcome);
     const code = outcome.error?.code ?? 'FAILED';
     const key = `${way} ${code}`;
@@ -104,7 +121,11 @@ export async function rerunFailed(
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
   const failed = [];
   for await (const outcome of outcomes.scan(info))
-    if (outcome.status === 'failed' && (options.only === undefined || retryWay(outcome) === options.only))
+    if (
+      outcome.status === 'failed' &&
+      !wasCancelled(outcome) &&
+      (options.only === undefined || retryWay(outcome) === options.only)
+    )
       failed.push(outcome);
 
   const recreate: string[] = [];

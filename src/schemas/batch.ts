@@ -194,6 +194,9 @@ export const BatchCounts = z
     pollsSent: count.describe('polls that left for the upstream, whatever came back'),
     rateLimited: count.describe('requests the upstream answered 429'),
     reused: count.describe('plates answered from a stored result, free'),
+    cancelled: count
+      .optional()
+      .describe('of `failed`, plates a cancel dropped (delete --cancel): never sent upstream, never charged'),
   })
   .catchall(count.describe('counters added later'));
 export type BatchCounts = z.output<typeof BatchCounts>;

@@ -3,7 +3,8 @@
 // carries. Published in /openapi.json as `ResultRow`, so a generated client reads typed rows.
 import { z } from 'zod';
 
-export const RowStatus = z.enum(['done', 'failed', 'rejected', 'duplicate', 'pending']);
+// `cancelled`: a plate a cancel dropped (delete --cancel): never sent upstream, never charged.
+export const RowStatus = z.enum(['done', 'failed', 'cancelled', 'rejected', 'duplicate', 'pending']);
 export type RowStatus = z.output<typeof RowStatus>;
 
 /** The upstream's whole body of a finished query: its status, and the product's fields. */

@@ -59,6 +59,7 @@ const Round = z.object({
   changes: z.number().int().optional(),
   firstRecord: z.boolean().optional(),
   creates: z.number().int().optional(),
+  failed: z.number().int().optional().describe('plates that failed in the round (their last known result stands)'),
 });
 
 export const WatchReply = z.object({

@@ -183,7 +183,7 @@ export class BatchArchive {
     let outcomes = 0;
     let pending = 0;
     for await (const row of jsonlRows(join(this.folder(batchId), jsonl.name))) {
-      if (row.status === 'done' || row.status === 'failed') outcomes++;
+      if (row.status === 'done' || row.status === 'failed' || row.status === 'cancelled') outcomes++;
       else if (row.status === 'pending') pending++;
     }
     if (pending > 0) throw new ArchiveError(batchId, `${pending} rows are still pending`);

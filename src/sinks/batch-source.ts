@@ -4,6 +4,7 @@
 
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import type { BatchKey, BatchStore, IngestRow } from '../queue/batch/store.js';
+import { wasCancelled } from '../queue/rerun.js';
 import type { Outcome } from '../queue/types.js';
 import type { UpstreamResult } from '../schemas/result-row.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
@@ -39,7 +40,7 @@ export function toExportRow(row: IngestRow, extraColumns: readonly string[], out
   return {
     ...base,
     ...fromOutcome,
-    status: outcome ? outcome.status : 'pending',
+    status: outcome ? (wasCancelled(outcome) ? 'cancelled' : outcome.status) : 'pending',
     ...(outcome ? { requests: outcome.requests } : {}),
     ...(outcome?.key !== undefined ? { key: outcome.key } : {}),
     ...(row.sameVehicleAs ? { sameVehicleAs: row.sameVehicleAs } : {}),

@@ -178,14 +178,14 @@ export class Rounds {
     try {
       const w = await store.get(ref);
       if (w === undefined) return true;
-      await this.#compare(w, record, info.counts.creates);
+      await this.#compare(w, record, info.counts.creates, info.counts.failed);
       return true;
     } finally {
       await store.unlockClose(ref, n);
     }
   }
 
-  async #compare(w: Watch, record: RoundRecord, creates: number): Promise<void> {
+  async #compare(w: Watch, record: RoundRecord, creates: number, failed: number): Promise<void> {
     const { store } = this.#d;
     const ref: WatchRef = w;
     const ignore = new Set([...this.#config.watch.ignore, ...w.ignore]);
@@ -205,6 +205,7 @@ export class Rounds {
       changes: changes.length,
       firstRecord: record.round === 1,
       creates,
+      failed,
       ...(exportPath !== undefined ? { export: exportPath } : {}),
     });
     const after = await store.get(ref);

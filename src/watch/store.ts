@@ -80,6 +80,8 @@ export interface RoundRecord {
   /** The round recorded only (the first round; or nothing known before). */
   firstRecord?: boolean;
   creates?: number;
+  /** Plates that failed in the round (no result to compare: their last known one stands). */
+  failed?: number;
   /** Where the changes export was written. */
   export?: string;
 }

@@ -47,6 +47,7 @@ export function watchReply(v: WatchView): WatchReply {
       ...(r.changes !== undefined ? { changes: r.changes } : {}),
       ...(r.firstRecord !== undefined ? { firstRecord: r.firstRecord } : {}),
       ...(r.creates !== undefined ? { creates: r.creates } : {}),
+      ...(r.failed !== undefined ? { failed: r.failed } : {}),
     })),
   };
 }

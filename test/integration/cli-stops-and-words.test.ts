@@ -273,20 +273,18 @@ describe('the CLI, second pass (issue 36)', () => {
     const resume = await vqb(h, ['resume']).done;
     expect(resume.stdout).toBe('account default was not paused; nothing to resume\n');
 
-    // A batch held at its cap of 2 creates: the progress says why it waits; a higher cap says how many go on.
+    // A batch held at its cap of 2 creates: the run says why it stopped (issue 46: it ends there,
+    // exit 4, instead of waiting); a higher cap says how many go on.
     const capped = await fileOf(h, 'capped.csv', plateCsv(makePlates(12, 100)));
     const piped = harnessEnv(h);
     delete (piped as Record<string, string | undefined>).LOG_LEVEL;
-    const run = spawnVqb(['run', capped, '--max-creates', '2'], piped, 60_000);
-    let out = '';
-    run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    await waitFor(async () => /progress 2\/12 .*creates held at the batch's cap of 2 creates/.test(out), 40_000);
-    const id = /batch (\S+): 12 rows/.exec(out)![1]!;
+    const run = await spawnVqb(['run', capped, '--max-creates', '2'], piped, 60_000).done;
+    expect(run.code, run.stderr).toBe(4);
+    expect(run.stdout).toMatch(/creates wait: the batch reached its cap of 2 creates/);
+    const id = /batch (\S+): 12 rows/.exec(run.stdout)![1]!;
     const raised = await vqb(h, ['budget', id, '--max-creates', '7']).done;
     expect(raised.stdout).toMatch(
       new RegExp(`^batch ${id}: create cap 7; 5 of 10 queued plates go on \\(the cap allows 5 more creates\\)$`, 'm'),
     );
-    run.child.kill('SIGINT');
-    await run.done;
   });
 });

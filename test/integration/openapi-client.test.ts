@@ -150,7 +150,7 @@ describe('the document', () => {
     expect(results['application/x-ndjson'].schema).toEqual({ $ref: '#/components/schemas/ResultRow' });
     expect(results['text/csv'].schema.type).toBe('string');
     expect(doc.components.schemas.ResultRow.properties).toMatchObject({
-      status: { enum: ['done', 'failed', 'rejected', 'duplicate', 'pending'] },
+      status: { enum: ['done', 'failed', 'cancelled', 'rejected', 'duplicate', 'pending'] },
       input_columns: { type: 'object' },
     });
     // A CSV upload, as JSON's sibling; the JSON body is strict, as the server is.

@@ -86,7 +86,8 @@ describe('an unreachable upstream is visible (issue 22)', () => {
       'the batch finished',
     );
     const after = await spawnVqb(['status'], harnessEnv(h)).done;
-    expect(after.stdout).toMatch(/^account default \(.*\): running$/m);
+    // Nothing left to do: the account is idle, not "running" (issue 46, 13).
+    expect(after.stdout).toMatch(/^account default \(.*\): idle \(nothing queued\)$/m);
     expect(after.stdout).toMatch(
       /^ {2}upstream reachable again since .* UTC \((just now|.* ago); it was unreachable .*: connection reset\)$/m,
     );

@@ -4,7 +4,7 @@ import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
-import { deadlineText, plural } from '../../src/console/say.js';
+import { deadlineText, plural, waitingText } from '../../src/console/say.js';
 import { deadlineView, judgeDeadline } from '../../src/plans/deadline.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
@@ -104,6 +104,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
       total: 5,
       poll: 2,
       ask: 3,
+      cancelled: 0,
       codes: [
         { code: 'VEHICLE_NOT_FOUND', way: 'ask' as const, count: 3, plates: ['A', 'B', 'C'] },
         { code: 'POLL_TIMEOUT', way: 'poll' as const, count: 2, plates: ['D', 'E'] },
@@ -117,6 +118,17 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     expect(billed).toContain('(no new query; polls are billed)');
     expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
     expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
+  });
+
+  it('plates a cancel dropped are their own state: never sent, not charged, no button to buy them (issue 46, 2)', () => {
+    const summary = { total: 0, poll: 0, ask: 0, cancelled: 4, codes: [] };
+    const text = failedSection(ctx, 'b', { summary }).text;
+    expect(text).toContain('4 plates cancelled: never sent to the upstream, not charged, not run again.');
+    expect(text).not.toContain('<button');
+    expect(text).not.toContain('Failed plates');
+    const pt = { ...ctx, lang: 'pt-BR' as const, t: translator('pt-BR') };
+    expect(failedSection(pt, 'b', { summary }).text).toContain('4 placas canceladas: nunca enviadas ao fornecedor');
+    expect(failedKey(summary)).not.toBe('0');
   });
 });
 
@@ -193,5 +205,16 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
       /^prazo: cumprido — .+; concluído em .+ \(no prazo, com folga de 1 min 00 s\)$/,
     );
     expect(deadlineText(en, view(NOW - 30_000), NOW)).toMatch(/^deadline: missed — .+; finished .+ \(late by 30 s\)$/);
+  });
+});
+
+describe('console words (issue 46, 17)', () => {
+  it('a batch held at its own cap (no end time) reads as a whole sentence, not "esperam até ;"', () => {
+    const pt = { lang: 'pt-BR' as const, t: translator('pt-BR') };
+    const text = waitingText(pt, { reason: 'budget', message: 'x' }, undefined)!;
+    expect(text).toContain('as criações esperam no limite do próprio lote');
+    expect(text).not.toMatch(/até ;|até\s*$/);
+    const en = waitingText({ lang: 'en', t: translator('en') }, { reason: 'budget', message: 'x' }, undefined)!;
+    expect(en).toContain("creates wait at the batch's own cap");
   });
 });

@@ -85,6 +85,57 @@ describe('the ETA', () => {
   });
 });
 
+describe('an early ETA (issue 46, 9)', () => {
+  function printedAt(samples: [number, number][], rate?: number): string[] {
+    let clock = 0;
+    const printed: string[] = [];
+    const progress = createProgress(
+      new Writable({ write: (_c, _e, done) => done() }),
+      createLogger({ level: 'silent' }),
+      {
+        now: () => clock,
+        logEveryMs: 0,
+        print: (text) => printed.push(text),
+      },
+    );
+    const line = {
+      account: 'default',
+      paused: false,
+      rateLimit: '40/s',
+      ...(rate !== undefined ? { rate: { perSecond: rate, source: 'configured' as const } } : {}),
+    };
+    for (const [at, finished] of samples) {
+      clock = at;
+      progress.update(batch(finished), line);
+    }
+    return printed;
+  }
+
+  it('comes from the account pace until completions mean something, not from the first wave', () => {
+    // 800 plates at 40 requests/s (about 20 plates/s): about 40 s; the first poll answers at 15 s.
+    const printed = printedAt(
+      [
+        [0, 0],
+        [5_000, 0],
+        [15_000, 5],
+      ],
+      40,
+    );
+    expect(printed[0]).toMatch(/about 40 s left/);
+    // The rate since the start (5 plates in 15 s) would say 40 min; the pace says under a minute.
+    expect(printed.at(-1)).toMatch(/about 40 s left/);
+  });
+
+  it('says it is measuring when no pace is known yet', () => {
+    expect(
+      printedAt([
+        [0, 0],
+        [5_000, 1],
+      ]).at(-1),
+    ).toMatch(/, measuring the rate$/);
+  });
+});
+
 describe('a batch held at its spending cap', () => {
   it('says so on the progress line, and gives no ETA that grows while nothing may move', () => {
     let clock = 0;

@@ -62,6 +62,8 @@ export interface StoredCounts {
   rateLimited: number;
   /** Plates answered from a stored result, free. */
   reused: number;
+  /** Of `failed`, plates a cancel dropped: never sent upstream, never charged (absent: none). */
+  cancelled?: number;
 }
 
 /** Where a batch's plates are scheduled. */
@@ -133,7 +135,7 @@ export interface StoredBatch extends BatchPlacement {
   extraColumns: string[];
   product: string;
   /** The counts the hash keeps (the view adds the costs, the plates in flight and those queued). */
-  counts: Record<(typeof COUNT_FIELDS)[number], number>;
+  counts: Record<(typeof COUNT_FIELDS)[number], number> & { cancelled?: number };
   /** Plates with a stored result this recent are answered from it (0 = off). */
   reuseWithinMs: number;
   /** Where the batch's webhooks go (checked by webhooks/target.ts before it was stored). */
@@ -397,7 +399,10 @@ export class BatchStore {
       metadata: JSON.parse(f.metadata ?? '{}') as Record<string, unknown>,
       extraColumns: JSON.parse(f.extraColumns ?? '[]') as string[],
       product: f.product ?? 'agregados',
-      counts: Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as StoredBatch['counts'],
+      counts: {
+        ...(Object.fromEntries(COUNT_FIELDS.map((name) => [name, n(name)])) as StoredBatch['counts']),
+        ...(f.cancelled ? { cancelled: n('cancelled') } : {}),
+      },
       reuseWithinMs: n('reuseWithinMs'),
       ...(f.callbackUrl ? { callbackUrl: f.callbackUrl } : {}),
       ...(f.atRiskSince ? { atRiskSince: n('atRiskSince') } : {}),
@@ -502,6 +507,11 @@ export class BatchStore {
         deleteRequested: deleteRequested === '1',
       };
     });
+  }
+
+  /** Plates a cancel dropped, counted apart from the failures (they were never sent). */
+  async countCancelled(batch: BatchKey, n: number): Promise<void> {
+    if (n > 0) await this.#redis.hincrby(this.#keys.batch(await this.ref(batch)), 'cancelled', n);
   }
 
   /** A delete was asked while plates were still running (`--cancel`): the sweep archives the batch once it finishes. */
