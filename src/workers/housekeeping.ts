@@ -36,8 +36,9 @@ export function startHousekeeping(
   random: () => number = Math.random,
 ): { stop(): Promise<void>; wake(accountId: string): void } {
   const configured = new Set(config.accounts.map((a) => a.id));
-  // Busy accounts whose last feed here found their queue full, and until when they rest (Feeder.restMs).
-  const restUntil = new Map<string, number>();
+  // Busy accounts whose last feed here found their queue full, until when they rest (Feeder.restMs),
+  // and the rate that rest was reckoned at.
+  const restUntil = new Map<string, { until: number; rate: number | undefined }>();
   // The first feed looks at every account once: work queued before the active set existed (an
   // upgrade) or while no process ran is found, and idle accounts leave the set.
   let first = true;
@@ -51,11 +52,14 @@ export function startHousekeeping(
     // All at once: the commands of many accounts share round trips on the connection.
     await Promise.all(
       active.map(async (accountId) => {
-        if ((restUntil.get(accountId) ?? 0) > at) {
+        const rate = runs.flow(accountId)?.ratePerSecond;
+        // A rest reckoned at a rate since raised (a limit heard, a slow start's step: a cold
+        // account's first seconds) ends: its queue would run dry long before the rest did.
+        const rest = restUntil.get(accountId);
+        if (rest && rest.until > at && !(rate !== undefined && rate > (rest.rate ?? rate) * 1.5)) {
           busy.add(accountId);
           return;
         }
-        const rate = runs.flow(accountId)?.ratePerSecond;
         const { fed, idle, waiting, limitedMs, meeting } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
@@ -66,9 +70,11 @@ export function startHousekeeping(
         // feeds and wakes that delays the requests waiting for their slots in this process.
         // While the account meets its upstream its one plate is out: it rests until the wake that
         // ends first contact (wake() below), MEETING_REST_MS at the most should the wake be lost.
-        if (fed === 0 && meeting) restUntil.set(accountId, at + MEETING_REST_MS);
-        else if (fed === 0)
-          restUntil.set(accountId, at + services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2));
+        if (fed === 0 && meeting) restUntil.set(accountId, { until: at + MEETING_REST_MS, rate });
+        else if (fed === 0) {
+          const restMs = services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2);
+          restUntil.set(accountId, { until: at + restMs, rate });
+        }
         else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);

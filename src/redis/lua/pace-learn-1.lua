@@ -8,7 +8,7 @@
     its window is the policy's `w=`, else inferred from how far the resets reach (within 2 s: per
     second, once 2 s of answers agree; within a minute: per minute; else per hour), paced with the
     jitter allowance exactly as a configured rate.
-  - Learned (nothing announced): slow start (x1.5 every 2 s while the rate in force is used), a 429
+  - Learned (nothing announced): slow start (x2 every 2 s while the rate in force is used), a 429
     cuts it at most once a second (every 200 ms while five or more are refused), by the share
     refused since the last step (0.5x to 0.9x), and
     remembers where it hit; it climbs back to just under
@@ -28,6 +28,10 @@
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
 --- @include "pace-take"
+-- Slow start doubles the rate every 2 s while it is used: from 1/s a 20/s key is reached in 10 s,
+-- not 16 (x1.5); on a cold deployment those seconds were a fifth of a key's first minute (issue 43).
+-- The first 429 cuts by the share refused, so the overshoot costs one step, as before.
+local SLOW_START = 2
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
@@ -157,7 +161,7 @@ if tonumber(f[5] or '0') < 0.7 * rate * elapsed / 1000 then
   redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0', 'rej', '0')
   return {tostring(rate), source, '', 0}
 end
-if f[3] ~= '0' then return learned(rate * 1.5, {}) end
+if f[3] ~= '0' then return learned(rate * SLOW_START, {}) end
 local r429 = tonumber(f[6] or '')
 -- (0.999: the stored rate is rounded to 14 digits, so "at the plateau" must not read as "below it".)
 if r429 and rate < 0.97 * r429 * 0.999 then return learned(math.min(0.97 * r429, rate * 1.1), {}) end
