@@ -16,6 +16,7 @@ import { PlateSettle } from './queue/plate-settle.js';
 import { PollLearner } from './queue/poll-schedule.js';
 import { KeyPools } from './queue/pool.js';
 import { Scheduler } from './queue/scheduler.js';
+import { ProgressSeries } from './queue/series.js';
 import type { RedisClient } from './redis/connection.js';
 import { connectRedis, preflightRedis } from './redis/connection.js';
 import type { RedisHealth } from './redis/health.js';
@@ -41,6 +42,8 @@ export interface QueueServices {
   answers: AnswerBook;
   budget: Budget;
   costs: CostLedger;
+  /** Samples of running batches and busy accounts over time, for the console's charts. */
+  series: ProgressSeries;
   scheduler: Scheduler;
   feeder: Feeder;
   /** The shared first-poll schedule (one per process: its samples are sent together). */
@@ -95,6 +98,7 @@ export function queueServicesOn(
     answers,
     budget,
     costs,
+    series: new ProgressSeries(redis, keys, now),
     scheduler,
     feeder,
     learner,

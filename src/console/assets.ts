@@ -51,6 +51,27 @@ dl.counts dd { margin: 0; font-variant-numeric: tabular-nums; }
 /* Said only where the script runs (without it, the Refresh link updates the page). */
 .live-note { display: none; }
 .js .live-note { display: table-caption; }
+/* Charts (charts.ts): plain SVG coloured here (the CSP allows no style attribute). */
+.charts .chart-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 20rem), 1fr)); gap: 1rem; }
+figure.chart { margin: 0 0 1rem; background: #fff; border: 1px solid var(--line); padding: .75rem; min-width: 0; }
+figure.chart svg { display: block; width: 100%; height: auto; }
+figure.chart figcaption { font-size: .9rem; color: var(--muted); margin-top: .25rem; }
+figure.chart details { font-size: .9rem; }
+figure.chart polyline { fill: none; stroke-width: 2; stroke-linejoin: round; }
+figure.chart .done, figure.chart .rate { stroke: var(--good); }
+figure.chart .failed { stroke: var(--bad); }
+figure.chart .total, figure.chart .limit { stroke: var(--muted); stroke-dasharray: 4 3; stroke-width: 1; }
+figure.chart .eta { stroke: var(--accent); stroke-dasharray: 6 4; }
+figure.chart .pt { fill: var(--good); }
+figure.chart.bar svg { height: 1.5rem; }
+.part-done { fill: var(--good); background: var(--good); }
+.part-failed { fill: var(--bad); background: var(--bad); }
+.part-cancelled { fill: #8a6d00; background: #8a6d00; }
+.part-inflight { fill: var(--accent); background: var(--accent); }
+.part-queued { fill: var(--line); background: var(--line); }
+ul.legend { list-style: none; padding: 0; margin: .25rem 0 0; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+.swatch { display: inline-block; width: .8rem; height: .8rem; margin-right: .3rem; vertical-align: middle; }
+td.use figure.chart { border: 0; padding: 0; margin: 0; min-width: 8rem; }
 /* Long ids, file names and URLs wrap anywhere instead of widening the page. Words only at their
    ends: "anywhere" on every cell let a table squeeze its columns down to single letters (issue 36:
    "Cont/a", "concluí/do" in pt-BR at 1280 px); "break-word" breaks only a word longer than its line. */

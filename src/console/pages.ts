@@ -9,6 +9,7 @@ import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { FailedSummary } from '../queue/rerun.js';
 import type { BatchView } from '../schemas/batch.js';
+import { useChart } from './charts.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
 import { dateText, deadlineText, plural, waitingText } from './say.js';
@@ -132,12 +133,16 @@ export function flashBox(flash: string | undefined): Html | string {
   return flash ? html`<p class="flash" role="status">${flash}</p>` : '';
 }
 
+/** Each account's use of its limit over the last hour, as the accounts section draws it. */
+export type AccountUse = ReadonlyMap<string, Parameters<typeof useChart>[2]>;
+
 export function listPage(
   ctx: PageContext,
   views: readonly BatchView[],
   lines: readonly AccountLineState[],
   flash?: string,
   redis?: RedisWaitReason,
+  use?: AccountUse,
 ): string {
   const { t } = ctx;
   const lineOf = new Map(lines.map((l) => [l.account, l]));
@@ -168,22 +173,27 @@ ${
 <tbody>${rows}</tbody>
 </table>`
 }
-${linesSection(ctx, lines, redis)}`,
+${linesSection(ctx, lines, redis, use)}`,
   );
 }
 
 /** `redis`: this process cannot store (RedisHealth), which stops every line before its own reasons. */
-function linesSection(ctx: PageContext, lines: readonly AccountLineState[], redis?: RedisWaitReason): Html {
+function linesSection(
+  ctx: PageContext,
+  lines: readonly AccountLineState[],
+  redis?: RedisWaitReason,
+  use?: AccountUse,
+): Html {
   const { t } = ctx;
   if (lines.length === 0) return html``;
   return html`<h2>${t('lines.title')}</h2>
 <table class="stack">
-<thead><tr><th scope="col">${t('col.account')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.waiting')}</th><th scope="col"></th></tr></thead>
-<tbody>${lines.map((line) => lineRow(ctx, line, redis))}</tbody>
+<thead><tr><th scope="col">${t('col.account')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.waiting')}</th>${use ? html`<th scope="col">${t('chart.use.title')}</th>` : ''}<th scope="col"></th></tr></thead>
+<tbody>${lines.map((line) => lineRow(ctx, line, redis, use))}</tbody>
 </table>`;
 }
 
-function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReason): Html {
+function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReason, use?: AccountUse): Html {
   const { t } = ctx;
   const waiting = waitingOf(line, redis);
   const action = line.paused ? 'resume' : 'pause';
@@ -191,6 +201,7 @@ function lineRow(ctx: PageContext, line: AccountLineState, redis?: RedisWaitReas
 <th scope="row">${line.account} <span class="muted" data-field="rate">(${line.rate ? t(`rate.${line.rate.source}`, { rate: rateText(line.rate.perSecond, line.rate.windowMs) }) : line.rateLimit})</span></th>
 <td data-label="${t('col.state')}">${t(line.paused ? 'line.paused' : 'line.running')}</td>
 <td class="${waiting ? 'wait' : 'muted'}" data-label="${t('col.waiting')}">${waitingText(ctx, waiting, line) ?? t('none')}</td>
+${use ? html`<td class="use" data-label="${t('chart.use.title')}">${useChart(ctx, line.account, use.get(line.account) ?? { rates: [], from: 0, to: 0 })}</td>` : ''}
 <td><form method="post" action="/accounts/${encodeURIComponent(line.account)}/${action}?back=${encodeURIComponent(ctx.path)}"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><button type="submit" class="secondary">${t(line.paused ? 'line.resume' : 'line.pause', { account: line.account })}</button></form></td>
 </tr>`;
 }
@@ -208,6 +219,8 @@ export function batchPage(
   flash?: string,
   redis?: RedisWaitReason,
   failed?: FailedPlates,
+  /** Its pictures (charts.ts): progress, its account's rate, its outcomes. */
+  charts?: Html,
 ): string {
   const { t } = ctx;
   const archived = view.state === 'archived';
@@ -234,6 +247,7 @@ ${view.deadline ? html`<p data-deadline><span data-field="deadline" class="${vie
 ${count('count.total', undefined, c.total)}${count('count.enqueued', undefined, c.enqueued)}${count('count.done', 'done', 0)}${count('count.failed', 'failed', 0)}${c.cancelled ? count('count.cancelled', undefined, c.cancelled) : ''}${count('count.inflight', 'inflight', 0)}${count('count.queued', 'queued', 0)}${count('count.rejected', undefined, c.rejected)}${count('count.duplicates', undefined, c.duplicates)}${count('count.reused', undefined, c.reused)}${count('count.creates', 'creates', 0)}${count('count.polls', 'polls', 0)}${view.cost ? count('count.cost', 'cost', 0) : ''}
 </dl>
 </div>
+${charts ?? ''}
 <h2>${t('batch.downloads')}</h2>
 <ul>
 ${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${format}" download>${format.toUpperCase()}</a></li>`)}

@@ -29,6 +29,8 @@ import {
   WEBHOOK_SECRET_MISSING,
 } from '../webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
+import { accountUse, batchChartData, sampleBatch } from './chart-data.js';
+import { batchCharts } from './charts.js';
 import { OpenStreams, streamEvents } from './events.js';
 import { type Key, LANG_COOKIE, LANGS } from './i18n.js';
 import { consoleKit, type Kit, type Signed, SignInNeeded } from './kit.js';
@@ -233,7 +235,8 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
     const signed = await required(request);
     const ctx = context(request, signed);
     const { views, lines } = await listViews(kit, signed.scope);
-    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait()));
+    const use = await accountUse(services, lines, views, now());
+    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait(), use));
   });
 
   scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
@@ -251,7 +254,14 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       const view = batchView(info, await batchContext(services, info), now());
       const line = await services.accounts.line(info.account).state();
       const failed = await failedOf(view);
-      return page(reply, batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait(), failed));
+      const charts = batchCharts(
+        ctx,
+        await batchChartData(services, view, { line, failed: failed.summary, t: ctx.t, at: now() }),
+      );
+      return page(
+        reply,
+        batchPage(ctx, view, line, RESULT_FORMATS, flashOf(ctx, request.query), redisWait(), failed, charts),
+      );
     },
   );
 }
@@ -313,6 +323,8 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
           if (info === undefined) return '[]';
           views = [batchView(info, await batchContext(services, info), now())];
           lines = [await services.accounts.line(info.account).state()];
+          // While its page is open, the batch's charts get a sample a gap (chart-data.ts).
+          await sampleBatch(services, views[0]!, lines[0], now());
         } else ({ views, lines } = await listViews(kit, current));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));

@@ -27,6 +27,7 @@
 // | A:cost:<day>, A:cost:batch:<id>  | hash   | queue/costs.ts            |
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
 // | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
+// | A:series:batch:<id>, A:series:account | list | queue/series.ts (the console's charts: bounded samples) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
@@ -287,6 +288,17 @@ export class VqbKeys {
 
   batchCosts(b: BatchRef): string {
     return `${this.accountBase(b.account)}:cost:batch:${b.id}`;
+  }
+
+  // --- queue/series.ts
+  /** List: samples of a batch's progress over its life, bounded and thinned (the console's charts). */
+  batchSeries(b: BatchRef): string {
+    return `${this.accountBase(b.account)}:series:batch:${b.id}`;
+  }
+
+  /** List: samples of the account's requests and limit over the last hour (the console's charts). */
+  accountSeries(accountId: string): string {
+    return `${this.accountBase(accountId)}:series:account`;
   }
 
   // --- queue/poll-schedule.ts

@@ -46,6 +46,8 @@ const OWNERS: Record<string, string> = {
   batchBudget: 'src/queue/budget.ts',
   costDay: 'src/queue/costs.ts',
   batchCosts: 'src/queue/costs.ts',
+  batchSeries: 'src/queue/series.ts',
+  accountSeries: 'src/queue/series.ts',
   learner: 'src/queue/poll-schedule.ts',
   learnerStated: 'src/queue/poll-schedule.ts',
   reuse: 'src/queue/reuse.ts',
