@@ -80,7 +80,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   });
   if (deps.metrics) {
     const metrics = deps.metrics;
-    client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
+    client.onRequest((event) => metrics.request(account.id, event.operation, event.status, event.answerMs));
   }
   const flow = new AccountFlow({
     line,

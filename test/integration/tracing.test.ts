@@ -2,15 +2,19 @@
 // beside `vqb work`) export over OTLP/HTTP (JSON) to a receiver in this test, which decodes what
 // they sent: one plate's spans form one tree, in order, parent to child, across both queues and
 // both processes; and nothing secret (the key, a token, a result's values, the plate) leaves.
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakeVehicle } from '../../src/simulator/vehicle.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { freePort, harnessEnv, spawnVqb, type VqbProcess } from '../helpers/process.js';
+import { BIN, freePort, harnessEnv, spawnVqb, type VqbProcess } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const TOKEN = 'tracing-test-token-0123456789';
@@ -207,6 +211,10 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
     const [plate] = makePlates(1, 7);
     const batchId = await onePlate(base, plate!, rx.url);
     await rx.waitFor(1);
+    const open = await (
+      await fetch(`${base}/metrics`, { headers: { accept: 'application/openmetrics-text; version=1.0.0' } })
+    ).text();
+    const plain = await (await fetch(`${base}/metrics`)).text();
     await stop(serve);
 
     const spans = collector.spans();
@@ -218,6 +226,18 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
     expect(attr(deliver!, 'vqb.webhook.event')).toBe('batch.finished');
     expect(BigInt(deliver!.startTimeUnixNano)).toBeGreaterThan(BigInt(byName('vqb.store')[0]!.startTimeUnixNano));
     expect(new Set(trace.map((s) => s.service))).toEqual(new Set(['vqb-one']));
+    // Exemplars: the latency histograms point at the plate's trace (OpenMetrics only; the
+    // Prometheus text stays as it was).
+    const traceId = trace[0]!.traceId;
+    expect(open).toMatch(new RegExp(`^vqb_query_duration_seconds_bucket\\{.*\\} 1 # \\{trace_id="${traceId}"\\}`, 'm'));
+    expect(open).toMatch(
+      new RegExp(
+        `^vqb_upstream_request_duration_seconds_bucket\\{.*operation="create".*# \\{trace_id="${traceId}"\\}`,
+        'm',
+      ),
+    );
+    expect(plain).toContain('vqb_upstream_request_duration_seconds_bucket{');
+    expect(plain).not.toContain('trace_id');
     // The plate as a hash only.
     expect(attr(byName('vqb.plate')[0]!, 'vqb.plate.hash')).toMatch(/^[0-9a-f]{16}$/);
 
@@ -263,4 +283,31 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
     for (const secret of [...(await secrets(h)), vehicle.brand, vehicle.model])
       expect(everything.includes(secret), `exported: ${secret}`).toBe(false);
   }, 90_000);
+
+  it('with no OTEL_* exporter set, no part of the SDK, the exporter or an instrumentation is loaded', async () => {
+    // Every module `vqb --help` resolves (the whole CLI is imported statically), recorded by a hook.
+    const script = `
+      import { registerHooks } from 'node:module';
+      const seen = new Set();
+      registerHooks({ resolve(s, c, next) { const r = next(s, c); seen.add(r.url); return r; } });
+      import { writeFileSync } from 'node:fs';
+      process.on('exit', () => writeFileSync(process.env.SEEN_FILE, JSON.stringify([...seen])));
+      process.argv = [process.argv[0], ${JSON.stringify(BIN)}, '--help'];
+      await import(${JSON.stringify(pathToFileURL(BIN).href)});`;
+    const loaded = async (env: Record<string, string>) => {
+      const run = promisify(execFile);
+      const file = join(await mkdtemp(join(tmpdir(), 'vqb-loaded-')), 'seen.json');
+      await run(process.execPath, ['--input-type=module', '-e', script], {
+        env: { PATH: process.env.PATH ?? '', SEEN_FILE: file, ...env },
+      });
+      return JSON.parse(await readFile(file, 'utf8')) as string[];
+    };
+    const telemetry = /@opentelemetry\/(sdk|exporter|instrumentation)|bullmq-otel|@fastify\/otel/;
+    const off = await loaded({});
+    expect(off.some((url) => url.includes('/node_modules/bullmq/'))).toBe(true);
+    expect(off.filter((url) => telemetry.test(url))).toEqual([]);
+    // The same check sees them when tracing is on.
+    const on = await loaded({ OTEL_TRACES_EXPORTER: 'console' });
+    expect(on.some((url) => url.includes('@opentelemetry/sdk-node'))).toBe(true);
+  }, 60_000);
 });
