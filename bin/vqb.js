@@ -18,8 +18,20 @@ if (!(major >= NEEDED_MAJOR)) {
   process.exit(2);
 }
 
-import('../dist/src/cli.js')
+// Tracing (OpenTelemetry) starts before the CLI is imported, and only when an OTEL_* exporter is
+// set (src/telemetry/boot.ts); its spans are flushed when the command returns.
+let telemetry;
+import('../dist/src/telemetry/boot.js')
+  .then(({ boot }) => boot(process.env))
+  .then((started) => {
+    telemetry = started;
+    return import('../dist/src/cli.js');
+  })
   .then(({ main }) => main(process.argv.slice(2)))
+  .then(async (code) => {
+    await telemetry?.stop().catch(() => {});
+    return code;
+  })
   .then(
     (code) => {
       process.exitCode = code;

@@ -440,6 +440,10 @@ export const SETTINGS = {
     schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     help: 'pino log level',
   },
+  VQ_TRACE_PLATES: {
+    schema: bool.default(false),
+    help: "tracing on (OTEL_*): a plate's span carries the plate itself, not only its hash",
+  },
 } as const;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -509,6 +513,8 @@ export interface Config {
   webhooks: WebhookSettings;
   watch: WatchSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Tracing: plates in spans as themselves, not as a hash (VQ_TRACE_PLATES). */
+  tracePlates: boolean;
 }
 
 export interface WatchSettings {
@@ -673,6 +679,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
       forgetMs: v.VQ_WATCH_FORGET,
     },
     logLevel: v.LOG_LEVEL,
+    tracePlates: v.VQ_TRACE_PLATES,
   });
 }
 

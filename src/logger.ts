@@ -1,6 +1,7 @@
 // pino JSON logs. Redaction is belt and braces: the key is never put in a log object on purpose,
 // but if a request, header set or config ever is, these paths are censored.
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { logIds } from './telemetry/index.js';
 
 export type { Logger } from 'pino';
 
@@ -28,6 +29,8 @@ export function createLogger(options: { level?: string; name?: string } = {}, de
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       base: { pid: process.pid },
+      // trace_id and span_id while a span is active (tracing on: src/telemetry/); nothing otherwise.
+      mixin: logIds,
     },
     destination ?? pino.destination({ dest: 2, sync: false }),
   );

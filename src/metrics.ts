@@ -19,12 +19,14 @@ import type { RedisWaitReason, WaitedReason } from './accounts/wait.js';
 import { costOf } from './money.js';
 import type { Outcome } from './queue/types.js';
 import type { QueueServices } from './services.js';
+import { activeTraceId } from './telemetry/index.js';
 import type { QuotaSnapshot } from './upstream/client.js';
 import type { UpstreamOperation } from './upstream/errors.js';
 
 /** What the worker reports, per account; a no-op implementation keeps metrics optional. */
 export interface WorkerMetrics {
-  request(account: string, operation: UpstreamOperation, status: number): void;
+  /** `answerMs`: from the request leaving to its answer, when it left. */
+  request(account: string, operation: UpstreamOperation, status: number, answerMs?: number): void;
   waited(account: string, reason: WaitedReason, ms: number): void;
   finished(account: string, outcome: Outcome): void;
   quota(account: string, snapshot: QuotaSnapshot | undefined): void;
@@ -89,6 +91,7 @@ export class Metrics implements WorkerMetrics {
   readonly #possibleDuplicates: Counter<'account'>;
   readonly #perPlate: Histogram;
   readonly #queryDuration: Histogram;
+  readonly #requestDuration: Histogram<'operation'>;
   readonly #upstreamLimit: Gauge<'account'>;
   readonly #upstreamRemaining: Gauge<'account'>;
   readonly #upstreamReset: Gauge<'account'>;
@@ -166,12 +169,25 @@ export class Metrics implements WorkerMetrics {
       buckets: [1, 2, 3, 4, 6, 10, 20],
       registers,
     });
+    // The latency histograms carry exemplars: the trace id of an observation made inside a sampled
+    // span (tracing on), shown to an OpenMetrics scraper only. prom-client refuses exemplars on a
+    // Prometheus-text registry at construction, so these two are registered by hand.
     this.#queryDuration = new Histogram({
       name: 'vqb_query_duration_seconds',
       help: 'Time from the create to the stored result',
       buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300],
-      registers,
+      registers: [],
+      enableExemplars: true,
     });
+    this.#requestDuration = new Histogram({
+      name: 'vqb_upstream_request_duration_seconds',
+      help: 'Upstream requests from leaving to their answer, by operation (create, poll)',
+      labelNames: ['operation'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [],
+      enableExemplars: true,
+    });
+    for (const histogram of [this.#queryDuration, this.#requestDuration]) this.registry.registerMetric(histogram);
     const seen = 'of the latest upstream answer to this process';
     this.#upstreamLimit = new Gauge({
       name: 'vqb_upstream_ratelimit_limit',
@@ -225,9 +241,11 @@ export class Metrics implements WorkerMetrics {
     this.#webhooks.inc({ event, result });
   }
 
-  request(account: string, operation: UpstreamOperation, status: number): void {
+  request(account: string, operation: UpstreamOperation, status: number, answerMs?: number): void {
     this.#requests.inc({ account, operation, status: String(status) });
     if (status === 429) this.#rateLimited.inc({ account });
+    if (answerMs !== undefined)
+      this.#requestDuration.observe({ labels: { operation }, value: answerMs / 1000, exemplarLabels: exemplar() });
   }
 
   waited(account: string, reason: WaitedReason, ms: number): void {
@@ -239,7 +257,11 @@ export class Metrics implements WorkerMetrics {
     if (outcome.reused) this.#reused.inc({ account });
     if (outcome.possibleDuplicate) this.#possibleDuplicates.inc({ account });
     this.#perPlate.observe(outcome.requests);
-    if (outcome.createdAt) this.#queryDuration.observe((outcome.finishedAt - outcome.createdAt) / 1000);
+    if (outcome.createdAt)
+      this.#queryDuration.observe({
+        value: (outcome.finishedAt - outcome.createdAt) / 1000,
+        exemplarLabels: exemplar(),
+      });
   }
 
   quota(account: string, snapshot: QuotaSnapshot | undefined): void {
@@ -582,4 +604,10 @@ function perScrape<T>(read: () => Promise<T>): () => Promise<T> {
     });
     return pending;
   };
+}
+
+/** The exemplar of an observation: the active trace's id, when one is sampled (tracing on). */
+function exemplar(): Record<string, string> {
+  const traceId = activeTraceId();
+  return traceId === undefined ? {} : { trace_id: traceId };
 }

@@ -13,6 +13,7 @@ import { CostLedger } from './queue/costs.js';
 import { Feeder } from './queue/feeder.js';
 import { InFlight } from './queue/inflight.js';
 import { PlateSettle } from './queue/plate-settle.js';
+import { PlateTraces } from './queue/plate-traces.js';
 import { PollLearner } from './queue/poll-schedule.js';
 import { KeyPools } from './queue/pool.js';
 import { Scheduler } from './queue/scheduler.js';
@@ -22,6 +23,7 @@ import { connectRedis, preflightRedis } from './redis/connection.js';
 import type { RedisHealth } from './redis/health.js';
 import { VqbKeys } from './redis/keys.js';
 import { ensureLayout } from './redis/layout.js';
+import { tracing } from './telemetry/index.js';
 import type { Resolve } from './webhooks/address.js';
 import { WebhookOutbox } from './webhooks/outbox.js';
 
@@ -85,6 +87,7 @@ export function queueServicesOn(
   );
   const pools = new KeyPools(accounts, scheduler, batches, now);
   feeder.pools = pools;
+  if (tracing()) feeder.traces = new PlateTraces(redis, keys);
   return {
     config,
     redis,

@@ -12,6 +12,7 @@ import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
 import type { BatchSource } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
+import { SPAN, spanned } from '../telemetry/index.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';
 import { type IngestResult, ingest, tooManyForInteractive } from './ingest.js';
@@ -203,27 +204,32 @@ export async function enqueue(
       throw new InputError('DEADLINE_NOT_FEASIBLE', `${refuse}; refused as asked: nothing was stored or sent`);
     judged = estimated.deadline;
   }
-  const result = await ingestLine(() =>
-    ingest(
-      services,
-      {
-        id: p.id,
-        digest: p.digest,
-        source: input.source,
-        name: p.name,
-        extraColumns: p.extraColumns,
-        account: p.account,
-        ...(p.pool !== undefined ? { pool: p.pool } : {}),
-        ...(options.metadata ? { metadata: options.metadata } : {}),
-        ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
-        ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-        ...(options.priority !== undefined ? { priority: options.priority } : {}),
-        ...(options.weight !== undefined ? { weight: options.weight } : {}),
-        ...(p.deadline !== undefined ? { deadline: p.deadline } : {}),
-        ...(p.callbackUrl !== undefined ? { callbackUrl: p.callbackUrl } : {}),
-        ...(hooks.onLockWait ? { onLockWait: hooks.onLockWait } : {}),
-      },
-      p.rows,
+  // Tracing: the batch is a span of its own (under the door's: an API request's, say), and each
+  // of its plates a trace of its own linked to it (ingest.ts).
+  const traced = { 'vqb.batch.id': p.id, 'vqb.account.id': p.account, 'vqb.door': input.source };
+  const result = await spanned(SPAN.batch, traced, () =>
+    ingestLine(() =>
+      ingest(
+        services,
+        {
+          id: p.id,
+          digest: p.digest,
+          source: input.source,
+          name: p.name,
+          extraColumns: p.extraColumns,
+          account: p.account,
+          ...(p.pool !== undefined ? { pool: p.pool } : {}),
+          ...(options.metadata ? { metadata: options.metadata } : {}),
+          ...(p.maxCreates !== undefined ? { maxCreates: p.maxCreates } : {}),
+          ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+          ...(options.priority !== undefined ? { priority: options.priority } : {}),
+          ...(options.weight !== undefined ? { weight: options.weight } : {}),
+          ...(p.deadline !== undefined ? { deadline: p.deadline } : {}),
+          ...(p.callbackUrl !== undefined ? { callbackUrl: p.callbackUrl } : {}),
+          ...(hooks.onLockWait ? { onLockWait: hooks.onLockWait } : {}),
+        },
+        p.rows,
+      ),
     ),
   );
   return judged ? { ...result, deadline: judged } : result;

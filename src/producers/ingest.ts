@@ -13,6 +13,7 @@ import { PlateDeduper } from './dedup.js';
 export { batchIdFor } from './batch-id.js';
 
 import { archiveFor } from '../sinks/export.js';
+import { startPlateTraces, tracing } from '../telemetry/index.js';
 import type { InputRow } from './types.js';
 
 const CHUNK = 1_000;
@@ -157,15 +158,34 @@ async function ingestRows(
       throw tooManyForInteractive(config.interactiveMax);
     chunk.push(judged);
     if (chunk.length >= CHUNK) {
-      await batches.addRows(batch, chunk, services.scheduler);
+      await addTraced(services, batch, chunk);
       await refreshLock();
       chunk = [];
     }
   }
-  await batches.addRows(batch, chunk, services.scheduler);
+  await addTraced(services, batch, chunk);
   if (options.extraColumns) await batches.setExtraColumns(batch, [...options.extraColumns]);
   await batches.seal(batch);
   return services.batchViews.get(batch);
+}
+
+/**
+ * Stores a chunk of rows and schedules its plates; tracing on, each queued plate starts a trace of
+ * its own here (linked to the batch's span), its context kept beside it for its wait.
+ */
+async function addTraced(services: QueueServices, batch: BatchInfo, chunk: IngestRow[]): Promise<void> {
+  const traces = services.feeder.traces;
+  if (traces === undefined || !tracing()) return services.batches.addRows(batch, chunk, services.scheduler);
+  const plates = chunk.flatMap((row) => (row.kind === 'queued' ? [row.plate] : []));
+  const attributes = { 'vqb.account.id': batch.account, 'vqb.batch.id': batch.id, 'vqb.door': batch.source };
+  const roots = startPlateTraces(plates, attributes, services.config.tracePlates);
+  try {
+    // Kept before the plates are listed: a feed may pick them the moment they are.
+    await traces.keep(batch, roots.carried, Date.now());
+    await services.batches.addRows(batch, chunk, services.scheduler);
+  } finally {
+    roots.end();
+  }
 }
 
 /** TOO_MANY_FOR_INTERACTIVE, in the words every door uses (`plates`: how many the input holds, when counted). */

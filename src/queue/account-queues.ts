@@ -6,6 +6,7 @@ import { type JobsOptions, Queue } from 'bullmq';
 import type { Account, Config } from '../config.js';
 import type { RedisClient } from '../redis/connection.js';
 import { accountQueueName } from '../redis/keys.js';
+import { withQueueTelemetry } from '../telemetry/index.js';
 import type { PlateJobData, PriorityClass } from './types.js';
 
 export const JOB_NAME = 'plate';
@@ -75,5 +76,6 @@ export function openAccountQueue(
     // QueueEvents), so 1,000 recent events for a person looking, not BullMQ's 10,000
     // (about a megabyte of Redis per account queue).
     streams: { events: { maxLen: EVENTS_KEPT } },
+    ...withQueueTelemetry(),
   });
 }

@@ -7,11 +7,22 @@
 import { type Account, perSecond } from '../accounts/account.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
+import { jobMetadataOf, recordWait, tracing } from '../telemetry/index.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
+import type { PlateTraces } from './plate-traces.js';
 import type { KeyPools } from './pool.js';
 import { type DeadlinePace, lentOf, type Picked, type QueueKeys, type Scheduler } from './scheduler.js';
+
+/** Why a plate waited in the scheduler (its wait span's `vqb.wait.reason`), weakest first. */
+const WAIT_WHY = ['pace', 'share', 'deadline', 'hold', 'first_contact'] as const;
+type WaitWhy = (typeof WAIT_WHY)[number];
+
+/** BullMQ's telemetry option of a job that carries its plate's trace (bullmq-otel's metadata). */
+function withMetadata(metadata: string | undefined): { telemetry?: { metadata: string } } {
+  return metadata === undefined ? {} : { telemetry: { metadata } };
+}
 
 /** Staged picks older than this lost their feeder in a crash: their jobs are added again (a no-op when they exist). */
 const STAGED_STALE_MS = 30_000;
@@ -58,6 +69,9 @@ export class Feeder {
   readonly #now: () => number;
   /** The pools of keys (queue/pool.ts), set once built (services.ts); none: every account serves. */
   pools: Pick<KeyPools, 'serving'> | undefined;
+  /** Tracing on: where plates' trace contexts wait (queue/plate-traces.ts), set once built (services.ts). */
+  traces: PlateTraces | undefined;
+  readonly #lastWhy = new Map<string, WaitWhy>();
   /** Where the wake channel is published (none in unit tests that only compute rests). */
   readonly #wake: { redis: RedisClient; keys: VqbKeys } | undefined;
   readonly #answerTime: AnswerTime | undefined;
@@ -183,7 +197,11 @@ export class Feeder {
       this.#now(),
       pace,
     );
-    await this.#add(account, queue, picked);
+    const why =
+      this.traces === undefined || !tracing()
+        ? 'pace'
+        : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
+    await this.#add(account, queue, picked, why);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
 
@@ -206,8 +224,55 @@ export class Feeder {
     return stale.length;
   }
 
-  async #add(account: Account, queue: PlateQueue, picked: readonly Picked[]): Promise<void> {
+  /**
+   * Tracing: why the account's plates waited in the scheduler, as seen at this feed and the one
+   * before (the stronger of the two): first contact, a hold (a 429's, a spending cap's, a pool's),
+   * a deadline batch going first, batches sharing the account, or else the account's pace.
+   */
+  async #waitWhy(accountId: string, meeting: boolean, held: boolean, picked: readonly Picked[]): Promise<WaitWhy> {
+    const seen: WaitWhy = meeting
+      ? 'first_contact'
+      : held
+        ? 'hold'
+        : (await this.#scheduler.deadlines(accountId)).length > 0
+          ? 'deadline'
+          : new Set(picked.map((p) => p.batchId)).size > 1
+            ? 'share'
+            : 'pace';
+    const before = this.#lastWhy.get(accountId) ?? 'pace';
+    this.#lastWhy.set(accountId, seen);
+    return WAIT_WHY.indexOf(seen) >= WAIT_WHY.indexOf(before) ? seen : before;
+  }
+
+  /** Tracing: each picked plate's wait in the scheduler, ended now; what its job carries on (BullMQ's metadata). */
+  async #waits(account: Account, picked: readonly Picked[], why: WaitWhy): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (this.traces === undefined || !tracing() || picked.length === 0) return out;
+    const byBatch = new Map<string, Picked[]>();
+    for (const p of picked) byBatch.set(p.batchId, [...(byBatch.get(p.batchId) ?? []), p]);
+    for (const [listed, plates] of byBatch) {
+      const lent = lentOf(listed);
+      const batch = { id: lent?.batchId ?? listed, account: lent?.home ?? account.id };
+      const carried = await this.traces.take(
+        batch,
+        plates.map((p) => p.plate),
+      );
+      for (const [plate, { traceparent, since }] of carried) {
+        const waited = recordWait(traceparent, since, {
+          'vqb.wait.reason': why,
+          'vqb.wait.ms': Math.max(0, this.#now() - since),
+          'vqb.account.id': account.id,
+          'vqb.batch.id': batch.id,
+        });
+        if (waited !== undefined) out.set(jobIdFor(batch.id, plate), jobMetadataOf(waited));
+      }
+    }
+    return out;
+  }
+
+  async #add(account: Account, queue: PlateQueue, picked: readonly Picked[], why: WaitWhy = 'pace'): Promise<void> {
     if (picked.length === 0) return;
+    const carried = await this.#waits(account, picked, why);
     await queue.addBulk(
       picked.map((p) => {
         // A pooled batch's plate taken by this key from its home's list: the job runs on this
@@ -218,7 +283,11 @@ export class Feeder {
         return {
           name: JOB_NAME,
           data: lent ? { ...data, account: lent.home, key: account.id } : data,
-          opts: { jobId: jobIdFor(batchId, p.plate), priority: createPriority(p.cls) },
+          opts: {
+            jobId: jobIdFor(batchId, p.plate),
+            priority: createPriority(p.cls),
+            ...withMetadata(carried.get(jobIdFor(batchId, p.plate))),
+          },
         };
       }),
     );

@@ -28,6 +28,7 @@
 // | G:cost:<day>                     | hash   | queue/costs.ts (days counted before this layout, read only) |
 // | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
 // | A:series:batch:<id>, A:series:account | list | queue/series.ts (the console's charts: bounded samples) |
+// | A:batch:<id>:traces              | hash   | queue/plate-traces.ts (tracing on: plate → its trace context) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
@@ -167,6 +168,11 @@ export class VqbKeys {
 
   ingestLock(b: BatchRef): string {
     return `${this.batch(b)}:ingest`;
+  }
+
+  /** Hash, tracing on only: plate → its W3C traceparent and when it entered the scheduler (queue/plate-traces.ts). */
+  plateTraces(b: BatchRef): string {
+    return `${this.batch(b)}:traces`;
   }
 
   /** String: the id of the account's batch made from this content (sha256), whichever door it came through. */

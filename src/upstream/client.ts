@@ -3,6 +3,7 @@
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
 import { isVqbError } from '../errors.js';
+import { type Attributes, annotate, tracing } from '../telemetry/index.js';
 import type { AnswerMapping, KeptAnswer } from './answers.js';
 import { type Billing, billingFrom } from './billing.js';
 import {
@@ -308,7 +309,19 @@ export class UpstreamClient {
       ...(error ? { error } : {}),
     };
     for (const observer of this.#observers) observer(event);
+    if (tracing()) annotate(answerAttributes(status, error));
   }
+}
+
+/** Tracing: what the create's or poll's span carries of the answer (never its body, never the key). */
+function answerAttributes(status: number, error?: UpstreamError): Attributes {
+  const retryAfterMs = (error as { retryAfterMs?: number } | undefined)?.retryAfterMs;
+  return {
+    'http.response.status_code': status,
+    ...(status === 429 ? { 'vqb.upstream.rate_limited': true } : {}),
+    ...(retryAfterMs !== undefined ? { 'vqb.upstream.retry_after_ms': retryAfterMs } : {}),
+    ...(error ? { 'vqb.upstream.error': error.code } : {}),
+  };
 }
 
 /**

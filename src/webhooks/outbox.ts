@@ -10,6 +10,7 @@ import type { BatchViews } from '../queue/batch/view.js';
 import { type AccountPause, OPERATOR_PAUSE } from '../queue/line.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
+import { withQueueTelemetry } from '../telemetry/index.js';
 import { type Resolve, systemResolve } from './address.js';
 import { DeliveryLog, type DeliveryRecord } from './deliveries.js';
 import {
@@ -92,6 +93,7 @@ export class WebhookOutbox {
         removeOnComplete: { age: KEEP_SECONDS },
         removeOnFail: { age: KEEP_SECONDS },
       },
+      ...withQueueTelemetry(),
     });
     // A failed add() reaches its caller, and the connection's own watcher logs outages once per
     // change of state: without a listener BullMQ would print every reconnect error to stderr.

@@ -16,6 +16,7 @@ import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../queue/line.js
 import type { KeyPools } from '../queue/pool.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import type { PlateJobData, PriorityClass } from '../queue/types.js';
+import { annotate, SPAN, spanned } from '../telemetry/index.js';
 import { dateText, spanText } from '../time-text.js';
 import type { QuotaSnapshot, SendOptions } from '../upstream/client.js';
 import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../upstream/errors.js';
@@ -188,7 +189,11 @@ export class AccountFlow {
   }
 
   /** A poll: only the pace decides. */
-  async admitPoll(cls: PriorityClass): Promise<SendAdmission> {
+  admitPoll(cls: PriorityClass): Promise<SendAdmission> {
+    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitPoll(cls)).then(verdict);
+  }
+
+  async #admitPoll(cls: PriorityClass): Promise<SendAdmission> {
     const priority = pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs, urgent) =>
       this.#d.line.slot(horizonMs, undefined, urgent),
@@ -287,7 +292,7 @@ export class AccountFlow {
     let slot: { due: number; at: string } | undefined;
     return {
       ready: async () => {
-        slot = await this.#ready(admission, heldMs);
+        slot = await spanned(SPAN.slotWait, { 'vqb.slot.phase': 'send' }, () => this.#ready(admission, heldMs));
       },
       written: () => {
         if (slot) this.#written(slot);
@@ -364,7 +369,13 @@ export class AccountFlow {
    * create that waited in the worker for its slot and was then refused by the cap would have
    * held a worker slot the polls that drain the pipeline need, and wasted the account's slot.
    */
-  async admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
+  admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
+    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitCreate(jobId, data)).then(
+      verdict,
+    );
+  }
+
+  async #admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
     const priority = createPriority(data.cls);
     // First contact: one create in flight until one plate was understood end to end.
     const cap = (await this.contact.meeting()) ? 1 : undefined;
@@ -656,4 +667,10 @@ export class AccountFlow {
     const streak = await this.#d.line.streak();
     return backoffDelay(streak - 1, 1_000, 5 * 60_000, this.#random);
   }
+}
+
+/** Tracing: what the admission said, on the create's or poll's span (go, later, inflight, cap, finished). */
+function verdict<A extends Admission>(admission: A): A {
+  annotate({ 'vqb.slot.verdict': admission.go ? 'go' : admission.why });
+  return admission;
 }

@@ -18,12 +18,14 @@ import type { FenceResult, JobFence } from '../queue/job-fence.js';
 import { answeredWithin, firstContactPollDelay, nextPollDelay, type PollLearner } from '../queue/poll-schedule.js';
 import { batchOf, type OutcomeError, type PlateJobData } from '../queue/types.js';
 import { isRedisDown, isRedisFull } from '../redis/health.js';
+import { endStep, keepContext, SPAN, spanned, type Within } from '../telemetry/index.js';
 import type { KeptAnswer } from '../upstream/answers.js';
 import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../upstream/client.js';
 import { type AnyUpstreamError, isUpstreamError, type UnrecognisedAnswerError } from '../upstream/errors.js';
 import type { QueryOutcome } from '../upstream/response.js';
 import { decide, wasSent } from './actions.js';
 import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } from './flow.js';
+import { jobAttributes } from './job-attributes.js';
 import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
 import type { PollRoom } from './poll-room.js';
 import type { Recorder } from './recorder.js';
@@ -105,6 +107,8 @@ export class PlateProcessor {
   readonly #random: () => number;
   /** The stop that ends the waits of polls waiting in this worker (see #pollAt). */
   readonly #stop = new AbortController();
+  /** Each job's activation context (tracing), to run its next poll under: see #pollAt. */
+  readonly #activation = new WeakMap<PlateJob, Within>();
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
@@ -136,7 +140,10 @@ export class PlateProcessor {
     if (data.step !== 'create' && (await this.#d.recorder.finishedBefore(job))) return { status: 'exists' };
     try {
       if (data.step === 'unread') return await this.#reread(job, token, log);
-      return data.step === 'poll' ? await this.#poll(job, token, log) : await this.#create(job, token, log);
+      // Tracing: a poll made after a wait in this worker is a sibling of the step before it.
+      this.#activation.set(job, keepContext());
+      if (data.step === 'poll') return await this.#poll(job, token, log);
+      return await spanned(SPAN.create, jobAttributes(data), () => this.#create(job, token, log), true);
     } catch (err) {
       if (isControlFlow(err)) throw err;
       if (isUpstreamError(err)) return await this.#onUpstreamError(job, err, log);
@@ -419,7 +426,12 @@ export class PlateProcessor {
     throw new LostJob();
   }
 
-  async #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
+  #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
+    const attributes = { ...jobAttributes(job.data), 'vqb.poll.number': job.data.polls + 1 };
+    return spanned(SPAN.poll, attributes, () => this.#pollOnce(job, token, log), true);
+  }
+
+  async #pollOnce(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
     const data = job.data;
     const queryId = data.queryId!;
     const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
@@ -545,6 +557,8 @@ export class PlateProcessor {
    * delayed set. Either way a crash loses nothing: the next activation polls the stored id.
    */
   async #pollAt(job: PlateJob, token: string | undefined, at: number, log: Logger): Promise<JobResult> {
+    // The step that led here (its create or poll) is over: its span ends now, not after the wait.
+    endStep();
     const wait = Math.max(0, at - this.#now());
     const signal = this.#stop.signal;
     const room = this.#d.pollRoom;
@@ -557,7 +571,8 @@ export class PlateProcessor {
       } finally {
         room.leave();
       }
-      if (!signal.aborted && performance.now() - planned <= OVERSLEPT_MS) return this.#poll(job, token, log);
+      if (!signal.aborted && performance.now() - planned <= OVERSLEPT_MS)
+        return (this.#activation.get(job) ?? now)(() => this.#poll(job, token, log));
     }
     return this.#sleepUntil(job, token, at, 'answer-stored');
   }
@@ -666,3 +681,5 @@ export class PlateProcessor {
     return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   }
 }
+
+const now: Within = (fn) => fn();

@@ -13,6 +13,8 @@ import type { ReuseStore, StoredResult } from '../queue/reuse.js';
 import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../queue/types.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../redis/health.js';
 import type { BatchRef } from '../redis/keys.js';
+import { SPAN, spanned } from '../telemetry/index.js';
+import { jobAttributes } from './job-attributes.js';
 
 export interface RecorderDeps {
   outcomes: OutcomeStore;
@@ -174,13 +176,31 @@ export class Recorder {
    * step with the job's in-flight slot given back and `count` (the answer that ended the plate,
    * paid whoever stores its outcome) counted.
    */
-  async record(
+  /** Stores the plate's outcome, in a span of its own when tracing (its status, never its result). */
+  record(
     job: PlateJob,
     data: PlateJobData,
     error: OutcomeError | undefined,
     result?: unknown,
     extra: Partial<Outcome> = {},
     count: CostField[] = [],
+  ): Promise<RecordResult> {
+    const attributes = {
+      ...jobAttributes(data),
+      'vqb.plate.outcome': error ? 'failed' : 'done',
+      ...(error ? { 'vqb.error.code': error.code } : {}),
+      ...(error?.httpStatus !== undefined ? { 'http.response.status_code': error.httpStatus } : {}),
+    };
+    return spanned(SPAN.store, attributes, () => this.#record(job, data, error, result, extra, count));
+  }
+
+  async #record(
+    job: PlateJob,
+    data: PlateJobData,
+    error: OutcomeError | undefined,
+    result: unknown,
+    extra: Partial<Outcome>,
+    count: CostField[],
   ): Promise<RecordResult> {
     const outcome: Outcome = {
       batchId: data.batchId,

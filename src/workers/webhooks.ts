@@ -21,6 +21,7 @@ import type { Config } from '../config.js';
 import { noMetrics, type WebhookResult, type WorkerMetrics } from '../metrics.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { RedisHealth } from '../redis/health.js';
+import { annotate, SPAN, spanned, withQueueTelemetry } from '../telemetry/index.js';
 import type { Resolve } from '../webhooks/address.js';
 import { DELIVERY_FAILURES, type DeliveryLog, type DeliveryRecord } from '../webhooks/deliveries.js';
 import { type WebhookJobData, webhookQueueName } from '../webhooks/outbox.js';
@@ -98,7 +99,11 @@ export function startWebhookWorker(
       log.warn({ host: new URL(data.url).host }, 'webhook not sent: its host is no longer on the allow-list');
       throw new UnrecoverableError(DELIVERY_FAILURES.host_not_allowed);
     }
-    const result = await sender.send(data);
+    const result = await spanned(SPAN.webhook, deliveryAttributes(data, attempt), async () => {
+      const sent = await sender.send(data);
+      annotate({ 'http.response.status_code': sent.status ?? 0, 'vqb.webhook.ok': sent.ok });
+      return sent;
+    });
     const status = result.status !== undefined ? { lastStatus: result.status } : {};
     if (result.ok) {
       await note({ state: 'delivered', ...status, deliveredAt: now() });
@@ -132,6 +137,7 @@ export function startWebhookWorker(
     connection: deps.connection,
     prefix: config.prefix,
     concurrency: CONCURRENCY,
+    ...withQueueTelemetry(),
     lockDuration: Math.max(config.locks.lockDurationMs, timeoutMs * 2),
     stalledInterval: config.locks.stalledIntervalMs,
   });
@@ -144,4 +150,14 @@ export function startWebhookWorker(
     sender.close().catch(() => {});
   });
   return worker;
+}
+
+/** What a delivery's span carries: the event, the attempt, its batch and account; never the URL's query or the body. */
+function deliveryAttributes(data: WebhookJobData, attempt: number): Record<string, string | number> {
+  return {
+    'vqb.webhook.event': data.type,
+    'vqb.webhook.attempt': attempt,
+    ...(data.batchId !== undefined ? { 'vqb.batch.id': data.batchId } : {}),
+    ...(data.account !== undefined ? { 'vqb.account.id': data.account } : {}),
+  };
 }

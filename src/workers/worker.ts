@@ -24,6 +24,7 @@ import { RedisHealth } from '../redis/health.js';
 import type { BatchRef } from '../redis/keys.js';
 import { type QueueServices, queueServicesOn } from '../services.js';
 import { settlesWithin } from '../settle.js';
+import { withQueueTelemetry } from '../telemetry/index.js';
 import { UpstreamClient } from '../upstream/client.js';
 import { createKeyProvider } from '../upstream/key.js';
 import { answerReader } from '../upstream/response.js';
@@ -79,7 +80,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   });
   if (deps.metrics) {
     const metrics = deps.metrics;
-    client.onRequest((event) => metrics.request(account.id, event.operation, event.status));
+    client.onRequest((event) => metrics.request(account.id, event.operation, event.status, event.answerMs));
   }
   const flow = new AccountFlow({
     line,
@@ -143,6 +144,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       // Shared by every account's Worker in this process; none holds a blocking connection of its
       // own: the doorbell wakes them (src/workers/doorbell.ts).
       connection: blocking,
+      ...withQueueTelemetry(),
       // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
       prefix: queue.opts.prefix!,
       // VQ_CONCURRENCY jobs at work, or more for the account's rate; polls waiting for their time

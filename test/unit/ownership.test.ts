@@ -24,6 +24,7 @@ const OWNERS: Record<string, string> = {
   rows: 'src/queue/batch/',
   ingestLock: 'src/queue/batch/',
   batchContent: 'src/queue/batch/',
+  plateTraces: 'src/queue/plate-traces.ts',
   account: 'src/queue/line.ts',
   pace: 'src/queue/line.ts',
   paceHold: 'src/queue/line.ts',
