@@ -74,8 +74,7 @@ export function startHousekeeping(
         else if (fed === 0) {
           const restMs = services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2);
           restUntil.set(accountId, { until: at + restMs, rate });
-        }
-        else restUntil.delete(accountId);
+        } else restUntil.delete(accountId);
         busy.add(accountId);
         runs.busy(accountId);
         // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here
