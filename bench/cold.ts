@@ -7,6 +7,8 @@
 // runs it (`gate`: shorter windows, under 3 minutes on 2 cores); `--full` runs the issue's figures.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -277,12 +279,16 @@ async function measureContact(plates: number, concurrency: number): Promise<Cont
  * vqb on an empty Redis: one `vqb work` with VQ_CONCURRENCY `concurrency`, one batch of `plates`
  * through the library, nothing else configured; first contact included.
  */
-async function measureVqb(plates: number, concurrency: number): Promise<BatchRun> {
+async function measureVqb(
+  plates: number,
+  concurrency: number,
+  workerEnv: Record<string, string> = {},
+): Promise<BatchRun> {
   return onOwnRedis((place) =>
     withTempDir(async (dir) => {
       const sim = await simOf(ONE_KEY);
       const settings = { ...(await settingsFor(place, sim, ONE_KEY, dir)), VQ_CONCURRENCY: String(concurrency) };
-      const worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info' });
+      const worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info', ...workerEnv });
       const vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides });
       try {
         const a = await place.probe.snapshot();
@@ -704,6 +710,49 @@ async function measureFirstBatch(): Promise<{ cold: BatchRun; warm: BatchRun }> 
   );
 }
 
+/**
+ * What tracing costs (issue 47): the same cold batch twice, the worker's OpenTelemetry off (no
+ * OTEL_* set: the SDK is not loaded) and on at ratio 1.0, exporting OTLP/HTTP to a receiver here
+ * that takes and drops everything. `npm run bench -- --cold --tracing`.
+ */
+export async function measureTracingCost(plates: number, log: (line: string) => void): Promise<ColdFigure[]> {
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const { port } = receiver.address() as AddressInfo;
+  try {
+    const off = await measureVqb(plates, 20);
+    log(`  tracing off: ${JSON.stringify(off)}`);
+    const on = await measureVqb(plates, 20, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_TRACES_SAMPLER: 'always_on',
+      OTEL_SERVICE_NAME: 'vqb-bench',
+    });
+    log(`  tracing on: ${JSON.stringify(on)}`);
+    return [
+      {
+        name: 'tracing on (ratio 1.0): CPU per plate ÷ tracing off',
+        value: round(on.cpuMsPerPlate / off.cpuMsPerPlate),
+        kind: 'max',
+        threshold: 1.3,
+        note: `${on.cpuMsPerPlate} vs ${off.cpuMsPerPlate} ms`,
+      },
+      {
+        name: 'tracing on: Redis commands per plate ÷ tracing off',
+        value: round(on.commandsPerPlate / off.commandsPerPlate),
+        kind: 'max',
+        threshold: 1.1,
+        note: `${on.commandsPerPlate} vs ${off.commandsPerPlate}`,
+      },
+    ];
+  } finally {
+    receiver.close();
+  }
+}
+
 /** The figures as a table (Markdown, for bench/RESULTS.md and the log). */
 export function coldTable(results: ColdResults): string {
   const rows = results.figures.map(
@@ -714,11 +763,13 @@ export function coldTable(results: ColdResults): string {
 }
 
 /** `npm run bench -- --cold [--full]`: the gate; exit 1 naming every figure that misses. */
-export async function coldMain(full: boolean): Promise<number> {
+export async function coldMain(full: boolean, tracing = false): Promise<number> {
   const log = (line: string) => void process.stderr.write(`${line}\n`);
   const mode = full ? 'full' : 'gate';
   log(`cold-start ${mode}: every scenario from an empty Redis of its own, answers of 1-3 s`);
-  const results = await runColdGate(mode, log);
+  const results: ColdResults = tracing
+    ? { date: new Date().toISOString(), mode, durationS: 0, figures: await measureTracingCost(300, log), runs: {} }
+    : await runColdGate(mode, log);
   const out = fileURLToPath(new URL('../../out/bench/', import.meta.url));
   await mkdir(out, { recursive: true });
   await writeFile(join(out, `cold-${mode}.json`), `${JSON.stringify(results, null, 2)}\n`);

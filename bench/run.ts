@@ -58,7 +58,8 @@ const ALIASES: Record<string, Step[]> = {
 const USAGE = `node dist/bench/run.js [--quick] [--only ${STEPS.join('|')}[,…]] | --cold [--full]
   --cold    the cold-start gate: each scenario from an empty Redis against answers of 1-3 s, checked
             against bench/cold-thresholds.json (exit 1 naming each figure that misses); --full: the
-            issue's longer windows and sizes
+            issue's longer windows and sizes; --tracing: the same cold batch with OpenTelemetry
+            off and on (ratio 1.0), CPU and Redis commands per plate
   --quick   scaled down (10 s windows and intervals, 200-plate batch, 100k-row ingest, 100 accounts in many
             and cluster) for smoke tests
   --only    run only these steps (requests → makespan, footprint → makespan + ingest, memory and
@@ -125,6 +126,7 @@ async function main(): Promise<number> {
       only: { type: 'string' },
       cold: { type: 'boolean' },
       full: { type: 'boolean' },
+      tracing: { type: 'boolean' },
       help: { type: 'boolean' },
     },
     strict: true,
@@ -134,7 +136,7 @@ async function main(): Promise<number> {
     return 0;
   }
   // The cold-start gate: its own redis-servers and simulators, its own thresholds (bench/cold.ts).
-  if (values.cold) return coldMain(values.full === true);
+  if (values.cold) return coldMain(values.full === true, values.tracing === true);
   const quick = values.quick === true;
   const steps = selectedSteps(values.only);
   const s = scale(quick);

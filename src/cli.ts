@@ -53,9 +53,11 @@ function overridesFrom(flags: CommandContext['flags']): Overrides {
   return overrides;
 }
 
-async function loadCommands(): Promise<Record<string, Command>> {
-  const { COMMANDS } = await import('./commands/index.js');
-  return COMMANDS;
+/** The named command alone, when it is one; else every command (help, a name to correct). */
+async function commandsFor(name: string | undefined): Promise<Record<string, Command>> {
+  const { COMMAND_LOADERS, loadCommands } = await import('./commands/index.js');
+  const load = name === undefined ? undefined : COMMAND_LOADERS[name];
+  return load && name !== undefined ? { [name]: await load() } : loadCommands();
 }
 
 function helpText(commands: Record<string, Command>): string {
@@ -196,12 +198,12 @@ function portInUse(err: unknown): VqbError | undefined {
 }
 
 export async function main(argv: string[], io: CliIo = defaultIo()): Promise<number> {
-  const commands = await loadCommands();
   const { name, rest } = leadingFlags(argv);
   if (name === '--version' || name === '-v' || name === 'version') {
     io.stdout.write(`vqb ${version()}\n`);
     return 0;
   }
+  const commands = await commandsFor(name);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     io.stdout.write(`${helpText(commands)}\n`);
     return name ? 0 : 2;

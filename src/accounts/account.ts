@@ -14,6 +14,7 @@ import { ACCOUNT_ID } from '../redis/keys.js';
 import type { ApiKeySource, RateLimit, TokenSource } from '../setting-values.js';
 import { parseRateLimit, Secret } from '../setting-values.js';
 import { type AnswerMapping, isPointer, NO_MAPPING } from '../upstream/answers.js';
+import { createKeyProvider } from '../upstream/key.js';
 
 export interface Account {
   /** Lower-case letters, digits, `_` and `-`; it names the account's queue and Redis keys. */
@@ -358,4 +359,10 @@ export function requireAccountUpstream(account: Account): { baseUrl: string; api
     );
   }
   return { baseUrl: account.baseUrl, apiKey: account.apiKey };
+}
+
+/** The base URL and key of `account`, the key read now; a ConfigError when it has none. */
+export async function accountKey(account: Account): Promise<{ baseUrl: string; key: string }> {
+  const { baseUrl, apiKey } = requireAccountUpstream(account);
+  return { baseUrl, key: await createKeyProvider(apiKey)() };
 }

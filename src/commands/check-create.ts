@@ -3,7 +3,7 @@
 // read an answer, the answer's fields are listed as JSON Pointers with the mapping settings that
 // would read it: the way to set the mapping in one step, for one query's price.
 import { createInterface } from 'node:readline/promises';
-import { type Account, requireAccountUpstream } from '../accounts/account.js';
+import { type Account, accountKey } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
@@ -14,18 +14,12 @@ import { createKeyProvider } from '../upstream/key.js';
 import { type AnswerReading, type RawAnswer, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import { answerReader } from '../upstream/response.js';
 import type { CommandContext } from './command.js';
-import { EXIT_BLOCKED } from './run.js';
+import { EXIT_BLOCKED } from './exit.js';
 
 /** Polls whose state is in no list before the check stops asking (the upstream will not change its words). */
 const UNKNOWN_STATE_POLLS = 3;
 /** Cut of a raw answer on the terminal. */
 const SHOWN_BYTES = 4 * 1024;
-
-/** The base URL and key of `account`; a ConfigError when it has none. */
-export async function accountKey(account: Account): Promise<{ baseUrl: string; key: string }> {
-  const { baseUrl, apiKey } = requireAccountUpstream(account);
-  return { baseUrl, key: await createKeyProvider(apiKey)() };
-}
 
 async function confirmed(ctx: CommandContext, question: string): Promise<boolean> {
   if (ctx.flags.yes === true) return true;

@@ -4,16 +4,15 @@
 // upstream that does not answer says that. Nothing is created; Redis is not needed.
 // `--create PLATE` (./check-create.ts) is the one paid check: one create, followed to its end.
 
-import { type Account, accountOf } from '../accounts/account.js';
+import { type Account, accountKey, accountOf } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { isVqbError, UsageError } from '../errors.js';
 import { saneTime } from '../upstream/bounds.js';
 import { PERMISSION_FOR } from '../upstream/errors.js';
 import { announcedLimit, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
-import { accountKey, checkCreate } from './check-create.js';
 import type { Command } from './command.js';
-import { EXIT_BLOCKED } from './run.js';
+import { EXIT_BLOCKED } from './exit.js';
 
 /** What a key check found, one word each (the `verdict` of `--json`). */
 export type KeyVerdict =
@@ -195,6 +194,9 @@ vqb check --create PLATE [--account A] [--yes]
     const config = ctx.config();
     const named = typeof ctx.flags.account === 'string' ? ctx.flags.account : undefined;
     if (typeof ctx.flags.create === 'string') {
+      // The paid check needs the queue's stores (Redis, BullMQ): loaded only when asked for, so a
+      // plain \`vqb check\` stays small (under 100 MB whatever the upstream sends: security.md).
+      const { checkCreate } = await import('./check-create.js');
       return checkCreate(ctx, config, accountOf(config, named), ctx.flags.create);
     }
     if (ctx.flags.yes) throw new UsageError('--yes only confirms --create PLATE');

@@ -1,34 +1,31 @@
-// The command table: name → module. Each command is a small module of its own.
-
-import { exportCommand, retryCommand } from './batch.js';
-import { budgetCommand, costCommand } from './budget.js';
-import { checkCommand } from './check.js';
+// The command table: name → module. Each command is a small module of its own, loaded when it is
+// run: \`vqb check\` loads what a check needs, not the run's workers and exports (\`vqb --help\`
+// loads them all, for their summaries).
 import type { Command } from './command.js';
-import { demoCommand } from './demo.js';
-import { pauseCommand, resumeCommand } from './pause.js';
-import { deleteCommand, pruneCommand } from './retention.js';
-import { runCommand } from './run.js';
-import { serveCommand } from './serve.js';
-import { simulateCommand } from './simulate.js';
-import { statusCommand } from './status.js';
-import { watchCommand } from './watch.js';
-import { workCommand } from './work.js';
 
-export const COMMANDS: Record<string, Command> = {
-  run: runCommand,
-  demo: demoCommand,
-  serve: serveCommand,
-  work: workCommand,
-  simulate: simulateCommand,
-  status: statusCommand,
-  pause: pauseCommand,
-  resume: resumeCommand,
-  export: exportCommand,
-  retry: retryCommand,
-  check: checkCommand,
-  budget: budgetCommand,
-  cost: costCommand,
-  prune: pruneCommand,
-  delete: deleteCommand,
-  watch: watchCommand,
+export const COMMAND_LOADERS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./run.js')).runCommand,
+  demo: async () => (await import('./demo.js')).demoCommand,
+  serve: async () => (await import('./serve.js')).serveCommand,
+  work: async () => (await import('./work.js')).workCommand,
+  simulate: async () => (await import('./simulate.js')).simulateCommand,
+  status: async () => (await import('./status.js')).statusCommand,
+  pause: async () => (await import('./pause.js')).pauseCommand,
+  resume: async () => (await import('./pause.js')).resumeCommand,
+  export: async () => (await import('./batch.js')).exportCommand,
+  retry: async () => (await import('./batch.js')).retryCommand,
+  check: async () => (await import('./check.js')).checkCommand,
+  budget: async () => (await import('./budget.js')).budgetCommand,
+  cost: async () => (await import('./budget.js')).costCommand,
+  prune: async () => (await import('./retention.js')).pruneCommand,
+  delete: async () => (await import('./retention.js')).deleteCommand,
+  watch: async () => (await import('./watch.js')).watchCommand,
 };
+
+/** Every command, loaded (for \`vqb --help\` and the docs' checks). */
+export async function loadCommands(): Promise<Record<string, Command>> {
+  const entries = await Promise.all(
+    Object.entries(COMMAND_LOADERS).map(async ([name, load]) => [name, await load()] as const),
+  );
+  return Object.fromEntries(entries);
+}

@@ -34,15 +34,14 @@ import { failureText } from '../webhooks/deliveries.js';
 import { checkCallbackUrl } from '../webhooks/target.js';
 import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
+import { EXIT_BLOCKED, EXIT_CAPPED, EXIT_STOPPED } from './exit.js';
 import { createProgress, createTicker, type Ticker } from './progress.js';
 import { askYes, onTerminal, paidQuestion } from './run-confirm.js';
 
-export const EXIT_STOPPED = 130;
+export { EXIT_BLOCKED, EXIT_CAPPED, EXIT_STOPPED };
+
 /** How long a stopped run waits for its running requests (--shutdown-timeout). */
 const DEFAULT_SHUTDOWN_MS = 30_000;
-export const EXIT_BLOCKED = 3;
-/** A run that stopped at a spending cap the user set: a normal outcome (its exports are written). */
-export const EXIT_CAPPED = errorCodeEntry('SPENDING_CAP_REACHED')!.exit;
 
 export interface RunOutcome {
   code: number;

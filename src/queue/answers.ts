@@ -92,7 +92,9 @@ export class AnswerBook {
   async learn(accountId: string, shape: AnswerShape, now: number, upstream?: string): Promise<boolean> {
     const key = this.#keys.answers(accountId);
     const text = JSON.stringify(shape);
-    this.#meeting.delete(accountId);
+    // What one account understood may end first contact for every account of its upstream.
+    if (upstream !== undefined) this.#meeting.clear();
+    else this.#meeting.delete(accountId);
     const first = (await this.#redis.hsetnx(key, 'shape', text)) === 1;
     if (first) await this.#redis.hset(key, 'at', String(now));
     if (upstream !== undefined) await this.#redis.hsetnx(this.#keys.upstreamAnswers(), upstream, text);

@@ -54,24 +54,33 @@ export function answeredWithin(body: unknown): number | undefined {
  * First contact (src/workers/first-contact.ts): the one plate in flight while an account meets its
  * upstream is polled early and often, so that meeting costs one answer time, not the slow end of
  * the answers (VQ_POLL_INITIAL, 15 s). Its first poll comes this soon after the create; each
- * later one after half the time elapsed (at least this long), at most a second apart within the
- * first FIRST_CONTACT_CLOSE_MS (an answer of 1-3 s is seen within half a second of it), then
- * half the elapsed time again: an answer of 15 s costs about a dozen polls, once per upstream.
+ * later one after half the time elapsed (at least this long, at most a second) within the first
+ * FIRST_CONTACT_CLOSE_MS, so an answer of 1-3 s is read within a second of it (7 polls to 3.5 s);
+ * then after as long again as has elapsed (7, 14, 28 s): an answer of 5-15 s costs 8-10 polls once
+ * per upstream, which a first batch of 20 plates at two requests a plate can pay within 2.5.
  */
 export const FIRST_CONTACT_POLL_MS = 250;
-const FIRST_CONTACT_CLOSE_MS = 5_000;
+const FIRST_CONTACT_CLOSE_MS = 3_500;
 
 /** Wait before the next poll of the first-contact plate, `elapsedMs` after its create. */
 export function firstContactPollDelay(elapsedMs: number): number {
-  const half = elapsedMs / 2;
-  return Math.round(Math.max(FIRST_CONTACT_POLL_MS, elapsedMs < FIRST_CONTACT_CLOSE_MS ? Math.min(half, 1_000) : half));
+  const close = elapsedMs < FIRST_CONTACT_CLOSE_MS;
+  return Math.round(Math.max(FIRST_CONTACT_POLL_MS, close ? Math.min(elapsedMs / 2, 1_000) : elapsedMs));
 }
 
 /**
- * The first plate's answer time seeds the estimate (when nothing was learned yet), this much
- * later: one sample of the answers, read as their slow end (the quantile the estimate aims at).
+ * Where the first plate's answer time `tookMs` starts the estimate: one sample says little of the
+ * answers' spread, and a first poll too early is paid for again while one too late only waits, so
+ * it starts at three times that sample but no later than VQ_POLL_INITIAL (the configured slow end;
+ * at least SEED_LEAST times the sample): answers of 1-3 s start at 3-9 s and come down to their
+ * 90 % point once STATED_NEEDED answer times are kept; answers of 5-15 s start at 15 s, so a first
+ * batch's plates are polled once each (issue 36's 2.5 requests a plate).
  */
-export const SEED_FACTOR = 1.25;
+export function seedMs(tookMs: number, initialMs: number): number {
+  return Math.max(tookMs * SEED_LEAST, Math.min(initialMs, tookMs * SEED_MOST));
+}
+const SEED_LEAST = 1.25;
+const SEED_MOST = 3;
 
 /** The first samples move the estimate this many times further, falling to 1 over GAIN_OVER samples. */
 export const FIRST_GAIN = 4;
@@ -175,13 +184,13 @@ export class PollLearner {
 
   /**
    * The first plate an account's upstream answered took `tookMs`: where the estimate starts, when
-   * nothing was learned yet for the product (SEED_FACTOR later). The 15 s prior is then never in
-   * force after a first answer.
+   * nothing was learned yet for the product (seedMs). The 15 s prior is then never in force after a
+   * first answer faster than a third of it.
    */
   async seed(product: string, tookMs: number): Promise<void> {
     if (!this.#poll.adaptive) return;
     const { minMs, maxMs } = firstPollBounds(this.#poll);
-    const ms = Math.min(maxMs, Math.max(minMs, tookMs * SEED_FACTOR));
+    const ms = Math.min(maxMs, Math.max(minMs, seedMs(tookMs, this.#poll.initialMs)));
     const offset = Math.log(ms / this.#poll.initialMs);
     if ((await this.#redis.hsetnx(this.#keys.learner(product), 'logOffset', String(offset))) === 1)
       this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });

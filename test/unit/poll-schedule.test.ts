@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { jitterAllowanceMs, pacingIntervalMs } from '../../src/accounts/account.js';
 import { loadConfig } from '../../src/config.js';
-import { firstPollBounds, isRelevant, learnStep, nextPollDelay, RELEVANCE } from '../../src/queue/poll-schedule.js';
+import {
+  firstContactPollDelay,
+  firstPollBounds,
+  isRelevant,
+  learnStep,
+  nextPollDelay,
+  RELEVANCE,
+  seedMs,
+} from '../../src/queue/poll-schedule.js';
 import {
   BadResponseError,
   ExpiredKeyError,
@@ -135,5 +143,30 @@ describe('failure table', () => {
     expect(decideJobFailure(STALLED_REASON, true)).toBe('JOB_STALLED');
     expect(decideJobFailure('boom', true)).toBeUndefined();
     expect(decideJobFailure('boom', false)).toBe('INTERNAL_ERROR');
+  });
+});
+
+describe('first contact', () => {
+  /** The polls of the plate that meets the upstream, as times after its create, up to `untilMs`. */
+  function pollsUntil(untilMs: number): number[] {
+    const at = [firstContactPollDelay(0)];
+    while (at.at(-1)! < untilMs) at.push(at.at(-1)! + firstContactPollDelay(at.at(-1)!));
+    return at;
+  }
+
+  it('reads an answer of 1-3 s within a second of it, and one of 5-15 s in at most 10 polls', () => {
+    for (let answer = 100; answer <= 3_000; answer += 100) {
+      const read = pollsUntil(answer).at(-1)!;
+      expect(read - answer).toBeLessThanOrEqual(1_000);
+    }
+    expect(pollsUntil(3_000)).toEqual([250, 500, 750, 1125, 1688, 2532, 3532]);
+    for (const answer of [5_000, 10_000, 15_000]) expect(pollsUntil(answer).length).toBeLessThanOrEqual(10);
+  });
+
+  it('starts the estimate at three times the first answer, no later than the configured start', () => {
+    expect(seedMs(2_000, 15_000)).toBe(6_000);
+    expect(seedMs(7_000, 15_000)).toBe(15_000);
+    // A configured start below the answer: never sooner than 1.25 times the answer.
+    expect(seedMs(7_000, 5_000)).toBe(8_750);
   });
 });
