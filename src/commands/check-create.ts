@@ -10,7 +10,6 @@ import { costOf, formatMoney } from '../money.js';
 import { checkPlate } from '../plates.js';
 import type { CostField } from '../queue/costs.js';
 import { withQueueServices } from '../services.js';
-import { createKeyProvider } from '../upstream/key.js';
 import { type AnswerReading, type RawAnswer, readAnswer, UpstreamProbe } from '../upstream/probe.js';
 import { answerReader } from '../upstream/response.js';
 import type { CommandContext } from './command.js';

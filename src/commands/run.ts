@@ -3,7 +3,6 @@ import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
-import { errorCodeEntry } from '../error-codes.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js';
