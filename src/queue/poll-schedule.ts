@@ -70,17 +70,18 @@ export function firstContactPollDelay(elapsedMs: number): number {
 
 /**
  * Where the first plate's answer time `tookMs` starts the estimate: one sample says little of the
- * answers' spread, and a first poll too early is paid for again while one too late only waits, so
- * it starts at three times that sample but no later than VQ_POLL_INITIAL (the configured slow end;
- * at least SEED_LEAST times the sample): answers of 1-3 s start at 3-9 s and come down to their
- * 90 % point once STATED_NEEDED answer times are kept; answers of 5-15 s start at 15 s, so a first
- * batch's plates are polled once each (issue 36's 2.5 requests a plate).
+ * answers' spread, and a first poll too early is paid for again while one too late only waits. It
+ * starts at twice that sample (answers of 1-3 s: 2-6 s, mostly within the 5 s a poll may wait in
+ * the worker instead of BullMQ's delayed set, whose round trips cost Redis about 25 commands a
+ * poll), and at VQ_POLL_INITIAL, the configured slow end, once the sample is a third of it or
+ * more (answers of 5-15 s start at 15 s, so a first batch's plates are polled once each: 2.5
+ * requests a plate at most, issue 36). Never sooner than 1.25 times the sample. Answer times the
+ * upstream states bring it to their 90 % point once STATED_NEEDED of them are kept.
  */
 export function seedMs(tookMs: number, initialMs: number): number {
-  return Math.max(tookMs * SEED_LEAST, Math.min(initialMs, tookMs * SEED_MOST));
+  return Math.max(tookMs * SEED_LEAST, tookMs * 3 >= initialMs ? initialMs : tookMs * 2);
 }
 const SEED_LEAST = 1.25;
-const SEED_MOST = 3;
 
 /** The first samples move the estimate this many times further, falling to 1 over GAIN_OVER samples. */
 export const FIRST_GAIN = 4;

@@ -163,8 +163,9 @@ describe('first contact', () => {
     for (const answer of [5_000, 10_000, 15_000]) expect(pollsUntil(answer).length).toBeLessThanOrEqual(10);
   });
 
-  it('starts the estimate at three times the first answer, no later than the configured start', () => {
-    expect(seedMs(2_000, 15_000)).toBe(6_000);
+  it('starts the estimate at twice the first answer, at the configured start once it is a third of it', () => {
+    expect(seedMs(2_000, 15_000)).toBe(4_000);
+    expect(seedMs(5_000, 15_000)).toBe(15_000);
     expect(seedMs(7_000, 15_000)).toBe(15_000);
     // A configured start below the answer: never sooner than 1.25 times the answer.
     expect(seedMs(7_000, 5_000)).toBe(8_750);
