@@ -60,7 +60,10 @@ describe('pools of keys', () => {
     h = await startHarness({ label: 'pools-quota', accounts: CONTRACT, sim: { completionMs: [50, 150] } });
     for (const a of CONTRACT)
       await h.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
-    const plates = makePlates(200);
+    // Enough to keep the keys busy well past their first seconds: before a per-second window is
+    // proven, a key spends only what the upstream says is left, so the shared quota's 429s (what
+    // says "one quota") come once both keys pace at the limit each announces.
+    const plates = makePlates(800);
     const { batch } = await ingestList(h.services, plates, { source: 'library', pool: 'contract' });
     let groups: string[][] = [];
     for (let i = 0; i < 300 && groups.length === 0; i++) {
