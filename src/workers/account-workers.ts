@@ -35,6 +35,8 @@ export class AccountWorkers {
   readonly #running = new Map<string, AccountRun & { idleSince: number | undefined }>();
   /** Runs stopping (idle accounts, or all at the process's stop), awaited by `closeAll`, forced by `forceAll`. */
   readonly #stopping = new Map<AccountRun, Promise<void>>();
+  /** The process is stopping: a Worker started now would take jobs no one finishes. */
+  #closed = false;
 
   constructor(accounts: Pick<Accounts, 'for'>, start: (account: AccountRecord) => AccountRun, now: () => number) {
     this.#accounts = accounts;
@@ -42,8 +44,9 @@ export class AccountWorkers {
     this.#now = now;
   }
 
-  /** The account has work: its Worker runs (started now if it was not). */
+  /** The account has work: its Worker runs (started now if it was not); none starts after `closeAll`. */
   busy(accountId: string): void {
+    if (this.#closed) return;
     const run = this.#running.get(accountId);
     if (run) run.idleSince = undefined;
     else this.#running.set(accountId, { ...this.#start(this.#accounts.for(accountId)), idleSince: undefined });
@@ -89,6 +92,7 @@ export class AccountWorkers {
 
   /** Stops every Worker (letting running jobs finish) and client. */
   async closeAll(): Promise<void> {
+    this.#closed = true;
     for (const run of this.#running.values()) this.#stop(run);
     this.#running.clear();
     await Promise.all(this.#stopping.values());

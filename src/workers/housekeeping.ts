@@ -86,16 +86,17 @@ export function startHousekeeping(
     for (const accountId of restUntil.keys()) if (!busy.has(accountId)) restUntil.delete(accountId);
     runs.retire(busy);
   };
-  let feeding = false;
+  // The pass in flight, awaited by stop(): a pass that ran on past the stop would start the Workers
+  // of its busy accounts again after they were closed (jobs taken, then left active at the exit).
+  let feeding: Promise<void> | undefined;
   const feedTimer = setInterval(() => {
     if (feeding) return;
-    feeding = true;
-    feed()
+    feeding = feed()
       .catch((err: unknown) => {
         if (!health.outage(err)) logger.error({ err }, 'could not feed the account queues');
       })
       .finally(() => {
-        feeding = false;
+        feeding = undefined;
       });
   }, FEED_EVERY_MS);
   const recoverTimer = setInterval(() => {
@@ -118,6 +119,7 @@ export function startHousekeeping(
     async stop() {
       clearInterval(feedTimer);
       clearInterval(recoverTimer);
+      await feeding;
       await webhookSweep.stop();
       await deadlineWatch.stop();
     },
