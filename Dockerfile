@@ -6,6 +6,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
+COPY workers ./workers
 COPY bench ./bench
 RUN npm run build && npm prune --omit=dev
 

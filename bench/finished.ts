@@ -13,7 +13,7 @@ import { ReuseStore } from '../src/queue/reuse.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../src/services.js';
 import { fakeVehicle } from '../src/simulator/vehicle.js';
-import { Recorder } from '../src/workers/recorder.js';
+import { Recorder } from '../workers/recorder.js';
 import { benchPrefix, deleteByPrefix, keyBytes, platesFrom, REDIS_URL, settleMemory, usedMemory } from './common.js';
 import type { StepContext } from './upstream.js';
 

@@ -9,7 +9,7 @@ import { noMetrics } from '../src/metrics.js';
 import { ingest, rowsFromPlates } from '../src/producers/ingest.js';
 import { openQueueServices } from '../src/services.js';
 import { startSimulator } from '../src/simulator/index.js';
-import { startWorker } from '../src/workers/worker.js';
+import { startWorker } from '../workers/worker.js';
 import { benchPrefix, deleteByPrefix, platesFrom, REDIS_URL } from './common.js';
 import type { StepContext } from './upstream.js';
 

@@ -14,7 +14,7 @@ import { noMetrics } from '../src/metrics.js';
 import { ingestList } from '../src/producers/enqueue.js';
 import { openQueueServices } from '../src/services.js';
 import { startSimulator } from '../src/simulator/index.js';
-import { startWorker } from '../src/workers/worker.js';
+import { startWorker } from '../workers/worker.js';
 import { benchPrefix, deleteByPrefix, platesFrom, REDIS_URL, sleep } from './common.js';
 import type { StepContext } from './upstream.js';
 

@@ -139,7 +139,7 @@ export const ERROR_CODES = {
   VALIDATION_FAILED: entry(400, 1, 'a request that does not match the API schema'),
   PAYLOAD_TOO_LARGE: entry(413, 1, 'a request body over the limit'),
   UNSUPPORTED_MEDIA_TYPE: entry(415, 1, 'a content type the route does not take'),
-  // The upstream (raised by the client, recorded in outcomes; the worker acts on them, see src/workers/actions.ts)
+  // The upstream (raised by the client, recorded in outcomes; the worker acts on them, see workers/actions.ts)
   INVALID_API_KEY: entry(502, 1, 'the upstream refused the API key'),
   EXPIRED_API_KEY: entry(502, 1, 'the API key has expired'),
   INSUFFICIENT_PERMISSIONS: entry(502, 1, 'the API key lacks a permission'),

@@ -9,6 +9,7 @@
 // A batch looks the same here as in the HTTP API and `vqb status --json` (BatchView), and
 // `enqueue` takes the options the API's JSON body does, checked by the same schema.
 import type { z } from 'zod';
+import { startWorker, type WorkerHandle } from '../workers/worker.js';
 import { type Config, loadConfig, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
 import { createLogger, type Logger } from './logger.js';
@@ -26,7 +27,6 @@ import { openQueueServices, type QueueServices } from './services.js';
 import { batchExportSource } from './sinks/batch-source.js';
 import { exportBatch, fileSinkFor } from './sinks/export.js';
 import type { ExportFormat, ExportResult, ExportRow } from './sinks/types.js';
-import { startWorker, type WorkerHandle } from './workers/worker.js';
 
 export { type Config, loadConfig, type Overrides } from './config.js';
 export {

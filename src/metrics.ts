@@ -32,7 +32,7 @@ export interface WorkerMetrics {
   quota(account: string, snapshot: QuotaSnapshot | undefined): void;
   /** One webhook delivery attempt and what became of it. */
   webhook?(event: string, result: WebhookResult): void;
-  /** A worker found it no longer held a job's lock (src/workers/lock-loss.ts says what it did). */
+  /** A worker found it no longer held a job's lock (workers/lock-loss.ts says what it did). */
   lockLost?(account: string, when: string): void;
   /** The account's rate in force (for `auto`, as learned), requests per second, and where it comes from. */
   rate?(account: string, perSecond: number, source: string): void;

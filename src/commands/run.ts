@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { startWorker } from '../../workers/worker.js';
 import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
@@ -31,7 +32,6 @@ import { printable } from '../upstream/bounds.js';
 import { answerReader } from '../upstream/response.js';
 import { failureText } from '../webhooks/deliveries.js';
 import { checkCallbackUrl } from '../webhooks/target.js';
-import { startWorker } from '../workers/worker.js';
 import type { Command, CommandContext } from './command.js';
 import { EXIT_BLOCKED, EXIT_CAPPED, EXIT_STOPPED } from './exit.js';
 import { createProgress, createTicker, type Ticker } from './progress.js';

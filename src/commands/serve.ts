@@ -1,3 +1,4 @@
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createInboxWatcher } from '../producers/inbox.js';
@@ -8,7 +9,6 @@ import { createHttpApi } from '../server.js';
 import { openQueueServices } from '../services.js';
 import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
-import { startWorker, type WorkerHandle } from '../workers/worker.js';
 import type { Command } from './command.js';
 
 export const serveCommand: Command = {

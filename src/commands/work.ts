@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
+import { startWorker } from '../../workers/worker.js';
 import { pacingIntervalMs } from '../accounts/account.js';
 import { Metrics } from '../metrics.js';
 import { waitForRedisAtStart } from '../redis/connection.js';
@@ -7,7 +8,6 @@ import { ensureLayoutAtStart } from '../redis/layout.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
-import { startWorker } from '../workers/worker.js';
 import type { Command } from './command.js';
 
 /** A bare /metrics endpoint for a worker process (the API's /metrics lives in `vqb serve`). */

@@ -2,7 +2,7 @@
 // and the answer it could not read when it held the account for it. Kept in Redis per account so
 // a restart or another process does not meet the upstream again as a stranger: until one plate
 // has been understood end to end (a create answered with a readable id, polls ending in a known
-// state), the account sends one create at a time (src/workers/flow.ts). This module alone reads and
+// state), the account sends one create at a time (workers/flow.ts). This module alone reads and
 // writes the account's answers hash:
 //   shape, at   the field paths of the first answer understood end to end, and when
 //   strikes     answers with a state in no list since the account last resumed (held at the third)

@@ -117,7 +117,7 @@ export class Feeder {
 
   /**
    * A producer's feed (an ingest, a rerun) tells the worker processes it put jobs on the
-   * account's queue: a Worker of theirs that waits for work fetches at once (src/workers/doorbell.ts),
+   * account's queue: a Worker of theirs that waits for work fetches at once (workers/doorbell.ts),
    * not at the process's next feed pass, which for a slow account may be 2 s off (REST_MAX_MS).
    * One PUBLISH per producer feed that added jobs; the worker processes' own feeds do not
    * publish: each rings its own Workers, and every process feeds every busy account.
@@ -180,9 +180,9 @@ export class Feeder {
     const pace = await this.#deadlinePace(account, ratePerSecond ?? perSecond(account));
     // A key of a pool that holds takes nothing, and its pooled plates go to the other keys (queue/pool.ts).
     const serving = this.pools === undefined || (await this.pools.serving(accountId));
-    // An account that meets its upstream sends one create at a time (src/workers/flow.ts): one plate
+    // An account that meets its upstream sends one create at a time (workers/flow.ts): one plate
     // is fed, interactive or not, and the others wait in the scheduler, costing nothing, until first
-    // contact ends (whoever ends it feeds at once: src/workers/first-contact.ts). Fed all at once,
+    // contact ends (whoever ends it feeds at once: workers/first-contact.ts). Fed all at once,
     // each would be refused and go round the queue every 250 ms: 2,000 Redis commands a second
     // for the first 15 s of a cold deployment (issue 43).
     const meeting = this.#meeting !== undefined && (await this.#meeting(account));

@@ -32,7 +32,7 @@ export class InFlight {
   /**
    * What the cap's rule (lua/includes/inflight-take.lua) needs for one create: for
    * inflight-acquire and for the create's one admission script (queue/admission.ts). `cap`: a
-   * lower cap for this create (1 while the account meets its upstream: src/workers/flow.ts).
+   * lower cap for this create (1 while the account meets its upstream: workers/flow.ts).
    */
   terms(
     accountId: string,

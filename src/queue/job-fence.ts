@@ -67,7 +67,7 @@ export class JobFence {
   /**
    * The write right before a create is sent (the `creating` mark), which also reads the account's
    * hold (`holdKey`, queue/line.ts) in the same step: `heldMs` left of it, 0 when none. The
-   * request then needs no check of its own (src/workers/flow.ts `ready`).
+   * request then needs no check of its own (workers/flow.ts `ready`).
    */
   async mark(
     job: PlateJob,

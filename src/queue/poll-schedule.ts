@@ -51,7 +51,7 @@ export function answeredWithin(body: unknown): number | undefined {
 }
 
 /**
- * First contact (src/workers/first-contact.ts): the one plate in flight while an account meets its
+ * First contact (workers/first-contact.ts): the one plate in flight while an account meets its
  * upstream is polled early and often, so that meeting costs one answer time, not the slow end of
  * the answers (VQ_POLL_INITIAL, 15 s). Its first poll comes this soon after the create; each
  * later one after half the time elapsed (at least this long, at most a second) within the first

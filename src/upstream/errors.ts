@@ -1,6 +1,6 @@
 // Every way an upstream call can fail, as a class with a stable `code`, the HTTP `status` (0 when no
 // answer came) and a `kind` that names the class. What the queue does about each kind is decided
-// in one table, src/workers/actions.ts; nothing here says whether to retry. Messages never hold the key.
+// in one table, workers/actions.ts; nothing here says whether to retry. Messages never hold the key.
 //
 // One way to identify an error: `isUpstreamError(e)` (the brand, see src/errors.ts), then `e.kind`.
 import type { ErrorCode } from '../error-codes.js';

@@ -3,7 +3,7 @@
 // the clock before the request is handed to undici; a connection opened in between (the first
 // request of a process, one after the upstream closed an idle connection, one more when the
 // requests in flight grow) makes it leave later than that look, by a handshake. The caller is told
-// the moment so it can account for it (src/workers/flow.ts).
+// the moment so it can account for it (workers/flow.ts).
 import type { Dispatcher } from 'undici';
 
 /** The request option that carries the callback (a symbol: undici ignores keys it does not know). */

@@ -20,7 +20,7 @@ import {
   UnrecognisedAnswerError,
   type UpstreamError,
 } from '../../src/upstream/errors.js';
-import { decide } from '../../src/workers/actions.js';
+import { decide } from '../../workers/actions.js';
 import { mulberry32 } from '../chaos/rng.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';

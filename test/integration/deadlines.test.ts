@@ -20,7 +20,7 @@ import { connectRedis } from '../../src/redis/connection.js';
 import { createHttpApi } from '../../src/server.js';
 import { openQueueServices } from '../../src/services.js';
 import { parseRateLimit } from '../../src/setting-values.js';
-import { startWebhookWorker } from '../../src/workers/webhooks.js';
+import { startWebhookWorker } from '../../workers/webhooks.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';

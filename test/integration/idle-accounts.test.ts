@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/queue/account-queues.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
-import type { WorkerHandle } from '../../src/workers/worker.js';
+import type { WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
@@ -85,7 +85,7 @@ describe('idle accounts', () => {
     await waitFor('a Worker per busy account', () => worker.workers.length === ACCOUNTS.length);
     const busyClients = (await info('connected_clients', 'clients')) - clientsBefore;
     console.log(`20 busy accounts, one worker process: ${busyClients} connections (idle: ${idleClients})`);
-    // BullMQ's default gives each Worker a blocking connection: 20 more here (src/workers/doorbell.ts).
+    // BullMQ's default gives each Worker a blocking connection: 20 more here (workers/doorbell.ts).
     expect(busyClients).toBe(idleClients);
     for (const a of ACCOUNTS) await h.waitForBatch(`busy-${a.id}`);
     expect(h.sim.stats().creates).toBe(ACCOUNTS.length * 30);

@@ -2,7 +2,7 @@
 // promtool, in both formats), and what an operator's dashboard reads from the metrics alone.
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
-import { startWorker } from '../../src/workers/worker.js';
+import { startWorker } from '../../workers/worker.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { families, parseSamples, promtoolCheck, type Sample, sumOf } from '../helpers/metrics.js';
 import { freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';

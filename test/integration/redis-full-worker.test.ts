@@ -8,7 +8,7 @@ import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, startSimulator } from '../../src/simulator/index.js';
-import { startWorker, type WorkerHandle } from '../../src/workers/worker.js';
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from '../helpers/config.js';
 import { makePlates } from '../helpers/engine.js';
 import { captureLogs } from '../helpers/logs.js';

@@ -2,7 +2,7 @@
 // started its busy account's Worker again after every Worker was closed, and the process exited
 // with the jobs that Worker had taken left active (CI, stop 48: 52 active after a clean SIGTERM).
 import { describe, expect, it } from 'vitest';
-import { type AccountRun, AccountWorkers } from '../../src/workers/account-workers.js';
+import { type AccountRun, AccountWorkers } from '../../workers/account-workers.js';
 
 function fakeRun(closed: string[], id: string): AccountRun {
   // Only what AccountWorkers calls: close on the Worker and the client, and stopWaits.

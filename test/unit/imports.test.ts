@@ -8,6 +8,9 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');
+/** The worker processes' code, beside src/ (the design card's layout): the front starts them. */
+const WORKERS = join(ROOT, 'workers');
+const inTree = (path: string) => path.startsWith(`${SRC}/`) || path.startsWith(`${WORKERS}/`);
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -27,12 +30,12 @@ interface Edge {
 /** Each src file → the src files it imports, each import marked type-only or not. */
 function edges(): Map<string, Edge[]> {
   const out = new Map<string, Edge[]>();
-  for (const file of files(SRC)) {
+  for (const file of [...files(SRC), ...files(WORKERS)]) {
     const text = readFileSync(file, 'utf8');
     const found: Edge[] = [];
     for (const m of text.matchAll(/^(?:import|export)\s+(type\s+)?([^'";]*?)from\s+'(\.[^']+)'/gms)) {
       const target = resolve(dirname(file), m[3]!.replace(/\.js$/, '.ts'));
-      if (!target.startsWith(SRC)) continue;
+      if (!inTree(target)) continue;
       const names = m[2]!.trim().replace(/\s+/g, ' ');
       found.push({ target, names, typeOnly: m[1] !== undefined || /^\{ ?(type \w+ ?,? ?)+\}$/.test(names) });
     }
@@ -53,7 +56,9 @@ function anyGraph(all = edges()): Map<string, string[]> {
   return new Map([...all].map(([file, es]) => [file, es.map((e) => e.target)]));
 }
 
-const rel = (file: string) => relative(SRC, file);
+/** A file's room path: `workers/…` for the top-level workers/, else its path inside src/. */
+const rel = (file: string) =>
+  file.startsWith(`${WORKERS}/`) ? `workers/${relative(WORKERS, file)}` : relative(SRC, file);
 
 /** Every import circle, each once, as a list of files. */
 function cycles(g: Map<string, string[]>): string[][] {
@@ -82,7 +87,7 @@ function crossings(g: Map<string, string[]>, from: string, to: string): string[]
   );
 }
 
-describe('the import graph of src/', () => {
+describe('the import graph of src/ and workers/', () => {
   const g = graph();
 
   it('reads the whole tree', () => {
@@ -113,6 +118,19 @@ describe('the import graph of src/', () => {
       'producers/inbox-intake.ts',
     ];
     expect(doors.filter((door) => !importers('producers/enqueue.ts').includes(door))).toEqual([]);
+  });
+
+  it('keeps the worker processes at the top level: workers/ beside src/, imported only by the front', () => {
+    expect(statSync(WORKERS).isDirectory()).toBe(true);
+    expect(() => statSync(join(SRC, 'workers'))).toThrow();
+    const front = ['cli.ts', 'index.ts', 'server.ts', 'commands/'];
+    const importers = [...anyGraph()]
+      .filter(
+        ([file, targets]) => !rel(file).startsWith('workers/') && targets.some((t) => t.startsWith(`${WORKERS}/`)),
+      )
+      .map(([file]) => rel(file));
+    expect(importers.length).toBeGreaterThan(0);
+    expect(importers.filter((file) => !front.some((room) => file === room || file.startsWith(room)))).toEqual([]);
   });
 
   it('keeps queue/ below sinks/: queue/ imports nothing of sinks/', () => {

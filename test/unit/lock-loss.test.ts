@@ -4,7 +4,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { noMetrics } from '../../src/metrics.js';
-import { LockLoss, lockErrorJob } from '../../src/workers/lock-loss.js';
+import { LockLoss, lockErrorJob } from '../../workers/lock-loss.js';
 
 describe('lockErrorJob', () => {
   it('names the job in each of BullMQ lock-loss messages', () => {

@@ -14,7 +14,8 @@ function sources(dir: string): string[] {
   });
 }
 
-const CODE = sources('src');
+// The worker processes' code (top-level workers/) is held to the same rules as src/.
+const CODE = [...sources('src'), ...sources('workers')];
 
 /** Key-name methods of VqbKeys → the module (file or folder) that alone may name them. */
 const OWNERS: Record<string, string> = {

@@ -2,7 +2,7 @@
 // upstream's answer time; polls waiting for their time add to it.
 import type { Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { AnswerTime, jobsNeeded, MOST_AT_WORK, PollRoom } from '../../src/workers/poll-room.js';
+import { AnswerTime, jobsNeeded, MOST_AT_WORK, PollRoom } from '../../workers/poll-room.js';
 
 /** What PollRoom touches of a BullMQ Worker: its concurrency, and the loop queue it nudges. */
 function fakeWorker(): { worker: Worker; concurrency: () => number; nudges: () => number } {

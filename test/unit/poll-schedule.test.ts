@@ -19,7 +19,7 @@ import {
   RateLimitedError,
   TransientError,
 } from '../../src/upstream/errors.js';
-import { decide, decideJobFailure, STALLED_REASON, wasSent } from '../../src/workers/actions.js';
+import { decide, decideJobFailure, STALLED_REASON, wasSent } from '../../workers/actions.js';
 
 const poll = {
   initialMs: 1000,

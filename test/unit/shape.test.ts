@@ -74,8 +74,8 @@ function longFunctions({ source, file }: Read): string[] {
   return found;
 }
 
-describe('the shape of src/', () => {
-  const all = files(SRC).map(read);
+describe('the shape of src/ and workers/', () => {
+  const all = [...files(SRC), ...files(join(ROOT, 'workers'))].map(read);
 
   it('reads the whole tree', () => {
     expect(all.length).toBeGreaterThan(100);

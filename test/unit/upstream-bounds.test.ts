@@ -10,7 +10,7 @@ import { errorFromResponse, parseQueryBody } from '../../src/upstream/response.j
 import { parseRateLimitHeaders, retryAfterFrom429 } from '../../src/upstream/timing.js';
 import { writeChanges } from '../../src/watch/changes-export.js';
 import { compare, flatten } from '../../src/watch/diff.js';
-import { decide } from '../../src/workers/actions.js';
+import { decide } from '../../workers/actions.js';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');
 const BIG = 'x'.repeat(5 * 1024 * 1024);

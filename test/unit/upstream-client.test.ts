@@ -17,7 +17,7 @@ import {
   UpstreamError,
 } from '../../src/upstream/errors.js';
 import { createKeyProvider, type KeyProvider } from '../../src/upstream/key.js';
-import { decide } from '../../src/workers/actions.js';
+import { decide } from '../../workers/actions.js';
 import { rejection } from '../helpers/process.js';
 
 const ORIGIN = 'https://api.vehicles.test';

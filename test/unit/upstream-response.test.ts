@@ -13,7 +13,7 @@ import {
   UpstreamError,
 } from '../../src/upstream/errors.js';
 import { answerReader, classifyStatus, errorFromResponse, parseQueryBody } from '../../src/upstream/response.js';
-import { decide } from '../../src/workers/actions.js';
+import { decide } from '../../workers/actions.js';
 
 const NOW = Date.UTC(2030, 0, 1, 12, 0, 0);
 const json = (value: unknown) => JSON.stringify(value);

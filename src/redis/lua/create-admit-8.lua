@@ -1,5 +1,5 @@
 --[[
-  Admits one create in one step (src/workers/flow.ts, through queue/admission.ts): the pace, the
+  Admits one create in one step (workers/flow.ts, through queue/admission.ts): the pace, the
   in-flight cap and the spending caps, each by its owner's rule (includes/inflight-take,
   pace-take, budget-take; the same rules as inflight-acquire, pace-acquire and budget-reserve).
   Nothing is taken unless all three say yes, so a create refused by a cap wastes no pacing slot

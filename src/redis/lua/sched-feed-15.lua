@@ -29,7 +29,7 @@
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
   switch (0: off); then class index, batch id, plate, ...}. A process whose Worker waits wakes it
-  when jobs wait, or when the switch goes off if it is on (src/workers/doorbell.ts).
+  when jobs wait, or when the switch goes off if it is on (workers/doorbell.ts).
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}

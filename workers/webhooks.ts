@@ -1,5 +1,5 @@
 // The webhook deliveries' worker: a BullMQ Worker on `<VQ_QUEUE>.webhooks`, started in every
-// worker process beside the plate workers (src/workers/worker.ts), with its own concurrency, so a
+// worker process beside the plate workers (workers/worker.ts), with its own concurrency, so a
 // receiver that is slow or down delays only its own deliveries. Each job is one (event, target):
 // at least once, retried with exponential backoff (VQ_WEBHOOK_ATTEMPTS, VQ_WEBHOOK_BACKOFF) under
 // the same webhook-id, its state written to the batch's delivery log after every attempt.
@@ -17,16 +17,16 @@
 
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import { noMetrics, type WebhookResult, type WorkerMetrics } from '../metrics.js';
-import type { RedisClient } from '../redis/connection.js';
-import type { RedisHealth } from '../redis/health.js';
-import { annotate, SPAN, spanned, withQueueTelemetry } from '../telemetry/index.js';
-import type { Resolve } from '../webhooks/address.js';
-import { DELIVERY_FAILURES, type DeliveryLog, type DeliveryRecord } from '../webhooks/deliveries.js';
-import { type WebhookJobData, webhookQueueName } from '../webhooks/outbox.js';
-import { WebhookSender } from '../webhooks/sender.js';
-import { hostAllowed } from '../webhooks/target.js';
+import type { Config } from '../src/config.js';
+import { noMetrics, type WebhookResult, type WorkerMetrics } from '../src/metrics.js';
+import type { RedisClient } from '../src/redis/connection.js';
+import type { RedisHealth } from '../src/redis/health.js';
+import { annotate, SPAN, spanned, withQueueTelemetry } from '../src/telemetry/index.js';
+import type { Resolve } from '../src/webhooks/address.js';
+import { DELIVERY_FAILURES, type DeliveryLog, type DeliveryRecord } from '../src/webhooks/deliveries.js';
+import { type WebhookJobData, webhookQueueName } from '../src/webhooks/outbox.js';
+import { WebhookSender } from '../src/webhooks/sender.js';
+import { hostAllowed } from '../src/webhooks/target.js';
 
 /** Deliveries one process makes at once: each mostly waits on a receiver. */
 const CONCURRENCY = 16;

@@ -1,5 +1,5 @@
 // How many jobs an account's Worker runs at once, and room for polls that wait for their time in
-// the worker (src/workers/processor.ts #pollAt) without taking the place of a job at work.
+// the worker (workers/processor.ts #pollAt) without taking the place of a job at work.
 //
 // Jobs at work: VQ_CONCURRENCY at least, more when the account's rate needs them. A job holds its
 // place while it waits for its slot in the process's line, while its request is out and while its

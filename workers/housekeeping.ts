@@ -2,11 +2,11 @@
 // accounts with work topped up from the scheduler, the recovery of plates a crashed feeder staged,
 // the sweep for webhook events a stopped process noticed but did not send, and the deadline watch.
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import { watchDeadlines } from '../plans/watch.js';
-import { OPERATOR_PAUSE } from '../queue/line.js';
-import type { RedisHealth } from '../redis/health.js';
-import type { QueueServices } from '../services.js';
+import type { Config } from '../src/config.js';
+import { watchDeadlines } from '../src/plans/watch.js';
+import { OPERATOR_PAUSE } from '../src/queue/line.js';
+import type { RedisHealth } from '../src/redis/health.js';
+import type { QueueServices } from '../src/services.js';
 import type { AccountWorkers } from './account-workers.js';
 import type { Doorbell } from './doorbell.js';
 

@@ -3,7 +3,7 @@
 // is a decision worth one warning line naming the job and what this worker did about it, never a
 // "redis client error"; the fence (src/queue/job-fence.ts) makes sure it did nothing harmful.
 import type { Logger } from 'pino';
-import { noMetrics, type WorkerMetrics } from '../metrics.js';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 
 /** What the worker that lost the lock had done, as the `lockLost` label and the log line say it. */
 export type LockLossWhen = 'renewal-failed' | 'nothing-sent' | 'answer-stored' | 'create-superseded' | 'answer-dropped';

@@ -4,23 +4,23 @@
 // processor should do with the job; it never touches a job itself.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { jitterAllowanceMs, perSecond } from '../accounts/account.js';
-import type { LimitReason } from '../accounts/wait.js';
-import { noMetrics, type WorkerMetrics } from '../metrics.js';
-import { createPriority, PRIORITY, pollPriority } from '../queue/account-queues.js';
-import type { CreateAdmission } from '../queue/admission.js';
-import type { AnswerBook } from '../queue/answers.js';
-import type { Budget } from '../queue/budget.js';
-import type { InFlight } from '../queue/inflight.js';
-import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../queue/line.js';
-import type { KeyPools } from '../queue/pool.js';
-import type { Scheduler } from '../queue/scheduler.js';
-import type { PlateJobData, PriorityClass } from '../queue/types.js';
-import { annotate, SPAN, spanned } from '../telemetry/index.js';
-import { dateText, spanText } from '../time-text.js';
-import type { QuotaSnapshot, SendOptions } from '../upstream/client.js';
-import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../upstream/errors.js';
-import { backoffDelay } from '../upstream/timing.js';
+import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
+import type { LimitReason } from '../src/accounts/wait.js';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import { createPriority, PRIORITY, pollPriority } from '../src/queue/account-queues.js';
+import type { CreateAdmission } from '../src/queue/admission.js';
+import type { AnswerBook } from '../src/queue/answers.js';
+import type { Budget } from '../src/queue/budget.js';
+import type { InFlight } from '../src/queue/inflight.js';
+import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
+import type { KeyPools } from '../src/queue/pool.js';
+import type { Scheduler } from '../src/queue/scheduler.js';
+import type { PlateJobData, PriorityClass } from '../src/queue/types.js';
+import { annotate, SPAN, spanned } from '../src/telemetry/index.js';
+import { dateText, spanText } from '../src/time-text.js';
+import type { QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
+import { type AnyUpstreamError, QUOTA_WAIT_MS, type RateLimitedError } from '../src/upstream/errors.js';
+import { backoffDelay } from '../src/upstream/timing.js';
 import { adviceFor } from './actions.js';
 import { FirstContact } from './first-contact.js';
 
@@ -61,7 +61,7 @@ export interface FlowDeps {
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
-  /** Told when this process ended the account's first contact (src/workers/first-contact.ts). */
+  /** Told when this process ended the account's first contact (workers/first-contact.ts). */
   onUnderstood?: (accountId: string) => Promise<void>;
   /**
    * Pools of keys: told what each answer announced of the key's quota, and each 429 (queue/pool.ts:

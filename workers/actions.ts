@@ -33,8 +33,8 @@
 // A create not refunded stays marked `creating`: the next attempt re-sends it flagged possible
 // duplicate (or fails CREATE_UNCERTAIN with VQ_RECREATE_UNCERTAIN=false). Every request that
 // left counts as sent in the cost figures, whatever came back (`wasSent`).
-import type { LimitReason } from '../accounts/wait.js';
-import type { AnyUpstreamError, UpstreamErrorKind } from '../upstream/errors.js';
+import type { LimitReason } from '../src/accounts/wait.js';
+import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
 export type Action = 'pause-account' | 'wait' | 'retry' | 'fail' | 'hold-answer';
 

@@ -5,9 +5,9 @@
 // when the account appears in the scheduler's active set and stop IDLE_CLOSE_MS after it left it.
 // Each starts from the account's record (src/queue/accounts.ts): its settings, key, queue and line.
 import type { Worker } from 'bullmq';
-import type { AccountRecord, Accounts } from '../queue/accounts.js';
-import type { PlateJobData } from '../queue/types.js';
-import type { UpstreamClient } from '../upstream/client.js';
+import type { AccountRecord, Accounts } from '../src/queue/accounts.js';
+import type { PlateJobData } from '../src/queue/types.js';
+import type { UpstreamClient } from '../src/upstream/client.js';
 import type { AccountFlow } from './flow.js';
 import type { JobResult } from './processor.js';
 

@@ -5,19 +5,19 @@
 // (whichever process looks first, under a lock). Starting a round only enqueues: the plates are
 // worked by the account's ordinary workers, anywhere.
 //
-// Like the accounts' Workers it holds no blocking connection of its own (src/workers/doorbell.ts):
+// Like the accounts' Workers it holds no blocking connection of its own (workers/doorbell.ts):
 // it waits on the process's doorbell, bounded by BullMQ's own block timeout (its next delayed
 // job: each due time of a schedule), and is rung when this process adds a round job. A round job
 // another process adds with no delay (an `every` watch's first round, a round that waited for the
 // one before) is fetched by that process, or here within BullMQ's drainDelay (5 s).
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { RedisClient } from '../redis/connection.js';
-import type { RedisHealth } from '../redis/health.js';
-import type { QueueServices } from '../services.js';
-import { type RoundJobData, watchQueueName } from '../watch/schedules.js';
-import { Watches } from '../watch/watches.js';
+import type { Config } from '../src/config.js';
+import type { RedisClient } from '../src/redis/connection.js';
+import type { RedisHealth } from '../src/redis/health.js';
+import type { QueueServices } from '../src/services.js';
+import { type RoundJobData, watchQueueName } from '../src/watch/schedules.js';
+import { Watches } from '../src/watch/watches.js';
 import type { Doorbell } from './doorbell.js';
 
 /** The doorbell's name for this Worker: no account id can be it (account ids are [a-z0-9_-]). */

@@ -1,6 +1,6 @@
 // The job processor: CREATE → POLL → DONE for one account, one upstream request per activation at
-// most. Before each request the account's flow control (src/workers/flow.ts) admits it or says what
-// to do instead; after a failure the failure table (src/workers/actions.ts) decides. Between polls the
+// most. Before each request the account's flow control (workers/flow.ts) admits it or says what
+// to do instead; after a failure the failure table (workers/actions.ts) decides. Between polls the
 // job waits in `delayed` holding no worker slot. The step and the queryId are written to the job
 // the moment a create answers, so a crash, a stall or a retry after that point polls the same
 // query instead of paying for a new one. Every write of the job's data goes through the fence
@@ -11,18 +11,18 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import { pollPriority } from '../queue/account-queues.js';
-import type { CostField } from '../queue/costs.js';
-import type { FenceResult, JobFence } from '../queue/job-fence.js';
-import { answeredWithin, firstContactPollDelay, nextPollDelay, type PollLearner } from '../queue/poll-schedule.js';
-import { batchOf, type OutcomeError, type PlateJobData } from '../queue/types.js';
-import { isRedisDown, isRedisFull } from '../redis/health.js';
-import { endStep, keepContext, SPAN, spanned, type Within } from '../telemetry/index.js';
-import type { KeptAnswer } from '../upstream/answers.js';
-import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../upstream/client.js';
-import { type AnyUpstreamError, isUpstreamError, type UnrecognisedAnswerError } from '../upstream/errors.js';
-import type { QueryOutcome } from '../upstream/response.js';
+import type { Config } from '../src/config.js';
+import { pollPriority } from '../src/queue/account-queues.js';
+import type { CostField } from '../src/queue/costs.js';
+import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
+import { answeredWithin, firstContactPollDelay, nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
+import { batchOf, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
+import { isRedisDown, isRedisFull } from '../src/redis/health.js';
+import { endStep, keepContext, SPAN, spanned, type Within } from '../src/telemetry/index.js';
+import type { KeptAnswer } from '../src/upstream/answers.js';
+import type { AnsweredQuery, QuotaSnapshot, SendOptions } from '../src/upstream/client.js';
+import { type AnyUpstreamError, isUpstreamError, type UnrecognisedAnswerError } from '../src/upstream/errors.js';
+import type { QueryOutcome } from '../src/upstream/response.js';
 import { decide, wasSent } from './actions.js';
 import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } from './flow.js';
 import { jobAttributes } from './job-attributes.js';

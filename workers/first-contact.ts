@@ -6,11 +6,11 @@
 // What was understood and the held answer live in Redis (src/queue/answers.ts), shared by every process,
 // and what one account understood ends first contact for the accounts of the same upstream too.
 import type { Logger } from 'pino';
-import type { WorkerMetrics } from '../metrics.js';
-import { type AnswerBook, UNRECOGNISED_ANSWER, upstreamOf } from '../queue/answers.js';
-import type { AccountLine } from '../queue/line.js';
-import { type AnswerShape, describeUnreadable } from '../upstream/answers.js';
-import type { UnrecognisedAnswerError } from '../upstream/errors.js';
+import type { WorkerMetrics } from '../src/metrics.js';
+import { type AnswerBook, UNRECOGNISED_ANSWER, upstreamOf } from '../src/queue/answers.js';
+import type { AccountLine } from '../src/queue/line.js';
+import { type AnswerShape, describeUnreadable } from '../src/upstream/answers.js';
+import type { UnrecognisedAnswerError } from '../src/upstream/errors.js';
 
 /**
  * Answers with a state in no list an account that was understood takes before it holds (an
@@ -69,7 +69,7 @@ export class FirstContact {
   /**
    * A plate was read end to end (an id, then a known final state): first contact is over. True when
    * this call ended it for the account (the first such plate this process saw while it met its
-   * upstream): its answer time then seeds the poll schedule (src/workers/processor.ts).
+   * upstream): its answer time then seeds the poll schedule (workers/processor.ts).
    */
   async understood(shape: AnswerShape | undefined, log: Logger): Promise<boolean> {
     if (this.#understood) return false;

@@ -3,17 +3,17 @@
 // of the answer that ended it (one script), the cost counters, the reuse store, the metrics. The
 // processor calls this and nothing below it.
 import type { Job } from 'bullmq';
-import { noMetrics, type WorkerMetrics } from '../metrics.js';
-import type { OutcomeStore, RecordResult } from '../queue/batch/outcomes.js';
-import type { BatchStore } from '../queue/batch/store.js';
-import type { CostCount, CostField, CostLedger } from '../queue/costs.js';
-import type { InFlight } from '../queue/inflight.js';
-import type { PlateSettle } from '../queue/plate-settle.js';
-import type { ReuseStore, StoredResult } from '../queue/reuse.js';
-import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../queue/types.js';
-import { isRedisDown, isRedisFull, type RedisHealth } from '../redis/health.js';
-import type { BatchRef } from '../redis/keys.js';
-import { SPAN, spanned } from '../telemetry/index.js';
+import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
+import type { BatchStore } from '../src/queue/batch/store.js';
+import type { CostCount, CostField, CostLedger } from '../src/queue/costs.js';
+import type { InFlight } from '../src/queue/inflight.js';
+import type { PlateSettle } from '../src/queue/plate-settle.js';
+import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
+import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
+import { isRedisDown, isRedisFull, type RedisHealth } from '../src/redis/health.js';
+import type { BatchRef } from '../src/redis/keys.js';
+import { SPAN, spanned } from '../src/telemetry/index.js';
 import { jobAttributes } from './job-attributes.js';
 
 export interface RecorderDeps {
@@ -41,7 +41,7 @@ type PlateJob = Job<PlateJobData, unknown, string>;
 /**
  * Something paid for that only this process holds while Redis does not take it: a plate's
  * outcome, or the query id a create returned. A stop that cannot wait for Redis any longer writes
- * these to a file (src/workers/worker.ts `closeWithin`) instead of dropping them.
+ * these to a file (workers/worker.ts `closeWithin`) instead of dropping them.
  */
 export interface HeldPaid {
   kind: 'outcome' | 'queryId';

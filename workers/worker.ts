@@ -1,34 +1,34 @@
 // Builds a worker process's parts from a Config: for every account with work a BullMQ Worker on
-// the account's queue, its upstream client and its flow control (src/workers/account-workers.ts); one
+// the account's queue, its upstream client and its flow control (workers/account-workers.ts); one
 // feeder loop that keeps those accounts' queues topped up from the scheduler; and the stores the
 // processor writes to.
 // `vqb work`, `vqb run`, `vqb serve --workers` and the library all use it.
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { type Account, requireAccountUpstream } from '../accounts/account.js';
-import type { Config } from '../config.js';
-import type { WorkerMetrics } from '../metrics.js';
-import type { AccountRecord } from '../queue/accounts.js';
-import { CreateAdmission } from '../queue/admission.js';
-import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
-import { JobFence } from '../queue/job-fence.js';
-import type { AccountLine } from '../queue/line.js';
-import type { PollLearner } from '../queue/poll-schedule.js';
-import { WorkerPresence } from '../queue/presence.js';
-import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
-import type { PlateJobData } from '../queue/types.js';
-import type { RedisClient } from '../redis/connection.js';
-import { connectRedis, waitForReplica } from '../redis/connection.js';
-import { RedisHealth } from '../redis/health.js';
-import type { BatchRef } from '../redis/keys.js';
-import { type QueueServices, queueServicesOn } from '../services.js';
-import { settlesWithin } from '../settle.js';
-import { withQueueTelemetry } from '../telemetry/index.js';
-import { UpstreamClient } from '../upstream/client.js';
-import { createKeyProvider } from '../upstream/key.js';
-import { answerReader } from '../upstream/response.js';
-import type { Resolve } from '../webhooks/address.js';
+import { type Account, requireAccountUpstream } from '../src/accounts/account.js';
+import type { Config } from '../src/config.js';
+import type { WorkerMetrics } from '../src/metrics.js';
+import type { AccountRecord } from '../src/queue/accounts.js';
+import { CreateAdmission } from '../src/queue/admission.js';
+import { UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
+import { JobFence } from '../src/queue/job-fence.js';
+import type { AccountLine } from '../src/queue/line.js';
+import type { PollLearner } from '../src/queue/poll-schedule.js';
+import { WorkerPresence } from '../src/queue/presence.js';
+import { ReuseStore, sharingAccounts } from '../src/queue/reuse.js';
+import type { PlateJobData } from '../src/queue/types.js';
+import type { RedisClient } from '../src/redis/connection.js';
+import { connectRedis, waitForReplica } from '../src/redis/connection.js';
+import { RedisHealth } from '../src/redis/health.js';
+import type { BatchRef } from '../src/redis/keys.js';
+import { type QueueServices, queueServicesOn } from '../src/services.js';
+import { settlesWithin } from '../src/settle.js';
+import { withQueueTelemetry } from '../src/telemetry/index.js';
+import { UpstreamClient } from '../src/upstream/client.js';
+import { createKeyProvider } from '../src/upstream/key.js';
+import { answerReader } from '../src/upstream/response.js';
+import type { Resolve } from '../src/webhooks/address.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
 import { Doorbell } from './doorbell.js';
@@ -114,7 +114,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       : undefined;
   const pollRoom = new PollRoom(config.concurrency);
   // The jobs at work follow the rate in force (for `auto`, as this process last heard it) and how
-  // fast the upstream answers (src/workers/poll-room.ts says why). Whole answers only: a request that
+  // fast the upstream answers (workers/poll-room.ts says why). Whole answers only: a request that
   // got none, or a 5xx or a cut one (refused, reset, timed out, a gateway) says how long we waited,
   // and more jobs at work would only send more into an upstream that is not answering.
   pollRoom.need(jobsNeeded(flow.ratePerSecond, 0));
@@ -142,7 +142,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     processor.process,
     {
       // Shared by every account's Worker in this process; none holds a blocking connection of its
-      // own: the doorbell wakes them (src/workers/doorbell.ts).
+      // own: the doorbell wakes them (workers/doorbell.ts).
       connection: blocking,
       ...withQueueTelemetry(),
       // The queue's own (the account's slot: account-queues.ts), not the deployment's prefix.
@@ -185,7 +185,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
  * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
  * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
  * the exact pace (queue/line.ts) decides when each request goes, and a job taken early waits
- * for its slot in the worker (src/workers/flow.ts). A gate of one job per interval cost up to three
+ * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
  * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
  */
 export const RATE_LIMIT_SWITCH = { max: 1_000_000_000, duration: 1_000 } as const;

@@ -9,7 +9,7 @@
 // the same whatever the number of accounts, on one Redis and on a Cluster alike.
 //
 // What rings it, for the Worker to fetch (moveToActive) at once:
-// - the process's feed pass (src/workers/worker.ts), every time it finds the account's queue holding
+// - the process's feed pass (workers/worker.ts), every time it finds the account's queue holding
 //   jobs waiting (its own feed's, another process's, a producer's, a rerun's, stalled jobs put
 //   back), at most every feed period (200 ms; a resting account, up to its rest);
 // - a wake published by a producer or a feeder of any process (queue/wake.ts), when it added jobs:
