@@ -89,7 +89,7 @@ export const ERROR_CODES = {
   ),
   NO_PRICE: entry(422, 2, 'a spending cap in money, and no price per query set to turn it into creates'),
   BAD_WEIGHT: entry(400, 1, 'a weight is a whole number from 1 to 1000'),
-  BAD_BATCH_ID: entry(400, 1, 'a batch id of the wrong form'),
+  BAD_BATCH_ID: entry(400, 2, 'a batch id of the wrong form'),
   TOO_MANY_PLATES: entry(413, 1, 'more plates than one request takes'),
   BODY_MISSING: entry(400, 2, 'a request that needs a body came without one'),
   TOO_MANY_REQUESTS: entry(429, 1, 'more requests a minute than this token (or an address without one) may send'),

@@ -246,11 +246,14 @@ function checkPools(accounts: readonly Account[], source: string): void {
  * first listed) and its other keys. An unknown pool, or an account outside it, is POOL_NOT_FOUND,
  * before anything is stored or sent.
  */
-export function poolFor(
-  config: { readonly accounts: readonly Account[] },
-  name: string,
-  account?: string,
-): { name: string; home: string; keys: string[] } {
+/** A pool as a batch uses it: its name, the key the batch lives with, and the pool's other keys. */
+export interface PoolChoice {
+  name: string;
+  home: string;
+  keys: string[];
+}
+
+export function poolFor(config: { readonly accounts: readonly Account[] }, name: string, account?: string): PoolChoice {
   const members = poolMembers(config, name).map((a) => a.id);
   if (account !== undefined && !members.includes(account))
     throw new VqbError(

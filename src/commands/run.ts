@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { startWorker } from '../../workers/worker.js';
-import { type Account, accountOf, poolFor, requireAccountUpstream } from '../accounts/account.js';
+import { type Account, accountOf, type PoolChoice, requireAccountUpstream } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -13,10 +13,9 @@ import { rateText } from '../presenters/line.js';
 import { onlyStrandedLeft, strandedKeys, strandedText } from '../presenters/stranded.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
-import { batchIdFor, enqueue, estimate } from '../producers/enqueue.js';
+import { batchIdFor, checkRequest, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
 import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
-import { BATCH_ID_RULE, isBatchId } from '../queue/batch/store.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { type AccountLine, OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
 import { RedisHealth } from '../redis/health.js';
@@ -31,7 +30,6 @@ import { dateText } from '../time-text.js';
 import { printable } from '../upstream/bounds.js';
 import { answerReader } from '../upstream/response.js';
 import { failureText } from '../webhooks/deliveries.js';
-import { checkCallbackUrl } from '../webhooks/target.js';
 import type { Command, CommandContext } from './command.js';
 import { EXIT_BLOCKED, EXIT_CAPPED, EXIT_STOPPED } from './exit.js';
 import { createProgress, createTicker, type Ticker } from './progress.js';
@@ -113,17 +111,24 @@ export async function runFile(
   file: string,
   options: RunOptions,
 ): Promise<RunOutcome> {
-  if (options.batchId !== undefined && !isBatchId(options.batchId))
-    throw new UsageError(`--batch-id: ${BATCH_ID_RULE}`);
-  // The file the user typed is checked first: it is the likeliest mistake, and its reason is theirs to fix.
+  // The request's own words (--batch-id, --pool, --notify) are checked by the rules every door
+  // shares (producers/enqueue.ts), before the file is even read: a pool's home key is where the
+  // batch lives, every key of it serves the batch, and a URL this server will not call is refused.
+  const {
+    pool,
+    account: home,
+    callbackUrl,
+  } = checkRequest(config, {
+    ...(options.batchId !== undefined ? { batchId: options.batchId } : {}),
+    ...(options.pool !== undefined ? { pool: options.pool } : {}),
+    ...(options.account !== undefined ? { account: options.account } : {}),
+    ...(options.notify !== undefined ? { callbackUrl: options.notify } : {}),
+  });
+  // The file the user typed is checked next: it is the likeliest mistake, and its reason is theirs to fix.
   await checkReadable(file);
-  // A pool (--pool): the batch lives with one of its keys (--account, else the first) and every key serves it.
-  const pool = options.pool !== undefined ? poolFor(config, options.pool, options.account) : undefined;
-  const account = accountOf(config, pool?.home ?? options.account);
+  const account = accountOf(config, home);
   if (!options.dryRun)
     for (const id of [account.id, ...(pool?.keys ?? [])]) requireAccountUpstream(accountOf(config, id));
-  // A --notify URL this server will not call is refused before the file is even read.
-  const callbackUrl = options.notify !== undefined ? checkCallbackUrl(options.notify, config.webhooks) : undefined;
   const { ticker, logger, quiet } = runLogging(ctx, config);
   // One view of Redis for this process: an outage is one JSON line, not a block per retry.
   const health = new RedisHealth(logger);
@@ -202,7 +207,7 @@ interface RunFile {
   digest: string;
   batchId: string;
   account: Account;
-  pool: ReturnType<typeof poolFor> | undefined;
+  pool: PoolChoice | undefined;
   callbackUrl: string | undefined;
 }
 

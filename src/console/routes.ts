@@ -1,7 +1,6 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { poolFor } from '../accounts/account.js';
 import type { Config } from '../config.js';
 import type { Scope, TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
@@ -11,7 +10,7 @@ import { costOf, createsCap, formatMoney, type Price } from '../money.js';
 import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
-import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
+import { type BatchRequest, checkRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import type { AccountLineState } from '../queue/line.js';
 import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
 import type { RedisHealth } from '../redis/health.js';
@@ -25,7 +24,6 @@ import {
   CALLBACK_HOST_NOT_ALLOWED,
   CALLBACK_HOST_UNRESOLVED,
   CALLBACK_URL_INVALID,
-  checkCallbackUrl,
   WEBHOOK_SECRET_MISSING,
 } from '../webhooks/target.js';
 import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
@@ -477,7 +475,13 @@ async function stageUpload(
   const pool = options.pool !== undefined ? poolsOf(config, accounts).find((p) => p === options.pool) : undefined;
   if (options.pool !== undefined && pool === undefined)
     throw new ApiError('POOL_NOT_FOUND', `no pool ${JSON.stringify(options.pool)} for this token`);
-  const account = pool !== undefined ? poolFor(config, pool, options.account).home : (options.account ?? accounts[0]);
+  // The request's own rules (its pool's home key, its callback URL) are enqueue's, as at every door.
+  const checked = checkRequest(config, {
+    ...(pool !== undefined ? { pool } : {}),
+    ...(options.account !== undefined ? { account: options.account } : {}),
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+  });
+  const account = checked.account ?? accounts[0];
   if (account === undefined || !accounts.includes(account))
     throw new ApiError('ACCOUNT_NOT_FOUND', `no account ${JSON.stringify(options.account ?? '')} for this token`);
   const name = options.name ?? upload.fileName?.slice(0, 100) ?? 'console';
@@ -504,7 +508,6 @@ async function stageUpload(
   // The estimate refuses a callback URL this server will not call, as the confirm would: nothing is staged.
   const estimated = await estimate(services, input, batchOptions);
   const batchId = estimated.batchId;
-  const checkedCallback = callbackUrl !== undefined ? checkCallbackUrl(callbackUrl, config.webhooks) : undefined;
   const staged = await uploads.put({
     owner: idHash(signed.session.id),
     batchId,
@@ -519,7 +522,7 @@ async function stageUpload(
     ...(options.priority !== undefined ? { priority: options.priority } : {}),
     ...(options.weight !== undefined ? { weight: options.weight } : {}),
     ...(deadline !== undefined ? { deadline } : {}),
-    ...(checkedCallback !== undefined ? { callbackUrl: checkedCallback } : {}),
+    ...(checked.callbackUrl !== undefined ? { callbackUrl: checked.callbackUrl } : {}),
     estimate: estimated,
     rows: csv.rows,
   });

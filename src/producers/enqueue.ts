@@ -4,7 +4,8 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
-import { poolFor } from '../accounts/account.js';
+import { type PoolChoice, poolFor } from '../accounts/account.js';
+import type { Config } from '../config.js';
 import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { type DeadlineView, deadlineLine, parseDeadline } from '../plans/deadline.js';
@@ -13,6 +14,7 @@ import type { PriorityClass } from '../queue/types.js';
 import type { BatchSource } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
 import { SPAN, spanned } from '../telemetry/index.js';
+import { checkCallbackUrl } from '../webhooks/target.js';
 import { batchIdFor } from './batch-id.js';
 import { type CostEstimate, estimateCost } from './dry-run.js';
 import { type IngestResult, ingest, tooManyForInteractive } from './ingest.js';
@@ -103,17 +105,50 @@ async function contentBatchId(
   return (await services.batches.byContent(account, input.digest)) ?? batchIdFor(input.name, input.digest);
 }
 
+/** What a request names, checked before its input is read (see checkRequest). */
+export interface CheckedRequest {
+  /** The pool, its home key and its other keys (a pooled batch). */
+  pool?: PoolChoice;
+  /** The account the batch lives with: the pool's home, else the one asked for (undefined: the first). */
+  account?: string;
+  /** The callback URL in its checked form (its name is resolved later, by enqueue and estimate). */
+  callbackUrl?: string;
+}
+
+/**
+ * The rules a request's own words must meet, decided here only and raised in the same errors
+ * whichever door they came through: a batch id's form (BAD_BATCH_ID), a pool and its home key
+ * (POOL_NOT_FOUND, …), a callback URL's form and host (the allow-list). A door that must refuse
+ * before it reads a large input (`vqb run` before the file) calls this first; `prepare` calls it
+ * again, for every door.
+ */
+export function checkRequest(
+  config: Config,
+  options: Pick<BatchRequest, 'batchId' | 'pool' | 'account' | 'callbackUrl'>,
+): CheckedRequest {
+  if (options.batchId !== undefined && !isBatchId(options.batchId))
+    throw new InputError('BAD_BATCH_ID', `batch id ${JSON.stringify(options.batchId)}: ${BATCH_ID_RULE}`);
+  const pool = options.pool !== undefined ? poolFor(config, options.pool, options.account) : undefined;
+  const account = pool?.home ?? options.account;
+  const callbackUrl =
+    options.callbackUrl !== undefined ? checkCallbackUrl(options.callbackUrl, config.webhooks) : undefined;
+  return {
+    ...(pool !== undefined ? { pool } : {}),
+    ...(account !== undefined ? { account } : {}),
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+  };
+}
+
 /** The id, the account and the callback URL of the batch `input` would make, each decided here only. */
 async function prepare(
   services: Pick<QueueServices, 'config' | 'accounts' | 'batches' | 'webhooks'>,
   input: EnqueueInput,
   options: BatchRequest,
 ): Promise<Prepared> {
-  if (options.batchId !== undefined && !isBatchId(options.batchId)) throw new InputError('BAD_BATCH_ID', BATCH_ID_RULE);
+  const { pool, account: asked } = checkRequest(services.config, options);
   // Read once, here, whichever door it came through: a deadline that cannot be read stops everything.
   const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), services.config.timeZone);
-  const pool = options.pool !== undefined ? poolFor(services.config, options.pool, options.account) : undefined;
-  const { account: resolved } = services.accounts.for(pool?.home ?? options.account);
+  const { account: resolved } = services.accounts.for(asked);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
   // Checked once, here, before anything is stored or read: its form, the allow-list, and the

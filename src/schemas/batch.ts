@@ -124,11 +124,13 @@ export const BatchOptions = z
       .refine((m) => Object.keys(m).length <= 50, 'at most 50 metadata fields')
       .optional()
       .describe('flat key/value pairs kept with the batch (values: string, number, boolean or null)'),
+    // Its form is enqueue's rule alone (checkRequest), so every door refuses it in the same error.
     batchId: z
       .string()
-      .regex(/^[A-Za-z0-9_-]{1,100}$/, '1–100 letters, digits, _ or -')
       .optional()
-      .describe('use this id instead of one derived from the content'),
+      .describe(
+        'use this id instead of one derived from the content: 1–100 letters, digits, _ or - (else 400 BAD_BATCH_ID)',
+      ),
     name: z.string().min(1).max(100).optional().describe('shown in status and used in the derived batch id'),
     force: z.boolean().optional().describe('a new batch even if the same plates were sent before (pays again)'),
     maxCreates: z

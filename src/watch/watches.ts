@@ -3,9 +3,9 @@
 // account's watch is not found, as if absent), pause, resume, remove, change the month budget,
 // and read the changes of a round.
 import type { Logger } from 'pino';
-import { poolFor } from '../accounts/account.js';
 import { InputError, VqbError } from '../errors.js';
 import { createsCap } from '../money.js';
+import { checkRequest } from '../producers/enqueue.js';
 import { utcMonth } from '../queue/costs.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import type { QueueServices } from '../services.js';
@@ -86,7 +86,11 @@ export class Watches {
       const keys = this.#services.config.accounts.filter((a) => a.pool === request.pool);
       if (keys.length === 0 || !keys.every((a) => visible.includes(a.id)))
         throw new VqbError('POOL_NOT_FOUND', `no pool ${JSON.stringify(request.pool)} for this token`);
-      return poolFor(this.#services.config, request.pool, request.account).home;
+      // The pool's rules (its home key) are enqueue's, as for every batch the watch will make.
+      return checkRequest(this.#services.config, {
+        pool: request.pool,
+        ...(request.account !== undefined ? { account: request.account } : {}),
+      }).account!;
     }
     const id = request.account ?? visible[0];
     if (id === undefined || !visible.includes(id) || !this.#services.config.accounts.some((a) => a.id === id))

@@ -3,6 +3,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { main } from '../../src/cli.js';
 import type { Harness } from './engine.js';
 
 export const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
@@ -99,4 +101,34 @@ export function sampleMax(read: () => Promise<number>, intervalMs: number): { st
       return max;
     },
   };
+}
+
+/** `vqb <args>` in this process (`main(argv, io)`), with the harness's settings as environment. */
+export async function cli(
+  h: Harness,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (c: Buffer) => (out += c.toString()));
+  stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await main(args, {
+    env: {
+      REDIS_URL: h.config.redisUrl,
+      VQ_PREFIX: h.config.prefix,
+      VQ_BASE_URL: h.sim.url,
+      VQ_API_KEY_FILE: h.keyFile,
+      VQ_OUT_DIR: h.config.outDir,
+      VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
+      LOG_LEVEL: 'silent',
+      ...env,
+    },
+    stdout,
+    stderr,
+    stopSignal: new Promise(() => {}),
+  });
+  return { code, stdout: out, stderr: err };
 }

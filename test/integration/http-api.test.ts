@@ -214,12 +214,13 @@ describe('limits and errors', () => {
       { plates: ['ABC1234'], force: 'yes' },
       { plates: ['ABC1234'], metadata: { a: { b: { c: { d: {} } } } } },
       { plates: ['ABC1234'], metadata: [1, 2] },
-      { plates: ['ABC1234'], batchId: '../etc' },
       { plate: ['ABC1234'] },
     ]) {
       const answer = await call('/v1/batches', { json });
       expectError(answer, 400, 'VALIDATION_FAILED');
     }
+    // A batch id's form is enqueue's rule, the same error as at every door (request-rules.test.ts).
+    expectError(await call('/v1/batches', { json: { plates: ['ABC1234'], batchId: '../etc' } }), 400, 'BAD_BATCH_ID');
     const deep = `{"plates":["ABC1234"],"metadata":{"a":${'['.repeat(5_000)}${']'.repeat(5_000)}}}`;
     expectError(await call('/v1/batches', { body: deep, type: 'application/json' }), 400, 'VALIDATION_FAILED');
     const typo = await call('/v1/batches', { json: { plates: [{ plate: 'ABC1234', flag: false }] } });

@@ -9,10 +9,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli.js';
 import type { Config } from '../../src/config.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import type { RedisClient } from '../../src/redis/connection.js';
@@ -24,7 +22,7 @@ import { batchExportSource } from '../../src/sinks/batch-source.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { cli, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
@@ -50,36 +48,6 @@ async function keysNaming(redis: RedisClient, text: string): Promise<string[]> {
     found.push(...keys);
   } while (cursor !== '0');
   return found.sort();
-}
-
-/** `vqb <args>` in this process, with the harness's settings as environment. */
-async function cli(
-  h: Harness,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await main(args, {
-    env: {
-      REDIS_URL: h.config.redisUrl,
-      VQ_PREFIX: h.config.prefix,
-      VQ_BASE_URL: h.sim.url,
-      VQ_API_KEY_FILE: h.keyFile,
-      VQ_OUT_DIR: h.config.outDir,
-      VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
-      LOG_LEVEL: 'silent',
-      ...env,
-    },
-    stdout,
-    stderr,
-    stopSignal: new Promise(() => {}),
-  });
-  return { code, stdout: out, stderr: err };
 }
 
 async function serve(

@@ -133,6 +133,17 @@ describe('the import graph of src/ and workers/', () => {
     expect(importers.filter((file) => !front.some((room) => file === room || file.startsWith(room)))).toEqual([]);
   });
 
+  it("decides a request's own rules once: the batch-id rule, the pool check and the callback check are imported by enqueue only", () => {
+    const importers = (target: string, name: string) =>
+      [...edges()]
+        .filter(([, es]) => es.some((e) => e.target === join(SRC, target) && new RegExp(`\\b${name}\\b`).test(e.names)))
+        .map(([file]) => rel(file))
+        .sort();
+    expect(importers('queue/batch/store.ts', 'isBatchId')).toEqual(['commands/batch.ts', 'producers/enqueue.ts']);
+    expect(importers('accounts/account.ts', 'poolFor')).toEqual(['producers/enqueue.ts']);
+    expect(importers('webhooks/target.ts', 'checkCallbackUrl')).toEqual(['producers/enqueue.ts']);
+  });
+
   it('keeps queue/ below sinks/: queue/ imports nothing of sinks/', () => {
     expect(crossings(g, 'queue', 'sinks')).toEqual([]);
   });
