@@ -16,6 +16,7 @@ import { PlateSettle } from './queue/plate-settle.js';
 import { PlateTraces } from './queue/plate-traces.js';
 import { PollLearner } from './queue/poll-schedule.js';
 import { KeyPools } from './queue/pool.js';
+import { ReuseStore, sharingAccounts } from './queue/reuse.js';
 import { Scheduler } from './queue/scheduler.js';
 import { ProgressSeries } from './queue/series.js';
 import type { RedisClient } from './redis/connection.js';
@@ -50,6 +51,8 @@ export interface QueueServices {
   feeder: Feeder;
   /** The shared first-poll schedule (one per process: its samples are sent together). */
   learner: PollLearner;
+  /** Results kept for later batches (VQ_REUSE_WITHIN, shared pools): read by the dry run, written by the recorder. */
+  reuse: ReuseStore;
   /** Pools of keys: which key of a pool serves, and what one that holds gives back (docs/plans.md). */
   pools: KeyPools;
   /** Emits webhook events (webhooks/): batch.finished, account.paused. */
@@ -75,6 +78,11 @@ export function queueServicesOn(
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
   const learner = new PollLearner(redis, keys, config.poll, now);
+  const reuse = new ReuseStore(redis, keys, outcomes, {
+    keepMs: config.budget.reuseKeepMs,
+    defaultWithinMs: config.budget.reuseWithinMs,
+    sharing: sharingAccounts(config.accounts),
+  });
   const answers = new AnswerBook(redis, keys);
   const feeder = new Feeder(
     scheduler,
@@ -105,6 +113,7 @@ export function queueServicesOn(
     scheduler,
     feeder,
     learner,
+    reuse,
     pools,
     webhooks: new WebhookOutbox(config, redis, keys, batches, batchViews, now, resolve),
   };

@@ -16,7 +16,6 @@ import { JobFence } from '../src/queue/job-fence.js';
 import type { AccountLine } from '../src/queue/line.js';
 import type { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
-import { ReuseStore, sharingAccounts } from '../src/queue/reuse.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import { connectRedis, waitForReplica } from '../src/redis/connection.js';
@@ -246,7 +245,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     now,
   });
-  const recorder = recorderOf(config, services, commands, { deps, now, onBatchFinished, health });
+  const recorder = recorderOf(services, { deps, now, onBatchFinished, health });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(now);
@@ -355,9 +354,7 @@ function connectionsOf(config: Config, deps: WorkerDeps) {
 
 /** The process's recorder: where each plate's outcome, costs and reusable result are stored. */
 function recorderOf(
-  config: Config,
   services: Omit<QueueServices, 'close'>,
-  commands: RedisClient,
   parts: {
     deps: WorkerDeps;
     now: () => number;
@@ -372,11 +369,8 @@ function recorderOf(
     batches: services.batches,
     inflight: services.inflight,
     costs: services.costs,
-    reuse: new ReuseStore(commands, services.keys, services.outcomes, {
-      keepMs: config.budget.reuseKeepMs,
-      defaultWithinMs: config.budget.reuseWithinMs,
-      sharing: sharingAccounts(config.accounts),
-    }),
+    // The services were built on this process's command connection (queueServicesOn above).
+    reuse: services.reuse,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     onBatchFinished,

@@ -5,7 +5,6 @@
 // watch (a running batch).
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateSource } from '../queue/line.js';
-import { PollLearner } from '../queue/poll-schedule.js';
 import { keyStates } from '../queue/pool.js';
 import type { QueueServices } from '../services.js';
 import { type DeadlineVerdict, type HeldKey, judgeDeadline, type PlanFigures } from './deadline.js';
@@ -13,7 +12,7 @@ import { type DeadlineVerdict, type HeldKey, judgeDeadline, type PlanFigures } f
 /** Requests a plate takes before the batch has its own figures: a create, its poll, a tenth of them a second poll. */
 export const REQUESTS_PER_PLATE = 2.15;
 
-type PlanServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config'>;
+type PlanServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'learner'>;
 
 /** The rate a batch is served at, the keys that serve it, and (none serving) the keys that hold and why. */
 export interface ServingRate {
@@ -72,10 +71,7 @@ export async function planFigures(
 ): Promise<PlanFigures> {
   const { account } = services.accounts.for(accountId);
   const ids = [accountId, ...poolKeys.filter((k) => k !== accountId)];
-  const [rate, learned] = await Promise.all([
-    servingRate(services, ids),
-    new PollLearner(services.redis, services.keys, services.config.poll).snapshot(account.product),
-  ]);
+  const [rate, learned] = await Promise.all([servingRate(services, ids), services.learner.snapshot(account.product)]);
   // The work ahead on the keys that serve: interactive plates on each, and each earlier batch
   // once (a pooled one is one list whichever of its keys is asked).
   let interactive = 0;

@@ -16,7 +16,7 @@ const BACK_ROOM_MS = 5_000;
 
 type WatchServices = Pick<
   QueueServices,
-  'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'batches' | 'batchViews' | 'webhooks'
+  'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'batches' | 'batchViews' | 'webhooks' | 'learner'
 >;
 
 export interface DeadlineTurn {

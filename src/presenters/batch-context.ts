@@ -32,7 +32,10 @@ export interface BatchContext {
   unconfigured?: true;
 }
 
-type StatusServices = Pick<QueueServices, 'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'inflight'> &
+type StatusServices = Pick<
+  QueueServices,
+  'accounts' | 'scheduler' | 'redis' | 'keys' | 'config' | 'inflight' | 'learner'
+> &
   Partial<Pick<QueueServices, 'webhooks'>>;
 
 export async function batchContext(services: StatusServices, info: BatchInfo): Promise<BatchContext> {

@@ -6,8 +6,6 @@ import { costOf, type Money } from '../money.js';
 import { type DeadlineVerdict, type DeadlineView, deadlineView, judgeDeadline } from '../plans/deadline.js';
 import { planFigures, REQUESTS_PER_PLATE, servingRate } from '../plans/projection.js';
 import type { RateSource } from '../queue/line.js';
-import { PollLearner } from '../queue/poll-schedule.js';
-import { ReuseStore, sharingAccounts } from '../queue/reuse.js';
 import type { QueueServices } from '../services.js';
 import { PlateDeduper } from './dedup.js';
 import type { InputRow } from './types.js';
@@ -73,7 +71,7 @@ export async function estimateCost(
     poolKeys?: readonly string[];
   } = {},
 ): Promise<CostEstimate> {
-  const { config, redis, keys, outcomes } = services;
+  const { config, outcomes } = services;
   const { account } = services.accounts.for(options.account);
   const poolKeys = options.poolKeys ?? [];
   const now = (options.now ?? Date.now)();
@@ -83,10 +81,7 @@ export async function estimateCost(
   let duplicates = 0;
   let alreadyFinished = 0;
   let reusable = 0;
-  const reuse = new ReuseStore(redis, keys, outcomes, {
-    keepMs: config.budget.reuseKeepMs,
-    sharing: sharingAccounts(config.accounts),
-  });
+  const reuse = services.reuse;
   const reuseWithinMs = options.reuseWithinMs ?? config.budget.reuseWithinMs;
   let chunk: string[] = [];
   const flush = async () => {
@@ -110,7 +105,7 @@ export async function estimateCost(
 
   const plates = deduper.size;
   const creates = plates - alreadyFinished - reusable;
-  const learned = await new PollLearner(redis, keys, config.poll).snapshot(account.product);
+  const learned = await services.learner.snapshot(account.product);
   const pendingShare = learned.samples > 0 ? learned.pendingAtFirstPoll / learned.samples : 1 - config.poll.quantile;
   const expectedPolls = Math.round(creates * (1 + pendingShare * 1.5));
   const expectedRequests = creates + expectedPolls;

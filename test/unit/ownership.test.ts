@@ -155,3 +155,22 @@ describe('Lua scripts live in files with a KEYS/ARGV header', () => {
     expect(includes.filter((name) => !used.has(name))).toEqual([]);
   });
 });
+
+describe('each part of the queue is built once, in services.ts', () => {
+  it('a class services.ts constructs is constructed nowhere else in src/ or workers/', () => {
+    const built = (file: string) =>
+      [...readFileSync(join(ROOT, file), 'utf8').matchAll(/\bnew ([A-Z]\w+)\(/g)].map((m) => m[1]!);
+    // VqbKeys names keys from the config alone (no state, no connection): any module may make one.
+    const parts = new Set(built('src/services.ts').filter((name) => name !== 'VqbKeys'));
+    // The stores and learners a reader would expect to find there (issue 45: PollLearner was built
+    // in four places, ReuseStore in two).
+    for (const part of ['BatchStore', 'OutcomeStore', 'PollLearner', 'ReuseStore', 'AnswerBook', 'CostLedger'])
+      expect(parts.has(part), part).toBe(true);
+    const elsewhere = CODE.filter((file) => file !== 'src/services.ts').flatMap((file) =>
+      built(file)
+        .filter((name) => parts.has(name))
+        .map((name) => `${file}: new ${name}(`),
+    );
+    expect(elsewhere).toEqual([]);
+  });
+});
