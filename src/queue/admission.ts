@@ -63,6 +63,8 @@ export class CreateAdmission {
       ...inflight.args,
       ...budget.args,
       ...outcome.args,
+      // ARGV[15], the pace's now: only a test that owns time has one (line.ts).
+      ...pace.at,
     )) as [number, string, string];
     if (reply[0] === -3) return { refused: 'finished' };
     if (reply[0] === -1) return { refused: 'inflight' };

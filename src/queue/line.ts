@@ -137,6 +137,12 @@ export class AccountLine {
   readonly #redis: Scripted<(typeof SCRIPTS)[number]>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
+  /**
+   * The pace's clock, for a test that owns time: the pace, hold and learn scripts read it instead
+   * of Redis TIME. Production never passes one (test/unit/pace-clock.test.ts holds that): Redis's
+   * clock is the one every worker on every machine shares.
+   */
+  readonly #scriptNow: (() => number) | undefined;
 
   constructor(
     account: Account,
@@ -145,6 +151,7 @@ export class AccountLine {
     keys: VqbKeys,
     jitterMs: number,
     now: () => number = Date.now,
+    testing: { scriptNow?: () => number } = {},
   ) {
     this.account = account;
     this.queue = queue;
@@ -152,6 +159,12 @@ export class AccountLine {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
     this.#now = now;
+    this.#scriptNow = testing.scriptNow;
+  }
+
+  /** The scripts' `now` argument: none in production (Redis TIME), a test's clock otherwise. */
+  get #at(): string[] {
+    return this.#scriptNow ? [String(this.#scriptNow())] : [];
   }
 
   get #line(): string {
@@ -169,21 +182,27 @@ export class AccountLine {
    * again and takes its place among the slots an `auto` account took before it heard a limit.
    */
   async slot(horizonMs: number, retake?: string, urgent = false): Promise<Slot> {
-    const { keys, args } = this.paceTerms(horizonMs, retake, urgent);
-    return slotOf((await this.#redis.vqbPaceAcquire(...keys, ...args)) as SlotReply);
+    const { keys, args, at } = this.paceTerms(horizonMs, retake, urgent);
+    return slotOf((await this.#redis.vqbPaceAcquire(...keys, ...args, ...at)) as SlotReply);
   }
 
   /**
    * What the pace's rule (lua/includes/pace-take.lua) needs: for pace-acquire and for the
    * create's one admission script (queue/admission.ts).
    */
-  paceTerms(horizonMs: number, retake?: string, urgent = false): { keys: string[]; args: (string | number)[] } {
+  paceTerms(
+    horizonMs: number,
+    retake?: string,
+    urgent = false,
+  ): { keys: string[]; args: (string | number)[]; at: string[] } {
     // `urgent`: an interactive request, which claims the next slot when it is beyond the horizon.
     const mode = `${this.auto ? 'auto' : 'cap'}${urgent ? '!' : ''}`;
     return {
       keys: [this.#pace],
       // A slot given up is named by its start; '' (a reply without one) still counts as a retake.
       args: [this.intervalMs, horizonMs, mode, retake === undefined ? '0' : retake || '1'],
+      // Last, after every other argument of the script that takes the slot: absent in production.
+      at: this.#at,
     };
   }
 
@@ -204,7 +223,14 @@ export class AccountLine {
     // wedge the account (ERR value is not an integer on every job), so none is ever stored.
     const wait = holdMs(ms);
     const until = Number(
-      await this.#redis.vqbPaceHold(this.#pace, this.#line, this.#keys.paceHold(this.account.id), wait, reason),
+      await this.#redis.vqbPaceHold(
+        this.#pace,
+        this.#line,
+        this.#keys.paceHold(this.account.id),
+        wait,
+        reason,
+        ...this.#at,
+      ),
     );
     await this.stopTaking(wait);
     return until > 0;
@@ -296,6 +322,7 @@ export class AccountLine {
       this.auto ? 'auto' : 'cap',
       String(JITTER_PER_WINDOW),
       announced && said.remaining !== undefined ? String(said.remaining) : '',
+      ...this.#at,
     )) as [string, RateSource, string, number];
     const value = Number(rate);
     // A configured rate the upstream accepts is in force exactly; below it, it was learned from 429s.

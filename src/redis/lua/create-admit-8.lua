@@ -15,6 +15,8 @@
     score); ARGV[9] job key prefix
     ARGV[10] configured day cap, ARGV[11] configured month cap (-1 = none); ARGV[12] day TTL s;
     ARGV[13] month TTL s; ARGV[14] the plate
+    ARGV[15] the pace's now, epoch ms: only a test that owns time passes it (production: absent,
+    Redis TIME)
   Returns {1, wait ms, reason, the slot's start, the announced window ms or '', '1' for an early
   slot or '', the next slot's wait ms or ''} admitted (sleep `wait`, then send; the start names
   the slot if the request gives it up: pace-acquire's retake; the window is what its lateness is
@@ -32,7 +34,7 @@
 -- The pace is looked at first only because it is the cheapest to read: a slot beyond the horizon
 -- answers at once (the usual reply to a request that asks early), and nothing is taken before
 -- the cap and the caps said yes.
-local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4])
+local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[15])
 -- An interactive request's claim on the next slot: a less urgent one waits for it (pace-take).
 local yieldMs = paceClaim(KEYS[1], next, tonumber(ARGV[2]))
 if yieldMs then return {0, tostring(math.max(next.wait, yieldMs)), 'pace'} end

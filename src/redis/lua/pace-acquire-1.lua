@@ -13,13 +13,14 @@
     ARGV[4] '0', or the start of a slot the request gave up (a hold came, or it woke too late):
             the new slot is not counted as used again, or the learner would see fewer refusals
             than there were, and it takes the given-up one's place among the early slots
+    ARGV[5] now, epoch ms: only a test that owns time passes it (production: absent, Redis TIME)
   Returns {reserved 1|0, wait ms, 'pace'|'hold', the slot's start, the announced window ms or '',
   '1' for an early slot or '', the next slot's wait ms or ''}: reserved → the caller sleeps
   `wait` and sends (and names the start if it gives the slot up), and the process's next request
   asks when the next slot is near; not reserved → nothing changed, the slot is `wait` away.
 ]]
 --- @include "pace-take"
-local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4])
+local next = paceNext(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[4], ARGV[5])
 -- An interactive request's claim on the next slot: a less urgent one waits for it (pace-take).
 local yieldMs = paceClaim(KEYS[1], next, tonumber(ARGV[2]))
 if yieldMs then return {0, tostring(math.max(next.wait, yieldMs)), 'pace'} end

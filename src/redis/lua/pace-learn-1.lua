@@ -24,6 +24,7 @@
     the estimate holds an interval only while it is below it); ARGV[9] the allowance's least share
     of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room);
     ARGV[10] what the answer said is left before its reset (X-RateLimit-Remaining; '' none)
+    ARGV[11] now, epoch ms: only a test that owns time passes it (production: absent, Redis TIME)
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
@@ -32,8 +33,7 @@
 -- not 16 (x1.5); on a cold deployment those seconds were a fifth of a key's first minute (issue 43).
 -- The first 429 cuts by the share refused, so the overshoot costs one step, as before.
 local SLOW_START = 2
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = math.floor(paceNow(ARGV[11]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
   'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat')
 local startRate = tonumber(ARGV[5])

@@ -14,10 +14,11 @@
   taken early and given up after the limit was heard (a worker woken late) was never sent, so it
   leaves the list and the next slot comes back by what it had cost (a whole interval on a slow key).
   Included by pace-acquire and create-admit.
-  paceNext(paceKey, interval, mode, retake) → the slot's start, its wait from now (ms),
+  paceNext(paceKey, interval, mode, retake, at) → the slot's start, its wait from now (ms),
     'pace'|'hold', and what paceTake needs; mode 'auto' (the learned interval) | 'cap' (never
     faster than configured), with a trailing '!' for an interactive request (paceClaim); retake
-    as for paceTake.
+    as for paceTake; `at`: now, epoch ms, for a test that owns time ('' or nil in production:
+    Redis TIME, the one clock every machine shares; test/unit/pace-clock.test.ts holds that).
   paceClaim(paceKey, next, horizon) → nil when this request may take the slot next, else the ms
     it is to wait: an interactive request's claim on the next slot (see its comment).
   earlyBound(list, n, interval) → the first slot a limit of that interval allows after the early
@@ -61,11 +62,17 @@ local function earlyBound(list, n, interval)
   return bound
 end
 
-local function paceNext(paceKey, interval, mode, retake)
+-- Now, epoch ms: `at` when a test owns time, else Redis's clock.
+local function paceNow(at)
+  if at ~= nil and at ~= '' then return tonumber(at) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
+local function paceNext(paceKey, interval, mode, retake, at)
   local urgent = string.sub(mode, -1) == '!'
   if urgent then mode = string.sub(mode, 1, -2) end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  local now = paceNow(at)
   local f = redis.call('HMGET', paceKey, 'tat', 'hold', 'interval', 'used', 'early', 'earlyN', 'earlyTat', 'windowMs')
   local early = false
   if f[3] then

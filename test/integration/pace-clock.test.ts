@@ -1,0 +1,102 @@
+// The pace's arithmetic on a clock the test owns (issue 45): the pace, hold and learn scripts take
+// the test's `now` (production passes none and keeps Redis TIME), so thousands of slots run in
+// about a second with no sleeps, and a check that counts sends per window fails when the pace sends
+// one request too many. Rates and shares on the wall clock live in the bench, not here.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { luaScripts } from '../../src/redis/scripts.js';
+import { testConfig } from '../helpers/config.js';
+import { REDIS_URL, type RedisTestContext, redisTestContext } from '../helpers/redis.js';
+import { mostInWindow, runPace, VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
+
+const contexts: RedisTestContext[] = [];
+const extra: Redis[] = [];
+afterEach(async () => {
+  for (const r of extra.splice(0)) r.disconnect();
+  for (const c of contexts.splice(0)) await c.cleanup();
+});
+
+async function setUp(rateLimit: string) {
+  const ctx = await redisTestContext('pace-clock');
+  contexts.push(ctx);
+  const config = testConfig(ctx.prefix, { VQ_RATE_LIMIT: rateLimit });
+  return { ctx, config, account: config.accounts[0]! };
+}
+
+describe('the pace on a virtual clock', () => {
+  it('a configured 10/s: never more than 10 in any second over 10 virtual minutes, and the limit is used', async () => {
+    const { ctx, config, account } = await setUp('10/s');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const run = await runPace(line, clock, { workers: 6, durationMs: 600_000 });
+    expect(mostInWindow(run.sends, 1_000)).toBeLessThanOrEqual(10);
+    // The jitter allowance is the only room left: 10 per (1 s + allowance).
+    const used = run.sends.length / 600 / 10;
+    expect(used).toBeGreaterThan(0.9);
+  });
+
+  it('a hold: nothing is sent until it ends, then the pace goes on at the limit', async () => {
+    const { ctx, config, account } = await setUp('10/s');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const before = await runPace(line, clock, { workers: 4, durationMs: 5_000 });
+    const heldAt = clock.now;
+    await line.hold(30_000, 'rate_limit');
+    const after = await runPace(line, clock, { workers: 4, durationMs: 40_000 });
+    expect(before.sends.length).toBeGreaterThan(40);
+    expect(after.sends.filter((at) => at < heldAt + 30_000)).toEqual([]);
+    expect(mostInWindow([...before.sends, ...after.sends], 1_000)).toBeLessThanOrEqual(10);
+    expect(after.sends.length).toBeGreaterThan(90);
+  });
+
+  it('auto, a 30/s limit announced in the answers: not one request refused, cold start included, and the limit used', async () => {
+    const { ctx, config, account } = await setUp('auto');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const upstream = { limit: 30, windowMs: 1_000, jitterMs: config.pacingJitterMs };
+    const run = await runPace(line, clock, { workers: 16, durationMs: 120_000, upstream });
+    expect(run.refused).toBe(0);
+    expect(mostInWindow(run.sends, 1_000)).toBeLessThanOrEqual(30);
+    const start = run.sends[0]!;
+    // Cold: the first answers announce the limit, and the key is near it from its third second
+    // (8, 18, 29 requests in its first three seconds when this was written).
+    expect(run.sends.filter((at) => at < start + 3_000).length).toBeGreaterThan(45);
+    const late = run.sends.filter((at) => at >= start + 20_000).length;
+    expect(late / 100 / 30).toBeGreaterThan(0.9);
+  });
+
+  it('a pace one step too generous sends one request too many in a window, and the check says so (a mutation)', async () => {
+    const { ctx, config, account } = await setUp('10/s');
+    // The shipped rule, with the next slot 10 % sooner: the mutation a review might miss.
+    const shipped = luaScripts().get('pace-acquire')!;
+    const mutated = shipped.lua.replace(
+      "local fields = { 'tat', tostring(next.start + step) }",
+      "local fields = { 'tat', tostring(next.start + step * 0.9) }",
+    );
+    expect(mutated).not.toBe(shipped.lua);
+    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+    extra.push(redis);
+    // Defined first on its own connection: the line then finds the command there and keeps it.
+    redis.defineCommand('vqbPaceAcquire', { numberOfKeys: shipped.numberOfKeys, lua: mutated });
+    const clock = new VirtualClock();
+    const line = virtualLine(config, redis, account, clock);
+    const run = await runPace(line, clock, { workers: 6, durationMs: 60_000 });
+    expect(mostInWindow(run.sends, 1_000)).toBeGreaterThan(10);
+    void ctx;
+  });
+
+  it('production never hands the scripts a clock: only queue/line.ts names one, and only tests set it', () => {
+    const root = join(import.meta.dirname, '../..');
+    const files = (dir: string): string[] =>
+      readdirSync(join(root, dir)).flatMap((name) => {
+        const path = join(dir, name);
+        return statSync(join(root, path)).isDirectory() ? files(path) : name.endsWith('.ts') ? [path] : [];
+      });
+    const naming = [...files('src'), ...files('workers')].filter((file) =>
+      readFileSync(join(root, file), 'utf8').includes('scriptNow'),
+    );
+    expect(naming.map((f) => relative('.', f))).toEqual(['src/queue/line.ts']);
+  });
+});
