@@ -3,7 +3,7 @@
 // under its lock, a feed that counts what the queue holds), which BullMQ's public API cannot do
 // atomically or without a round trip of its own per plate; docs/development.md#bullmq-internals
 // says which and what BullMQ would need to make them public. A BullMQ upgrade that moves any of
-// this fails test/unit/bullmq-contract.test.ts, which reads the installed BullMQ's scripts.
+// this fails test/integration/bullmq-contract.test.ts, which reads the installed BullMQ's scripts.
 import type { Job, Queue } from 'bullmq';
 import type { RedisClient } from '../../redis/connection.js';
 

@@ -1,6 +1,6 @@
 // What vqb does to BullMQ's Worker beyond its public options: the Worker's wait for work, and a
 // nudge to its main loop. Named here and nowhere else in src/ (issue 45); the contract test
-// (test/unit/bullmq-contract.test.ts) checks the installed BullMQ still has each, and
+// (test/integration/bullmq-contract.test.ts) checks the installed BullMQ still has each, and
 // docs/development.md#bullmq-internals says what BullMQ would need to make them public.
 import { type BackendFactory, createRedisBackend, type RedisQueueBackend, type Worker } from 'bullmq';
 
