@@ -87,7 +87,7 @@ export class Doorbell {
     });
   }
 
-  /** Jobs of the Worker's that stalled are put back in wait: its Worker fetches them here rather than at the next feed pass. */
+  /** Jobs the Worker found stalled are put back in wait: it fetches them now, not at the next feed pass. */
   listen(worker: Pick<Worker, 'on'>, accountId: string): void {
     worker.on('stalled', () => this.ring(accountId));
   }

@@ -37,9 +37,12 @@ export const SCRIPT_RULES: readonly ScriptRule[] = [
   {
     file: 'changePriority-7.lua',
     says: new RegExp(
-      `local jobKey = ARGV\\[2\\] \\.\\. jobId[\\s\\S]*rcall\\(${q('HSET')}, jobKey, ${q(JOB_FIELDS.priority)}, priority\\)`,
+      `local jobKey = ARGV\\[2\\] \\.\\. jobId[\\s\\S]*` +
+        `rcall\\(${q('HSET')}, jobKey, ${q(JOB_FIELDS.priority)}, priority\\)`,
     ),
-    meaning: `a job's key is the queue's key prefix and its id; changePriority of an active job only sets the field "${JOB_FIELDS.priority}" (job-fence writes it in its place)`,
+    meaning:
+      "a job's key is the queue's key prefix and its id; changePriority of an active job only sets " +
+      `the field "${JOB_FIELDS.priority}" (job-fence writes it in its place)`,
   },
   {
     file: 'moveToActive-11.lua',
