@@ -44,8 +44,9 @@ describe('the doorbell and stalled jobs', () => {
       stalledAt = Date.now();
     });
     closers.push(() => worker.close());
+    // Fetched before the Worker's own wait (10 s) could have ended: only a ring fetches it in time.
     await expect.poll(() => processedAt, { timeout: 8_000, interval: 50 }).toBeGreaterThan(0);
     expect(stalledAt).toBeGreaterThan(0);
-    expect(processedAt - stalledAt).toBeLessThan(3_000);
+    expect(processedAt).toBeGreaterThanOrEqual(stalledAt);
   });
 });
