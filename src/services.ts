@@ -3,6 +3,7 @@
 // over them.
 
 import type { Config } from './config.js';
+import { jobKeyPrefix } from './engine/bullmq/keys.js';
 import { Accounts } from './queue/accounts.js';
 import { AnswerBook } from './queue/answers.js';
 import { OutcomeStore } from './queue/batch/outcomes.js';
@@ -72,7 +73,7 @@ export function queueServicesOn(
   const accounts = new Accounts(config, redis, keys, now);
   const scheduler = new Scheduler(redis, keys, now);
   const costs = new CostLedger(redis, keys, () => config.accounts.map((a) => a.id), now);
-  const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => accounts.queue(account).toKey(''));
+  const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => jobKeyPrefix(accounts.queue(account)));
   const budget = new Budget(redis, keys, config.accounts, now);
   const batches = new BatchStore(redis, keys, now);
   const batchViews = new BatchViews({ batches, costs, inflight, budget });

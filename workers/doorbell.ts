@@ -4,9 +4,10 @@
 // accounts (issue 21: 1,000 busy accounts, 4 processes, 4,010 Redis clients, and the first
 // requests 9-14 s late while 4,000 connections opened). BullMQ 6 lets a Worker take its backend
 // from a factory (`backendFactory`, documented for other datastores): here it is BullMQ's own
-// Redis backend on the process's shared connection with no blocking connection, whose
-// `waitForJob` waits on this doorbell instead of on Redis. So the connections of a process stay
-// the same whatever the number of accounts, on one Redis and on a Cluster alike.
+// Redis backend on the process's shared connection with no blocking connection, whose wait for
+// work waits on this doorbell instead of on Redis (src/engine/bullmq/worker.ts builds it). So the
+// connections of a process stay the same whatever the number of accounts, on one Redis and on a
+// Cluster alike.
 //
 // What rings it, for the Worker to fetch (moveToActive) at once:
 // - the process's feed pass (workers/worker.ts), every time it finds the account's queue holding
@@ -15,10 +16,12 @@
 // - a wake published by a producer or a feeder of any process (queue/wake.ts), when it added jobs:
 //   an interactive plate is fetched at once, not at the next feed pass;
 // - a job this process delays (a poll's wait): the Worker looks when it comes due;
+// - jobs its Worker found stalled and put back in wait (BullMQ's `stalled` event);
 // - the wait's own bound, BullMQ's block timeout (its next delayed job, else `drainDelay`), as before.
 // A ring while the Worker is not waiting (it is fetching or at its concurrency) is kept: its next
 // wait returns at once, so no wake is lost between a fetch that found nothing and the next wait.
-import { type BackendFactory, createRedisBackend, type RedisQueueBackend } from 'bullmq';
+import type { BackendFactory, RedisQueueBackend, Worker } from 'bullmq';
+import { quietBackend } from '../engine/bullmq/worker.js';
 
 /** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
 interface Bell {
@@ -59,47 +62,34 @@ export class Doorbell {
 
   /**
    * BullMQ's Redis backend for the account's Worker: the connection given as `connection` (shared,
-   * not duplicated), no blocking connection, and waits on this doorbell. The bell lives as long as
-   * the backend: closing it (the Worker's close) ends a wait and forgets the bell.
+   * not duplicated), no blocking connection, and waits on this doorbell (src/engine/bullmq/worker.ts
+   * builds it). The bell lives as long as the backend: closing it (the Worker's close) ends a wait
+   * and forgets the bell.
    */
   backendFor(accountId: string): BackendFactory<RedisQueueBackend> {
-    return (name, opts) => {
-      const backend = createRedisBackend(name, opts, { withBlockingConnection: false });
+    return quietBackend(() => {
       const bell: Bell = { until: 0, rung: false };
       let bells = this.#bells.get(accountId);
       if (!bells) this.#bells.set(accountId, (bells = new Set()));
       bells.add(bell);
-      backend.waitForJob = async (blockTimeoutS: number) => {
-        await this.#wait(bell, blockTimeoutS * 1_000);
-        return null;
+      return {
+        wait: (ms) => this.#wait(bell, ms),
+        interrupt: () => {
+          if (bell.open) this.#open(bell);
+        },
+        delayed: (at) => this.ringAt(accountId, at),
+        closed: () => {
+          if (bell.open) this.#open(bell);
+          bells.delete(bell);
+          if (bells.size === 0 && this.#bells.get(accountId) === bells) this.#bells.delete(accountId);
+        },
       };
-      // BullMQ interrupts the blocking wait this way when the Worker stops or pauses.
-      backend.disconnectBlocking = async () => {
-        if (bell.open) this.#open(bell);
-      };
-      backend.reconnectBlocking = async () => {};
-      const moveToDelayed = backend.moveToDelayed.bind(backend);
-      backend.moveToDelayed = async (jobId, timestamp, delay, token, delayOpts) => {
-        const result = await moveToDelayed(jobId, timestamp, delay, token, delayOpts);
-        this.ringAt(accountId, timestamp + delay);
-        return result;
-      };
-      const moveStalled = backend.moveStalledJobsToWait.bind(backend);
-      backend.moveStalledJobsToWait = async () => {
-        const stalled = await moveStalled();
-        // Jobs put back in wait: fetch them here rather than at the next feed pass.
-        if (Array.isArray(stalled) && stalled.length > 0) this.ring(accountId);
-        return stalled;
-      };
-      const close = backend.close.bind(backend);
-      backend.close = async (force?: boolean) => {
-        if (bell.open) this.#open(bell);
-        bells.delete(bell);
-        if (bells.size === 0 && this.#bells.get(accountId) === bells) this.#bells.delete(accountId);
-        await close(force);
-      };
-      return backend;
-    };
+    });
+  }
+
+  /** Jobs the Worker found stalled are put back in wait: it fetches them now, not at the next feed pass. */
+  listen(worker: Pick<Worker, 'on'>, accountId: string): void {
+    worker.on('stalled', () => this.ring(accountId));
   }
 
   #wait(bell: Bell, ms: number): Promise<void> {

@@ -14,6 +14,7 @@
 // batch's creates ahead of the scheduler (unfair shares between batches, creates taken past a
 // batch's cap); this keeps the jobs at work to what the pace can use.
 import type { Worker } from 'bullmq';
+import { wakeMainLoop } from '../engine/bullmq/worker.js';
 
 /** Polls waiting in one account's Worker at most: each is a timer and a job lock BullMQ renews. */
 const POLL_ROOM = 256;
@@ -96,12 +97,10 @@ export class PollRoom {
   /**
    * BullMQ's main loop re-reads the concurrency only when something it awaits settles (a fetch,
    * a job ending). With every job at work now waiting as a poll, nothing would until the first
-   * wait ends: an empty promise added to the loop's queue makes it look again and fetch. This
-   * reaches into the Worker (`mainLoopQueue`, BullMQ 6); without it, the next job ending does.
+   * wait ends: the loop is woken to look again and fetch (src/engine/bullmq/worker.ts, a reach
+   * into the Worker; without it, the next job ending does).
    */
   #wake(): void {
-    const loop = (this.#worker as unknown as { mainLoopQueue?: { add(p: Promise<unknown>): void } } | undefined)
-      ?.mainLoopQueue;
-    loop?.add(Promise.resolve(undefined));
+    if (this.#worker) wakeMainLoop(this.#worker);
   }
 }

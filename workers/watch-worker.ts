@@ -57,6 +57,7 @@ export function startWatchWorker(
     },
     deps.doorbell.backendFor(BELL),
   );
+  deps.doorbell.listen(worker, BELL);
   worker.on('error', (err) => {
     if (!deps.health?.outage(err)) log.error({ err }, 'watch worker error');
   });

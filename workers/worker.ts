@@ -159,6 +159,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     shared.doorbell.backendFor(account.id),
   );
   pollRoom.attach(worker);
+  shared.doorbell.listen(worker, account.id);
   worker.on('failed', (job, err) => {
     // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
     if (!job || err instanceof UnrecoverableError) return;

@@ -5,6 +5,7 @@
 // call it once after an ingest so an interactive plate is on the queue at once. A feed is one
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts/account.js';
+import { queueKeys } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { jobMetadataOf, recordWait, tracing } from '../telemetry/index.js';
@@ -13,7 +14,7 @@ import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
 import type { PlateTraces } from './plate-traces.js';
 import type { KeyPools } from './pool.js';
-import { type DeadlinePace, lentOf, type Picked, type QueueKeys, type Scheduler } from './scheduler.js';
+import { type DeadlinePace, lentOf, type Picked, type Scheduler } from './scheduler.js';
 
 /** Why a plate waited in the scheduler (its wait span's `vqb.wait.reason`), weakest first. */
 const WAIT_WHY = ['pace', 'share', 'deadline', 'hold', 'first_contact'] as const;
@@ -189,7 +190,7 @@ export class Feeder {
     const cap = this.#inflight.capOf(accountId);
     const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
       accountId,
-      this.#queueKeys(queue),
+      queueKeys(queue),
       meeting ? { ...cap, cap: 1, strict: true } : cap,
       line.capHold,
       serving ? INTERACTIVE_AT_ONCE : 0,
@@ -203,17 +204,6 @@ export class Feeder {
         : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
     await this.#add(account, queue, picked, why);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
-  }
-
-  #queueKeys(queue: PlateQueue): QueueKeys {
-    return {
-      wait: queue.toKey('wait'),
-      prioritized: queue.toKey('prioritized'),
-      delayed: queue.toKey('delayed'),
-      active: queue.toKey('active'),
-      paused: queue.toKey('paused'),
-      limiter: queue.toKey('limiter'),
-    };
   }
 
   /** Adds the jobs of picks whose feeder died before it could. */

@@ -15,7 +15,7 @@ export class InFlight {
   readonly #cap: number;
   readonly #jobPrefix: (accountId: string) => string;
 
-  /** `jobPrefix` turns an account's job id into its BullMQ key (queue.toKey('')). */
+  /** `jobPrefix` turns an account's job id into its BullMQ key (src/engine/bullmq/keys.ts jobKeyPrefix). */
   constructor(redis: RedisClient, keys: VqbKeys, cap: number, jobPrefix: (accountId: string) => string) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;

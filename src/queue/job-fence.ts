@@ -25,6 +25,7 @@
 //
 // A worker whose write is refused sends nothing and leaves the job to its holder.
 import type { Job } from 'bullmq';
+import { jobKeys } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { CostCount } from './costs.js';
@@ -52,7 +53,9 @@ export class JobFence {
    * and, with a token, the caller still holds the job's lock. On success the job's in-memory data
    * is `next` too. `count`: cost counters moved in the same step, whether or not the write is
    * allowed (an answer is paid for whoever stores it). `priority`: the job's new BullMQ priority,
-   * written with the data (the job is active: BullMQ's changePriority would only set this field).
+   * written with the data (the job is active: BullMQ's changePriority would only set this field,
+   * in a round trip of its own and outside the fence). Job.updateData is no substitute either: it
+   * writes whatever it is given, with no look at the lock or the stored step.
    */
   async write(
     job: PlateJob,
@@ -87,11 +90,11 @@ export class JobFence {
     options: { orLostMark?: boolean; count?: CostCount; priority?: number },
     holdKey?: string,
   ): Promise<{ result: FenceResult; heldMs: number }> {
-    const key = `${job.queueQualifiedName}:${job.id}`;
+    const { hash: key, lock } = jobKeys(job);
     const count = options.count;
     const reply = await this.#redis.vqbJobFence(
       key,
-      `${key}:lock`,
+      lock,
       // Without counts the cost keys are not touched; the job's own key stands in (same slot).
       count?.keys[0] ?? key,
       count?.keys[1] ?? key,

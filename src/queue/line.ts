@@ -7,6 +7,7 @@
 
 import { type Account, isAuto, JITTER_PER_WINDOW, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
+import { wakeAt } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
@@ -286,10 +287,9 @@ export class AccountLine {
   async stopTaking(ms: number): Promise<void> {
     const wait = holdMs(ms);
     await this.queue.rateLimit(wait);
-    // BullMQ puts a job with a priority back without a marker, so a worker blocked waiting for one
-    // would sleep through the end of this wait (up to its drainDelay, 5 s). A delayed marker due
-    // when the wait ends wakes one; LT keeps an earlier one (a poll coming due) in place.
-    await this.#redis.zadd(this.queue.toKey('marker'), 'LT', this.#now() + wait, '1');
+    // A Worker blocked on the queue would sleep through the end of this wait (up to its
+    // drainDelay, 5 s): a marker due when it ends wakes one (src/engine/bullmq/keys.ts says why).
+    await wakeAt(this.#redis, this.queue, this.#now() + wait);
   }
 
   /** The rate is learned (`auto`), not configured. */

@@ -27,7 +27,10 @@ export interface BatchShare {
   share: number;
 }
 
-/** An account's BullMQ queue keys the feed reads to know how much is queued and whether anything is left. */
+/**
+ * An account's BullMQ queue keys the feed reads to know how much is queued and whether anything is
+ * left (src/engine/bullmq/keys.ts names them).
+ */
 export interface QueueKeys {
   wait: string;
   prioritized: string;

@@ -187,7 +187,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['schemas/'],
   ['accounts/'],
   ['upstream/'],
-  ['redis/'],
+  ['redis/', 'engine/'],
   ['simulator/'],
   [
     'money.ts',
