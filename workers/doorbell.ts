@@ -21,7 +21,7 @@
 // A ring while the Worker is not waiting (it is fetching or at its concurrency) is kept: its next
 // wait returns at once, so no wake is lost between a fetch that found nothing and the next wait.
 import type { BackendFactory, RedisQueueBackend, Worker } from 'bullmq';
-import { quietBackend } from '../engine/bullmq/worker.js';
+import { quietBackend } from '../src/engine/bullmq/worker.js';
 
 /** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
 interface Bell {

@@ -14,7 +14,7 @@
 // batch's creates ahead of the scheduler (unfair shares between batches, creates taken past a
 // batch's cap); this keeps the jobs at work to what the pace can use.
 import type { Worker } from 'bullmq';
-import { wakeMainLoop } from '../engine/bullmq/worker.js';
+import { wakeMainLoop } from '../src/engine/bullmq/worker.js';
 
 /** Polls waiting in one account's Worker at most: each is a timer and a job lock BullMQ renews. */
 const POLL_ROOM = 256;

@@ -3,7 +3,7 @@
 // once on BullMQ's public `stalled` event, not at the end of its wait (up to 10 s).
 import { Queue, Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Doorbell } from '../../src/workers/doorbell.js';
+import { Doorbell } from '../../workers/doorbell.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 describe('the doorbell and stalled jobs', () => {
