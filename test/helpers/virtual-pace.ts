@@ -8,6 +8,7 @@ import { openAccountQueue } from '../../src/queue/account-queues.js';
 import { AccountLine } from '../../src/queue/line.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { VqbKeys } from '../../src/redis/keys.js';
+import { type Limiter, retryAfterSeconds } from '../../src/simulator/limiter.js';
 import type { RateLimitHeaders } from '../../src/upstream/timing.js';
 
 /** A test's clock: `now` is whatever the test set last. */
@@ -40,70 +41,114 @@ export function mostInWindow(sends: readonly number[], windowMs: number): number
 }
 
 export interface PaceRun {
-  /** When each request was sent (its slot's start), virtual epoch ms. */
+  /** When each request the upstream took was sent (its slot's start), virtual epoch ms. */
   sends: number[];
-  /** Requests the upstream would have refused (429): over `limit` in its fixed window. */
+  /** When each request the upstream refused (429) was sent. */
+  refusedAt: number[];
+  /** How many were refused. */
   refused: number;
 }
 
 /**
- * `workers` requesters share the line for `durationMs` of virtual time: each asks for a slot
- * (horizon `horizonMs`), waits for it, sends, and asks again once its answer came `answerMs` later.
- * With `upstream`, each answer carries the limit as an upstream announces it (a fixed window from
- * the first send) and is fed to the line's learner, as a worker does (workers/flow.ts).
+ * The upstream as the simulator limits it (src/simulator/limiter.ts, the same windows), on the
+ * test's clock: `limiter(now)` is the limit in force then (a test may change it mid-run);
+ * `announce`: its answers carry the limit (X-RateLimit-*), else they say nothing.
+ */
+export interface VirtualUpstream {
+  limiter: (now: number) => Limiter;
+  announce: boolean;
+  jitterMs: number;
+}
+
+/**
+ * `workers` requesters share the account for `durationMs` of virtual time (requester w asks
+ * through `lines[w % lines.length]`: one line a process, each its own connection): each asks for a
+ * slot (horizon `horizonMs`), waits for it, sends, and asks again once its answer came `answerMs`
+ * later. With `upstream`, each answer is fed to the line as a worker feeds it (workers/flow.ts):
+ * `learn('ok', what it announced)`; a 429 is `learn('429')` and a hold for its Retry-After (a
+ * learned rate's sub-second wait shortened as the flow shortens it).
  */
 export async function runPace(
-  line: AccountLine,
+  line: AccountLine | AccountLine[],
   clock: VirtualClock,
   options: {
     workers: number;
     durationMs: number;
     horizonMs?: number;
     answerMs?: (i: number) => number;
-    upstream?: { limit: number; windowMs: number; jitterMs: number };
+    upstream?: VirtualUpstream;
   },
 ): Promise<PaceRun> {
+  const lines = Array.isArray(line) ? line : [line];
   const start = clock.now;
   const horizonMs = options.horizonMs ?? 500;
   const answerMs = options.answerMs ?? ((i: number) => 80 + ((i * 37) % 120));
-  // Each requester's next step: ask for a slot, or hear its answer.
-  const due: { at: number; worker: number; answerOf?: number }[] = [];
+  const upstream = options.upstream;
+  type Answer = { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number };
+  // Each requester's next step: ask for a slot, after hearing its last answer if it had one.
+  const due: { at: number; worker: number; answer?: Answer }[] = [];
   for (let w = 0; w < options.workers; w++) due.push({ at: start + w, worker: w });
-  const sends: number[] = [];
-  let refused = 0;
-  const windowCount = new Map<number, number>();
+  const run: PaceRun = { sends: [], refusedAt: [], refused: 0 };
+  let n = 0;
   while (due.length > 0) {
     due.sort((a, b) => a.at - b.at);
     const step = due.shift()!;
     if (step.at > start + options.durationMs) break;
     clock.now = step.at;
-    if (step.answerOf !== undefined && options.upstream) {
-      const { limit, windowMs, jitterMs } = options.upstream;
-      const sentAt = step.answerOf;
-      const windowStart = start + Math.floor((sentAt - start) / windowMs) * windowMs;
-      const used = windowCount.get(windowStart) ?? 0;
-      const said: RateLimitHeaders = {
-        limit,
-        windowMs,
-        remaining: Math.max(0, limit - used),
-        resetAt: windowStart + windowMs,
-      };
-      await line.learn('ok', said, jitterMs);
-    }
-    const slot = await line.slot(horizonMs);
+    const mine = lines[step.worker % lines.length]!;
+    if (step.answer && upstream) await hear(mine, step.answer, upstream.jitterMs);
+    const slot = await mine.slot(horizonMs);
     if (!slot.reserved) {
       due.push({ at: clock.now + Math.max(1, slot.waitMs), worker: step.worker });
       continue;
     }
     const sentAt = clock.now + slot.waitMs;
-    sends.push(sentAt);
-    if (options.upstream) {
-      const windowStart = start + Math.floor((sentAt - start) / options.upstream.windowMs) * options.upstream.windowMs;
-      const used = (windowCount.get(windowStart) ?? 0) + 1;
-      windowCount.set(windowStart, used);
-      if (used > options.upstream.limit) refused++;
-    }
-    due.push({ at: sentAt + answerMs(sends.length), worker: step.worker, answerOf: sentAt });
+    let answer: Answer = { ok: true };
+    if (upstream) {
+      const limiter = upstream.limiter(sentAt);
+      const state = limiter.peek(sentAt);
+      if (state.retryAfterMs > 0) {
+        run.refusedAt.push(sentAt);
+        run.refused++;
+        answer = { ok: false, retryAfterMs: retryAfterSeconds(state.retryAfterMs) * 1_000 };
+      } else {
+        const taken = limiter.take(sentAt);
+        run.sends.push(sentAt);
+        answer = upstream.announce
+          ? {
+              ok: true,
+              said: {
+                limit: limiter.max,
+                windowMs: limiter.durationMs,
+                remaining: taken.remaining,
+                resetAt: taken.resetAtMs,
+              },
+            }
+          : { ok: true };
+      }
+    } else run.sends.push(sentAt);
+    due.push({ at: sentAt + answerMs(++n), worker: step.worker, answer });
   }
-  return { sends, refused };
+  return run;
+}
+
+/** What a worker does with an answer (workers/flow.ts onAnswer, onRateLimited), on the line. */
+async function hear(
+  line: AccountLine,
+  answer: { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number },
+  jitterMs: number,
+) {
+  if (answer.ok) {
+    await line.learn('ok', answer.said, jitterMs);
+    return;
+  }
+  const rate = await line.learn('429', undefined, jitterMs);
+  let ms = answer.retryAfterMs;
+  if (rate.source === 'learned' && ms <= 1_000) ms = Math.min(ms, Math.max(50, 3_000 / rate.perSecond));
+  await line.hold(ms, 'rate_limit');
+}
+
+/** Requests taken per second between `from` and `to` (virtual epoch ms). */
+export function perSecond(sends: readonly number[], from: number, to: number): number {
+  return (sends.filter((at) => at >= from && at < to).length * 1_000) / (to - from);
 }

@@ -7,9 +7,10 @@ import { join, relative } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { luaScripts } from '../../src/redis/scripts.js';
+import { createLimiter } from '../../src/simulator/limiter.js';
 import { testConfig } from '../helpers/config.js';
 import { REDIS_URL, type RedisTestContext, redisTestContext } from '../helpers/redis.js';
-import { mostInWindow, runPace, VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
+import { mostInWindow, perSecond, runPace, VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
 
 const contexts: RedisTestContext[] = [];
 const extra: Redis[] = [];
@@ -55,7 +56,8 @@ describe('the pace on a virtual clock', () => {
     const { ctx, config, account } = await setUp('auto');
     const clock = new VirtualClock();
     const line = virtualLine(config, ctx.redis, account, clock);
-    const upstream = { limit: 30, windowMs: 1_000, jitterMs: config.pacingJitterMs };
+    const limit = createLimiter('sliding', { max: 30, durationMs: 1_000 });
+    const upstream = { limiter: () => limit, announce: true, jitterMs: config.pacingJitterMs };
     const run = await runPace(line, clock, { workers: 16, durationMs: 120_000, upstream });
     expect(run.refused).toBe(0);
     expect(mostInWindow(run.sends, 1_000)).toBeLessThanOrEqual(30);
@@ -84,6 +86,64 @@ describe('the pace on a virtual clock', () => {
     const line = virtualLine(config, redis, account, clock);
     const run = await runPace(line, clock, { workers: 6, durationMs: 60_000 });
     expect(mostInWindow(run.sends, 1_000)).toBeGreaterThan(10);
+    void ctx;
+  });
+
+  it('configured too high (40/s against a 20/s key, no headers): followed below it, a few 429s at most', async () => {
+    const { ctx, config, account } = await setUp('40/s');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const limit = createLimiter('sliding', { max: 20, durationMs: 1_000 });
+    const start = clock.now;
+    const run = await runPace(line, clock, {
+      workers: 16,
+      durationMs: 60_000,
+      upstream: { limiter: () => limit, announce: false, jitterMs: config.pacingJitterMs },
+    });
+    // 18.9/s over the last 30 s, 4 429s, when this was written.
+    expect(perSecond(run.sends, start + 30_000, start + 60_000) / 20).toBeGreaterThan(0.85);
+    expect(run.refusedAt.filter((at) => at >= start + 30_000).length).toBeLessThanOrEqual(6);
+    expect(await line.rate()).toMatchObject({ source: 'learned', ceilingPerSecond: 40 });
+  });
+
+  it('a limit that drops from 30/s to 10/s and back (no headers) is followed within 60 s each way', async () => {
+    const { ctx, config, account } = await setUp('auto');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const start = clock.now;
+    const limits = [30, 10, 30].map((max) => createLimiter('sliding', { max, durationMs: 1_000 }));
+    const limiter = (at: number) => limits[at < start + 30_000 ? 0 : at < start + 60_000 ? 1 : 2]!;
+    const run = await runPace(line, clock, {
+      workers: 16,
+      durationMs: 130_000,
+      upstream: { limiter, announce: false, jitterMs: config.pacingJitterMs },
+    });
+    const rate = (from: number, to: number) => perSecond(run.sends, start + from * 1_000, start + to * 1_000);
+    // 27.9, 9.7 and 28.5/s when this was written.
+    expect(rate(22, 30) / 30).toBeGreaterThan(0.85);
+    expect(rate(50, 60) / 10).toBeGreaterThan(0.85);
+    expect(rate(50, 60) / 10).toBeLessThanOrEqual(1.05);
+    expect(rate(110, 120) / 30).toBeGreaterThan(0.85);
+  });
+
+  it('three processes share one estimate: their lines, each its own connection, pace the key as one', async () => {
+    const { ctx, config, account } = await setUp('auto');
+    const clock = new VirtualClock();
+    const lines = [0, 1, 2].map(() => {
+      const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 2 });
+      extra.push(redis);
+      return virtualLine(config, redis, account, clock);
+    });
+    const limit = createLimiter('sliding', { max: 24, durationMs: 1_000 });
+    const run = await runPace(lines, clock, {
+      workers: 24,
+      durationMs: 60_000,
+      upstream: { limiter: () => limit, announce: true, jitterMs: config.pacingJitterMs },
+    });
+    expect(run.refused).toBe(0);
+    expect(mostInWindow(run.sends, 1_000)).toBeLessThanOrEqual(24);
+    const rates = await Promise.all(lines.map((l) => l.rate()));
+    for (const rate of rates) expect(rate).toMatchObject({ source: 'announced', limit: 24 });
     void ctx;
   });
 
