@@ -559,11 +559,12 @@ export class AccountFlow {
   }
 
   /** A 429: the whole account holds for Retry-After (or a shared backoff), and its spacing widens. */
-  async onRateLimited(err: RateLimitedError, reason: LimitReason, log: Logger): Promise<void> {
+  /** `slot`: the refused request's slot (its `at`), which tells the learner under which rate it was paced. */
+  async onRateLimited(err: RateLimitedError, reason: LimitReason, log: Logger, slot?: string): Promise<void> {
     if (this.#d.line.account.pool !== undefined) this.#d.pools?.limited(this.accountId);
     let ms = err.retryAfterMs ?? (await this.#noHintBackoff());
     if (reason === 'rate_limit') {
-      const rate = await this.#d.line.learn('429', undefined, this.#d.jitterMs);
+      const rate = await this.#d.line.learn('429', undefined, this.#d.jitterMs, slot);
       this.#metrics.rate?.(this.accountId, rate.perSecond, rate.source);
       this.#logRate(rate, log);
       // A learned rate already stepped down: within a per-second window the excess clears in

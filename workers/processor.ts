@@ -109,6 +109,8 @@ export class PlateProcessor {
   readonly #stop = new AbortController();
   /** Each job's activation context (tracing), to run its next poll under: see #pollAt. */
   readonly #activation = new WeakMap<PlateJob, Within>();
+  /** A 429's request → the slot it was sent in: the learner leaves a refusal paced before its last step alone. */
+  readonly #refusedSlot = new WeakMap<object, string>();
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
@@ -221,6 +223,7 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, this.#d.flow.send(admission, held));
     } catch (err) {
+      if (isUpstreamError(err) && err.kind === 'rate-limited') this.#refusedSlot.set(err, admission.at);
       if (isUpstreamError(err) && err.kind === 'unrecognised')
         return this.#createUnread(job, token, creating, err, log);
       if (isUpstreamError(err)) {
@@ -440,6 +443,7 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
     } catch (err) {
+      if (isUpstreamError(err) && err.kind === 'rate-limited') this.#refusedSlot.set(err, admission.at);
       if (isUpstreamError(err) && err.kind === 'unrecognised') return this.#pollUnread(job, token, err, log);
       if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
         await this.#d.recorder.count(batchOf(data), 'pollsSent');
@@ -642,7 +646,7 @@ export class PlateProcessor {
       case 'wait':
         await this.#d.recorder.count(batchOf(job.data), 'rateLimited');
         if (err.kind === 'rate-limited')
-          await this.#d.flow.onRateLimited(err, decision.waitReason ?? 'rate_limit', log);
+          await this.#d.flow.onRateLimited(err, decision.waitReason ?? 'rate_limit', log, this.#refusedSlot.get(err));
         throw Worker.RateLimitError();
       case 'retry':
         if (this.#isLastAttempt(job)) {

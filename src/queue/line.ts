@@ -305,6 +305,8 @@ export class AccountLine {
     event: 'ok' | '429',
     said: RateLimitHeaders | undefined,
     jitterMs: number,
+    /** A 429's request: the slot it was sent in (its `at`), when known. */
+    refusedSlot?: string,
   ): Promise<{ perSecond: number; source: RateSource; windowMs?: number; changed: boolean }> {
     // A configured rate is the user's word: nothing announced replaces it, and it is the ceiling.
     const announced = this.auto && said?.limit !== undefined && said.limit > 0;
@@ -322,6 +324,7 @@ export class AccountLine {
       this.auto ? 'auto' : 'cap',
       String(JITTER_PER_WINDOW),
       announced && said.remaining !== undefined ? String(said.remaining) : '',
+      refusedSlot ?? '',
       ...this.#at,
     )) as [string, RateSource, string, number];
     const value = Number(rate);

@@ -47,6 +47,8 @@ export interface PaceRun {
   refusedAt: number[];
   /** How many were refused. */
   refused: number;
+  /** The rate in force each time an answer changed it: [virtual epoch ms, per second]. */
+  rates: [number, number][];
 }
 
 /**
@@ -84,11 +86,11 @@ export async function runPace(
   const horizonMs = options.horizonMs ?? 500;
   const answerMs = options.answerMs ?? ((i: number) => 80 + ((i * 37) % 120));
   const upstream = options.upstream;
-  type Answer = { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number };
+  type Answer = { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number; slot: string };
   // Each requester's next step: ask for a slot, after hearing its last answer if it had one.
   const due: { at: number; worker: number; answer?: Answer }[] = [];
   for (let w = 0; w < options.workers; w++) due.push({ at: start + w, worker: w });
-  const run: PaceRun = { sends: [], refusedAt: [], refused: 0 };
+  const run: PaceRun = { sends: [], refusedAt: [], refused: 0, rates: [] };
   let n = 0;
   while (due.length > 0) {
     due.sort((a, b) => a.at - b.at);
@@ -96,7 +98,10 @@ export async function runPace(
     if (step.at > start + options.durationMs) break;
     clock.now = step.at;
     const mine = lines[step.worker % lines.length]!;
-    if (step.answer && upstream) await hear(mine, step.answer, upstream.jitterMs);
+    if (step.answer && upstream) {
+      const rate = await hear(mine, step.answer, upstream.jitterMs);
+      if (rate.changed) run.rates.push([clock.now, rate.perSecond]);
+    }
     const slot = await mine.slot(horizonMs);
     if (!slot.reserved) {
       due.push({ at: clock.now + Math.max(1, slot.waitMs), worker: step.worker });
@@ -110,7 +115,7 @@ export async function runPace(
       if (state.retryAfterMs > 0) {
         run.refusedAt.push(sentAt);
         run.refused++;
-        answer = { ok: false, retryAfterMs: retryAfterSeconds(state.retryAfterMs) * 1_000 };
+        answer = { ok: false, retryAfterMs: retryAfterSeconds(state.retryAfterMs) * 1_000, slot: slot.at };
       } else {
         const taken = limiter.take(sentAt);
         run.sends.push(sentAt);
@@ -135,17 +140,15 @@ export async function runPace(
 /** What a worker does with an answer (workers/flow.ts onAnswer, onRateLimited), on the line. */
 async function hear(
   line: AccountLine,
-  answer: { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number },
+  answer: { ok: true; said?: RateLimitHeaders } | { ok: false; retryAfterMs: number; slot: string },
   jitterMs: number,
 ) {
-  if (answer.ok) {
-    await line.learn('ok', answer.said, jitterMs);
-    return;
-  }
-  const rate = await line.learn('429', undefined, jitterMs);
+  if (answer.ok) return line.learn('ok', answer.said, jitterMs);
+  const rate = await line.learn('429', undefined, jitterMs, answer.slot);
   let ms = answer.retryAfterMs;
   if (rate.source === 'learned' && ms <= 1_000) ms = Math.min(ms, Math.max(50, 3_000 / rate.perSecond));
   await line.hold(ms, 'rate_limit');
+  return rate;
 }
 
 /** Requests taken per second between `from` and `to` (virtual epoch ms). */

@@ -89,6 +89,27 @@ describe('the pace on a virtual clock', () => {
     void ctx;
   });
 
+  it('auto, no rate-limit headers, a 20/s key: the slow start overshoot costs one step down, and the key runs near its limit (≤ 5 429s a minute)', async () => {
+    const { ctx, config, account } = await setUp('auto');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const limit = createLimiter('sliding', { max: 20, durationMs: 1_000 });
+    const start = clock.now;
+    const run = await runPace(line, clock, {
+      workers: 32,
+      durationMs: 120_000,
+      upstream: { limiter: () => limit, announce: false, jitterMs: config.pacingJitterMs },
+    });
+    const share = (from: number, to: number) => perSecond(run.sends, start + from * 1_000, start + to * 1_000) / 20;
+    // Each refusal of a request paced before the last step down stepped down again: 32/s went to
+    // 7.2/s in 700 ms and stayed at 14/s (0.7) until the probe 30 s later. Now 0.97 over 30-60 s and
+    // 0.90 over the first two minutes (issue 43's cold target: 0.85), 2 429s a minute.
+    expect(share(30, 60)).toBeGreaterThan(0.9);
+    expect(share(0, 120)).toBeGreaterThan(0.85);
+    expect(run.refusedAt.filter((at) => at >= start + 30_000).length).toBeLessThanOrEqual(5 * 1.5);
+    expect(await line.rate()).toMatchObject({ source: 'learned' });
+  });
+
   it('configured too high (40/s against a 20/s key, no headers): followed below it, a few 429s at most', async () => {
     const { ctx, config, account } = await setUp('40/s');
     const clock = new VirtualClock();

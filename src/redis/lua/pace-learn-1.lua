@@ -24,7 +24,9 @@
     the estimate holds an interval only while it is below it); ARGV[9] the allowance's least share
     of the window (src/accounts/account.ts jitterAllowanceMs: a per-minute window gets more room);
     ARGV[10] what the answer said is left before its reset (X-RateLimit-Remaining; '' none)
-    ARGV[11] now, epoch ms: only a test that owns time passes it (production: absent, Redis TIME)
+    ARGV[11] a 429's request: the start of the slot it was sent in ('' unknown): a request paced
+    before the last step down was refused at the rate that step answered, and steps no further
+    ARGV[12] now, epoch ms: only a test that owns time passes it (production: absent, Redis TIME)
   A different ceiling than the stored one (the configuration changed) starts the estimate afresh.
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
@@ -33,7 +35,7 @@
 -- not 16 (x1.5); on a cold deployment those seconds were a fifth of a key's first minute (issue 43).
 -- The first 429 cuts by the share refused, so the overshoot costs one step, as before.
 local SLOW_START = 2
-local now = math.floor(paceNow(ARGV[11]))
+local now = math.floor(paceNow(ARGV[12]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
   'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat')
 local startRate = tonumber(ARGV[5])
@@ -134,6 +136,14 @@ if ARGV[1] == '429' then
   redis.call('HSET', KEYS[1], 'last429At', tostring(now))
   -- An announced limit is the upstream's word: a stray 429 is left to the hold.
   if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
+  -- Slots are taken ahead (up to the horizon) and answered later: after a step down, requests paced
+  -- at the rate before it are still refused for a while. Each such refusal stepping down again cut
+  -- a 32/s slow-start overshoot of a 20/s key to 7.2/s in 700 ms, and the rate remembered as where
+  -- it hit (14.4) held the key at 0.7 of its limit until the probe 30 s later (issue 43's cold
+  -- no-headers figure, found on the virtual clock of test/integration/pace-clock.test.ts).
+  local slotAt = tonumber(ARGV[11] or '')
+  local steppedAt = tonumber(f[8] or '')
+  if slotAt and steppedAt and slotAt < steppedAt then return {tostring(rate), source, '', 0} end
   local rejected = redis.call('HINCRBY', KEYS[1], 'rej', 1)
   -- Once a second, or sooner when refusals pile up (a rate far too high must not run a whole second).
   local since = now - tonumber(f[8] or '0')
