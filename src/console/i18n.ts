@@ -190,6 +190,10 @@ const en = {
   'retry.ask.other': 'Ask the upstream again for the {n} plates (costs {n} queries{cost})',
   'failed.cancelled.one': '1 plate cancelled: never sent to the upstream, not charged, not run again.',
   'failed.cancelled.other': '{n} plates cancelled: never sent to the upstream, not charged, not run again.',
+  'failed.counting.one': '1 failed plate; counting it by error code (this section fills in by itself, or refresh).',
+  'failed.counting.other':
+    '{n} failed plates; counting them by error code (this section fills in by itself, or refresh).',
+  'failed.stale': 'As counted at {at}; {n} failed now, counting again (this section fills in by itself).',
   'confirm.title': 'Confirm a paid retry',
   'confirm.ask.one': 'This asks the upstream again for 1 plate: 1 new query, {cost}.',
   'confirm.ask.other': 'This asks the upstream again for {n} plates: {n} new queries, {cost}.',
@@ -470,6 +474,11 @@ const ptBR: Record<Key, string> = {
   'retry.ask.other': 'Perguntar de novo ao fornecedor pelas {n} placas (custa {n} consultas{cost})',
   'failed.cancelled.one': '1 placa cancelada: nunca enviada ao fornecedor, sem custo, não roda de novo.',
   'failed.cancelled.other': '{n} placas canceladas: nunca enviadas ao fornecedor, sem custo, não rodam de novo.',
+  'failed.counting.one':
+    '1 placa com falha; contando por código de erro (esta seção se completa sozinha, ou atualize).',
+  'failed.counting.other':
+    '{n} placas com falha; contando por código de erro (esta seção se completa sozinha, ou atualize).',
+  'failed.stale': 'Contagem de {at}; {n} com falha agora, contando de novo (esta seção se atualiza sozinha).',
   'confirm.title': 'Confirmar uma nova consulta paga',
   'confirm.ask.one': 'Isto pergunta de novo ao fornecedor por 1 placa: 1 consulta nova, {cost}.',
   'confirm.ask.other': 'Isto pergunta de novo ao fornecedor por {n} placas: {n} consultas novas, {cost}.',

@@ -254,22 +254,32 @@ ${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${form
 <li><a href="/batches/${id}/rejects" download>${t('batch.rejects')}</a></li>
 </ul>
 ${webhooksSection(ctx, view)}
-${archived ? '' : html`<section data-failures data-key="${failedKey(failed?.summary)}">${failedSection(ctx, view.id, failed)}</section>`}
+${archived ? '' : html`<section data-failures data-key="${failedKey(failed)}">${failedSection(ctx, view.id, failed)}</section>`}
 ${line ? linesSection(ctx, [line], redis) : ''}`,
   );
 }
 
 /** A batch's failed plates as the page shows them, and its account's price (what a retry costs). */
 export interface FailedPlates {
-  summary: FailedSummary;
+  /** By code, as last counted; undefined while a large batch's first count is made (failed-plates.ts). */
+  summary?: FailedSummary | undefined;
   price?: Price | undefined;
+  /** The summary is of the batch as it is now; false: the last count, made at `at`, a new one under way. */
+  current?: boolean;
+  at?: number | undefined;
+  /** The batch's failed plates now, a cancel's left out (what a count under way will find). */
+  failed?: number;
 }
 
 /** Changes whenever the failed section would: the page's script replaces the section only then. */
-export function failedKey(summary: FailedSummary | undefined): string {
-  if (!summary || (summary.total === 0 && !summary.cancelled)) return '0';
+export function failedKey(failed: FailedPlates | undefined): string {
+  const summary = failed?.summary;
+  if (!summary) return failed?.current === false ? `counting ${failed.failed ?? 0}` : '0';
+  const stale = failed?.current === false ? `stale ${failed.at ?? 0} ` : '';
+  if (summary.total === 0 && !summary.cancelled) return stale ? `${stale}0` : '0';
   return (
-    `c${summary.cancelled} ` + summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
+    `${stale}c${summary.cancelled} ` +
+    summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
   );
 }
 
@@ -283,19 +293,27 @@ export function failedSection(ctx: PageContext, batchId: string, failed: FailedP
   const { t, lang } = ctx;
   const summary = failed?.summary;
   const n = (x: number) => formatNumber(lang, x);
+  // A large batch's first count is made in the background: the page says so, and the live
+  // updates (or a refresh) bring the list.
+  if (!summary && failed?.current === false)
+    return html`<h2>${t('failed.title')}</h2><p class="muted" role="status" data-failed-counting>${plural(ctx, 'failed.counting', failed.failed ?? 0, { n: n(failed.failed ?? 0) })}</p>`;
   // Plates a cancel dropped are their own state: never sent, never charged, never offered again.
   const cancelled = summary?.cancelled
     ? html`<p data-cancelled>${plural(ctx, 'failed.cancelled', summary.cancelled, { n: n(summary.cancelled) })}</p>`
     : '';
+  const stale =
+    failed?.current === false && failed.at !== undefined
+      ? html`<p class="muted" role="status" data-failed-stale>${t('failed.stale', { at: dateText(ctx, failed.at), n: n(failed.failed ?? 0) })}</p>`
+      : '';
   if (!summary || summary.total === 0)
-    return html`${cancelled}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
+    return html`${cancelled}${stale}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const price = failed?.price;
   const form = (way: 'poll' | 'ask', label: string) =>
     html`<form method="post" action="/batches/${encodeURIComponent(batchId)}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="${way}"><button type="submit" data-retry="${way}"${way === 'ask' ? html` class="secondary"` : ''}>${label}</button></form>`;
   const pollPrice = price && price.perPollMicros > 0 ? t('retry.pollBilled') : t('retry.free');
   const askCost = price ? `, ${formatMoney(costOf(price, summary.ask))}` : '';
   return html`${cancelled}<h2>${t('failed.title')}</h2>
-<table class="stack" data-failed-list>
+${stale}<table class="stack" data-failed-list>
 <thead><tr><th scope="col">${t('col.code')}</th><th scope="col">${t('col.plates')}</th><th scope="col">${t('col.retry')}</th></tr></thead>
 <tbody>${summary.codes.map(
     (c) => html`<tr data-code="${c.code}" data-way="${c.way}">

@@ -32,6 +32,7 @@ import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { accountUse, batchChartData, sampleBatch } from './chart-data.js';
 import { batchCharts } from './charts.js';
 import { OpenStreams, streamEvents } from './events.js';
+import { FailedPlates } from './failed-plates.js';
 import { type Key, LANG_COOKIE, LANGS } from './i18n.js';
 import { consoleKit, type Kit, type Signed, SignInNeeded } from './kit.js';
 import { CONSOLE_LIMITS, type ConsoleLimits } from './limits.js';
@@ -92,9 +93,6 @@ const LIST_LIMIT = 50;
 
 /** The retries the batch page offers (pages.ts failedSection). */
 const RETRY_WAYS: readonly RetryWay[] = ['poll', 'ask'];
-/** Settled plates past which a batch page's live updates read its failed plates at most every FAILED_SCAN_EVERY_MS. */
-const FAILED_SCAN_LARGE = 10_000;
-const FAILED_SCAN_EVERY_MS = 10_000;
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<ConsoleHandle> {
   const { services, config, auth, now } = deps;
@@ -109,6 +107,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   const sessions = new SessionStore(services.redis, services.keys);
   const uploads = new StagedUploads(services.redis, services.keys, limits, now);
   const throttle = new SignInThrottle(services.redis, services.keys, limits);
+  const { redis, keys, outcomes } = services;
+  const failedPlates = new FailedPlates({ redis, keys, outcomes, now, logger: deps.logger });
   // Global (fastify-plugin): the dashboard's guard reads the session cookie too.
   await app.register(cookie);
 
@@ -146,7 +146,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     const kit = consoleKit({
       ...{ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams },
-      ...{ limits, throttle },
+      ...{ limits, throttle, failedPlates },
     });
     pageHooks(scope, kit);
     assetRoutes(scope);
@@ -254,9 +254,11 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       const view = batchView(info, await batchContext(services, info), now());
       const line = await services.accounts.line(info.account).state();
       const failed = await failedOf(view);
+      // The outcome bar splits the failed plates by code only with a count of the batch as it is.
+      const codes = failed.current !== false ? failed.summary : undefined;
       const charts = batchCharts(
         ctx,
-        await batchChartData(services, view, { line, failed: failed.summary, t: ctx.t, at: now() }),
+        await batchChartData(services, view, { line, failed: codes, t: ctx.t, at: now() }),
       );
       return page(
         reply,
@@ -277,20 +279,19 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
     const ctx = context(request, signed);
     // The scope as of the last tick: a token moved to another account sees that account's batches.
     let current = signed.scope;
-    // One batch's page: its failed section, read again when its failed count moves (see failedNow).
-    let failed: { count: number; at: number; html: string; key: string } | undefined;
+    // One batch's page: its failed section, read again when its failed count moves, and each tick
+    // while the count shown is not of the batch as it is (a large batch is counted in the
+    // background: failed-plates.ts; each read here is then one GET).
+    let failed: { count: number; current: boolean; html: string; key: string } | undefined;
     const failedNow = async (view: BatchView) => {
       const count = view.counts.failed;
-      const settled = view.counts.done + count;
-      // A large batch's outcomes are one HSCAN of them all: while failures keep coming, at most every 10 s.
-      const every = settled > FAILED_SCAN_LARGE ? FAILED_SCAN_EVERY_MS : 0;
-      if (failed === undefined || (failed.count !== count && now() - failed.at >= every)) {
+      if (failed === undefined || failed.count !== count || !failed.current) {
         const plates = await failedOf(view);
         failed = {
           count,
-          at: now(),
+          current: plates.current !== false,
           html: failedSection(ctx, view.id, plates).text,
-          key: failedKey(plates.summary),
+          key: failedKey(plates),
         };
       }
       return { failures: failed.html, failuresKey: failed.key };
@@ -408,6 +409,7 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
         return page(reply, confirmRetryPage(context(request, signed), id, summary.ask, asked));
     }
     const result = await rerunFailed(services, batch, { now, ...(way ? { only: way } : {}) });
+    await kit.failedPlates.forget(batch);
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
       `/batches/${encodeURIComponent(id)}?` +

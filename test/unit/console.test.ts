@@ -117,7 +117,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     const billed = failedSection(ctx, 'b', { summary, price: { ...price, perPollMicros: 1 } }).text;
     expect(billed).toContain('(no new query; polls are billed)');
     expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
-    expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
+    expect(failedKey({ summary })).not.toBe(failedKey({ summary: { ...summary, codes: [summary.codes[0]!] } }));
   });
 
   it('plates a cancel dropped are their own state: never sent, not charged, no button to buy them (issue 46, 2)', () => {
@@ -128,7 +128,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     expect(text).not.toContain('Failed plates');
     const pt = { ...ctx, lang: 'pt-BR' as const, t: translator('pt-BR') };
     expect(failedSection(pt, 'b', { summary }).text).toContain('4 placas canceladas: nunca enviadas ao fornecedor');
-    expect(failedKey(summary)).not.toBe('0');
+    expect(failedKey({ summary })).not.toBe('0');
   });
 });
 
