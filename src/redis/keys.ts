@@ -29,7 +29,7 @@
 // | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
 // | A:series:batch:<id>, A:series:account | list | queue/series.ts (the console's charts: bounded samples) |
 // | A:batch:<id>:traces              | hash   | queue/plate-traces.ts (tracing on: plate → its trace context) |
-// | A:console:failed:<id>            | string | console/failed-plates.ts (a batch's failed plates by code, as last counted) |
+// | A:console:failed:<id>            | string | console/failed-plates.ts (failed plates by code, as last counted) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
