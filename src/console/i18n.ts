@@ -129,6 +129,11 @@ const en = {
   'callback.WEBHOOK_SECRET_MISSING':
     'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the ' +
     'callback URL empty, or ask its operator.',
+  'upload.column': 'Plate column (optional)',
+  'upload.columnHelp':
+    'Its header (placa, Placa Mercosul…) or its number, 1 for the first; empty: found by its header or its content.',
+  'upload.sheet': 'Sheet (optional, XLSX only)',
+  'upload.sheetHelp': 'The sheet to read, by name; empty: the first visible one.',
   'upload.deadline': 'Deadline (optional)',
   'upload.deadlineHelp':
     'When the batch should be finished: a time of day (18:00, today or else tomorrow), a span from ' +
@@ -410,6 +415,12 @@ const ptBR: Record<Key, string> = {
   'callback.WEBHOOK_SECRET_MISSING':
     'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe ' +
     'a URL de retorno vazia, ou fale com quem o opera.',
+  'upload.column': 'Coluna das placas (opcional)',
+  'upload.columnHelp':
+    'O cabeçalho dela (placa, Placa Mercosul…) ou o número, 1 para a primeira; vazio: achada pelo ' +
+    'cabeçalho ou pelo conteúdo.',
+  'upload.sheet': 'Aba (opcional, só XLSX)',
+  'upload.sheetHelp': 'A aba a ler, pelo nome; vazio: a primeira visível.',
   'upload.deadline': 'Prazo (opcional)',
   'upload.deadlineHelp':
     'Quando o lote deve estar pronto: uma hora do dia (18:00, hoje ou senão amanhã), um intervalo a ' +

@@ -379,11 +379,19 @@ ${
 }`;
 }
 
+/** What the upload form said, kept on the page that shows a refusal. */
+export interface UploadValues {
+  column?: string;
+  sheet?: string;
+  callbackUrl?: string;
+  deadline?: string;
+}
+
 export function uploadPage(
   ctx: PageContext,
   accounts: readonly string[],
   error?: string,
-  values: { callbackUrl?: string; deadline?: string } = {},
+  values: UploadValues = {},
   /** The pools of keys the session may use (every key of each is its token's): docs/plans.md. */
   pools: readonly string[] = [],
 ): string {
@@ -405,6 +413,12 @@ ${
     ? html`<label for="pool">${t('upload.pool')}</label><select id="pool" name="pool"><option value="">${t('upload.noPool')}</option>${pools.map((p) => html`<option value="${p}">${p}</option>`)}</select>`
     : ''
 }
+<p><label for="column">${t('upload.column')}</label>
+<input type="text" id="column" name="column" maxlength="200" autocomplete="off" aria-describedby="column-help" value="${values.column ?? ''}">
+<span class="help" id="column-help">${t('upload.columnHelp')}</span></p>
+<p><label for="sheet">${t('upload.sheet')}</label>
+<input type="text" id="sheet" name="sheet" maxlength="200" autocomplete="off" aria-describedby="sheet-help" value="${values.sheet ?? ''}">
+<span class="help" id="sheet-help">${t('upload.sheetHelp')}</span></p>
 <div class="drop" data-drop>
 <p>${t('upload.drop')}</p>
 <label for="file">${t('upload.file')}</label>

@@ -49,6 +49,7 @@ import {
   failedSection,
   listPage,
   type PageContext,
+  type UploadValues,
   uploadPage,
 } from './pages.js';
 import { localPath } from './redirect.js';
@@ -458,7 +459,7 @@ async function stageUpload(
   request: FastifyRequest,
   signed: Signed,
   accounts: readonly string[],
-  seen: { callbackUrl?: string; deadline?: string },
+  seen: UploadValues,
 ): Promise<string> {
   const { services, config, uploads, checkCsrf } = kit;
   // A session (or server) already at its cap is refused before its file is read.
@@ -473,6 +474,8 @@ async function stageUpload(
   const callbackUrl = options.callbackUrl;
   if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
   if (options.deadline !== undefined) seen.deadline = options.deadline;
+  if (options.column !== undefined) seen.column = options.column;
+  if (options.sheet !== undefined) seen.sheet = options.sheet;
   // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
   const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), config.timeZone);
   // A pool: the session's only when every key of it is (else as if absent); its home is the account.
@@ -562,7 +565,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
       const accounts = accountsOf(signed.scope);
       let staged: string;
       // What the form said, for the page that shows a refusal with the operator's input kept.
-      const seen: { callbackUrl?: string; deadline?: string } = {};
+      const seen: UploadValues = {};
       try {
         staged = await stageUpload(kit, request, signed, accounts, seen);
       } catch (err) {
