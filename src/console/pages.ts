@@ -123,6 +123,8 @@ export function batchFields(
     creates: n(c.creates),
     polls: n(c.polls),
     ...(view.cost ? { cost: formatMoney(view.cost) } : {}),
+    // The list's cost: money at the account's price, else the queries paid for (a create each).
+    spent: view.cost ? formatMoney(view.cost) : plural(ctx, 'list.queries', c.creates, { n: n(c.creates) }),
   };
 }
 
@@ -136,6 +138,13 @@ export function flashBox(flash: string | undefined): Html | string {
 /** Each account's use of its limit over the last hour, as the accounts section draws it. */
 export type AccountUse = ReadonlyMap<string, Parameters<typeof useChart>[2]>;
 
+/** A search of the list (`?q=`): its words, and how many batches it looked at of how many. */
+export interface ListSearch {
+  q: string;
+  searched: number;
+  total: number;
+}
+
 export function listPage(
   ctx: PageContext,
   views: readonly BatchView[],
@@ -143,33 +152,48 @@ export function listPage(
   flash?: string,
   redis?: RedisWaitReason,
   use?: AccountUse,
+  search?: ListSearch,
 ): string {
-  const { t } = ctx;
+  const { t, lang } = ctx;
   const lineOf = new Map(lines.map((l) => [l.account, l]));
   const rows = views.map((view) => {
     const f = batchFields(view, ctx, lineOf.get(view.account));
+    // The name and the id keep one line each (cut with an ellipsis, whole in their title): a long
+    // file name wrapped onto five lines at 1280 px (issue 46, 17).
     return html`<tr data-batch="${view.id}">
-<th scope="row"><a href="/batches/${encodeURIComponent(view.id)}">${view.name}</a><br><span class="muted">${view.id}</span></th>
+<th scope="row"><a class="one-line" href="/batches/${encodeURIComponent(view.id)}" title="${view.name}" data-name>${view.name}</a><span class="muted one-line" title="${view.id}">${view.id}</span></th>
 <td data-label="${t('col.account')}">${view.account}</td>
+<td data-label="${t('col.created')}" data-created>${dateText(ctx, view.createdAt)}</td>
 <td class="num pct" data-label="${t('col.progress')}"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
 ${cell(f, 'counts', t('col.counts'), 'num')}
 ${cell(f, 'eta', t('col.eta'), 'num')}
 ${cell(f, 'waiting', t('col.waiting'), view.waiting ? 'wait' : 'muted')}
 ${cell(f, 'state', t('col.state'))}
+${cell(f, 'spent', t('col.cost'), 'num')}
 </tr>`;
   });
+  const q = search?.q ?? '';
+  const live = q === '' ? '/events' : `/events?q=${encodeURIComponent(q)}`;
+  const found = search
+    ? html`<p role="status" data-found>${views.length === 0 ? t('list.foundNone', { q }) : plural(ctx, 'list.found', views.length, { n: formatNumber(lang, views.length), q })}${search.searched < search.total ? html` ${t('list.searchedNewest', { n: formatNumber(lang, search.searched) })}` : ''}</p>`
+    : '';
   return layout(
     ctx,
     t('list.title'),
     html`<h1>${t('list.title')}</h1>
 ${flashBox(flash)}
 <div class="actions"><a class="button secondary" href="/">${t('list.refresh')}</a> <a class="button" href="/upload">${t('nav.upload')}</a></div>
+<form method="get" action="/" role="search" class="search"><label for="q">${t('list.search')}</label>
+<input type="search" id="q" name="q" maxlength="100" value="${q}"> <button type="submit" class="secondary">${t('list.searchGo')}</button>${q !== '' ? html` <a href="/">${t('list.clear')}</a>` : ''}</form>
+${found}
 ${
   views.length === 0
-    ? html`<p>${t('list.empty')}</p>`
-    : html`<table class="stack" data-live="/events" aria-describedby="live-note">
+    ? search
+      ? ''
+      : html`<p>${t('list.empty')}</p>`
+    : html`<table class="stack batches" data-live="${live}" aria-describedby="live-note">
 <caption class="muted live-note" id="live-note">${t('list.live')}</caption>
-<thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
+<thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.created')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.cost')}</th></tr></thead>
 <tbody>${rows}</tbody>
 </table>`
 }

@@ -12,6 +12,7 @@ import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
+import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
 import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
 import type { RedisHealth } from '../redis/health.js';
@@ -47,6 +48,7 @@ import {
   estimatePage,
   failedKey,
   failedSection,
+  type ListSearch,
   listPage,
   type PageContext,
   type UploadValues,
@@ -91,6 +93,8 @@ const CALLBACK_REFUSALS = new Set([
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;
+/** The newest batches a search of the list looks at (their names read 500 a round trip). */
+const SEARCHED_BATCHES = 5_000;
 
 /** The retries the batch page offers (pages.ts failedSection). */
 const RETRY_WAYS: readonly RetryWay[] = ['poll', 'ask'];
@@ -235,9 +239,10 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
   scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
     const signed = await required(request);
     const ctx = context(request, signed);
-    const { views, lines } = await listViews(kit, signed.scope);
+    const q = searchOf(request.query.q);
+    const { views, lines, search } = await listViews(kit, signed.scope, q);
     const use = await accountUse(services, lines, views, now());
-    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait(), use));
+    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait(), use, search));
   });
 
   scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
@@ -272,7 +277,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
 /** The live updates of the batch list and of one batch's page (server-sent events). */
 function eventRoutes(scope: FastifyInstance, kit: Kit): void {
   const { services, now, resolve, streams, sessions, auth, limits, context, visibleBatch, failedOf } = kit;
-  scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
+  scope.get<{ Querystring: { batch?: string; q?: string } }>('/events', async (request, reply) => {
     const signed = await resolve(request);
     if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
     const one = request.query.batch;
@@ -327,7 +332,7 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
           lines = [await services.accounts.line(info.account).state()];
           // While its page is open, the batch's charts get a sample a gap (chart-data.ts).
           await sampleBatch(services, views[0]!, lines[0], now());
-        } else ({ views, lines } = await listViews(kit, current));
+        } else ({ views, lines } = await listViews(kit, current, searchOf(request.query.q)));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
         const sent = [];
@@ -344,14 +349,30 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
   });
 }
 
-/** The batches the list shows to a scope, and the lines of its accounts. */
-async function listViews(kit: Kit, s: Scope) {
+/** The list's search words (`?q=`), trimmed and cut to 100 characters; undefined: none. */
+function searchOf(q: unknown): string | undefined {
+  const text = typeof q === 'string' ? q.trim().slice(0, 100) : '';
+  return text === '' ? undefined : text;
+}
+
+/**
+ * The batches the list shows to a scope (the newest, or those whose id or name holds `q`, looked
+ * for on the server among the newest SEARCHED_BATCHES), and the lines of its accounts.
+ */
+async function listViews(kit: Kit, s: Scope, q?: string) {
   const { services, now, accountsOf } = kit;
-  const { batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s));
+  let batches: BatchInfo[];
+  let search: ListSearch | undefined;
+  if (q === undefined) ({ batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s)));
+  else {
+    const found = await services.batches.search(q, LIST_LIMIT, accountsOf(s), SEARCHED_BATCHES);
+    batches = await Promise.all(found.refs.map((ref) => services.batchViews.get(ref)));
+    search = { q, searched: found.searched, total: found.total };
+  }
   const at = now();
   const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
   const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
-  return { views, lines };
+  return { views, lines, search };
 }
 
 /** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */
