@@ -15,6 +15,8 @@ import type { BatchRef, VqbKeys } from '../redis/keys.js';
 
 /** What the page needs of a batch to know whether its stored count still holds. */
 export interface FailedOf extends BatchRef {
+  /** Its last plate landed (a retry makes it run again). */
+  finished?: boolean | undefined;
   counts: {
     done: number;
     failed: number;
@@ -61,11 +63,15 @@ const STARTED_KEPT = 10_000;
 const NONE: FailedSummary = { total: 0, poll: 0, ask: 0, cancelled: 0, codes: [] };
 
 /**
- * The counts a summary holds for: any plate failing, a cancel, or a retry (which sends a create or
- * a poll before its plate can fail again, so the same failed count later is another version).
+ * The counts a summary holds for. While a batch runs: its failed and cancelled plates (the requests
+ * move all the time; counting again on each would be a full read every gap for nothing). Once it
+ * finished, its requests too: a retry sends a create or a poll before its plate can fail again, so
+ * the same failed count after a retry from the CLI or the API is another version.
  */
-export function failedVersion(counts: FailedOf['counts']): string {
-  return `${counts.failed}/${counts.cancelled ?? 0}/${counts.createsSent}/${counts.pollsSent}`;
+export function failedVersion(batch: Pick<FailedOf, 'counts' | 'finished'>): string {
+  const { counts } = batch;
+  const failed = `${counts.failed}/${counts.cancelled ?? 0}`;
+  return batch.finished === true ? `${failed}/${counts.createsSent}/${counts.pollsSent}` : failed;
 }
 
 export class FailedPlates {
@@ -101,7 +107,7 @@ export class FailedPlates {
   /** The batch's failed plates: one GET when nothing moved since they were counted. */
   async read(batch: FailedOf): Promise<FailedRead> {
     if (batch.counts.failed === 0) return { summary: NONE, current: true };
-    const version = failedVersion(batch.counts);
+    const version = failedVersion(batch);
     const stored = await this.#stored(batch);
     if (stored?.version === version) return { summary: stored.summary, current: true, at: stored.at };
     if (batch.counts.done + batch.counts.failed <= this.#options.countAtOnceUpTo) {

@@ -146,7 +146,7 @@ describe('the console at scale (issue 46, 17)', () => {
     const account = h.config.accounts[0]!.id;
     const counts = async () => {
       const info = await h.services.batchViews.get({ id: 'mid', account });
-      return { id: 'mid', account, counts: info.counts };
+      return { id: 'mid', account, counts: info.counts, finished: info.finishedAt !== undefined };
     };
     let clock = 1_000_000;
     // Every batch counts as large here: counted in the background, at most once a second.
@@ -179,6 +179,14 @@ describe('the console at scale (issue 46, 17)', () => {
     const fresh = await plates.read(await counts());
     expect(fresh).toMatchObject({ current: true, at: 1_005_000 });
     expect(fresh.summary?.total).toBe(failedN + 1);
+
+    // While it ran, the count held for its failed plates; once finished, for its requests too (a
+    // retry from the CLI sends one before its plate fails again): counted once more, then it holds.
+    await h.redis.redis.hset(h.services.keys.batch(ref), 'finishedAt', clock);
+    clock += 5_000;
+    expect(await plates.read(await counts())).toMatchObject({ current: false, at: 1_005_000 });
+    await plates.settle(await counts());
+    expect(await plates.read(await counts())).toMatchObject({ current: true, at: 1_010_000 });
 
     await plates.forget(ref);
     expect(await h.redis.redis.exists(h.services.keys.consoleFailed(ref))).toBe(0);
