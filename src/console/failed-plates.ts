@@ -17,6 +17,8 @@ import type { BatchRef, VqbKeys } from '../redis/keys.js';
 export interface FailedOf extends BatchRef {
   /** Its last plate landed (a retry makes it run again). */
   finished?: boolean | undefined;
+  /** When it was made: a batch of the same id made again after retention forgot the first is another. */
+  createdAt?: string | number | undefined;
   counts: {
     done: number;
     failed: number;
@@ -68,9 +70,9 @@ const NONE: FailedSummary = { total: 0, poll: 0, ask: 0, cancelled: 0, codes: []
  * finished, its requests too: a retry sends a create or a poll before its plate can fail again, so
  * the same failed count after a retry from the CLI or the API is another version.
  */
-export function failedVersion(batch: Pick<FailedOf, 'counts' | 'finished'>): string {
+export function failedVersion(batch: Pick<FailedOf, 'counts' | 'finished' | 'createdAt'>): string {
   const { counts } = batch;
-  const failed = `${counts.failed}/${counts.cancelled ?? 0}`;
+  const failed = `${batch.createdAt ?? ''}/${counts.failed}/${counts.cancelled ?? 0}`;
   return batch.finished === true ? `${failed}/${counts.createsSent}/${counts.pollsSent}` : failed;
 }
 

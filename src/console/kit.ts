@@ -78,7 +78,9 @@ export function consoleKit(base: KitBase) {
    * The batch's failed plates as last counted (failed-plates.ts: one read when nothing moved, never
    * a read of every outcome during a large batch's page load) and its account's price.
    */
-  const failedOf = async (info: Pick<BatchView, 'id' | 'account' | 'counts' | 'finished'>): Promise<FailedPlates> => {
+  const failedOf = async (
+    info: Pick<BatchView, 'id' | 'account' | 'counts' | 'finished' | 'createdAt'>,
+  ): Promise<FailedPlates> => {
     const price = services.accounts.for(info.account).account.price;
     const read = await base.failedPlates.read(info);
     const c = info.counts;

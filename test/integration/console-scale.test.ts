@@ -146,7 +146,13 @@ describe('the console at scale (issue 46, 17)', () => {
     const account = h.config.accounts[0]!.id;
     const counts = async () => {
       const info = await h.services.batchViews.get({ id: 'mid', account });
-      return { id: 'mid', account, counts: info.counts, finished: info.finishedAt !== undefined };
+      return {
+        id: 'mid',
+        account,
+        counts: info.counts,
+        finished: info.finishedAt !== undefined,
+        createdAt: info.createdAt,
+      };
     };
     let clock = 1_000_000;
     // Every batch counts as large here: counted in the background, at most once a second.
@@ -187,6 +193,11 @@ describe('the console at scale (issue 46, 17)', () => {
     expect(await plates.read(await counts())).toMatchObject({ current: false, at: 1_005_000 });
     await plates.settle(await counts());
     expect(await plates.read(await counts())).toMatchObject({ current: true, at: 1_010_000 });
+
+    // The same id made again (retention forgot the first batch): the first one's count is not its.
+    await h.redis.redis.hset(h.services.keys.batch(ref), 'createdAt', Date.now() + 1);
+    expect((await plates.read(await counts())).current).toBe(false);
+    await plates.settle(await counts());
 
     await plates.forget(ref);
     expect(await h.redis.redis.exists(h.services.keys.consoleFailed(ref))).toBe(0);
