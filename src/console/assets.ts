@@ -79,6 +79,14 @@ th, td, dd { overflow-wrap: break-word; }
 span.muted, p.muted, code, th[scope=row] a { overflow-wrap: anywhere; }
 /* An error code stays whole: underscores are no place to break ("VEHICLE_NOT_FOU/ND"). */
 table[data-failed-list] th code { overflow-wrap: normal; }
+/* A batch's name and id in the list: one line each, cut with an ellipsis (the whole in its
+   title): a long file name wrapped onto five lines at 1280 px (issue 46, 17). */
+table.batches .one-line { display: block; max-width: 14rem; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; overflow-wrap: normal; }
+table.batches progress { width: 5rem; }
+table.batches [data-field=spent] { white-space: nowrap; }
+form.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 0 0 1rem; }
+form.search label { margin: 0; flex-basis: 100%; }
+input[type=search] { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 20rem; max-width: 100%; }
 /* "100 %" never splits. */
 .pct, [data-field=percent] { white-space: nowrap; }
 dl.counts { grid-template-columns: minmax(0, max-content) minmax(0, 1fr); }

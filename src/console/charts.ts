@@ -8,6 +8,7 @@
 import type { BatchPoint, RatePoint } from '../queue/series.js';
 import { type Html, html } from './html.js';
 import { formatNumber, type Lang, type Translate } from './i18n.js';
+import { zoneName } from './say.js';
 
 interface ChartContext {
   lang: Lang;
@@ -24,6 +25,7 @@ const TABLE_ROWS = 12;
 
 const TIMES = new Map<string, Intl.DateTimeFormat>();
 
+/** A chart's time of day; the zone it is on goes with it (zoneOf) where it is shown. */
 function timeText(ctx: ChartContext, at: number): string {
   const id = `${ctx.lang} ${ctx.zone ?? ''}`;
   let format = TIMES.get(id);
@@ -91,7 +93,9 @@ export function progressChart(
       : '';
   const label =
     t('chart.progress.now', { done: n(last.done), failed: n(last.failed), total: n(total) }) +
-    (data.etaAt !== undefined ? ` · ${t('chart.progress.eta', { at: timeText(ctx, data.etaAt) })}` : '');
+    (data.etaAt !== undefined
+      ? ` · ${t('chart.progress.eta', { at: `${timeText(ctx, data.etaAt)} ${zoneName(ctx)}` })}`
+      : '');
   const svg = html`${svgOpen('progress', `${t('chart.progress.title')}: ${label}`)}
 ${polyline('total', [
   [x(points[0]!.at), y(total)],
@@ -106,7 +110,7 @@ ${polyline(
 )}
 <g class="points">${points.map((p) => html`<circle class="pt" cx="${x(p.at)}" cy="${y(p.done)}" r="2" data-at="${p.at}" data-done="${p.done}" data-failed="${p.failed}"/>`)}</g>
 </svg>`;
-  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')}</th><th scope="col">${t('count.done')}</th><th scope="col">${t('count.failed')}</th></tr></thead>
+  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')} (${zoneName(ctx)})</th><th scope="col">${t('count.done')}</th><th scope="col">${t('count.failed')}</th></tr></thead>
 <tbody>${spread(points).map((p) => html`<tr><th scope="row">${timeText(ctx, p.at)}</th><td class="num">${n(p.done)}</td><td class="num">${n(p.failed)}</td></tr>`)}</tbody></table>`;
   return figure('progress', `${t('chart.progress.title')}: ${label}`, svg, table, ctx);
 }
@@ -136,7 +140,7 @@ ${polyline(
 )}
 <g class="points">${rates.map((r) => html`<circle class="pt" cx="${x(r.at)}" cy="${y(r.perSecond)}" r="2" data-at="${r.at}" data-rate="${Math.round(r.perSecond * 1000) / 1000}" data-limit="${r.limit}"/>`)}</g>
 </svg>`;
-  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')}</th><th scope="col">${t('chart.col.rate')}</th><th scope="col">${t('chart.col.limit')}</th></tr></thead>
+  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')} (${zoneName(ctx)})</th><th scope="col">${t('chart.col.rate')}</th><th scope="col">${t('chart.col.limit')}</th></tr></thead>
 <tbody>${spread(rates).map((r) => html`<tr><th scope="row">${timeText(ctx, r.at)}</th><td class="num">${rateText(lang, r.perSecond)}</td><td class="num">${rateText(lang, r.limit)}</td></tr>`)}</tbody></table>`;
   return figure('rate', `${t('chart.rate.title')}: ${label}`, svg, table, ctx);
 }
@@ -198,7 +202,7 @@ ${polyline('limit', [
 )}
 <g class="points">${data.rates.map((r) => html`<circle class="pt" cx="${x(r.at)}" cy="${y(share(r))}" r="1.5" data-at="${r.at}" data-rate="${Math.round(r.perSecond * 1000) / 1000}" data-limit="${r.limit}"/>`)}</g>
 </svg>`;
-  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')}</th><th scope="col">${t('chart.col.rate')}</th><th scope="col">${t('chart.col.use')}</th></tr></thead>
+  const table = html`<table><thead><tr><th scope="col">${t('chart.col.time')} (${zoneName(ctx)})</th><th scope="col">${t('chart.col.rate')}</th><th scope="col">${t('chart.col.use')}</th></tr></thead>
 <tbody>${spread(data.rates).map((r) => html`<tr><th scope="row">${timeText(ctx, r.at)}</th><td class="num">${rateText(lang, r.perSecond)}</td><td class="num">${percent(r)} %</td></tr>`)}</tbody></table>`;
   return html`<figure class="chart use" data-chart="use" data-account="${account}">
 ${svg}

@@ -36,6 +36,17 @@ const en = {
   'col.eta': 'Time left',
   'col.waiting': 'Why it waits',
   'col.state': 'State',
+  'col.created': 'Created',
+  'col.cost': 'Cost',
+  'list.queries.one': '{n} query',
+  'list.queries.other': '{n} queries',
+  'list.search': 'Search by batch id or name',
+  'list.searchGo': 'Search',
+  'list.clear': 'Show all',
+  'list.found.one': '1 batch matches “{q}”.',
+  'list.found.other': '{n} batches match “{q}”.',
+  'list.foundNone': 'No batch matches “{q}”.',
+  'list.searchedNewest': 'Among the newest {n} batches.',
   'state.finished': 'finished',
   'state.cancelled': 'cancelled',
   'state.running': 'running',
@@ -129,6 +140,11 @@ const en = {
   'callback.WEBHOOK_SECRET_MISSING':
     'This server has no webhook secret (VQ_WEBHOOK_SECRET), so it sends no webhooks: leave the ' +
     'callback URL empty, or ask its operator.',
+  'upload.column': 'Plate column (optional)',
+  'upload.columnHelp':
+    'Its header (placa, Placa Mercosul…) or its number, 1 for the first; empty: found by its header or its content.',
+  'upload.sheet': 'Sheet (optional, XLSX only)',
+  'upload.sheetHelp': 'The sheet to read, by name; empty: the first visible one.',
   'upload.deadline': 'Deadline (optional)',
   'upload.deadlineHelp':
     'When the batch should be finished: a time of day (18:00, today or else tomorrow), a span from ' +
@@ -190,6 +206,10 @@ const en = {
   'retry.ask.other': 'Ask the upstream again for the {n} plates (costs {n} queries{cost})',
   'failed.cancelled.one': '1 plate cancelled: never sent to the upstream, not charged, not run again.',
   'failed.cancelled.other': '{n} plates cancelled: never sent to the upstream, not charged, not run again.',
+  'failed.counting.one': '1 failed plate; counting it by error code (this section fills in by itself, or refresh).',
+  'failed.counting.other':
+    '{n} failed plates; counting them by error code (this section fills in by itself, or refresh).',
+  'failed.stale': 'As counted at {at}; {n} failed now, counting again (this section fills in by itself).',
   'confirm.title': 'Confirm a paid retry',
   'confirm.ask.one': 'This asks the upstream again for 1 plate: 1 new query, {cost}.',
   'confirm.ask.other': 'This asks the upstream again for {n} plates: {n} new queries, {cost}.',
@@ -313,6 +333,17 @@ const ptBR: Record<Key, string> = {
   'col.eta': 'Tempo restante',
   'col.waiting': 'Por que espera',
   'col.state': 'Estado',
+  'col.created': 'Criado em',
+  'col.cost': 'Custo',
+  'list.queries.one': '{n} consulta',
+  'list.queries.other': '{n} consultas',
+  'list.search': 'Buscar por id ou nome do lote',
+  'list.searchGo': 'Buscar',
+  'list.clear': 'Mostrar todos',
+  'list.found.one': '1 lote corresponde a “{q}”.',
+  'list.found.other': '{n} lotes correspondem a “{q}”.',
+  'list.foundNone': 'Nenhum lote corresponde a “{q}”.',
+  'list.searchedNewest': 'Entre os {n} lotes mais novos.',
   'state.finished': 'concluído',
   'state.cancelled': 'cancelado',
   'state.running': 'em andamento',
@@ -406,6 +437,12 @@ const ptBR: Record<Key, string> = {
   'callback.WEBHOOK_SECRET_MISSING':
     'Este servidor não tem segredo de webhook (VQ_WEBHOOK_SECRET), então não envia webhooks: deixe ' +
     'a URL de retorno vazia, ou fale com quem o opera.',
+  'upload.column': 'Coluna das placas (opcional)',
+  'upload.columnHelp':
+    'O cabeçalho dela (placa, Placa Mercosul…) ou o número, 1 para a primeira; vazio: achada pelo ' +
+    'cabeçalho ou pelo conteúdo.',
+  'upload.sheet': 'Aba (opcional, só XLSX)',
+  'upload.sheetHelp': 'A aba a ler, pelo nome; vazio: a primeira visível.',
   'upload.deadline': 'Prazo (opcional)',
   'upload.deadlineHelp':
     'Quando o lote deve estar pronto: uma hora do dia (18:00, hoje ou senão amanhã), um intervalo a ' +
@@ -470,6 +507,11 @@ const ptBR: Record<Key, string> = {
   'retry.ask.other': 'Perguntar de novo ao fornecedor pelas {n} placas (custa {n} consultas{cost})',
   'failed.cancelled.one': '1 placa cancelada: nunca enviada ao fornecedor, sem custo, não roda de novo.',
   'failed.cancelled.other': '{n} placas canceladas: nunca enviadas ao fornecedor, sem custo, não rodam de novo.',
+  'failed.counting.one':
+    '1 placa com falha; contando por código de erro (esta seção se completa sozinha, ou atualize).',
+  'failed.counting.other':
+    '{n} placas com falha; contando por código de erro (esta seção se completa sozinha, ou atualize).',
+  'failed.stale': 'Contagem de {at}; {n} com falha agora, contando de novo (esta seção se atualiza sozinha).',
   'confirm.title': 'Confirmar uma nova consulta paga',
   'confirm.ask.one': 'Isto pergunta de novo ao fornecedor por 1 placa: 1 consulta nova, {cost}.',
   'confirm.ask.other': 'Isto pergunta de novo ao fornecedor por {n} placas: {n} consultas novas, {cost}.',

@@ -6,11 +6,11 @@ import type { Config } from '../config.js';
 import { canSee, type Scope, type TokenAuth } from '../http/auth.js';
 import { batchAccess } from '../http/batch-access.js';
 import { ApiError } from '../http/errors.js';
-import { failedSummary } from '../queue/rerun.js';
 import type { BatchView } from '../schemas/batch.js';
 import type { QueueServices } from '../services.js';
 import type { archiveFor } from '../sinks/export.js';
 import type { OpenStreams } from './events.js';
+import type { FailedPlates as FailedStore } from './failed-plates.js';
 import { LANG_COOKIE, type Lang, pickLang, translator } from './i18n.js';
 import type { ConsoleLimits } from './limits.js';
 import type { FailedPlates, PageContext } from './pages.js';
@@ -36,6 +36,7 @@ export interface KitBase {
   streams: OpenStreams;
   limits: ConsoleLimits;
   throttle: SignInThrottle;
+  failedPlates: FailedStore;
 }
 
 /** What every route group of the console uses: the stores, the session, the page helpers. */
@@ -73,14 +74,17 @@ export function consoleKit(base: KitBase) {
   const visibleArchive = (signed: Signed, id: string) => access.archived(signed.scope, id);
   const visibleRef = (signed: Signed, id: string) => access.ref(signed.scope, id);
   const accountsOf = (s: Scope): string[] => config.accounts.map((a) => a.id).filter((id) => canSee(s, id));
-  /** The batch's failed plates (read only when its counts say there are some) and its account's price. */
-  const failedOf = async (info: Pick<BatchView, 'id' | 'account' | 'counts'>) => {
+  /**
+   * The batch's failed plates as last counted (failed-plates.ts: one read when nothing moved, never
+   * a read of every outcome during a large batch's page load) and its account's price.
+   */
+  const failedOf = async (
+    info: Pick<BatchView, 'id' | 'account' | 'counts' | 'finished' | 'createdAt'>,
+  ): Promise<FailedPlates> => {
     const price = services.accounts.for(info.account).account.price;
-    const summary =
-      info.counts.failed > 0
-        ? await failedSummary(services.outcomes, { id: info.id, account: info.account })
-        : { total: 0, poll: 0, ask: 0, cancelled: 0, codes: [] };
-    return { summary, price } satisfies FailedPlates;
+    const read = await base.failedPlates.read(info);
+    const c = info.counts;
+    return { ...read, price, failed: c.failed - (c.cancelled ?? 0) };
   };
 
   return {

@@ -123,6 +123,8 @@ export function batchFields(
     creates: n(c.creates),
     polls: n(c.polls),
     ...(view.cost ? { cost: formatMoney(view.cost) } : {}),
+    // The list's cost: money at the account's price, else the queries paid for (a create each).
+    spent: view.cost ? formatMoney(view.cost) : plural(ctx, 'list.queries', c.creates, { n: n(c.creates) }),
   };
 }
 
@@ -136,6 +138,13 @@ export function flashBox(flash: string | undefined): Html | string {
 /** Each account's use of its limit over the last hour, as the accounts section draws it. */
 export type AccountUse = ReadonlyMap<string, Parameters<typeof useChart>[2]>;
 
+/** A search of the list (`?q=`): its words, and how many batches it looked at of how many. */
+export interface ListSearch {
+  q: string;
+  searched: number;
+  total: number;
+}
+
 export function listPage(
   ctx: PageContext,
   views: readonly BatchView[],
@@ -143,33 +152,48 @@ export function listPage(
   flash?: string,
   redis?: RedisWaitReason,
   use?: AccountUse,
+  search?: ListSearch,
 ): string {
-  const { t } = ctx;
+  const { t, lang } = ctx;
   const lineOf = new Map(lines.map((l) => [l.account, l]));
   const rows = views.map((view) => {
     const f = batchFields(view, ctx, lineOf.get(view.account));
+    // The name and the id keep one line each (cut with an ellipsis, whole in their title): a long
+    // file name wrapped onto five lines at 1280 px (issue 46, 17).
     return html`<tr data-batch="${view.id}">
-<th scope="row"><a href="/batches/${encodeURIComponent(view.id)}">${view.name}</a><br><span class="muted">${view.id}</span></th>
+<th scope="row"><a class="one-line" href="/batches/${encodeURIComponent(view.id)}" title="${view.name}" data-name>${view.name}</a><span class="muted one-line" title="${view.id}">${view.id}</span></th>
 <td data-label="${t('col.account')}">${view.account}</td>
+<td data-label="${t('col.created')}" data-created>${dateText(ctx, view.createdAt)}</td>
 <td class="num pct" data-label="${t('col.progress')}"><progress max="100" value="${view.progress.percent}" aria-hidden="true"></progress> <span data-field="percent" aria-live="polite">${f.percent}</span></td>
 ${cell(f, 'counts', t('col.counts'), 'num')}
 ${cell(f, 'eta', t('col.eta'), 'num')}
 ${cell(f, 'waiting', t('col.waiting'), view.waiting ? 'wait' : 'muted')}
 ${cell(f, 'state', t('col.state'))}
+${cell(f, 'spent', t('col.cost'), 'num')}
 </tr>`;
   });
+  const q = search?.q ?? '';
+  const live = q === '' ? '/events' : `/events?q=${encodeURIComponent(q)}`;
+  const found = search
+    ? html`<p role="status" data-found>${views.length === 0 ? t('list.foundNone', { q }) : plural(ctx, 'list.found', views.length, { n: formatNumber(lang, views.length), q })}${search.searched < search.total ? html` ${t('list.searchedNewest', { n: formatNumber(lang, search.searched) })}` : ''}</p>`
+    : '';
   return layout(
     ctx,
     t('list.title'),
     html`<h1>${t('list.title')}</h1>
 ${flashBox(flash)}
 <div class="actions"><a class="button secondary" href="/">${t('list.refresh')}</a> <a class="button" href="/upload">${t('nav.upload')}</a></div>
+<form method="get" action="/" role="search" class="search"><label for="q">${t('list.search')}</label>
+<input type="search" id="q" name="q" maxlength="100" value="${q}"> <button type="submit" class="secondary">${t('list.searchGo')}</button>${q !== '' ? html` <a href="/">${t('list.clear')}</a>` : ''}</form>
+${found}
 ${
   views.length === 0
-    ? html`<p>${t('list.empty')}</p>`
-    : html`<table class="stack" data-live="/events" aria-describedby="live-note">
+    ? search
+      ? ''
+      : html`<p>${t('list.empty')}</p>`
+    : html`<table class="stack batches" data-live="${live}" aria-describedby="live-note">
 <caption class="muted live-note" id="live-note">${t('list.live')}</caption>
-<thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th></tr></thead>
+<thead><tr><th scope="col">${t('col.batch')}</th><th scope="col">${t('col.account')}</th><th scope="col">${t('col.created')}</th><th scope="col">${t('col.progress')}</th><th scope="col">${t('col.counts')}</th><th scope="col">${t('col.eta')}</th><th scope="col">${t('col.waiting')}</th><th scope="col">${t('col.state')}</th><th scope="col">${t('col.cost')}</th></tr></thead>
 <tbody>${rows}</tbody>
 </table>`
 }
@@ -254,22 +278,32 @@ ${formats.map((format) => html`<li><a href="/batches/${id}/results?format=${form
 <li><a href="/batches/${id}/rejects" download>${t('batch.rejects')}</a></li>
 </ul>
 ${webhooksSection(ctx, view)}
-${archived ? '' : html`<section data-failures data-key="${failedKey(failed?.summary)}">${failedSection(ctx, view.id, failed)}</section>`}
+${archived ? '' : html`<section data-failures data-key="${failedKey(failed)}">${failedSection(ctx, view.id, failed)}</section>`}
 ${line ? linesSection(ctx, [line], redis) : ''}`,
   );
 }
 
 /** A batch's failed plates as the page shows them, and its account's price (what a retry costs). */
 export interface FailedPlates {
-  summary: FailedSummary;
+  /** By code, as last counted; undefined while a large batch's first count is made (failed-plates.ts). */
+  summary?: FailedSummary | undefined;
   price?: Price | undefined;
+  /** The summary is of the batch as it is now; false: the last count, made at `at`, a new one under way. */
+  current?: boolean;
+  at?: number | undefined;
+  /** The batch's failed plates now, a cancel's left out (what a count under way will find). */
+  failed?: number;
 }
 
 /** Changes whenever the failed section would: the page's script replaces the section only then. */
-export function failedKey(summary: FailedSummary | undefined): string {
-  if (!summary || (summary.total === 0 && !summary.cancelled)) return '0';
+export function failedKey(failed: FailedPlates | undefined): string {
+  const summary = failed?.summary;
+  if (!summary) return failed?.current === false ? `counting ${failed.failed ?? 0}` : '0';
+  const stale = failed?.current === false ? `stale ${failed.at ?? 0} ` : '';
+  if (summary.total === 0 && !summary.cancelled) return stale ? `${stale}0` : '0';
   return (
-    `c${summary.cancelled} ` + summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
+    `${stale}c${summary.cancelled} ` +
+    summary.codes.map((c) => `${c.way}:${c.code}:${c.count}:${c.plates.join(',')}`).join(' ')
   );
 }
 
@@ -283,19 +317,27 @@ export function failedSection(ctx: PageContext, batchId: string, failed: FailedP
   const { t, lang } = ctx;
   const summary = failed?.summary;
   const n = (x: number) => formatNumber(lang, x);
+  // A large batch's first count is made in the background: the page says so, and the live
+  // updates (or a refresh) bring the list.
+  if (!summary && failed?.current === false)
+    return html`<h2>${t('failed.title')}</h2><p class="muted" role="status" data-failed-counting>${plural(ctx, 'failed.counting', failed.failed ?? 0, { n: n(failed.failed ?? 0) })}</p>`;
   // Plates a cancel dropped are their own state: never sent, never charged, never offered again.
   const cancelled = summary?.cancelled
     ? html`<p data-cancelled>${plural(ctx, 'failed.cancelled', summary.cancelled, { n: n(summary.cancelled) })}</p>`
     : '';
+  const stale =
+    failed?.current === false && failed.at !== undefined
+      ? html`<p class="muted" role="status" data-failed-stale>${t('failed.stale', { at: dateText(ctx, failed.at), n: n(failed.failed ?? 0) })}</p>`
+      : '';
   if (!summary || summary.total === 0)
-    return html`${cancelled}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
+    return html`${cancelled}${stale}<p class="muted" data-no-failed>${t('batch.noFailed')}</p>`;
   const price = failed?.price;
   const form = (way: 'poll' | 'ask', label: string) =>
     html`<form method="post" action="/batches/${encodeURIComponent(batchId)}/retry"><input type="hidden" name="csrf" value="${ctx.session?.csrf ?? ''}"><input type="hidden" name="way" value="${way}"><button type="submit" data-retry="${way}"${way === 'ask' ? html` class="secondary"` : ''}>${label}</button></form>`;
   const pollPrice = price && price.perPollMicros > 0 ? t('retry.pollBilled') : t('retry.free');
   const askCost = price ? `, ${formatMoney(costOf(price, summary.ask))}` : '';
   return html`${cancelled}<h2>${t('failed.title')}</h2>
-<table class="stack" data-failed-list>
+${stale}<table class="stack" data-failed-list>
 <thead><tr><th scope="col">${t('col.code')}</th><th scope="col">${t('col.plates')}</th><th scope="col">${t('col.retry')}</th></tr></thead>
 <tbody>${summary.codes.map(
     (c) => html`<tr data-code="${c.code}" data-way="${c.way}">
@@ -361,11 +403,19 @@ ${
 }`;
 }
 
+/** What the upload form said, kept on the page that shows a refusal. */
+export interface UploadValues {
+  column?: string;
+  sheet?: string;
+  callbackUrl?: string;
+  deadline?: string;
+}
+
 export function uploadPage(
   ctx: PageContext,
   accounts: readonly string[],
   error?: string,
-  values: { callbackUrl?: string; deadline?: string } = {},
+  values: UploadValues = {},
   /** The pools of keys the session may use (every key of each is its token's): docs/plans.md. */
   pools: readonly string[] = [],
 ): string {
@@ -387,6 +437,12 @@ ${
     ? html`<label for="pool">${t('upload.pool')}</label><select id="pool" name="pool"><option value="">${t('upload.noPool')}</option>${pools.map((p) => html`<option value="${p}">${p}</option>`)}</select>`
     : ''
 }
+<p><label for="column">${t('upload.column')}</label>
+<input type="text" id="column" name="column" maxlength="200" autocomplete="off" aria-describedby="column-help" value="${values.column ?? ''}">
+<span class="help" id="column-help">${t('upload.columnHelp')}</span></p>
+<p><label for="sheet">${t('upload.sheet')}</label>
+<input type="text" id="sheet" name="sheet" maxlength="200" autocomplete="off" aria-describedby="sheet-help" value="${values.sheet ?? ''}">
+<span class="help" id="sheet-help">${t('upload.sheetHelp')}</span></p>
 <div class="drop" data-drop>
 <p>${t('upload.drop')}</p>
 <label for="file">${t('upload.file')}</label>

@@ -11,6 +11,7 @@ import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
 import { type BatchRequest, checkRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
+import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
 import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
 import type { RedisHealth } from '../redis/health.js';
@@ -30,6 +31,7 @@ import { CONTENT_SECURITY_POLICY, CSS, ICON_SVG, JS } from './assets.js';
 import { accountUse, batchChartData, sampleBatch } from './chart-data.js';
 import { batchCharts } from './charts.js';
 import { OpenStreams, streamEvents } from './events.js';
+import { FailedPlates } from './failed-plates.js';
 import { type Key, LANG_COOKIE, LANGS } from './i18n.js';
 import { consoleKit, type Kit, type Signed, SignInNeeded } from './kit.js';
 import { CONSOLE_LIMITS, type ConsoleLimits } from './limits.js';
@@ -44,8 +46,10 @@ import {
   estimatePage,
   failedKey,
   failedSection,
+  type ListSearch,
   listPage,
   type PageContext,
+  type UploadValues,
   uploadPage,
 } from './pages.js';
 import { localPath } from './redirect.js';
@@ -87,12 +91,11 @@ const CALLBACK_REFUSALS = new Set([
 
 /** Batches the list page (and its live updates) show. */
 const LIST_LIMIT = 50;
+/** The newest batches a search of the list looks at (their names read 500 a round trip). */
+const SEARCHED_BATCHES = 5_000;
 
 /** The retries the batch page offers (pages.ts failedSection). */
 const RETRY_WAYS: readonly RetryWay[] = ['poll', 'ask'];
-/** Settled plates past which a batch page's live updates read its failed plates at most every FAILED_SCAN_EVERY_MS. */
-const FAILED_SCAN_LARGE = 10_000;
-const FAILED_SCAN_EVERY_MS = 10_000;
 
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): Promise<ConsoleHandle> {
   const { services, config, auth, now } = deps;
@@ -107,6 +110,8 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   const sessions = new SessionStore(services.redis, services.keys);
   const uploads = new StagedUploads(services.redis, services.keys, limits, now);
   const throttle = new SignInThrottle(services.redis, services.keys, limits);
+  const { redis, keys, outcomes } = services;
+  const failedPlates = new FailedPlates({ redis, keys, outcomes, now, logger: deps.logger });
   // Global (fastify-plugin): the dashboard's guard reads the session cookie too.
   await app.register(cookie);
 
@@ -144,7 +149,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
 
     const kit = consoleKit({
       ...{ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams },
-      ...{ limits, throttle },
+      ...{ limits, throttle, failedPlates },
     });
     pageHooks(scope, kit);
     assetRoutes(scope);
@@ -232,9 +237,10 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
   scope.get<{ Querystring: Record<string, string | undefined> }>('/', async (request, reply) => {
     const signed = await required(request);
     const ctx = context(request, signed);
-    const { views, lines } = await listViews(kit, signed.scope);
+    const q = searchOf(request.query.q);
+    const { views, lines, search } = await listViews(kit, signed.scope, q);
     const use = await accountUse(services, lines, views, now());
-    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait(), use));
+    return page(reply, listPage(ctx, views, lines, flashOf(ctx, request.query), redisWait(), use, search));
   });
 
   scope.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
@@ -252,9 +258,11 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
       const view = batchView(info, await batchContext(services, info), now());
       const line = await services.accounts.line(info.account).state();
       const failed = await failedOf(view);
+      // The outcome bar splits the failed plates by code only with a count of the batch as it is.
+      const codes = failed.current !== false ? failed.summary : undefined;
       const charts = batchCharts(
         ctx,
-        await batchChartData(services, view, { line, failed: failed.summary, t: ctx.t, at: now() }),
+        await batchChartData(services, view, { line, failed: codes, t: ctx.t, at: now() }),
       );
       return page(
         reply,
@@ -267,7 +275,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
 /** The live updates of the batch list and of one batch's page (server-sent events). */
 function eventRoutes(scope: FastifyInstance, kit: Kit): void {
   const { services, now, resolve, streams, sessions, auth, limits, context, visibleBatch, failedOf } = kit;
-  scope.get<{ Querystring: { batch?: string } }>('/events', async (request, reply) => {
+  scope.get<{ Querystring: { batch?: string; q?: string } }>('/events', async (request, reply) => {
     const signed = await resolve(request);
     if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
     const one = request.query.batch;
@@ -275,20 +283,19 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
     const ctx = context(request, signed);
     // The scope as of the last tick: a token moved to another account sees that account's batches.
     let current = signed.scope;
-    // One batch's page: its failed section, read again when its failed count moves (see failedNow).
-    let failed: { count: number; at: number; html: string; key: string } | undefined;
+    // One batch's page: its failed section, read again when its failed count moves, and each tick
+    // while the count shown is not of the batch as it is (a large batch is counted in the
+    // background: failed-plates.ts; each read here is then one GET).
+    let failed: { count: number; current: boolean; html: string; key: string } | undefined;
     const failedNow = async (view: BatchView) => {
       const count = view.counts.failed;
-      const settled = view.counts.done + count;
-      // A large batch's outcomes are one HSCAN of them all: while failures keep coming, at most every 10 s.
-      const every = settled > FAILED_SCAN_LARGE ? FAILED_SCAN_EVERY_MS : 0;
-      if (failed === undefined || (failed.count !== count && now() - failed.at >= every)) {
+      if (failed === undefined || failed.count !== count || !failed.current) {
         const plates = await failedOf(view);
         failed = {
           count,
-          at: now(),
+          current: plates.current !== false,
           html: failedSection(ctx, view.id, plates).text,
-          key: failedKey(plates.summary),
+          key: failedKey(plates),
         };
       }
       return { failures: failed.html, failuresKey: failed.key };
@@ -323,7 +330,7 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
           lines = [await services.accounts.line(info.account).state()];
           // While its page is open, the batch's charts get a sample a gap (chart-data.ts).
           await sampleBatch(services, views[0]!, lines[0], now());
-        } else ({ views, lines } = await listViews(kit, current));
+        } else ({ views, lines } = await listViews(kit, current, searchOf(request.query.q)));
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
         const sent = [];
@@ -340,14 +347,30 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
   });
 }
 
-/** The batches the list shows to a scope, and the lines of its accounts. */
-async function listViews(kit: Kit, s: Scope) {
+/** The list's search words (`?q=`), trimmed and cut to 100 characters; undefined: none. */
+function searchOf(q: unknown): string | undefined {
+  const text = typeof q === 'string' ? q.trim().slice(0, 100) : '';
+  return text === '' ? undefined : text;
+}
+
+/**
+ * The batches the list shows to a scope (the newest, or those whose id or name holds `q`, looked
+ * for on the server among the newest SEARCHED_BATCHES), and the lines of its accounts.
+ */
+async function listViews(kit: Kit, s: Scope, q?: string) {
   const { services, now, accountsOf } = kit;
-  const { batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s));
+  let batches: BatchInfo[];
+  let search: ListSearch | undefined;
+  if (q === undefined) ({ batches } = await services.batchViews.list(0, LIST_LIMIT, accountsOf(s)));
+  else {
+    const found = await services.batches.search(q, LIST_LIMIT, accountsOf(s), SEARCHED_BATCHES);
+    batches = await Promise.all(found.refs.map((ref) => services.batchViews.get(ref)));
+    search = { q, searched: found.searched, total: found.total };
+  }
   const at = now();
   const views = (await batchContexts(services, batches)).map((c, i) => batchView(batches[i]!, c, at));
   const lines = await Promise.all(accountsOf(s).map((id) => services.accounts.line(id).state()));
-  return { views, lines };
+  return { views, lines, search };
 }
 
 /** A batch's downloads (its results in each format, its rejected rows) and vqb's retry of its failed plates. */
@@ -406,6 +429,7 @@ function downloadRoutes(scope: FastifyInstance, kit: Kit): void {
         return page(reply, confirmRetryPage(context(request, signed), id, summary.ask, asked));
     }
     const result = await rerunFailed(services, batch, { now, ...(way ? { only: way } : {}) });
+    await kit.failedPlates.forget(batch);
     request.log.info({ batchId: id, ...result, via: 'console' }, 'failed plates queued again');
     return reply.redirect(
       `/batches/${encodeURIComponent(id)}?` +
@@ -454,7 +478,7 @@ async function stageUpload(
   request: FastifyRequest,
   signed: Signed,
   accounts: readonly string[],
-  seen: { callbackUrl?: string; deadline?: string },
+  seen: UploadValues,
 ): Promise<string> {
   const { services, config, uploads, checkCsrf } = kit;
   // A session (or server) already at its cap is refused before its file is read.
@@ -469,6 +493,8 @@ async function stageUpload(
   const callbackUrl = options.callbackUrl;
   if (callbackUrl !== undefined) seen.callbackUrl = callbackUrl;
   if (options.deadline !== undefined) seen.deadline = options.deadline;
+  if (options.column !== undefined) seen.column = options.column;
+  if (options.sheet !== undefined) seen.sheet = options.sheet;
   // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
   const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), config.timeZone);
   // A pool: the session's only when every key of it is (else as if absent); its home is the account.
@@ -563,7 +589,7 @@ function uploadRoutes(scope: FastifyInstance, kit: Kit): void {
       const accounts = accountsOf(signed.scope);
       let staged: string;
       // What the form said, for the page that shows a refusal with the operator's input kept.
-      const seen: { callbackUrl?: string; deadline?: string } = {};
+      const seen: UploadValues = {};
       try {
         staged = await stageUpload(kit, request, signed, accounts, seen);
       } catch (err) {

@@ -6,6 +6,7 @@ import type { ErrorBody } from '../http/errors.js';
 import { formatMoney, type Money } from '../money.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { Waiting } from '../schemas/batch.js';
+import { localZone } from '../time-text.js';
 import { formatNumber, formatSeconds, isKey, type Key, type Lang, type Translate } from './i18n.js';
 
 interface Ctx {
@@ -35,8 +36,22 @@ export function plural(ctx: Ctx, key: string, n: number, vars: Record<string, st
   return ctx.t(`${key}.${form}` as Key, { n, ...vars });
 }
 
-/** "24/11/2026 14:03" / "Nov 24, 2026, 2:03 PM", on the clock of VQ_TIME_ZONE (as the CLI shows them). */
+/**
+ * "24/11/2026, 14:03 America/Sao_Paulo" / "Nov 24, 2026, 2:03 PM America/Sao_Paulo": on the clock of
+ * VQ_TIME_ZONE, named beside the time (issue 46, 12 and 17: an operator in another zone, or a
+ * server left in UTC, must not read 17:00 as their own clock's), as the CLI's zonedText does.
+ */
 export function dateText(ctx: { lang: Lang; zone?: string | undefined }, at: number | string): string {
+  return `${clockText(ctx, at)} ${zoneName(ctx)}`;
+}
+
+/** The zone instants are shown on: VQ_TIME_ZONE, else the process's own. */
+export function zoneName(ctx: { zone?: string | undefined }): string {
+  return ctx.zone ?? localZone();
+}
+
+/** The date and time alone (dateText without its zone). */
+function clockText(ctx: { lang: Lang; zone?: string | undefined }, at: number | string): string {
   const id = `${ctx.lang} ${ctx.zone ?? ''}`;
   let format = DATES.get(id);
   if (format === undefined) {

@@ -29,6 +29,7 @@
 // | A:batch:<id>:webhooks            | hash   | webhooks/ (deliveries of the batch's events) |
 // | A:series:batch:<id>, A:series:account | list | queue/series.ts (the console's charts: bounded samples) |
 // | A:batch:<id>:traces              | hash   | queue/plate-traces.ts (tracing on: plate → its trace context) |
+// | A:console:failed:<id>            | string | console/failed-plates.ts (failed plates by code, as last counted) |
 // Global slot, `G = <prefix>:<queue>:vqb`:
 // | G:batches, G:batches:account     | zset, hash | queue/batch/ (every batch id by creation; who holds it) |
 // | G:active                         | zset   | queue/scheduler.ts (accounts with work) |
@@ -356,6 +357,12 @@ export class VqbKeys {
   /** Sorted set: every staged upload (`<owner>:<id>:<bytes>`) by when it expires (the caps' ledger). */
   get consoleUploads(): string {
     return `${this.base}:console:uploads`;
+  }
+
+  // --- console/failed-plates.ts
+  /** String: a batch's failed plates by code as last counted, with the counts they were counted at. */
+  consoleFailed(b: BatchRef): string {
+    return `${this.accountBase(b.account)}:console:failed:${b.id}`;
   }
 
   // --- console/throttle.ts

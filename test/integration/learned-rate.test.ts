@@ -10,14 +10,6 @@ import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../hel
 
 const harness = useHarness();
 
-/** Requests the simulator counted and 429s it sent for one key over `ms`, per second. */
-async function measure(h: Harness, keyLabel: string, ms: number): Promise<{ perSecond: number; rateLimited: number }> {
-  const a = h.sim.stats().byKey[keyLabel] ?? { counted: 0, rateLimited: 0 };
-  await sleep(ms);
-  const b = h.sim.stats().byKey[keyLabel] ?? { counted: 0, rateLimited: 0 };
-  return { perSecond: ((b.counted - a.counted) * 1_000) / ms, rateLimited: b.rateLimited - a.rateLimited };
-}
-
 /** The rate in force as `vqb status` and the API read it. */
 async function inForce(h: Harness, account = 'default') {
   return h.services.accounts.line(account).rate();

@@ -1,10 +1,11 @@
 // The console's pure parts: escaping, the language choice, where a redirect may go.
 import { describe, expect, it } from 'vitest';
+import { progressChart } from '../../src/console/charts.js';
 import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
-import { deadlineText, plural, waitingText } from '../../src/console/say.js';
+import { dateText, deadlineText, plural, waitingText } from '../../src/console/say.js';
 import { deadlineView, judgeDeadline } from '../../src/plans/deadline.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
@@ -117,7 +118,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     const billed = failedSection(ctx, 'b', { summary, price: { ...price, perPollMicros: 1 } }).text;
     expect(billed).toContain('(no new query; polls are billed)');
     expect(failedSection(ctx, 'b', undefined).text).toContain('No failed plates.');
-    expect(failedKey(summary)).not.toBe(failedKey({ ...summary, codes: [summary.codes[0]!] }));
+    expect(failedKey({ summary })).not.toBe(failedKey({ summary: { ...summary, codes: [summary.codes[0]!] } }));
   });
 
   it('plates a cancel dropped are their own state: never sent, not charged, no button to buy them (issue 46, 2)', () => {
@@ -128,7 +129,7 @@ describe('console: how a failed plate runs again (issue 36, 11)', () => {
     expect(text).not.toContain('Failed plates');
     const pt = { ...ctx, lang: 'pt-BR' as const, t: translator('pt-BR') };
     expect(failedSection(pt, 'b', { summary }).text).toContain('4 placas canceladas: nunca enviadas ao fornecedor');
-    expect(failedKey(summary)).not.toBe('0');
+    expect(failedKey({ summary })).not.toBe('0');
   });
 });
 
@@ -152,9 +153,9 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
     );
     // Instants on the clock of VQ_TIME_ZONE, as the CLI shows them (16:00 UTC is 13:00 in São Paulo).
     expect(deadlineText({ ...pt, zone: 'America/Sao_Paulo' }, easy, NOW)).toContain(
-      'até 27/11/2026, 13:00 (em 1 hora)',
+      'até 27/11/2026, 13:00 America/Sao_Paulo (em 1 hora)',
     );
-    expect(deadlineText({ ...pt, zone: 'UTC' }, easy, NOW)).toContain('até 27/11/2026, 16:00 (em 1 hora)');
+    expect(deadlineText({ ...pt, zone: 'UTC' }, easy, NOW)).toContain('até 27/11/2026, 16:00 UTC (em 1 hora)');
     expect(deadlineText(en, easy, NOW)).toMatch(
       /^deadline: feasible — due .+ \(in 1 hour\); finishes in .+ \(on time by 59 min/,
     );
@@ -216,5 +217,24 @@ describe('console words (issue 46, 17)', () => {
     expect(text).not.toMatch(/até ;|até\s*$/);
     const en = waitingText({ lang: 'en', t: translator('en') }, { reason: 'budget', message: 'x' }, undefined)!;
     expect(en).toContain("creates wait at the batch's own cap");
+  });
+});
+
+describe('console times name their zone (issue 46, 12 and 17)', () => {
+  const AT = Date.UTC(2026, 10, 27, 16, 0, 0);
+  const pt = { lang: 'pt-BR' as const, t: translator('pt-BR'), zone: 'America/Sao_Paulo' };
+
+  it('an instant, a wait until, a chart’s finish and its table: each with VQ_TIME_ZONE beside the time', () => {
+    expect(dateText(pt, AT)).toBe('27/11/2026, 13:00 America/Sao_Paulo');
+    expect(dateText({ lang: 'en', zone: 'UTC' }, AT)).toBe('Nov 27, 2026, 4:00 PM UTC');
+    const waiting = { reason: 'quota' as const, message: 'x', until: new Date(AT).toISOString() };
+    expect(waitingText(pt, waiting, undefined)).toContain('até 27/11/2026, 13:00 America/Sao_Paulo');
+    const chart = progressChart(pt, {
+      points: [{ at: AT - 60_000, done: 1, failed: 0, requests: 2, limit: 10 }],
+      total: 10,
+      etaAt: AT,
+    }).text;
+    expect(chart).toContain('término previsto às 13:00:00 America/Sao_Paulo');
+    expect(chart).toContain('<th scope="col">Hora (America/Sao_Paulo)</th>');
   });
 });

@@ -61,6 +61,7 @@ const OWNERS: Record<string, string> = {
   consoleUpload: 'src/console/uploads.ts',
   consoleUploads: 'src/console/uploads.ts',
   consoleSignInFailures: 'src/console/throttle.ts',
+  consoleFailed: 'src/console/failed-plates.ts',
   batchWebhooks: 'src/webhooks/',
   retentionLock: 'src/retention.ts',
   workers: 'src/queue/presence.ts',

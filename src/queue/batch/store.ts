@@ -445,6 +445,36 @@ export class BatchStore {
   }
 
   /**
+   * Batches whose id or name holds `text` (case and accents aside), newest first, at most `limit`;
+   * with `accounts`, only theirs. Looks at the newest `upTo` batches only, their names read a page
+   * at a time in one round trip each, so a search costs a bounded read however many batches Redis
+   * holds. `searched`: how many batches it looked at, of `total`.
+   */
+  async search(
+    text: string,
+    limit: number,
+    accounts?: readonly string[],
+    upTo = 5_000,
+  ): Promise<{ refs: BatchRef[]; searched: number; total: number }> {
+    const fold = (v: string) => v.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
+    const wanted = fold(text);
+    const { total, refs } = await this.refs(0, upTo, accounts);
+    const found: BatchRef[] = [];
+    let searched = 0;
+    for (let i = 0; i < refs.length && found.length < limit; i += 500) {
+      const page = refs.slice(i, i + 500);
+      // Sent together (one round trip), each on its own slot: a Cluster spreads the accounts.
+      const names = await Promise.all(page.map((ref) => this.#redis.hget(this.#keys.batch(ref), 'name')));
+      for (const [j, ref] of page.entries()) {
+        searched++;
+        if (fold(ref.id).includes(wanted) || fold(names[j] ?? '').includes(wanted)) found.push(ref);
+        if (found.length >= limit) break;
+      }
+    }
+    return { refs: found, searched, total };
+  }
+
+  /**
    * Batches stored before each account kept a list of its own (G:batches only) are added to their
    * accounts' lists, once per deployment: afterwards one GET. Returns how many were added.
    */
