@@ -24,7 +24,7 @@ import type { RedisClient } from './redis/connection.js';
 import { connectRedis, preflightRedis } from './redis/connection.js';
 import type { RedisHealth } from './redis/health.js';
 import { VqbKeys } from './redis/keys.js';
-import { ensureLayout } from './redis/layout.js';
+import { checkLayout } from './redis/layout.js';
 import { tracing } from './telemetry/index.js';
 import type { Resolve } from './webhooks/address.js';
 import { WebhookOutbox } from './webhooks/outbox.js';
@@ -133,8 +133,8 @@ export async function openQueueServices(
   const redis = connectRedis(config.redis, { failFast: options.failFast ?? true, name: 'vqb-producer' });
   try {
     await preflightRedis(redis, config, options.warn);
-    // Data of the single-slot layout is moved once, by the first process of the new version.
-    await ensureLayout(redis, new VqbKeys(config), config, (msg) => options.warn?.(msg));
+    // Data of the single-slot layout (0.1.0) is moved by `vqb migrate`, never by a start.
+    await checkLayout(redis, new VqbKeys(config), config);
   } catch (err) {
     redis.disconnect();
     throw err;

@@ -20,6 +20,7 @@ export const COMMAND_LOADERS: Record<string, () => Promise<Command>> = {
   prune: async () => (await import('./retention.js')).pruneCommand,
   delete: async () => (await import('./retention.js')).deleteCommand,
   watch: async () => (await import('./watch.js')).watchCommand,
+  migrate: async () => (await import('./migrate.js')).migrateCommand,
 };
 
 /** Every command, loaded (for \`vqb --help\` and the docs' checks). */

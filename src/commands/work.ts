@@ -4,7 +4,7 @@ import { startWorker } from '../../workers/worker.js';
 import { pacingIntervalMs } from '../accounts/account.js';
 import { Metrics } from '../metrics.js';
 import { waitForRedisAtStart } from '../redis/connection.js';
-import { ensureLayoutAtStart } from '../redis/layout.js';
+import { checkLayoutAtStart } from '../redis/layout.js';
 import { Retention, startRetentionSweep, sweepInterval } from '../retention.js';
 import { parseDuration } from '../setting-values.js';
 import { archiveFor } from '../sinks/export.js';
@@ -63,7 +63,7 @@ export const workCommand: Command = {
       logger.flush();
       return 0;
     }
-    await ensureLayoutAtStart(config, logger);
+    await checkLayoutAtStart(config);
     const metrics = config.metricsPort ? new Metrics({ accounts: config.accounts }) : undefined;
     // The port first: a port in use is a command to fix (one line, exit 2), before any job is taken.
     const metricsServer = metrics && config.metricsPort ? await serveMetrics(metrics, config.metricsPort) : undefined;

@@ -1,16 +1,18 @@
-// Moves a deployment's data from the old key layout (every key under the prefix's one hash tag:
-// `<prefix>:<queue>:vqb:…` and `<prefix>:<queue>.<account>:…`) to the current one (each account's
-// keys in its own slot, `<bare>:{<queue>.<account>}:…`; see keys.ts), once per deployment, before
-// any other module reads a key. This module is the one owner of `G:layout` (and of its lock): it
+// Migration 1, run by `vqb migrate` (never at a start): moves a deployment's data from the old key
+// layout (every key under the prefix's one hash tag: `<prefix>:<queue>:vqb:…` and
+// `<prefix>:<queue>.<account>:…`) to the current one (each account's keys in its own slot,
+// `<bare>:{<queue>.<account>}:…`; see keys.ts), once per deployment; a start only checks it
+// (checkLayout). This module is the one owner of `G:layout` (and of its lock): it
 // says which layout the data is in, and only this module writes it.
 //
 // Every key is copied with DUMP/RESTORE (RENAME cannot cross slots on a Cluster) and the old key
 // deleted only once its copy is stored, so a migration cut off anywhere is resumed by the next
-// start: a new key that already exists is the copy an earlier run made, and wins.
+// `vqb migrate`: a new key that already exists is the copy an earlier run made, and wins.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import { VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { connectRedis, type RedisClient, serversOf } from './connection.js';
 import { ACCOUNT_ID, accountQueueName, BATCH_ID, type BatchRef, PRIORITY_CLASSES, VqbKeys } from './keys.js';
@@ -80,12 +82,41 @@ interface Move {
 }
 
 /**
- * Makes sure the data is in the current key layout, moving it there if it is not. Call it once
- * per process start, before anything else touches a vqb key: the common case is one GET. When
- * several processes start at once, one migrates and the others wait for it (up to `waitMs`);
- * throws if the migration fails (the next start resumes it) or the wait runs out.
+ * At every start, before anything else touches a vqb key: the data must be in the current key
+ * layout. The common case is one GET. A Redis that holds nothing of vqb is marked current at
+ * once; one that holds data of vqb 0.1.0 (the single-slot layout), or a migration cut off, is
+ * LAYOUT_MIGRATION_NEEDED: a start never moves data (issue 45: it did, at every start, with a
+ * 573-line module on the path of every process), `vqb migrate` does, once.
  */
-export async function ensureLayout(
+export async function checkLayout(
+  redis: RedisClient,
+  keys: VqbKeys,
+  settings: { prefix: string; queueName: string },
+): Promise<void> {
+  if ((await redis.get(keys.layout)) === CURRENT) return;
+  // 0.1.0 kept every structure under `<prefix>:<queue>:vqb:` (one slot, the prefix's hash tag):
+  // a deployment that ever had a batch holds its index, or its scheduler's weights or active set.
+  const G = `${settings.prefix}:${settings.queueName}:vqb`;
+  const old = await redis.exists(`${G}:batches`, `${G}:sched:weights`, `${G}:sched:active`);
+  const cut = await redis.exists(`${keys.layout}:lock`);
+  if (old > 0 || cut > 0)
+    throw new VqbError(
+      'LAYOUT_MIGRATION_NEEDED',
+      `this Redis holds vqb data in key layout 1 (vqb 0.1.0)` +
+        `${cut > 0 ? ', or a move to layout 2 was cut off' : ''}: ` +
+        `stop every vqb process, then run \`vqb migrate\` once (docs/operations.md#upgrading-from-the-single-slot-layout)`,
+    );
+  // Nothing of vqb yet: the data is in the current layout from the first key on. NX: a migration
+  // that finished meanwhile wrote the same value.
+  await redis.set(keys.layout, CURRENT, 'NX');
+}
+
+/**
+ * Migration 1 (`vqb migrate`): moves the data to the current key layout if it is not there. When
+ * two run at once, one migrates and the other waits for it (up to `waitMs`); throws if the
+ * migration fails (the next `vqb migrate` resumes it) or the wait runs out.
+ */
+export async function migrateLayout(
   redis: RedisClient,
   keys: VqbKeys,
   settings: { prefix: string; queueName: string },
@@ -558,15 +589,25 @@ async function moveRound(redis: RedisClient, moves: Move[]): Promise<number> {
 
 /**
  * For long-lived processes (`vqb work`, `vqb serve`), once Redis answers: their workers open their
- * connections synchronously, so the data is moved here first, on a connection of its own.
+ * connections synchronously, so the layout is checked here first, on a connection of its own.
  */
-export async function ensureLayoutAtStart(
+export async function checkLayoutAtStart(config: Pick<Config, 'redis' | 'prefix' | 'queueName'>): Promise<void> {
+  const redis = connectRedis(config.redis, { name: 'vqb-layout' });
+  try {
+    await checkLayout(redis, new VqbKeys(config), config);
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
+}
+
+/** `vqb migrate`: the moves a start refuses to make, on a connection of their own. */
+export async function migrateAtCommand(
   config: Pick<Config, 'redis' | 'prefix' | 'queueName'>,
   logger: Pick<Logger, 'info'>,
 ): Promise<LayoutResult> {
-  const redis = connectRedis(config.redis, { name: 'vqb-layout' });
+  const redis = connectRedis(config.redis, { name: 'vqb-migrate' });
   try {
-    return await ensureLayout(redis, new VqbKeys(config), config, (msg, fields) => logger.info(fields ?? {}, msg));
+    return await migrateLayout(redis, new VqbKeys(config), config, (msg, fields) => logger.info(fields ?? {}, msg));
   } finally {
     await redis.quit().catch(() => redis.disconnect());
   }

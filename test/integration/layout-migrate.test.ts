@@ -9,7 +9,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { deleteKeysByPrefix, type RedisClient, serversOf } from '../../src/redis/connection.js';
 import { accountQueueName, barePrefix, deploymentPatterns, VqbKeys } from '../../src/redis/keys.js';
-import { ensureLayout } from '../../src/redis/layout.js';
+import { checkLayout, migrateLayout } from '../../src/redis/layout.js';
 import { REDIS_URL } from '../helpers/redis.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
 
@@ -359,7 +359,7 @@ describe('key layout migration (standalone Redis)', () => {
     const s = await seed(redis, d);
     const lines: { msg: string; fields?: object }[] = [];
     const started = Date.now();
-    const result = await ensureLayout(redis, d.keys, d.settings, (msg, fields) =>
+    const result = await migrateLayout(redis, d.keys, d.settings, (msg, fields) =>
       lines.push({ msg, ...(fields ? { fields } : {}) }),
     );
     const ms = Date.now() - started;
@@ -375,7 +375,7 @@ describe('key layout migration (standalone Redis)', () => {
     await expectQueues(redis, d, s);
 
     // The next start: one GET, nothing to do.
-    const again = await ensureLayout(redis, d.keys, d.settings, (msg) => lines.push({ msg }));
+    const again = await migrateLayout(redis, d.keys, d.settings, (msg) => lines.push({ msg }));
     expect(again).toEqual({ moved: 0, alreadyCurrent: true });
     expect(lines).toHaveLength(2);
   });
@@ -386,8 +386,8 @@ describe('key layout migration (standalone Redis)', () => {
     const other = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     try {
       const results = await Promise.all([
-        ensureLayout(redis, d.keys, d.settings, undefined, { pollMs: 20 }),
-        ensureLayout(other, d.keys, d.settings, undefined, { pollMs: 20 }),
+        migrateLayout(redis, d.keys, d.settings, undefined, { pollMs: 20 }),
+        migrateLayout(other, d.keys, d.settings, undefined, { pollMs: 20 }),
       ]);
       expect(results.map((r) => r.moved).sort((a, b) => a - b)).toEqual([0, s.moves.length + 2]);
       expect(results.filter((r) => r.alreadyCurrent)).toHaveLength(1);
@@ -398,10 +398,33 @@ describe('key layout migration (standalone Redis)', () => {
     await expectQueues(redis, d, s);
   });
 
+  it('a start never moves data: the old layout, or a move cut off, is LAYOUT_MIGRATION_NEEDED naming `vqb migrate`; after it, one GET', async () => {
+    const d = fresh();
+    await seed(redis, d);
+    const refusal = await checkLayout(redis, d.keys, d.settings).catch((e: unknown) => e);
+    expect(refusal).toMatchObject({ code: 'LAYOUT_MIGRATION_NEEDED' });
+    expect(String((refusal as Error).message)).toContain('vqb migrate');
+    // Nothing moved, nothing marked.
+    expect(await redis.get(d.keys.layout)).toBeNull();
+    expect(await redis.exists(`${d.settings.prefix}:${QUEUE}:vqb:batches`)).toBe(1);
+    // A move cut off (its lock left behind) is refused too, until `vqb migrate` finishes it.
+    await redis.set(`${d.keys.layout}:lock`, 'someone', 'PX', 60_000);
+    await expect(checkLayout(redis, d.keys, d.settings)).rejects.toMatchObject({ code: 'LAYOUT_MIGRATION_NEEDED' });
+    await redis.del(`${d.keys.layout}:lock`);
+    await migrateLayout(redis, d.keys, d.settings);
+    await expect(checkLayout(redis, d.keys, d.settings)).resolves.toBeUndefined();
+  });
+
+  it('a start on a Redis with nothing of vqb marks it layout 2 at once', async () => {
+    const d = fresh();
+    await checkLayout(redis, d.keys, d.settings);
+    expect(await redis.get(d.keys.layout)).toBe('2');
+  });
+
   it('a fresh deployment: layout 2 at once, nothing logged', async () => {
     const d = fresh();
     const lines: string[] = [];
-    expect(await ensureLayout(redis, d.keys, d.settings, (msg) => lines.push(msg))).toEqual({
+    expect(await migrateLayout(redis, d.keys, d.settings, (msg) => lines.push(msg))).toEqual({
       moved: 0,
       alreadyCurrent: false,
     });
@@ -419,7 +442,7 @@ describe('key layout migration (standalone Redis)', () => {
     // The earlier run stored the copy (and the batch's account) and stopped before deleting the old key.
     await redis.hset(keys.batchAccounts, 'b1', 'acme');
     await redis.rpush(keys.rows(b1), 'copied-1');
-    const result = await ensureLayout(redis, keys, d.settings);
+    const result = await migrateLayout(redis, keys, d.settings);
     expect(result).toEqual({ moved: 2, alreadyCurrent: false });
     expect(await redis.exists(`${G}:batch:b1:rows`, `${G}:batch:b1`)).toBe(0);
     expect(await redis.lrange(keys.rows(b1), 0, -1)).toEqual(['copied-1']);
@@ -441,7 +464,7 @@ describe('key layout migration (standalone Redis)', () => {
     const { name, prefix: bare } = accountQueueName(d.settings, 'acme');
     let settled: string | false = false;
     // Refreshed every third of its life: each refresh shows as the lock's time to live going back up.
-    const run = ensureLayout(redis, d.keys, d.settings, undefined, { lockMs: 1_000 });
+    const run = migrateLayout(redis, d.keys, d.settings, undefined, { lockMs: 1_000 });
     run.then(
       (r) => (settled = `finished: ${JSON.stringify(r)}`),
       (err: Error) => (settled = `failed: ${err.message}`),
@@ -463,7 +486,7 @@ describe('key layout migration (standalone Redis)', () => {
     expect(await redis.get(lockKey)).toBe('someone-else');
 
     await redis.del(lockKey);
-    const rest = await ensureLayout(redis, d.keys, d.settings);
+    const rest = await migrateLayout(redis, d.keys, d.settings);
     expect(rest.moved).toBeGreaterThan(0);
     expect(rest.moved).toBeLessThan(jobs);
     expect(await scanAll(redis, `${d.settings.prefix}:${QUEUE}.acme:*`)).toEqual([]);
@@ -475,12 +498,12 @@ describe('key layout migration (standalone Redis)', () => {
     const d = fresh();
     await redis.hset(`${d.G}:account:acme`, { paused: '0' });
     await redis.set(`${d.keys.layout}:lock`, 'someone-else', 'PX', 60_000);
-    await expect(ensureLayout(redis, d.keys, d.settings, undefined, { waitMs: 300, pollMs: 50 })).rejects.toThrow(
+    await expect(migrateLayout(redis, d.keys, d.settings, undefined, { waitMs: 300, pollMs: 50 })).rejects.toThrow(
       /another process/,
     );
     expect(await redis.exists(`${d.G}:account:acme`)).toBe(1);
 
-    const waiting = ensureLayout(redis, d.keys, d.settings, undefined, { pollMs: 50 });
+    const waiting = migrateLayout(redis, d.keys, d.settings, undefined, { pollMs: 50 });
     await new Promise((r) => setTimeout(r, 200));
     await redis.set(d.keys.layout, '2');
     expect(await waiting).toEqual({ moved: 0, alreadyCurrent: true });
@@ -517,7 +540,7 @@ describe('key layout migration (Redis Cluster, 3 masters)', () => {
       expect((await node.redis.keys(`${d.settings.prefix}:*`)).length > 0).toBe(node === oldOwner);
 
     const started = Date.now();
-    const result = await ensureLayout(client, d.keys, d.settings);
+    const result = await migrateLayout(client, d.keys, d.settings);
     console.log(`layout migration (cluster): ${result.moved} keys moved in ${Date.now() - started} ms`);
     expect(result).toEqual({ moved: s.moves.length + 2, alreadyCurrent: false });
     await expectMoved(client, d, s);
@@ -539,6 +562,6 @@ describe('key layout migration (Redis Cluster, 3 masters)', () => {
     // slots, which is how `redis-cli --cluster create` splits them over 3 masters.
     expect(new Set([owners.get('acme'), owners.get('batch'), owners.get('default')]).size).toBe(3);
 
-    expect(await ensureLayout(client, d.keys, d.settings)).toEqual({ moved: 0, alreadyCurrent: true });
+    expect(await migrateLayout(client, d.keys, d.settings)).toEqual({ moved: 0, alreadyCurrent: true });
   });
 });
