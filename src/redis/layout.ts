@@ -104,7 +104,8 @@ export async function checkLayout(
       'LAYOUT_MIGRATION_NEEDED',
       `this Redis holds vqb data in key layout 1 (vqb 0.1.0)` +
         `${cut > 0 ? ', or a move to layout 2 was cut off' : ''}: ` +
-        `stop every vqb process, then run \`vqb migrate\` once (docs/operations.md#upgrading-from-the-single-slot-layout)`,
+        'stop every vqb process, then run `vqb migrate` once ' +
+        '(docs/operations.md#upgrading-from-the-single-slot-layout)',
     );
   // Nothing of vqb yet: the data is in the current layout from the first key on. NX: a migration
   // that finished meanwhile wrote the same value.
