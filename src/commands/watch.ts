@@ -6,6 +6,7 @@ import { UsageError } from '../errors.js';
 import { formatMoney } from '../money.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { type QueueServices, withQueueServices } from '../services.js';
+import { whenText } from '../time-text.js';
 import { writeChanges } from '../watch/changes-export.js';
 import { readWatchFile } from '../watch/plates.js';
 import { windowText } from '../watch/schedule.js';
@@ -225,7 +226,8 @@ function describe(v: WatchView, services: QueueServices): string {
     `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v)}, ` +
       `overlap ${v.overlap}, notify ${v.notify}`,
     `state: ${v.state}${v.reason ? ` — ${v.reason}` : ''}${v.paused ? ' (paused)' : ''}`,
-    `${budget}; next round ${v.nextAt !== undefined ? new Date(v.nextAt).toISOString() : '—'}; ${v.skipped} skipped`,
+    `${budget}; next round ${v.nextAt !== undefined ? whenText(v.nextAt, Date.now(), services.config.timeZone) : '—'}; ` +
+      `${v.skipped} skipped`,
   ];
   for (const r of v.rounds.slice(-10))
     lines.push(

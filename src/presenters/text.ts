@@ -4,7 +4,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 
 import { spanText, whenText } from '../time-text.js';
 
-export { clock, describeLine } from './line.js';
+export { describeLine } from './line.js';
 
 /** A duration for a terminal line (one rule for the whole CLI: src/time-text.ts). */
 export const duration = spanText;
@@ -47,11 +47,12 @@ export function describeSpend(b: BatchInfo, price: Price): string {
   );
 }
 
-export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
+/** A batch in a few lines; its instants on the clock of `zone` (VQ_TIME_ZONE), named. */
+export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price, zone?: string): string {
   const cancelled = b.counts.cancelled ? 'cancelled, ' : '';
   const state =
     b.finishedAt !== undefined
-      ? `${cancelled}finished ${whenText(b.finishedAt, now)}`
+      ? `${cancelled}finished ${whenText(b.finishedAt, now, zone)}`
       : b.sealed
         ? `${cancelled}running`
         : 'ingesting';
