@@ -182,7 +182,7 @@ export async function runFile(
     }
     // Every format (the README's "every batch ends as CSV, JSONL and XLSX"), whatever came in.
     const result = await exportBatch(services, fileSinkFor(config), ref);
-    ctx.print(describeBatch(await services.batchViews.get(ref), Date.now(), undefined, config.timeZone));
+    ctx.print(describeBatch(await services.batchViews.get(ref), Date.now(), undefined, { zone: config.timeZone }));
     ctx.print(
       `exports:\n  ` +
         [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
@@ -491,7 +491,7 @@ async function stoppedAtCap(
   const result = await exportBatch(services, fileSinkFor(config), ref);
   const info = await services.batchViews.get(ref);
   const line = await services.accounts.line(account.id).state();
-  ctx.print(describeBatch(info, Date.now(), undefined, config.timeZone));
+  ctx.print(describeBatch(info, Date.now(), undefined, { zone: config.timeZone }));
   ctx.print(
     `exports (finished plates; the ${counted(info.counts.queued, 'other')} marked pending):\n  ` +
       [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]

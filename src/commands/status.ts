@@ -3,10 +3,11 @@ import { costOf, formatMoney } from '../money.js';
 import { planText } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
-import { describeRate, describeRecovery } from '../presenters/line.js';
+import { describeRate, describeRecovery, waitingOf } from '../presenters/line.js';
 import { strandedText } from '../presenters/stranded.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
-import type { BatchKey } from '../queue/batch/store.js';
+import type { BatchInfo, BatchKey } from '../queue/batch/store.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { PoolState } from '../queue/pool.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
@@ -17,11 +18,31 @@ import { failureText } from '../webhooks/deliveries.js';
 import { batchIdArg, batchKeyOf } from './batch.js';
 import type { Command, CommandContext } from './command.js';
 
-/** A batch's part of its account's creates; said only of a batch that still has creates to make. */
-function shareText(finished: boolean, share: number): string {
+/**
+ * A batch's part of its account's creates; said only of a batch that still has creates to make,
+ * and as "now" only while the account makes any (not paused or held, a worker alive).
+ */
+function shareText(finished: boolean, share: number, moving: boolean): string {
   if (finished) return '';
   if (share <= 0) return '; no creates waiting in this batch (its plates are being polled or are held)';
-  return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
+  const part = `${Math.round(share * 100)} % of the account's creates`;
+  return moving ? `; this batch gets ${part} now` : `; once the account moves again, this batch gets ${part}`;
+}
+
+/** Whether an account makes creates now: nothing holds its line and a worker process is alive. */
+function moving(line: AccountLineState, workers: number): boolean {
+  return workers > 0 && waitingOf(line) === undefined;
+}
+
+/**
+ * Whether nothing moves a batch now: no worker is alive, or its account is held (or no longer
+ * configured). A pooled batch goes on while any key of its pool serves, so its home key's line
+ * alone does not stop it.
+ */
+function batchStopped(info: BatchInfo, line: AccountLineState | undefined, workers: number): boolean {
+  if (workers === 0) return true;
+  if (info.pool !== undefined) return false;
+  return line === undefined || waitingOf(line) !== undefined;
 }
 
 /**
@@ -87,7 +108,7 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
       if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
       else
         ctx.print(
-          `${describeBatch(manifest.batch, now, undefined, zone)}\n  archived ${whenText(manifest.archivedAt, now, zone)} in ` +
+          `${describeBatch(manifest.batch, now, undefined, { zone })}\n  archived ${whenText(manifest.archivedAt, now, zone)} in ` +
             `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
         );
       return 0;
@@ -98,7 +119,8 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
   // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
   if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, now), null, 2));
   else {
-    ctx.print(describeBatch(info, now, context.price, zone));
+    const stopped = context.unconfigured === true || batchStopped(info, context.line, workers);
+    ctx.print(describeBatch(info, now, context.price, { zone, stopped }));
     for (const line of strandedText(context.stranded ?? [])) ctx.print(`  ${line}`);
     if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, now, zone)}`);
     ctx.print(
@@ -106,7 +128,7 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
         ? `  ${unconfiguredText(info.account)}`
         : `  account ${info.account}: ` +
             `${describeLine(context.line, now, zone) ?? activityText(info.finishedAt === undefined, workers)}` +
-            shareText(info.finishedAt !== undefined, context.share),
+            shareText(info.finishedAt !== undefined, context.share, !stopped),
     );
     for (const d of context.webhooks ?? []) {
       ctx.print(
@@ -191,11 +213,12 @@ export const statusCommand: Command = {
               `${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
           );
         }
+        const when = moving(a.line, workers) ? 'now' : 'once the account moves again';
         for (const s of a.shares) {
           const lent = lentOf(s.batchId);
           const which = lent ? `${lent.batchId} (pooled, home ${lent.home})` : s.batchId;
           ctx.print(
-            `  batch ${which}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
+            `  batch ${which}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates ${when}`,
           );
         }
       }
@@ -205,7 +228,9 @@ export const statusCommand: Command = {
       );
       const plans = await batchContexts(services, recent.batches);
       recent.batches.forEach((b, i) => {
-        ctx.print(describeBatch(b, now, plans[i]?.price, zone));
+        const line = plans[i]?.unconfigured ? undefined : accounts.find((a) => a.account === b.account)?.line;
+        const stopped = batchStopped(b, line, workers);
+        ctx.print(describeBatch(b, now, plans[i]?.price, { zone, stopped }));
         if (plans[i]?.unconfigured) ctx.print(`  ${unconfiguredText(b.account)}`);
         const plan = plans[i]?.plan;
         if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, now, zone)}`);
