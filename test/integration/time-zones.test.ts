@@ -91,6 +91,9 @@ describe('times on the clock of VQ_TIME_ZONE', () => {
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`next round ${wall(nextAt, SP)}(:\\d\\d)? ${SP} \\(`));
     expect(show.stdout).toMatch(new RegExp(`waits for its window .+ UTC \\(opens ${wall(opens, SP)} ${SP}\\)`));
+    // The window is kept in UTC (its `--window` is read so), and shown on the reader's clock too.
+    const onClock = `${wall(opens, SP).slice(11)}-${wall(opens + 60_000, SP).slice(11)}`;
+    expect(show.stdout).toContain(`window ${hhmm(opens)}-${hhmm(opens + 60_000)} UTC (${onClock} ${SP})`);
     expect(show.stdout).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
 
     const list = await spawnVqb(['watch', 'list'], env, 30_000).done;
