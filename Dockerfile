@@ -3,7 +3,9 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# --ignore-scripts: package.json's `prepare` builds, and the sources come in the next layers (the
+# build runs below); no dependency's install script is allowed anyway (package.json allowScripts).
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY src ./src
 COPY workers ./workers

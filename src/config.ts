@@ -248,8 +248,9 @@ export const SETTINGS = {
   VQ_TIME_ZONE: {
     schema: z.string().min(1).refine(isTimeZone, 'an IANA time zone such as America/Sao_Paulo').optional(),
     help:
-      'the clock a deadline such as `--by 18:00` is read on and shown in, and the console shows times on ' +
-      "(IANA, e.g. America/Sao_Paulo); default: the process's own (TZ), which in a container is often UTC",
+      'the clock a deadline such as `--by 18:00` is read on, and every time the CLI and the console show is ' +
+      "on, zone named (IANA, e.g. America/Sao_Paulo); default: the process's own (TZ), which in a container " +
+      'is often UTC; JSON keeps ISO 8601',
   },
   VQ_CURRENCY: {
     schema: z

@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { startWorker, type WorkerHandle } from '../workers/worker.js';
 import { type Config, loadConfig, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
-import { createLogger, type Logger } from './logger.js';
+import { type Logger, silentLogger } from './logger.js';
 import type { DeadlineView } from './plans/deadline.js';
 import { batchContext } from './presenters/batch-context.js';
 import { batchView } from './presenters/batch-view.js';
@@ -55,6 +55,10 @@ export interface CreateVqbOptions {
   config?: Config;
   settings?: Overrides;
   env?: Record<string, string | undefined>;
+  /**
+   * Where vqb's log lines go (a pino logger: `pino()`, or a child of the application's). Without
+   * one the library writes nothing to the application's stdout or stderr; LOG_LEVEL is then unused.
+   */
   logger?: Logger;
   /** Run workers in this process too (default false: `vqb work` processes do the work). */
   workers?: boolean;
@@ -210,7 +214,7 @@ export class Vqb {
 
 export async function createVqb(options: CreateVqbOptions = {}): Promise<Vqb> {
   const config = options.config ?? loadConfig(options.env ?? process.env, options.settings ?? {});
-  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const logger = options.logger ?? silentLogger();
   const services = await openQueueServices(config);
   const vqb = new Vqb(config, services, logger);
   if (options.workers) vqb.startWorkers();

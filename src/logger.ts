@@ -21,6 +21,14 @@ export const REDACT_PATHS = [
   '*.token',
 ];
 
+/**
+ * A logger that writes nothing: the library's when the application gives none (its stdout and
+ * stderr are the application's, not ours to fill with JSON lines).
+ */
+export function silentLogger(): Logger {
+  return pino({ enabled: false });
+}
+
 export function createLogger(options: { level?: string; name?: string } = {}, destination?: DestinationStream): Logger {
   return pino(
     {

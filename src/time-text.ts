@@ -43,9 +43,9 @@ export function dateText(at: number, now?: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, near ? 19 : 16)} UTC`;
 }
 
-/** "2026-11-24 22:03 UTC (3 min ago)". */
-export function whenText(at: number, now: number): string {
-  return `${dateText(at, now)} (${relativeText(at, now)})`;
+/** "2026-11-24 22:03 UTC (3 min ago)"; on the wall clock of `zone` when one is given (zonedText). */
+export function whenText(at: number, now: number, zone?: string): string {
+  return `${zonedText(at, zone, now)} (${relativeText(at, now)})`;
 }
 
 /**

@@ -148,6 +148,8 @@ export interface ProgressOptions {
    * file or `tee` reads as one text.
    */
   print?: (text: string) => void;
+  /** The clock the instants in its words are on (VQ_TIME_ZONE). */
+  zone?: string;
 }
 
 /** Why the batch itself waits, when its account does not: held at its own create cap. */
@@ -176,7 +178,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
       const early = held ? Number.NaN : runEta(rate, total - finished, total, line.rate?.perSecond);
       const eta = early === 'measuring' ? Number.NaN : early;
-      const waiting = describeLine(line) ?? batchWait(info);
+      const waiting = describeLine(line, now(), options.zone) ?? batchWait(info);
       const due = slackMs !== undefined && info.finishedAt === undefined ? `, ${slackText(slackMs)}` : '';
       if (status !== undefined) {
         const width = 24;

@@ -26,7 +26,7 @@ import { parseDuration } from '../setting-values.js';
 import { settlesWithin } from '../settle.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
 import { writeUnstored } from '../sinks/unstored.js';
-import { dateText } from '../time-text.js';
+import { zonedText } from '../time-text.js';
 import { printable } from '../upstream/bounds.js';
 import { answerReader } from '../upstream/response.js';
 import { failureText } from '../webhooks/deliveries.js';
@@ -158,7 +158,10 @@ export async function runFile(
     }
 
     const worker = startWorker(config, { logger, health });
-    const progress = createProgress(ctx.io.stdout, logger, ticker ? { ticker } : quiet ? { print: ctx.print } : {});
+    const progress = createProgress(ctx.io.stdout, logger, {
+      zone: config.timeZone,
+      ...(ticker ? { ticker } : quiet ? { print: ctx.print } : {}),
+    });
     // Asked for now, so that a second Ctrl-C at any moment reaches this run (see CliIo.forceSignal).
     const forceSignal = ctx.io.forceSignal;
     let code = 0;
@@ -184,7 +187,7 @@ export async function runFile(
     }
     // Every format (the README's "every batch ends as CSV, JSONL and XLSX"), whatever came in.
     const result = await exportBatch(services, fileSinkFor(config), ref);
-    ctx.print(describeBatch(await services.batchViews.get(ref)));
+    ctx.print(describeBatch(await services.batchViews.get(ref), Date.now(), undefined, { zone: config.timeZone }));
     ctx.print(
       `exports:\n  ` +
         [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
@@ -471,7 +474,7 @@ async function followRun(
     // upstream is down or the address is wrong. Stop, keep every plate as it is, say so.
     if (now.unreachable && now.unreachable.attempts >= config.attempts) {
       progress.finish();
-      ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config.attempts)}\n`);
+      ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config)}\n`);
       return EXIT_BLOCKED;
     }
     await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
@@ -493,7 +496,7 @@ async function stoppedAtCap(
   const result = await exportBatch(services, fileSinkFor(config), ref);
   const info = await services.batchViews.get(ref);
   const line = await services.accounts.line(account.id).state();
-  ctx.print(describeBatch(info));
+  ctx.print(describeBatch(info, Date.now(), undefined, { zone: config.timeZone }));
   ctx.print(
     `exports (finished plates; the ${counted(info.counts.queued, 'other')} marked pending):\n  ` +
       [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
@@ -506,7 +509,7 @@ async function stoppedAtCap(
     info.blocked === 'budget'
       ? `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''}`
       : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` ` +
-        `(or wait for ${dateText(line.budgetUntil ?? Date.now())})`;
+        `(or wait for ${zonedText(line.budgetUntil ?? Date.now(), config.timeZone)})`;
   ctx.print(
     `stopped at the spending cap: ${counted(info.counts.queued, 'plate')} not looked up, nothing lost. ` +
       `To go on, raise the cap with ${raise}, then run the same command again (it resumes batch ${batchId})`,
@@ -548,10 +551,10 @@ async function stopWorker(
 }
 
 /** The line a run stops on when its upstream does not answer. */
-function unreachableText(outage: UpstreamOutage, account: Account, attempts: number): string {
+function unreachableText(outage: UpstreamOutage, account: Account, config: Config): string {
   return (
-    `upstream unreachable since ${dateText(outage.since, Date.now())}: ${outage.reason}; ` +
-    `${outage.attempts} requests in a row got no answer (VQ_ATTEMPTS=${attempts}). ` +
+    `upstream unreachable since ${zonedText(outage.since, config.timeZone, Date.now())}: ${outage.reason}; ` +
+    `${outage.attempts} requests in a row got no answer (VQ_ATTEMPTS=${config.attempts}). ` +
     `Check the upstream address ${account.baseUrl} (VQ_BASE_URL) and the network`
   );
 }

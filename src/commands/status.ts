@@ -3,24 +3,46 @@ import { costOf, formatMoney } from '../money.js';
 import { planText } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
-import { describeRate, describeRecovery } from '../presenters/line.js';
+import { describeRate, describeRecovery, waitingOf } from '../presenters/line.js';
 import { strandedText } from '../presenters/stranded.js';
 import { describeBatch, describeLine } from '../presenters/text.js';
-import type { BatchKey } from '../queue/batch/store.js';
+import type { BatchInfo, BatchKey } from '../queue/batch/store.js';
+import type { AccountLineState } from '../queue/line.js';
 import type { PoolState } from '../queue/pool.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { lentOf } from '../queue/scheduler.js';
 import { type QueueServices, withQueueServices } from '../services.js';
 import { archiveFor } from '../sinks/export.js';
+import { whenText } from '../time-text.js';
 import { failureText } from '../webhooks/deliveries.js';
 import { batchIdArg, batchKeyOf } from './batch.js';
 import type { Command, CommandContext } from './command.js';
 
-/** A batch's part of its account's creates; said only of a batch that still has creates to make. */
-function shareText(finished: boolean, share: number): string {
+/**
+ * A batch's part of its account's creates; said only of a batch that still has creates to make,
+ * and as "now" only while the account makes any (not paused or held, a worker alive).
+ */
+function shareText(finished: boolean, share: number, moving: boolean): string {
   if (finished) return '';
   if (share <= 0) return '; no creates waiting in this batch (its plates are being polled or are held)';
-  return `; this batch gets ${Math.round(share * 100)} % of the account's creates now`;
+  const part = `${Math.round(share * 100)} % of the account's creates`;
+  return moving ? `; this batch gets ${part} now` : `; once the account moves again, this batch gets ${part}`;
+}
+
+/** Whether an account makes creates now: nothing holds its line and a worker process is alive. */
+function moving(line: AccountLineState, workers: number): boolean {
+  return workers > 0 && waitingOf(line) === undefined;
+}
+
+/**
+ * Whether nothing moves a batch now: no worker is alive, or its account is held (or no longer
+ * configured). A pooled batch goes on while any key of its pool serves, so its home key's line
+ * alone does not stop it.
+ */
+function batchStopped(info: BatchInfo, line: AccountLineState | undefined, workers: number): boolean {
+  if (workers === 0) return true;
+  if (info.pool !== undefined) return false;
+  return line === undefined || waitingOf(line) !== undefined;
 }
 
 /**
@@ -75,15 +97,18 @@ export function describePools(pools: readonly PoolState[]): string[] {
 /** `vqb status <batch>`: the batch, its plan, its account's line, its webhooks; an archived one from its manifest. */
 async function showBatch(ctx: CommandContext, services: QueueServices, key: BatchKey, workers: number) {
   const id = typeof key === 'string' ? key : key.id;
+  // Every instant a person reads is on the clock of VQ_TIME_ZONE (else TZ), named; --json keeps ISO 8601.
+  const zone = services.config.timeZone;
+  const now = Date.now();
   if (!(await services.batches.exists(key))) {
     // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
     const manifest = await archiveFor(services.config).manifest(id);
     if (manifest !== undefined) {
-      const view = archivedBatchView(manifest, Date.now());
+      const view = archivedBatchView(manifest, now);
       if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
       else
         ctx.print(
-          `${describeBatch(manifest.batch)}\n  archived ${view.archivedAt} in ` +
+          `${describeBatch(manifest.batch, now, undefined, { zone })}\n  archived ${whenText(manifest.archivedAt, now, zone)} in ` +
             `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
         );
       return 0;
@@ -92,18 +117,18 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
   const info = await services.batchViews.get(key);
   const context = await batchContext(services, info);
   // The batch as the HTTP API and the library show it (one shape: presenters/batch-view.ts).
-  if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, Date.now()), null, 2));
+  if (ctx.flags.json) ctx.print(JSON.stringify(batchView(info, context, now), null, 2));
   else {
-    ctx.print(describeBatch(info, Date.now(), context.price));
+    const stopped = context.unconfigured === true || batchStopped(info, context.line, workers);
+    ctx.print(describeBatch(info, now, context.price, { zone, stopped }));
     for (const line of strandedText(context.stranded ?? [])) ctx.print(`  ${line}`);
-    if (context.plan)
-      ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, Date.now(), services.config.timeZone)}`);
+    if (context.plan) ctx.print(`  ${planText(context.plan.verdict, context.plan.atRisk, now, zone)}`);
     ctx.print(
       context.unconfigured
         ? `  ${unconfiguredText(info.account)}`
         : `  account ${info.account}: ` +
-            `${describeLine(context.line) ?? activityText(info.finishedAt === undefined, workers)}` +
-            shareText(info.finishedAt !== undefined, context.share),
+            `${describeLine(context.line, now, zone) ?? activityText(info.finishedAt === undefined, workers)}` +
+            shareText(info.finishedAt !== undefined, context.share, !stopped),
     );
     for (const d of context.webhooks ?? []) {
       ctx.print(
@@ -156,24 +181,26 @@ export const statusCommand: Command = {
         limit === 0
           ? { total: (await services.batchViews.list(0, 1)).total, batches: [] }
           : await services.batchViews.list(0, limit);
+      const now = Date.now();
       if (ctx.flags.json) {
-        const now = Date.now();
         const batches = (await batchContexts(services, recent.batches)).map((context, i) =>
           batchView(recent.batches[i]!, context, now),
         );
         ctx.print(JSON.stringify({ accounts, pools, batches: { total: recent.total, batches } }, null, 2));
         return 0;
       }
+      // Every instant a person reads is on the clock of VQ_TIME_ZONE (else TZ), named.
+      const zone = services.config.timeZone;
       for (const a of accounts) {
         const j = a.jobs;
         const queued = (j.prioritized ?? 0) + (j.waiting ?? 0) + (j.delayed ?? 0) + (j.active ?? 0);
         const hasWork = queued > 0 || a.inflight > 0 || a.shares.length > 0;
         ctx.print(
           `account ${a.account} ` +
-            `(${a.line.rate ? describeRate(a.line.rate, Date.now()) : a.line.rateLimit}): ` +
-            `${describeLine(a.line) ?? activityText(hasWork, workers)}`,
+            `(${a.line.rate ? describeRate(a.line.rate, now) : a.line.rateLimit}): ` +
+            `${describeLine(a.line, now, zone) ?? activityText(hasWork, workers)}`,
         );
-        const recovery = describeRecovery(a.line);
+        const recovery = describeRecovery(a.line, now, zone);
         if (recovery) ctx.print(`  ${recovery}`);
         ctx.print(
           `  jobs: ${(j.prioritized ?? 0) + (j.waiting ?? 0)} waiting, ${j.delayed} between polls, ` +
@@ -186,11 +213,12 @@ export const statusCommand: Command = {
               `${formatMoney(a.spend.thisMonth)} (UTC; ${formatMoney(costOf(price, 1))} per query)`,
           );
         }
+        const when = moving(a.line, workers) ? 'now' : 'once the account moves again';
         for (const s of a.shares) {
           const lent = lentOf(s.batchId);
           const which = lent ? `${lent.batchId} (pooled, home ${lent.home})` : s.batchId;
           ctx.print(
-            `  batch ${which}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates now`,
+            `  batch ${which}: ${s.cls}, weight ${s.weight}, ${Math.round(s.share * 100)} % of the creates ${when}`,
           );
         }
       }
@@ -200,10 +228,12 @@ export const statusCommand: Command = {
       );
       const plans = await batchContexts(services, recent.batches);
       recent.batches.forEach((b, i) => {
-        ctx.print(describeBatch(b, Date.now(), plans[i]?.price));
+        const line = plans[i]?.unconfigured ? undefined : accounts.find((a) => a.account === b.account)?.line;
+        const stopped = batchStopped(b, line, workers);
+        ctx.print(describeBatch(b, now, plans[i]?.price, { zone, stopped }));
         if (plans[i]?.unconfigured) ctx.print(`  ${unconfiguredText(b.account)}`);
         const plan = plans[i]?.plan;
-        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, Date.now(), services.config.timeZone)}`);
+        if (plan) ctx.print(`  ${planText(plan.verdict, plan.atRisk, now, zone)}`);
       });
       return 0;
     });

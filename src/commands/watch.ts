@@ -6,9 +6,10 @@ import { UsageError } from '../errors.js';
 import { formatMoney } from '../money.js';
 import { WorkerPresence } from '../queue/presence.js';
 import { type QueueServices, withQueueServices } from '../services.js';
+import { whenText } from '../time-text.js';
 import { writeChanges } from '../watch/changes-export.js';
 import { readWatchFile } from '../watch/plates.js';
-import { windowText } from '../watch/schedule.js';
+import { windowOnClock, windowText } from '../watch/schedule.js';
 import type { ChangesFormat, NotifyRule, OverlapRule } from '../watch/store.js';
 import { everyText } from '../watch/view.js';
 import { Watches, type WatchRequest, type WatchView } from '../watch/watches.js';
@@ -105,7 +106,7 @@ async function runSub(
     const views = await watches.list(account !== undefined ? all.filter((a) => a === account) : all);
     if (ctx.flags.json) ctx.print(JSON.stringify({ watches: views }));
     else if (views.length === 0) ctx.print('no watch lists');
-    else for (const v of views) ctx.print(oneLine(v));
+    else for (const v of views) ctx.print(oneLine(v, services.config.timeZone));
     return 0;
   }
   if (arg === undefined) throw new UsageError(`vqb watch ${sub} needs ${sub === 'add' ? 'a FILE' : 'a NAME'}`);
@@ -201,14 +202,18 @@ function addRequest(ctx: CommandContext, file: string): WatchRequest {
   };
 }
 
-function schedule(v: WatchView): string {
+/** The schedule as stored (cron and window in UTC), the window also on the reader's clock (VQ_TIME_ZONE). */
+function schedule(v: WatchView, zone: string): string {
   const when = v.cron !== undefined ? `cron "${v.cron}" UTC` : `every ${everyText(v.everyMs ?? 0)}`;
-  return v.window !== undefined ? `${when}, window ${windowText(v.window)} UTC` : when;
+  if (v.window === undefined) return when;
+  const utc = zone === 'UTC' || zone === 'Etc/UTC';
+  const local = utc ? '' : ` (${windowOnClock(v.window, zone, Date.now())} ${zone})`;
+  return `${when}, window ${windowText(v.window)} UTC${local}`;
 }
 
-function oneLine(v: WatchView): string {
+function oneLine(v: WatchView, zone: string): string {
   const why = v.reason ? ` — ${v.reason}` : '';
-  return `${v.name}  ${v.account}  ${v.plates} plates  ${schedule(v)}  round ${v.round}  ${v.state}${why}`;
+  return `${v.name}  ${v.account}  ${v.plates} plates  ${schedule(v, zone)}  round ${v.round}  ${v.state}${why}`;
 }
 
 function describe(v: WatchView, services: QueueServices): string {
@@ -222,10 +227,11 @@ function describe(v: WatchView, services: QueueServices): string {
             : ''
         }, ${v.spentThisMonth} spent`;
   const lines = [
-    `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v)}, ` +
+    `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v, services.config.timeZone)}, ` +
       `overlap ${v.overlap}, notify ${v.notify}`,
     `state: ${v.state}${v.reason ? ` — ${v.reason}` : ''}${v.paused ? ' (paused)' : ''}`,
-    `${budget}; next round ${v.nextAt !== undefined ? new Date(v.nextAt).toISOString() : '—'}; ${v.skipped} skipped`,
+    `${budget}; next round ${v.nextAt !== undefined ? whenText(v.nextAt, Date.now(), services.config.timeZone) : '—'}; ` +
+      `${v.skipped} skipped`,
   ];
   for (const r of v.rounds.slice(-10))
     lines.push(

@@ -21,7 +21,7 @@ export interface BatchContext {
   price?: Price;
   /** With a deadline: its ETA range, slack and whether it is at risk (docs/plans.md). */
   plan?: DeadlinePlan;
-  /** The clock its deadline is shown on (VQ_TIME_ZONE). */
+  /** The clock its deadline and the instants in its words are shown on (VQ_TIME_ZONE). */
   timeZone?: string;
   /** Keys that stopped with paid plates of the batch on them (presenters/stranded.ts). */
   stranded?: StrandedKey[];
@@ -88,7 +88,8 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
         perSecond: account.perSecond,
         ...(webhooks ? { webhooks } : {}),
         ...(account.price ? { price: account.price } : {}),
-        ...(plan ? { plan, timeZone: services.config.timeZone } : {}),
+        ...(plan ? { plan } : {}),
+        timeZone: services.config.timeZone,
         ...(stranded.length > 0 ? { stranded } : {}),
         ...(configured.has(info.account) ? {} : { unconfigured: true as const }),
       };

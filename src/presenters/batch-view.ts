@@ -42,7 +42,7 @@ export function batchView(info: BatchInfo, context: BatchContext, now: number): 
   const c = info.counts;
   const finishedPlates = c.done + c.failed;
   const percent = c.enqueued === 0 ? (info.sealed ? 100 : 0) : Math.floor((finishedPlates / c.enqueued) * 1000) / 10;
-  const waiting = batchWaiting(info, context.line);
+  const waiting = batchWaiting(info, context.line, now, context.timeZone);
   const eta = estimateEta(info, context.line, context.perSecond, context.share, now);
   return {
     id: info.id,

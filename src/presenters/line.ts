@@ -4,20 +4,25 @@ import type { RedisWaitReason } from '../accounts/wait.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState, LineRate } from '../queue/line.js';
 import type { RateInForce, Waiting } from '../schemas/batch.js';
-import { dateText, relativeText, spanText } from '../time-text.js';
+import { relativeText, spanText, zonedText } from '../time-text.js';
 
 export type { Waiting };
-
-export function clock(ms: number): string {
-  return new Date(ms).toTimeString().slice(0, 8);
-}
 
 function resumeHint(account: string): string {
   return account === 'default' ? '`vqb resume`' : `\`vqb resume --account ${account}\``;
 }
 
-/** Why nothing (or less) is moving on the account, in words an operator can act on; undefined when all is well. */
-export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now = Date.now()): Waiting | undefined {
+/**
+ * Why nothing (or less) is moving on the account, in words an operator can act on; undefined when
+ * all is well. Instants in the words are on the clock of `zone` (VQ_TIME_ZONE), named; the fields
+ * (`since`, `until`) stay ISO 8601.
+ */
+export function waitingOf(
+  state: AccountLineState,
+  redis?: RedisWaitReason,
+  now = Date.now(),
+  zone?: string,
+): Waiting | undefined {
   // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
   if (redis === 'redis_down')
     return {
@@ -38,7 +43,7 @@ export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now 
     return {
       reason: 'upstream_unreachable',
       message:
-        `upstream unreachable since ${dateText(u.since, now)} (${spanText(now - u.since)}): ` +
+        `upstream unreachable since ${zonedText(u.since, zone, now)} (${spanText(now - u.since)}): ` +
         `${u.reason}; retrying (attempt ${u.attempts})`,
       since: new Date(u.since).toISOString(),
     };
@@ -48,7 +53,7 @@ export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now 
       reason: 'budget',
       message:
         `creates wait: the spending cap per ${state.budgetReason} is reached until ` +
-        `${dateText(state.budgetUntil)} (raise it with \`vqb budget\`; polls go on)`,
+        `${zonedText(state.budgetUntil, zone)} (raise it with \`vqb budget\`; polls go on)`,
       until: new Date(state.budgetUntil).toISOString(),
     };
   }
@@ -57,8 +62,8 @@ export function waitingOf(state: AccountLineState, redis?: RedisWaitReason, now 
     return {
       reason: quota ? 'quota' : 'rate_limit',
       message: quota
-        ? `waiting for the upstream quota to reset at ${clock(state.limitedUntil)}`
-        : `rate limited until ${clock(state.limitedUntil)}`,
+        ? `waiting for the upstream quota to reset at ${zonedText(state.limitedUntil, zone, now)}`
+        : `rate limited until ${zonedText(state.limitedUntil, zone, now)}`,
       until: new Date(state.limitedUntil).toISOString(),
     };
   }
@@ -118,27 +123,27 @@ export function rateView(rate: LineRate, now: number): RateInForce {
   };
 }
 
-export function describeLine(state: AccountLineState, now = Date.now()): string | undefined {
-  return waitingOf(state, undefined, now)?.message;
+export function describeLine(state: AccountLineState, now = Date.now(), zone?: string): string | undefined {
+  return waitingOf(state, undefined, now, zone)?.message;
 }
 
 /**
- * "upstream reachable again since 14:05 UTC (it was unreachable 3 min: connection refused)", for a
- * while after an outage.
+ * "upstream reachable again since 2026-11-24 14:05 UTC (3 min ago; it was unreachable 3 min:
+ * connection refused)", for a while after an outage; on the clock of `zone` when one is given.
  */
-export function describeRecovery(state: AccountLineState, now = Date.now()): string | undefined {
+export function describeRecovery(state: AccountLineState, now = Date.now(), zone?: string): string | undefined {
   const back = state.reachableAgain;
   if (back === undefined) return undefined;
   return (
-    `upstream reachable again since ${dateText(back.at, now)} (${relativeText(back.at, now)}; ` +
+    `upstream reachable again since ${zonedText(back.at, zone, now)} (${relativeText(back.at, now)}; ` +
     `it was unreachable ${spanText(back.downMs)}${back.reason ? `: ${back.reason}` : ''})`
   );
 }
 
 /** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */
-export function batchWaiting(info: BatchInfo, line: AccountLineState): Waiting | undefined {
+export function batchWaiting(info: BatchInfo, line: AccountLineState, now: number, zone?: string): Waiting | undefined {
   if (info.finishedAt !== undefined) return undefined;
-  const waiting = waitingOf(line);
+  const waiting = waitingOf(line, undefined, now, zone);
   if (waiting !== undefined || info.blocked !== 'budget') return waiting;
   return {
     reason: 'budget',

@@ -4,7 +4,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 
 import { spanText, whenText } from '../time-text.js';
 
-export { clock, describeLine } from './line.js';
+export { describeLine } from './line.js';
 
 /** A duration for a terminal line (one rule for the whole CLI: src/time-text.ts). */
 export const duration = spanText;
@@ -47,13 +47,25 @@ export function describeSpend(b: BatchInfo, price: Price): string {
   );
 }
 
-export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price): string {
+/** How a batch is said: the clock its instants are on, and whether anything moves it now. */
+export interface BatchWords {
+  /** VQ_TIME_ZONE: its instants on that clock, the zone named (UTC when absent). */
+  zone?: string;
+  /**
+   * Its account moves nothing now (paused, held, or no worker runs it): a batch with plates left
+   * is `waiting`, not `running`, and its account's line (beside it) says why.
+   */
+  stopped?: boolean;
+}
+
+/** A batch in a few lines. */
+export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price, words: BatchWords = {}): string {
   const cancelled = b.counts.cancelled ? 'cancelled, ' : '';
   const state =
     b.finishedAt !== undefined
-      ? `${cancelled}finished ${whenText(b.finishedAt, now)}`
+      ? `${cancelled}finished ${whenText(b.finishedAt, now, words.zone)}`
       : b.sealed
-        ? `${cancelled}running`
+        ? `${cancelled}${words.stopped ? 'waiting' : 'running'}`
         : 'ingesting';
   const c = b.counts;
   const perPlate = c.done + c.failed > 0 ? ((c.creates + c.polls) / (c.done + c.failed)).toFixed(2) : '-';

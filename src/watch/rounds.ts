@@ -17,6 +17,7 @@ import { enqueue } from '../producers/enqueue.js';
 import { utcMonth } from '../queue/costs.js';
 import type { QueueServices } from '../services.js';
 import { exportBatch, fileSinkFor } from '../sinks/export.js';
+import { zonedText } from '../time-text.js';
 import { messageId } from '../webhooks/events.js';
 import { writeChangesFile } from './changes-export.js';
 import { compare, type Flat, flatten } from './diff.js';
@@ -81,14 +82,15 @@ export class Rounds {
       await store.set(ref, {
         state: w.open === undefined ? 'window' : w.state,
         due: true,
-        reason: `due, waits for its window ${windowText(w.window)} UTC (opens ${new Date(opens).toISOString()})`,
+        // Read by a person (`vqb watch`, the console): on the clock of VQ_TIME_ZONE, named.
+        reason: `due, waits for its window ${windowText(w.window)} UTC (opens ${zonedText(opens, this.#config.timeZone)})`,
       });
       await this.#d.schedules.once(ref, `window-${opens}`, opens);
       log.info({ opensAt: new Date(opens).toISOString() }, 'watch round due outside its window: waits for it');
       return 'window';
     }
     if (w.open !== undefined && !(await this.close(ref, w.open))) {
-      const at = new Date(now).toISOString();
+      const at = zonedText(now, this.#config.timeZone, now);
       const message = `round ${w.open} still running when round ${w.open + 1} came due at ${at}`;
       if (w.overlap === 'skip') {
         await store.bumpSkipped(ref);

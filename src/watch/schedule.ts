@@ -5,6 +5,7 @@
 import { CronExpressionParser } from 'cron-parser';
 import { InputError } from '../errors.js';
 import { parseDuration } from '../setting-values.js';
+import { wallClock } from '../time-text.js';
 
 /** A watch's timing as stored: exactly one of `everyMs` and `cron`; `window` optional. */
 export interface WatchTiming {
@@ -80,6 +81,21 @@ export function windowText(w: Window): string {
 }
 
 const DAY = 86_400_000;
+
+/**
+ * The window on the wall clock of `zone` on the UTC day of `now` ("19:00-03:00" for 22:00-06:00
+ * in São Paulo): what a person there reads. A zone with summer time shifts it by the hour twice a
+ * year; the window itself stays in UTC.
+ */
+export function windowOnClock(w: Window, zone: string, now: number): string {
+  const start = now - (now % DAY) + w.from * 60_000;
+  const end = start + ((w.to - w.from + 1_440) % 1_440) * 60_000;
+  const hhmm = (at: number) => {
+    const [, , , h, m] = wallClock(at, zone);
+    return `${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}`;
+  };
+  return `${hhmm(start)}-${hhmm(end)}`;
+}
 
 /** Whether `now` is inside the window (its start included, its end not). */
 export function windowOpen(w: Window, now: number): boolean {

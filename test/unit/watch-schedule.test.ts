@@ -3,7 +3,14 @@
 import { describe, expect, it } from 'vitest';
 import { isVqbError } from '../../src/errors.js';
 import { compare, flatten } from '../../src/watch/diff.js';
-import { checkCron, nextOpening, parseEvery, parseWindow, windowOpen } from '../../src/watch/schedule.js';
+import {
+  checkCron,
+  nextOpening,
+  parseEvery,
+  parseWindow,
+  windowOnClock,
+  windowOpen,
+} from '../../src/watch/schedule.js';
 
 const code = (fn: () => unknown) => {
   try {
@@ -45,6 +52,15 @@ describe('watch schedules', () => {
         code(() => parseWindow(bad)),
         bad,
       ).toBe('WATCH_BAD_SCHEDULE');
+  });
+
+  it('a window (UTC) as a person reads it on the clock of VQ_TIME_ZONE, summer time included', () => {
+    const nights = parseWindow('22:00-06:00');
+    expect(windowOnClock(nights, 'America/Sao_Paulo', utc('12:00'))).toBe('19:00-03:00');
+    // New York: UTC-5 in November, UTC-4 in July.
+    expect(windowOnClock(nights, 'America/New_York', utc('12:00'))).toBe('17:00-01:00');
+    expect(windowOnClock(nights, 'America/New_York', Date.parse('2027-07-01T12:00:00Z'))).toBe('18:00-02:00');
+    expect(windowOnClock(parseWindow('08:00-09:30'), 'Asia/Kolkata', utc('12:00'))).toBe('13:30-15:00');
   });
 });
 
