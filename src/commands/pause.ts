@@ -53,7 +53,8 @@ export const resumeCommand: Command = {
           ctx.print(
             printable(
               b.pause || b.paused
-                ? `resumed account ${b.account}${b.pause ? ` (was ${describeLine(b, Date.now(), services.config.timeZone)})` : ''}`
+                ? `resumed account ${b.account}` +
+                    `${b.pause ? ` (was ${describeLine(b, Date.now(), services.config.timeZone)})` : ''}`
                 : held.has(b.account)
                   ? `resumed account ${b.account} (the upstream's wait is lifted)`
                   : `account ${b.account} was not paused; nothing to resume`,

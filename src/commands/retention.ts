@@ -49,7 +49,8 @@ export const pruneCommand: Command = {
       for (const c of result.candidates) {
         ctx.print(
           `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of ` +
-            `Redis, finished ${whenText(c.finishedAt, Date.now(), config.timeZone)}${c.reason === 'delete' ? ' (delete asked)' : ''}`,
+            `Redis, finished ${whenText(c.finishedAt, Date.now(), config.timeZone)}` +
+            `${c.reason === 'delete' ? ' (delete asked)' : ''}`,
         );
       }
       if (result.candidates.length > 1)

@@ -108,7 +108,8 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
       if (ctx.flags.json) ctx.print(JSON.stringify(view, null, 2));
       else
         ctx.print(
-          `${describeBatch(manifest.batch, now, undefined, { zone })}\n  archived ${whenText(manifest.archivedAt, now, zone)} in ` +
+          `${describeBatch(manifest.batch, now, undefined, { zone })}\n` +
+            `  archived ${whenText(manifest.archivedAt, now, zone)} in ` +
             `${archiveFor(services.config).folder(id)} (no longer in Redis)`,
         );
       return 0;

@@ -230,7 +230,8 @@ function describe(v: WatchView, services: QueueServices): string {
     `watch ${v.name} (account ${v.account}): ${v.plates} plates, ${schedule(v, services.config.timeZone)}, ` +
       `overlap ${v.overlap}, notify ${v.notify}`,
     `state: ${v.state}${v.reason ? ` — ${v.reason}` : ''}${v.paused ? ' (paused)' : ''}`,
-    `${budget}; next round ${v.nextAt !== undefined ? whenText(v.nextAt, Date.now(), services.config.timeZone) : '—'}; ` +
+    `${budget}; next round ` +
+      `${v.nextAt !== undefined ? whenText(v.nextAt, Date.now(), services.config.timeZone) : '—'}; ` +
       `${v.skipped} skipped`,
   ];
   for (const r of v.rounds.slice(-10))

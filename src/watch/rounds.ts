@@ -83,7 +83,9 @@ export class Rounds {
         state: w.open === undefined ? 'window' : w.state,
         due: true,
         // Read by a person (`vqb watch`, the console): on the clock of VQ_TIME_ZONE, named.
-        reason: `due, waits for its window ${windowText(w.window)} UTC (opens ${zonedText(opens, this.#config.timeZone)})`,
+        reason:
+          `due, waits for its window ${windowText(w.window)} UTC ` +
+          `(opens ${zonedText(opens, this.#config.timeZone)})`,
       });
       await this.#d.schedules.once(ref, `window-${opens}`, opens);
       log.info({ opensAt: new Date(opens).toISOString() }, 'watch round due outside its window: waits for it');
