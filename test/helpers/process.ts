@@ -36,6 +36,9 @@ export function harnessEnv(h: Harness, extra: Record<string, string> = {}): Reco
     VQ_LOCK_DURATION: '2s',
     VQ_STALLED_INTERVAL: '1s',
     LOG_LEVEL: 'warn',
+    // As testConfig: the raw layout, in English (the readable one is tested on its own).
+    VQ_EXPORT_LAYOUT: 'raw',
+    VQ_LANG: 'en',
     ...extra,
   };
 }
