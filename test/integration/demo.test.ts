@@ -117,7 +117,14 @@ describe('vqb demo without a running Redis', () => {
       .replace(/^\uFEFF/, '')
       .trimEnd()
       .split('\r\n');
-    expect(lines[0]!.split(';').slice(0, 6)).toEqual(['Placa', 'cliente', 'cidade', 'codigo_interno', 'Marca', 'Modelo']);
+    expect(lines[0]!.split(';').slice(0, 6)).toEqual([
+      'Placa',
+      'cliente',
+      'cidade',
+      'codigo_interno',
+      'Marca',
+      'Modelo',
+    ]);
     expect(lines[0]).not.toContain('result.result.brand');
     await expectReadableWorkbook(csv!.replace(/\.csv$/, '.xlsx'), began);
     const input = await readFile(join(import.meta.dirname, '../../samples/plates.csv'), 'utf8');
