@@ -29,6 +29,8 @@ export const en = {
   'reject.BAD_LENGTH': 'plates have 7 characters, this has {n}',
   'reject.BAD_FORMAT': 'expected ABC1234 or ABC1D23',
   // Why a plate failed, by its code; a code not here keeps the text stored with it (the upstream's own).
+  // An English export shows the stored text (it is English already, and may name the plate); these
+  // say what the code means, and the Portuguese ones are written in its place.
   'rowError.VEHICLE_NOT_FOUND': 'no vehicle found for this plate',
   'rowError.QUERY_FAILED': 'the upstream ended the query without a result',
   'rowError.POLL_TIMEOUT': 'the query did not finish within the time vqb waits for it (VQ_POLL_DEADLINE)',

@@ -168,7 +168,7 @@ describe('vqb demo without a running Redis', () => {
     expect(await sheetValues(await readFile(csv.replace(/\.csv$/, '.xlsx')), 'results')).toHaveLength(300);
     // The run's rejects and failures, in English, in the terminal and in the exports.
     expect(stdout).toContain('9 rows rejected:\n  row 10 (ABCD123): expected ABC1234 or ABC1D23\n');
-    expect(stdout).toContain('5 plates failed:\n  row 14 (WYH1948): no vehicle found for this plate\n');
+    expect(stdout).toContain('5 plates failed:\n  row 14 (WYH1948): No vehicle found for plate WYH1948.\n');
     const rejects = await readFile(csv.replace(/\.csv$/, '.rejects.csv'), 'utf8');
     expect(rejects).toContain('49;AB-12;BAD_LENGTH;plates have 7 characters, this has 4\r\n');
   }, 120_000);

@@ -73,6 +73,9 @@ async function cli(
       VQ_OUT_DIR: h.config.outDir,
       VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
       LOG_LEVEL: 'silent',
+      // The CLI's exports compared with the HTTP downloads, which are always the raw layout.
+      VQ_EXPORT_LAYOUT: 'raw',
+      VQ_LANG: 'en',
       ...env,
     },
     stdout,

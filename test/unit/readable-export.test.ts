@@ -155,7 +155,8 @@ describe('the readable export (VQ_EXPORT_LAYOUT=readable)', () => {
     await sink('en').write(source, ['csv']);
     const [header, , failed, rejected] = await csvOf('b-r.csv');
     expect(header!.slice(0, 5)).toEqual(['Plate', 'cliente', 'codigo', 'Make', 'Model']);
-    expect(failed![header!.indexOf('Message')]).toBe('no vehicle found for this plate');
+    // English is what is stored: the upstream's own words, naming the plate.
+    expect(failed![header!.indexOf('Message')]).toBe('No vehicle found for plate XYZ9876.');
     expect(rejected![header!.indexOf('Message')]).toBe('plates have 7 characters, this has 4');
     expect((await csvOf('b-r.rejects.csv'))[0]).toEqual(['Row', 'Input', 'Reason', 'Message']);
   });
