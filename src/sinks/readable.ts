@@ -163,6 +163,16 @@ export class ReadableLayout implements ExportLayout {
   }
 
   learn(row: ExportRow): boolean {
+    const added = this.learnColumns(row);
+    for (const [id, value] of this.cellsOf(row)) {
+      const width = cellText(value).length;
+      if (width > (this.widest.get(id) ?? 0)) this.widest.set(id, width);
+    }
+    return added;
+  }
+
+  /** The row's columns (learn() without the widths: the writing pass only checks for new ones). */
+  private learnColumns(row: ExportRow): boolean {
     let added = false;
     for (const key of Object.keys(row.extra)) {
       if (this.extraSet.has(key)) continue;
@@ -193,10 +203,6 @@ export class ReadableLayout implements ExportLayout {
         this.envelopePaths.push(path);
         added = true;
       });
-    }
-    for (const [id, value] of this.cellsOf(row)) {
-      const width = cellText(value).length;
-      if (width > (this.widest.get(id) ?? 0)) this.widest.set(id, width);
     }
     return added;
   }
@@ -269,7 +275,7 @@ export class ReadableLayout implements ExportLayout {
   }
 
   values(row: ExportRow): CellValue[] {
-    if (this.learn(row)) this.missed = true;
+    if (this.learnColumns(row)) this.missed = true;
     const cells = this.cellsOf(row);
     return this.ids().map((id) => cells.get(id) ?? null);
   }

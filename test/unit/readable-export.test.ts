@@ -8,8 +8,10 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { translator } from '../../src/console/i18n.js';
 import { FileSink } from '../../src/sinks/file-sink.js';
 import type { ExportRow, ExportSource } from '../../src/sinks/types.js';
+import { en, LANGS, wordsFor } from '../../src/words.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
 // 12:00 UTC is 09:00 in São Paulo (UTC-3, no daylight saving since 2019).
@@ -202,5 +204,17 @@ describe('the readable export (VQ_EXPORT_LAYOUT=readable)', () => {
     await wb.xlsx.load(bytes as unknown as ArrayBuffer);
     expect(wb.worksheets.map((ws) => ws.name)).toEqual(['results', 'rejects']);
     expect(wb.getWorksheet('results')!.autoFilter).toBeUndefined();
+  });
+});
+
+describe('one catalogue', () => {
+  it('the console says every export and run word as the exports do, in both languages', () => {
+    for (const lang of LANGS) {
+      const page = translator(lang);
+      const words = wordsFor(lang);
+      for (const key of Object.keys(en) as (keyof typeof en)[])
+        expect(page(key, { n: 4 }), key).toBe(words(key, { n: 4 }));
+    }
+    expect(translator('pt-BR')('reject.BAD_LENGTH', { n: 4 })).toBe('placas têm 7 caracteres; esta tem 4');
   });
 });
