@@ -81,15 +81,19 @@ export interface ReadableOptions {
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/** Where an answer holds the vehicle, the provider's name first (the names answers.ts knows for a result). */
+const VEHICLE_HOLDERS = ['result', 'resultado', 'veiculo', 'vehicle', 'dados', 'data'];
+
 /** The answer split into the vehicle (its `result` object) and the envelope around it. */
 function partsOf(result: ExportRow['result']): {
   vehicle?: Record<string, unknown>;
   envelope: Record<string, unknown>;
 } {
   if (result === undefined) return { envelope: {} };
-  if (isObject(result.result)) {
-    const { result: vehicle, ...envelope } = result;
-    return { vehicle, envelope };
+  const holder = VEHICLE_HOLDERS.find((name) => isObject(result[name]));
+  if (holder !== undefined) {
+    const { [holder]: vehicle, ...envelope } = result;
+    return { vehicle: vehicle as Record<string, unknown>, envelope };
   }
   // No result object: the product's fields sit beside the envelope's.
   const vehicle: Record<string, unknown> = {};

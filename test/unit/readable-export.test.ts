@@ -194,6 +194,21 @@ describe('the readable export (VQ_EXPORT_LAYOUT=readable)', () => {
     ]);
   });
 
+  it('reads the vehicle beside the envelope when an answer has no result object (VQ_ANSWER_RESULT on the vehicle)', async () => {
+    const flat: ExportSource = {
+      ...source,
+      async *rows() {
+        yield { ...ROWS[0]!, result: { id: 'q-1', status: 'COMPLETED', brand: 'FIAT', extras: { cor: 'PRATA' } } };
+      },
+    };
+    await sink('pt-BR').write(flat, ['csv']);
+    const [header, row] = await csvOf('b-r.csv');
+    expect(header!.slice(0, 4)).toEqual(['Placa', 'cliente', 'codigo', 'Marca']);
+    expect(header).toContain('extras.cor');
+    expect(header).not.toContain('result.status');
+    expect(row![header!.indexOf('extras.cor')]).toBe('PRATA');
+  });
+
   it('keeps the raw layout with VQ_EXPORT_LAYOUT=raw: the columns as before, plain sheets', async () => {
     await sink('pt-BR', 'raw').write(source, ['csv', 'xlsx']);
     const [header] = await csvOf('b-r.csv');
