@@ -35,7 +35,8 @@ export const en = {
   'rowError.QUERY_FAILED': 'the upstream ended the query without a result',
   'rowError.POLL_TIMEOUT': 'the query did not finish within the time vqb waits for it (VQ_POLL_DEADLINE)',
   'rowError.CREATE_UNCERTAIN':
-    'a query was sent and its answer was lost; not sent again (VQ_RECREATE_UNCERTAIN=false): check the upstream for this plate',
+    'a query was sent and its answer was lost; not sent again (VQ_RECREATE_UNCERTAIN=false): ' +
+    'check the upstream for this plate',
   'rowError.JOB_STALLED': 'the worker handling this plate stopped too often',
   'rowError.UNRECOGNISED_ANSWER': 'the upstream answered in a shape vqb cannot read',
   'rowError.BAD_RESPONSE': 'the upstream answered with a body vqb cannot use',
@@ -101,7 +102,8 @@ export const ptBR: Record<WordKey, string> = {
   'rowError.QUERY_FAILED': 'o provedor encerrou a consulta sem resultado',
   'rowError.POLL_TIMEOUT': 'a consulta não terminou no tempo que o vqb espera por ela (VQ_POLL_DEADLINE)',
   'rowError.CREATE_UNCERTAIN':
-    'uma consulta foi enviada e a resposta se perdeu; não foi reenviada (VQ_RECREATE_UNCERTAIN=false): confira esta placa no provedor',
+    'uma consulta foi enviada e a resposta se perdeu; não foi reenviada (VQ_RECREATE_UNCERTAIN=false): ' +
+    'confira esta placa no provedor',
   'rowError.JOB_STALLED': 'o processo que tratava esta placa parou vezes demais',
   'rowError.UNRECOGNISED_ANSWER': 'o provedor respondeu num formato que o vqb não sabe ler',
   'rowError.BAD_RESPONSE': 'o provedor respondeu com um conteúdo que o vqb não consegue usar',

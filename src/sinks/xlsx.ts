@@ -6,9 +6,10 @@
 // Typed cells: numbers as numbers (a result's -5 adds up), times as dates (UTC in the raw layout,
 // the VQ_TIME_ZONE wall clock in the readable one), flags as booleans, everything else as text.
 // The readable layout (layout.sheet) also freezes and filters its header and fits the widths to
-// what the first pass learned: the streaming writer cannot widen a column once rows are written. Text is always a text cell: exceljs writes a formula only
-// when handed {formula}, which nothing here does, so "=cmd|calc" stays the characters a user
-// typed and needs no "'" in front as in the CSV.
+// what the first pass learned: the streaming writer cannot widen a column once rows are written.
+// Text is always a text cell: exceljs writes a formula only when handed {formula}, which nothing
+// here does, so "=cmd|calc" stays the characters a user typed and needs no "'" in front as in the
+// CSV.
 import type { Writable } from 'node:stream';
 import ExcelJS from 'exceljs';
 import type { CellValue, ExportLayout } from './csv.js';
