@@ -14,6 +14,7 @@ export type { Account } from './accounts/account.js';
 import type { ApiKeySource, RateLimit, TokenSource } from './setting-values.js';
 import { parseDuration, parseRateLimit, Secret } from './setting-values.js';
 import { isTimeZone, localZone } from './time-text.js';
+import { type Lang, langOf, processLang } from './words.js';
 
 const bool = z
   .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])
@@ -288,6 +289,29 @@ export const SETTINGS = {
     schema: z.enum([',', ';', 'tab']).default(';'),
     help: 'delimiter of the CSV exports; ; opens in columns in pt-BR Excel',
   },
+  VQ_EXPORT_LAYOUT: {
+    schema: z.enum(['readable', 'raw']).default('readable'),
+    help:
+      'readable: the CSV and .xlsx exports for people (the plate and your columns, the vehicle under ' +
+      'headers in VQ_LANG, times on VQ_TIME_ZONE, technical columns last); raw: the columns the exports ' +
+      'had before, for scripts that read them',
+  },
+  VQ_LANG: {
+    schema: z
+      .string()
+      .transform((v, ctx) => {
+        const lang = langOf(v);
+        if (lang === undefined) {
+          ctx.addIssue({ code: 'custom', message: 'pt-BR or en' });
+          return z.NEVER;
+        }
+        return lang;
+      })
+      .optional(),
+    help:
+      "the language of the exports (headers, rejects, errors) and of a run's report of them: pt-BR or " +
+      'en; default: the locale (LC_ALL, LC_MESSAGES, LANG) when it is Portuguese or English, else pt-BR',
+  },
   VQ_ROOT: {
     schema: z.string().min(1).default('data'),
     help: 'root of the drop folders (inbox/, processing/, archive/, failed/, outbox/)',
@@ -492,6 +516,10 @@ export interface Config {
   locks: { lockDurationMs: number; stalledIntervalMs: number; maxStalledCount: number };
   outDir: string;
   csvDelimiter: ',' | ';' | '\t';
+  /** VQ_EXPORT_LAYOUT: the CSV and .xlsx for people (readable) or for scripts (raw). */
+  exportLayout: 'readable' | 'raw';
+  /** VQ_LANG, else the locale's, else pt-BR: the exports' words and a run's report of them. */
+  lang: Lang;
   root: string;
   keepFailedMs: number;
   /** Finished batches older than retainMs (0: never) are archived to archiveDir and deleted from Redis. */
@@ -653,6 +681,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: O
     },
     outDir: v.VQ_OUT_DIR,
     csvDelimiter: v.VQ_CSV_DELIMITER === 'tab' ? '\t' : v.VQ_CSV_DELIMITER,
+    exportLayout: v.VQ_EXPORT_LAYOUT,
+    lang: processLang(v.VQ_LANG, env),
     root: v.VQ_ROOT,
     keepFailedMs: v.VQ_KEEP_FAILED,
     retention: { retainMs: v.VQ_RETAIN, archiveDir: v.VQ_ARCHIVE_DIR ?? `${v.VQ_ROOT}/batches` },

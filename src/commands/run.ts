@@ -10,6 +10,7 @@ import { costOf, createsCap, formatMoney, parseAmountMicros } from '../money.js'
 import { parseDeadline } from '../plans/deadline.js';
 import { batchPlan } from '../plans/projection.js';
 import { rateText } from '../presenters/line.js';
+import { problemLines } from '../presenters/problems.js';
 import { onlyStrandedLeft, strandedKeys, strandedText } from '../presenters/stranded.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
@@ -24,7 +25,9 @@ import { PRIORITY_CLASSES, type PriorityClass } from '../redis/keys.js';
 import { openQueueServices, type QueueServices } from '../services.js';
 import { parseDuration } from '../setting-values.js';
 import { settlesWithin } from '../settle.js';
-import { exportBatch, fileSinkFor } from '../sinks/export.js';
+import { exportBatch, exportSourceFor, fileSinkFor } from '../sinks/export.js';
+import { withWords } from '../sinks/reject-words.js';
+import type { ExportResult } from '../sinks/types.js';
 import { writeUnstored } from '../sinks/unstored.js';
 import { zonedText } from '../time-text.js';
 import { printable } from '../upstream/bounds.js';
@@ -194,6 +197,7 @@ export async function runFile(
           .filter((f) => f !== undefined)
           .join('\n  '),
     );
+    await reportProblems(ctx, config, services, ref, result.files);
     if (account.price) ctx.print(describeSpend(await services.batchViews.get(batchId), account.price));
     return { code: 0, batchId, files: result.files };
   } finally {
@@ -485,6 +489,18 @@ async function followRun(
  * The end of a run at a spending cap: the exports of what finished (the rest marked pending), the
  * summary, and how to go on. Exit EXIT_CAPPED (SPENDING_CAP_REACHED in the error table).
  */
+/** The rejected rows and failed plates, the first few with why, in VQ_LANG (one more pass over the rows). */
+async function reportProblems(
+  ctx: CommandContext,
+  config: Config,
+  services: QueueServices,
+  ref: BatchRef,
+  files: ExportResult['files'],
+): Promise<void> {
+  const source = withWords(await exportSourceFor(services, ref), config.lang);
+  for (const line of await problemLines(source, config.lang, files)) ctx.print(line);
+}
+
 async function stoppedAtCap(
   ctx: CommandContext,
   config: Config,
@@ -503,6 +519,7 @@ async function stoppedAtCap(
         .filter((f) => f !== undefined)
         .join('\n  '),
   );
+  await reportProblems(ctx, config, services, ref, result.files);
   if (account.price) ctx.print(describeSpend(info, account.price));
   const named = config.accounts.length > 1 || account.id !== 'default' ? ` --account ${account.id}` : '';
   const raise =

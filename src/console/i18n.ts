@@ -2,11 +2,15 @@
 // chose (the `vqb_lang` cookie, set by the switch link), else the browser's (Accept-Language),
 // else pt-BR: the people who use vqb are operations teams in Brazil.
 
-export const LANGS = ['pt-BR', 'en'] as const;
-export type Lang = (typeof LANGS)[number];
+import { LANGS, type Lang, en as sharedEn, ptBR as sharedPtBR } from '../words.js';
+
+// The languages, and the words outside the pages (rejects, errors, exports), are src/words.ts's:
+// one catalogue, whichever door shows them.
+export { LANGS, type Lang };
 export const LANG_COOKIE = 'vqb_lang';
 
 const en = {
+  ...sharedEn,
   'app.title': 'vqb console',
   'nav.batches': 'Batches',
   'nav.upload': 'Upload',
@@ -304,6 +308,7 @@ const en = {
 export type Key = keyof typeof en;
 
 const ptBR: Record<Key, string> = {
+  ...sharedPtBR,
   'app.title': 'Console vqb',
   'nav.batches': 'Lotes',
   'nav.upload': 'Enviar arquivo',

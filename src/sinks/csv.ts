@@ -93,11 +93,41 @@ export function flattenValues(value: unknown, path: string, leaf: (path: string,
 const isResultName = (name: string) => name === 'result' || name.startsWith('result.');
 
 /**
+ * The columns of an export, CSV or .xlsx: CsvLayout (VQ_EXPORT_LAYOUT=raw) or ReadableLayout
+ * (readable.ts). `learn` every row first, then `names`/`header` and `values`/`cells`.
+ */
+export interface ExportLayout {
+  /** Result columns were left out because there were more than the cap. */
+  truncated: boolean;
+  /** A row met in values() had a column learn() had not seen: write the file again. */
+  missed: boolean;
+  learn(row: ExportRow): boolean;
+  names(): string[];
+  header(): string[];
+  values(row: ExportRow): CellValue[];
+  cells(row: ExportRow): string[];
+  /** The rejects' header. */
+  rejectNames(): string[];
+  /** How the .xlsx presents it; none: plain sheets "results" and "rejects", times as UTC dates. */
+  readonly sheet?:
+    | {
+        results: string;
+        rejects: string;
+        /** Excel's number format for times. */
+        dateFormat: string;
+        /** Each column's width in characters, once every row is learned. */
+        widths(): number[];
+      }
+    | undefined;
+}
+
+/**
  * The columns of one CSV export. `learn` every row first, then `header` and `cells`. A row met in
  * `cells` with a column not learned (the batch moved on between passes) is learned then, and
  * `missed` turns true: the caller writes the file again with the wider layout.
  */
-export class CsvLayout {
+export class CsvLayout implements ExportLayout {
+  readonly sheet = undefined;
   private readonly extraKeys: string[];
   private readonly extraSet: Set<string>;
   private readonly resultPaths: string[] = [];
@@ -187,6 +217,10 @@ export class CsvLayout {
       ...this.extraKeys.map((key) => (Object.hasOwn(row.extra, key) ? (row.extra[key] ?? '') : '')),
       ...this.resultPaths.map((path) => result.get(path) ?? null),
     ];
+  }
+
+  rejectNames(): string[] {
+    return [...REJECT_COLUMNS];
   }
 
   /** The row's cells, escaped: what goes into the file as it is (values() as CSV text). */

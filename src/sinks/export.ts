@@ -10,8 +10,16 @@ import { batchExportSource } from './batch-source.js';
 import { FileSink } from './file-sink.js';
 import type { ExportFormat, ExportResult, ExportSink, ExportSource } from './types.js';
 
-export function fileSinkFor(config: Pick<Config, 'outDir' | 'csvDelimiter'>, dir = config.outDir): ExportSink {
-  return new FileSink({ dir, csvDelimiter: config.csvDelimiter });
+/** The exports people open: the layout, language and clock the settings say. */
+export function fileSinkFor(
+  config: Pick<Config, 'outDir' | 'csvDelimiter' | 'exportLayout' | 'lang' | 'timeZone'>,
+  dir = config.outDir,
+): ExportSink {
+  return new FileSink({
+    dir,
+    csvDelimiter: config.csvDelimiter,
+    words: { layout: config.exportLayout, lang: config.lang, timeZone: config.timeZone },
+  });
 }
 
 export async function exportBatch(

@@ -15,8 +15,11 @@ import { dirname, join, resolve } from 'node:path';
 import { Readable, type Transform, type Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
 import { isVqbError, VqbError } from '../errors.js';
-import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
+import type { Lang } from '../words.js';
+import { type CsvDelimiter, CsvLayout, csvStringifier, type ExportLayout, rejectCells } from './csv.js';
 import { jsonlChunks } from './jsonl.js';
+import { ReadableLayout } from './readable.js';
+import { withWords } from './reject-words.js';
 import type { ExportFormat, ExportResult, ExportRow, ExportSink, ExportSource, RejectRow } from './types.js';
 import { writeXlsx } from './xlsx.js';
 
@@ -38,7 +41,15 @@ export interface FileSinkOptions {
   csvDelimiter?: CsvDelimiter;
   /** Cap on `result.…` columns in the CSV (default 1000); the JSONL always has the whole result. */
   maxResultColumns?: number;
+  /**
+   * How the CSV and .xlsx read (VQ_EXPORT_LAYOUT, VQ_LANG, VQ_TIME_ZONE): `readable` for people,
+   * else the raw layout of csv.ts. Without it (the archive, which reads its files back) the raw
+   * layout, with the messages as stored.
+   */
+  words?: { layout: ExportLayoutName; lang: Lang; timeZone: string };
 }
+
+export type ExportLayoutName = 'readable' | 'raw';
 
 /** Times the CSV (or .xlsx) is written when rows gain columns between passes (a batch still running). */
 const CSV_ATTEMPTS = 3;
@@ -50,15 +61,19 @@ export class FileSink implements ExportSink {
   private readonly fs: FileSinkFs;
   private readonly delimiter: CsvDelimiter;
   private readonly maxResultColumns: number | undefined;
+  private readonly words: FileSinkOptions['words'];
 
   constructor(opts: FileSinkOptions) {
+    this.words = opts.words;
     this.dir = resolve(opts.dir);
     this.fs = opts.fs ?? nodeFs;
     this.delimiter = opts.csvDelimiter ?? ',';
     this.maxResultColumns = opts.maxResultColumns;
   }
 
-  async write(source: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult> {
+  async write(stored: ExportSource, formats: readonly ExportFormat[]): Promise<ExportResult> {
+    // Rejects and failures in the reader's language, in every file (the codes stay as they are).
+    const source = this.words === undefined ? stored : withWords(stored, this.words.lang);
     const id = source.fileName ?? source.batchId;
     // The id becomes a file name: no separators, no leading dot, nothing that climbs out of dir.
     if (!SAFE_ID.test(id))
@@ -85,10 +100,7 @@ export class FileSink implements ExportSink {
     };
 
     try {
-      const layout =
-        formats.includes('csv') || formats.includes('xlsx')
-          ? new CsvLayout(source.extraColumns, this.maxResultColumns)
-          : undefined;
+      const layout = formats.includes('csv') || formats.includes('xlsx') ? this.layoutFor(source) : undefined;
       if (formats.includes('jsonl')) {
         const file = stage(`${id}.jsonl`);
         await this.writeFile(
@@ -111,7 +123,7 @@ export class FileSink implements ExportSink {
         });
         files.csv = csv.final;
         const rejects = stage(`${id}.rejects.csv`);
-        await this.writeFile(rejects.tmp, rejectRecords(source.rejects()), csvStringifier(this.delimiter));
+        await this.writeFile(rejects.tmp, rejectRecords(layout, source.rejects()), csvStringifier(this.delimiter));
         files.rejects = rejects.final;
       }
 
@@ -142,6 +154,17 @@ export class FileSink implements ExportSink {
     }
   }
 
+  private layoutFor(source: ExportSource): ExportLayout {
+    const max = this.maxResultColumns;
+    if (this.words?.layout !== 'readable') return new CsvLayout(source.extraColumns, max);
+    const { lang, timeZone } = this.words;
+    return new ReadableLayout(source.extraColumns, {
+      lang,
+      timeZone,
+      ...(max !== undefined ? { maxResultColumns: max } : {}),
+    });
+  }
+
   private async writeFile(path: string, chunks: AsyncIterable<string | string[]>, encode?: Transform): Promise<void> {
     // flush: fsync before close, so the rename never publishes a file whose data is still in cache.
     const out = this.fs.createWriteStream(path, { flags: 'w', flush: true });
@@ -155,7 +178,7 @@ export class FileSink implements ExportSink {
  * Writes a file with the layout's columns, again when rows gained columns the header lacked
  * (a batch still running), at most CSV_ATTEMPTS times.
  */
-async function untilStable(id: string, layout: CsvLayout, write: () => Promise<void>): Promise<void> {
+async function untilStable(id: string, layout: ExportLayout, write: () => Promise<void>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     layout.missed = false;
     await write();
@@ -210,7 +233,7 @@ function unusableDir(dir: string, cause: unknown): VqbError {
 }
 
 async function* csvRecords(
-  layout: CsvLayout,
+  layout: ExportLayout,
   rows: AsyncIterable<ExportRow>,
   onRow: () => void,
 ): AsyncGenerator<string[]> {
@@ -221,7 +244,7 @@ async function* csvRecords(
   }
 }
 
-async function* rejectRecords(rejects: AsyncIterable<RejectRow>): AsyncGenerator<string[]> {
-  yield [...REJECT_COLUMNS];
+async function* rejectRecords(layout: ExportLayout, rejects: AsyncIterable<RejectRow>): AsyncGenerator<string[]> {
+  yield layout.rejectNames();
   for await (const reject of rejects) yield rejectCells(reject);
 }

@@ -1,47 +1,39 @@
-// Why a row was rejected, in the reader's language: the exports' `message` column and the console
-// show these; the `reason` column keeps the stable code (EMPTY, BAD_LENGTH, BAD_FORMAT) for
-// programs. Ingest stores the English text; a download in pt-BR is rewritten from the code.
+// Why a row was rejected or a plate failed, in the reader's language (src/words.ts, the one
+// catalogue): the exports' message columns and the run's report show these; the `reason` and
+// `error_code` columns keep the stable codes (EMPTY, BAD_LENGTH, VEHICLE_NOT_FOUND…) for programs.
+// Ingest and the workers store English (or the upstream's own text); an export in another language
+// is rewritten from the code, and a code the catalogue does not know keeps the stored text.
+import { type Lang, rejectText, rowErrorText } from '../words.js';
 import type { ExportRow, ExportSource, RejectRow } from './types.js';
 
-export type ExportLang = 'en' | 'pt-BR';
-
-const WORDS: Record<ExportLang, Record<string, (count: string) => string>> = {
-  en: {
-    EMPTY: () => 'no letters or digits',
-    BAD_LENGTH: (n) => `plates have 7 characters, this has ${n}`,
-    BAD_FORMAT: () => 'expected ABC1234 or ABC1D23',
-  },
-  'pt-BR': {
-    EMPTY: () => 'sem letras nem números',
-    BAD_LENGTH: (n) => `placas têm 7 caracteres; esta tem ${n}`,
-    BAD_FORMAT: () => 'esperado ABC1234 ou ABC1D23',
-  },
-};
-
-/** The reject's message in `lang`; a code without words keeps the stored text. */
-export function rejectMessage(reason: string, stored: string, lang: ExportLang): string {
-  const words = WORDS[lang][reason];
-  if (words === undefined) return stored;
-  // BAD_LENGTH's stored text ends with the length it found.
-  return words(/(\d+)\s*$/.exec(stored)?.[1] ?? '?');
+/** A row's error message in `lang`: rejects by their reason, failures by their code. */
+function rowMessage(row: ExportRow, lang: Lang): string | undefined {
+  if (row.error === undefined) return undefined;
+  if (row.status === 'rejected') return rejectText(row.error.code, row.error.message, lang);
+  if (row.status === 'failed') return rowErrorText(row.error.code, row.error.message, lang);
+  return row.error.message;
 }
 
-/** The same rows and rejects, with every reject message in `lang`. */
-export function withRejectWords(source: ExportSource, lang: ExportLang): ExportSource {
+/**
+ * The same rows and rejects, with every reject and failure message in `lang`. English is what is
+ * stored (vqb's own words, or the upstream's, which may say more: the plate, its own reason), so
+ * an English export is the stored text as it is, byte for byte what the archive holds.
+ */
+export function withWords(source: ExportSource, lang: Lang): ExportSource {
   if (lang === 'en') return source;
   return {
-    batchId: source.batchId,
-    extraColumns: source.extraColumns,
+    ...source,
     async *rows(): AsyncIterable<ExportRow> {
       for await (const row of source.rows()) {
-        if (row.status === 'rejected' && row.error)
-          yield { ...row, error: { ...row.error, message: rejectMessage(row.error.code, row.error.message, lang) } };
+        const message = rowMessage(row, lang);
+        if (row.error !== undefined && message !== undefined && message !== row.error.message)
+          yield { ...row, error: { ...row.error, message } };
         else yield row;
       }
     },
     async *rejects(): AsyncIterable<RejectRow> {
       for await (const reject of source.rejects())
-        yield { ...reject, message: rejectMessage(reject.reason, reject.message, lang) };
+        yield { ...reject, message: rejectText(reject.reason, reject.message, lang) };
     },
   };
 }

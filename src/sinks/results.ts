@@ -4,11 +4,12 @@ import { PassThrough, pipeline, Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { OutcomeStore } from '../queue/batch/outcomes.js';
 import type { BatchKey, BatchStore } from '../queue/batch/store.js';
+import type { Lang } from '../words.js';
 import type { BatchArchive } from './archive.js';
 import { type CsvDelimiter, CsvLayout, csvStringifier, REJECT_COLUMNS, rejectCells } from './csv.js';
 import { exportSourceFor } from './export.js';
 import { jsonlChunks } from './jsonl.js';
-import { type ExportLang, withRejectWords } from './reject-words.js';
+import { withWords } from './reject-words.js';
 import type { ExportFormat, ExportSource } from './types.js';
 import { writeXlsx, XLSX_CONTENT_TYPE } from './xlsx.js';
 
@@ -26,12 +27,12 @@ export async function batchResults(
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
   archive?: BatchArchive,
-  lang: ExportLang = 'en',
+  lang: Lang = 'en',
 ): Promise<ResultsBody> {
   // An archived batch (deleted from Redis by retention) streams from its archive.
   const exported = await exportSourceFor(services, batch, archive);
   const batchId = exported.batchId;
-  const source = withRejectWords(exported, lang);
+  const source = withWords(exported, lang);
   const fileName = `${safeName(batchId)}.${format}`;
   if (format === 'jsonl') {
     return {
@@ -74,11 +75,11 @@ export async function batchRejects(
   delimiter: CsvDelimiter,
   logger: Pick<FastifyBaseLogger, 'warn'>,
   archive?: BatchArchive,
-  lang: ExportLang = 'en',
+  lang: Lang = 'en',
 ): Promise<ResultsBody> {
   const exported = await exportSourceFor(services, batch, archive);
   const batchId = exported.batchId;
-  const source = withRejectWords(exported, lang);
+  const source = withWords(exported, lang);
   const records = (async function* () {
     yield [...REJECT_COLUMNS];
     for await (const reject of source.rejects()) yield rejectCells(reject);

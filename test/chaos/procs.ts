@@ -112,6 +112,9 @@ export function suiteEnv(
     VQ_BASE_URL: parts.baseUrl,
     VQ_ACCOUNTS_FILE: parts.accountsFile,
     VQ_OUT_DIR: parts.outDir,
+    // The exports read back by their raw columns, in English (as test/helpers/process.ts).
+    VQ_EXPORT_LAYOUT: 'raw',
+    VQ_LANG: 'en',
     VQ_CONCURRENCY: '8',
     VQ_POLL_INITIAL: '500ms',
     VQ_POLL_INTERVAL: '300ms',

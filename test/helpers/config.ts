@@ -19,6 +19,11 @@ export function testConfig(prefix: string, overrides: Overrides = {}): Config {
       VQ_STALLED_INTERVAL: '2s',
       VQ_REQUEST_TIMEOUT: '5s',
       LOG_LEVEL: 'debug',
+      // The exports as scripts read them, in English: the tests that read exports by their raw
+      // columns are about something else; the readable layout and the languages have their own
+      // (test/unit/readable-export.test.ts, test/integration/demo.test.ts).
+      VQ_EXPORT_LAYOUT: 'raw',
+      VQ_LANG: 'en',
       ...overrides,
     },
   );

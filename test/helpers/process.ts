@@ -38,6 +38,9 @@ export function harnessEnv(h: Harness, extra: Record<string, string> = {}): Reco
     VQ_LOCK_DURATION: '2s',
     VQ_STALLED_INTERVAL: '1s',
     LOG_LEVEL: 'warn',
+    // As testConfig: the raw layout, in English (the readable one is tested on its own).
+    VQ_EXPORT_LAYOUT: 'raw',
+    VQ_LANG: 'en',
     ...extra,
   };
 }
@@ -124,6 +127,10 @@ export async function cli(
       VQ_OUT_DIR: h.config.outDir,
       VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
       LOG_LEVEL: 'silent',
+      // As harnessEnv: the raw layout in English (the HTTP downloads' and the archive's), which
+      // tests about other things compare against.
+      VQ_EXPORT_LAYOUT: 'raw',
+      VQ_LANG: 'en',
       ...env,
     },
     stdout,

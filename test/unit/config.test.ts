@@ -304,3 +304,23 @@ describe('requireAccountUpstream', () => {
     expect(error.message).toContain('frota');
   });
 });
+
+describe('the exports’ layout and language (VQ_EXPORT_LAYOUT, VQ_LANG)', () => {
+  it('is readable and pt-BR by default, also under a locale that names no language (C.UTF-8)', () => {
+    expect(loadConfig({})).toMatchObject({ exportLayout: 'readable', lang: 'pt-BR' });
+    expect(loadConfig({ LANG: 'C.UTF-8' }).lang).toBe('pt-BR');
+  });
+
+  it('follows the locale when VQ_LANG is unset (LC_ALL first), and VQ_LANG over it', () => {
+    expect(loadConfig({ LANG: 'en_US.UTF-8' }).lang).toBe('en');
+    expect(loadConfig({ LANG: 'en_US.UTF-8', LC_ALL: 'pt_BR.UTF-8' }).lang).toBe('pt-BR');
+    expect(loadConfig({ LANG: 'en_US.UTF-8', VQ_LANG: 'pt-BR' }).lang).toBe('pt-BR');
+    expect(loadConfig({ LANG: 'pt_BR.UTF-8', VQ_LANG: 'en' }).lang).toBe('en');
+  });
+
+  it('takes VQ_EXPORT_LAYOUT=raw, and refuses a layout or a language it does not know', () => {
+    expect(loadConfig({ VQ_EXPORT_LAYOUT: 'raw' }).exportLayout).toBe('raw');
+    expect(configError(() => loadConfig({ VQ_EXPORT_LAYOUT: 'pretty' })).message).toContain('VQ_EXPORT_LAYOUT');
+    expect(configError(() => loadConfig({ VQ_LANG: 'fr' })).message).toMatch(/VQ_LANG.*pt-BR or en/);
+  });
+});

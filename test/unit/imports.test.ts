@@ -198,6 +198,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'logger.ts',
     'error-codes.ts',
     'time-text.ts',
+    'words.ts',
     'telemetry/',
   ],
 ];
