@@ -247,6 +247,10 @@ async function measureContact(plates: number, concurrency: number): Promise<Cont
       const seen: { at: number; inner: boolean }[] = [];
       try {
         const monitor = await watcher.monitor();
+        // MONITOR lines already under way when it is disconnected reach a connection no longer in
+        // monitor mode, which reads them as replies nobody asked for ("Command queue state error")
+        // and emits an error: unheard, it ended the gate run (on a loaded machine).
+        monitor.on('error', () => undefined);
         monitor.on('monitor', (time: string, args: string[], source: string) => {
           const command = (args[0] ?? '').toLowerCase();
           if (command !== 'monitor' && command !== 'info')

@@ -398,6 +398,8 @@ function byScript(redisUrl: string, counts: Map<string, number>, calls: Map<stri
     async start() {
       client = new Redis(redisUrl, { connectionName: 'vqb-bench-monitor' });
       monitor = await client.monitor();
+      // A MONITOR line under way when it is disconnected is read as a reply nobody asked for (bench/cold.ts).
+      monitor.on('error', () => undefined);
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         const command = (args[0] ?? '').toLowerCase();
         if (source !== 'lua') {
