@@ -18,7 +18,7 @@ export const migrateCommand: Command = {
     if (!(await waitForRedisAtStart(config, logger, ctx.io.stopSignal))) return 0;
     const result = await migrateAtCommand(config, logger);
     ctx.print(
-      result.alreadyCurrent
+      result.alreadyCurrent || result.moved === 0
         ? 'the Redis data is in key layout 2 already: nothing to move'
         : `moved ${result.moved} keys to key layout 2 (one slot per account): start vqb as before`,
     );
