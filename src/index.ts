@@ -8,8 +8,10 @@
 //
 // A batch looks the same here as in the HTTP API and `vqb status --json` (BatchView), and
 // `enqueue` takes the options the API's JSON body does, checked by the same schema.
+
 import type { z } from 'zod';
 import { startWorker, type WorkerHandle } from '../workers/worker.js';
+import { clock } from './clock.js';
 import { type Config, loadConfig, type Overrides } from './config.js';
 import { OptionsError } from './errors.js';
 import { type Logger, silentLogger } from './logger.js';
@@ -108,7 +110,7 @@ export class Batch {
    */
   async progress(): Promise<BatchView> {
     const info = await this.#services.batchViews.get(this.id);
-    return batchView(info, await batchContext(this.#services, info), Date.now());
+    return batchView(info, await batchContext(this.#services, info), clock.now());
   }
 
   /** One row per input row, in input order, as they stand now (unfinished plates are `pending`). */
@@ -119,13 +121,13 @@ export class Batch {
 
   /** Resolves with the finished batch when every plate has an outcome. Rejects on `signal` or after `timeoutMs`. */
   async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchView> {
-    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    const deadline = options.timeoutMs === undefined ? Infinity : clock.now() + options.timeoutMs;
     for (;;) {
       const info = await this.#services.batchViews.get(this.id);
-      if (info.finishedAt !== undefined) return batchView(info, await batchContext(this.#services, info), Date.now());
+      if (info.finishedAt !== undefined) return batchView(info, await batchContext(this.#services, info), clock.now());
       options.signal?.throwIfAborted();
-      if (Date.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, options.pollMs ?? 250));
+      if (clock.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
+      await new Promise((r) => clock.setTimeout(r, options.pollMs ?? 250));
     }
   }
 

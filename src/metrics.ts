@@ -5,6 +5,7 @@
 // `rate(requests) / limit` needs nothing else. The state every process shares, read from Redis at
 // scrape time (`observeQueue`, registered by `serve` only, so N workers do not report it N times):
 // queues, lines, spending caps, batches. Answers OpenMetrics to a scraper that asks for it.
+
 import {
   Counter,
   collectDefaultMetrics,
@@ -16,6 +17,7 @@ import {
 } from 'prom-client';
 import { type Account, isAuto, perSecond } from './accounts/account.js';
 import type { RedisWaitReason, WaitedReason } from './accounts/wait.js';
+import { clock } from './clock.js';
 import { costOf } from './money.js';
 import type { Outcome } from './queue/types.js';
 import type { QueueServices } from './services.js';
@@ -585,7 +587,7 @@ async function withinScrape<T>(rendering: Promise<T>): Promise<T | undefined> {
     return await Promise.race([
       rendering,
       new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), SCRAPE_READ_MS);
+        timer = clock.setTimeout(() => resolve(undefined), SCRAPE_READ_MS);
       }),
     ]);
   } catch {

@@ -10,6 +10,7 @@
 // delete). This module alone names the sweep's lock.
 
 import { randomBytes } from 'node:crypto';
+import { clock } from './clock.js';
 import { ArchiveError, BatchNotFoundError, BatchRunningError } from './errors.js';
 import { jobIdFor } from './queue/account-queues.js';
 import { type BatchInfo, type BatchKey, fileNameOf } from './queue/batch/store.js';
@@ -412,7 +413,7 @@ export function startRetentionSweep(
       });
   };
   tick();
-  const timer = setInterval(tick, options.everyMs);
+  const timer = clock.setInterval(tick, options.everyMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

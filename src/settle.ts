@@ -1,3 +1,4 @@
+import { clock } from './clock.js';
 // Waiting for something with a bound: a stop must end whatever Redis or a stuck job does.
 
 /**
@@ -13,7 +14,7 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number, cut?:
         () => true,
       ),
       new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), ms);
+        timer = clock.setTimeout(() => resolve(false), ms);
       }),
       ...(cut ? [cut.then(() => false as const)] : []),
     ]);

@@ -20,7 +20,9 @@
 // - the wait's own bound, BullMQ's block timeout (its next delayed job, else `drainDelay`), as before.
 // A ring while the Worker is not waiting (it is fetching or at its concurrency) is kept: its next
 // wait returns at once, so no wake is lost between a fetch that found nothing and the next wait.
+
 import type { BackendFactory, RedisQueueBackend, Worker } from 'bullmq';
+import { clock } from '../src/clock.js';
 import { quietBackend } from '../src/engine/bullmq/worker.js';
 
 /** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
@@ -107,7 +109,7 @@ export class Doorbell {
   #arm(bell: Bell): void {
     clearTimeout(bell.timer);
     const at = Math.min(bell.until, bell.dueAt ?? Number.POSITIVE_INFINITY);
-    bell.timer = setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
+    bell.timer = clock.setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
   }
 
   #open(bell: Bell): void {

@@ -2,10 +2,12 @@
 // to do when the upstream or a cap says no. It asks the modules that own the state (the account's
 // line and pace, the in-flight cap, the spending caps, the scheduler) and returns what the
 // processor should do with the job; it never touches a job itself.
+
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
 import type { LimitReason } from '../src/accounts/wait.js';
+import { clock } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { createPriority, PRIORITY, pollPriority } from '../src/queue/account-queues.js';
 import type { CreateAdmission } from '../src/queue/admission.js';
@@ -27,7 +29,7 @@ import { FirstContact } from './first-contact.js';
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
   /**
-   * The account's slot has come; `due` (performance.now()) is when: pass it to `ready` just before
+   * The account's slot has come; `due` (clock.monotonic()) is when: pass it to `ready` just before
    * sending. `at` names the slot to the pace, should the request give it up. `priority`
    * (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
@@ -224,10 +226,10 @@ export class AccountFlow {
       if (await this.stopped()) return this.#later(0);
       // The request before this one said when the next slot is at the soonest: asking before it
       // is near would only be told to wait (a round trip and a wake-up a request at 30/s).
-      const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - performance.now();
+      const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - clock.monotonic();
       if (lead > 0 && lead <= WAIT_HERE_MS) await sleep(lead);
       for (;;) {
-        const asked = performance.now();
+        const asked = clock.monotonic();
         const slot = await ask(this.horizonMs, priority === PRIORITY.interactive);
         if ('refused' in slot) return slot;
         if (slot.reserved) {
@@ -238,7 +240,7 @@ export class AccountFlow {
           // announced 20.)
           done(slot.followsMs === undefined ? undefined : asked + slot.followsMs);
           const due = asked + slot.waitMs;
-          const wait = due - performance.now();
+          const wait = due - clock.monotonic();
           if (wait > 0) await sleep(wait);
           return { due, at: slot.at, ...(slot.early ? { early: true as const } : {}) };
         }
@@ -256,7 +258,7 @@ export class AccountFlow {
 
   /**
    * Waits until this request heads the process's queue for the account's slot. `done` passes the
-   * turn on (once), with when the next slot is near at the soonest (`nextAt`, performance.now())
+   * turn on (once), with when the next slot is near at the soonest (`nextAt`, clock.monotonic())
    * when the request took a slot; the next waiter gets it as its `nextAt`.
    */
   async #turn(priority: number): Promise<{ done: (nextAt?: number) => void; nextAt?: number }> {
@@ -301,7 +303,7 @@ export class AccountFlow {
   }
 
   #written({ due, at }: { due: number; at: string }): void {
-    const excess = performance.now() - due - jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2;
+    const excess = clock.monotonic() - due - jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2;
     if (excess <= 0) return;
     this.#d.logger.debug(
       { account: this.accountId, lateMs: Math.round(excess) },
@@ -326,16 +328,16 @@ export class AccountFlow {
     // first look, unless the request must take another slot first.
     let known = heldMs;
     for (;;) {
-      while (performance.now() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
+      while (clock.monotonic() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
         // A slot taken before any limit was heard is not given up for lateness: the next such slot
         // is 1.5 s away (a new account's first request went 1.5-4.5 s after its batch so, woken
         // 14-33 ms late by its fence's round trip). The write moves its start in the early list.
-        if (early && performance.now() - due < EARLY_LATE_MS) break;
+        if (early && clock.monotonic() - due < EARLY_LATE_MS) break;
         // (Not after a hold: `due` is then -Infinity, and the request must take a slot on the
         // schedule the hold moved. Nor later than an interval, a worker paused or a Redis that
         // stalled: the move would hold the account back longer than the slot it saves.)
         const intervalMs = 1_000 / this.#rate;
-        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && performance.now() - due <= intervalMs) break;
+        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && clock.monotonic() - due <= intervalMs) break;
         known = undefined;
         const givenUp = at;
         const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>

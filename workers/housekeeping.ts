@@ -1,7 +1,9 @@
 // A worker process's timers, beside its Workers: the feed pass that keeps the queues of the
 // accounts with work topped up from the scheduler, the recovery of plates a crashed feeder staged,
 // the sweep for webhook events a stopped process noticed but did not send, and the deadline watch.
+
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { watchDeadlines } from '../src/plans/watch.js';
 import { OPERATOR_PAUSE } from '../src/queue/line.js';
@@ -89,7 +91,7 @@ export function startHousekeeping(
   // The pass in flight, awaited by stop(): a pass that ran on past the stop would start the Workers
   // of its busy accounts again after they were closed (jobs taken, then left active at the exit).
   let feeding: Promise<void> | undefined;
-  const feedTimer = setInterval(() => {
+  const feedTimer = clock.setInterval(() => {
     if (feeding) return;
     feeding = feed()
       .catch((err: unknown) => {
@@ -99,7 +101,7 @@ export function startHousekeeping(
         feeding = undefined;
       });
   }, FEED_EVERY_MS);
-  const recoverTimer = setInterval(() => {
+  const recoverTimer = clock.setInterval(() => {
     // Staged plates keep their account active, so the running accounts are the ones to look at.
     for (const accountId of runs.ids()) {
       services.feeder.recover(accountId).catch((err: unknown) => {
@@ -152,7 +154,7 @@ function startWebhookSweep(
     });
   };
   sweep();
-  const sweepTimer = setInterval(sweep, WEBHOOK_SWEEP_MS);
+  const sweepTimer = clock.setInterval(sweep, WEBHOOK_SWEEP_MS);
   return {
     async stop() {
       clearInterval(sweepTimer);
@@ -172,7 +174,7 @@ function startDeadlineWatch(
   // One line per turn (at risk, back on track), whichever process noticed it first.
   let watching: Promise<void> = Promise.resolve();
   let watchBusy = false;
-  const watchTimer = setInterval(() => {
+  const watchTimer = clock.setInterval(() => {
     if (watchBusy) return;
     watchBusy = true;
     watching = watchDeadlines(services, configured, now())

@@ -2,13 +2,15 @@
 // timers on this loop, so a block (a long synchronous task) or a pause of the whole process (a
 // frozen container, a suspended VM, SIGSTOP) of a third of VQ_LOCK_DURATION puts them at risk.
 // One warning per stall, with how long it was, so an operator can tell a slow host from a bug.
+
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 
 export function watchEventLoop(logger: Logger, lockDurationMs: number, everyMs = 1_000): () => void {
   const threshold = Math.max(everyMs, lockDurationMs / 3);
-  let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
+  let last = clock.monotonic();
+  const timer = clock.setInterval(() => {
+    const now = clock.monotonic();
     const stalledMs = now - last - everyMs;
     last = now;
     if (stalledMs < threshold) return;

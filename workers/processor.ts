@@ -6,11 +6,13 @@
 // query instead of paying for a new one. Every write of the job's data goes through the fence
 // (src/queue/job-fence.ts, where the create protocol is written down as a table): a worker that
 // was paused past its lock sends no create and writes no older step over a newer one.
+
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { pollPriority } from '../src/queue/account-queues.js';
 import type { CostField } from '../src/queue/costs.js';
@@ -567,7 +569,7 @@ export class PlateProcessor {
     const signal = this.#stop.signal;
     const room = this.#d.pollRoom;
     if (token !== undefined && wait <= POLL_WAIT_HERE_MS && !signal.aborted && room?.enter()) {
-      const planned = performance.now() + wait;
+      const planned = clock.monotonic() + wait;
       try {
         await sleep(wait, undefined, { signal });
       } catch {
@@ -575,7 +577,7 @@ export class PlateProcessor {
       } finally {
         room.leave();
       }
-      if (!signal.aborted && performance.now() - planned <= OVERSLEPT_MS)
+      if (!signal.aborted && clock.monotonic() - planned <= OVERSLEPT_MS)
         return (this.#activation.get(job) ?? now)(() => this.#poll(job, token, log));
     }
     return this.#sleepUntil(job, token, at, 'answer-stored');

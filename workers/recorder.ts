@@ -2,7 +2,9 @@
 // result survives any crash after it arrived) with the in-flight slot it gives back and the count
 // of the answer that ended it (one script), the cost counters, the reuse store, the metrics. The
 // processor calls this and nothing below it.
+
 import type { Job } from 'bullmq';
+import { clock } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
 import type { BatchStore } from '../src/queue/batch/store.js';
@@ -162,7 +164,7 @@ export class Recorder {
           if (!full && !isRedisDown(err)) throw err;
           this.#d.health?.outage(err);
           this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
-          await new Promise((resolve) => setTimeout(resolve, wait));
+          await new Promise((resolve) => clock.setTimeout(resolve, wait));
           wait = Math.min(backoff.max, wait * 2);
         }
       }

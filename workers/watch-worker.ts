@@ -10,8 +10,10 @@
 // job: each due time of a schedule), and is rung when this process adds a round job. A round job
 // another process adds with no delay (an `every` watch's first round, a round that waited for the
 // one before) is fetched by that process, or here within BullMQ's drainDelay (5 s).
+
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import type { RedisHealth } from '../src/redis/health.js';
@@ -67,7 +69,7 @@ export function startWatchWorker(
       if (!deps.health?.outage(err)) log.error({ err }, 'could not look for finished watch rounds');
     });
   };
-  const timer = setInterval(sweep, config.watch.sweepMs);
+  const timer = clock.setInterval(sweep, config.watch.sweepMs);
   timer.unref();
   return {
     watches,

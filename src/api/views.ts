@@ -1,5 +1,6 @@
 // How batches and accounts look to API clients. The batch view is shared with the library and the
 // CLI (presenters/batch-view.ts); the words come from presenters/line.ts, as in the CLI.
+import { clock } from '../clock.js';
 import { rateView, waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { AccountLineView } from '../schemas/api.js';
@@ -7,7 +8,7 @@ import type { AccountLineView } from '../schemas/api.js';
 export { archivedBatchView, batchLinks, batchView } from '../presenters/batch-view.js';
 export { waitingOf };
 
-export function lineView(line: AccountLineState, now: number = Date.now()): AccountLineView {
+export function lineView(line: AccountLineState, now: number = clock.now()): AccountLineView {
   const waiting = waitingOf(line, undefined, now);
   return {
     account: line.account,

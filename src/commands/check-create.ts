@@ -2,8 +2,10 @@
 // ends (or the poll deadline), every raw answer printed beside how vqb read it. When vqb cannot
 // read an answer, the answer's fields are listed as JSON Pointers with the mapping settings that
 // would read it: the way to set the mapping in one step, for one query's price.
+
 import { createInterface } from 'node:readline/promises';
 import { type Account, accountKey } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
@@ -61,16 +63,16 @@ export async function checkCreate(
     ctx.print(`account ${account.id}: one create of ${plate.plate} at ${baseUrl}${price}`);
     const created = await probe.create(plate.plate, account.product);
     sent.push(...sentFields(created, 'create'));
-    let reading = show(ctx, created, readAnswer(created, 'create', undefined, Date.now(), reader));
+    let reading = show(ctx, created, readAnswer(created, 'create', undefined, clock.now(), reader));
     if (!reading.ok) return failed(ctx, created, reading);
     const queryId = reading.outcome.queryId;
-    const deadline = Date.now() + config.poll.deadlineMs;
+    const deadline = clock.now() + config.poll.deadlineMs;
     let unknown = reading.knownState ? 0 : 1;
-    while (!reading.outcome.terminal && unknown < UNKNOWN_STATE_POLLS && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, config.poll.intervalMs));
+    while (!reading.outcome.terminal && unknown < UNKNOWN_STATE_POLLS && clock.now() < deadline) {
+      await new Promise((r) => clock.setTimeout(r, config.poll.intervalMs));
       const polled = await probe.get(queryId);
       sent.push(...sentFields(polled, 'get'));
-      reading = show(ctx, polled, readAnswer(polled, 'get', queryId, Date.now(), reader));
+      reading = show(ctx, polled, readAnswer(polled, 'get', queryId, clock.now(), reader));
       if (!reading.ok) return failed(ctx, polled, reading);
       unknown = reading.knownState ? 0 : unknown + 1;
     }

@@ -5,6 +5,7 @@
 // `--create PLATE` (./check-create.ts) is the one paid check: one create, followed to its end.
 
 import { type Account, accountKey, accountOf } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isVqbError, UsageError } from '../errors.js';
 import { saneTime } from '../upstream/bounds.js';
@@ -86,7 +87,7 @@ export async function checkAccount(config: Config, account: Account): Promise<Ke
       baseUrl: upstream.baseUrl,
       status: answer.status,
       roundTripMs: answer.roundTripMs,
-      limit: limitOf(announcedLimit(answer, Date.now())),
+      limit: limitOf(announcedLimit(answer, clock.now())),
     };
     if (answer.status === 404 || reading.ok) {
       const said = answer.status === 404 ? `404 ${codeIn(answer.text) ?? ''}`.trim() : String(answer.status);
@@ -204,7 +205,7 @@ vqb check --create PLATE [--account A] [--yes]
     const checks = await Promise.all(accounts.map((account) => checkAccount(config, account)));
     const exitCode = exitCodeOf(checks);
     if (ctx.flags.json) ctx.print(JSON.stringify({ accounts: checks, exitCode }));
-    else for (const check of checks) ctx.print(describeCheck(check, Date.now()));
+    else for (const check of checks) ctx.print(describeCheck(check, clock.now()));
     return exitCode;
   },
 };

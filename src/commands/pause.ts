@@ -1,3 +1,4 @@
+import { clock } from '../clock.js';
 import { describeLine } from '../presenters/text.js';
 import { withQueueServices } from '../services.js';
 import { printable } from '../upstream/bounds.js';
@@ -54,7 +55,7 @@ export const resumeCommand: Command = {
             printable(
               b.pause || b.paused
                 ? `resumed account ${b.account}` +
-                    `${b.pause ? ` (was ${describeLine(b, Date.now(), services.config.timeZone)})` : ''}`
+                    `${b.pause ? ` (was ${describeLine(b, clock.now(), services.config.timeZone)})` : ''}`
                 : held.has(b.account)
                   ? `resumed account ${b.account} (the upstream's wait is lifted)`
                   : `account ${b.account} was not paused; nothing to resume`,

@@ -2,6 +2,7 @@
 // `vqb delete` (one batch). Both archive first and delete only after the archive read back right
 // (retention.ts); a running batch is refused unless --cancel.
 
+import { clock } from '../clock.js';
 import { UsageError } from '../errors.js';
 import { Retention } from '../retention.js';
 import { type QueueServices, withQueueServices } from '../services.js';
@@ -49,7 +50,7 @@ export const pruneCommand: Command = {
       for (const c of result.candidates) {
         ctx.print(
           `  ${verb} ${c.batchId}: ${c.rows} rows, ${c.plates} plates, about ${mb(c.bytes)} of ` +
-            `Redis, finished ${whenText(c.finishedAt, Date.now(), config.timeZone)}` +
+            `Redis, finished ${whenText(c.finishedAt, clock.now(), config.timeZone)}` +
             `${c.reason === 'delete' ? ' (delete asked)' : ''}`,
         );
       }

@@ -3,6 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { startWorker } from '../../workers/worker.js';
 import { type Account, accountOf, type PoolChoice, requireAccountUpstream } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InputError, UsageError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -190,7 +191,7 @@ export async function runFile(
     }
     // Every format (the README's "every batch ends as CSV, JSONL and XLSX"), whatever came in.
     const result = await exportBatch(services, fileSinkFor(config), ref);
-    ctx.print(describeBatch(await services.batchViews.get(ref), Date.now(), undefined, { zone: config.timeZone }));
+    ctx.print(describeBatch(await services.batchViews.get(ref), clock.now(), undefined, { zone: config.timeZone }));
     ctx.print(
       `exports:\n  ` +
         [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
@@ -403,7 +404,7 @@ async function followRun(
     stopped = true;
   });
   // An outage recorded before this run (the last run's, nobody has asked since) is not news.
-  const startedAt = Date.now();
+  const startedAt = clock.now();
   // One line each time the run finds its account held by an operator's `vqb pause`: it waits.
   let saidPaused = false;
   let saidAtCap = false;
@@ -433,15 +434,15 @@ async function followRun(
     if (atCap && !saidAtCap) say(atCapText(batchId, info.maxCreates, account));
     saidAtCap = atCap;
     // With a deadline: "on time by 12 min" / "late by 3 min", projected every 2 s.
-    if (info.deadline !== undefined && Date.now() - slackAt >= 2_000) {
-      slackAt = Date.now();
+    if (info.deadline !== undefined && clock.now() - slackAt >= 2_000) {
+      slackAt = clock.now();
       slackMs = (await batchPlan(services, info, slackAt))?.verdict.slackMs;
     }
     progress.update(info, now, slackMs);
     if (info.finishedAt !== undefined) return 0;
     // At a cap the user set, with nothing created still running: nothing more can happen until the
     // cap is raised, so the run ends there, as a stop it was asked for (stoppedAtCap).
-    if ((atCap || (now.budgetUntil ?? 0) > Date.now()) && info.counts.inflight === 0 && info.sealed) {
+    if ((atCap || (now.budgetUntil ?? 0) > clock.now()) && info.counts.inflight === 0 && info.sealed) {
       progress.finish();
       return EXIT_CAPPED;
     }
@@ -481,7 +482,7 @@ async function followRun(
       ctx.io.stderr.write(`vqb: cannot go on: ${unreachableText(now.unreachable, account, config)}\n`);
       return EXIT_BLOCKED;
     }
-    await Promise.race([new Promise((r) => setTimeout(r, 500)), ctx.io.stopSignal]);
+    await Promise.race([new Promise((r) => clock.setTimeout(r, 500)), ctx.io.stopSignal]);
   }
 }
 
@@ -512,7 +513,7 @@ async function stoppedAtCap(
   const result = await exportBatch(services, fileSinkFor(config), ref);
   const info = await services.batchViews.get(ref);
   const line = await services.accounts.line(account.id).state();
-  ctx.print(describeBatch(info, Date.now(), undefined, { zone: config.timeZone }));
+  ctx.print(describeBatch(info, clock.now(), undefined, { zone: config.timeZone }));
   ctx.print(
     `exports (finished plates; the ${counted(info.counts.queued, 'other')} marked pending):\n  ` +
       [result.files.csv, result.files.jsonl, result.files.rejects, result.files.xlsx]
@@ -526,7 +527,7 @@ async function stoppedAtCap(
     info.blocked === 'budget'
       ? `\`vqb budget ${batchId} --max-creates N\`${account.price ? ' (or --max-spend X)' : ''}`
       : `\`vqb budget${named} --per-${line.budgetReason ?? 'day'} N\` ` +
-        `(or wait for ${zonedText(line.budgetUntil ?? Date.now(), config.timeZone)})`;
+        `(or wait for ${zonedText(line.budgetUntil ?? clock.now(), config.timeZone)})`;
   ctx.print(
     `stopped at the spending cap: ${counted(info.counts.queued, 'plate')} not looked up, nothing lost. ` +
       `To go on, raise the cap with ${raise}, then run the same command again (it resumes batch ${batchId})`,
@@ -564,13 +565,13 @@ async function stopWorker(
   if (closed.clean) return undefined;
   logger.warn({ timeoutMs, held: closed.held.length }, 'running requests did not finish in time; stopped without them');
   if (closed.held.length === 0) return undefined;
-  return { path: await writeUnstored(config.outDir, batchId, closed.held, Date.now()), count: closed.held.length };
+  return { path: await writeUnstored(config.outDir, batchId, closed.held, clock.now()), count: closed.held.length };
 }
 
 /** The line a run stops on when its upstream does not answer. */
 function unreachableText(outage: UpstreamOutage, account: Account, config: Config): string {
   return (
-    `upstream unreachable since ${zonedText(outage.since, config.timeZone, Date.now())}: ${outage.reason}; ` +
+    `upstream unreachable since ${zonedText(outage.since, config.timeZone, clock.now())}: ${outage.reason}; ` +
     `${outage.attempts} requests in a row got no answer (VQ_ATTEMPTS=${config.attempts}). ` +
     `Check the upstream address ${account.baseUrl} (VQ_BASE_URL) and the network`
   );
@@ -611,7 +612,7 @@ async function reportNotify(
   ref: BatchRef,
   timeoutMs: number,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs + 5_000;
+  const deadline = clock.now() + timeoutMs + 5_000;
   for (;;) {
     const finished = (await services.webhooks.deliveries.list(ref)).filter((d) => d.event === 'batch.finished').at(-1);
     if (finished && finished.state === 'delivered') {
@@ -626,14 +627,14 @@ async function reportNotify(
       );
       return;
     }
-    if (Date.now() > deadline) {
+    if (clock.now() > deadline) {
       ctx.print(
         `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a ` +
           `\`vqb work\` process sends it`,
       );
       return;
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => clock.setTimeout(r, 100));
   }
 }
 
@@ -663,7 +664,7 @@ export function schedulingFlags(flags: CommandContext['flags']): {
 export function deadlineFlags(
   flags: CommandContext['flags'],
   zone: string,
-  now = Date.now(),
+  now = clock.now(),
 ): { deadline?: number; requireDeadline?: boolean } {
   const by = typeof flags.by === 'string' ? flags.by : undefined;
   const within = typeof flags.within === 'string' ? flags.within : undefined;

@@ -1,4 +1,5 @@
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
+import { clock } from '../clock.js';
 import { UsageError } from '../errors.js';
 import { Metrics } from '../metrics.js';
 import { createInboxWatcher } from '../producers/inbox.js';
@@ -71,7 +72,7 @@ export const serveCommand: Command = {
       ctx.print(`vqb serving on ${address}${inbox ? `; drop folder ${config.root}/inbox` : ''}`);
       const signal = await ctx.io.stopSignal;
       logger.info({ signal }, 'stopping');
-      const timer = setTimeout(() => {
+      const timer = clock.setTimeout(() => {
         logger.error({ timeoutMs }, 'did not stop in time; exiting');
         process.exit(1);
       }, timeoutMs);

@@ -1,3 +1,4 @@
+import { clock } from '../clock.js';
 import { UsageError } from '../errors.js';
 import { costOf, formatMoney } from '../money.js';
 import { planText } from '../plans/deadline.js';
@@ -99,7 +100,7 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
   const id = typeof key === 'string' ? key : key.id;
   // Every instant a person reads is on the clock of VQ_TIME_ZONE (else TZ), named; --json keeps ISO 8601.
   const zone = services.config.timeZone;
-  const now = Date.now();
+  const now = clock.now();
   if (!(await services.batches.exists(key))) {
     // Pruned from Redis: the archive's manifest answers (or BATCH_NOT_FOUND, as before).
     const manifest = await archiveFor(services.config).manifest(id);
@@ -182,7 +183,7 @@ export const statusCommand: Command = {
         limit === 0
           ? { total: (await services.batchViews.list(0, 1)).total, batches: [] }
           : await services.batchViews.list(0, limit);
-      const now = Date.now();
+      const now = clock.now();
       if (ctx.flags.json) {
         const batches = (await batchContexts(services, recent.batches)).map((context, i) =>
           batchView(recent.batches[i]!, context, now),

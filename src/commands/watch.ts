@@ -1,7 +1,9 @@
 // `vqb watch`: lists of plates re-checked on a schedule, reporting only what changed
 // (docs/watch.md). Thin: reads the flags and the file, calls src/watch/watches.ts.
+
 import { basename, extname } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { clock } from '../clock.js';
 import { UsageError } from '../errors.js';
 import { formatMoney } from '../money.js';
 import { WorkerPresence } from '../queue/presence.js';
@@ -141,7 +143,7 @@ async function runSub(
       return 0;
     }
     case 'plates': {
-      const now = Date.now();
+      const now = clock.now();
       const add = str(ctx.flags.add);
       const remove = str(ctx.flags.remove);
       if (add !== undefined) await watches.store.addPlates(ref, (await readWatchFile(add)).plates, now);
@@ -207,7 +209,7 @@ function schedule(v: WatchView, zone: string): string {
   const when = v.cron !== undefined ? `cron "${v.cron}" UTC` : `every ${everyText(v.everyMs ?? 0)}`;
   if (v.window === undefined) return when;
   const utc = zone === 'UTC' || zone === 'Etc/UTC';
-  const local = utc ? '' : ` (${windowOnClock(v.window, zone, Date.now())} ${zone})`;
+  const local = utc ? '' : ` (${windowOnClock(v.window, zone, clock.now())} ${zone})`;
   return `${when}, window ${windowText(v.window)} UTC${local}`;
 }
 
@@ -231,7 +233,7 @@ function describe(v: WatchView, services: QueueServices): string {
       `overlap ${v.overlap}, notify ${v.notify}`,
     `state: ${v.state}${v.reason ? ` — ${v.reason}` : ''}${v.paused ? ' (paused)' : ''}`,
     `${budget}; next round ` +
-      `${v.nextAt !== undefined ? whenText(v.nextAt, Date.now(), services.config.timeZone) : '—'}; ` +
+      `${v.nextAt !== undefined ? whenText(v.nextAt, clock.now(), services.config.timeZone) : '—'}; ` +
       `${v.skipped} skipped`,
   ];
   for (const r of v.rounds.slice(-10))

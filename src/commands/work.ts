@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { startWorker } from '../../workers/worker.js';
 import { pacingIntervalMs } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import { Metrics } from '../metrics.js';
 import { waitForRedisAtStart } from '../redis/connection.js';
 import { checkLayoutAtStart } from '../redis/layout.js';
@@ -94,7 +95,7 @@ export const workCommand: Command = {
     const signal = await ctx.io.stopSignal;
     const timeoutMs = parseDuration(String(ctx.flags['shutdown-timeout'] ?? '30s')) ?? 30_000;
     logger.info({ signal }, 'stopping: finishing running jobs');
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       logger.error({ timeoutMs }, 'running jobs did not finish in time; exiting (their jobs will be picked up again)');
       process.exit(1);
     }, timeoutMs);

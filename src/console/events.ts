@@ -11,7 +11,9 @@
 // status does not reconnect, so a fifth tab simply keeps the numbers of its page load; closing
 // the oldest instead would make the tabs' reconnections take each other's places, round and
 // round).
+
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { clock } from '../clock.js';
 import { ApiError } from '../http/errors.js';
 import { CONTENT_SECURITY_POLICY } from './assets.js';
 
@@ -121,7 +123,7 @@ export async function streamEvents(
     connection: 'close',
   });
   let last = '';
-  let lastWrite = Date.now();
+  let lastWrite = clock.now();
   request.raw.on('close', () => {
     closed = true;
     clearTimeout(timer);
@@ -140,16 +142,16 @@ export async function streamEvents(
       if (data !== last) {
         res.write(`event: ${name}\ndata: ${data}\n\n`);
         last = data;
-        lastWrite = Date.now();
-      } else if (Date.now() - lastWrite >= HEARTBEAT_MS) {
+        lastWrite = clock.now();
+      } else if (clock.now() - lastWrite >= HEARTBEAT_MS) {
         res.write(': still here\n\n');
-        lastWrite = Date.now();
+        lastWrite = clock.now();
       }
     } catch (err) {
       // Redis away for a moment: the page keeps its last numbers; the next tick tries again.
       request.log.warn({ err: (err as Error).message }, 'console live update failed');
     }
-    if (!closed) timer = setTimeout(tick, EVENT_INTERVAL_MS);
+    if (!closed) timer = clock.setTimeout(tick, EVENT_INTERVAL_MS);
   };
   await tick();
 }

@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Scope, TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
@@ -496,7 +497,7 @@ async function stageUpload(
   if (options.column !== undefined) seen.column = options.column;
   if (options.sheet !== undefined) seen.sheet = options.sheet;
   // Read at upload: `18:00` means the one after this upload, whenever it is confirmed.
-  const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), config.timeZone);
+  const deadline = parseDeadline({ deadline: options.deadline }, clock.now(), config.timeZone);
   // A pool: the session's only when every key of it is (else as if absent); its home is the account.
   const pool = options.pool !== undefined ? poolsOf(config, accounts).find((p) => p === options.pool) : undefined;
   if (options.pool !== undefined && pool === undefined)

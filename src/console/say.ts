@@ -2,6 +2,7 @@
 // reason and its fields, never the English message the CLI prints), plural forms, instants and
 // errors. The dictionary is i18n.ts; this turns state into its words.
 
+import { clock } from '../clock.js';
 import type { ErrorBody } from '../http/errors.js';
 import { formatMoney, type Money } from '../money.js';
 import type { AccountLineState } from '../queue/line.js';
@@ -84,7 +85,7 @@ export function waitingText(
   ctx: Ctx,
   waiting: Waiting | undefined,
   line: AccountLineState | undefined,
-  now = Date.now(),
+  now = clock.now(),
 ): string | undefined {
   if (waiting === undefined) return undefined;
   const { t, lang } = ctx;
@@ -161,7 +162,7 @@ interface DeadlineShown {
  * CLI keep the English line scripts read): "prazo: viável — até 27/11/2026 18:00 (em 2 horas);
  * termina em 40 min 00 s–52 min 00 s (no prazo, com folga de 12 min 00 s); custa R$ 10,00".
  */
-export function deadlineText(ctx: Ctx, d: DeadlineShown, now = Date.now()): string {
+export function deadlineText(ctx: Ctx, d: DeadlineShown, now = clock.now()): string {
   const { t, lang } = ctx;
   const due = Date.parse(d.deadline);
   const span = (ms: number) => formatSeconds(Math.abs(ms) / 1_000, lang);

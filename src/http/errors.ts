@@ -2,7 +2,9 @@
 // message}}`, and a stable code clients can branch on. Messages of errors we raise on purpose go
 // out as they are (they are written for users); anything unexpected becomes 500 INTERNAL with the
 // request id, and its details (stack included) go to the log only.
+
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { clock } from '../clock.js';
 import { ERROR_CODES, type ErrorCode, errorCodeEntry } from '../error-codes.js';
 import { InputError, isError, isVqbError, VqbError } from '../errors.js';
 
@@ -131,7 +133,7 @@ export function closeIfBodyPending(request: FastifyRequest, reply: FastifyReply)
   socket.destroySoon = function lingeringClose(this: typeof socket) {
     request.raw.pause(); // Node resumes a request nobody read, to drop its body: not this one
     this.end();
-    setTimeout(() => this.destroy(), LINGER_MS).unref();
+    clock.setTimeout(() => this.destroy(), LINGER_MS).unref();
   };
 }
 

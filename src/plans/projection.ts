@@ -3,6 +3,7 @@
 // the poll learner's answer time, the scheduler's work ahead of the batch). Used by the dry run and
 // the enqueue (a batch not stored yet), and by `vqb status`, the API, the console and the deadline
 // watch (a running batch).
+import { clock } from '../clock.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { RateSource } from '../queue/line.js';
 import { keyStates } from '../queue/pool.js';
@@ -85,7 +86,7 @@ export async function planFigures(
     { interactive, earlier: [...earlier.values()].sort((a, b) => a.deadline - b.deadline) },
     rate.perSecond,
     learned.firstPollMs,
-    Date.now(),
+    clock.now(),
   );
   return {
     perSecond: rate.perSecond,

@@ -1,6 +1,8 @@
 // What a batch's status needs from beyond the batch itself: its account's line and the share of
 // the account's rate it gets now. Read through the modules that own them.
+
 import { perSecond } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Price } from '../money.js';
 import { batchPlan, type DeadlinePlan } from '../plans/projection.js';
 import type { BatchInfo } from '../queue/batch/store.js';
@@ -79,7 +81,9 @@ export async function batchContexts(services: StatusServices, infos: readonly Ba
       const [account, webhooks, plan, stranded] = await Promise.all([
         read(info.account),
         info.callbackUrl !== undefined && services.webhooks ? services.webhooks.deliveries.list(info) : undefined,
-        info.deadline !== undefined && configured.has(info.account) ? batchPlan(services, info, Date.now()) : undefined,
+        info.deadline !== undefined && configured.has(info.account)
+          ? batchPlan(services, info, clock.now())
+          : undefined,
         configured.has(info.account) ? strandedKeys(services, info) : [],
       ]);
       return {

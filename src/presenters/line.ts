@@ -1,6 +1,8 @@
 // Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
 // the HTTP API and the library all show. Pure functions of the stored state.
+
 import type { RedisWaitReason } from '../accounts/wait.js';
+import { clock } from '../clock.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState, LineRate } from '../queue/line.js';
 import type { RateInForce, Waiting } from '../schemas/batch.js';
@@ -20,7 +22,7 @@ function resumeHint(account: string): string {
 export function waitingOf(
   state: AccountLineState,
   redis?: RedisWaitReason,
-  now = Date.now(),
+  now = clock.now(),
   zone?: string,
 ): Waiting | undefined {
   // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
@@ -123,7 +125,7 @@ export function rateView(rate: LineRate, now: number): RateInForce {
   };
 }
 
-export function describeLine(state: AccountLineState, now = Date.now(), zone?: string): string | undefined {
+export function describeLine(state: AccountLineState, now = clock.now(), zone?: string): string | undefined {
   return waitingOf(state, undefined, now, zone)?.message;
 }
 
@@ -131,7 +133,7 @@ export function describeLine(state: AccountLineState, now = Date.now(), zone?: s
  * "upstream reachable again since 2026-11-24 14:05 UTC (3 min ago; it was unreachable 3 min:
  * connection refused)", for a while after an outage; on the clock of `zone` when one is given.
  */
-export function describeRecovery(state: AccountLineState, now = Date.now(), zone?: string): string | undefined {
+export function describeRecovery(state: AccountLineState, now = clock.now(), zone?: string): string | undefined {
   const back = state.reachableAgain;
   if (back === undefined) return undefined;
   return (

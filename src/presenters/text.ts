@@ -1,4 +1,5 @@
 // Short, readable renderings for a terminal (status, run's progress line, retry).
+import { clock } from '../clock.js';
 import { batchCost, formatMoney, type Price } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 
@@ -59,7 +60,7 @@ export interface BatchWords {
 }
 
 /** A batch in a few lines. */
-export function describeBatch(b: BatchInfo, now = Date.now(), price?: Price, words: BatchWords = {}): string {
+export function describeBatch(b: BatchInfo, now = clock.now(), price?: Price, words: BatchWords = {}): string {
   const cancelled = b.counts.cancelled ? 'cancelled, ' : '';
   const state =
     b.finishedAt !== undefined

@@ -4,7 +4,9 @@
 // input resumes its batch instead of paying again), and then either a dry run (`estimate`) or the
 // ingest (`enqueue`), which records which door the batch came through. Only this module imports
 // the ingest itself (test/unit/imports.test.ts holds it to that).
+
 import { type PoolChoice, poolFor } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { InputError } from '../errors.js';
 import { createsCap } from '../money.js';
@@ -147,7 +149,7 @@ async function prepare(
 ): Promise<Prepared> {
   const { pool, account: asked } = checkRequest(services.config, options);
   // Read once, here, whichever door it came through: a deadline that cannot be read stops everything.
-  const deadline = parseDeadline({ deadline: options.deadline }, Date.now(), services.config.timeZone);
+  const deadline = parseDeadline({ deadline: options.deadline }, clock.now(), services.config.timeZone);
   const { account: resolved } = services.accounts.for(asked);
   const account = resolved.id;
   const maxCreates = createsCap(options, resolved.price, account);
@@ -232,7 +234,7 @@ export async function enqueue(
       ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
       onVerdict: (verdict) => {
         if (verdict.feasibility === 'not feasible' && options.requireDeadline === true)
-          refuse = deadlineLine(verdict, Date.now(), services.config.timeZone);
+          refuse = deadlineLine(verdict, clock.now(), services.config.timeZone);
       },
     });
     if (refuse !== undefined)

@@ -30,6 +30,7 @@
 // This module runs the loop; inbox-intake.ts takes files and ingests them, inbox-delivery.ts
 // writes the exports of finished batches, inbox-stable.ts decides when a file is complete and
 // inbox-files.ts does the file handling.
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { QueueServices } from '../services.js';
@@ -122,7 +123,7 @@ export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
         } catch (err) {
           errors.report('scan', err, { root: config.root });
         }
-        if (running) timer = setTimeout(() => void loop(), config.inbox.pollMs);
+        if (running) timer = clock.setTimeout(() => void loop(), config.inbox.pollMs);
       };
       void loop();
     },

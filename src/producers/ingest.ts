@@ -2,6 +2,7 @@
 // (valid, invalid, duplicate), stored for the exports, and each new plate enqueued once. The
 // batch id comes from the content, so the same input resumes the same batch instead of paying
 // again; a restart mid-ingest skips the rows already stored and adds no job twice.
+import { clock } from '../clock.js';
 import { BatchArchivedError, InputError, isError, RedisFullError } from '../errors.js';
 import type { BatchInfo, IngestRow } from '../queue/batch/store.js';
 import type { PriorityClass } from '../queue/types.js';
@@ -181,7 +182,7 @@ async function addTraced(services: QueueServices, batch: BatchInfo, chunk: Inges
   const roots = startPlateTraces(plates, attributes, services.config.tracePlates);
   try {
     // Kept before the plates are listed: a feed may pick them the moment they are.
-    await traces.keep(batch, roots.carried, Date.now());
+    await traces.keep(batch, roots.carried, clock.now());
     await services.batches.addRows(batch, chunk, services.scheduler);
   } finally {
     roots.end();

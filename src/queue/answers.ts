@@ -16,6 +16,7 @@
 
 import { createHash } from 'node:crypto';
 import type { Account } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 import type { AnswerShape, KeptAnswer } from '../upstream/answers.js';
@@ -64,7 +65,7 @@ export class AnswerBook {
     if (shared === null) return undefined;
     const key = this.#keys.answers(accountId);
     if ((await this.#redis.hsetnx(key, 'shape', shared)) === 1)
-      await this.#redis.hset(key, 'at', String(now ?? Date.now()), 'via', 'upstream');
+      await this.#redis.hset(key, 'at', String(now ?? clock.now()), 'via', 'upstream');
     return parseShape(shared);
   }
 
@@ -72,7 +73,7 @@ export class AnswerBook {
    * Whether the account still meets its upstream (no plate of its own or of its upstream read end
    * to end yet): asked of Redis until the answer is no, then never again in this process.
    */
-  async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now = Date.now()): Promise<boolean> {
+  async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now = clock.now()): Promise<boolean> {
     if (this.#met.has(account.id)) return false;
     if (now - (this.#meeting.get(account.id) ?? Number.NEGATIVE_INFINITY) < MEETING_READ_MS) return true;
     if ((await this.understood(account.id, upstreamOf(account), now)) === undefined) {

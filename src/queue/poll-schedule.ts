@@ -8,6 +8,7 @@
 // (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
 // Later polls back off exponentially up to a cap.
 
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
@@ -202,10 +203,12 @@ export class PollLearner {
     let samples = this.#samples.get(product);
     if (!samples) this.#samples.set(product, (samples = []));
     samples.push(value, kind);
-    this.#sending ??= setTimeout(() => {
-      this.#sending = undefined;
-      void this.flush().catch(() => undefined);
-    }, OBSERVE_EVERY_MS).unref();
+    this.#sending ??= clock
+      .setTimeout(() => {
+        this.#sending = undefined;
+        void this.flush().catch(() => undefined);
+      }, OBSERVE_EVERY_MS)
+      .unref();
   }
 
   /**

@@ -3,7 +3,9 @@
 // the time into one sorted set every BEAT_MS; a process that has not written for STALE_MS is gone
 // (a crash leaves its entry, which simply ages out). One ZADD per process every 10 s: idle cost is
 // nil beside the pacing. Owner of `keys.workers`.
+
 import { hostname } from 'node:os';
+import { clock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
 
@@ -39,7 +41,7 @@ export class WorkerPresence {
   start(onError: (err: unknown) => void): () => Promise<void> {
     const beat = () => void this.beat().catch(onError);
     beat();
-    const timer = setInterval(beat, BEAT_MS);
+    const timer = clock.setInterval(beat, BEAT_MS);
     timer.unref();
     return async () => {
       clearInterval(timer);

@@ -1,7 +1,9 @@
 // Redis connections: how vqb connects, and the start-up checks every command runs. The names of
 // the keys live in keys.ts.
+
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import type { ReplyMappingFromOptions } from 'ioredis/built/types.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { isError, RedisUnavailableError, VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -159,7 +161,7 @@ export async function checkRedis(redis: RedisClient, where: RedisConnection, tim
     await Promise.race([
       redis.ping(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timed out')), timeoutMs);
+        timer = clock.setTimeout(() => reject(new Error('timed out')), timeoutMs);
       }),
     ]);
   } catch (err) {
@@ -265,7 +267,7 @@ export async function waitForRedisAtStart(
     let timer: NodeJS.Timeout | undefined;
     const stopped = await Promise.race([
       stop.then(() => true),
-      new Promise<false>((r) => (timer = setTimeout(() => r(false), 1_000))),
+      new Promise<false>((r) => (timer = clock.setTimeout(() => r(false), 1_000))),
     ]);
     clearTimeout(timer);
     if (stopped) return false;

@@ -6,9 +6,11 @@
 // say why the line waits (reason `redis_down` / `redis_full`).
 //
 // Connections are made in src/redis/connection.ts; whoever makes one calls `health.watch` on it.
+
 import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisWaitReason } from '../accounts/wait.js';
+import { clock } from '../clock.js';
 import { RedisFullError } from '../errors.js';
 import type { RedisClient } from './connection.js';
 
@@ -189,9 +191,9 @@ export class RedisHealth {
   heartbeat(redis: RedisClient, everyMs = 2_000, timeoutMs = 5_000): () => void {
     let pending = false;
     let since = 0;
-    const timer = setInterval(() => {
+    const timer = clock.setInterval(() => {
       if (pending) {
-        if (Date.now() - since > timeoutMs && this.#state === 'up')
+        if (clock.now() - since > timeoutMs && this.#state === 'up')
           this.#set(
             'down',
             new Error(`redis is not answering (no reply to PING for ${Math.round(timeoutMs / 1000)} s)`),
@@ -199,7 +201,7 @@ export class RedisHealth {
         return;
       }
       pending = true;
-      since = Date.now();
+      since = clock.now();
       redis.ping().then(
         () => {
           pending = false;

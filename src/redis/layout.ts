@@ -8,9 +8,11 @@
 // Every key is copied with DUMP/RESTORE (RENAME cannot cross slots on a Cluster) and the old key
 // deleted only once its copy is stored, so a migration cut off anywhere is resumed by the next
 // `vqb migrate`: a new key that already exists is the copy an earlier run made, and wins.
+
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -132,10 +134,10 @@ export async function migrateLayout(
 
   const lockKey = `${layoutKey}:lock`;
   const token = randomBytes(16).toString('hex');
-  const deadline = Date.now() + waitMs;
+  const deadline = clock.now() + waitMs;
   for (;;) {
     if ((await redis.set(lockKey, token, 'PX', lockMs, 'NX')) === 'OK') break;
-    if (Date.now() > deadline)
+    if (clock.now() > deadline)
       throw new Error(
         `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
           `${lockKey}) and it did not finish within ${waitMs} ms`,
@@ -164,7 +166,7 @@ export async function migrateLayout(
 function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: number) {
   const redis = withScripts(client, ['lock-extend', 'lock-release']);
   let lost: Error | undefined;
-  const timer = setInterval(
+  const timer = clock.setInterval(
     () => {
       redis.vqbLockExtend(lockKey, token, lockMs).then(
         (ok) => {
@@ -244,7 +246,7 @@ async function migrate(
 
 /** One run of the move to layout 2: what it has moved, and the batch → account look-ups it made. */
 class LayoutMove {
-  readonly #started = Date.now();
+  readonly #started = clock.now();
   // The old names are no longer in keys.ts: this module is the one place that still knows them.
   readonly #G: string;
   readonly #oldQueuePrefix: string;
@@ -278,8 +280,8 @@ class LayoutMove {
 
   /** A migration of millions of keys takes minutes: a line now and then says it is alive. */
   #progress(): void {
-    if (Date.now() - this.#lastProgress < PROGRESS_EVERY_MS) return;
-    this.#lastProgress = Date.now();
+    if (clock.now() - this.#lastProgress < PROGRESS_EVERY_MS) return;
+    this.#lastProgress = clock.now();
     this.log('key layout: still moving', { moved: this.#moved });
   }
 
@@ -450,7 +452,7 @@ class LayoutMove {
   /** Says the move is over (when there was one) and how many keys it moved. */
   done(): number {
     if (this.#announced)
-      this.log('key layout: the Redis data is in layout 2', { moved: this.#moved, ms: Date.now() - this.#started });
+      this.log('key layout: the Redis data is in layout 2', { moved: this.#moved, ms: clock.now() - this.#started });
     return this.#moved;
   }
 }

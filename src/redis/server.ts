@@ -2,6 +2,7 @@
 // (so the quick start needs nothing but Debian's redis-server package), and tests that must
 // restart or reconfigure Redis start theirs the same way; the cluster tests and the bench's
 // `cluster` step start a throwaway Redis Cluster of several such servers.
+
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { clock } from '../clock.js';
 import { VqbError } from '../errors.js';
 
 export const INSTALL_HINT = 'apt-get install redis-server';
@@ -75,7 +77,7 @@ export async function spawnRedisServer(options: {
   });
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   probe.on('error', () => {});
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  const deadline = clock.now() + (options.timeoutMs ?? 10_000);
   try {
     for (;;) {
       if (failure) throw failure;
@@ -86,14 +88,14 @@ export async function spawnRedisServer(options: {
       } catch {
         probe.disconnect();
       }
-      if (Date.now() > deadline) {
+      if (clock.now() > deadline) {
         child.kill('SIGKILL');
         throw new VqbError(
           'REDIS_SERVER_FAILED',
           `redis-server on port ${port} did not answer within ${options.timeoutMs ?? 10_000} ms`,
         );
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => clock.setTimeout(r, 100));
     }
   } finally {
     probe.disconnect();
@@ -230,14 +232,14 @@ export async function startThrowawayCluster(masters = 3): Promise<ThrowawayClust
       return redis;
     });
     try {
-      const deadline = Date.now() + 30_000;
+      const deadline = clock.now() + 30_000;
       for (;;) {
         const infos = await Promise.all(probes.map((r) => r.cluster('INFO')));
         const known = new RegExp(`cluster_known_nodes:${masters}\\b`);
         if (infos.every((info) => /cluster_state:ok/.test(info) && known.test(info))) break;
-        if (Date.now() > deadline)
+        if (clock.now() > deadline)
           throw new VqbError('REDIS_SERVER_FAILED', `the cluster of ${masters} did not reach cluster_state:ok in 30 s`);
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => clock.setTimeout(r, 100));
       }
     } finally {
       for (const r of probes) r.disconnect();

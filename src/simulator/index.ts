@@ -4,6 +4,7 @@
 //   - faults (errorRate, dropRate) are drawn after the request was counted against the rate
 //     limit and quota, as a failed request upstream still costs quota;
 //   - dropAfterCreateRate creates the query and then drops the connection (outcome unknown).
+import { clock } from '../clock.js';
 import { SimulatorEngine } from './engine.js';
 import type { KeyInfo } from './keys.js';
 import { DEFAULT_OPTIONS, type KeySpec, resolveOptions, type SimulatorOptions } from './options.js';
@@ -79,7 +80,7 @@ export function formatBanner(handle: SimulatorHandle): string {
   for (const k of handle.keys.list()) {
     const state = k.revoked
       ? ' (revoked)'
-      : k.expiresAt && Date.parse(k.expiresAt) <= Date.now()
+      : k.expiresAt && Date.parse(k.expiresAt) <= clock.now()
         ? ` (expired ${k.expiresAt})`
         : '';
     lines.push(`  key ${k.key}: ${k.permissions.join(', ') || 'no permissions'}${state}`);

@@ -1,8 +1,10 @@
 // The HTTP layer: read the request, ask the engine (or the admin handler) what to do, then wait
 // the chosen latency and write the reply, or destroy the socket for a dropped request.
 // node:http rather than a framework, because dropping a connection mid-request needs the socket.
+
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { clock } from '../clock.js';
 import { handleAdmin, isAdminPath } from './admin.js';
 import type { SimulatorEngine } from './engine.js';
 import { errorReply, type Reply } from './reply.js';
@@ -99,13 +101,13 @@ function carryOut(req: IncomingMessage, res: ServerResponse, reply: Reply, pendi
     // cut: part of the body, then a reset; stall: the headers only, the socket left open.
     res.flushHeaders();
     if (reply.kind === 'cut')
-      res.write(bytes.subarray(0, reply.sendBytes), () => setTimeout(() => req.socket.destroy(), 20));
+      res.write(bytes.subarray(0, reply.sendBytes), () => clock.setTimeout(() => req.socket.destroy(), 20));
   };
   if (reply.delayMs <= 0) {
     act();
     return;
   }
-  const timer = setTimeout(() => {
+  const timer = clock.setTimeout(() => {
     pending.delete(timer);
     act();
   }, reply.delayMs);

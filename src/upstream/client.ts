@@ -1,7 +1,9 @@
 // The paid API, as two calls. Each call sends exactly one request: retries belong to the queue,
 // which knows about attempts, deadlines and the global pace; a retry here would spend quota behind
 // its back. Every answer's X-RateLimit-* headers update a snapshot the worker reads to pause early.
+
 import { Agent, type Dispatcher, errors as undiciErrors } from 'undici';
+import { clock } from '../clock.js';
 import { isVqbError } from '../errors.js';
 import { type Attributes, annotate, tracing } from '../telemetry/index.js';
 import type { AnswerMapping, KeptAnswer } from './answers.js';
@@ -180,7 +182,7 @@ export class UpstreamClient {
       await options.ready?.();
       sentAt = this.#now();
       key = await this.#apiKey();
-      boundTimer = setTimeout(() => bound.abort(timeoutReason()), this.#requestTimeoutMs * 2);
+      boundTimer = clock.setTimeout(() => bound.abort(timeoutReason()), this.#requestTimeoutMs * 2);
       const response = await this.#dispatcher.request({
         origin: this.#origin,
         path: this.#basePath + path,

@@ -2,8 +2,10 @@
 // `vqb check` shows the raw answers beside how vqb read them, which the client (client.ts) does not
 // keep: it reads an answer and lets the text go. Same contract as the client (the bare key in
 // x-api-key, JSON content type on both calls), one request each, no retry.
+
 import { randomUUID } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
+import { clock } from '../clock.js';
 import { boundText } from './bounds.js';
 import { NETWORK_CODES as CLIENT_NETWORK_CODES } from './client.js';
 import {
@@ -180,7 +182,7 @@ export function readAnswer(
   answer: RawAnswer,
   operation: 'create' | 'get',
   knownQueryId?: string,
-  now: number = Date.now(),
+  now: number = clock.now(),
   reader: AnswerReader = answerReader(),
 ): AnswerReading {
   if (answer.networkError) {

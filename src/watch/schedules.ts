@@ -4,7 +4,9 @@
 // round that must start at another time than the schedule's (the window opens, the round it
 // waited for ended, the budget was raised) is a one-off job whose id says which round it is, so
 // two processes asking for it make one job.
+
 import { Queue } from 'bullmq';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { WatchRef } from './store.js';
@@ -73,7 +75,7 @@ export class WatchSchedules {
 
   /** A round outside the schedule, at `at` (now when omitted); `why` makes its id: one job per reason. */
   async once(ref: WatchRef, why: string, at?: number): Promise<void> {
-    const delay = at === undefined ? 0 : Math.max(0, at - Date.now());
+    const delay = at === undefined ? 0 : Math.max(0, at - clock.now());
     await this.queue.add(
       ROUND_JOB,
       { account: ref.account, name: ref.name },

@@ -10,6 +10,7 @@
 // exception: a host the allow-list names exactly (`127.0.0.1`, `hooks.corp:8443`, not `*.corp`)
 // is the operator's own receiver and may be internal; a wildcard never opens an internal range.
 
+import { clock } from '../clock.js';
 import { InputError } from '../errors.js';
 import type { Secret } from '../setting-values.js';
 import { forbiddenAddress, forbiddenName, ipLiteral, type Resolve } from './address.js';
@@ -141,7 +142,7 @@ export async function checkCallbackTarget(
   );
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(unresolved), settings.timeoutMs);
+    timer = clock.setTimeout(() => reject(unresolved), settings.timeoutMs);
   });
   try {
     const answers = await Promise.race([resolve(url.hostname), late]).catch(() => {

@@ -200,6 +200,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'time-text.ts',
     'words.ts',
     'telemetry/',
+    'clock.ts',
   ],
 ];
 

@@ -1,5 +1,7 @@
 // GET /healthz, without a token: can this process reach Redis, and is the line moving?
+
 import type { FastifyInstance } from 'fastify';
+import { clock } from '../../clock.js';
 import { canSee, type TokenAuth } from '../../http/auth.js';
 import { jsonReply } from '../../http/openapi.js';
 import type { RedisClient } from '../../redis/connection.js';
@@ -17,7 +19,7 @@ export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_
     const answer = await Promise.race([
       redis.ping(),
       new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), timeoutMs);
+        timer = clock.setTimeout(() => resolve(undefined), timeoutMs);
       }),
     ]);
     return answer === 'PONG';

@@ -1,8 +1,10 @@
 // /v1/watches: watch lists over HTTP (docs/watch.md), tenant-scoped like batches: a token sees and
 // changes only its accounts' watches; another account's answers 404 WATCH_NOT_FOUND, as if absent.
+
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { clock } from '../../clock.js';
 import type { Scope } from '../../http/auth.js';
 import { jsonReply, ref } from '../../http/openapi.js';
 import { errorResponses, requestSchema, zodValidator } from '../../http/validation.js';
@@ -134,7 +136,7 @@ function oneRoutes(app: FastifyInstance, { watches, found }: Pick<WatchKit, 'wat
     async (request) => {
       const ref = await found(request, request.params.name, request.query.account);
       const { perMonth, addPlates, removePlates } = request.body;
-      const now = Date.now();
+      const now = clock.now();
       if (addPlates !== undefined) await watches.store.addPlates(ref, checkWatchPlates(addPlates).plates, now);
       if (removePlates !== undefined) await watches.store.removePlates(ref, checkWatchPlates(removePlates).plates, now);
       if (perMonth !== undefined) await watches.setBudget(ref, perMonth);

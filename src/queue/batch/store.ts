@@ -6,6 +6,7 @@
 // (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
 
 import { randomBytes } from 'node:crypto';
+import { clock } from '../../clock.js';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchKey, BatchRef, VqbKeys } from '../../redis/keys.js';
 import { BATCH_ID } from '../../redis/keys.js';
@@ -275,7 +276,7 @@ export class BatchStore {
         told = true;
         onWait(Math.max(0, await this.#redis.pttl(key)));
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => clock.setTimeout(r, 100));
     }
     return {
       refresh: async () => {
