@@ -5,6 +5,7 @@
 // requests ÷ its real limit; vqb ÷ BullMQ by hand and ÷ a naive script under the same upstream),
 // checked against bench/cold-thresholds.json; the run fails naming each figure that misses. `.ci/run`
 // runs it (`gate`: shorter windows, under 3 minutes on 2 cores); `--full` runs the issue's figures.
+
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -30,6 +31,7 @@ import {
   VQB_BIN,
   type WorkerChild,
 } from './procs.js';
+import { monitorRedis } from './redis-monitor.js';
 import { BULLMQ_PEER_MODULE, commandsBetween, Probe } from './scale.js';
 import { PEER_MODULE } from './upstream.js';
 
@@ -243,23 +245,17 @@ async function measureContact(plates: number, concurrency: number): Promise<Cont
       const settings = { ...(await settingsFor(place, sim, ONE_KEY, dir)), VQ_CONCURRENCY: String(concurrency) };
       const worker = await startWorkerChild({ ...settings, LOG_LEVEL: 'info' });
       const vqb = await createVqb({ env: {}, settings: { ...settings, LOG_LEVEL: 'silent' } as Overrides });
-      const watcher = new Redis(place.url, { connectionName: 'vqb-bench-cold-monitor' });
       const seen: { at: number; inner: boolean }[] = [];
+      let monitor: { stop(): void } | undefined;
       try {
-        const monitor = await watcher.monitor();
-        // MONITOR lines already under way when it is disconnected reach a connection no longer in
-        // monitor mode, which reads them as replies nobody asked for ("Command queue state error")
-        // and emits an error: unheard, it ended the gate run (on a loaded machine).
-        monitor.on('error', () => undefined);
-        monitor.on('monitor', (time: string, args: string[], source: string) => {
+        monitor = await monitorRedis(place.url, ({ at, args, source }) => {
           const command = (args[0] ?? '').toLowerCase();
-          if (command !== 'monitor' && command !== 'info')
-            seen.push({ at: Number(time) * 1_000, inner: source === 'lua' });
+          if (command !== 'monitor' && command !== 'info') seen.push({ at, inner: source === 'lua' });
         });
         await vqb.enqueue(platesFrom(0, plates), { batchId: 'cold', name: 'cold' });
         const from = Date.now();
         while ((await sim.stats()).creates < 2) await sleep(50);
-        monitor.disconnect();
+        monitor.stop();
         const { c1, c2, read } = await firstTwo(sim);
         const during = seen.filter((c) => c.at >= from && c.at <= read);
         const seconds = Math.max(0.001, (read - from) / 1_000);
@@ -270,7 +266,7 @@ async function measureContact(plates: number, concurrency: number): Promise<Cont
           withInnerPerS: round(during.length / seconds, 1),
         };
       } finally {
-        watcher.disconnect();
+        monitor?.stop();
         await vqb.close();
         await worker.stop();
         await sim.stop();

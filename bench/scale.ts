@@ -4,6 +4,7 @@
 // redis-server of this step's own (a free port, saving nothing), so no other client's traffic is
 // in its counters: commands are INFO's total_commands_processed (Lua's inner calls included),
 // broken down by INFO commandstats; this step's own INFO and HMGET calls are subtracted.
+
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import {
   startWorkerChild,
   type WorkerChild,
 } from './procs.js';
+import { monitorRedis } from './redis-monitor.js';
 import type { StepContext } from './upstream.js';
 
 export const BULLMQ_PEER_MODULE = fileURLToPath(new URL('./bullmq-peer.js', import.meta.url));
@@ -391,16 +393,11 @@ function scriptNames(): Map<string, string> {
  */
 function byScript(redisUrl: string, counts: Map<string, number>, calls: Map<string, number>): Watcher {
   const names = scriptNames();
-  let client: Redis | undefined;
-  let monitor: Awaited<ReturnType<Redis['monitor']>> | undefined;
+  let monitor: { stop(): void } | undefined;
   let current = '';
   return {
     async start() {
-      client = new Redis(redisUrl, { connectionName: 'vqb-bench-monitor' });
-      monitor = await client.monitor();
-      // A MONITOR line under way when it is disconnected is read as a reply nobody asked for (bench/cold.ts).
-      monitor.on('error', () => undefined);
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      monitor = await monitorRedis(redisUrl, ({ args, source }) => {
         const command = (args[0] ?? '').toLowerCase();
         if (source !== 'lua') {
           if (command === 'monitor') return;
@@ -420,8 +417,7 @@ function byScript(redisUrl: string, counts: Map<string, number>, calls: Map<stri
       });
     },
     async stop() {
-      monitor?.disconnect();
-      client?.disconnect();
+      monitor?.stop();
     },
   };
 }

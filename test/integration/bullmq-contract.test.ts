@@ -3,17 +3,19 @@
 // texts (key names, job hash fields, the lock, the marker), its key layout, its Worker's members;
 // then the same at run time on a private prefix (a real Worker on vqb's quiet backend). Each check
 // is also shown failing on a simulated change (a patched script, a fake class).
+
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { DelayedError, type Job, Queue, QueueKeys, RedisQueueBackend, Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
+import { monitorRedis } from '../../bench/redis-monitor.js';
 import { checkQueueKeys, checkScripts, checkWorker, type ScriptText } from '../../src/engine/bullmq/contract.js';
 import { JOB_FIELDS, jobKeyPrefix, jobKeys, queueKeys, wakeAt } from '../../src/engine/bullmq/keys.js';
 import { quietBackend, type WaitHooks, wakeMainLoop } from '../../src/engine/bullmq/worker.js';
 import { JobFence } from '../../src/queue/job-fence.js';
 import type { PlateJobData } from '../../src/queue/types.js';
-import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
+import { REDIS_URL, type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 const COMMANDS = join(dirname(createRequire(import.meta.url).resolve('bullmq')), 'commands');
 const installed: ScriptText = (file) => readFileSync(join(COMMANDS, file), 'utf8');
@@ -236,13 +238,11 @@ describe('at run time, on a private prefix', () => {
     await second!.updateData(data);
     await second!.changePriority({ priority: 3 });
 
-    const watcher = ctx.redis.duplicate();
-    closers.push(async () => void watcher.disconnect());
-    const monitor = await watcher.monitor();
     let commands: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const monitor = await monitorRedis(REDIS_URL, ({ args, source }) => {
       if (source !== 'lua' && args.some((a) => a.includes(ctx.prefix))) commands.push(String(args[0]).toLowerCase());
     });
+    closers.push(async () => monitor.stop());
     const counted = async (step: () => Promise<unknown>): Promise<string[]> => {
       commands = [];
       await step();
@@ -257,7 +257,7 @@ describe('at run time, on a private prefix', () => {
       await second!.updateData({ ...next, polls: 1 });
       await second!.changePriority({ priority: 1 });
     });
-    monitor.disconnect();
+    monitor.stop();
     expect(fenced).toEqual(['evalsha']);
     expect(plain).toEqual(['evalsha', 'evalsha']);
     expect(await ctx.redis.hget(jobKeys(first!).hash, JOB_FIELDS.priority)).toBe('1');
