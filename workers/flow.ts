@@ -97,6 +97,17 @@ const WAIT_HERE_MS = 2_000;
 const REACH_CHECK_MS = 5_000;
 
 /** A failure that says the upstream is not reachable or not working: no answer, or a 5xx. */
+/**
+ * How long a 429 holds the account: its Retry-After, except that a learned rate already stepped
+ * down (within a per-second window the excess clears in a few intervals), so a 429 asking for
+ * "1 s" idles the account no longer than about three intervals.
+ */
+export function rateLimitHoldMs(retryAfterMs: number, rate: { source: string; perSecond: number }): number {
+  if (rate.source === 'learned' && retryAfterMs <= 1_000)
+    return Math.min(retryAfterMs, Math.max(50, 3_000 / rate.perSecond));
+  return retryAfterMs;
+}
+
 export function isUnreachable(err: AnyUpstreamError): boolean {
   return err.kind === 'transient' && (err.status === 0 || err.status >= 500);
 }
@@ -569,9 +580,7 @@ export class AccountFlow {
       const rate = await this.#d.line.learn('429', undefined, this.#d.jitterMs, slot);
       this.#metrics.rate?.(this.accountId, rate.perSecond, rate.source);
       this.#logRate(rate, log);
-      // A learned rate already stepped down: within a per-second window the excess clears in
-      // a few intervals, so a 429 asking for "1 s" idles the account no longer than that.
-      if (rate.source === 'learned' && ms <= 1_000) ms = Math.min(ms, Math.max(50, 3_000 / rate.perSecond));
+      ms = rateLimitHoldMs(ms, rate);
     }
     if (await this.#d.line.hold(ms, reason)) {
       this.#metrics.waited(this.accountId, reason, ms);

@@ -2,6 +2,7 @@
 // read the test's `now` instead of Redis TIME, driven by virtual requesters that ask for slots,
 // "send" at their slot's start and hear an answer some virtual ms later. Thousands of slots run in
 // about a second of real time, with no sleeps; a run's sends are then checked against the limit.
+
 import type { Account } from '../../src/accounts/account.js';
 import type { Config } from '../../src/config.js';
 import { openAccountQueue } from '../../src/queue/account-queues.js';
@@ -10,6 +11,7 @@ import type { RedisClient } from '../../src/redis/connection.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { type Limiter, retryAfterSeconds } from '../../src/simulator/limiter.js';
 import type { RateLimitHeaders } from '../../src/upstream/timing.js';
+import { rateLimitHoldMs } from '../../workers/flow.js';
 
 /** A test's clock: `now` is whatever the test set last. */
 export class VirtualClock {
@@ -145,9 +147,7 @@ async function hear(
 ) {
   if (answer.ok) return line.learn('ok', answer.said, jitterMs);
   const rate = await line.learn('429', undefined, jitterMs, answer.slot);
-  let ms = answer.retryAfterMs;
-  if (rate.source === 'learned' && ms <= 1_000) ms = Math.min(ms, Math.max(50, 3_000 / rate.perSecond));
-  await line.hold(ms, 'rate_limit');
+  await line.hold(rateLimitHoldMs(answer.retryAfterMs, rate), 'rate_limit');
   return rate;
 }
 
