@@ -4,14 +4,13 @@
 // stays on one line at 1280 px (it wrapped onto five); every time shown names its zone
 // (VQ_TIME_ZONE, issue 46, 12). Screenshots go to out/test/browser/list-*.png.
 import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpApi } from '../../src/server.js';
 import { launchChromium, SHOTS } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { listenApi } from '../helpers/http.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const ZONE = 'America/Sao_Paulo';
@@ -52,9 +51,7 @@ beforeAll(async () => {
       VQ_TIME_ZONE: ZONE,
     },
   });
-  app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  ({ app, base } = await listenApi(h));
   browser = await launchChromium();
 });
 

@@ -1,5 +1,10 @@
 // Calling the HTTP API as a client would (fetch over a real port), and checking our error shape.
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import type { Config } from '../../src/config.js';
+import { createHttpApi } from '../../src/server.js';
+import type { Harness } from './engine.js';
 
 export interface Answer {
   status: number;
@@ -67,4 +72,14 @@ export function expectError(answer: Pick<Answer, 'status' | 'json' | 'text'>, st
   expect(Object.keys(answer.json).sort()).toEqual(['error', 'statusCode']);
   expect(Object.keys(answer.json.error).sort()).toEqual(['code', 'message']);
   expect(answer.text).not.toMatch(/\bat .+\.(ts|js):\d+/);
+}
+
+/** The HTTP API (and console) of `h` on a free loopback port, in this process: close it with `app.close()`. */
+export async function listenApi(
+  h: Harness,
+  config: Config = h.config,
+): Promise<{ app: FastifyInstance; base: string }> {
+  const app = await createHttpApi({ services: h.services, config, logger: h.logs.logger });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }

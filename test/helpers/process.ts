@@ -139,3 +139,34 @@ export async function cli(
   });
   return { code, stdout: out, stderr: err };
 }
+
+/**
+ * `node <file> <args>` as an application would run it against `h`'s Redis, simulator and key
+ * (`env` adds to that), from the repository's root: its exit code and what it printed.
+ */
+export async function runNodeProgram(
+  h: Harness,
+  file: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ exit: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [file, ...args], {
+    cwd: resolve(import.meta.dirname, '../..'),
+    env: {
+      PATH: process.env.PATH,
+      REDIS_URL: h.config.redisUrl,
+      VQ_PREFIX: h.config.prefix,
+      VQ_BASE_URL: h.sim.url,
+      VQ_API_KEY_FILE: h.keyFile,
+      VQ_POLL_INITIAL: '300ms',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const [exit] = (await once(child, 'exit')) as [number];
+  return { exit, stdout, stderr };
+}

@@ -1,13 +1,13 @@
 // The library example of docs/library.md, run as a user would: extracted from the page, executed with
 // node against the built package (self-referenced as 'vqb'), the simulator and real Redis; and
 // type-checked as a TypeScript user's code against the built declarations (dist/*.d.ts).
-import { execFile, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { useHarness } from '../helpers/engine.js';
+import { runNodeProgram } from '../helpers/process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const harness = useHarness();
@@ -59,24 +59,7 @@ describe('the library example (docs/library.md)', () => {
     onTestFinished(() => rm(folder, { recursive: true, force: true }));
     const file = join(folder, 'example.mjs');
     await writeFile(file, code);
-    const child = spawn(process.execPath, [file], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: h.config.redisUrl,
-        VQ_PREFIX: h.config.prefix,
-        VQ_BASE_URL: h.sim.url,
-        VQ_API_KEY_FILE: h.keyFile,
-        VQ_POLL_INITIAL: '300ms',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const [exit] = (await once(child, 'exit')) as [number];
+    const { exit, stdout, stderr } = await runNodeProgram(h, file, [], { LOG_LEVEL: 'warn' });
     expect(stderr).toBe('');
     expect(exit).toBe(0);
     expect(stdout).toContain('2 done, 1 rejected');

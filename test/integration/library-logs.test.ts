@@ -3,8 +3,6 @@
 // The first case runs a program against the built package (self-referenced as 'vqb', as an
 // application imports it; needs `npm run build`): pino writes to the file descriptor itself, past
 // anything a test could patch in-process.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
@@ -12,6 +10,7 @@ import { pino } from 'pino';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { createVqb } from '../../src/index.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
+import { runNodeProgram } from '../helpers/process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const harness = useHarness();
@@ -33,24 +32,7 @@ describe('the library and logs', () => {
     onTestFinished(() => rm(folder, { recursive: true, force: true }));
     const file = join(folder, 'app.mjs');
     await writeFile(file, PROGRAM);
-    const child = spawn(process.execPath, [file, ...makePlates(3)], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        REDIS_URL: h.config.redisUrl,
-        VQ_PREFIX: h.config.prefix,
-        VQ_BASE_URL: h.sim.url,
-        VQ_API_KEY_FILE: h.keyFile,
-        VQ_POLL_INITIAL: '300ms',
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const [exit] = (await once(child, 'exit')) as [number];
+    const { exit, stdout, stderr } = await runNodeProgram(h, file, makePlates(3), { LOG_LEVEL: 'info' });
     expect(stderr).toBe('');
     expect(stdout).toBe('app: 3 done\n');
     expect(exit).toBe(0);

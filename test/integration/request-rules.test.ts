@@ -3,15 +3,13 @@
 // typed error, in the same words, from `vqb run`, the HTTP API and the library, and nothing is
 // stored or paid. `vqb run` used to raise its own usage error ("--batch-id: …") for it.
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VqbError } from '../../src/errors.js';
 import { enqueue } from '../../src/producers/enqueue.js';
-import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { apiCall } from '../helpers/http.js';
+import { apiCall, listenApi } from '../helpers/http.js';
 import { cli } from '../helpers/process.js';
 
 const harness = useHarness();
@@ -28,9 +26,7 @@ describe("a request's own rules, one place for every door", () => {
     const run = await cli(h, ['run', file, '--batch-id', BAD]);
     expect(run.code, run.stderr).toBe(2);
 
-    const app = await createHttpApi({ services: h.services, config: h.config, logger: h.logs.logger });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const { app, base } = await listenApi(h);
     const api = await apiCall(base, TOKEN, '/v1/batches', { json: { plates, batchId: BAD } });
     await app.close();
     expect(api.status).toBe(400);

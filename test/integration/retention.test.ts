@@ -6,7 +6,6 @@
 // simulator over HTTP, the clock injected (no 30-day sleep).
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -15,13 +14,12 @@ import type { Config } from '../../src/config.js';
 import { ingestList } from '../../src/producers/enqueue.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { Retention } from '../../src/retention.js';
-import { createHttpApi } from '../../src/server.js';
 import { Secret } from '../../src/setting-values.js';
 import { BatchArchive } from '../../src/sinks/archive.js';
 import { batchExportSource } from '../../src/sinks/batch-source.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { apiCall, type CallOptions, expectError } from '../helpers/http.js';
+import { apiCall, type CallOptions, expectError, listenApi } from '../helpers/http.js';
 import { cli, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
@@ -58,9 +56,7 @@ async function serve(
   base: string;
   call(path: string, options?: CallOptions): ReturnType<typeof apiCall>;
 }> {
-  const app = await createHttpApi({ services: h.services, config, logger: h.logs.logger });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const { app, base } = await listenApi(h, config);
   return { app, base, call: (path, options) => apiCall(base, TOKEN, path, options) };
 }
 
