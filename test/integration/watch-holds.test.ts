@@ -69,10 +69,14 @@ describe('watch rounds that hold', () => {
     const ref = { account: 'a', name: 'slow' };
     await watches.add({ name: 'slow', account: 'a', every: '1s' }, plates(10, 'OVL'), ['a']);
     await waitFor(async () => (await watches.show(ref)).state === 'overlap', 20_000, 'overlap said');
-    // On a loaded machine the poll may first see a later overlap; round 1 (2.5-3 s against a 1 s
-    // schedule) always overlaps, and the log keeps what was said about it.
-    expect((await watches.show(ref)).reason).toMatch(/round \d+ still running when round \d+ came due/);
-    expect(h.logs.lines.some((l) => /round 1 still running when round 2 came due/.test(String(l.msg)))).toBe(true);
+    // Which round is the first to be still running when a fire comes is the scheduler's timing on a
+    // loaded machine (a fire late by the round's 2.5-3 s finds round 1 closed: CI saw it), so the
+    // test holds what is always true: the overlap said names a round and the one after it.
+    const said = (await watches.show(ref)).reason?.match(/round (\d+) still running when round (\d+) came due/);
+    expect(said).toBeTruthy();
+    expect(Number(said![2])).toBe(Number(said![1]) + 1);
+    const logged = h.logs.lines.map((l) => /round (\d+) still running when round (\d+) came due/.exec(String(l.msg)));
+    expect(logged.some((m) => m !== null && Number(m[2]) === Number(m[1]) + 1)).toBe(true);
     await waitFor(async () => (await watches.store.round(ref, 3))?.closedAt !== undefined, 40_000, 'round 3 compared');
     await watches.pause(ref);
     // A round running when the watch was paused finishes and is compared.
