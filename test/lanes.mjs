@@ -10,7 +10,10 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
+// `rest` is mostly waiting (child processes, servers, timers): its files run three at a time, each
+// with its own Redis prefix, simulator and temp dirs; `paced` stays one file at a time.
 const LANES = ['paced', 'rest'];
+const PARALLEL = { paced: [], rest: ['--fileParallelism', '--maxWorkers', process.env.VQ_TEST_WORKERS ?? '3'] };
 const args = process.argv.slice(2);
 const vitest = new URL('../node_modules/vitest/vitest.mjs', import.meta.url).pathname;
 
@@ -18,7 +21,7 @@ function lane(name) {
   return new Promise((resolve) => {
     const started = Date.now();
     const lines = [];
-    const child = spawn(process.execPath, [vitest, 'run', '--project', name, '--passWithNoTests', ...args], {
+    const child = spawn(process.execPath, [vitest, 'run', '--project', name, '--passWithNoTests', ...PARALLEL[name], ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
     });
