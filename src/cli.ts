@@ -2,6 +2,7 @@
 // turn typed errors into one readable line and an exit code (2 for usage/config, 1 otherwise).
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { DestinationStream } from 'pino';
 import type { CliIo, Command, CommandContext, OptionSpec } from './commands/command.js';
 import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } from './config.js';
 import { errorCodeEntry } from './error-codes.js';
@@ -246,7 +247,10 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       flags: parsed.values,
       config: () => (config ??= loadConfig(io.env, overridesFrom(parsed.values))),
       configWith: (forced) => loadConfig(io.env, { ...forced, ...overridesFrom(parsed.values) }),
-      logger: (c) => createLogger({ level: c.logLevel }),
+      // A process's logs go to fd 2 itself (pino's own destination); `main` run with other streams
+      // (a test, an embedding program) gets them on its stderr.
+      logger: (c) =>
+        createLogger({ level: c.logLevel }, io.stderr === process.stderr ? undefined : (io.stderr as DestinationStream)),
       io,
       print,
     };
