@@ -250,7 +250,10 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
       // A process's logs go to fd 2 itself (pino's own destination); `main` run with other streams
       // (a test, an embedding program) gets them on its stderr.
       logger: (c) =>
-        createLogger({ level: c.logLevel }, io.stderr === process.stderr ? undefined : (io.stderr as DestinationStream)),
+        createLogger(
+          { level: c.logLevel },
+          io.stderr === process.stderr ? undefined : (io.stderr as DestinationStream),
+        ),
       io,
       print,
     };
