@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 /**
  * The files whose assertions are rates and times (a key used at ≥ 0.9 of its limit, a batch done
  * before its deadline, a hold followed within so long): the lane `paced`. `npm test` runs the two
- * lanes at once (test/lanes.mjs), each one file at a time, so two of these never share the
- * machine; `rest` is everything else (the browser, clusters, the CLI), mostly waiting too.
+ * lanes at once (test/lanes.mjs): this one a file at a time, so two of these never share the
+ * machine; `rest` is everything else (the browser, clusters, the CLI), mostly waiting, three files
+ * at a time.
  */
 const PACED = [
   'test/integration/learned-rate.test.ts',
@@ -26,8 +27,8 @@ const ELSEWHERE = ['test/chaos/**', 'test/faults/**', 'node_modules/**'];
 
 export default defineConfig({
   test: {
-    // Integration files share one Redis server; each uses its own prefix, but within a lane files
-    // run one at a time, which keeps timing-sensitive pacing tests honest on a 2-core machine.
+    // Integration files share one Redis server, each with its own prefix. One file at a time unless
+    // asked (test/lanes.mjs asks it of `rest`), which keeps timing-sensitive pacing tests honest.
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 30_000,
