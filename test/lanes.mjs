@@ -22,10 +22,14 @@ function lane(name) {
   return new Promise((resolve) => {
     const started = Date.now();
     const lines = [];
-    const child = spawn(process.execPath, [vitest, 'run', '--project', name, '--passWithNoTests', ...PARALLEL[name], ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
-    });
+    const child = spawn(
+      process.execPath,
+      [vitest, 'run', '--project', name, '--passWithNoTests', ...PARALLEL[name], ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, FORCE_COLOR: process.env.FORCE_COLOR ?? '0' },
+      },
+    );
     for (const stream of [child.stdout, child.stderr]) {
       const out = stream === child.stdout ? process.stdout : process.stderr;
       createInterface({ input: stream }).on('line', (line) => {
