@@ -75,7 +75,15 @@ describe('idle accounts', () => {
   });
 
   it('20 busy accounts: a Worker each, and no more connections than idle (no Worker holds one of its own)', async () => {
-    h = await startHarness({ label: 'busy-conns', accounts: ACCOUNTS, workers: 0, sim: { completionMs: [300, 600] } });
+    // A server of its own, as above: connected_clients counts every test file's connections.
+    own = await startRedisServer();
+    h = await startHarness({
+      label: 'busy-conns',
+      accounts: ACCOUNTS,
+      workers: 0,
+      sim: { completionMs: [300, 600] },
+      redisUrl: own.url,
+    });
     const clientsBefore = await info('connected_clients', 'clients');
     const worker = h.startWorker();
     await sleep(500);
