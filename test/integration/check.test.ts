@@ -1,11 +1,12 @@
-// `vqb check` as a user runs it (spawned, against the simulator over HTTP): a key checked for free
-// (one line per account, documented exit codes, nothing created), and `--create` as the one paid
-// check, counted at the simulator. Needs `npm run build`.
+// `vqb check` as a user runs it (in process through main, against the simulator over HTTP): a key
+// checked for free (one line per account, documented exit codes, nothing created), and `--create` as
+// the one paid check, counted at the simulator. The refusal with no terminal is spawned (needs
+// `npm run build`).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { accountKey, useHarness } from '../helpers/engine.js';
-import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
+import { freePort, harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -29,7 +30,7 @@ describe('vqb check', () => {
     await writeFile(file, JSON.stringify({ accounts }));
     const env = harnessEnv(h, { VQ_ACCOUNTS_FILE: file });
 
-    const all = await spawnVqb(['check'], env).done;
+    const all = await runVqb(['check'], env);
     const lines = all.stdout.trimEnd().split('\n');
     expect(lines, all.stderr).toHaveLength(4);
     expect(lines[0]).toMatch(
@@ -47,11 +48,11 @@ describe('vqb check', () => {
     // Each alone: its own exit code (docs/cli.md).
     const codes: Record<string, number | null> = {};
     for (const id of ['works', 'expired', 'noview', 'gone']) {
-      codes[id] = (await spawnVqb(['check', '--account', id], env).done).code;
+      codes[id] = (await runVqb(['check', '--account', id], env)).code;
     }
     expect(codes).toEqual({ works: 0, expired: 3, noview: 3, gone: 1 });
 
-    const json = await spawnVqb(['check', '--json'], env).done;
+    const json = await runVqb(['check', '--json'], env);
     const report = JSON.parse(json.stdout) as { accounts: { account: string; verdict: string }[]; exitCode: number };
     expect(report.accounts.map((a) => [a.account, a.verdict])).toEqual([
       ['works', 'ok'],
@@ -71,7 +72,7 @@ describe('vqb check', () => {
   it('--create ABC1D23 --yes sends exactly one create, follows it to the end and prints the raw answers', async () => {
     const h = await harness.start({ label: 'checkc', workers: 0, sim: { completionMs: [300, 600] } });
     const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' });
-    const run = await spawnVqb(['check', '--create', 'ABC1D23', '--yes'], env).done;
+    const run = await runVqb(['check', '--create', 'ABC1D23', '--yes'], env);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('one create of ABC1D23');
     expect(run.stdout).toContain('R$ 0,35');
@@ -85,7 +86,7 @@ describe('vqb check', () => {
     expect(h.sim.stats().countedCreates).toBe(1);
     // The paid check is in the day's cost report, so the invoice still reconciles.
     expect(run.stdout).toMatch(/counted in `vqb cost` \(today, account default\)/);
-    const cost = JSON.parse((await spawnVqb(['cost', '--days', '1', '--json'], env).done).stdout) as {
+    const cost = JSON.parse((await runVqb(['cost', '--days', '1', '--json'], env)).stdout) as {
       counts: { createsSent: number; pollsSent: number };
       spend: { amount: number }[];
     }[];
@@ -97,10 +98,11 @@ describe('vqb check', () => {
   it('--create asks first: with no terminal and no --yes it refuses, and an invalid plate never leaves', async () => {
     const h = await harness.start({ label: 'checkr', workers: 0 });
     const env = harnessEnv(h);
+    // Spawned: "no terminal" is the child's stdin (in process it would be the test runner's).
     const refused = await spawnVqb(['check', '--create', 'ABC1D23'], env).done;
     expect(refused.stderr).toMatch(/costs one query.*no terminal to ask: run it again with --yes/);
     expect(refused.code).toBe(2);
-    const invalid = await spawnVqb(['check', '--create', 'ABC1D2', '--yes'], env).done;
+    const invalid = await runVqb(['check', '--create', 'ABC1D2', '--yes'], env);
     expect(invalid.stderr).toMatch(/"ABC1D2" is not a plate/);
     expect(invalid.code).toBe(2);
     expect(h.sim.stats().requests).toBe(0);
@@ -108,7 +110,7 @@ describe('vqb check', () => {
 
   it('--create shows a bare answer whose id is `id` as it came, read all the same', async () => {
     const h = await harness.start({ label: 'checku', workers: 0, sim: { idField: 'id', envelope: false } });
-    const run = await spawnVqb(['check', '--create', 'ABC1D23', '--yes'], harnessEnv(h)).done;
+    const run = await runVqb(['check', '--create', 'ABC1D23', '--yes'], harnessEnv(h));
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/raw: \{"id":"/);
     expect(h.sim.stats().creates).toBe(1);

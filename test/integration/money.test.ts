@@ -1,6 +1,7 @@
 // Money as money: with a price per query, counts become amounts (pt-BR on the terminal, numbers in
 // JSON) in the dry run, `vqb cost`, `vqb status` and the batch JSON; a cap in money holds a batch at
-// cap ÷ price creates, counted at the simulator. `vqb` spawned as a user runs it (needs `npm run build`).
+// cap ÷ price creates, counted at the simulator. `vqb` run in process as a user runs it (runVqb); the
+// capped run is spawned (needs `npm run build`).
 import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -10,7 +11,7 @@ import { ingestList } from '../../src/producers/enqueue.js';
 import { createHttpApi } from '../../src/server.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -26,38 +27,38 @@ describe('money as money', () => {
     const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '123.45' });
     const file = await plateFile(h, 'ten.csv', makePlates(10));
 
-    const dry = await spawnVqb(['run', file, '--dry-run'], env).done;
+    const dry = await runVqb(['run', file, '--dry-run'], env);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain('cost: R$ 1.234,50 (10 queries × R$ 123,45; polls not charged');
     expect(h.sim.stats().requests).toBe(0);
 
-    const run = await spawnVqb(['run', file], env).done;
+    const run = await runVqb(['run', file], env);
     expect(run.code, run.stderr).toBe(0);
     expect(h.sim.stats().creates).toBe(10);
     expect(run.stdout).toMatch(/spend: R\$ 1\.234,50 \(R\$ 123,45 per query\)/);
 
-    const cost = await spawnVqb(['cost', '--days', '1'], env).done;
+    const cost = await runVqb(['cost', '--days', '1'], env);
     expect(cost.stdout.split('\n')[0]).toMatch(/ spend$/);
     expect(cost.stdout.split('\n')[1]).toMatch(/ R\$ 1\.234,50$/);
-    const json = JSON.parse((await spawnVqb(['cost', '--days', '1', '--json'], env).done).stdout) as {
+    const json = JSON.parse((await runVqb(['cost', '--days', '1', '--json'], env)).stdout) as {
       spend: { amount: number; currency: string }[];
     }[];
     expect(json[0]!.spend).toEqual([{ amount: 1234.5, currency: 'BRL' }]);
 
     const id = /batch (\S+): \d+ rows/.exec(run.stdout)![1]!;
-    const status = JSON.parse((await spawnVqb(['status', id, '--json'], env).done).stdout) as {
+    const status = JSON.parse((await runVqb(['status', id, '--json'], env)).stdout) as {
       cost: { amount: number; currency: string; perQuery: number; perPoll: number };
     };
     expect(status.cost).toEqual({ amount: 1234.5, currency: 'BRL', perQuery: 123.45, perPoll: 0 });
-    const account = (await spawnVqb(['status'], env).done).stdout;
+    const account = (await runVqb(['status'], env)).stdout;
     expect(account).toMatch(/spend: today R\$ 1\.234,50, this month R\$ 1\.234,50/);
-    const all = JSON.parse((await spawnVqb(['status', '--json'], env).done).stdout) as {
+    const all = JSON.parse((await runVqb(['status', '--json'], env)).stdout) as {
       accounts: { spend: { today: { amount: number } } }[];
     };
     expect(all.accounts[0]!.spend.today).toEqual({ amount: 1234.5, currency: 'BRL' });
 
     // Without a price nothing speaks of money.
-    const plain = await spawnVqb(['cost', '--days', '1'], harnessEnv(h)).done;
+    const plain = await runVqb(['cost', '--days', '1'], harnessEnv(h));
     expect(plain.stdout).not.toMatch(/R\$|spend/);
   });
 
@@ -65,7 +66,7 @@ describe('money as money', () => {
     const h = await harness.start({ label: 'money2', workers: 0, config: { VQ_PRICE_PER_QUERY: '0.35' } });
     const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '0,35' });
     const file = await plateFile(h, 'thirty.csv', makePlates(30));
-    // 3.00 at 0.35 is 8 whole queries (8.57).
+    // 3.00 at 0.35 is 8 whole queries (8.57). Spawned: its output is read while it runs (runVqb's comes at the end).
     const run = spawnVqb(['run', file, '--max-spend', '3,00'], env);
     let out = '';
     run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
@@ -77,7 +78,7 @@ describe('money as money', () => {
     expect(out).toContain(`batch ${id} reached its cap of 8 creates (R$ 2,80): its other plates wait`);
     expect(h.sim.stats().creates).toBeLessThanOrEqual(Math.floor(3 / 0.35));
     expect(info.counts.failed).toBe(0);
-    const status = await spawnVqb(['status', id], env).done;
+    const status = await runVqb(['status', id], env);
     expect(status.stdout).toMatch(/spend: R\$ 2,80 of at most R\$ 2,80/);
     expect(status.stdout).toMatch(/creates wait: the batch reached its cap of 8 creates/);
     // At a cap the user set the run ends by itself once nothing created is running (issue 46, 5).
@@ -85,7 +86,7 @@ describe('money as money', () => {
     expect(out).toMatch(/stopped at the spending cap: 22 plates not looked up/);
     expect(h.sim.stats().creates).toBe(8);
     // vqb budget raises the cap in money too: 4.90 at 0.35 is 14 creates.
-    const raised = await spawnVqb(['budget', id, '--max-spend', '4,90'], env).done;
+    const raised = await runVqb(['budget', id, '--max-spend', '4,90'], env);
     expect(raised.code, raised.stderr).toBe(0);
     expect(raised.stdout).toMatch(/create cap 14 \(R\$ 4,90 at R\$ 0,35 per query\); \d+ of \d+ queued plates go on/);
     expect((await h.services.batchViews.get(id)).maxCreates).toBe(14);
@@ -98,15 +99,15 @@ describe('money as money', () => {
   it('a cap in money without a price is refused before anything is read or sent', async () => {
     const h = await harness.start({ label: 'money3', workers: 0 });
     const file = await plateFile(h, 'five.csv', makePlates(5));
-    const run = await spawnVqb(['run', file, '--max-spend', '150.00'], harnessEnv(h)).done;
+    const run = await runVqb(['run', file, '--max-spend', '150.00'], harnessEnv(h));
     expect(run.stderr).toMatch(
       /^vqb: a cap in money needs a price per query for account default: set VQ_PRICE_PER_QUERY/,
     );
     expect(run.code).toBe(2);
-    const bad = await spawnVqb(['run', file, '--max-spend', 'cem'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '1' })).done;
+    const bad = await runVqb(['run', file, '--max-spend', 'cem'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '1' }));
     expect(bad.stderr).toMatch(/--max-spend takes an amount such as 150.00/);
     expect(bad.code).toBe(2);
-    const budget = await spawnVqb(['budget', '--max-spend', '1'], harnessEnv(h)).done;
+    const budget = await runVqb(['budget', '--max-spend', '1'], harnessEnv(h));
     expect(budget.stderr).toMatch(/a cap in money needs a price per query/);
     expect(budget.code).toBe(2);
     expect(h.sim.stats().requests).toBe(0);
@@ -236,12 +237,12 @@ describe('money as money', () => {
     });
     await h.enqueue('said', makePlates(12));
     await h.waitForBatch('said');
-    const status = await spawnVqb(['status', 'said', '--json'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' })).done;
+    const status = await runVqb(['status', 'said', '--json'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' }));
     const view = JSON.parse(status.stdout) as { cost: { amount: number; reported: Record<string, number> } };
     expect(view.cost.amount).toBe(4.2);
     const polls = (await h.services.batchViews.get('said')).counts.polls;
     expect(view.cost.reported).toEqual({ amount: 4.8, answers: 12 + polls, billed: 12, notBilled: polls });
-    const text = await spawnVqb(['status', 'said'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' })).done;
+    const text = await runVqb(['status', 'said'], harnessEnv(h, { VQ_PRICE_PER_QUERY: '0.35' }));
     expect(text.stdout).toMatch(
       /spend: R\$ 4,20 \(R\$ 0,35 per query\); the upstream's answers said R\$ 4,80 \(\d+ answers, 12 billed/,
     );

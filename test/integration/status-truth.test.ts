@@ -1,9 +1,9 @@
 // `vqb status` says only what is true of a batch nothing moves: with no worker alive, or its account
 // paused, the batch is waiting (not running) and its share of the account's creates is what it gets
-// once the account moves again, not "now". Spawned as a user runs it (needs `npm run build`).
+// once the account moves again, not "now". Run as a user runs it, in process (runVqb).
 import { describe, expect, it } from 'vitest';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -14,7 +14,7 @@ describe('vqb status of a batch nothing moves', () => {
     await h.enqueue('nobody-runs', makePlates(5, 700));
     const env = harnessEnv(h);
     const status = async (...args: string[]) => {
-      const done = await spawnVqb(['status', ...args], env, 30_000).done;
+      const done = await runVqb(['status', ...args], env);
       expect(done.code, done.stderr).toBe(0);
       return done.stdout;
     };

@@ -1,13 +1,14 @@
 // Times a person reads in the CLI are on their clock (VQ_TIME_ZONE, else TZ), with the zone named;
-// `--json` keeps ISO 8601. `vqb status` and `vqb watch` spawned as a user runs them (needs
-// `npm run build`), against a batch, an account line and a watch in Redis.
+// `--json` keeps ISO 8601. `vqb status` and `vqb watch` as a user runs them, against a batch, an
+// account line and a watch in Redis: in process where that is what a child would print, else spawned
+// (a child's own zone; needs `npm run build`).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { wallClock } from '../../src/time-text.js';
+import { localZone, wallClock } from '../../src/time-text.js';
 import { Watches } from '../../src/watch/watches.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { type Finished, harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 const open: Watches[] = [];
@@ -26,6 +27,16 @@ function wall(at: number, zone: string): string {
 
 /** A time of day in UTC ISO form, or "… UTC": what a person in São Paulo should never be shown. */
 const UTC_TEXT = /\d{4}-\d\d-\d\dT\d\d:\d\d|\d\d:\d\d(:\d\d)? UTC/;
+
+/**
+ * `vqb <args>` with `env`, in this process where a child would print the same: its zone (TZ) is this
+ * process's, or VQ_TIME_ZONE names the same zone (the process's is read only without it). Otherwise
+ * spawned: a process's own zone is Node's to set from TZ, and this one's cannot be the child's.
+ */
+function vqb(args: string[], env: Record<string, string>): Promise<Finished> {
+  const sameClock = env.TZ === localZone() || (env.TZ !== undefined && env.TZ === env.VQ_TIME_ZONE);
+  return sameClock ? runVqb(args, env) : spawnVqb(args, env, 30_000).done;
+}
 
 async function finishedBatch(h: Harness, id: string): Promise<number> {
   await h.enqueue(id, makePlates(3));
@@ -49,20 +60,20 @@ describe('times on the clock of VQ_TIME_ZONE', () => {
       const until = (await h.line.state()).limitedUntil!;
       const env = harnessEnv(h, zone);
 
-      const list = await spawnVqb(['status'], env, 30_000).done;
+      const list = await vqb(['status'], env);
       expect(list.code, list.stderr).toBe(0);
       expect(list.stdout).toContain(`finished ${wall(finishedAt, SP)}`);
       expect(list.stdout).toMatch(new RegExp(`finished ${wall(finishedAt, SP)}(:\\d\\d)? ${SP} \\(`));
       expect(list.stdout).toMatch(new RegExp(`rate limited until ${wall(until, SP)}(:\\d\\d)? ${SP}`));
       expect(list.stdout).not.toMatch(UTC_TEXT);
 
-      const one = await spawnVqb(['status', 'tz-batch'], env, 30_000).done;
+      const one = await vqb(['status', 'tz-batch'], env);
       expect(one.code, one.stderr).toBe(0);
       expect(one.stdout).toMatch(new RegExp(`finished ${wall(finishedAt, SP)}(:\\d\\d)? ${SP} \\(`));
       expect(one.stdout).not.toMatch(UTC_TEXT);
 
       // --json: instants stay ISO 8601 with their offset (Z), for programs.
-      const json = await spawnVqb(['status', 'tz-batch', '--json'], env, 30_000).done;
+      const json = await vqb(['status', 'tz-batch', '--json'], env);
       expect(JSON.parse(json.stdout)).toMatchObject({ finishedAt: new Date(finishedAt).toISOString() });
     },
     60_000,
@@ -87,7 +98,7 @@ describe('times on the clock of VQ_TIME_ZONE', () => {
     const nextAt = (await watches.show(ref)).nextAt!;
     const env = harnessEnv(h, { TZ: SP, VQ_TIME_ZONE: SP });
 
-    const show = await spawnVqb(['watch', 'show', 'frota'], env, 30_000).done;
+    const show = await vqb(['watch', 'show', 'frota'], env);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`next round ${wall(nextAt, SP)}(:\\d\\d)? ${SP} \\(`));
     expect(show.stdout).toMatch(new RegExp(`waits for its window .+ UTC \\(opens ${wall(opens, SP)} ${SP}\\)`));
@@ -96,7 +107,7 @@ describe('times on the clock of VQ_TIME_ZONE', () => {
     expect(show.stdout).toContain(`window ${hhmm(opens)}-${hhmm(opens + 60_000)} UTC (${onClock} ${SP})`);
     expect(show.stdout).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:\d\d/);
 
-    const list = await spawnVqb(['watch', 'list'], env, 30_000).done;
+    const list = await vqb(['watch', 'list'], env);
     expect(list.stdout).toMatch(new RegExp(`opens ${wall(opens, SP)} ${SP}`));
   }, 60_000);
 });
@@ -108,7 +119,7 @@ describe('--by 18:00 is read on the clock of VQ_TIME_ZONE', () => {
     const file = join(h.config.outDir, '..', 'frota.csv');
     await writeFile(file, `placa\r\n${makePlates(3).join('\r\n')}\r\n`);
     const env = harnessEnv(h, { TZ: 'UTC', VQ_TIME_ZONE: SP });
-    const dry = await spawnVqb(['run', '--dry-run', '--by', '18:00', file], env, 30_000).done;
+    const dry = await vqb(['run', '--dry-run', '--by', '18:00', file], env);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toMatch(new RegExp(`due \\d{4}-\\d\\d-\\d\\d 18:00 ${SP} \\(in `));
   }, 60_000);
