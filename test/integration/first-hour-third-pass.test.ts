@@ -1,5 +1,6 @@
 // Issue 46, the first hour, third pass: money never moves by accident, and `vqb` says what is true.
-// Each test spawns `vqb` as a user does (real Redis, the simulator over HTTP). Needs `npm run build`.
+// Each test runs `vqb` as a user does (real Redis, the simulator over HTTP): in this process (runVqb),
+// or spawned where the test is about the process (a terminal, signals, Node). Needs `npm run build`.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -14,14 +15,23 @@ import { archiveFor } from '../../src/sinks/export.js';
 import { Watches } from '../../src/watch/watches.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { BIN, freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { BIN, freePort, harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 const harness = useHarness();
 
-function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeoutMs?: number) {
-  // Archives and other state in the harness's folder (VQ_ROOT), never in the clone.
-  return spawnVqb(args, harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env }), timeoutMs);
+/** `vqb <args>` in this process; archives and other state in the harness's folder (VQ_ROOT), never in the clone. */
+function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
+  return runVqb(args, vqbEnv(h, env));
+}
+
+/** `vqb <args>` as a child process (no terminal; signals), with vqb's settings. */
+function vqbProcess(h: Harness, args: string[], env: Record<string, string> = {}) {
+  return spawnVqb(args, vqbEnv(h, env));
+}
+
+function vqbEnv(h: Harness, env: Record<string, string>): Record<string, string> {
+  return harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env });
 }
 
 /**
@@ -31,7 +41,7 @@ function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeo
 async function vqbOnTerminal(h: Harness, args: string[], env: Record<string, string>, answer: string) {
   const command = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   const child = spawn('script', ['-qec', command, '/dev/null'], {
-    env: harnessEnv(h, { VQ_ROOT: join(h.config.outDir, '..', 'data'), ...env }),
+    env: vqbEnv(h, env),
   });
   let out = '';
   child.stdout.on('data', (c: Buffer) => {
@@ -84,7 +94,7 @@ describe('the first hour, third pass (issue 46)', () => {
   it('1: a demo of a file run for real never touches that batch or its exports (same out folder)', async () => {
     const h = await harness.start({ label: 'q46-1', workers: 0 });
     const file = await plateFile(h, 'frota.csv', makePlates(3));
-    const real = await vqb(h, ['run', file]).done;
+    const real = await vqb(h, ['run', file]);
     expect(real.code, real.stderr).toBe(0);
     const realId = /batch (\S+): \d+ rows/.exec(real.stdout)![1]!;
     const realCsv = join(h.config.outDir, `${realId}.csv`);
@@ -98,6 +108,8 @@ describe('the first hour, third pass (issue 46)', () => {
         VQ_OUT_DIR: h.config.outDir,
         LOG_LEVEL: 'warn',
       };
+      // Spawned: the demo finds samples/ from its compiled file (dist/src/commands), which it is
+      // not when run in this process from src/.
       const demo = await spawnVqb(['demo', '--file', file], env, 90_000).done;
       expect(demo.code, demo.stderr).toBe(0);
       const demoId = /batch (\S+): \d+ rows/.exec(demo.stdout)![1]!;
@@ -117,7 +129,7 @@ describe('the first hour, third pass (issue 46)', () => {
     await ingestList(h.services, makePlates(12), { source: 'library', batchId: 'never-sent', maxCreates: 0 });
     await waitFor(async () => (await h.services.batchViews.get('never-sent')).blocked === 'budget', 20_000, 'held');
     await waitFor(async () => ((await h.queue.getJobCounts('delayed')).delayed ?? 0) > 0, 20_000, 'a held job');
-    const cancel = await vqb(h, ['delete', 'never-sent', '--cancel']).done;
+    const cancel = await vqb(h, ['delete', 'never-sent', '--cancel']);
     expect(cancel.code, cancel.stderr).toBe(0);
     expect(cancel.stdout).not.toMatch(/still running/);
     expect(cancel.stdout).toMatch(/^batch never-sent archived and deleted from Redis/m);
@@ -129,7 +141,7 @@ describe('the first hour, third pass (issue 46)', () => {
   it('5: `vqb run` at a cap the user set ends: exports of what finished (the rest pending), how to go on, exit 4', async () => {
     const h = await harness.start({ label: 'q46-5', workers: 0 });
     const file = await plateFile(h, 'capped.csv', makePlates(6));
-    const run = await vqb(h, ['run', file, '--max-creates', '2'], {}, 60_000).done;
+    const run = await vqb(h, ['run', file, '--max-creates', '2']);
     expect(run.stderr).toBe('');
     expect(run.code, run.stdout).toBe(4);
     const id = /batch (\S+): \d+ rows/.exec(run.stdout)![1]!;
@@ -141,9 +153,9 @@ describe('the first hour, third pass (issue 46)', () => {
     expect(csv.match(/^\d+;\w+;\w+;pending;/gm)).toHaveLength(4);
     expect(h.sim.stats().creates).toBe(2);
     // Raised, the same command resumes the batch and finishes it.
-    const raised = await vqb(h, ['budget', id, '--max-creates', 'none']).done;
+    const raised = await vqb(h, ['budget', id, '--max-creates', 'none']);
     expect(raised.code, raised.stderr).toBe(0);
-    const again = await vqb(h, ['run', file], {}, 60_000).done;
+    const again = await vqb(h, ['run', file]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/6\/6 finished/);
     expect(h.sim.stats().creates).toBe(6);
@@ -174,9 +186,10 @@ describe('the first hour, third pass (issue 46)', () => {
     );
     expect(yes.out).not.toMatch(/Go on\?/);
     expect(yes.code, yes.out).toBe(0);
-    // No terminal (a script, cron): nothing asked, nothing changes.
-    const piped = await vqb(h, ['run', await plateFile(h, 'four.csv', makePlates(4, 50))], { VQ_CONFIRM_ABOVE: '1' })
-      .done;
+    // No terminal (a script, cron): nothing asked, nothing changes. Spawned: a process whose stdin
+    // and stdout are no terminal (in this process, stdin is the test runner's).
+    const four = await plateFile(h, 'four.csv', makePlates(4, 50));
+    const piped = await vqbProcess(h, ['run', four], { VQ_CONFIRM_ABOVE: '1' }).done;
     expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout + piped.stderr).not.toMatch(/Go on\?/);
     expect(h.sim.stats().creates).toBe(15);
@@ -227,10 +240,10 @@ describe('the first hour, third pass (issue 46)', () => {
       expect(cancelled).toMatch(/<dd data-field="failed">0<\/dd>/);
       expect(cancelled).toMatch(/data-field="state"[^>]*>cancelado</);
       // The CLI and the exports say it too: cancelled, not failed.
-      const status = await vqb(h, ['status', 'called-off']).done;
+      const status = await vqb(h, ['status', 'called-off']);
       expect(status.stdout).toMatch(/^batch called-off \(library: library\) — cancelled, finished/m);
       expect(status.stdout).toMatch(/0 failed, 6 cancelled \(never sent, not charged\)/);
-      const exported = await vqb(h, ['export', 'called-off', '--format', 'csv']).done;
+      const exported = await vqb(h, ['export', 'called-off', '--format', 'csv']);
       expect(exported.code, exported.stderr).toBe(0);
       const csv = await readFile(join(h.config.outDir, 'called-off.csv'), 'utf8');
       expect(csv.match(/^\d+;\w+;\w+;cancelled;/gm)).toHaveLength(6);
@@ -266,20 +279,20 @@ describe('the first hour, third pass (issue 46)', () => {
   it('6: budget, cost and status agree on today’s spend, a `vqb check --create` included', async () => {
     const h = await harness.start({ label: 'q46-6', workers: 0 });
     const priced = { VQ_PRICE_PER_QUERY: '0.35' };
-    const check = await vqb(h, ['check', '--create', 'ABC1D23', '--yes'], priced).done;
+    const check = await vqb(h, ['check', '--create', 'ABC1D23', '--yes'], priced);
     expect(check.code, check.stdout + check.stderr).toBe(0);
-    const run = await vqb(h, ['run', await plateFile(h, 'two.csv', makePlates(2, 400))], priced).done;
+    const run = await vqb(h, ['run', await plateFile(h, 'two.csv', makePlates(2, 400))], priced);
     expect(run.code, run.stderr).toBe(0);
-    const budget = await vqb(h, ['budget', '--json'], priced).done;
-    const cost = await vqb(h, ['cost', '--days', '1', '--json'], priced).done;
-    const status = await vqb(h, ['status', '--json'], priced).done;
+    const budget = await vqb(h, ['budget', '--json'], priced);
+    const cost = await vqb(h, ['cost', '--days', '1', '--json'], priced);
+    const status = await vqb(h, ['status', '--json'], priced);
     const fromBudget = JSON.parse(budget.stdout).spentMoney.today.amount;
     const fromCost = JSON.parse(cost.stdout)[0].spend[0].amount;
     const fromStatus = JSON.stringify(JSON.parse(status.stdout));
     expect(fromCost).toBeCloseTo(1.05, 6);
     expect(fromBudget).toBeCloseTo(fromCost, 6);
     expect(fromStatus).toContain('"today":{"amount":1.05');
-    const words = await vqb(h, ['budget'], priced).done;
+    const words = await vqb(h, ['budget'], priced);
     expect(words.stdout).toMatch(/spent today R\$ 1,05/);
     expect(words.stdout).toMatch(/caps: today 2 \(no daily cap\).*check --create/);
   });
@@ -287,31 +300,31 @@ describe('the first hour, third pass (issue 46)', () => {
   it('13: status says when no worker runs an account with queued plates, and what to start; an idle account is not "running"', async () => {
     // Queries take 5 s upstream: the batch is still running when the worker's status is read.
     const h = await harness.start({ label: 'q46-13', workers: 0, sim: { completionMs: [5_000, 5_000] } });
-    const idle = await vqb(h, ['status']).done;
+    const idle = await vqb(h, ['status']);
     expect(idle.stdout).toMatch(/^account default \(.*\): idle \(nothing queued\)$/m);
     await h.enqueue('nobody-runs', makePlates(5, 600));
-    const status = await vqb(h, ['status']).done;
+    const status = await vqb(h, ['status']);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/^account default \(.*\): no worker is running: its plates wait; start `vqb work`/m);
     expect(status.stdout).not.toMatch(/: running$/m);
-    const one = await vqb(h, ['status', 'nobody-runs']).done;
+    const one = await vqb(h, ['status', 'nobody-runs']);
     expect(one.stdout).toMatch(/^ {2}account default: no worker is running: .*start `vqb work`/m);
     // With a worker alive, the account is running.
     h.startWorker();
-    await waitFor(async () => /: running$/m.test((await vqb(h, ['status']).done).stdout), 20_000, 'running');
+    await waitFor(async () => /: running$/m.test((await vqb(h, ['status'])).stdout), 20_000, 'running');
   });
 
   it('18: an unknown flag or command says "did you mean"; serve takes --port and --host; an unknown batch id is exit 2', async () => {
     const h = await harness.start({ label: 'q46-18', workers: 0 });
-    const typo = await vqb(h, ['run', 'x.csv', '--max-spned', '3']).done;
+    const typo = await vqb(h, ['run', 'x.csv', '--max-spned', '3']);
     expect(typo.stderr).toBe(
       'vqb: unknown option --max-spned for `vqb run`; did you mean --max-spend? (see `vqb run --help`)\n',
     );
     expect(typo.code).toBe(2);
-    const far = await vqb(h, ['status', '--no-such-flag']).done;
+    const far = await vqb(h, ['status', '--no-such-flag']);
     expect(far.stderr).toBe('vqb: unknown option --no-such-flag for `vqb status` (see `vqb status --help`)\n');
     expect(far.stderr).not.toMatch(/positional|place it at the end/);
-    const command = await vqb(h, ['stauts']).done;
+    const command = await vqb(h, ['stauts']);
     expect(command.stderr).toBe(
       'vqb: unknown command "stauts"; did you mean `vqb status`? (`vqb --help` lists them)\n',
     );
@@ -321,12 +334,12 @@ describe('the first hour, third pass (issue 46)', () => {
       ['export', 'no-such-batch'],
       ['retry', 'no-such-batch'],
     ]) {
-      const unknown = await vqb(h, args).done;
+      const unknown = await vqb(h, args);
       expect(unknown.stderr, args.join(' ')).toMatch(/^vqb: no batch with id no-such-batch/);
       expect(unknown.code, args.join(' ')).toBe(2);
     }
     const port = await freePort();
-    const serve = vqb(h, ['serve', '--port', String(port), '--host', '127.0.0.1', '--no-inbox']);
+    const serve = vqbProcess(h, ['serve', '--port', String(port), '--host', '127.0.0.1', '--no-inbox']);
     try {
       await waitFor(
         async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status !== undefined,
@@ -347,16 +360,16 @@ describe('the first hour, third pass (issue 46)', () => {
     await writeFile(file, JSON.stringify({ accounts: [{ id: 'fleet', apiKeyFile: h.keyFile }] }));
     const env = harnessEnv(h, { VQ_ACCOUNTS_FILE: file });
     delete (env as Record<string, string | undefined>).VQ_API_KEY_FILE;
-    const list = await spawnVqb(['status'], env).done;
+    const list = await runVqb(['status'], env);
     expect(list.stderr).toBe('');
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/^account fleet /m);
     expect(list.stdout).toMatch(/^batch before-the-move .*— finished/m);
     expect(list.stdout).toMatch(/^ {2}account default is not configured now .*history/m);
-    const one = await spawnVqb(['status', 'before-the-move'], env).done;
+    const one = await runVqb(['status', 'before-the-move'], env);
     expect(one.code, one.stderr).toBe(0);
     expect(one.stdout).toMatch(/account default is not configured now/);
-    const json = await spawnVqb(['status', '--json'], env).done;
+    const json = await runVqb(['status', '--json'], env);
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout).batches.total).toBe(1);
   });
@@ -366,24 +379,24 @@ describe('the first hour, third pass (issue 46)', () => {
     const file = await plateFile(h, 'shared.csv', makePlates(2, 950));
     const ids: string[] = [];
     for (const account of ['north', 'south']) {
-      const run = await vqb(h, ['run', file, '--account', account]).done;
+      const run = await vqb(h, ['run', file, '--account', account]);
       expect(run.code, run.stderr).toBe(0);
       ids.push(/batch (\S+): \d+ rows/.exec(run.stdout)![1]!);
     }
     expect(ids[0]).toBe(ids[1]);
     const id = ids[0]!;
-    const ambiguous = await vqb(h, ['status', id]).done;
+    const ambiguous = await vqb(h, ['status', id]);
     expect(ambiguous.stderr).toMatch(/held by several accounts \(.*\): name the account \(`--account A`/);
     expect(ambiguous.code).toBe(2);
-    const status = await vqb(h, ['status', id, '--account', 'south']).done;
+    const status = await vqb(h, ['status', id, '--account', 'south']);
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/; account south\)/);
-    const exported = await vqb(h, ['export', id, '--account', 'north', '--format', 'csv']).done;
+    const exported = await vqb(h, ['export', id, '--account', 'north', '--format', 'csv']);
     expect(exported.code, exported.stderr).toBe(0);
-    const retried = await vqb(h, ['retry', id, '--account', 'north']).done;
+    const retried = await vqb(h, ['retry', id, '--account', 'north']);
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toMatch(/0 failed plates queued again/);
-    const deleted = await vqb(h, ['delete', id, '--account', 'south']).done;
+    const deleted = await vqb(h, ['delete', id, '--account', 'south']);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(await h.services.batches.exists({ id, account: 'north' })).toBe(true);
     expect(await h.services.batches.exists({ id, account: 'south' })).toBe(false);
@@ -401,22 +414,22 @@ describe('the first hour, third pass (issue 46)', () => {
       const file = await plateFile(h, 'frota.csv', [...makePlates(2, 970), 'NAO1A23']);
       const env = { VQ_WATCH_MIN_EVERY: '1s' };
       // No worker yet: the watch is added, and the answer says its rounds wait for one.
-      const added = await vqb(h, ['watch', 'add', file, '--every', '1h'], env).done;
+      const added = await vqb(h, ['watch', 'add', file, '--every', '1h'], env);
       expect(added.code, added.stderr).toBe(0);
       expect(added.stdout).toMatch(/^no worker is running: rounds start only while one is \(`vqb work`/m);
       const worker = h.startWorker();
       const ref = { account: 'default', name: 'frota' };
       await waitFor(async () => (await watches.store.round(ref, 1))?.closedAt !== undefined, 30_000, 'round 1');
-      const show = await vqb(h, ['watch', 'show', 'frota'], env).done;
+      const show = await vqb(h, ['watch', 'show', 'frota'], env);
       expect(show.stdout).toMatch(/round 1: 3 plates, .*, 1 failed \(their last known results stand\)/);
       expect(show.stdout).not.toMatch(/no worker is running/);
-      const changes = await vqb(h, ['watch', 'changes', 'frota'], env).done;
+      const changes = await vqb(h, ['watch', 'changes', 'frota'], env);
       expect(changes.code, changes.stderr).toBe(0);
       expect(changes.stdout).toBe('');
       expect(changes.stderr).toBe('watch frota: no changes in round 1\n');
       await worker.close();
       await waitFor(
-        async () => /no worker is running/.test((await vqb(h, ['watch', 'show', 'frota'], env).done).stdout),
+        async () => /no worker is running/.test((await vqb(h, ['watch', 'show', 'frota'], env)).stdout),
         20_000,
         'no worker said',
       );
@@ -429,13 +442,13 @@ describe('the first hour, third pass (issue 46)', () => {
     const h = await harness.start({ label: 'q46-18b', workers: 0 });
     const file = await plateFile(h, 'late.csv', makePlates(300, 1000));
     const slow = { VQ_RATE_LIMIT: '1/s' };
-    const dry = await vqb(h, ['run', file, '--dry-run', '--within', '1m', '--require-deadline'], slow).done;
+    const dry = await vqb(h, ['run', file, '--dry-run', '--within', '1m', '--require-deadline'], slow);
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toMatch(/deadline: not feasible/);
     expect(dry.stdout).toMatch(
       /--require-deadline: the run would refuse this batch \(exit 2, nothing stored or paid\)/,
     );
-    const feasible = await vqb(h, ['run', file, '--dry-run', '--within', '1m']).done;
+    const feasible = await vqb(h, ['run', file, '--dry-run', '--within', '1m']);
     expect(feasible.stdout).not.toMatch(/would refuse/);
   });
 });

@@ -18,7 +18,7 @@ import {
   startHostileUpstream,
 } from '../helpers/hostile-upstream.js';
 import { apiCall } from '../helpers/http.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, waitFor } from '../helpers/process.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const harness = useHarness();
@@ -152,7 +152,7 @@ describe('a hostile upstream', () => {
     const hold = await h.redis.redis.hget(h.services.keys.pace('default'), 'hold');
     expect(Number(hold ?? 0)).toBeLessThan(Date.now() + 33 * 86_400_000);
     for (const path of ['/healthz', '/v1/batches']) expect((await apiCall(base, ADMIN, path)).status, path).toBe(200);
-    const status = await spawnVqb(['status'], harnessEnv(h, { VQ_BASE_URL: hostile!.url })).done;
+    const status = await runVqb(['status'], harnessEnv(h, { VQ_BASE_URL: hostile!.url }));
     expect(status.code, status.stderr).toBe(0);
   }, 60_000);
 
@@ -165,8 +165,8 @@ describe('a hostile upstream', () => {
     const base = await api(h);
     expect((await apiCall(base, ADMIN, '/healthz')).status).toBe(200);
     const env = harnessEnv(h, { VQ_BASE_URL: hostile!.url });
-    expect((await spawnVqb(['status'], env).done).code).toBe(0);
-    const resumed = await spawnVqb(['resume'], env).done;
+    expect((await runVqb(['status'], env)).code).toBe(0);
+    const resumed = await runVqb(['resume'], env);
     expect(resumed.stdout).toMatch(/resumed account default/);
     expect(await h.redis.redis.hget(keys.pace('default'), 'hold')).toBeNull();
     await h.enqueue('b', makePlates(2));
@@ -190,7 +190,7 @@ describe('a hostile upstream', () => {
     expect(h.logs.text().length).toBeLessThan(256 * 1024);
     const env = harnessEnv(h, { VQ_BASE_URL: hostile!.url });
     for (const args of [['status'], ['resume']]) {
-      const out = await spawnVqb(args, env).done;
+      const out = await runVqb(args, env);
       expect(out.stdout, args[0]).toContain('\\u001b]0;pwned');
       expect(`${out.stdout}${out.stderr}`, args[0]).not.toContain('\u001b');
     }

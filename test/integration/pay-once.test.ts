@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 const TOKEN = 'pay-once-token-0123456789abcdef';
@@ -20,22 +20,22 @@ describe('paying once for a plate', () => {
     const second = join(h.config.outDir, '..', 'frota-de-novo.csv');
     await writeFile(first, `placa\n${plates.join('\n')}\n`);
     await writeFile(second, `placa;obs\n${plates.map((p) => `${p};again`).join('\n')}\n`);
-    const ran = await spawnVqb(['run', first], harnessEnv(h)).done;
+    const ran = await runVqb(['run', first], harnessEnv(h));
     expect(ran.code).toBe(0);
     expect(h.sim.stats().creates).toBe(60);
 
-    const dry = await spawnVqb(['run', '--dry-run', '--reuse-within', '24h', second], harnessEnv(h)).done;
+    const dry = await runVqb(['run', '--dry-run', '--reuse-within', '24h', second], harnessEnv(h));
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain('60 answered from stored results');
     expect(dry.stdout).toContain('would create 0 queries');
-    const again = await spawnVqb(['run', '--reuse-within', '24h', second], harnessEnv(h)).done;
+    const again = await runVqb(['run', '--reuse-within', '24h', second], harnessEnv(h));
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/0 creates sent.* 60 reused/);
     expect(h.sim.stats().creates).toBe(60);
     // Without --reuse-within nothing is reused: the window is the batch's to ask for.
     const third = join(h.config.outDir, '..', 'frota-3.csv');
     await writeFile(third, `placa;x\n${plates.map((p) => `${p};3`).join('\n')}\n`);
-    const dryNoReuse = await spawnVqb(['run', '--dry-run', third], harnessEnv(h)).done;
+    const dryNoReuse = await runVqb(['run', '--dry-run', third], harnessEnv(h));
     expect(dryNoReuse.stdout).toContain('would create 60 queries');
   }, 90_000);
 
@@ -44,7 +44,7 @@ describe('paying once for a plate', () => {
     const file = join(h.config.outDir, '..', 'minha-frota.csv');
     const csv = `placa\n${makePlates(12).join('\n')}\n`;
     await writeFile(file, csv);
-    const ran = await spawnVqb(['run', file], harnessEnv(h)).done;
+    const ran = await runVqb(['run', file], harnessEnv(h));
     expect(ran.code).toBe(0);
     const batchId = /batch (minha-frota-[0-9a-f]{12})/.exec(ran.stdout)?.[1];
     expect(batchId).toBeDefined();
