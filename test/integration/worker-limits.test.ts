@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, buildConnector } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { accountFlow, type Harness, makePlates, startHarness } from '../helpers/engine.js';
+import { mostInWindow } from '../helpers/virtual-pace.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -51,13 +52,13 @@ describe('worker engine: pacing and quotas', () => {
     const stats = h.sim.stats({ times: true });
     expect(stats.rateLimited).toBe(0);
     const times = Object.values(stats.timesByKey ?? {})[0]!;
-    // Every request (creates and polls take the same limit) while creates were still going out,
-    // from the second create: the first is the account's first contact, alone until its plate ends.
-    const first = [...times.creates].sort((a, b) => a - b)[1]!;
-    const last = Math.max(...times.creates);
-    const sent = [...times.creates, ...times.gets].filter((t) => t >= first && t <= last).length;
-    const perSecond = (sent - 1) / ((last - first) / 1_000);
-    expect(perSecond).toBeGreaterThanOrEqual(0.75 * 50);
+    const sent = [...times.creates, ...times.gets];
+    // Each answer takes at least 150 ms, so the creates that reached the upstream within any 150 ms
+    // were all out at once, each a job at work (a plate waiting for its poll is not): 2 jobs at work
+    // never put more than 2 there. More proves the Worker took jobs beyond VQ_CONCURRENCY to follow
+    // the rate; how close to 50/s that gets is a rate on the wall clock, the bench's (cold gate).
+    expect(mostInWindow(times.creates, 150)).toBeGreaterThanOrEqual(4);
+    expect(mostInWindow(sent, 1_000)).toBeLessThanOrEqual(50);
     expect((await h.services.batchViews.get('b')).counts.done).toBe(120);
   });
 
