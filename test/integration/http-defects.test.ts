@@ -18,7 +18,7 @@ import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { Secret } from '../../src/setting-values.js';
 import { type Harness, makePlates, sleep, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 
 const TOKEN = 'svc-token-defects-0123456789-abcdef';
 
@@ -191,10 +191,10 @@ describe('2. the upstream key is never a service token', () => {
   });
 
   it('`vqb serve` stops at start-up with one line naming the setting, never the key', async () => {
-    const { code, stdout, stderr } = await spawnVqb(
+    const { code, stdout, stderr } = await runVqb(
       ['serve', '--no-inbox'],
       harnessEnv(h, { VQ_API_TOKENS: `${TOKEN},${TEST_KEY}`, VQ_HTTP_PORT: '0' }),
-    ).done;
+    );
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
@@ -267,7 +267,7 @@ describe('4. ids that are not batch ids', () => {
       ['retry', 'colon:outcomes'],
       ['export', '../colon'],
     ]) {
-      const { code, stdout, stderr } = await spawnVqb(args, harnessEnv(h)).done;
+      const { code, stdout, stderr } = await runVqb(args, harnessEnv(h));
       expect({ args, code, stdout }).toEqual({ args, code: 2, stdout: '' });
       expect(stderr.trim().split('\n')).toHaveLength(1);
       expect(stderr).toMatch(/^vqb: .*batch id/);

@@ -11,7 +11,7 @@ import { createHttpApi } from '../../src/server.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
 import { apiCall } from '../helpers/http.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
 const TEAM = 'team-token-0123456789abcdef';
@@ -109,11 +109,11 @@ describe('pools of keys through the front doors', () => {
       await h!.services.answers.learn(a.id, { id: '/body/queryId', status: '/body/status' }, Date.now());
     const file = join(h!.config.outDir, '..', 'fleet.csv');
     await writeFile(file, `placa\n${makePlates(40).join('\n')}\n`);
-    const unknown = await spawnVqb(['run', file, '--pool', 'nope'], harnessEnv(h!)).done;
+    const unknown = await runVqb(['run', file, '--pool', 'nope'], harnessEnv(h!));
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no pool "nope"; declared: fleet');
     expect((await h!.services.batches.refs(0, 10)).total).toBe(0);
-    const run = await spawnVqb(['run', file, '--pool', 'fleet'], harnessEnv(h!, { VQ_RATE_LIMIT: '10/s' })).done;
+    const run = await runVqb(['run', file, '--pool', 'fleet'], harnessEnv(h!, { VQ_RATE_LIMIT: '10/s' }));
     expect(run.code, run.stderr).toBe(0);
     expect(h!.sim.stats().creates).toBe(40);
     const [batch] = (await h!.services.batchViews.list(0, 1)).batches;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const harness = useHarness();
@@ -66,7 +66,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
       /^upstream unreachable since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: connection reset; retrying, attempt 3$/,
     );
 
-    const status = await spawnVqb(['status'], harnessEnv(h)).done;
+    const status = await runVqb(['status'], harnessEnv(h));
     expect(status.stdout).toMatch(
       /^account default \(.*\): upstream unreachable since .* UTC \(\d+ s\): connection reset; retrying \(attempt \d+\)$/m,
     );
@@ -85,7 +85,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
       60_000,
       'the batch finished',
     );
-    const after = await spawnVqb(['status'], harnessEnv(h)).done;
+    const after = await runVqb(['status'], harnessEnv(h));
     // Nothing left to do: the account is idle, not "running" (issue 46, 13).
     expect(after.stdout).toMatch(/^account default \(.*\): idle \(nothing queued\)$/m);
     expect(after.stdout).toMatch(

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Watches } from '../../src/watch/watches.js';
 import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, waitFor } from '../helpers/process.js';
 
 let h: Harness | undefined;
 const open: Watches[] = [];
@@ -33,7 +33,7 @@ describe('vqb watch', () => {
     const { h, watches } = await start('watch-cli');
     h.startWorker();
     const env = harnessEnv(h, { VQ_WATCH_MIN_EVERY: '1s' });
-    const vqb = async (...args: string[]) => spawnVqb(['watch', ...args], env, 30_000).done;
+    const vqb = async (...args: string[]) => runVqb(['watch', ...args], env);
     const plates = makePlates(6);
     const file = join(h.config.outDir, '..', 'frota.csv');
     await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\nnot-a-plate\r\n`);

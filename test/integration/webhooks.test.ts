@@ -18,7 +18,7 @@ import { createHttpApi } from '../../src/server.js';
 import { hostAllowed } from '../../src/webhooks/target.js';
 import { type Harness, makePlates, TEST_KEY, useHarness } from '../helpers/engine.js';
 import { apiCall, expectError } from '../helpers/http.js';
-import { harnessEnv, rejection, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, rejection, runVqb, waitFor } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
@@ -441,12 +441,12 @@ describe('vqb run --notify', () => {
     await writeFile(file, 'placa\r\nABC1234\r\nXYZ9Z99\r\n');
     const env = harnessEnv(h, { VQ_WEBHOOK_SECRET: SECRET, VQ_WEBHOOK_ALLOW: '127.0.0.1' });
 
-    const refused = await spawnVqb(['run', file, '--notify', 'http://evil.test/hook'], env).done;
+    const refused = await runVqb(['run', file, '--notify', 'http://evil.test/hook'], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/VQ_WEBHOOK_ALLOW/);
     expect((await h.services.batchViews.list()).total).toBe(0);
 
-    const run = await spawnVqb(['run', file, '--notify', rx.url], env).done;
+    const run = await runVqb(['run', file, '--notify', rx.url], env);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const [delivery] = await rx.waitFor(1);
@@ -454,12 +454,12 @@ describe('vqb run --notify', () => {
     expect(delivery!.payload).toMatchObject({ type: 'batch.finished', data: { counts: { enqueued: 2, done: 2 } } });
     expect(run.stdout).toContain(`webhook batch.finished delivered to ${rx.url} (webhook-id ${delivery!.id})`);
 
-    const status = await spawnVqb(['status', delivery!.payload.data.batchId, '--json'], env).done;
+    const status = await runVqb(['status', delivery!.payload.data.batchId, '--json'], env);
     expect(JSON.parse(status.stdout).webhooks[0]).toMatchObject({ id: delivery!.id, state: 'delivered', attempts: 1 });
 
     // The same file again (the finished batch, resumed) with another --notify URL: that one is told too.
     const other = await receiver();
-    const again = await spawnVqb(['run', file, '--notify', other.url], env).done;
+    const again = await runVqb(['run', file, '--notify', other.url], env);
     expect(again.code).toBe(0);
     const [second] = await other.waitFor(1);
     expect(second!.verifyError).toBeUndefined();

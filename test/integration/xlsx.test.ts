@@ -18,7 +18,7 @@ import { createHttpApi } from '../../src/server.js';
 import { escapeFormula } from '../../src/sinks/csv.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { type Answer, apiCall, type CallOptions, expectError } from '../helpers/http.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 import { exceljsWorkbook, sheetValues } from '../helpers/xlsx.js';
 
 const TOKEN = 'svc-token-0123456789-SECRET-xlsx00';
@@ -123,7 +123,7 @@ async function waitFinished(id: string): Promise<void> {
 }
 
 describe('vqb run file.xlsx', () => {
-  const vqb = (args: string[]) => spawnVqb(args, harnessEnv(h, { VQ_CSV_DELIMITER: ';' })).done;
+  const vqb = (args: string[]) => runVqb(args, harnessEnv(h, { VQ_CSV_DELIMITER: ';' }));
 
   it("runs the LibreOffice workbook: first sheet, plates as text, extra columns carried; the .xlsx export has the CSV export's rows", async () => {
     const file = join(dir, 'frota.xlsx');
