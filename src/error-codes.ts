@@ -53,6 +53,7 @@ export const ERROR_CODES = {
   PORT_IN_USE: entry(500, 2, 'a port to listen on is held by another process'),
   BAD_OPTIONS: entry(400, 1, 'options a function does not take, or of the wrong type'),
   // Redis
+  ACCOUNT_STOPPED: entry(409, 3, 'the account was paused or held before a request was sent; nothing was sent'),
   REDIS_UNAVAILABLE: entry(503, 1, 'Redis cannot be reached'),
   REDIS_FULL: entry(507, 1, 'Redis reached maxmemory and refused a write'),
   REDIS_EVICTION_POLICY: entry(503, 1, 'Redis would evict keys (maxmemory-policy is not noeviction)'),

@@ -72,6 +72,19 @@ export class UsageError extends VqbError {
   }
 }
 
+/**
+ * A request whose account was paused or held while it waited to be sent (its slot given up for
+ * lateness, and the next one refused): nothing was sent. The worker gives its create back and
+ * puts the job back for the pause, rather than wait in the Worker until someone resumes.
+ */
+export class StoppedBeforeSendError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.StoppedBeforeSendError');
+  constructor(account: string) {
+    super('ACCOUNT_STOPPED', `account ${account} was paused or held before the request was sent; nothing was sent`);
+    this.name = 'StoppedBeforeSendError';
+  }
+}
+
 /** Redis could not be reached or refused our commands. */
 export class RedisUnavailableError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.RedisUnavailableError');

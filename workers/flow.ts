@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
 import type { LimitReason } from '../src/accounts/wait.js';
 import { clock } from '../src/clock.js';
+import { StoppedBeforeSendError } from '../src/errors.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { createPriority, PRIORITY, pollPriority } from '../src/queue/account-queues.js';
 import type { CreateAdmission } from '../src/queue/admission.js';
@@ -354,8 +355,12 @@ export class AccountFlow {
         const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>
           this.#d.line.slot(horizonMs, givenUp, urgent),
         );
-        if ('why' in slot) await sleep(Math.max(1, slot.retryInMs));
-        else ({ due, at, early } = slot);
+        if ('why' in slot) {
+          // Paused or held meanwhile (#slot said so at once): asking again every millisecond until
+          // someone resumes would keep the job at work and the Worker from closing.
+          if (await this.stopped()) throw new StoppedBeforeSendError(this.accountId);
+          await sleep(Math.max(1, slot.retryInMs));
+        } else ({ due, at, early } = slot);
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
       // out here, then the request takes a slot on the schedule the hold moved.

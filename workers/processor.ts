@@ -14,6 +14,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
+import { isError, StoppedBeforeSendError } from '../src/errors.js';
 import { pollPriority } from '../src/queue/account-queues.js';
 import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
@@ -225,6 +226,7 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.createQuery(data.plate, data.product, this.#d.flow.send(admission, held));
     } catch (err) {
+      if (isError(err, StoppedBeforeSendError)) return this.#unsent(job, token, creating);
       if (isUpstreamError(err) && err.kind === 'rate-limited') this.#refusedSlot.set(err, admission.at);
       if (isUpstreamError(err) && err.kind === 'unrecognised')
         return this.#createUnread(job, token, creating, err, log);
@@ -286,6 +288,16 @@ export class PlateProcessor {
       : await this.#d.learner.firstPollDelay(data.product);
     const delay = data.cls === 'interactive' ? Math.min(learned, this.#d.config.poll.interactiveMs) : learned;
     return this.#pollAt(job, token, createdAt + delay, log);
+  }
+
+  /**
+   * A create whose account paused or held while it waited to be sent (StoppedBeforeSendError):
+   * nothing left, so its slot and cap unit go back, the job to `create`, and it waits the pause out.
+   */
+  async #unsent(job: PlateJob, token: string | undefined, creating: PlateJobData): Promise<never> {
+    await this.#d.flow.refundCreate(job.id!, creating);
+    await this.#d.fence.write(job, token, creating, { ...creating, step: 'create' });
+    throw Worker.RateLimitError();
   }
 
   /**
@@ -445,6 +457,7 @@ export class PlateProcessor {
     try {
       answer = await this.#d.api.getQuery(queryId, this.#d.flow.send(admission));
     } catch (err) {
+      if (isError(err, StoppedBeforeSendError)) throw Worker.RateLimitError();
       if (isUpstreamError(err) && err.kind === 'rate-limited') this.#refusedSlot.set(err, admission.at);
       if (isUpstreamError(err) && err.kind === 'unrecognised') return this.#pollUnread(job, token, err, log);
       if (isUpstreamError(err) && wasSent(err) && err.kind !== 'rate-limited')
