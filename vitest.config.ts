@@ -18,7 +18,6 @@ const PACED = [
   'test/integration/key-pools.test.ts',
   'test/integration/metrics.test.ts',
   'test/integration/watch-rounds.test.ts',
-  'test/integration/pace-start.test.ts',
   'test/integration/poll-learner.test.ts',
   'test/integration/upstream-client.test.ts',
 ];

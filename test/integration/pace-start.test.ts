@@ -4,9 +4,11 @@
 // which only a hold on `Remaining: 0` kept from a 429 (issue 21).
 import { afterEach, describe, expect, it } from 'vitest';
 import { Accounts } from '../../src/queue/accounts.js';
+import type { AccountLine } from '../../src/queue/line.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
+import { VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
 
 let ctx: RedisTestContext | undefined;
 let accounts: Accounts | undefined;
@@ -17,15 +19,21 @@ afterEach(async () => {
   accounts = undefined;
 });
 
+/**
+ * The account's line on a clock the test owns (test/helpers/virtual-pace.ts): every slot is taken
+ * at the same virtual instant, so a slot's wait is its offset exactly, however loaded the machine
+ * (on Redis TIME, the calls' own spacing came off the offsets: 1,483 ms read for 1,500 in a run).
+ */
+let clock = new VirtualClock();
 async function autoLine(label: string) {
   ctx = await redisTestContext(label);
   const config = testConfig(ctx.prefix, { VQ_RATE_LIMIT: 'auto' });
-  accounts = new Accounts(config, ctx.redis, new VqbKeys(config));
-  return accounts.line(undefined);
+  clock = new VirtualClock();
+  return virtualLine(config, ctx.redis, config.accounts[0]!, clock);
 }
 
 /** Slots taken one after another (a long horizon: each is reserved), as offsets from the first, ms. */
-async function take(line: Awaited<ReturnType<typeof autoLine>>, n: number): Promise<number[]> {
+async function take(line: AccountLine, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i += 1) {
     const slot = await line.slot(120_000);
@@ -35,7 +43,7 @@ async function take(line: Awaited<ReturnType<typeof autoLine>>, n: number): Prom
   return out;
 }
 
-const announced = (limit: number, windowMs: number) => ({ limit, remaining: 0, windowMs, observedAt: Date.now() });
+const announced = (limit: number, windowMs: number) => ({ limit, remaining: 0, windowMs, observedAt: clock.now });
 
 describe('pace: the start rate before a limit is heard', () => {
   it('a 12/min limit heard after three slots at the start rate: the next comes three announced intervals after the first, and every 13 in a row span a minute', async () => {
