@@ -112,32 +112,21 @@ export async function cli(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (c: Buffer) => (out += c.toString()));
-  stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const code = await main(args, {
-    env: {
-      REDIS_URL: h.config.redisUrl,
-      VQ_PREFIX: h.config.prefix,
-      VQ_BASE_URL: h.sim.url,
-      VQ_API_KEY_FILE: h.keyFile,
-      VQ_OUT_DIR: h.config.outDir,
-      VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
-      LOG_LEVEL: 'silent',
-      // As harnessEnv: the raw layout in English (the HTTP downloads' and the archive's), which
-      // tests about other things compare against.
-      VQ_EXPORT_LAYOUT: 'raw',
-      VQ_LANG: 'en',
-      ...env,
-    },
-    stdout,
-    stderr,
-    stopSignal: new Promise(() => {}),
+  const { code, stdout, stderr } = await runVqb(args, {
+    REDIS_URL: h.config.redisUrl,
+    VQ_PREFIX: h.config.prefix,
+    VQ_BASE_URL: h.sim.url,
+    VQ_API_KEY_FILE: h.keyFile,
+    VQ_OUT_DIR: h.config.outDir,
+    VQ_ARCHIVE_DIR: h.config.retention.archiveDir,
+    LOG_LEVEL: 'silent',
+    // As harnessEnv: the raw layout in English (the HTTP downloads' and the archive's), which
+    // tests about other things compare against.
+    VQ_EXPORT_LAYOUT: 'raw',
+    VQ_LANG: 'en',
+    ...env,
   });
-  return { code, stdout: out, stderr: err };
+  return { code: code ?? 1, stdout, stderr };
 }
 
 /**
