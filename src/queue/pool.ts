@@ -31,12 +31,16 @@ const QUOTA_STREAK = 5;
 const QUOTA_SAMPLE_MS = 1_000;
 const QUOTA_SHARED_MS = 10 * 60_000;
 /**
- * ...and both keys drew a 429 this recently (as this process heard them). Each key is paced under
- * its own learned limit, so an independent key draws next to none; two keys that are one quota
- * draw them while their paces sum past it. Remainders alone agree by chance: two independent keys
- * of one limit, both used to the full, both announce next to nothing left (the test's false one).
+ * ...and both keys drew QUOTA_LIMITED_COUNT 429s this recently (as this process heard them). Each
+ * key is paced under its own learned limit, so an independent key draws next to none; two keys that
+ * are one quota draw them while their paces sum past it (half their requests, at first). Remainders
+ * alone agree by chance: two independent keys of one limit, both used to the full, both announce
+ * next to nothing left (the test's false one). One 429 is not enough: requests sent on their slots
+ * can reach the upstream bunched (a loaded machine, a slow network), and an independent key then
+ * draws a stray one (a CI run's false "one quota").
  */
 const QUOTA_LIMITED_MS = 60_000;
+const QUOTA_LIMITED_COUNT = 3;
 
 /** Remainders this close (or 5 % of the limit) count as the same (the two samples are up to a second apart). */
 function quotaNear(limit: number | undefined): number {
@@ -78,8 +82,8 @@ export class KeyPools {
   readonly #lastLook = new Map<string, number>();
   readonly #samples = new Map<string, QuotaSample>();
   readonly #streaks = new Map<string, number>();
-  /** When this process last heard each pooled key answered 429. */
-  readonly #limitedAt = new Map<string, number>();
+  /** Each pooled key's last QUOTA_LIMITED_COUNT 429s (epoch ms), oldest first. */
+  readonly #limitedAt = new Map<string, number[]>();
   /** Pairs this process said are one quota (said once in its log). */
   readonly #said = new Set<string>();
   #log: Logger | undefined;
@@ -257,11 +261,16 @@ export class KeyPools {
 
   /** A pooled key answered 429 (workers/flow.ts). */
   limited(accountId: string): void {
-    this.#limitedAt.set(accountId, this.#now());
+    const times = this.#limitedAt.get(accountId) ?? [];
+    times.push(this.#now());
+    if (times.length > QUOTA_LIMITED_COUNT) times.shift();
+    this.#limitedAt.set(accountId, times);
   }
 
+  /** The key's last QUOTA_LIMITED_COUNT 429s all came within QUOTA_LIMITED_MS. */
   #limitedLately(accountId: string): boolean {
-    return this.#now() - (this.#limitedAt.get(accountId) ?? Number.NEGATIVE_INFINITY) <= QUOTA_LIMITED_MS;
+    const times = this.#limitedAt.get(accountId) ?? [];
+    return times.length >= QUOTA_LIMITED_COUNT && this.#now() - times[0]! <= QUOTA_LIMITED_MS;
   }
 
   /** Each pool's rate (the sum of its serving keys'), and each key's rate, share and state. */

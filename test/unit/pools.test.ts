@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAccounts, poolFor } from '../../src/accounts/account.js';
 import { loadConfig } from '../../src/config.js';
 import { isError, PoolError } from '../../src/errors.js';
+import { KeyPools } from '../../src/queue/pool.js';
 import { parseRateLimit } from '../../src/setting-values.js';
 
 const defaults = { baseUrl: 'https://api.example.com', product: 'agregados', rateLimit: parseRateLimit('auto')! };
@@ -104,5 +105,56 @@ describe('pools in the accounts file', () => {
     writeFileSync(file, JSON.stringify({ accounts: [{ id: 'a', apiKey: 'ka' }] }));
     expect(loadConfig(cluster).redis.mode).toBe('cluster');
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('keys that look like one quota (KeyPools.observe, on a clock the test owns)', () => {
+  function pools() {
+    let now = 1_000_000;
+    const marked: string[] = [];
+    const record = (id: string) => ({
+      id,
+      account: { id, pool: 'p' },
+      line: { markSharedQuota: async (other: string) => void marked.push(`${id}>${other}`) },
+    });
+    const records = [record('a'), record('b')];
+    const accounts = { all: () => records, for: (id: string) => records.find((r) => r.id === id)! };
+    const kp = new KeyPools(accounts as never, {} as never, {} as never, () => now);
+    // Both keys announce the same limit, reset and remainder, a second apart, `samples` times.
+    async function agree(samples: number): Promise<void> {
+      for (let i = 0; i < samples; i++) {
+        now += 1_000;
+        const quota = { limit: 20, remaining: 1, resetAt: 2_000_000, observedAt: now };
+        await kp.observe('a', quota);
+        await kp.observe('b', { ...quota, observedAt: now + 10 });
+      }
+    }
+    return { kp, marked, agree, tick: (ms: number) => void (now += ms) };
+  }
+
+  it('remainders that agree and a few 429s on each key: one quota, marked on both', async () => {
+    const { kp, marked, agree } = pools();
+    for (let i = 0; i < 3; i++) {
+      kp.limited('a');
+      kp.limited('b');
+    }
+    await agree(6);
+    expect(marked).toContain('a>b');
+    expect(marked).toContain('b>a');
+  });
+
+  it('one stray 429 on each (requests bunched on their way) is not one quota; nor are 429s a minute old', async () => {
+    const { kp, marked, agree, tick } = pools();
+    kp.limited('a');
+    kp.limited('b');
+    await agree(10);
+    expect(marked).toEqual([]);
+    for (let i = 0; i < 3; i++) {
+      kp.limited('a');
+      kp.limited('b');
+    }
+    tick(61_000);
+    await agree(10);
+    expect(marked).toEqual([]);
   });
 });
