@@ -117,6 +117,9 @@ export class Rounds {
     const { store } = this.#d;
     const w = await store.get(ref);
     if (w === undefined) return 'gone';
+    // Read again: a pause that came while `fire` closed the last round (a CI run saw round 4 start
+    // after `vqb watch pause` had answered) starts nothing.
+    if (w.paused) return 'paused';
     if (w.plates === 0) {
       await store.set(ref, { state: 'idle', due: null, reason: 'no plates to watch' });
       return 'empty';
