@@ -8,13 +8,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { upstreamOf } from '../../src/queue/answers.js';
 import { accountKey, makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
 describe('a key that stops with paid plates on it', () => {
   it('vqb run ends naming the key; status says how many wait; resumed, they are read and nothing is paid twice', async () => {
-    const expiresAt = Date.now() + 4_000;
     const h = await harness.start({
       label: 'stranded',
       workers: 0,
@@ -22,7 +21,7 @@ describe('a key that stops with paid plates on it', () => {
       sim: { completionMs: [3_000, 4_000], rateLimit: '20/s', dailyQuota: 1_000_000 },
       accounts: [
         { id: 'ka', fields: { pool: 'fleet' } },
-        { id: 'kb', fields: { pool: 'fleet' }, key: { expiresAt } },
+        { id: 'kb', fields: { pool: 'fleet' } },
       ],
     });
     // First contact is not what this shows: both keys' upstream was met before.
@@ -33,7 +32,12 @@ describe('a key that stops with paid plates on it', () => {
     await writeFile(file, `placa\n${plates.join('\n')}\n`);
     const env = harnessEnv(h, { VQ_RATE_LIMIT: '20/s' });
 
-    const run = await spawnVqb(['run', file, '--pool', 'fleet'], env, 90_000).done;
+    const running = spawnVqb(['run', file, '--pool', 'fleet'], env, 90_000);
+    // kb expires once it has created a few plates (a time fixed in advance passed before its first
+    // create when a loaded machine was slow to start the run: nothing was stranded).
+    await waitFor(async () => (h.sim.stats().byKey.kb?.counted ?? 0) >= 5, 60_000, 'kb creating');
+    expect(h.sim.keys.expire(accountKey('kb'))).toBe(true);
+    const run = await running.done;
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/plates? paid with account kb's key wait for it/);
     expect(run.stderr).toContain('EXPIRED_API_KEY');
