@@ -173,8 +173,13 @@ describe('deadlines: scheduling', () => {
     // The batch without a deadline was not starved: it went on meanwhile and finishes.
     await h.waitForBatch(filler.batch.id, 40_000);
     const creates: { batch: string; at: number }[] = [];
-    for (const [name, id] of [['a', a.batch.id], ['b', b.batch.id], ['filler', filler.batch.id]] as const)
-      for await (const o of h.services.outcomes.scan({ id, account: 'default' })) creates.push({ batch: name, at: o.createdAt! });
+    for (const [name, id] of [
+      ['a', a.batch.id],
+      ['b', b.batch.id],
+      ['filler', filler.batch.id],
+    ] as const)
+      for await (const o of h.services.outcomes.scan({ id, account: 'default' }))
+        creates.push({ batch: name, at: o.createdAt! });
     creates.sort((x, y) => x.at - y.at);
     const lastA = creates.findLastIndex((c) => c.batch === 'a');
     const lastB = creates.findLastIndex((c) => c.batch === 'b');

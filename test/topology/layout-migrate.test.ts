@@ -492,7 +492,8 @@ describe('key layout migration (standalone Redis)', () => {
     expect(await scanAll(redis, `${d.settings.prefix}:${QUEUE}.acme:*`)).toEqual([]);
     expect(await scanAll(redis, `${bare}:${name}:*`)).toHaveLength(jobs);
     expect(await redis.hgetall(`${bare}:${name}:${jobs - 1}`)).toEqual({ name: 'plate', data: `{"n":${jobs - 1}}` });
-  });
+    // 300,000 keys written and moved twice: 20-40 s alone, past a minute beside the browser tests.
+  }, 180_000);
 
   it('another process holds the lock: waits for it, and gives up after waitMs', async () => {
     const d = fresh();
