@@ -35,8 +35,12 @@ export type Admission =
    * (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
   | { go: true; due: number; at: string; priority: number; early?: true }
-  /** Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`. */
-  | { go: false; why: 'later'; retryInMs: number }
+  /**
+   * Put the job back: the account's next slot is far off; no worker takes its jobs for `retryInMs`.
+   * `stopped`: the account is paused or held (a key failure, an answer vqb cannot read), not paced:
+   * the job goes back for the pause, and a request that had a slot gives it up unsent.
+   */
+  | { go: false; why: 'later'; retryInMs: number; stopped?: true }
   /** The account's in-flight cap is reached: try again in `retryInMs` without holding a slot. */
   | { go: false; why: 'inflight'; retryInMs: number }
   /** A spending cap is reached: the job waits until `until` (the batch's cap: until it is raised). */
@@ -235,7 +239,7 @@ export class AccountFlow {
     try {
       // Paused or held meanwhile (a key failure, an answer vqb cannot read): the jobs queued here
       // for their slot go back at once, not one a slot (a pool's key: its plates move sooner).
-      if (await this.stopped()) return this.#later(0);
+      if (await this.stopped()) return this.#later(0, true);
       // The request before this one said when the next slot is at the soonest: asking before it
       // is near would only be told to wait (a round trip and a wake-up a request at 30/s).
       const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - clock.monotonic();
@@ -356,9 +360,9 @@ export class AccountFlow {
           this.#d.line.slot(horizonMs, givenUp, urgent),
         );
         if ('why' in slot) {
-          // Paused or held meanwhile (#slot said so at once): asking again every millisecond until
-          // someone resumes would keep the job at work and the Worker from closing.
-          if (await this.stopped()) throw new StoppedBeforeSendError(this.accountId);
+          // Paused or held meanwhile: asking again every millisecond until someone resumes would
+          // keep the job at work and the Worker from closing.
+          if (slot.stopped) throw new StoppedBeforeSendError(this.accountId);
           await sleep(Math.max(1, slot.retryInMs));
         } else ({ due, at, early } = slot);
       }
@@ -377,8 +381,9 @@ export class AccountFlow {
    * the one that then reserves it still has half a horizon to wake and send, and the few that ask
    * in between do not churn the queue once per millisecond.
    */
-  #later(waitMs: number): Extract<Admission, { why: 'later' }> {
-    return { go: false, why: 'later', retryInMs: Math.max(1, waitMs - this.horizonMs / 2) };
+  #later(waitMs: number, stopped?: true): Extract<Admission, { why: 'later' }> {
+    const retryInMs = Math.max(1, waitMs - this.horizonMs / 2);
+    return stopped ? { go: false, why: 'later', retryInMs, stopped } : { go: false, why: 'later', retryInMs };
   }
 
   /**
