@@ -4,19 +4,17 @@
 // the output of every process, every Redis key and value under the test prefix (BullMQ's job
 // hashes, failed reasons, stack traces and event streams included), the exports, and the stored
 // error messages of failed plates.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Outcome } from '../../src/queue/types.js';
 import { canaryNeedles, findIn, type Leak, scanDir, scanRedis } from '../chaos/leaks.js';
 import { type Harness, makePlates, startHarness } from '../helpers/engine.js';
-
-const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+import { spawnVqb } from '../helpers/process.js';
 
 let h: Harness | undefined;
 let proxy: Server | undefined;
@@ -35,26 +33,20 @@ interface Output {
   stderr: string;
 }
 
-function vqb(h: Harness, name: string, args: string[], env: Record<string, string>): Promise<Output> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: {
-      PATH: process.env.PATH,
+/** `vqb` spawned with only these settings: all a process prints, logs included, is searched for the key. */
+async function vqb(h: Harness, name: string, args: string[], env: Record<string, string>): Promise<Output> {
+  const { code, stdout, stderr } = await spawnVqb(
+    args,
+    {
+      PATH: process.env.PATH ?? '',
       REDIS_URL: h.config.redisUrl,
       VQ_PREFIX: h.config.prefix,
       VQ_OUT_DIR: h.config.outDir,
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-  return once(child, 'exit').then(([code]) => {
-    clearTimeout(timer);
-    return { name, code: code as number | null, stdout, stderr };
-  });
+    45_000,
+  ).done;
+  return { name, code, stdout, stderr };
 }
 
 /**
