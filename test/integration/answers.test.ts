@@ -1,5 +1,5 @@
 // Meeting an upstream whose answers are not the provider's documented shape (issue 34), as a new
-// user would: `vqb run` spawned against the simulator answering in another shape, counted at the
+// user would: `vqb run` (in this process) against the simulator answering in another shape, counted at the
 // simulator. What is plainly there is read; what is not holds the account after one paid create
 // and says which settings read it; with them set, the same command finishes and nothing is paid twice.
 import { writeFile } from 'node:fs/promises';
@@ -9,11 +9,17 @@ import { upstreamOf } from '../../src/queue/answers.js';
 import type { PlateJobData } from '../../src/queue/types.js';
 import type { AnswerShapeName } from '../../src/simulator/answers.js';
 import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
+/** `vqb <args>` in this process, with the harness's settings (and `env`). */
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
+  return runVqb(args, harnessEnv(h, env));
+}
+
+/** `vqb <args>` as a child process: `vqb work`, which runs until it is signalled. */
+function vqbProcess(h: Harness, args: string[], env: Record<string, string> = {}) {
   return spawnVqb(args, harnessEnv(h, env));
 }
 
@@ -54,7 +60,7 @@ describe('reading what is plainly there', () => {
         sim: { answers: shape, completionMs: [100, 400], failPlates: [...failing] },
       });
       const file = await plateFile(h, `${shape}.csv`, plates);
-      const run = await vqb(h, ['run', file]).done;
+      const run = await vqb(h, ['run', file]);
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
       const batchId = /batch (\S+): 100 rows/.exec(run.stdout)![1]!;
@@ -82,7 +88,7 @@ describe('an answer vqb cannot read', () => {
       if (h.sim.stats().creates > 0) firstCreateAt = Date.now();
       else await sleep(50);
     }
-    const held = await first.done;
+    const held = await first;
     expect(firstCreateAt, 'a first create was sent').toBeDefined();
     expect(held.code).toBe(3);
     expect(Date.now() - firstCreateAt!).toBeLessThan(30_000);
@@ -96,7 +102,7 @@ describe('an answer vqb cannot read', () => {
     // The reason is where reasons are shown: the account's line (status, console, API, /healthz read it).
     const line = await h.line.state();
     expect(line.pause?.code).toBe('UNRECOGNISED_ANSWER');
-    const status = await vqb(h, ['status']).done;
+    const status = await vqb(h, ['status']);
     expect(status.stdout).toContain('UNRECOGNISED_ANSWER');
     expect(status.stdout).toContain('VQ_ANSWER_ID');
     // The paid plate waits with its answer kept; none failed.
@@ -105,7 +111,7 @@ describe('an answer vqb cannot read', () => {
     expect(waiting[0]!.heldAnswer?.answer).toMatchObject({ body: { fase: 'ETAPA_1' } });
 
     // Run again without settings: nothing is sent, the same message, exit 3.
-    const again = await vqb(h, ['run', file]).done;
+    const again = await vqb(h, ['run', file]);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('VQ_ANSWER_ID');
     expect(h.sim.stats().creates).toBe(1);
@@ -117,7 +123,7 @@ describe('an answer vqb cannot read', () => {
       VQ_STATES_PENDING: 'etapa_1',
       VQ_STATES_DONE: 'ETAPA_FINAL',
       VQ_STATES_FAILED: 'Etapa Abortada',
-    }).done;
+    });
     expect(mapped.stderr).toBe('');
     expect(mapped.code).toBe(0);
     expect(mapped.stdout).toContain('resuming');
@@ -133,7 +139,7 @@ describe('an answer vqb cannot read', () => {
       sim: { completionMs: [300, 600], answersAfter: { creates: 25, shape: 'new-state' } },
     });
     const file = await plateFile(h, 'new.csv', plates);
-    const held = await vqb(h, ['run', file], { VQ_RATE_LIMIT: '20/s' }).done;
+    const held = await vqb(h, ['run', file], { VQ_RATE_LIMIT: '20/s' });
     expect(held.code).toBe(3);
     expect(held.stderr).toContain('"EM_ANALISE_DETRAN"');
     expect(held.stderr).toContain('VQ_STATES_PENDING');
@@ -144,7 +150,7 @@ describe('an answer vqb cannot read', () => {
     const info = await h.services.batchViews.get(batchId);
     expect(info.counts.failed, 'no plate failed').toBe(0);
 
-    const mapped = await vqb(h, ['run', file], { VQ_STATES_PENDING: 'EM_ANALISE_DETRAN' }).done;
+    const mapped = await vqb(h, ['run', file], { VQ_STATES_PENDING: 'EM_ANALISE_DETRAN' });
     expect(mapped.code).toBe(0);
     await expectAllAsUpstreamSaid(h, batchId, plates, new Set());
   }, 120_000);
@@ -157,10 +163,10 @@ describe('an answer vqb cannot read', () => {
       sim: { answers: 'unknown', completionMs: [100, 300] },
     });
     const file = await plateFile(h, 'work.csv', plates);
-    const held = await vqb(h, ['run', file]).done;
+    const held = await vqb(h, ['run', file]);
     expect(held.code).toBe(3);
     const batchId = /batch (\S+):/.exec(held.stdout)![1]!;
-    const work = vqb(h, ['work'], {
+    const work = vqbProcess(h, ['work'], {
       VQ_ANSWER_ID: '/body/ticket',
       VQ_ANSWER_STATUS: '/body/fase',
       VQ_STATES_PENDING: 'ETAPA_1',

@@ -23,7 +23,7 @@ import {
 import { decide } from '../../workers/actions.js';
 import { mulberry32 } from '../chaos/rng.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 const servers: Server[] = [];
@@ -34,8 +34,8 @@ afterEach(async () => {
   }
 });
 
-function vqb(h: Harness, args: string[], env: Record<string, string> = {}, timeoutMs = 20_000) {
-  return spawnVqb(args, harnessEnv(h, env), timeoutMs).done;
+function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
+  return runVqb(args, harnessEnv(h, env));
 }
 
 /** Deterministic pseudo-random bytes. */
@@ -125,7 +125,6 @@ describe('vqb run: files that cannot be used', () => {
       const path = join(h.config.outDir, '..', `bad-${c.name.replace(/\W+/g, '-')}.csv`);
       await writeFile(path, c.file());
       const r = await vqb(h, ['run', path]);
-      expect(r.signal, 'no hang').toBeNull();
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -209,7 +208,7 @@ describe('vqb run: odd but usable files', () => {
     expect(text.split('\n')[1]!.length).toBeGreaterThan(100_000);
     const path = join(h.config.outDir, '..', 'odd.csv');
     await writeFile(path, text);
-    const r = await vqb(h, ['run', path], {}, 30_000);
+    const r = await vqb(h, ['run', path]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const batchId = /batch (odd-[0-9a-f]{12})/.exec(r.stdout)![1]!;

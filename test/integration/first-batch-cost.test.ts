@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { PollLearner } from '../../src/queue/poll-schedule.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -32,14 +32,14 @@ describe('the first batch of a fresh deployment', () => {
     delete env.VQ_POLL_INITIAL;
     delete env.VQ_POLL_INTERVAL;
     delete env.VQ_RATE_LIMIT;
-    // …and the production lock (the spawn helper's 2 s lock, renewed each second, is lost now and
+    // …and the production lock (harnessEnv's 2 s lock, renewed each second, is lost now and
     // then on a loaded machine while a poll waits in the worker: a warning, nothing paid twice).
     delete env.VQ_LOCK_DURATION;
     delete env.VQ_STALLED_INTERVAL;
     const file = join(h.config.outDir, '..', 'frota.csv');
     await writeFile(file, `placa\n${fleet().join('\n')}\n`);
 
-    const dry = await spawnVqb(['run', '--dry-run', file], env).done;
+    const dry = await runVqb(['run', '--dry-run', file], env);
     expect(dry.code).toBe(0);
     const estimated = Number(/\((\d+) requests\)/.exec(dry.stdout)?.[1]);
     expect(estimated).toBeGreaterThan(0);
@@ -47,7 +47,7 @@ describe('the first batch of a fresh deployment', () => {
     expect(dry.stdout).toContain('no limit heard from the upstream yet');
     expect(dry.stdout).toContain('first results after about 15 s');
 
-    const run = await spawnVqb(['run', file], env, 120_000).done;
+    const run = await runVqb(['run', file], env);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const stats = h.sim.stats();

@@ -10,7 +10,7 @@ import { createVqb, type Vqb } from '../../src/index.js';
 import { BatchView } from '../../src/schemas/batch.js';
 import { createHttpApi } from '../../src/server.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
-import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, rejection, runVqb } from '../helpers/process.js';
 
 const TOKEN = 'contract-token-0123456789abcdef';
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -37,7 +37,7 @@ afterAll(async () => {
 
 async function cliJson(args: string[]): Promise<any> {
   // The CLI reads the same configuration as the library and the API (the batch view shows the account's rate).
-  const { code, stdout, stderr } = await spawnVqb(args, harnessEnv(h, { VQ_RATE_LIMIT: h.config.rateLimit.text })).done;
+  const { code, stdout, stderr } = await runVqb(args, harnessEnv(h, { VQ_RATE_LIMIT: h.config.rateLimit.text }));
   expect(stderr).toBe('');
   expect(code).toBe(0);
   return JSON.parse(stdout);

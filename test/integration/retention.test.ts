@@ -416,6 +416,7 @@ describe('retention', () => {
     const both = await Promise.all([retention.sweep(), retention.sweep()]);
     expect(both.filter((r) => r === undefined)).toHaveLength(1);
 
+    // Spawned: `vqb work` runs until it is signalled; its own sweep is what is shown.
     const worker = spawnVqb(['work'], harnessEnv(h, { VQ_RETAIN: '1s', VQ_ARCHIVE_DIR: archiveDir }));
     try {
       await waitFor(async () => !(await h.services.batches.exists(id)), 30_000, 'the sweep of vqb work');

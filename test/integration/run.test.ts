@@ -1,14 +1,21 @@
-// `vqb run` and `vqb export` as a user runs them: real processes, real Redis, the simulator over HTTP.
+// `vqb run` and `vqb export` as a user runs them (real Redis, the simulator over HTTP): in this
+// process (runVqb), or spawned where the test is about the process (its signals, its output while it runs).
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Harness, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
 const harness = useHarness();
 
+/** `vqb <args>` in this process, with the harness's settings (and `env`). */
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
+  return runVqb(args, harnessEnv(h, env));
+}
+
+/** `vqb <args>` as a child process, for a test that kills it, signals it or reads it while it runs. */
+function vqbProcess(h: Harness, args: string[], env: Record<string, string> = {}) {
   return spawnVqb(args, harnessEnv(h, env));
 }
 
@@ -30,7 +37,7 @@ describe('vqb run', () => {
       ';;empty',
     ];
     await writeFile(file, csvFile(rows));
-    const { code, stdout, stderr } = await vqb(h, ['run', file]).done;
+    const { code, stdout, stderr } = await vqb(h, ['run', file]);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const batchId = /batch (frota-[0-9a-f]{12})/.exec(stdout)?.[1];
@@ -66,13 +73,13 @@ describe('vqb run', () => {
 
     const jsonl = await readFile(join(h.config.outDir, `${batchId}.jsonl`), 'utf8');
     expect(jsonl.trimEnd().split('\n')).toHaveLength(rows.length);
-    const rebuilt = await vqb(h, ['export', batchId!]).done;
+    const rebuilt = await vqb(h, ['export', batchId!]);
     expect(rebuilt.code).toBe(0);
     expect(await readFile(csvPath, 'utf8')).toBe(csv);
     expect(await readFile(join(h.config.outDir, `${batchId}.jsonl`), 'utf8')).toBe(jsonl);
 
     // Running the same file again resumes the same (finished) batch: nothing is paid twice.
-    const again = await vqb(h, ['run', file]).done;
+    const again = await vqb(h, ['run', file]);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain(`resuming batch ${batchId}`);
     expect(h.sim.stats().creates).toBe(4);
@@ -82,7 +89,7 @@ describe('vqb run', () => {
     const h = await harness.start({ label: 'run-xlsx', workers: 0 });
     const file = join(h.config.outDir, '..', 'frota.csv');
     await writeFile(file, csvFile(['ABC1234;Ação Ltda;ok', 'NOPE;x;bad']));
-    const run = await vqb(h, ['run', file]).done;
+    const run = await vqb(h, ['run', file]);
     expect(run.code).toBe(0);
     const batchId = /batch (frota-[0-9a-f]{12})/.exec(run.stdout)?.[1];
     const xlsxPath = join(h.config.outDir, `${batchId}.xlsx`);
@@ -93,13 +100,13 @@ describe('vqb run', () => {
     expect((await sheetValues(await readFile(xlsxPath), 'rejects')).map((r) => r[1])).toEqual(['input', 'NOPE']);
 
     await rm(h.config.outDir, { recursive: true, force: true });
-    const exported = await vqb(h, ['export', batchId!, '--format', 'all']).done;
+    const exported = await vqb(h, ['export', batchId!, '--format', 'all']);
     expect(exported.code).toBe(0);
     expect(exported.stdout.trimEnd().split('\n').sort()).toEqual(
       ['csv', 'jsonl', 'rejects.csv', 'xlsx'].map((ext) => join(h.config.outDir, `${batchId}.${ext}`)).sort(),
     );
     expect(await sheetValues(await readFile(xlsxPath))).toEqual(results);
-    const bad = await vqb(h, ['export', batchId!, '--format', 'pdf']).done;
+    const bad = await vqb(h, ['export', batchId!, '--format', 'pdf']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--format is csv, jsonl, xlsx or all');
   }, 60_000);
@@ -109,7 +116,7 @@ describe('vqb run', () => {
     const file = join(h.config.outDir, '..', 'big.csv');
     const plates = Array.from({ length: 300 }, (_, i) => `KIL${String(i).padStart(4, '0')};c${i};`);
     await writeFile(file, csvFile(plates));
-    const first = vqb(h, ['run', file]);
+    const first = vqbProcess(h, ['run', file]);
     for (let i = 0; i < 200 && h.sim.stats().creates < 80; i++) await sleep(50);
     first.child.kill('SIGKILL');
     await first.done;
@@ -117,7 +124,7 @@ describe('vqb run', () => {
     expect(afterKill).toBeGreaterThan(0);
     expect(afterKill).toBeLessThan(300);
 
-    const second = await vqb(h, ['run', file]).done;
+    const second = await vqb(h, ['run', file]);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/resuming batch big-[0-9a-f]{12}/);
     const stats = h.sim.stats({ plates: true });
@@ -142,7 +149,7 @@ describe('vqb run', () => {
     const h = await harness.start({ label: 'stop', workers: 0, sim: { completionMs: [300, 800] } });
     const file = join(h.config.outDir, '..', 'stop.csv');
     await writeFile(file, csvFile(Array.from({ length: 200 }, (_, i) => `STP${String(i).padStart(4, '0')};;`)));
-    const run = vqb(h, ['run', file]);
+    const run = vqbProcess(h, ['run', file]);
     for (let i = 0; i < 200 && h.sim.stats().creates < 20; i++) await sleep(50);
     run.child.kill('SIGINT');
     const stopped = await run.done;
@@ -150,7 +157,7 @@ describe('vqb run', () => {
     expect(stopped.stdout).toContain('run the same command again to resume');
 
     h.sim.keys.expire('test-key-0123456789abcdef');
-    const blocked = await vqb(h, ['run', file]).done;
+    const blocked = await vqb(h, ['run', file]);
     expect(blocked.code).toBe(3);
     expect(blocked.stderr).toMatch(/cannot go on: .*expired/i);
     expect(blocked.stderr).not.toContain('test-key-0123456789abcdef');
@@ -160,9 +167,9 @@ describe('vqb run', () => {
     const h = await harness.start({ label: 'held', workers: 0 });
     const file = join(h.config.outDir, '..', 'held.csv');
     await writeFile(file, csvFile(['HLD0001;a;', 'HLD0002;b;', 'HLD0003;c;']));
-    expect((await vqb(h, ['pause']).done).code).toBe(0);
+    expect((await vqb(h, ['pause'])).code).toBe(0);
 
-    const run = vqb(h, ['run', file]);
+    const run = vqbProcess(h, ['run', file]);
     let out = '';
     run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
     for (let i = 0; i < 400 && !out.includes('vqb resume'); i++) await sleep(50);
@@ -173,7 +180,7 @@ describe('vqb run', () => {
     expect(h.sim.stats().creates).toBe(0);
     expect(run.child.exitCode).toBeNull();
 
-    expect((await vqb(h, ['resume']).done).code).toBe(0);
+    expect((await vqb(h, ['resume'])).code).toBe(0);
     const { code, stdout, stderr } = await run.done;
     expect(stderr).toBe('');
     expect(code).toBe(0);
@@ -185,7 +192,7 @@ describe('vqb run', () => {
 
   it('a config error prints one readable line and exits 2, with no stack trace', async () => {
     const h = await harness.start({ label: 'cfg', workers: 0 });
-    const { code, stdout, stderr } = await vqb(h, ['run', 'x.csv'], { VQ_RATE_LIMIT: 'fast' }).done;
+    const { code, stdout, stderr } = await vqb(h, ['run', 'x.csv'], { VQ_RATE_LIMIT: 'fast' });
     expect(code).toBe(2);
     expect(stdout).toBe('');
     expect(stderr.trim().split('\n')).toHaveLength(1);
@@ -198,7 +205,7 @@ describe('vqb run', () => {
     h.startWorker();
     await h.waitForBatch('ops');
     const json = async (args: string[]) => {
-      const r = await vqb(h, [...args, '--json']).done;
+      const r = await vqb(h, [...args, '--json']);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       return JSON.parse(r.stdout);

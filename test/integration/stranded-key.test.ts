@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { upstreamOf } from '../../src/queue/answers.js';
 import { accountKey, makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -32,12 +32,12 @@ describe('a key that stops with paid plates on it', () => {
     await writeFile(file, `placa\n${plates.join('\n')}\n`);
     const env = harnessEnv(h, { VQ_RATE_LIMIT: '20/s' });
 
-    const running = spawnVqb(['run', file, '--pool', 'fleet'], env, 90_000);
+    const running = runVqb(['run', file, '--pool', 'fleet'], env);
     // kb expires once it has created a few plates (a time fixed in advance passed before its first
     // create when a loaded machine was slow to start the run: nothing was stranded).
     await waitFor(async () => (h.sim.stats().byKey.kb?.counted ?? 0) >= 5, 60_000, 'kb creating');
     expect(h.sim.keys.expire(accountKey('kb'))).toBe(true);
-    const run = await running.done;
+    const run = await running;
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/plates? paid with account kb's key wait for it/);
     expect(run.stderr).toContain('EXPIRED_API_KEY');
@@ -47,19 +47,19 @@ describe('a key that stops with paid plates on it', () => {
     expect(stranded).toBeGreaterThan(0);
 
     const batchId = /batch (\S+):/.exec(run.stdout)?.[1] ?? '';
-    const shown = await spawnVqb(['status', batchId, '--json'], env).done;
+    const shown = await runVqb(['status', batchId, '--json'], env);
     expect(shown.code, run.stdout).toBe(0);
     const view = JSON.parse(shown.stdout) as { waitingForKeys?: { account: string; plates: number; code: string }[] };
     expect(view.waitingForKeys).toEqual([
       expect.objectContaining({ account: 'kb', plates: stranded, code: 'EXPIRED_API_KEY' }),
     ]);
-    const text = await spawnVqb(['status', batchId], env).done;
+    const text = await runVqb(['status', batchId], env);
     expect(text.stdout).toContain(`${stranded} plates paid with account kb's key wait for it`);
 
     // The key renewed upstream, the account resumed: the same command reads the paid plates.
     h.sim.keys.add({ key: accountKey('kb'), label: 'kb' });
-    expect((await spawnVqb(['resume', '--account', 'kb'], env).done).code).toBe(0);
-    const again = await spawnVqb(['run', file, '--pool', 'fleet'], env, 90_000).done;
+    expect((await runVqb(['resume', '--account', 'kb'], env)).code).toBe(0);
+    const again = await runVqb(['run', file, '--pool', 'fleet'], env);
     expect(again.stderr).toBe('');
     expect(again.code).toBe(0);
     const stats = h.sim.stats({ plates: true });
