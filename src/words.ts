@@ -90,6 +90,50 @@ export const en = {
   'run.failed.other': '{n} plates failed:',
   'run.problem': '  row {row} ({input}): {message}',
   'run.more': '  and {n} more, in {file}',
+  // Why an account's line waits, and a deadline's judgement (presenters/waits.ts): the console, the API and the CLI.
+  'wait.paused': 'paused',
+  'wait.upstream_unreachable': 'upstream unreachable',
+  'wait.budget': 'spending cap reached',
+  'wait.quota': 'upstream quota used up',
+  'wait.rate_limit': 'rate limited',
+  'wait.redis_down': 'Redis unreachable',
+  'wait.redis_full': 'Redis full',
+  'deadline.feasible': 'deadline: feasible',
+  'deadline.notFeasible': 'deadline: not feasible',
+  'deadline.unknown': 'deadline: unknown',
+  'deadline.met': 'deadline: met',
+  'deadline.missed': 'deadline: missed',
+  'deadline.due': 'due {at} ({relative})',
+  'deadline.finished': 'finished {at}',
+  'deadline.range': 'finishes in {low}–{high}',
+  'deadline.ahead': 'after {n} plates ahead of it on the key',
+  'deadline.onTime': 'on time by {span}',
+  'deadline.late': 'late by {span}',
+  'deadline.cost': 'costs {cost}',
+  'deadline.noRate': 'no rate known yet: it is known after the account’s first answers from the upstream',
+  'deadline.keysHold': 'no key serves it now: every key of its pool holds ({keys}); it is known when one serves again',
+  'pause.console': 'by an operator, in the console',
+  'pause.operator': 'by an operator (vqb pause)',
+  'pause.operatorSaid': 'by an operator: “{reason}”',
+  'pause.INVALID_API_KEY':
+    'the API key is not valid: put a valid key in the account’s key file, then resume the account',
+  'pause.EXPIRED_API_KEY': 'the API key expired: put the new key in the account’s key file, then resume the account',
+  'pause.INSUFFICIENT_PERMISSIONS':
+    'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
+  'pause.other': 'a key failure ({code}): fix the key, then resume the account',
+  'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
+  'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
+  'waitd.budgetBatch': "creates wait at the batch's own cap; polls go on (raise it with vqb budget)",
+  'waitd.quota': 'until {until}',
+  'waitd.rate_limit': 'until {until}',
+  'waitd.redis_down': 'the connection is lost; paid results are kept in memory until they are stored',
+  'waitd.redis_full': 'Redis refuses writes (maxmemory); work resumes by itself once there is room',
+  'reach.connection refused': 'connection refused',
+  'reach.connection timed out': 'connection timed out',
+  'reach.connection reset': 'connection reset',
+  'reach.no answer in time': 'no answer in time',
+  'reach.the answer stalled': 'the answer stalled',
+  'reach.network error': 'network error',
 } as const;
 
 export type WordKey = keyof typeof en;
@@ -154,6 +198,52 @@ export const ptBR: Record<WordKey, string> = {
   'run.failed.other': '{n} placas falharam:',
   'run.problem': '  linha {row} ({input}): {message}',
   'run.more': '  e mais {n}, em {file}',
+  // Por que a fila de uma conta espera, e o juízo de um prazo (presenters/waits.ts).
+  'wait.paused': 'pausada',
+  'wait.upstream_unreachable': 'fornecedor fora do ar',
+  'wait.budget': 'limite de gastos atingido',
+  'wait.quota': 'cota do fornecedor esgotada',
+  'wait.rate_limit': 'limite de requisições',
+  'wait.redis_down': 'Redis fora do ar',
+  'wait.redis_full': 'Redis cheio',
+  'deadline.feasible': 'prazo: viável',
+  'deadline.notFeasible': 'prazo: inviável',
+  'deadline.unknown': 'prazo: ainda não se sabe',
+  'deadline.met': 'prazo: cumprido',
+  'deadline.missed': 'prazo: perdido',
+  'deadline.due': 'até {at} ({relative})',
+  'deadline.finished': 'concluído em {at}',
+  'deadline.range': 'termina em {low}–{high}',
+  'deadline.ahead': 'depois de {n} placas à frente dele na chave',
+  'deadline.onTime': 'no prazo, com folga de {span}',
+  'deadline.late': 'atrasado em {span}',
+  'deadline.cost': 'custa {cost}',
+  'deadline.noRate': 'nenhuma taxa conhecida ainda: ela se conhece com as primeiras respostas do fornecedor à conta',
+  'deadline.keysHold':
+    'nenhuma chave o atende agora: todas as chaves do seu grupo estão retidas ({keys}); ' +
+    'volta a ser conhecida quando uma voltar a atender',
+  'pause.console': 'por um operador, no console',
+  'pause.operator': 'por um operador (vqb pause)',
+  'pause.operatorSaid': 'por um operador: “{reason}”',
+  'pause.INVALID_API_KEY':
+    'a chave da API não é válida: coloque uma chave válida no arquivo da chave da conta e retome a conta',
+  'pause.EXPIRED_API_KEY': 'a chave da API expirou: coloque a nova chave no arquivo da chave da conta e retome a conta',
+  'pause.INSUFFICIENT_PERMISSIONS':
+    'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
+  'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
+  'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
+  'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
+  'waitd.budgetBatch': 'as criações esperam no limite do próprio lote; as consultas seguem (aumente-o com vqb budget)',
+  'waitd.quota': 'até {until}',
+  'waitd.rate_limit': 'até {until}',
+  'waitd.redis_down': 'a conexão caiu; os resultados pagos ficam na memória até serem gravados',
+  'waitd.redis_full': 'o Redis recusa gravações (maxmemory); o trabalho volta sozinho quando houver espaço',
+  'reach.connection refused': 'conexão recusada',
+  'reach.connection timed out': 'tempo de conexão esgotado',
+  'reach.connection reset': 'conexão interrompida',
+  'reach.no answer in time': 'sem resposta a tempo',
+  'reach.the answer stalled': 'a resposta parou no meio',
+  'reach.network error': 'erro de rede',
 };
 
 export const WORDS: Record<Lang, Record<WordKey, string>> = { en, 'pt-BR': ptBR };
@@ -187,4 +277,25 @@ export function rejectText(reason: string, stored: string, lang: Lang): string {
 export function rowErrorText(code: string, stored: string, lang: Lang): string {
   const key = `rowError.${code}`;
   return isWordKey(key) ? wordsFor(lang)(key) : stored;
+}
+
+/** Numbers and durations as the language writes them. */
+/** Built once: a NumberFormat costs ~60 µs to construct, ~0.6 µs to use (a list page formats hundreds). */
+const NUMBER_FORMATS: Record<Lang, Intl.NumberFormat> = {
+  en: new Intl.NumberFormat('en'),
+  'pt-BR': new Intl.NumberFormat('pt-BR'),
+};
+
+export function formatNumber(lang: Lang, n: number): string {
+  return NUMBER_FORMATS[lang].format(n);
+}
+
+export function formatSeconds(seconds: number, lang: Lang = 'pt-BR'): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  const h = Math.floor(s / 3600);
+  if (h < 48) return `${h} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+  const days = Math.floor(h / 24);
+  return `${days} ${lang === 'en' ? 'days' : 'dias'} ${h % 24} h`;
 }

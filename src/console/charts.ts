@@ -5,10 +5,10 @@
 // who would rather read them (screen readers included). Every plotted point carries its numbers
 // in data attributes (the browser tests compare them with the API's).
 
+import { zoneName } from '../presenters/waits.js';
 import type { BatchPoint, RatePoint } from '../queue/series.js';
 import { type Html, html } from './html.js';
 import { formatNumber, type Lang, type Translate } from './i18n.js';
-import { zoneName } from './say.js';
 
 interface ChartContext {
   lang: Lang;

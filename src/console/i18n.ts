@@ -2,11 +2,11 @@
 // chose (the `vqb_lang` cookie, set by the switch link), else the browser's (Accept-Language),
 // else pt-BR: the people who use vqb are operations teams in Brazil.
 
-import { LANGS, type Lang, en as sharedEn, ptBR as sharedPtBR } from '../words.js';
+import { formatNumber, formatSeconds, LANGS, type Lang, en as sharedEn, ptBR as sharedPtBR } from '../words.js';
 
 // The languages, and the words outside the pages (rejects, errors, exports), are src/words.ts's:
 // one catalogue, whichever door shows them.
-export { LANGS, type Lang };
+export { formatNumber, formatSeconds, LANGS, type Lang };
 export const LANG_COOKIE = 'vqb_lang';
 
 const en = {
@@ -65,13 +65,6 @@ const en = {
   'rate.announced': '{rate}, announced by the upstream',
   'rate.start': '{rate}, learning the limit',
   'rate.learned': '{rate}, learned from 429s',
-  'wait.paused': 'paused',
-  'wait.upstream_unreachable': 'upstream unreachable',
-  'wait.budget': 'spending cap reached',
-  'wait.quota': 'upstream quota used up',
-  'wait.rate_limit': 'rate limited',
-  'wait.redis_down': 'Redis unreachable',
-  'wait.redis_full': 'Redis full',
   'batch.title': 'Batch {id}',
   'batch.counts': 'Counts',
   'chart.title': 'Over time',
@@ -158,20 +151,6 @@ const en = {
     '{plates} plates paid with account {account}’s key wait for it (only that key can read them; nothing is ' +
     'paid again): {code}. Fix the key, then resume account {account}.',
   'batch.atRisk': 'at risk',
-  'deadline.feasible': 'deadline: feasible',
-  'deadline.notFeasible': 'deadline: not feasible',
-  'deadline.unknown': 'deadline: unknown',
-  'deadline.met': 'deadline: met',
-  'deadline.missed': 'deadline: missed',
-  'deadline.due': 'due {at} ({relative})',
-  'deadline.finished': 'finished {at}',
-  'deadline.range': 'finishes in {low}–{high}',
-  'deadline.ahead': 'after {n} plates ahead of it on the key',
-  'deadline.onTime': 'on time by {span}',
-  'deadline.late': 'late by {span}',
-  'deadline.cost': 'costs {cost}',
-  'deadline.noRate': 'no rate known yet: it is known after the account’s first answers from the upstream',
-  'deadline.keysHold': 'no key serves it now: every key of its pool holds ({keys}); it is known when one serves again',
   'upload.submit': 'See the estimate',
   'estimate.title': 'Estimate for {name}',
   'estimate.intro': 'Nothing has been sent yet. This is what the batch would cost:',
@@ -221,28 +200,6 @@ const en = {
   'confirm.back': 'Back to the batch, nothing sent',
   'flash.retried.one': '{n} failed plate queued again ({recreated} created anew, {skipped} still running).',
   'flash.retried.other': '{n} failed plates queued again ({recreated} created anew, {skipped} still running).',
-  'pause.console': 'by an operator, in the console',
-  'pause.operator': 'by an operator (vqb pause)',
-  'pause.operatorSaid': 'by an operator: “{reason}”',
-  'pause.INVALID_API_KEY':
-    'the API key is not valid: put a valid key in the account’s key file, then resume the account',
-  'pause.EXPIRED_API_KEY': 'the API key expired: put the new key in the account’s key file, then resume the account',
-  'pause.INSUFFICIENT_PERMISSIONS':
-    'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
-  'pause.other': 'a key failure ({code}): fix the key, then resume the account',
-  'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
-  'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
-  'waitd.budgetBatch': "creates wait at the batch's own cap; polls go on (raise it with vqb budget)",
-  'waitd.quota': 'until {until}',
-  'waitd.rate_limit': 'until {until}',
-  'waitd.redis_down': 'the connection is lost; paid results are kept in memory until they are stored',
-  'waitd.redis_full': 'Redis refuses writes (maxmemory); work resumes by itself once there is room',
-  'reach.connection refused': 'connection refused',
-  'reach.connection timed out': 'connection timed out',
-  'reach.connection reset': 'connection reset',
-  'reach.no answer in time': 'no answer in time',
-  'reach.the answer stalled': 'the answer stalled',
-  'reach.network error': 'network error',
   'estimate.alreadyDone': 'Every plate of this file is already finished in batch {id}: nothing would be sent.',
   'estimate.openBatch': 'Open the batch',
   'estimate.nothing':
@@ -363,13 +320,6 @@ const ptBR: Record<Key, string> = {
   'rate.start': '{rate}, aprendendo o limite',
   'rate.learned': '{rate}, aprendido com as respostas 429',
   'line.resume': 'Retomar a conta {account}',
-  'wait.paused': 'pausada',
-  'wait.upstream_unreachable': 'fornecedor fora do ar',
-  'wait.budget': 'limite de gastos atingido',
-  'wait.quota': 'cota do fornecedor esgotada',
-  'wait.rate_limit': 'limite de requisições',
-  'wait.redis_down': 'Redis fora do ar',
-  'wait.redis_full': 'Redis cheio',
   'batch.title': 'Lote {id}',
   'batch.counts': 'Contagens',
   'chart.title': 'Ao longo do tempo',
@@ -457,22 +407,6 @@ const ptBR: Record<Key, string> = {
     '{plates} placas pagas com a chave da conta {account} esperam por ela (só essa chave pode lê-las; nada é ' +
     'pago de novo): {code}. Corrija a chave e retome a conta {account}.',
   'batch.atRisk': 'em risco',
-  'deadline.feasible': 'prazo: viável',
-  'deadline.notFeasible': 'prazo: inviável',
-  'deadline.unknown': 'prazo: ainda não se sabe',
-  'deadline.met': 'prazo: cumprido',
-  'deadline.missed': 'prazo: perdido',
-  'deadline.due': 'até {at} ({relative})',
-  'deadline.finished': 'concluído em {at}',
-  'deadline.range': 'termina em {low}–{high}',
-  'deadline.ahead': 'depois de {n} placas à frente dele na chave',
-  'deadline.onTime': 'no prazo, com folga de {span}',
-  'deadline.late': 'atrasado em {span}',
-  'deadline.cost': 'custa {cost}',
-  'deadline.noRate': 'nenhuma taxa conhecida ainda: ela se conhece com as primeiras respostas do fornecedor à conta',
-  'deadline.keysHold':
-    'nenhuma chave o atende agora: todas as chaves do seu grupo estão retidas ({keys}); ' +
-    'volta a ser conhecida quando uma voltar a atender',
   'upload.submit': 'Ver a estimativa',
   'estimate.title': 'Estimativa para {name}',
   'estimate.intro': 'Nada foi enviado ainda. Isto é o que o lote custaria:',
@@ -525,28 +459,6 @@ const ptBR: Record<Key, string> = {
   'flash.retried.one': '{n} placa com falha voltou à fila ({recreated} criada de novo, {skipped} ainda em andamento).',
   'flash.retried.other':
     '{n} placas com falha voltaram à fila ({recreated} criadas de novo, {skipped} ainda em andamento).',
-  'pause.console': 'por um operador, no console',
-  'pause.operator': 'por um operador (vqb pause)',
-  'pause.operatorSaid': 'por um operador: “{reason}”',
-  'pause.INVALID_API_KEY':
-    'a chave da API não é válida: coloque uma chave válida no arquivo da chave da conta e retome a conta',
-  'pause.EXPIRED_API_KEY': 'a chave da API expirou: coloque a nova chave no arquivo da chave da conta e retome a conta',
-  'pause.INSUFFICIENT_PERMISSIONS':
-    'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
-  'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
-  'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
-  'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
-  'waitd.budgetBatch': 'as criações esperam no limite do próprio lote; as consultas seguem (aumente-o com vqb budget)',
-  'waitd.quota': 'até {until}',
-  'waitd.rate_limit': 'até {until}',
-  'waitd.redis_down': 'a conexão caiu; os resultados pagos ficam na memória até serem gravados',
-  'waitd.redis_full': 'o Redis recusa gravações (maxmemory); o trabalho volta sozinho quando houver espaço',
-  'reach.connection refused': 'conexão recusada',
-  'reach.connection timed out': 'tempo de conexão esgotado',
-  'reach.connection reset': 'conexão interrompida',
-  'reach.no answer in time': 'sem resposta a tempo',
-  'reach.the answer stalled': 'a resposta parou no meio',
-  'reach.network error': 'erro de rede',
   'estimate.alreadyDone': 'Todas as placas deste arquivo já foram concluídas no lote {id}: nada seria enviado.',
   'estimate.openBatch': 'Abrir o lote',
   'estimate.nothing':
@@ -649,25 +561,4 @@ export function pickLang(cookie: string | undefined, acceptLanguage: string | un
     if (r.tag === 'en' || r.tag.startsWith('en-')) return 'en';
   }
   return 'pt-BR';
-}
-
-/** Numbers and durations as the language writes them. */
-/** Built once: a NumberFormat costs ~60 µs to construct, ~0.6 µs to use (a list page formats hundreds). */
-const NUMBER_FORMATS: Record<Lang, Intl.NumberFormat> = {
-  en: new Intl.NumberFormat('en'),
-  'pt-BR': new Intl.NumberFormat('pt-BR'),
-};
-
-export function formatNumber(lang: Lang, n: number): string {
-  return NUMBER_FORMATS[lang].format(n);
-}
-
-export function formatSeconds(seconds: number, lang: Lang = 'pt-BR'): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
-  const h = Math.floor(s / 3600);
-  if (h < 48) return `${h} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
-  const days = Math.floor(h / 24);
-  return `${days} ${lang === 'en' ? 'days' : 'dias'} ${h % 24} h`;
 }

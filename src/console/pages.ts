@@ -5,6 +5,7 @@
 import type { RedisWaitReason } from '../accounts/wait.js';
 import { costOf, formatMoney, type Price } from '../money.js';
 import { rateText, waitingOf } from '../presenters/line.js';
+import { dateText, deadlineText, waitingText } from '../presenters/waits.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { FailedSummary } from '../queue/rerun.js';
@@ -12,7 +13,7 @@ import type { BatchView } from '../schemas/batch.js';
 import { useChart } from './charts.js';
 import { type Html, html } from './html.js';
 import { formatNumber, formatSeconds, type Key, type Lang, type Translate } from './i18n.js';
-import { dateText, deadlineText, plural, waitingText } from './say.js';
+import { plural } from './say.js';
 
 export interface PageContext {
   lang: Lang;

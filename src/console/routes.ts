@@ -11,6 +11,7 @@ import { costOf, createsCap, formatMoney, type Price } from '../money.js';
 import { parseDeadline } from '../plans/deadline.js';
 import { batchContext, batchContexts } from '../presenters/batch-context.js';
 import { archivedBatchView, batchView } from '../presenters/batch-view.js';
+import { CONSOLE_PAUSE_REASON } from '../presenters/waits.js';
 import { type BatchRequest, checkRequest, type EnqueueInput, enqueue, estimate } from '../producers/enqueue.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
@@ -54,7 +55,7 @@ import {
   uploadPage,
 } from './pages.js';
 import { localPath } from './redirect.js';
-import { CONSOLE_PAUSE_REASON, errorText, plural } from './say.js';
+import { errorText, plural } from './say.js';
 import { idHash, SESSION_COOKIE, SessionStore } from './sessions.js';
 import { sessionRoutes } from './sign-in.js';
 import { SignInThrottle } from './throttle.js';

@@ -1,13 +1,13 @@
 // The console's page of watch lists: each list's schedule, what it is doing and why, its last
 // round (what changed, with the changes to download) and its month budget; pause and resume.
 
+import { dateText } from '../presenters/waits.js';
 import { windowText } from '../watch/schedule.js';
 import { everyText } from '../watch/view.js';
 import type { WatchView } from '../watch/watches.js';
 import { type Html, html } from './html.js';
 import { formatNumber } from './i18n.js';
 import { layout, type PageContext } from './pages.js';
-import { dateText } from './say.js';
 
 export function watchesPage(ctx: PageContext, views: readonly WatchView[]): string {
   const { t } = ctx;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_PAUSE_REASON } from '../../src/console/say.js';
+import { CONSOLE_PAUSE_REASON } from '../../src/presenters/waits.js';
 import { createHttpApi } from '../../src/server.js';
 import { launchChromium, ROOT, SHOTS } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';

@@ -5,8 +5,9 @@ import { html, raw } from '../../src/console/html.js';
 import { pickLang, translator } from '../../src/console/i18n.js';
 import { failedKey, failedSection } from '../../src/console/pages.js';
 import { localPath } from '../../src/console/redirect.js';
-import { dateText, deadlineText, plural, waitingText } from '../../src/console/say.js';
+import { plural } from '../../src/console/say.js';
 import { deadlineView, judgeDeadline } from '../../src/plans/deadline.js';
+import { dateText, deadlineText, waitingText } from '../../src/presenters/waits.js';
 import { retryWay } from '../../src/queue/rerun.js';
 import { Waiting, WebhookDelivery } from '../../src/schemas/batch.js';
 import { CALLBACK_HOST_NOT_ALLOWED, CALLBACK_URL_INVALID, WEBHOOK_SECRET_MISSING } from '../../src/webhooks/target.js';
@@ -211,11 +212,10 @@ describe("console: the deadline line in the page's language (docs/plans.md)", ()
 
 describe('console words (issue 46, 17)', () => {
   it('a batch held at its own cap (no end time) reads as a whole sentence, not "esperam até ;"', () => {
-    const pt = { lang: 'pt-BR' as const, t: translator('pt-BR') };
-    const text = waitingText(pt, { reason: 'budget', message: 'x' }, undefined)!;
+    const text = waitingText({ lang: 'pt-BR' }, { reason: 'budget', message: 'x' }, undefined)!;
     expect(text).toContain('as criações esperam no limite do próprio lote');
     expect(text).not.toMatch(/até ;|até\s*$/);
-    const en = waitingText({ lang: 'en', t: translator('en') }, { reason: 'budget', message: 'x' }, undefined)!;
+    const en = waitingText({ lang: 'en' }, { reason: 'budget', message: 'x' }, undefined)!;
     expect(en).toContain("creates wait at the batch's own cap");
   });
 });
