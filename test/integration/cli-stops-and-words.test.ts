@@ -14,7 +14,7 @@ import { startRedisServer } from '../helpers/redis-server.js';
 
 const harness = useHarness();
 
-/** `vqb <args>` in this process, with the harness's settings (and `env`). */
+/** `vqb <args>` in this process, with the harness's settings (and `env`); a hang fails on the test's timeout. */
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
   return runVqb(args, harnessEnv(h, env));
 }
@@ -112,7 +112,6 @@ describe('the CLI, second pass (issue 36)', () => {
     const h = await harness.start({ label: 'cli36-6', workers: 0 });
     await h.enqueue('b6', makePlates(2));
     const r = await vqb(h, ['export', 'b6', '--out', '/proc/vqb-x']);
-    expect(r.signal, 'ended by itself').toBeNull();
     expectOneLine(r.stderr);
     expect(r.stderr).toMatch(/^vqb: cannot write exports to \/proc\/vqb-x: the file system said ENOENT/);
     expect(r.code).toBe(1);
@@ -157,7 +156,6 @@ describe('the CLI, second pass (issue 36)', () => {
     const quiet = harnessEnv(h, { VQ_BASE_URL: `http://127.0.0.1:${await freePort()}`, VQ_ATTEMPTS: '3' });
     delete (quiet as Record<string, string | undefined>).LOG_LEVEL;
     const down = await runVqb(['run', file], quiet);
-    expect(down.signal, 'gave up by itself').toBeNull();
     expect(down.code).toBe(3);
     expect(down.stderr).toMatch(
       /^vqb: cannot go on: upstream unreachable since .*: connection refused; \d+ requests in a row/m,
@@ -213,7 +211,6 @@ describe('the CLI, second pass (issue 36)', () => {
       ];
       for (const run of runs) {
         const r = await run;
-        expect(r.signal, r.stderr).toBeNull();
         expectOneLine(
           r.stderr
             .split('\n')
