@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { isError, RedisUnavailableError } from '../../src/errors.js';
 import { checkRedis, connectRedis } from '../../src/redis/connection.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, rejection, runVqb } from '../helpers/process.js';
 import { redisHasTls, startTlsRedis, type TestTlsRedis } from '../helpers/redis-topology.js';
 
 const harness = useHarness();
@@ -32,7 +32,7 @@ describe('Redis over TLS (rediss://)', () => {
     const file = join(h.config.outDir, '..', 'tls.csv');
     await writeFile(file, `placa\r\n${plates.join('\r\n')}\r\n`);
 
-    const { code, stdout, stderr } = await spawnVqb(['run', file], harnessEnv(h, settings)).done;
+    const { code, stdout, stderr } = await runVqb(['run', file], harnessEnv(h, settings));
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const batchId = /batch (tls-[0-9a-f]{12})/.exec(stdout)?.[1];
