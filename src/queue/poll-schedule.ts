@@ -72,9 +72,7 @@ const FIRST_CONTACT_GAP_MS = 600;
 /** Wait before the next poll of the first-contact plate, `elapsedMs` after its create. */
 export function firstContactPollDelay(elapsedMs: number): number {
   const close = elapsedMs < FIRST_CONTACT_CLOSE_MS;
-  return Math.round(
-    Math.max(FIRST_CONTACT_POLL_MS, close ? Math.min(elapsedMs / 2, FIRST_CONTACT_GAP_MS) : elapsedMs),
-  );
+  return Math.round(Math.max(FIRST_CONTACT_POLL_MS, close ? Math.min(elapsedMs / 2, FIRST_CONTACT_GAP_MS) : elapsedMs));
 }
 
 /**
