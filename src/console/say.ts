@@ -8,8 +8,6 @@ import { isKey, type Key, type Lang, type Translate } from './i18n.js';
 interface Ctx {
   lang: Lang;
   t: Translate;
-  /** The clock instants are shown on (VQ_TIME_ZONE); the process's own when absent. */
-  zone?: string;
 }
 
 const PLURALS: Record<Lang, Intl.PluralRules> = {
