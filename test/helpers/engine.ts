@@ -40,7 +40,8 @@ export interface Harness {
   queue: PlateQueue;
   /** True when no plate is waiting to be fed, queued, between polls or running, on any account. */
   idle(): Promise<boolean>;
-  startWorker(): WorkerHandle;
+  /** `random`: what the worker process draws its jitters from (rests, pacing), for a test that needs them at an end. */
+  startWorker(deps?: { random?: () => number }): WorkerHandle;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
   enqueue(
     batchId: string,
@@ -183,9 +184,10 @@ export async function startHarness(
       for (const account of config.accounts) if ((await services.scheduler.pendingTotal(account.id)) > 0) return false;
       return true;
     },
-    startWorker() {
+    startWorker(deps = {}) {
       const handle = startWorker(config, {
         logger: logs.logger,
+        ...(deps.random ? { random: deps.random } : {}),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         ...(options.resolve ? { webhookResolve: options.resolve } : {}),
       });

@@ -100,10 +100,11 @@ describe('idle accounts', () => {
   });
 
   it("a producer's feed wakes the account's waiting Worker at once, not at the process's next feed pass", async () => {
-    // 30/min: the feed pass rests 2 s on this account between looks (Feeder.restMs). Plates are
-    // enqueued 3 s apart (a slot is free every 2 s) while the ones before wait for their first poll
-    // (20 s): the account is busy, its Worker waits for work, and only a wake has it take the new
-    // job at once. Read is when BullMQ made the job active (processedOn).
+    // 30/min: the feed pass rests 2 s on this account between looks (Feeder.restMs), 2.5 s with
+    // its jitter drawn at the top (random 1). Plates are enqueued 3 s apart (a slot is free every
+    // 2 s) while the ones before wait for their first poll (20 s): the account is busy, its Worker
+    // waits for work, and only a wake has it take the new job at once. Read is when BullMQ made
+    // the job active (processedOn).
     h = await startHarness({
       label: 'wake',
       accounts: [{ id: 'slow', rateLimit: '30/min' }],
@@ -114,7 +115,7 @@ describe('idle accounts', () => {
     // The account has met its upstream before: first contact would hold plates 2-4 for the first
     // plate's 30 s (one create at a time), and this test is about the wake.
     await h.services.answers.learn('slow', { id: '/body/queryId', status: '/body/status' }, Date.now());
-    h.startWorker();
+    h.startWorker({ random: () => 1 });
     const queue = h.services.accounts.queue('slow');
     const latencies: number[] = [];
     for (let i = 0; i < 4; i++) {
@@ -130,8 +131,9 @@ describe('idle accounts', () => {
       await sleep(3_000 - (Date.now() - at));
     }
     console.log(`enqueue -> job taken by a waiting Worker, ms: ${latencies.join(', ')}`);
-    // Without the wake each is anywhere up to the 2 s rest plus a feed period.
-    for (const ms of latencies) expect(ms).toBeLessThan(300);
+    // Without the wake each waits for the rest's end, up to 2.5 s: a fifth of that rules it out
+    // on a machine as loaded as CI's (read 5-60 ms quiet).
+    for (const ms of latencies) expect(ms).toBeLessThan(500);
     expect(h.sim.stats().creates).toBe(4);
   });
 
