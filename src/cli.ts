@@ -146,6 +146,7 @@ function defaultIo(): CliIo {
   process.on('SIGTERM', onSignal);
   return {
     env: process.env,
+    stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
     stopSignal,

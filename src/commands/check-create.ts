@@ -24,12 +24,12 @@ const SHOWN_BYTES = 4 * 1024;
 
 async function confirmed(ctx: CommandContext, question: string): Promise<boolean> {
   if (ctx.flags.yes === true) return true;
-  if (!process.stdin.isTTY) {
+  if (ctx.io.stdin.isTTY !== true) {
     throw new UsageError(
       `${question.replace(/ Go on\?.*$/, '')} There is no terminal to ask: run it again with --yes to send it.`,
     );
   }
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  const rl = createInterface({ input: ctx.io.stdin, output: ctx.io.stderr });
   try {
     return /^(y|yes|s|sim)$/i.test((await rl.question(`${question} `)).trim());
   } finally {

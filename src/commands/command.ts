@@ -6,6 +6,8 @@ import type { Logger } from '../logger.js';
 
 export interface CliIo {
   env: Record<string, string | undefined>;
+  /** Where a question is answered: a terminal (isTTY) when a person is there (`vqb check --create`, `vqb run`'s confirmation). */
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stderr: NodeJS.WritableStream;
   /** Resolves when the user asks to stop (SIGINT/SIGTERM); commands that run until stopped await it. */

@@ -1,5 +1,5 @@
 // The README's first command: a whole batch against the simulator, end to end, in under a minute.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isVqbError, VqbError } from '../errors.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../redis/connection.js';
@@ -8,7 +8,11 @@ import { startSimulator } from '../simulator/index.js';
 import type { Command, CommandContext } from './command.js';
 import { runFile } from './run.js';
 
-const SAMPLES = fileURLToPath(new URL('../../../samples/', import.meta.url));
+// samples/ beside package.json: three folders up from the compiled dist/src/commands/, two from
+// src/commands/ (a test runs the command in its own process, from the sources).
+const SAMPLES = ['../../../samples/', '../../samples/']
+  .map((up) => fileURLToPath(new URL(up, import.meta.url)))
+  .find((dir) => existsSync(`${dir}plates.csv`))!;
 const DEMO_PREFIX = '{vqb-demo}';
 
 export const demoCommand: Command = {
@@ -103,7 +107,8 @@ async function demoRedis(ctx: CommandContext): Promise<{ url?: string; throwaway
   if ((await probePort(hostname.replace(/^\[|\]$/g, ''), Number(port || 6379))) !== 'refused')
     return { url: defaultUrl, close: none.close };
   try {
-    const server = await startThrowawayRedis();
+    // Looked up on the command's PATH (its environment, as main() was handed it).
+    const server = await startThrowawayRedis({ path: ctx.io.env.PATH });
     ctx.print(
       `no Redis on ${where}: started a throwaway redis-server on ${server.url} ` +
         "(stopped and deleted when the demo ends, the demo's batch with it; the exports stay)",

@@ -18,7 +18,7 @@ export interface PaidRun {
 
 /** True when stdin and stdout are a terminal: a person is there to answer. */
 export function onTerminal(ctx: CommandContext): boolean {
-  return process.stdin.isTTY === true && ctx.io.stdout.isTTY === true;
+  return ctx.io.stdin.isTTY === true && ctx.io.stdout.isTTY === true;
 }
 
 /**
@@ -43,8 +43,8 @@ export function paidQuestion(config: Pick<Config, 'confirmAboveMicros'>, run: Pa
 }
 
 /** Asks on the terminal; yes (or pt-BR sim) goes on. */
-export async function askYes(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+export async function askYes(ctx: CommandContext, question: string): Promise<boolean> {
+  const rl = createInterface({ input: ctx.io.stdin, output: ctx.io.stderr });
   try {
     return /^(y|yes|s|sim)$/i.test((await rl.question(`${question} `)).trim());
   } finally {

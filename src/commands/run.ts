@@ -326,7 +326,7 @@ async function queueFile(
     }
     return;
   }
-  if (options.confirmed !== true && onTerminal(ctx) && !(await confirmedOnTerminal(services, the, options)))
+  if (options.confirmed !== true && onTerminal(ctx) && !(await confirmedOnTerminal(ctx, services, the, options)))
     return 'declined';
   const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
   const { batch, deadline } = await enqueue(
@@ -362,7 +362,12 @@ async function queueFile(
 }
 
 /** A new batch above VQ_CONFIRM_ABOVE, on a terminal: the person says yes to its price first. */
-async function confirmedOnTerminal(services: QueueServices, the: RunFile, options: RunOptions): Promise<boolean> {
+async function confirmedOnTerminal(
+  ctx: CommandContext,
+  services: QueueServices,
+  the: RunFile,
+  options: RunOptions,
+): Promise<boolean> {
   if (services.config.confirmAboveMicros === undefined) return true;
   const { rows } = await readPlateFile(the.file, the.format, readOptions(options));
   const estimated = await estimate(
@@ -377,7 +382,7 @@ async function confirmedOnTerminal(services: QueueServices, the: RunFile, option
   );
   const cap = options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {};
   const question = paidQuestion(services.config, { batchId: the.batchId, account: the.account, ...cap }, estimated);
-  return question === undefined || (await askYes(question));
+  return question === undefined || (await askYes(ctx, question));
 }
 
 /**

@@ -58,10 +58,16 @@ export async function spawnRedisServer(options: {
   timeoutMs?: number;
   /** In a process group of its own, so a Ctrl-C meant for us does not stop it before we are done with it. */
   detached?: boolean;
+  /** The PATH redis-server is looked up on: the command's environment's (absent: this process's). */
+  path?: string | undefined;
 }): Promise<ChildProcess> {
   const { port, dir } = options;
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, ...(options.args ?? [])];
-  const child = spawn('redis-server', args, { stdio: 'ignore', detached: options.detached === true });
+  const child = spawn('redis-server', args, {
+    stdio: 'ignore',
+    detached: options.detached === true,
+    ...(options.path !== undefined ? { env: { ...process.env, PATH: options.path } } : {}),
+  });
   let failure: Error | undefined;
   child.once('error', (err: NodeJS.ErrnoException) => {
     failure =
@@ -122,7 +128,7 @@ export interface ThrowawayRedis {
  * append-only file. Stopped by close(), and killed when this process exits if close() was never
  * reached (a process killed with SIGKILL leaves it running: nothing can run then).
  */
-export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
+export async function startThrowawayRedis(options: { path?: string | undefined } = {}): Promise<ThrowawayRedis> {
   const dir = await mkdtemp(join(tmpdir(), 'vqb-redis-'));
   try {
     // Another process may take the free port before redis-server binds it: try a few.
@@ -130,7 +136,13 @@ export async function startThrowawayRedis(): Promise<ThrowawayRedis> {
       const port = await freePort();
       let child: ChildProcess;
       try {
-        child = await spawnRedisServer({ port, dir, args: ['--save', '', '--appendonly', 'no'], detached: true });
+        child = await spawnRedisServer({
+          port,
+          dir,
+          args: ['--save', '', '--appendonly', 'no'],
+          detached: true,
+          path: options.path,
+        });
       } catch (err) {
         if ((err as VqbError).code === 'REDIS_SERVER_FAILED' && attempt < 3) continue;
         throw err;

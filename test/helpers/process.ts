@@ -163,19 +163,51 @@ export async function runNodeProgram(
 /**
  * `vqb <args>` in this process (`main(argv, io)`) with exactly `env`, as spawnVqb takes it
  * (harnessEnv's settings): what a spawned `vqb` would print and exit with, its logs on its stderr,
- * for ~1 s less CPU than a child (Node's start and vqb's imports). Keep spawnVqb where the test
- * is about the process: signals, a second process, stdin, an exit Node itself decides.
+ * for ~1 s less CPU than a child (Node's start and vqb's imports). Its stdin is no terminal, as a
+ * child's with stdin ignored. Keep spawnVqb where the test is about the process: signals, a
+ * second process, an exit Node itself decides.
  */
 export async function runVqb(args: string[], env: Record<string, string>): Promise<Finished> {
+  return startVqb(args, env).done;
+}
+
+/** A `vqb` command running in this process (startVqb): what it printed so far, and its stop. */
+export interface InProcessVqb {
+  done: Promise<Finished>;
+  /** What it printed so far. */
+  output(): { stdout: string; stderr: string };
+  /** Asks it to stop as SIGINT/SIGTERM would (`io.stopSignal`), and waits for its exit. */
+  stop(signal?: string): Promise<Finished>;
+}
+
+/**
+ * `vqb <args>` in this process, running until it ends or is stopped: for a command that runs
+ * until signalled (`vqb work`, `vqb serve`) where the test is about what it does, not about the
+ * process (spawnVqb for that).
+ */
+export function startVqb(args: string[], env: Record<string, string>): InProcessVqb {
+  const stdin = new PassThrough();
+  stdin.end();
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   let out = '';
   let err = '';
   stdout.on('data', (c: Buffer) => (out += c.toString()));
   stderr.on('data', (c: Buffer) => (err += c.toString()));
+  let stop: (signal: string) => void = () => {};
+  const stopSignal = new Promise<string>((r) => (stop = r));
   const started = Date.now();
-  const code = await main(args, { env, stdout, stderr, stopSignal: new Promise(() => {}) });
-  // pino's writes reach the stream on a later tick; let them land before reading.
-  await new Promise((r) => setImmediate(r));
-  return { code, signal: null, stdout: out, stderr: err, ms: Date.now() - started };
+  const done = main(args, { env, stdin, stdout, stderr, stopSignal }).then(async (code) => {
+    // pino's writes reach the stream on a later tick; let them land before reading.
+    await new Promise((r) => setImmediate(r));
+    return { code, signal: null, stdout: out, stderr: err, ms: Date.now() - started };
+  });
+  return {
+    done,
+    output: () => ({ stdout: out, stderr: err }),
+    stop(signal = 'SIGTERM') {
+      stop(signal);
+      return done;
+    },
+  };
 }

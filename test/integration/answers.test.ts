@@ -9,7 +9,7 @@ import { upstreamOf } from '../../src/queue/answers.js';
 import type { PlateJobData } from '../../src/queue/types.js';
 import type { AnswerShapeName } from '../../src/simulator/answers.js';
 import { accountFlow, type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
+import { harnessEnv, runVqb, startVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -18,9 +18,9 @@ function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
   return runVqb(args, harnessEnv(h, env));
 }
 
-/** `vqb <args>` as a child process: `vqb work`, which runs until it is signalled. */
+/** `vqb <args>` running in this process until stopped: `vqb work`. */
 function vqbProcess(h: Harness, args: string[], env: Record<string, string> = {}) {
-  return spawnVqb(args, harnessEnv(h, env));
+  return startVqb(args, harnessEnv(h, env));
 }
 
 async function plateFile(h: Harness, name: string, plates: string[]): Promise<string> {
@@ -182,8 +182,7 @@ describe('an answer vqb cannot read', () => {
       expect((await h.line.state()).pause).toBeUndefined();
       await expectAllAsUpstreamSaid(h, batchId, plates, new Set());
     } finally {
-      work.child.kill('SIGTERM');
-      await work.done;
+      await work.stop();
     }
   }, 120_000);
 });

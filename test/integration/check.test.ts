@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { accountKey, useHarness } from '../helpers/engine.js';
-import { freePort, harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
+import { freePort, harnessEnv, runVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -98,8 +98,8 @@ describe('vqb check', () => {
   it('--create asks first: with no terminal and no --yes it refuses, and an invalid plate never leaves', async () => {
     const h = await harness.start({ label: 'checkr', workers: 0 });
     const env = harnessEnv(h);
-    // Spawned: "no terminal" is the child's stdin (in process it would be the test runner's).
-    const refused = await spawnVqb(['check', '--create', 'ABC1D23'], env).done;
+    // No terminal: runVqb's stdin is none (main(argv, io) reads io.stdin).
+    const refused = await runVqb(['check', '--create', 'ABC1D23'], env);
     expect(refused.stderr).toMatch(/costs one query.*no terminal to ask: run it again with --yes/);
     expect(refused.code).toBe(2);
     const invalid = await runVqb(['check', '--create', 'ABC1D2', '--yes'], env);

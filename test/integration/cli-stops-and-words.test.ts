@@ -187,9 +187,7 @@ describe('the CLI, second pass (issue 36)', () => {
         VQ_OUT_DIR: h.config.outDir,
         LOG_LEVEL: 'warn',
       };
-      // Spawned: the demo finds samples/ from its compiled file (dist/src/commands), which it is
-      // not when run in this process from src/.
-      const demo = await spawnVqb(['demo', '--file', file], env, 90_000).done;
+      const demo = await runVqb(['demo', '--file', file], env);
       expect(demo.code, demo.stderr).toBe(0);
       const hint = /^to look at this batch later: (vqb status (\S+) --prefix '\{vqb-demo\}')/m.exec(demo.stdout);
       expect(hint, demo.stdout).not.toBeNull();

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import ExcelJS from 'exceljs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { probePort } from '../../src/redis/server.js';
-import { freePort, spawnVqb } from '../helpers/process.js';
+import { freePort, runVqb } from '../helpers/process.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
 /**
@@ -95,7 +95,7 @@ describe('vqb demo without a running Redis', () => {
       VQ_TIME_ZONE: 'America/Sao_Paulo',
     };
     const began = Date.now();
-    const { code, stdout, stderr } = await spawnVqb(['demo', '--out', join(dir, 'out')], env, 90_000).done;
+    const { code, stdout, stderr } = await runVqb(['demo', '--out', join(dir, 'out')], env);
     expect(stderr).toBe('');
     expect(code).toBe(0);
 
@@ -151,7 +151,7 @@ describe('vqb demo without a running Redis', () => {
       VQ_EXPORT_LAYOUT: 'raw',
       VQ_LANG: 'en',
     };
-    const { code, stdout, stderr } = await spawnVqb(['demo', '--out', join(dir, 'out')], env, 90_000).done;
+    const { code, stdout, stderr } = await runVqb(['demo', '--out', join(dir, 'out')], env);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const csv = /^\s+(\S+\.csv)$/m.exec(stdout)![1]!;
@@ -176,9 +176,9 @@ describe('vqb demo without a running Redis', () => {
   it('says in one line how to get redis-server when it is not installed', async () => {
     dir = await mkdtemp(join(tmpdir(), 'vqb-demo-'));
     const nothing = await freePort();
-    // A PATH with no redis-server on it (node itself is spawned by its full path).
+    // A PATH with no redis-server on it: the demo looks it up on its command's environment.
     const env = { PATH: dir, LOG_LEVEL: 'warn', VQB_TEST_DEFAULT_REDIS_URL: `redis://127.0.0.1:${nothing}` };
-    const { code, stdout, stderr } = await spawnVqb(['demo', '--out', join(dir, 'out')], env, 30_000).done;
+    const { code, stdout, stderr } = await runVqb(['demo', '--out', join(dir, 'out')], env);
     expect(code).toBe(1);
     expect(stdout).toBe('');
     expect(stderr).toBe(

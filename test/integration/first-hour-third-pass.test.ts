@@ -108,9 +108,7 @@ describe('the first hour, third pass (issue 46)', () => {
         VQ_OUT_DIR: h.config.outDir,
         LOG_LEVEL: 'warn',
       };
-      // Spawned: the demo finds samples/ from its compiled file (dist/src/commands), which it is
-      // not when run in this process from src/.
-      const demo = await spawnVqb(['demo', '--file', file], env, 90_000).done;
+      const demo = await runVqb(['demo', '--file', file], env);
       expect(demo.code, demo.stderr).toBe(0);
       const demoId = /batch (\S+): \d+ rows/.exec(demo.stdout)![1]!;
       expect(demoId).toBe(`demo-${realId}`);
@@ -186,10 +184,10 @@ describe('the first hour, third pass (issue 46)', () => {
     );
     expect(yes.out).not.toMatch(/Go on\?/);
     expect(yes.code, yes.out).toBe(0);
-    // No terminal (a script, cron): nothing asked, nothing changes. Spawned: a process whose stdin
-    // and stdout are no terminal (in this process, stdin is the test runner's).
+    // No terminal (a script, cron): nothing asked, nothing changes (runVqb: neither its stdin nor
+    // its stdout is one).
     const four = await plateFile(h, 'four.csv', makePlates(4, 50));
-    const piped = await vqbProcess(h, ['run', four], { VQ_CONFIRM_ABOVE: '1' }).done;
+    const piped = await vqb(h, ['run', four], { VQ_CONFIRM_ABOVE: '1' });
     expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout + piped.stderr).not.toMatch(/Go on\?/);
     expect(h.sim.stats().creates).toBe(15);

@@ -20,7 +20,7 @@ import { batchExportSource } from '../../src/sinks/batch-source.js';
 import { archiveFor } from '../../src/sinks/export.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { apiCall, type CallOptions, expectError, listenApi } from '../helpers/http.js';
-import { cli, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { cli, harnessEnv, startVqb, waitFor } from '../helpers/process.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
@@ -416,8 +416,8 @@ describe('retention', () => {
     const both = await Promise.all([retention.sweep(), retention.sweep()]);
     expect(both.filter((r) => r === undefined)).toHaveLength(1);
 
-    // Spawned: `vqb work` runs until it is signalled; its own sweep is what is shown.
-    const worker = spawnVqb(['work'], harnessEnv(h, { VQ_RETAIN: '1s', VQ_ARCHIVE_DIR: archiveDir }));
+    // `vqb work` runs until it is stopped; its own sweep is what is shown.
+    const worker = startVqb(['work'], harnessEnv(h, { VQ_RETAIN: '1s', VQ_ARCHIVE_DIR: archiveDir }));
     try {
       await waitFor(async () => !(await h.services.batches.exists(id)), 30_000, 'the sweep of vqb work');
       expect(JSON.parse(await readFile(join(archiveDir, id, 'manifest.json'), 'utf8'))).toMatchObject({
@@ -426,8 +426,7 @@ describe('retention', () => {
       });
       expect(await keysNaming(h.services.redis, id)).toEqual([]);
     } finally {
-      worker.child.kill('SIGTERM');
-      await worker.done;
+      await worker.stop();
     }
   });
 

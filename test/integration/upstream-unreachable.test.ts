@@ -1,22 +1,25 @@
-// Issue 22, build 3: an upstream that cannot be reached is visible. A real `vqb work` process talks
-// to the simulator through a TCP proxy that cuts every connection, then lets them through again.
-// After a few failed attempts: one warning line, the account's line in `vqb status`, /healthz and
-// the metric say "unreachable since …"; when it answers again, one line says so and status says
-// when it came back. Needs `npm run build`.
+// Issue 22, build 3: an upstream that cannot be reached is visible. `vqb work` (run in this
+// process, main(argv, io)) talks to the simulator through a TCP proxy that cuts every connection,
+// then lets them through again. After a few failed attempts: one warning line, the account's line
+// in `vqb status`, /healthz and the metric say "unreachable since …"; when it answers again, one
+// line says so and status says when it came back.
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { createHttpApi } from '../../src/server.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
-import { harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, type InProcessVqb, runVqb, startVqb, waitFor } from '../helpers/process.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const harness = useHarness();
 let proxy: TcpProxy | undefined;
 let app: FastifyInstance | undefined;
+let work: InProcessVqb | undefined;
 
 afterEach(async () => {
+  await work?.stop();
+  work = undefined;
   await app?.close();
   await proxy?.close();
   app = undefined;
@@ -40,9 +43,10 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     proxy = await startTcpProxy(Number(new URL(h.sim.url).port));
     proxy.set('cut');
     const env = harnessEnv(h, { VQ_BASE_URL: `http://127.0.0.1:${proxy.port}`, LOG_LEVEL: 'info' });
-    const work = spawnVqb(['work'], env, 120_000);
-    let logs = '';
-    work.child.stderr!.on('data', (c: Buffer) => (logs += c.toString()));
+    // `vqb work` in this process: its logs are its stderr (startVqb's output()).
+    work = startVqb(['work'], env);
+    const running = work;
+    const logs = () => running.output().stderr;
     // The queue-wide gauges, as `vqb serve` registers them.
     const metrics = new Metrics({ accounts: h.config.accounts });
     metrics.observeQueue(h.services);
@@ -55,8 +59,8 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     };
 
     await h.enqueue('unreach', makePlates(3));
-    await waitFor(async () => logs.includes('upstream unreachable since'), 30_000, 'the warning');
-    const warnings = logs
+    await waitFor(async () => logs().includes('upstream unreachable since'), 30_000, 'the warning');
+    const warnings = logs()
       .split('\n')
       .filter((l) => l.includes('"event":"upstream.unreachable"'))
       .map((l) => JSON.parse(l) as { level: number; msg: string; attempts: number; reason: string });
@@ -78,8 +82,12 @@ describe('an unreachable upstream is visible (issue 22)', () => {
 
     // The upstream answers again: one line, the batch finishes, status says when it came back.
     proxy.set('pass');
-    await waitFor(async () => logs.includes('upstream reachable again'), 60_000, 'the recovery line');
-    expect(logs.split('\n').filter((l) => l.includes('"event":"upstream.reachable"'))).toHaveLength(1);
+    await waitFor(async () => logs().includes('upstream reachable again'), 60_000, 'the recovery line');
+    expect(
+      logs()
+        .split('\n')
+        .filter((l) => l.includes('"event":"upstream.reachable"')),
+    ).toHaveLength(1);
     await waitFor(
       async () => (await h.services.batchViews.get('unreach')).finishedAt !== undefined,
       60_000,
@@ -96,7 +104,7 @@ describe('an unreachable upstream is visible (issue 22)', () => {
     expect(healthy.accounts[0]!.upstream).toMatchObject({ state: 'ok', reason: 'connection reset' });
     expect(healthy.accounts[0]!.upstream.backAt).toBeDefined();
     expect(await metric()).toBe('0');
-    work.child.kill('SIGTERM');
-    expect((await work.done).code).toBe(0);
+    expect((await running.stop()).code).toBe(0);
+    work = undefined;
   }, 150_000);
 });
