@@ -90,7 +90,8 @@ export const en = {
   'run.failed.other': '{n} plates failed:',
   'run.problem': '  row {row} ({input}): {message}',
   'run.more': '  and {n} more, in {file}',
-  // Why an account's line waits, and a deadline's judgement (presenters/waits.ts): the console, the API and the CLI.
+  // Why an account's line waits, and a deadline's judgement (presenters/waits.ts): the console, the API and the CLI
+  // (their `message`) read these, so the English a script or a doc quotes is the console's English too.
   'wait.paused': 'paused',
   'wait.upstream_unreachable': 'upstream unreachable',
   'wait.budget': 'spending cap reached',
@@ -112,22 +113,39 @@ export const en = {
   'deadline.cost': 'costs {cost}',
   'deadline.noRate': 'no rate known yet: it is known after the account’s first answers from the upstream',
   'deadline.keysHold': 'no key serves it now: every key of its pool holds ({keys}); it is known when one serves again',
+  // A pause's why. A key's (and any coded) pause in English is the message stored with it: vqb's own
+  // English, with the upstream's words and what to do, naming the key file and the resume command
+  // (workers/actions.ts adviceFor); the other languages say what the code means in its place.
   'pause.console': 'by an operator, in the console',
   'pause.operator': 'by an operator (vqb pause)',
   'pause.operatorSaid': 'by an operator: “{reason}”',
-  'pause.INVALID_API_KEY':
-    'the API key is not valid: put a valid key in the account’s key file, then resume the account',
-  'pause.EXPIRED_API_KEY': 'the API key expired: put the new key in the account’s key file, then resume the account',
-  'pause.INSUFFICIENT_PERMISSIONS':
-    'the API key lacks a permission this look-up needs: ask the provider for it, then resume the account',
-  'pause.other': 'a key failure ({code}): fix the key, then resume the account',
-  'waitd.upstream_unreachable': 'since {since} ({ago}): {reason}; retrying (attempt {attempts})',
-  'waitd.budget': 'creates wait until {until}; polls go on (raise the cap with vqb budget)',
-  'waitd.budgetBatch': "creates wait at the batch's own cap; polls go on (raise it with vqb budget)",
-  'waitd.quota': 'until {until}',
-  'waitd.rate_limit': 'until {until}',
-  'waitd.redis_down': 'the connection is lost; paid results are kept in memory until they are stored',
-  'waitd.redis_full': 'Redis refuses writes (maxmemory); work resumes by itself once there is room',
+  'pause.INVALID_API_KEY': '{message}',
+  'pause.EXPIRED_API_KEY': '{message}',
+  'pause.INSUFFICIENT_PERMISSIONS': '{message}',
+  'pause.other': '{message}',
+  // The whole sentence of each wait; {label} is the reason's wait.* word, {resume} the command that
+  // resumes the account; of an outage both {ago} ("3 min ago") and {lasted} ("3 min") are given, each
+  // language takes the one it reads best. The CLI, the API and the console's English read these same
+  // sentences; only how times are written differs (presenters/waits.ts WordsCtx.times).
+  'waitd.paused': '{label}: {why}',
+  'waitd.pausedBare': '{label} (run {resume})',
+  'waitd.upstream_unreachable': '{label} since {since} ({lasted}): {reason}; retrying (attempt {attempts})',
+  'waitd.reachableAgain': 'upstream reachable again since {at} ({ago}; it was unreachable {lasted}: {reason})',
+  'waitd.reachableAgainBare': 'upstream reachable again since {at} ({ago}; it was unreachable {lasted})',
+  'waitd.budget': 'creates wait: the spending cap is reached until {until} (raise it with `vqb budget`; polls go on)',
+  'waitd.budget.day':
+    'creates wait: the spending cap per day is reached until {until} (raise it with `vqb budget`; polls go on)',
+  'waitd.budget.month':
+    'creates wait: the spending cap per month is reached until {until} (raise it with `vqb budget`; polls go on)',
+  'waitd.budgetBatch':
+    'creates wait: the batch reached its cap of {max} creates (raise it with `vqb budget {batch} --max-creates N`; ' +
+    'polls go on)',
+  'waitd.quota': 'waiting for the upstream quota to reset at {until}',
+  'waitd.rate_limit': '{label} until {until}',
+  'waitd.redis_down':
+    'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored',
+  'waitd.redis_full':
+    'waiting for Redis: it is full (maxmemory reached); raise maxmemory or free memory, work resumes by itself',
   'reach.connection refused': 'connection refused',
   'reach.connection timed out': 'connection timed out',
   'reach.connection reset': 'connection reset',
@@ -231,13 +249,25 @@ export const ptBR: Record<WordKey, string> = {
   'pause.INSUFFICIENT_PERMISSIONS':
     'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
   'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
-  'waitd.upstream_unreachable': 'desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
-  'waitd.budget': 'as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
-  'waitd.budgetBatch': 'as criações esperam no limite do próprio lote; as consultas seguem (aumente-o com vqb budget)',
-  'waitd.quota': 'até {until}',
-  'waitd.rate_limit': 'até {until}',
-  'waitd.redis_down': 'a conexão caiu; os resultados pagos ficam na memória até serem gravados',
-  'waitd.redis_full': 'o Redis recusa gravações (maxmemory); o trabalho volta sozinho quando houver espaço',
+  'waitd.paused': '{label}: {why}',
+  'waitd.pausedBare': '{label} (retome com {resume})',
+  'waitd.upstream_unreachable': '{label}: desde {since} ({ago}): {reason}; tentando de novo (tentativa {attempts})',
+  'waitd.reachableAgain': 'fornecedor de volta desde {at} ({ago}; ficou fora do ar por {lasted}: {reason})',
+  'waitd.reachableAgainBare': 'fornecedor de volta desde {at} ({ago}; ficou fora do ar por {lasted})',
+  'waitd.budget': '{label}: as criações esperam até {until}; as consultas seguem (aumente o limite com vqb budget)',
+  'waitd.budget.day':
+    'limite de gastos por dia atingido: as criações esperam até {until}; as consultas seguem ' +
+    '(aumente o limite com vqb budget)',
+  'waitd.budget.month':
+    'limite de gastos por mês atingido: as criações esperam até {until}; as consultas seguem ' +
+    '(aumente o limite com vqb budget)',
+  'waitd.budgetBatch':
+    '{label}: as criações esperam no limite do próprio lote, de {max} criações; as consultas seguem ' +
+    '(aumente-o com vqb budget {batch} --max-creates N)',
+  'waitd.quota': '{label}: até {until}',
+  'waitd.rate_limit': '{label}: até {until}',
+  'waitd.redis_down': '{label}: a conexão caiu; os resultados pagos ficam na memória até serem gravados',
+  'waitd.redis_full': '{label}: o Redis recusa gravações (maxmemory); o trabalho volta sozinho quando houver espaço',
   'reach.connection refused': 'conexão recusada',
   'reach.connection timed out': 'tempo de conexão esgotado',
   'reach.connection reset': 'conexão interrompida',

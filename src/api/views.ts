@@ -1,5 +1,6 @@
 // How batches and accounts look to API clients. The batch view is shared with the library and the
-// CLI (presenters/batch-view.ts); the words come from presenters/line.ts, as in the CLI.
+// CLI (presenters/batch-view.ts); the words of a wait are presenters/waits.ts's English (through
+// presenters/line.ts waitingOf), as in the CLI and the console's English.
 import { clock } from '../clock.js';
 import { rateView, waitingOf } from '../presenters/line.js';
 import type { AccountLineState } from '../queue/line.js';

@@ -2,6 +2,7 @@
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
 import { slackText } from '../plans/deadline.js';
+import { batchCapWaiting } from '../presenters/line.js';
 import { describeLine, duration } from '../presenters/text.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState as LineState } from '../queue/line.js';
@@ -152,13 +153,6 @@ export interface ProgressOptions {
   zone?: string;
 }
 
-/** Why the batch itself waits, when its account does not: held at its own create cap. */
-function batchWait(info: BatchInfo): string | undefined {
-  if (info.blocked !== 'budget' || info.finishedAt !== undefined) return undefined;
-  const raise = `vqb budget ${info.id} --max-creates N`;
-  return `creates held at the batch's cap of ${info.maxCreates} creates (raise it: ${raise})`;
-}
-
 export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
   const now = options.now ?? Date.now;
   const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
@@ -178,7 +172,7 @@ export function createProgress(out: Terminal, logger: Logger, options: ProgressO
       const held = info.blocked === 'budget' && info.finishedAt === undefined;
       const early = held ? Number.NaN : runEta(rate, total - finished, total, line.rate?.perSecond);
       const eta = early === 'measuring' ? Number.NaN : early;
-      const waiting = describeLine(line, now(), options.zone) ?? batchWait(info);
+      const waiting = describeLine(line, now(), options.zone) ?? batchCapWaiting(info, now(), options.zone)?.message;
       const due = slackMs !== undefined && info.finishedAt === undefined ? `, ${slackText(slackMs)}` : '';
       if (status !== undefined) {
         const width = 24;

@@ -105,7 +105,7 @@ export function batchFields(
     deadline: view.deadline
       ? `${view.deadline.atRisk ? `${t('batch.atRisk')}: ` : ''}${deadlineText(ctx, view.deadline)}`
       : '',
-    waiting: waitingText(ctx, view.waiting, line) ?? t('none'),
+    waiting: waitingText(ctx, view.waiting, line, undefined, view) ?? t('none'),
     state: t(
       view.state === 'archived'
         ? 'state.archived'

@@ -1,17 +1,54 @@
-// Why an account's line is not moving, in one place: the words `vqb status`, the progress line,
-// the HTTP API and the library all show. Pure functions of the stored state.
+// Why an account's line is not moving, as the facts a client reads (reason, code, since, until)
+// and the English `message` that `vqb status`, `vqb pause`/`resume`, the progress line, the HTTP
+// API and the library show. The words are not written here: the message is presenters/waits.ts's
+// waitingText, the presenter the console reads in its own language, so the CLI's English and the
+// console's are one wording from one catalogue (words.ts; issue 45). Pure functions of the stored
+// state.
 
 import type { RedisWaitReason } from '../accounts/wait.js';
 import { clock } from '../clock.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState, LineRate } from '../queue/line.js';
 import type { RateInForce, Waiting } from '../schemas/batch.js';
-import { relativeText, spanText, zonedText } from '../time-text.js';
+import { relativeText } from '../time-text.js';
+import { recoveryText, terminalWords, type WaitFacts, waitingText } from './waits.js';
 
 export type { Waiting };
 
-function resumeHint(account: string): string {
-  return account === 'default' ? '`vqb resume`' : `\`vqb resume --account ${account}\``;
+/** The facts worded for the CLI and the API: English, instants on the clock of `zone`, named. */
+function worded(
+  facts: WaitFacts,
+  line: AccountLineState | undefined,
+  now: number,
+  zone?: string,
+  batch?: BatchInfo,
+): Waiting {
+  const { reason, code, until, since } = facts;
+  const message = waitingText(terminalWords(zone), facts, line, now, batch);
+  return {
+    reason,
+    ...(code !== undefined ? { code } : {}),
+    message,
+    ...(until !== undefined ? { until } : {}),
+    ...(since !== undefined ? { since } : {}),
+  };
+}
+
+/** Why nothing (or less) is moving on the account, before any words; undefined when all is well. */
+function waitFacts(state: AccountLineState, redis?: RedisWaitReason): WaitFacts | undefined {
+  // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
+  if (redis !== undefined) return { reason: redis };
+  if (state.pause) return { reason: 'paused', code: state.pause.code };
+  if (state.paused) return { reason: 'paused' };
+  if (state.unreachable)
+    return { reason: 'upstream_unreachable', since: new Date(state.unreachable.since).toISOString() };
+  if (state.budgetUntil !== undefined) return { reason: 'budget', until: new Date(state.budgetUntil).toISOString() };
+  if (state.limitedUntil !== undefined)
+    return {
+      reason: state.limitReason === 'quota' ? 'quota' : 'rate_limit',
+      until: new Date(state.limitedUntil).toISOString(),
+    };
+  return undefined;
 }
 
 /**
@@ -25,51 +62,8 @@ export function waitingOf(
   now = clock.now(),
   zone?: string,
 ): Waiting | undefined {
-  // This process cannot store (RedisHealth.waitReason): nothing moves until Redis takes writes again.
-  if (redis === 'redis_down')
-    return {
-      reason: 'redis_down',
-      message: 'waiting for Redis: the connection is lost; paid results are kept in memory until they are stored',
-    };
-  if (redis === 'redis_full') {
-    return {
-      reason: 'redis_full',
-      message:
-        'waiting for Redis: it is full (maxmemory reached); raise maxmemory or free memory, work resumes by itself',
-    };
-  }
-  if (state.pause) return { reason: 'paused', code: state.pause.code, message: `paused: ${state.pause.message}` };
-  if (state.paused) return { reason: 'paused', message: `paused (run ${resumeHint(state.account)})` };
-  if (state.unreachable) {
-    const u = state.unreachable;
-    return {
-      reason: 'upstream_unreachable',
-      message:
-        `upstream unreachable since ${zonedText(u.since, zone, now)} (${spanText(now - u.since)}): ` +
-        `${u.reason}; retrying (attempt ${u.attempts})`,
-      since: new Date(u.since).toISOString(),
-    };
-  }
-  if (state.budgetUntil !== undefined) {
-    return {
-      reason: 'budget',
-      message:
-        `creates wait: the spending cap per ${state.budgetReason} is reached until ` +
-        `${zonedText(state.budgetUntil, zone)} (raise it with \`vqb budget\`; polls go on)`,
-      until: new Date(state.budgetUntil).toISOString(),
-    };
-  }
-  if (state.limitedUntil !== undefined) {
-    const quota = state.limitReason === 'quota';
-    return {
-      reason: quota ? 'quota' : 'rate_limit',
-      message: quota
-        ? `waiting for the upstream quota to reset at ${zonedText(state.limitedUntil, zone, now)}`
-        : `rate limited until ${zonedText(state.limitedUntil, zone, now)}`,
-      until: new Date(state.limitedUntil).toISOString(),
-    };
-  }
-  return undefined;
+  const facts = waitFacts(state, redis);
+  return facts === undefined ? undefined : worded(facts, state, now, zone);
 }
 
 /** `300/min`, `20/s`, `2.5/s`: a rate as a person reads it, in the window it was announced in when there is one. */
@@ -134,25 +128,19 @@ export function describeLine(state: AccountLineState, now = clock.now(), zone?: 
  * connection refused)", for a while after an outage; on the clock of `zone` when one is given.
  */
 export function describeRecovery(state: AccountLineState, now = clock.now(), zone?: string): string | undefined {
-  const back = state.reachableAgain;
-  if (back === undefined) return undefined;
-  return (
-    `upstream reachable again since ${zonedText(back.at, zone, now)} (${relativeText(back.at, now)}; ` +
-    `it was unreachable ${spanText(back.downMs)}${back.reason ? `: ${back.reason}` : ''})`
-  );
+  return recoveryText(terminalWords(zone), state, now);
+}
+
+/** The batch held at its own spending cap (no end time: until someone raises it); undefined otherwise. */
+export function batchCapWaiting(info: BatchInfo, now: number, zone?: string): Waiting | undefined {
+  if (info.finishedAt !== undefined || info.blocked !== 'budget') return undefined;
+  return worded({ reason: 'budget' }, undefined, now, zone, info);
 }
 
 /** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */
 export function batchWaiting(info: BatchInfo, line: AccountLineState, now: number, zone?: string): Waiting | undefined {
   if (info.finishedAt !== undefined) return undefined;
-  const waiting = waitingOf(line, undefined, now, zone);
-  if (waiting !== undefined || info.blocked !== 'budget') return waiting;
-  return {
-    reason: 'budget',
-    message:
-      `creates wait: the batch reached its cap of ${info.maxCreates ?? '?'} creates (raise ` +
-      `it with \`vqb budget ${info.id} --max-creates N\`)`,
-  };
+  return waitingOf(line, undefined, now, zone) ?? batchCapWaiting(info, now, zone);
 }
 
 /** Requests a plate costs before any has finished: one create and, usually, one poll. */

@@ -1,19 +1,60 @@
-// Why an account's line waits, and a deadline's judgement, in the reader's language (pt-BR or en):
-// the console's pages and its tests read them here, from the reason and its fields, never from the
-// English message the CLI prints (presenters/line.ts). The words are the shared catalogue's
-// (words.ts), so a translation is written once for every door that shows it.
+// Why an account's line waits (paused, the upstream unreachable, a spending cap, the upstream's
+// quota or rate limit, Redis down or full), and a deadline's judgement, in the reader's language
+// (pt-BR or en). The one presenter of a wait: `vqb status`, `vqb pause`/`resume`, the progress
+// line, the HTTP API's `message` and the library (presenters/line.ts waitingOf, in English) and
+// the console's pages (in their reader's language) all word it here, from the reason and its
+// fields, with the sentences of the shared catalogue (words.ts): a wording decided twice drifts
+// (issue 45), and a translation is written once for every door that shows it. The doors differ
+// only in how they write times (WordsCtx.times): the CLI and the API as zonedText does, which
+// scripts and docs read; the console as Intl does, in its reader's language.
 
 import { clock } from '../clock.js';
 import { formatMoney, type Money } from '../money.js';
 import type { AccountLineState } from '../queue/line.js';
 import type { Waiting } from '../schemas/batch.js';
-import { localZone } from '../time-text.js';
-import { formatNumber, formatSeconds, type Lang, type WordKey, wordsFor } from '../words.js';
+import { relativeText as agoText, localZone, spanText, zonedText } from '../time-text.js';
+import { formatNumber, formatSeconds, isWordKey, type Lang, type WordKey, type Words, wordsFor } from '../words.js';
 
-/** The reader: their language, and the clock instants are shown on (VQ_TIME_ZONE; the process's own when absent). */
+/**
+ * The reader: their language, the clock instants are shown on (VQ_TIME_ZONE; the process's own
+ * when absent), and how times are written (the console's, per language, when absent).
+ */
 export interface WordsCtx {
   lang: Lang;
   zone?: string | undefined;
+  times?: TimeWords | undefined;
+}
+
+/** How a door writes the times in a wait's words. */
+export interface TimeWords {
+  /** An instant: "2026-11-27 18:00 America/Sao_Paulo", "27/11/2026, 18:00 America/Sao_Paulo". */
+  at(at: number, now: number): string;
+  /** How far an instant is from now: "3 min ago", "há 3 minutos". */
+  ago(at: number, now: number): string;
+  /** A length of time: "2 min 5 s", "2 min 05 s". */
+  span(ms: number): string;
+}
+
+/**
+ * The words of the CLI, the HTTP API and the library: English, instants as zonedText writes them
+ * ("2026-11-27 18:00 America/Sao_Paulo", to the second within the hour; UTC without a zone),
+ * lengths as spanText does ("2 min 5 s").
+ */
+export function terminalWords(zone?: string): WordsCtx {
+  return {
+    lang: 'en',
+    zone,
+    times: { at: (at, now) => zonedText(at, zone, now), ago: agoText, span: spanText },
+  };
+}
+
+/** The console's way: dateText's instants, Intl's "3 minutes ago", formatSeconds's lengths. */
+function pageTimes(ctx: WordsCtx): TimeWords {
+  return {
+    at: (at) => dateText(ctx, at),
+    ago: (at, now) => relativeText(ctx.lang, at, now),
+    span: (ms) => formatSeconds(ms / 1_000, ctx.lang),
+  };
 }
 
 const DATE_STYLES: Record<Lang, Intl.DateTimeFormatOptions> = {
@@ -69,57 +110,123 @@ const DEFAULT_OPERATOR_REASONS = new Set(['paused by an operator (vqb pause)', '
 /** The reason the console records when its button pauses an account. */
 export const CONSOLE_PAUSE_REASON = 'paused in the console';
 
-/** Why the line waits, in words: "pausada: por um operador, no console". */
+/** A wait's facts (waitingOf builds its `message` from them, here): a message it has is never read. */
+export type WaitFacts = Omit<Waiting, 'message'> & { message?: string | undefined };
+
+/** The batch a wait is about, for its own cap (a `budget` wait with no end time). */
+export interface WaitBatch {
+  id: string;
+  maxCreates?: number | undefined;
+}
+
+/** How to resume the account from a terminal: `vqb resume --account A` (`vqb resume` for the default one). */
+export function resumeCommand(account: string | undefined): string {
+  return account === undefined || account === 'default' ? '`vqb resume`' : `\`vqb resume --account ${account}\``;
+}
+
+/**
+ * Why the line waits, in words: "paused: by an operator, in the console", "pausada: por um
+ * operador, no console", "rate limited until 2026-11-27 18:00 America/Sao_Paulo". `line` gives the
+ * details the reason alone lacks (the pause, the outage, the cap's period); `batch` the batch held
+ * at its own cap.
+ */
 export function waitingText(
   ctx: WordsCtx,
-  waiting: Waiting | undefined,
+  waiting: WaitFacts,
+  line: AccountLineState | undefined,
+  now?: number,
+  batch?: WaitBatch,
+): string;
+export function waitingText(
+  ctx: WordsCtx,
+  waiting: WaitFacts | undefined,
+  line: AccountLineState | undefined,
+  now?: number,
+  batch?: WaitBatch,
+): string | undefined;
+export function waitingText(
+  ctx: WordsCtx,
+  waiting: WaitFacts | undefined,
   line: AccountLineState | undefined,
   now = clock.now(),
+  batch?: WaitBatch,
 ): string | undefined {
   if (waiting === undefined) return undefined;
-  const { lang } = ctx;
-  const t = wordsFor(lang);
+  const t = wordsFor(ctx.lang);
+  const times = ctx.times ?? pageTimes(ctx);
   const label = t(`wait.${waiting.reason}` as WordKey);
-  const said = detail(waiting, line, now);
-  return said === undefined ? label : `${label}: ${said}`;
-  function detail(w: Waiting, l: AccountLineState | undefined, at: number): string | undefined {
-    const until = w.until !== undefined ? dateText(ctx, w.until) : '';
-    switch (w.reason) {
-      case 'paused': {
-        const pause = l?.pause;
-        if (pause === undefined || pause.code === 'PAUSED_BY_OPERATOR') {
-          const message = pause?.message ?? '';
-          if (message === CONSOLE_PAUSE_REASON) return t('pause.console');
-          if (message === '' || DEFAULT_OPERATOR_REASONS.has(message)) return t('pause.operator');
-          return t('pause.operatorSaid', { reason: message });
-        }
-        const known = `pause.${pause.code}` as WordKey;
-        return KEY_PAUSES.has(pause.code) ? t(known) : t('pause.other', { code: pause.code });
-      }
-      case 'upstream_unreachable': {
-        const u = l?.unreachable;
-        if (u === undefined) return undefined;
-        const reason = u.reason.startsWith('HTTP ') ? u.reason : t(`reach.${u.reason}` as WordKey);
-        return t('waitd.upstream_unreachable', {
-          since: dateText(ctx, u.since),
-          ago: relativeText(lang, u.since, at),
-          reason,
-          attempts: u.attempts,
-        });
-      }
-      case 'budget':
-        // A batch's own cap has no end time (it waits until raised): no "until" to say.
-        return until === '' ? t('waitd.budgetBatch') : t('waitd.budget', { until });
-      case 'quota':
-        return t('waitd.quota', { until });
-      case 'rate_limit':
-        return t('waitd.rate_limit', { until });
-      case 'redis_down':
-        return t('waitd.redis_down');
-      case 'redis_full':
-        return t('waitd.redis_full');
+  const until = waiting.until !== undefined ? times.at(Date.parse(waiting.until), now) : '';
+  switch (waiting.reason) {
+    case 'paused': {
+      const pause = line?.pause;
+      // Paused with no reason recorded: only the way back is known.
+      if (pause === undefined) return t('waitd.pausedBare', { label, resume: resumeCommand(line?.account) });
+      return t('waitd.paused', { label, why: pauseWhy(t, pause) });
     }
+    case 'upstream_unreachable': {
+      const u = line?.unreachable;
+      if (u === undefined) return label;
+      return t('waitd.upstream_unreachable', {
+        label,
+        since: times.at(u.since, now),
+        ago: times.ago(u.since, now),
+        lasted: times.span(now - u.since),
+        reason: reachText(t, u.reason),
+        attempts: u.attempts,
+      });
+    }
+    case 'budget': {
+      // A batch's own cap has no end time (it waits until raised): no "until" to say.
+      if (until === '')
+        return t('waitd.budgetBatch', {
+          label,
+          max: batch?.maxCreates ?? '?',
+          batch: batch?.id ?? '<batch>',
+        });
+      const per = line?.budgetReason;
+      return t(per === undefined ? 'waitd.budget' : `waitd.budget.${per}`, { label, until });
+    }
+    case 'quota':
+      return t('waitd.quota', { label, until });
+    case 'rate_limit':
+      return t('waitd.rate_limit', { label, until });
+    case 'redis_down':
+      return t('waitd.redis_down', { label });
+    case 'redis_full':
+      return t('waitd.redis_full', { label });
   }
+}
+
+/** Who paused the account and why; for a key, what to do. */
+function pauseWhy(t: Words, pause: NonNullable<AccountLineState['pause']>): string {
+  if (pause.code === 'PAUSED_BY_OPERATOR') {
+    if (pause.message === CONSOLE_PAUSE_REASON) return t('pause.console');
+    if (pause.message === '' || DEFAULT_OPERATOR_REASONS.has(pause.message)) return t('pause.operator');
+    return t('pause.operatorSaid', { reason: pause.message });
+  }
+  const vars = { code: pause.code, message: pause.message || pause.code };
+  return KEY_PAUSES.has(pause.code) ? t(`pause.${pause.code}` as WordKey, vars) : t('pause.other', vars);
+}
+
+/** A failed connection in words: "connection refused", "conexão recusada"; "HTTP 502" and the unknown as is. */
+function reachText(t: Words, reason: string): string {
+  const key = `reach.${reason}`;
+  return isWordKey(key) ? t(key) : reason;
+}
+
+/**
+ * "upstream reachable again since 2026-11-24 14:05 UTC (3 min ago; it was unreachable 3 min:
+ * connection refused)", for a while after an outage; undefined when there was none lately.
+ */
+export function recoveryText(ctx: WordsCtx, line: AccountLineState, now = clock.now()): string | undefined {
+  const back = line.reachableAgain;
+  if (back === undefined) return undefined;
+  const t = wordsFor(ctx.lang);
+  const times = ctx.times ?? pageTimes(ctx);
+  const vars = { at: times.at(back.at, now), ago: times.ago(back.at, now), lasted: times.span(back.downMs) };
+  return back.reason
+    ? t('waitd.reachableAgain', { ...vars, reason: reachText(t, back.reason) })
+    : t('waitd.reachableAgainBare', vars);
 }
 
 const KEY_PAUSES = new Set(['INVALID_API_KEY', 'EXPIRED_API_KEY', 'INSUFFICIENT_PERMISSIONS']);

@@ -503,11 +503,11 @@ describe('web console over HTTP', () => {
     const { cookie } = await signIn(base);
     const page = async (lang: string, path = '/batches/waiting-batch') =>
       (await fetch(`${base}${path}`, { headers: { cookie, 'accept-language': lang } })).text();
-    expect(await page('en')).toMatch(/<td class="wait"[^>]*>Redis full: Redis refuses writes \(maxmemory\)/);
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>waiting for Redis: it is full \(maxmemory reached\)/);
     expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);
     expect(await page('pt-BR', '/')).toMatch(/<td class="wait"[^>]*>Redis cheio: /);
     health.waitReason = 'redis_down';
-    expect(await page('en')).toMatch(/<td class="wait"[^>]*>Redis unreachable: /);
+    expect(await page('en')).toMatch(/<td class="wait"[^>]*>waiting for Redis: the connection is lost/);
     expect(await page('pt-BR')).toMatch(/<td class="wait"[^>]*>Redis fora do ar: /);
     health.waitReason = undefined;
     await h.line.pauseByOperator('paused in a test');

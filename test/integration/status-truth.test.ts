@@ -34,7 +34,7 @@ describe('vqb status of a batch nothing moves', () => {
     await stopped(/^ {2}account default: no worker is running/m);
     await h.line.pauseByOperator();
     h.startWorker();
-    await stopped(/^ {2}account default: paused: paused by an operator/m);
+    await stopped(/^ {2}account default: paused: by an operator \(vqb pause\)/m);
 
     await h.line.resume();
     await waitFor(

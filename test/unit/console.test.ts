@@ -216,7 +216,7 @@ describe('console words (issue 46, 17)', () => {
     expect(text).toContain('as criações esperam no limite do próprio lote');
     expect(text).not.toMatch(/até ;|até\s*$/);
     const en = waitingText({ lang: 'en' }, { reason: 'budget', message: 'x' }, undefined)!;
-    expect(en).toContain("creates wait at the batch's own cap");
+    expect(en).toContain('creates wait: the batch reached its cap of ? creates');
   });
 });
 

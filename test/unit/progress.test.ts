@@ -159,7 +159,9 @@ describe('a batch held at its spending cap', () => {
     }
     const last = printed.at(-1)!;
     expect(last).toMatch(/^progress 8\/800 \(8 done, 0 failed\)/);
-    expect(last).toContain("held at the batch's cap of 8 creates");
+    expect(last).toContain(
+      'creates wait: the batch reached its cap of 8 creates (raise it with `vqb budget b --max-creates N`; polls go on)',
+    );
     expect(last).not.toMatch(/left/);
   });
 });
