@@ -122,6 +122,7 @@ export const en = {
   'pause.INVALID_API_KEY': '{message}',
   'pause.EXPIRED_API_KEY': '{message}',
   'pause.INSUFFICIENT_PERMISSIONS': '{message}',
+  'pause.UNRECOGNISED_ANSWER': '{message}',
   'pause.other': '{message}',
   // The whole sentence of each wait; {label} is the reason's wait.* word, {resume} the command that
   // resumes the account; of an outage both {ago} ("3 min ago") and {lasted} ("3 min") are given, each
@@ -138,8 +139,7 @@ export const en = {
   'waitd.budget.month':
     'creates wait: the spending cap per month is reached until {until} (raise it with `vqb budget`; polls go on)',
   'waitd.budgetBatch':
-    'creates wait: the batch reached its cap of {max} creates (raise it with `vqb budget {batch} --max-creates N`; ' +
-    'polls go on)',
+    'creates wait: the batch reached its cap of {max} creates (raise it with `{raise}`; ' + 'polls go on)',
   'waitd.quota': 'waiting for the upstream quota to reset at {until}',
   'waitd.rate_limit': '{label} until {until}',
   'waitd.redis_down':
@@ -248,6 +248,11 @@ export const ptBR: Record<WordKey, string> = {
   'pause.EXPIRED_API_KEY': 'a chave da API expirou: coloque a nova chave no arquivo da chave da conta e retome a conta',
   'pause.INSUFFICIENT_PERMISSIONS':
     'falta à chave da API uma permissão que esta consulta exige: peça-a ao fornecedor e retome a conta',
+  // What was seen and which setting reads it are the answer's own words (field names, pointers):
+  // shown as vqb wrote them.
+  'pause.UNRECOGNISED_ANSWER':
+    'o fornecedor respondeu num formato que o vqb não sabe ler; as consultas pagas ficam guardadas e ' +
+    'não são criadas de novo. O que se viu e o ajuste que o lê: {message}',
   'pause.other': 'uma falha da chave ({code}): corrija a chave e retome a conta',
   'waitd.paused': '{label}: {why}',
   'waitd.pausedBare': '{label} (retome com {resume})',
@@ -263,7 +268,7 @@ export const ptBR: Record<WordKey, string> = {
     '(aumente o limite com vqb budget)',
   'waitd.budgetBatch':
     '{label}: as criações esperam no limite do próprio lote, de {max} criações; as consultas seguem ' +
-    '(aumente-o com vqb budget {batch} --max-creates N)',
+    '(aumente-o com {raise})',
   'waitd.quota': '{label}: até {until}',
   'waitd.rate_limit': '{label}: até {until}',
   'waitd.redis_down': '{label}: a conexão caiu; os resultados pagos ficam na memória até serem gravados',

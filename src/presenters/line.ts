@@ -11,7 +11,7 @@ import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState, LineRate } from '../queue/line.js';
 import type { RateInForce, Waiting } from '../schemas/batch.js';
 import { relativeText } from '../time-text.js';
-import { recoveryText, terminalWords, type WaitFacts, waitingText } from './waits.js';
+import { recoveryText, terminalWords, type WaitBatch, type WaitFacts, waitingText } from './waits.js';
 
 export type { Waiting };
 
@@ -21,7 +21,7 @@ function worded(
   line: AccountLineState | undefined,
   now: number,
   zone?: string,
-  batch?: BatchInfo,
+  batch?: WaitBatch,
 ): Waiting {
   const { reason, code, until, since } = facts;
   const message = waitingText(terminalWords(zone), facts, line, now, batch);
@@ -132,9 +132,9 @@ export function describeRecovery(state: AccountLineState, now = clock.now(), zon
 }
 
 /** The batch held at its own spending cap (no end time: until someone raises it); undefined otherwise. */
-export function batchCapWaiting(info: BatchInfo, now: number, zone?: string): Waiting | undefined {
+export function batchCapWaiting(info: BatchInfo, now: number, zone?: string, priced?: boolean): Waiting | undefined {
   if (info.finishedAt !== undefined || info.blocked !== 'budget') return undefined;
-  return worded({ reason: 'budget' }, undefined, now, zone, info);
+  return worded({ reason: 'budget' }, undefined, now, zone, { id: info.id, maxCreates: info.maxCreates, priced });
 }
 
 /** The account's reason first; then the batch's own spending cap. Undefined for a finished batch. */

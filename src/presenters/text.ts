@@ -2,8 +2,8 @@
 import { clock } from '../clock.js';
 import { batchCost, formatMoney, type Price } from '../money.js';
 import type { BatchInfo } from '../queue/batch/store.js';
-
 import { spanText, whenText } from '../time-text.js';
+import { batchCapWaiting } from './line.js';
 
 export { describeLine } from './line.js';
 
@@ -83,11 +83,8 @@ export function describeBatch(b: BatchInfo, now = clock.now(), price?: Price, wo
       `${c.reused} reused, ${c.possibleDuplicates} possible duplicate charges; ${perPlate} requests per finished plate`,
   ];
   if (price) lines.push(describeSpend(b, price));
-  if (b.blocked === 'budget')
-    lines.push(
-      `  creates wait: the batch reached its cap of ${b.maxCreates} creates (raise it: vqb budget ` +
-        `${b.id} --max-creates N${price ? ' or --max-spend X' : ''})`,
-    );
+  const capped = batchCapWaiting(b, now, words.zone, price !== undefined);
+  if (capped) lines.push(`  ${capped.message}`);
   return lines.join('\n');
 }
 

@@ -117,6 +117,8 @@ export type WaitFacts = Omit<Waiting, 'message'> & { message?: string | undefine
 export interface WaitBatch {
   id: string;
   maxCreates?: number | undefined;
+  /** Its account has a price: the cap can be raised in money too (`--max-spend`). */
+  priced?: boolean | undefined;
 }
 
 /** How to resume the account from a terminal: `vqb resume --account A` (`vqb resume` for the default one). */
@@ -181,7 +183,7 @@ export function waitingText(
         return t('waitd.budgetBatch', {
           label,
           max: batch?.maxCreates ?? '?',
-          batch: batch?.id ?? '<batch>',
+          raise: `vqb budget ${batch?.id ?? '<batch>'} --max-creates N${batch?.priced ? ' (--max-spend X)' : ''}`,
         });
       const per = line?.budgetReason;
       return t(per === undefined ? 'waitd.budget' : `waitd.budget.${per}`, { label, until });
@@ -229,7 +231,8 @@ export function recoveryText(ctx: WordsCtx, line: AccountLineState, now = clock.
     : t('waitd.reachableAgainBare', vars);
 }
 
-const KEY_PAUSES = new Set(['INVALID_API_KEY', 'EXPIRED_API_KEY', 'INSUFFICIENT_PERMISSIONS']);
+/** Pauses worded by their own catalogue entry; any other code is `pause.other`. */
+const KEY_PAUSES = new Set(['INVALID_API_KEY', 'EXPIRED_API_KEY', 'INSUFFICIENT_PERMISSIONS', 'UNRECOGNISED_ANSWER']);
 
 /** A deadline's judgement as the API gives it (plans/deadline.ts deadlineView): what the console words. */
 interface DeadlineShown {
