@@ -6,7 +6,10 @@ import type { Logger } from '../logger.js';
 
 export interface CliIo {
   env: Record<string, string | undefined>;
-  /** Where a question is answered: a terminal (isTTY) when a person is there (`vqb check --create`, `vqb run`'s confirmation). */
+  /**
+   * Where a question is answered (`vqb check --create`, `vqb run`'s confirmation): a terminal
+   * (isTTY) when a person is there.
+   */
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   stderr: NodeJS.WritableStream;
