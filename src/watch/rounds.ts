@@ -43,7 +43,9 @@ export type FireOutcome =
   | 'window'
   | 'paused'
   | 'gone'
-  | 'empty';
+  | 'empty'
+  /** Another process started the round first (two jobs came due at once): nothing more to do. */
+  | 'raced';
 
 /** How long one process may take to close a round before another may try. */
 const CLOSE_LOCK_MS = 120_000;
@@ -134,19 +136,25 @@ export class Rounds {
     }
     const n = w.round + 1;
     const batchId = roundBatchId(w.name, n);
-    // Said before the batch exists: a start retried after a crash finds its round and resumes it.
-    await store.putRound(ref, { round: n, batchId, plates: w.plates, startedAt: this.#now() });
     const short = cap !== undefined && cap < w.plates;
-    await store.set(ref, {
-      round: n,
-      open: n,
-      due: null,
-      lastJob: jobId,
-      state: short ? 'held' : 'running',
-      reason: short
-        ? `round ${n} holds at the month budget: ${cap} of ${w.plates} plates can be paid; ${raiseHint(w.name)}`
-        : null,
-    });
+    // Said before the batch exists: a start retried after a crash finds its round and resumes it.
+    // One step with the check that no pause (and no other process's start) came since the read.
+    const started = await store.startRound(
+      ref,
+      w.round,
+      { round: n, batchId, plates: w.plates, startedAt: this.#now() },
+      {
+        round: n,
+        open: n,
+        due: null,
+        lastJob: jobId,
+        state: short ? 'held' : 'running',
+        reason: short
+          ? `round ${n} holds at the month budget: ${cap} of ${w.plates} plates can be paid; ${raiseHint(w.name)}`
+          : null,
+      },
+    );
+    if (!started) return (await store.get(ref))?.paused === false ? 'raced' : 'paused';
     await this.#enqueue({ ...w, round: n }, n, cap);
     log.info({ round: n, batchId, plates: w.plates, ...(short ? { cap } : {}) }, 'watch round started');
     return 'started';

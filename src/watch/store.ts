@@ -14,6 +14,7 @@
 import { pack, unpack } from '../redis/compact.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys, WatchRef } from '../redis/keys.js';
+import { type Scripted, withScripts } from '../redis/scripts.js';
 import type { FieldChange, Flat } from './diff.js';
 import type { Window } from './schedule.js';
 
@@ -98,17 +99,30 @@ export interface LastResult {
   fields: Flat;
 }
 
+/** A watch's state fields as a caller sets them (`null` removes one). */
+export type StateFields = Record<string, string | number | boolean | null>;
+
+function split(fields: StateFields): { put: Record<string, string>; del: string[] } {
+  const put: Record<string, string> = {};
+  const del: string[] = [];
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === null) del.push(k);
+    else put[k] = typeof v === 'boolean' ? (v ? '1' : '0') : String(v);
+  }
+  return { put, del };
+}
+
 const SPEC_FIELDS = ['everyMs', 'cron', 'window', 'callbackUrl', 'perMonth', 'perMonthMoney', 'pool'] as const;
 
 /** Plates a command: a few thousand arguments, far from any stack or Redis limit. */
 const PLATE_CHUNK = 5_000;
 
 export class WatchStore {
-  readonly #redis: RedisClient;
+  readonly #redis: Scripted<'watch-start'>;
   readonly #keys: VqbKeys;
 
   constructor(redis: RedisClient, keys: VqbKeys) {
-    this.#redis = redis;
+    this.#redis = withScripts(redis, ['watch-start']);
     this.#keys = keys;
   }
 
@@ -240,15 +254,31 @@ export class WatchStore {
   }
 
   /** Sets state fields (`null` removes one). */
-  async set(ref: WatchRef, fields: Record<string, string | number | boolean | null>): Promise<void> {
-    const put: Record<string, string> = {};
-    const del: string[] = [];
-    for (const [k, v] of Object.entries(fields)) {
-      if (v === null) del.push(k);
-      else put[k] = typeof v === 'boolean' ? (v ? '1' : '0') : String(v);
-    }
+  async set(ref: WatchRef, fields: StateFields): Promise<void> {
+    const { put, del } = split(fields);
     if (Object.keys(put).length > 0) await this.#redis.hset(this.#keys.watch(ref), put);
     if (del.length > 0) await this.#redis.hdel(this.#keys.watch(ref), ...del);
+  }
+
+  /**
+   * Starts round `record.round` with its state `fields`, in one step with the check that the watch
+   * is not paused and its round is still `after` (what the caller read): false when a pause or
+   * another process came first, and nothing is written (watch-start).
+   */
+  async startRound(ref: WatchRef, after: number, record: RoundRecord, fields: StateFields): Promise<boolean> {
+    const { put, del } = split(fields);
+    const pairs = Object.entries(put);
+    const started = await this.#redis.vqbWatchStart(
+      this.#keys.watch(ref),
+      this.#keys.watchRounds(ref),
+      String(after),
+      String(record.round),
+      JSON.stringify(record),
+      pairs.length,
+      ...pairs.flat(),
+      ...del,
+    );
+    return Number(started) === 1;
   }
 
   async bumpSkipped(ref: WatchRef): Promise<void> {

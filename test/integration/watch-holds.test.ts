@@ -63,29 +63,38 @@ describe('watch rounds that hold', () => {
     expect(h.sim.stats().creates).toBe(80);
   }, 85_000);
 
-  it('a pause that lands while a due round is being started: no round starts, nothing is paid', async () => {
-    const { h, watches } = await harness('watch-pause-race', { completionMs: [20, 60] });
-    h.startWorker();
-    const ref = { account: 'a', name: 'racy' };
-    await watches.add({ name: 'racy', account: 'a', every: '1h' }, plates(5, 'RCE'), ['a']);
-    await waitFor(async () => (await watches.store.round(ref, 1))?.closedAt !== undefined, 20_000, 'round 1 compared');
-    // The pause answers between `fire`'s read of the watch and the start of the round (a CI run
-    // saw a round start after `vqb watch pause` had answered).
-    const get = watches.store.get.bind(watches.store);
-    let first = true;
-    watches.store.get = async (r) => {
-      const w = await get(r);
-      if (first) {
-        first = false;
-        await watches.pause(ref);
-      }
-      return w;
-    };
-    expect(await watches.rounds.fire(ref, 'due-while-pausing')).toBe('paused');
-    expect((await watches.store.rounds(ref)).map((r) => r.round)).toEqual([1]);
-    expect((await watches.show(ref)).state).toBe('paused');
-    expect(h.sim.stats().creates).toBe(5);
-  });
+  it.each([
+    [1, "fire's read of the watch"],
+    [2, 'the start’s own read'],
+  ])(
+    'a pause that lands after read %i (%s) of a due round’s start: no round starts, nothing is paid',
+    async (after) => {
+      const { h, watches } = await harness(`watch-pause-race-${after}`, { completionMs: [20, 60] });
+      h.startWorker();
+      const ref = { account: 'a', name: 'racy' };
+      await watches.add({ name: 'racy', account: 'a', every: '1h' }, plates(5, 'RCE'), ['a']);
+      await waitFor(
+        async () => (await watches.store.round(ref, 1))?.closedAt !== undefined,
+        20_000,
+        'round 1 compared',
+      );
+      // The pause answers after the watch was read as running, before the round is written (a CI
+      // run saw a round start after `vqb watch pause` had answered): after `fire`'s read, or after
+      // the second read the start makes (no read closes that one: the start checks in the same step
+      // as it writes, watch-start.lua).
+      const get = watches.store.get.bind(watches.store);
+      let reads = 0;
+      watches.store.get = async (r) => {
+        const w = await get(r);
+        if (++reads === after) await watches.pause(ref);
+        return w;
+      };
+      expect(await watches.rounds.fire(ref, 'due-while-pausing')).toBe('paused');
+      expect((await watches.store.rounds(ref)).map((r) => r.round)).toEqual([1]);
+      expect((await watches.show(ref)).state).toBe('paused');
+      expect(h.sim.stats().creates).toBe(5);
+    },
+  );
 
   it('a round still running when the next is due: said, and the next waits for it (no overlap)', async () => {
     const { h, watches } = await harness('watch-overlap', { completionMs: [2500, 3000] });
