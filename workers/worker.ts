@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { type Account, requireAccountUpstream } from '../src/accounts/account.js';
 import type { Config } from '../src/config.js';
+import { RATE_LIMIT_SWITCH } from '../src/engine/bullmq/keys.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import type { AccountRecord } from '../src/queue/accounts.js';
 import { CreateAdmission } from '../src/queue/admission.js';
@@ -180,15 +181,6 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   });
   return { worker, client, flow, stopWaits: () => processor.stopWaits() };
 }
-
-/**
- * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
- * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
- * the exact pace (queue/line.ts) decides when each request goes, and a job taken early waits
- * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
- * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
- */
-export const RATE_LIMIT_SWITCH = { max: 1_000_000_000, duration: 1_000 } as const;
 
 export interface WorkerDeps {
   logger: Logger;

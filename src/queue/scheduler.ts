@@ -8,6 +8,7 @@
 // a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
 // writes the class sets, the weights, the deadlines, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
+import { RATE_LIMIT_SWITCH } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
 import { PRIORITY_CLASSES, type PriorityClass } from '../redis/keys.js';
@@ -291,6 +292,7 @@ export class Scheduler {
       Math.round(pace.msPerPlate),
       Math.round(pace.reserveMs),
       inflight.strict ? 1 : 0,
+      RATE_LIMIT_SWITCH.max,
     )) as (number | string)[];
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;

@@ -69,12 +69,17 @@ describe('an upgrade that moves one fails the contract (simulated)', () => {
       'marker',
     ],
     [
+      'the rate-limit switch its time to live alone',
+      patched('includes/getRateLimitTTL.lua', 'maxJobs <= tonumber(rcall("GET", rateLimiterKey) or 0)', 'maxJobs'),
+      'count is at `max`',
+    ],
+    [
       'a script gone',
       (f: string) => {
-        if (f === 'includes/getRateLimitTTL.lua') throw new Error('ENOENT');
+        if (f === 'includes/addDelayMarkerIfNeeded.lua') throw new Error('ENOENT');
         return installed(f);
       },
-      'no script includes/getRateLimitTTL.lua',
+      'no script includes/addDelayMarkerIfNeeded.lua',
     ],
   ] as const)('%s', (_, read, named) => {
     const broken = checkScripts(read);

@@ -6,6 +6,8 @@
 // engine tests (scheduling, deadlines, key-pools) run the same rule with real workers and assert
 // only what load cannot change: every plate created once, no 429, the batches finish.
 import { afterEach, describe, expect, it } from 'vitest';
+import { queueKeys } from '../../src/engine/bullmq/keys.js';
+import { openAccountQueue } from '../../src/queue/account-queues.js';
 import { type DeadlinePace, lentId, type QueueKeys, Scheduler } from '../../src/queue/scheduler.js';
 import type { PriorityClass } from '../../src/redis/keys.js';
 import { VqbKeys } from '../../src/redis/keys.js';
@@ -244,5 +246,38 @@ describe('the order of picks on a virtual clock', () => {
       );
     expect((await feedAt(59_999)).picked).toHaveLength(0);
     expect((await feedAt(60_001)).picked.map((p) => p.plate)).toEqual(['ABC1D23', 'ABC1D24']);
+  });
+
+  it("the queue's rate-limit switch is on only at BullMQ's max: the count of jobs taken in the last second is no hold", async () => {
+    // BullMQ counts every job a Worker takes in the limiter key for a second; read as the switch,
+    // that second deferred every wake of the account's Worker (a 10/s key created 5 a second).
+    const s = await setUp('pick-limiter');
+    const config = testConfig(s.ctx.prefix);
+    const queue = openAccountQueue(config, 'default', s.ctx.redis);
+    try {
+      const keys = queueKeys(queue);
+      await s.scheduler.push({ id: 'b', account: 'default' }, ['ABC1D23', 'ABC1D24', 'ABC1D25']);
+      await s.scheduler.enlist('default', 'b', 'normal', 1);
+      const feed = () =>
+        s.scheduler.feed(
+          'default',
+          keys,
+          { key: s.keys.inflight('default'), cap: 10 },
+          { key: s.keys.account('default'), field: 'capUntil' },
+          0,
+          1,
+          T0,
+        );
+      // Three jobs taken in the last second, as BullMQ's moveToActive counts them.
+      await s.ctx.redis.set(keys.limiter, '3', 'PX', 1_000);
+      expect((await feed()).limitedMs).toBe(0);
+      // A hold (queue/line.ts stopTaking): BullMQ's own switch.
+      await queue.rateLimit(800);
+      const held = await feed();
+      expect(held.limitedMs).toBeGreaterThan(0);
+      expect(held.limitedMs).toBeLessThanOrEqual(800);
+    } finally {
+      await queue.close();
+    }
   });
 });

@@ -65,6 +65,13 @@ export const SCRIPT_RULES: readonly ScriptRule[] = [
     meaning: "the rate-limit switch is the limiter key's time to live (sched-feed reads its PTTL)",
   },
   {
+    file: 'includes/getRateLimitTTL.lua',
+    says: new RegExp(`maxJobs <= tonumber\\(rcall\\(${q('GET')}, rateLimiterKey\\)`),
+    meaning:
+      "the switch is on only while the limiter key's count is at `max` (sched-feed compares it with " +
+      'RATE_LIMIT_SWITCH.max before it reads the time to live)',
+  },
+  {
     file: 'includes/addDelayMarkerIfNeeded.lua',
     says: new RegExp(`rcall\\(${q('ZADD')}, markerKey, nextTimestamp, ${q('1')}\\)`),
     meaning: 'the marker is a zset whose member "1" scores when a blocked Worker should look (wakeAt writes it)',

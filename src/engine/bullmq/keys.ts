@@ -54,3 +54,16 @@ export function jobKeys(job: Pick<Job, 'queueQualifiedName' | 'id'>): { hash: st
 export async function wakeAt(redis: RedisClient, queue: KeyedQueue, at: number): Promise<void> {
   await redis.zadd(queue.toKey('marker'), 'LT', at, '1');
 }
+
+/**
+ * BullMQ's limiter, as a switch only: a hold (a 429, a quota) stops every worker taking the
+ * account's jobs (BullMQ honours `queue.rateLimit` only when `max` is set). It gates nothing:
+ * the exact pace (queue/line.ts) decides when each request goes, and a job taken early waits
+ * for its slot in the worker (workers/flow.ts). A gate of one job per interval cost up to three
+ * fetches per job that found it shut (issue 21: moveToActive 5.5 times a plate at 30/s).
+ * BullMQ counts every job a Worker takes in the limiter key (its value, expiring `duration` after
+ * the first) and holds the queue only while that count is at `max` (includes/getRateLimitTTL.lua);
+ * `queue.rateLimit(ms)` sets it there. So the key's time to live alone is no switch: it lives a
+ * second after any job was taken, and sched-feed asks whether the count is at `max`.
+ */
+export const RATE_LIMIT_SWITCH = { max: 1_000_000_000, duration: 1_000 } as const;

@@ -24,7 +24,11 @@
     until (epoch ms); ARGV[8] ms a plate takes at the rate in force (0: deadlines not weighed);
     ARGV[9] ms kept in reserve before a deadline (the last answer's time and a margin); ARGV[10]
     1: interactive plates too only within the in-flight cap's room (an account that meets its
-    upstream sends one create at a time, and a plate fed beyond it would go round the queue)
+    upstream sends one create at a time, and a plate fed beyond it would go round the queue);
+    ARGV[11] the limiter's `max` (src/engine/bullmq/keys.ts RATE_LIMIT_SWITCH): the switch is on
+    only while the key's count is at it (BullMQ's getRateLimitTTL); the key itself lives a second
+    after any job was taken, and read as the switch it deferred every wake by up to that second
+    (a 10/s key whose jobs waited as polls in the Worker created 5 a second, issue 43)
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
@@ -49,7 +53,9 @@ local want = math.min(target - queued - picked, room)
 local urgent = urgentBatches(KEYS[15], classes, ARGV[3], tonumber(now), tonumber(ARGV[8]), tonumber(ARGV[9]))
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out, ARGV[5], urgent)
 out[2] = queued + picked
-if out[2] > 0 then out[3] = math.max(0, redis.call('PTTL', KEYS[14])) end
+if out[2] > 0 and (tonumber(redis.call('GET', KEYS[14]) or '0') or 0) >= tonumber(ARGV[11]) then
+  out[3] = math.max(0, redis.call('PTTL', KEYS[14]))
+end
 if picked > 0 or queued > 0 then return out end
 if redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > 0 then return out end
 if redis.call('ZCARD', KEYS[5]) + redis.call('ZCARD', KEYS[9]) > 0 then return out end
