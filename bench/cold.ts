@@ -154,8 +154,18 @@ interface ShareSpec {
   windowS: number;
 }
 
-/** The smallest share of its limit a key of the scenario used over the window from the enqueue, and each key's. */
-async function measureShare(spec: ShareSpec): Promise<{ min: number; byKey: Record<string, number>; limited: number }> {
+/**
+ * The smallest share of its limit a key of the scenario used over the window from the enqueue,
+ * each key's share of its limit over the window from just before the enqueue, and (`start`) its
+ * requests in each of the window's first 12 seconds: where a cold start's loss is.
+ */
+export async function measureShare(spec: ShareSpec): Promise<{
+  min: number;
+  byKey: Record<string, number>;
+  limited: number;
+  /** Creates + polls the simulator took in each of the first 12 seconds, e.g. `5+3`. */
+  start: Record<string, string[]>;
+}> {
   return onOwnRedis((place) =>
     withTempDir(async (dir) => {
       const sim = await simOf(spec.keys, { rateLimitHeaders: spec.headers });
@@ -183,8 +193,18 @@ async function measureShare(spec: ShareSpec): Promise<{ min: number; byKey: Reco
           byKey[k.label] = round(
             (await countedBetween(sim, k.label, t0, t0 + spec.windowS * 1_000)) / (k.perSecond * spec.windowS),
           );
-        const stats = await sim.stats();
-        return { min: Math.min(...Object.values(byKey)), byKey, limited: stats.rateLimited };
+        const stats = await sim.stats({ times: true });
+        const start: Record<string, string[]> = {};
+        for (const k of spec.keys) {
+          const times = stats.timesByKey?.[k.label];
+          const inSecond = (list: number[] | undefined, i: number) =>
+            (list ?? []).filter((t) => t >= t0 + i * 1_000 && t < t0 + (i + 1) * 1_000).length;
+          start[k.label] = Array.from(
+            { length: 12 },
+            (_, i) => `${inSecond(times?.creates, i)}+${inSecond(times?.gets, i)}`,
+          );
+        }
+        return { min: Math.min(...Object.values(byKey)), byKey, limited: stats.rateLimited, start };
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
         await sim.stop();
@@ -504,7 +524,7 @@ const SIZES: Record<'gate' | 'full', ColdSizes> = {
   full: { batchPlates: 300, headersS: 180, shareS: 120, twoAccountsS: 80, poolPlates: 3_000, poolAfterS: 60 },
 };
 
-const shareSpec = (name: string, keys: ShareSpec['keys'], windowS: number, headers = true, workers = 1) => ({
+export const shareSpec = (name: string, keys: ShareSpec['keys'], windowS: number, headers = true, workers = 1) => ({
   name,
   keys,
   headers,
