@@ -60,6 +60,34 @@ interface AccountWorkerDeps {
 }
 
 /**
+ * First contact ended here: the plates that waited in the scheduler go out now, the account's and
+ * those of every busy account of the same upstream, whose first contact the answers read here end
+ * too (queue/answers.ts learn). Left to the feed pass, such an account waited out its rest while
+ * meeting (up to 5 s: a 10/s key beside a 20/s one sat idle 3 s of a cold start).
+ */
+function feedAfterFirstContact(
+  services: Omit<QueueServices, 'close'>,
+  health: RedisHealth,
+  logger: Logger,
+): (accountId: string) => Promise<void> {
+  return async (accountId) => {
+    const upstream = upstreamOf(services.accounts.for(accountId).account);
+    const active = new Set(await services.scheduler.activeAccounts().catch(() => []));
+    const others = services.accounts
+      .all()
+      .filter(({ account }) => account.id !== accountId && active.has(account.id))
+      .filter(({ account }) => upstreamOf(account) === upstream);
+    for (const id of [accountId, ...others.map((r) => r.account.id)]) {
+      try {
+        await services.feeder.feedAndWake(id);
+      } catch (err) {
+        if (!health.outage(err)) logger.warn({ err, account: id }, 'could not feed after first contact');
+      }
+    }
+  };
+}
+
+/**
  * One account's BullMQ Worker: its upstream client (its key), its flow (its pace, holds and
  * pauses), the plate processor, and what BullMQ reports on its own (stalls, lost locks, errors).
  */
@@ -95,25 +123,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     now,
     ...(deps.random ? { random: deps.random } : {}),
     onPaused,
-    // First contact ended here: the plates that waited in the scheduler go out now, the account's
-    // and those of every busy account of the same upstream, whose first contact the answers read
-    // here end too (queue/answers.ts learn). Left to the feed pass, such an account waited out its
-    // rest while meeting (up to 5 s): a 10/s key beside a 20/s one sat idle 3 s of a cold start.
-    onUnderstood: async (accountId) => {
-      const upstream = upstreamOf(services.accounts.for(accountId).account);
-      const active = new Set(await services.scheduler.activeAccounts().catch(() => []));
-      const others = services.accounts
-        .all()
-        .filter(({ account }) => account.id !== accountId && active.has(account.id))
-        .filter(({ account }) => upstreamOf(account) === upstream);
-      for (const id of [accountId, ...others.map((r) => r.account.id)]) {
-        try {
-          await services.feeder.feedAndWake(id);
-        } catch (err) {
-          if (!health.outage(err)) logger.warn({ err, account: id }, 'could not feed after first contact');
-        }
-      }
-    },
+    onUnderstood: feedAfterFirstContact(services, health, logger),
     pools: services.pools,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
