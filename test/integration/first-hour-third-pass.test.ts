@@ -15,7 +15,7 @@ import { archiveFor } from '../../src/sinks/export.js';
 import { Watches } from '../../src/watch/watches.js';
 import { signIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { BIN, freePort, harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
+import { BIN, freePort, harnessEnv, runVqb, startVqb, waitFor } from '../helpers/process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 const harness = useHarness();
@@ -23,11 +23,6 @@ const harness = useHarness();
 /** `vqb <args>` in this process; archives and other state in the harness's folder (VQ_ROOT), never in the clone. */
 function vqb(h: Harness, args: string[], env: Record<string, string> = {}) {
   return runVqb(args, vqbEnv(h, env));
-}
-
-/** `vqb <args>` as a child process (no terminal; signals), with vqb's settings. */
-function vqbProcess(h: Harness, args: string[], env: Record<string, string> = {}) {
-  return spawnVqb(args, vqbEnv(h, env));
 }
 
 function vqbEnv(h: Harness, env: Record<string, string>): Record<string, string> {
@@ -337,7 +332,7 @@ describe('the first hour, third pass (issue 46)', () => {
       expect(unknown.code, args.join(' ')).toBe(2);
     }
     const port = await freePort();
-    const serve = vqbProcess(h, ['serve', '--port', String(port), '--host', '127.0.0.1', '--no-inbox']);
+    const serve = startVqb(['serve', '--port', String(port), '--host', '127.0.0.1', '--no-inbox'], vqbEnv(h, {}));
     try {
       await waitFor(
         async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status !== undefined,
@@ -345,8 +340,7 @@ describe('the first hour, third pass (issue 46)', () => {
         'serve on --port',
       );
     } finally {
-      serve.child.kill('SIGTERM');
-      await serve.done;
+      await serve.stop();
     }
   });
 

@@ -5,7 +5,7 @@ import { Metrics } from '../../src/metrics.js';
 import { startWorker } from '../../workers/worker.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { families, parseSamples, promtoolCheck, type Sample, sumOf } from '../helpers/metrics.js';
-import { freePort, harnessEnv, spawnVqb, waitFor } from '../helpers/process.js';
+import { freePort, harnessEnv, startVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -19,10 +19,8 @@ describe('metrics', () => {
     });
     await h.enqueue('b', makePlates(60));
     const port = await freePort();
-    const { child, done } = spawnVqb(
-      ['work', '--metrics-port', String(port)],
-      harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }),
-    );
+    // `vqb work` in this process (main(argv, io)): its metrics registry is its own.
+    const work = startVqb(['work', '--metrics-port', String(port)], harnessEnv(h, { VQ_RATE_LIMIT: '60/s' }));
     try {
       const scrape = async (accept?: string) => {
         for (let i = 0; i < 50; i++) {
@@ -69,8 +67,7 @@ describe('metrics', () => {
       expect(families(open.text).get('vqb_upstream_requests')).toBe('counter');
       expect(sumOf(parseSamples(open.text), 'vqb_upstream_requests_total', creates)).toBe(60);
     } finally {
-      child.kill('SIGTERM');
-      await done;
+      await work.stop();
     }
   }, 90_000);
 

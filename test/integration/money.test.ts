@@ -11,7 +11,7 @@ import { ingestList } from '../../src/producers/enqueue.js';
 import { createHttpApi } from '../../src/server.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
-import { harnessEnv, runVqb, spawnVqb, waitFor } from '../helpers/process.js';
+import { harnessEnv, runVqb, startVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -66,11 +66,11 @@ describe('money as money', () => {
     const h = await harness.start({ label: 'money2', workers: 0, config: { VQ_PRICE_PER_QUERY: '0.35' } });
     const env = harnessEnv(h, { VQ_PRICE_PER_QUERY: '0,35' });
     const file = await plateFile(h, 'thirty.csv', makePlates(30));
-    // 3.00 at 0.35 is 8 whole queries (8.57). Spawned: its output is read while it runs (runVqb's comes at the end).
-    const run = spawnVqb(['run', file, '--max-spend', '3,00'], env);
-    let out = '';
-    run.child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-    await waitFor(async () => out.includes('reached its cap'), 30_000, 'the run to say the batch is at its cap');
+    // 3.00 at 0.35 is 8 whole queries (8.57). Its output is read while it runs (startVqb).
+    const run = startVqb(['run', file, '--max-spend', '3,00'], env);
+    const printed = () => run.output().stdout;
+    await waitFor(async () => printed().includes('reached its cap'), 30_000, 'the run to say the batch is at its cap');
+    const out = printed();
     const id = /batch (\S+): \d+ rows/.exec(out)![1]!;
     const info = await h.services.batchViews.get(id);
     expect(info.blocked).toBe('budget');
@@ -83,7 +83,7 @@ describe('money as money', () => {
     expect(status.stdout).toMatch(/creates wait: the batch reached its cap of 8 creates/);
     // At a cap the user set the run ends by itself once nothing created is running (issue 46, 5).
     expect((await run.done).code).toBe(4);
-    expect(out).toMatch(/stopped at the spending cap: 22 plates not looked up/);
+    expect(printed()).toMatch(/stopped at the spending cap: 22 plates not looked up/);
     expect(h.sim.stats().creates).toBe(8);
     // vqb budget raises the cap in money too: 4.90 at 0.35 is 14 creates.
     const raised = await runVqb(['budget', id, '--max-spend', '4,90'], env);
