@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { WorkerMetrics } from '../src/metrics.js';
 import { type AnswerBook, UNRECOGNISED_ANSWER, upstreamOf } from '../src/queue/answers.js';
 import type { AccountLine } from '../src/queue/line.js';
+import type { QueueServices } from '../src/services.js';
 import { type AnswerShape, describeUnreadable } from '../src/upstream/answers.js';
 import type { UnrecognisedAnswerError } from '../src/upstream/errors.js';
 
@@ -138,4 +139,36 @@ export class FirstContact {
     this.#answerHold = undefined;
     return false;
   }
+}
+
+/**
+ * First contact ended with `accountId`'s answer: the plates that waited in the scheduler go out
+ * now, the account's and those of every busy account of the same upstream, whose first contact the
+ * answers read end too (queue/answers.ts learn); each process's Workers are woken (feedAndWake).
+ * Left to the feed pass, such an account waited out its rest while meeting (up to 5 s: a 10/s key
+ * beside a 20/s one sat idle 3 s of a cold start). Returns the accounts fed; a failed feed is
+ * told to `onError` and the others go on.
+ */
+export async function feedAfterFirstContact(
+  services: Pick<QueueServices, 'accounts' | 'scheduler' | 'feeder'>,
+  accountId: string,
+  onError: (err: unknown, accountId: string) => void,
+): Promise<string[]> {
+  const upstream = upstreamOf(services.accounts.for(accountId).account);
+  const active = new Set(await services.scheduler.activeAccounts().catch(() => [] as string[]));
+  const others = services.accounts
+    .all()
+    .filter(({ account }) => account.id !== accountId && active.has(account.id))
+    .filter(({ account }) => upstreamOf(account) === upstream)
+    .map(({ account }) => account.id);
+  const fed: string[] = [];
+  for (const id of [accountId, ...others]) {
+    try {
+      await services.feeder.feedAndWake(id);
+      fed.push(id);
+    } catch (err) {
+      onError(err, id);
+    }
+  }
+  return fed;
 }

@@ -12,7 +12,7 @@ import { RATE_LIMIT_SWITCH } from '../src/engine/bullmq/keys.js';
 import type { WorkerMetrics } from '../src/metrics.js';
 import type { AccountRecord } from '../src/queue/accounts.js';
 import { CreateAdmission } from '../src/queue/admission.js';
-import { UNRECOGNISED_ANSWER, upstreamOf } from '../src/queue/answers.js';
+import { UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
 import { JobFence } from '../src/queue/job-fence.js';
 import type { AccountLine } from '../src/queue/line.js';
 import type { PollLearner } from '../src/queue/poll-schedule.js';
@@ -32,6 +32,7 @@ import type { Resolve } from '../src/webhooks/address.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
 import { decideJobFailure } from './actions.js';
 import { Doorbell } from './doorbell.js';
+import { feedAfterFirstContact } from './first-contact.js';
 import { AccountFlow } from './flow.js';
 import { startHousekeeping } from './housekeeping.js';
 import { LockLoss, lockErrorJob } from './lock-loss.js';
@@ -57,34 +58,6 @@ interface AccountWorkerDeps {
   onPaused: (accountId: string) => Promise<void>;
   doorbell: Doorbell;
   now: () => number;
-}
-
-/**
- * First contact ended here: the plates that waited in the scheduler go out now, the account's and
- * those of every busy account of the same upstream, whose first contact the answers read here end
- * too (queue/answers.ts learn). Left to the feed pass, such an account waited out its rest while
- * meeting (up to 5 s: a 10/s key beside a 20/s one sat idle 3 s of a cold start).
- */
-function feedAfterFirstContact(
-  services: Omit<QueueServices, 'close'>,
-  health: RedisHealth,
-  logger: Logger,
-): (accountId: string) => Promise<void> {
-  return async (accountId) => {
-    const upstream = upstreamOf(services.accounts.for(accountId).account);
-    const active = new Set(await services.scheduler.activeAccounts().catch(() => []));
-    const others = services.accounts
-      .all()
-      .filter(({ account }) => account.id !== accountId && active.has(account.id))
-      .filter(({ account }) => upstreamOf(account) === upstream);
-    for (const id of [accountId, ...others.map((r) => r.account.id)]) {
-      try {
-        await services.feeder.feedAndWake(id);
-      } catch (err) {
-        if (!health.outage(err)) logger.warn({ err, account: id }, 'could not feed after first contact');
-      }
-    }
-  };
 }
 
 /**
@@ -123,7 +96,11 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     now,
     ...(deps.random ? { random: deps.random } : {}),
     onPaused,
-    onUnderstood: feedAfterFirstContact(services, health, logger),
+    onUnderstood: async (accountId) => {
+      await feedAfterFirstContact(services, accountId, (err, id) => {
+        if (!health.outage(err)) logger.warn({ err, account: id }, 'could not feed after first contact');
+      });
+    },
     pools: services.pools,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).

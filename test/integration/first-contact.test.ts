@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { upstreamOf } from '../../src/queue/answers.js';
+import { feedAfterFirstContact } from '../../workers/first-contact.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
 
 const harness = useHarness();
@@ -28,6 +29,33 @@ describe('first contact', () => {
     await h.services.answers.learn(account.id, {}, Date.now(), upstreamOf(account));
     await h.services.feeder.feed(account.id);
     expect(await queued()).toBeGreaterThan(5);
+  });
+
+  it("one account's answer read ends first contact for the busy accounts of its upstream: each is fed then, the idle one is not", async () => {
+    // Three accounts of one upstream (the simulator), nothing read yet: each fed one plate.
+    const h = await harness.start({
+      label: 'contact-upstream',
+      workers: 0,
+      accounts: [{ id: 'fast' }, { id: 'slow' }, { id: 'idle' }],
+    });
+    await h.enqueue('f', makePlates(20), { account: 'fast' });
+    await h.enqueue('s', makePlates(20, 100), { account: 'slow' });
+    const queued = async (account: string) => {
+      const counts = await h.services.accounts.queue(account).getJobCounts('wait', 'prioritized', 'delayed', 'active');
+      return Object.values(counts).reduce((a, b) => a + b, 0);
+    };
+    for (const id of ['fast', 'slow']) await h.services.feeder.feed(id);
+    expect([await queued('fast'), await queued('slow')]).toEqual([1, 1]);
+    // fast's first plate is read end to end (FirstContact.understood stores it for the upstream).
+    const fast = h.config.accounts.find((a) => a.id === 'fast')!;
+    await h.services.answers.learn('fast', {}, Date.now(), upstreamOf(fast));
+    const errors: unknown[] = [];
+    const fed = await feedAfterFirstContact(h.services, 'fast', (err) => errors.push(err));
+    // slow is fed now, not when its feed pass's rest while meeting ends (up to 5 s); idle has nothing.
+    expect(fed).toEqual(['fast', 'slow']);
+    expect(errors).toEqual([]);
+    expect(await queued('fast')).toBeGreaterThan(5);
+    expect(await queued('slow')).toBeGreaterThan(5);
   });
 
   it('costs one answer time: the plate in flight is polled early, and its answer starts the poll schedule', async () => {
