@@ -122,6 +122,7 @@ export function slotOf([reserved, wait, reason, at, window, early, follows]: Slo
 const SCRIPTS = [
   'pace-acquire',
   'pace-hold',
+  'pace-held',
   'pace-shift',
   'pace-learn',
   'account-pause',
@@ -223,33 +224,27 @@ export class AccountLine {
     // Redis takes whole ms (PX) and a Date must hold the end: a wait past the sane maximum would
     // wedge the account (ERR value is not an integer on every job), so none is ever stored.
     const wait = holdMs(ms);
-    const until = Number(
-      await this.#redis.vqbPaceHold(
-        this.#pace,
-        this.#line,
-        this.#keys.paceHold(this.account.id),
-        wait,
-        reason,
-        ...this.#at,
-      ),
-    );
+    const until = Number(await this.#redis.vqbPaceHold(this.#pace, this.#line, wait, reason, ...this.#at));
     await this.stopTaking(wait);
     return until > 0;
   }
 
   /**
-   * The key a hold in force is kept in, expiring with it: for a script that runs right before a
-   * request anyway and reads the hold too (job-fence, before a create), so the send needs no
-   * heldFor of its own.
+   * The key a hold in force is kept in (the pace hash: its `hold` field, the hold's end): for a
+   * script that runs right before a request anyway and reads the hold too (job-fence, before a
+   * create), so the send needs no heldFor of its own.
    */
   get holdKey(): string {
-    return this.#keys.paceHold(this.account.id);
+    return this.#pace;
   }
 
-  /** Ms left of the account's hold (0: none), on Redis's clock. */
+  /**
+   * Ms left of the account's hold (0: none), on Redis's clock (a test's, when it owns time): the
+   * hold's end is a field compared with a now (pace-held), not a key's time to live, so a virtual
+   * clock holds and lifts it as Redis TIME does. One script call, as the PTTL it replaces.
+   */
   async heldFor(): Promise<number> {
-    // One PTTL, asked before every request (was a script: TIME and HGET).
-    return Math.max(0, await this.#redis.pttl(this.#keys.paceHold(this.account.id)));
+    return Math.max(0, Number(await this.#redis.vqbPaceHeld(this.#pace, ...this.#at)));
   }
 
   /**
@@ -429,7 +424,6 @@ export class AccountLine {
     const replies = (await this.#redis
       .multi()
       .hdel(this.#pace, 'hold')
-      .del(this.#keys.paceHold(this.account.id))
       .hdel(this.#line, 'limitedUntil', 'limitReason')
       .exec()) as [unknown, number][] | null;
     await this.queue.removeRateLimitKey();

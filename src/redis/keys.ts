@@ -190,6 +190,11 @@ export class VqbKeys {
     return `${this.accountBase(accountId)}:pace`;
   }
 
+  /**
+   * Where a hold's end lived as a key's time to live until holds became the pace hash's `hold`
+   * field alone (compared with a now: pace-held): nothing reads it; the layout migration still
+   * moves an old one, which expires by itself.
+   */
   paceHold(accountId: string): string {
     return `${this.accountBase(accountId)}:hold`;
   }

@@ -160,7 +160,6 @@ describe('a hostile upstream', () => {
     const h = await hostileHarness(() => undefined);
     const keys = h.services.keys;
     await h.redis.redis.hset(keys.pace('default'), 'hold', '1e+300');
-    await h.redis.redis.set(keys.paceHold('default'), '1', 'PX', 600_000);
     await h.redis.redis.hset(keys.account('default'), 'limitedUntil', '1e+300', 'limitReason', 'quota');
     const base = await api(h);
     expect((await apiCall(base, ADMIN, '/healthz')).status).toBe(200);

@@ -64,6 +64,28 @@ describe('the pace on a virtual clock', () => {
     expect(used).toBeGreaterThan(0.9);
   });
 
+  it("a hold's end is a field read against the test's now: what a request about to leave is told counts down with it", async () => {
+    // A request that slept for its slot asks how long a hold started meanwhile has left
+    // (AccountLine.heldFor, before every send). A hold kept as a key's time to live would answer
+    // on the wall clock: 30 s left however far the test's clock had gone.
+    const { ctx, config, account } = await setUp('10/s');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    expect(await line.heldFor()).toBe(0);
+    await line.hold(30_000, 'rate_limit');
+    expect(await line.heldFor()).toBe(30_000);
+    clock.now += 29_000;
+    expect(await line.heldFor()).toBe(1_000);
+    clock.now += 1_000;
+    expect(await line.heldFor()).toBe(0);
+    // A shorter hold does not cut a longer one short; a released one is gone at once.
+    await line.hold(60_000, 'quota');
+    await line.hold(1_000, 'rate_limit');
+    expect(await line.heldFor()).toBe(60_000);
+    await line.releaseHold();
+    expect(await line.heldFor()).toBe(0);
+  });
+
   it('a hold: nothing is sent until it ends, then the pace goes on at the limit', async () => {
     const { ctx, config, account } = await setUp('10/s');
     const clock = new VirtualClock();

@@ -9,8 +9,8 @@
     KEYS[2] the job's lock key (BullMQ's: the token of the worker that holds the job)
     KEYS[3] the batch's cost hash; KEYS[4] the UTC day's cost hash (queue/costs.ts; counted only
             when ARGV[6] names fields)
-    KEYS[5] the account's hold key (queue/line.ts: a string that expires when a hold ends; read
-            only when ARGV[9] is '1')
+    KEYS[5] the account's pace hash (queue/line.ts: its `hold` field, the end of a hold in force;
+            read only when ARGV[9] is '1')
     ARGV[1] the lock token the writer holds ('' = this write does not need the lock)
     ARGV[2] the step the stored data must still be at
     ARGV[3] the createId the stored data must still carry ('' = none)
@@ -22,10 +22,13 @@
     ARGV[7] the job's new BullMQ priority ('' = unchanged); ARGV[8] the day hash's time to live, s
     ARGV[9] '1': the write is the last before a request, and the reply says the ms left of the
             account's hold too (a 429 elsewhere since the slot was taken), as {result, ms}
+    ARGV[10] now, epoch ms, for the hold: only a test that owns time passes it (production:
+            absent, Redis TIME)
   Returns 1 written; 0 the lock is not the writer's; -1 the stored step or createId moved on;
   -2 no such job (removed). With ARGV[9] '1': {that result, ms of hold left (0 = none)}.
 ]]
 --- @include "cost-count"
+--- @include "pace-take"
 if ARGV[6] ~= '' then countCosts(KEYS[3], KEYS[4], ARGV[8], ARGV[6]) end
 local function write()
   local raw = redis.call('HGET', KEYS[1], 'data')
@@ -46,6 +49,4 @@ local function write()
 end
 local result = write()
 if ARGV[9] ~= '1' then return result end
-local held = redis.call('PTTL', KEYS[5])
-if held < 0 then held = 0 end
-return {result, held}
+return {result, paceHeldFor(KEYS[5], ARGV[10])}

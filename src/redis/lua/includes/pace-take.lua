@@ -13,7 +13,9 @@
   second slot is taken. The list stays while the next slot is the one it set (earlyTat): a slot
   taken early and given up after the limit was heard (a worker woken late) was never sent, so it
   leaves the list and the next slot comes back by what it had cost (a whole interval on a slow key).
-  Included by pace-acquire and create-admit.
+  Included by pace-acquire, create-admit, pace-held and job-fence.
+  paceHeldFor(paceKey, at) → ms left of the account's hold (its `hold` field; 0: none), at `at`
+    as paceNext reads it.
   paceNext(paceKey, interval, mode, retake, at) → the slot's start, its wait from now (ms),
     'pace'|'hold', and what paceTake needs; mode 'auto' (the learned interval) | 'cap' (never
     faster than configured), with a trailing '!' for an interactive request (paceClaim); retake
@@ -69,6 +71,22 @@ local function paceNow(at)
   return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 end
 
+-- A hold past the sane maximum (queue/line.ts holdMs, 32 days) was not written by a checked hold:
+-- garbage (1e+300) is no hold, not a wait past the end of time.
+local function saneHold(raw, now)
+  local hold = tonumber(raw or '0')
+  if hold == nil or hold > now + 2764800000 then return 0 end
+  return hold
+end
+
+-- Ms left of the account's hold (the pace hash's `hold` field, epoch ms) at `at` (else Redis TIME).
+local function paceHeldFor(paceKey, at)
+  local now = paceNow(at)
+  local hold = saneHold(redis.call('HGET', paceKey, 'hold'), now)
+  if hold <= now then return 0 end
+  return math.ceil(hold - now)
+end
+
 local function paceNext(paceKey, interval, mode, retake, at)
   local urgent = string.sub(mode, -1) == '!'
   if urgent then mode = string.sub(mode, 1, -2) end
@@ -99,10 +117,7 @@ local function paceNext(paceKey, interval, mode, retake, at)
   end
   local start = math.max(tonumber(f[1] or '0'), now)
   local reason = 'pace'
-  local hold = tonumber(f[2] or '0')
-  -- A hold past the sane maximum (queue/line.ts holdMs, 32 days) was not written by a checked
-  -- hold: garbage (1e+300) is no hold, not a wait past the end of time.
-  if hold == nil or hold > now + 2764800000 then hold = 0 end
+  local hold = saneHold(f[2], now)
   if hold > start then
     start = hold
     reason = 'hold'

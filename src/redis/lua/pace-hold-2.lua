@@ -1,10 +1,9 @@
 --[[
   Holds every request of the account for ARGV[1] ms, unless a longer hold is in force: a 429
   asking for 1 s must not cut short a quota hold of 6 h set by another worker (queue/line.ts).
-    KEYS[1] the account's pace hash (field hold: epoch ms, read by pace-acquire)
+    KEYS[1] the account's pace hash (field hold: epoch ms, read by pace-acquire, create-admit,
+            pace-held and job-fence against their now)
     KEYS[2] the account's line hash (for status)
-    KEYS[3] the account's hold key: a string that expires when the hold ends, so a request about
-            to be sent asks with one PTTL whether a hold started while it slept for its slot
     ARGV[1] ms; ARGV[2] reason: rate_limit | quota; ARGV[3] now, epoch ms: only a test that owns
     time passes it (production: absent, Redis TIME)
   Returns the epoch ms the hold ends when this call set or lengthened it, else 0.
@@ -19,6 +18,5 @@ end
 local untilMs = now + tonumber(ARGV[1])
 if tonumber(redis.call('HGET', KEYS[1], 'hold') or '0') >= untilMs then return 0 end
 redis.call('HSET', KEYS[1], 'hold', tostring(untilMs))
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[1])
 redis.call('HSET', KEYS[2], 'limitedUntil', tostring(untilMs), 'limitReason', ARGV[2])
 return untilMs
