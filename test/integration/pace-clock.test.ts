@@ -202,3 +202,28 @@ describe('the pace on a virtual clock', () => {
     expect(naming.map((f) => relative('.', f))).toEqual(['src/queue/line.ts']);
   });
 });
+
+describe('key pauses on a virtual clock', () => {
+  it('a key failure pauses once; one sent before the resume is old news, one sent after pauses again', async () => {
+    // Every worker that sees the key fail calls pause: one records it (one fatal line), the others
+    // hear `already`. A request that left before the operator's resume and came back failing only
+    // now (it waited out a hold, the upstream was slow) must not pause the fixed key again.
+    const { ctx, config, account } = await setUp('10/s');
+    const clock = new VirtualClock();
+    const line = virtualLine(config, ctx.redis, account, clock);
+    const t0 = clock.now;
+    clock.now = t0 + 1_000;
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', t0 + 900)).toBe('recorded');
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', t0 + 950)).toBe('already');
+    expect(await line.state()).toMatchObject({ paused: true, pause: { code: 'EXPIRED_API_KEY', at: t0 + 1_000 } });
+    clock.now = t0 + 5_000;
+    expect((await line.resume())?.code).toBe('EXPIRED_API_KEY');
+    clock.now = t0 + 7_000;
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', t0 + 4_999)).toBe('before-resume');
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', t0 + 5_000)).toBe('before-resume');
+    expect(await line.state()).toMatchObject({ paused: false });
+    expect((await line.state()).pause).toBeUndefined();
+    expect(await line.pause('EXPIRED_API_KEY', 'the API key has expired', t0 + 5_001)).toBe('recorded');
+    expect(await line.state()).toMatchObject({ paused: true, pause: { code: 'EXPIRED_API_KEY', at: t0 + 7_000 } });
+  });
+});
