@@ -34,6 +34,7 @@
 // duplicate (or fails CREATE_UNCERTAIN with VQ_RECREATE_UNCERTAIN=false). Every request that
 // left counts as sent in the cost figures, whatever came back (`wasSent`).
 import type { LimitReason } from '../src/accounts/wait.js';
+import { resumeCommand } from '../src/presenters/waits.js';
 import type { AnyUpstreamError, UpstreamErrorKind } from '../src/upstream/errors.js';
 
 export type Action = 'pause-account' | 'wait' | 'retry' | 'fail' | 'hold-answer';
@@ -100,7 +101,7 @@ export function decideJobFailure(reason: string, attemptsLeft: boolean): 'JOB_ST
 export function adviceFor(error: AnyUpstreamError, accountId: string): string {
   const where =
     accountId === 'default' ? 'VQ_API_KEY_FILE (or VQ_API_KEY and restart)' : `the key file of account ${accountId}`;
-  const resume = accountId === 'default' ? '`vqb resume`' : `\`vqb resume --account ${accountId}\``;
+  const resume = resumeCommand(accountId);
   switch (error.kind) {
     case 'permission':
       return `give the API key the permission "${error.permission}" (or use a key that has it), then run ${resume}`;

@@ -155,7 +155,13 @@ export async function feedAfterFirstContact(
   onError: (err: unknown, accountId: string) => void,
 ): Promise<string[]> {
   const upstream = upstreamOf(services.accounts.for(accountId).account);
-  const active = new Set(await services.scheduler.activeAccounts().catch(() => [] as string[]));
+  // Unread (Redis away), the account itself is still fed, and the failure said.
+  const active = new Set(
+    await services.scheduler.activeAccounts().catch((err: unknown) => {
+      onError(err, accountId);
+      return [] as string[];
+    }),
+  );
   const others = services.accounts
     .all()
     .filter(({ account }) => account.id !== accountId && active.has(account.id))

@@ -10,9 +10,9 @@ import { runFile } from './run.js';
 
 // samples/ beside package.json: three folders up from the compiled dist/src/commands/, two from
 // src/commands/ (a test runs the command in its own process, from the sources).
-const SAMPLES = ['../../../samples/', '../../samples/']
-  .map((up) => fileURLToPath(new URL(up, import.meta.url)))
-  .find((dir) => existsSync(`${dir}plates.csv`))!;
+// Neither there: the installed package's place, which a read then names in its ENOENT.
+const SAMPLE_DIRS = ['../../../samples/', '../../samples/'].map((up) => fileURLToPath(new URL(up, import.meta.url)));
+const SAMPLES = SAMPLE_DIRS.find((dir) => existsSync(`${dir}plates.csv`)) ?? SAMPLE_DIRS[0]!;
 const DEMO_PREFIX = '{vqb-demo}';
 
 export const demoCommand: Command = {

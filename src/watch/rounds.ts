@@ -154,7 +154,10 @@ export class Rounds {
           : null,
       },
     );
-    if (!started) return (await store.get(ref))?.paused === false ? 'raced' : 'paused';
+    if (!started) {
+      const now = await store.get(ref);
+      return now === undefined ? 'gone' : now.paused ? 'paused' : 'raced';
+    }
     await this.#enqueue({ ...w, round: n }, n, cap);
     log.info({ round: n, batchId, plates: w.plates, ...(short ? { cap } : {}) }, 'watch round started');
     return 'started';
