@@ -299,7 +299,7 @@ async function measureContact(plates: number, concurrency: number): Promise<Cont
  * vqb on an empty Redis: one `vqb work` with VQ_CONCURRENCY `concurrency`, one batch of `plates`
  * through the library, nothing else configured; first contact included.
  */
-async function measureVqb(
+export async function measureVqb(
   plates: number,
   concurrency: number,
   workerEnv: Record<string, string> = {},
@@ -354,7 +354,7 @@ async function measureVqb(
 }
 
 /** BullMQ by hand (bench/bullmq-peer.ts) on an empty Redis of its own, the same upstream and batch. */
-async function measureBullmq(plates: number): Promise<BatchRun> {
+export async function measureBullmq(plates: number): Promise<BatchRun> {
   return onOwnRedis(async (place) => {
     const sim = await simOf(ONE_KEY);
     const options: BullmqPeerOptions = {

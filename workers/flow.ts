@@ -14,6 +14,7 @@ import { createPriority, PRIORITY, pollPriority } from '../src/queue/account-que
 import type { CreateAdmission } from '../src/queue/admission.js';
 import type { AnswerBook } from '../src/queue/answers.js';
 import type { Budget } from '../src/queue/budget.js';
+import type { HoldNews } from '../src/queue/hold-news.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import { type AccountLine, type Slot, UNREACHABLE_AFTER } from '../src/queue/line.js';
 import type { KeyPools } from '../src/queue/pool.js';
@@ -75,6 +76,11 @@ export interface FlowDeps {
    * keys that are one quota).
    */
   pools?: Pick<KeyPools, 'observe' | 'limited'>;
+  /**
+   * The holds as published to this process (queue/hold-news.ts): a request that slept for its slot
+   * reads them from memory; without it, or while the news may be incomplete, it asks Redis.
+   */
+  holdNews?: Pick<HoldNews, 'heldFor'>;
 }
 
 /**
@@ -367,8 +373,9 @@ export class AccountFlow {
         } else ({ due, at, early } = slot);
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
-      // out here, then the request takes a slot on the schedule the hold moved.
-      const held = known ?? (await this.#d.line.heldFor());
+      // out here, then the request takes a slot on the schedule the hold moved. The process hears
+      // of holds as they are set (holdNews); only while that news may be incomplete does it ask.
+      const held = known ?? this.#d.holdNews?.heldFor(this.accountId) ?? (await this.#d.line.heldFor());
       known = undefined;
       if (held <= 0) return { due, at };
       await sleep(held);

@@ -11,7 +11,7 @@ import type { BatchStore } from '../src/queue/batch/store.js';
 import type { CostCount, CostField, CostLedger } from '../src/queue/costs.js';
 import type { InFlight } from '../src/queue/inflight.js';
 import type { PlateSettle } from '../src/queue/plate-settle.js';
-import type { ReuseStore, StoredResult } from '../src/queue/reuse.js';
+import type { PointerTerms, ReuseStore, StoredResult } from '../src/queue/reuse.js';
 import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/redis/health.js';
 import type { BatchRef } from '../src/redis/keys.js';
@@ -116,7 +116,14 @@ export class Recorder {
    * job's lock may lapse meanwhile, and a second worker that takes the job over finds the
    * outcome stored (HSETNX) or the query id in the job and polls instead of creating.
    */
-  #store(jobId: string, account: string, key: string, outcome: Outcome, count: CostField[]): Promise<RecordResult> {
+  #store(
+    jobId: string,
+    account: string,
+    key: string,
+    outcome: Outcome,
+    count: CostField[],
+    pointer: PointerTerms | undefined,
+  ): Promise<RecordResult> {
     const held = {
       kind: 'outcome' as const,
       batchId: outcome.batchId,
@@ -130,6 +137,7 @@ export class Recorder {
       key,
       jobId,
       count: this.#d.costs.counting({ id: outcome.batchId, account }, ...count),
+      ...(pointer ? { pointer } : {}),
     });
     return this.untilStored(account, settle, held);
   }
@@ -222,14 +230,18 @@ export class Recorder {
       ...(data.requests > 0 ? { key: keyOf(data) } : {}),
       ...extra,
     };
-    const recorded = await this.#store(job.id!, data.account, keyOf(data), outcome, count);
+    // Findable by later batches: whole when reuse is on (for the deployment or this batch), else a
+    // pointer to this batch's outcome (queue/reuse.ts), written with the outcome when it can be.
+    const findable = outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled;
+    const window = findable ? await this.#reuseWindow(data, this.#now()) : 0;
+    const pointer = findable
+      ? this.#d.reuse.pointerTerms(data.account, data.plate, outcome.finishedAt, data.batchId, window)
+      : undefined;
+    const recorded = await this.#store(job.id!, data.account, keyOf(data), outcome, count, pointer);
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');
-      // Findable by later batches: whole when reuse is on (for the deployment or this batch), else a
-      // pointer to this batch's outcome (queue/reuse.ts).
-      if (outcome.status === 'done' && !outcome.reused && this.#d.reuse.enabled) {
-        const window = await this.#reuseWindow(data, this.#now());
+      if (findable && !pointer?.written) {
         await this.#d.reuse.save(
           data.account,
           data.plate,

@@ -13,6 +13,7 @@ import type { WorkerMetrics } from '../src/metrics.js';
 import type { AccountRecord } from '../src/queue/accounts.js';
 import { CreateAdmission } from '../src/queue/admission.js';
 import { UNRECOGNISED_ANSWER } from '../src/queue/answers.js';
+import { HoldNews } from '../src/queue/hold-news.js';
 import { JobFence } from '../src/queue/job-fence.js';
 import type { AccountLine } from '../src/queue/line.js';
 import type { PollLearner } from '../src/queue/poll-schedule.js';
@@ -57,6 +58,7 @@ interface AccountWorkerDeps {
   health: RedisHealth;
   onPaused: (accountId: string) => Promise<void>;
   doorbell: Doorbell;
+  holdNews: HoldNews;
   now: () => number;
 }
 
@@ -102,6 +104,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       });
     },
     pools: services.pools,
+    holdNews: shared.holdNews,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
   const replicated =
@@ -240,6 +243,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(now);
+  const holdNews = new HoldNews();
   const watchWorker = startWatchWorker(config, { services, connection: blocking, doorbell, logger, health, now });
   const shared: AccountWorkerDeps = {
     config,
@@ -254,6 +258,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     health,
     onPaused,
     doorbell,
+    holdNews,
     now,
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
@@ -269,6 +274,10 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
       // The feed pass still rings every Worker whose queue holds jobs; only the shortcut is lost.
       if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
     });
+  // Holds as they are set, on the same connection: until it is subscribed, requests ask Redis.
+  holdNews.listen(wakes, services.keys).catch((err: unknown) => {
+    if (!health.outage(err)) logger.warn({ err }, 'could not listen for holds: each request asks Redis');
+  });
 
   // Alive for `vqb retry` and the API's reruns, which say when no worker will take what they queue.
   const stopPresence = new WorkerPresence(commands, services.keys, now).start((err) => {

@@ -14,6 +14,7 @@ import { type Scripted, withScripts } from '../redis/scripts.js';
 import { boundText, MAX_PAUSE_MESSAGE, MAX_WAIT_MS, saneTime } from '../upstream/bounds.js';
 import type { RateLimitHeaders } from '../upstream/timing.js';
 import type { PlateQueue } from './account-queues.js';
+import { holdChannel, holdMessage } from './hold-news.js';
 import type { CapHold } from './scheduler.js';
 
 /** The pause code `vqb pause` records: an operator's decision, which `vqb run` never lifts by itself. */
@@ -224,7 +225,17 @@ export class AccountLine {
     // Redis takes whole ms (PX) and a Date must hold the end: a wait past the sane maximum would
     // wedge the account (ERR value is not an integer on every job), so none is ever stored.
     const wait = holdMs(ms);
-    const until = Number(await this.#redis.vqbPaceHold(this.#pace, this.#line, wait, reason, ...this.#at));
+    const until = Number(
+      await this.#redis.vqbPaceHold(
+        this.#pace,
+        this.#line,
+        wait,
+        reason,
+        this.#at[0] ?? '',
+        holdChannel(this.#keys),
+        this.account.id,
+      ),
+    );
     await this.stopTaking(wait);
     return until > 0;
   }
@@ -425,9 +436,10 @@ export class AccountLine {
       .multi()
       .hdel(this.#pace, 'hold')
       .hdel(this.#line, 'limitedUntil', 'limitReason')
+      .publish(holdChannel(this.#keys), holdMessage(this.account.id, 0))
       .exec()) as [unknown, number][] | null;
     await this.queue.removeRateLimitKey();
-    return (replies ?? []).some(([, n]) => n > 0);
+    return (replies ?? []).slice(0, 2).some(([, n]) => n > 0);
   }
 
   /** Creates wait for a spending cap's reset; true when this call recorded it. */

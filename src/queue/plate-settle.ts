@@ -1,13 +1,15 @@
 // A plate's end in one Redis step: its terminal outcome stored (the rule of queue/batch/outcomes.ts),
-// its in-flight slot given back (queue/inflight.ts) and the answer that ended it counted
-// (queue/costs.ts). Three round trips a plate became one (issue 21: a worker's CPU is mostly the
-// writes it sends Redis). Each owner still alone names its keys: it hands its part (`terms`).
+// its in-flight slot given back (queue/inflight.ts), the answer that ended it counted
+// (queue/costs.ts) and a pointer to its result kept for later batches (queue/reuse.ts). Four round
+// trips a plate became one (issues 21 and 43: a worker's CPU is mostly the writes it sends Redis).
+// Each owner still alone names its keys: it hands its part (`terms`).
 
 import type { RedisClient } from '../redis/connection.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
 import { encodeOutcome, type OutcomeStore, type RecordResult, recordResult } from './batch/outcomes.js';
 import type { CostCount } from './costs.js';
 import type { InFlight } from './inflight.js';
+import type { PointerTerms } from './reuse.js';
 import type { Outcome } from './types.js';
 
 export interface Settling {
@@ -19,6 +21,8 @@ export interface Settling {
   jobId: string;
   /** The cost keys (always: the script's keys are fixed) and the fields to count ('' = none). */
   count: CostCount;
+  /** The pointer to the paid result, for later batches (queue/reuse.ts), when it is written here. */
+  pointer?: PointerTerms;
 }
 
 export class PlateSettle {
@@ -43,10 +47,13 @@ export class PlateSettle {
       ...outcome.keys,
       ...release.keys,
       ...s.count.keys,
+      // The script's keys are fixed: with no pointer to write, the outcomes hash stands in.
+      s.pointer?.keys[0] ?? outcome.keys[0]!,
       ...outcome.args,
       ...release.args,
       s.count.dayTtlS,
       s.count.fields,
+      ...(s.pointer?.written ? s.pointer.args : ['', '', '']),
     ];
     return async () => recordResult(await this.#redis.vqbPlateSettle(...args));
   }

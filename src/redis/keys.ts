@@ -46,6 +46,7 @@
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
+// | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
 // | A:watch:<name>, :plates, :removed, :last, :history, :rounds, :changes:<n>, :close:<n> | | watch/store.ts |
 // | A:watches, G:watches             | zset   | watch/store.ts (the account's watches; every watch, for the sweep) |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
@@ -394,6 +395,12 @@ export class VqbKeys {
   /** Pub/sub channel (not a key): an account whose queue a producer just fed, for worker processes to fetch at once. */
   get wake(): string {
     return `${this.base}:wake`;
+  }
+
+  // --- queue/hold-news.ts
+  /** Pub/sub channel (not a key): an account's hold set, lengthened or lifted, for workers to know without asking. */
+  get holds(): string {
+    return `${this.base}:holds`;
   }
 
   // --- src/redis/layout.ts

@@ -15,7 +15,7 @@ import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
 import type { Resolve } from '../../src/webhooks/address.js';
-import { AccountFlow } from '../../workers/flow.js';
+import { AccountFlow, type FlowDeps } from '../../workers/flow.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { testConfig } from './config.js';
 import { type CapturedLogs, captureLogs } from './logs.js';
@@ -243,7 +243,7 @@ export async function startHarness(
 }
 
 /** The first account's flow as a worker process builds it (25 ms jitter), for tests that drive the pacing by hand. */
-export function accountFlow(h: Harness): AccountFlow {
+export function accountFlow(h: Harness, extra: Partial<FlowDeps> = {}): AccountFlow {
   return new AccountFlow({
     line: h.line,
     admission: new CreateAdmission(
@@ -259,6 +259,7 @@ export function accountFlow(h: Harness): AccountFlow {
     scheduler: h.services.scheduler,
     jitterMs: 25,
     logger: h.logs.logger,
+    ...extra,
   });
 }
 

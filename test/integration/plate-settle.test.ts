@@ -7,6 +7,7 @@ import { OutcomeStore } from '../../src/queue/batch/outcomes.js';
 import { CostLedger } from '../../src/queue/costs.js';
 import { InFlight } from '../../src/queue/inflight.js';
 import { PlateSettle } from '../../src/queue/plate-settle.js';
+import { ReuseStore } from '../../src/queue/reuse.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
@@ -73,5 +74,64 @@ describe('plate settle', () => {
     expect(await inflight.count('a')).toBe(0);
     expect(await costs.forBatch(B)).toMatchObject({ polls: 2, pollsSent: 2 });
     expect(await ctx.redis.hmget(keys.batch(B), 'done', 'finishedAt')).toEqual(['2', '12']);
+  });
+
+  it("writes the pointer to the paid result with the outcome it stores (and on a lost reply's retry), never over another's", async () => {
+    ctx = await redisTestContext('settle-reuse');
+    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'q' });
+    const jobPrefix = `${ctx.prefix}:q:`;
+    const outcomes = new OutcomeStore(ctx.redis, keys);
+    const inflight = new InFlight(ctx.redis, keys, 5, () => jobPrefix);
+    const costs = new CostLedger(ctx.redis, keys, () => ['a']);
+    const settle = new PlateSettle(ctx.redis, outcomes, inflight);
+    const reuse = new ReuseStore(ctx.redis, keys, outcomes, { keepMs: 86_400_000, sharing: ['pooled'] });
+    const B = { id: 'b', account: 'a' };
+    await ctx.redis.hset(keys.batch(B), 'enqueued', '3', 'sealed', '1');
+    const at = Date.UTC(2026, 10, 29, 12);
+    const settling = (plate: string, finishedAt: number) => {
+      const pointer = reuse.pointerTerms('a', plate, finishedAt, 'b');
+      expect(pointer.written).toBe(true);
+      return settle.prepare({
+        outcome: outcome(plate, finishedAt),
+        account: 'a',
+        jobId: `b.${plate}`,
+        count: costs.counting(B),
+        pointer,
+      });
+    };
+    const first = settling('AAA0001', at);
+    expect(await first()).toBe('recorded');
+    const dayKey = keys.accountReuseDay('a', Math.floor(at / 86_400_000));
+    expect(await reuse.find('a', 'AAA0001', 3_600_000, at + 1_000)).toMatchObject({
+      queryId: 'q-AAA0001',
+      ageMs: 1_000,
+    });
+    // The day hash expires a keep after its day ends.
+    const ttl = await ctx.redis.pttl(dayKey);
+    expect(ttl).toBeGreaterThan(86_400_000);
+    expect(ttl).toBeLessThanOrEqual(86_400_000 + 12 * 3_600_000);
+
+    // Another worker's answer for the same plate stores nothing, and moves no pointer.
+    expect(await settling('AAA0001', at + 5_000)()).toBe('exists');
+    expect(await ctx.redis.hget(dayKey, 'AAA0001')).toBe(`${at.toString(36)} b`);
+    // A lost reply's retry (the same call): the pointer is written if it was not.
+    const second = settling('AAA0002', at);
+    expect(await second()).toBe('recorded');
+    await ctx.redis.hdel(dayKey, 'AAA0002');
+    expect(await second()).toBe('exists');
+    expect(await ctx.redis.hget(dayKey, 'AAA0002')).toBe(`${at.toString(36)} b`);
+
+    // Kept whole, or in the shared pool (another slot of a Cluster): not the script's to write.
+    expect(reuse.pointerTerms('a', 'AAA0003', at, 'b', 3_600_000).written).toBe(false);
+    expect(reuse.pointerTerms('pooled', 'AAA0003', at, 'b').written).toBe(false);
+    // With no pointer, the outcome is stored as before.
+    const plain = settle.prepare({
+      outcome: outcome('AAA0003', at),
+      account: 'a',
+      jobId: 'b.AAA0003',
+      count: costs.counting(B),
+    });
+    expect(await plain()).toBe('batch-finished');
+    expect(await ctx.redis.hget(dayKey, 'AAA0003')).toBeNull();
   });
 });

@@ -83,6 +83,7 @@ const OWNERS: Record<string, string> = {
   accountWatches: 'src/watch/store.ts',
   watches: 'src/watch/store.ts',
   wake: 'src/queue/feeder.ts',
+  holds: 'src/queue/hold-news.ts',
   // Not structures: the account slot's names, built in keys.ts only (tests and the bench read them).
   accountBase: 'src/redis/keys.ts',
   accountTag: 'src/redis/keys.ts',
