@@ -1,11 +1,15 @@
-// The one place vqb reads the time and sets its timers (issue 45): every `now`, monotonic reading
-// and timer of src/ and workers/ goes through `clock`, so a test can tell what a module asks of
-// time, and the parts that take a `now` (the stores, the feeder, the scheduler, the line) are
-// handed `clock.now` by default. What every machine must agree on is not here: the pace, the
-// hold and the learner read Redis TIME in their scripts (src/redis/lua/includes/pace-take.lua),
-// and only a test hands them a time of its own (test/integration/pace-clock.test.ts).
-// test/unit/clock.test.ts holds that no other module reads Date.now(), performance.now() or
-// sets a timer itself.
+// The one place vqb reads the time and sets its timers (issue 45): every `now`, monotonic
+// reading, sleep and timer of src/ and workers/ goes through a Clock, so a test can tell what a
+// module asks of time. services.ts holds the one a process runs on (`clock` below unless a test
+// hands its own) and hands it down: the stores, the feeder, the scheduler and the line take its
+// `now`; the worker process's parts (its flows, processor, recorder, doorbell and housekeeping)
+// take it whole. What every machine must agree on is not here: the pace, the hold and the learner
+// read Redis TIME in their scripts (src/redis/lua/includes/pace-take.lua), and only a test hands
+// them a time of its own (test/integration/pace-clock.test.ts).
+// test/unit/clock.test.ts holds that no other module reads Date.now or performance.now, sets a
+// timer itself or sleeps with node:timers.
+
+import { setTimeout as sleepFor } from 'node:timers/promises';
 
 export interface Clock {
   /** Epoch ms, the wall clock (what is stored and shown). */
@@ -15,6 +19,8 @@ export interface Clock {
   /** Runs `run` once after `ms` (a promise's `resolve` will do: its argument is left unset). */
   setTimeout(run: (...args: never[]) => unknown, ms: number): NodeJS.Timeout;
   setInterval(run: () => unknown, ms: number): NodeJS.Timeout;
+  /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const clock: Clock = {
@@ -22,4 +28,10 @@ export const clock: Clock = {
   monotonic: () => performance.now(),
   setTimeout: (run, ms) => setTimeout(run as () => unknown, ms),
   setInterval: (run, ms) => setInterval(run, ms),
+  sleep: (ms, signal) => sleepFor(ms, undefined, signal ? { signal } : undefined),
 };
+
+/** The process's clock with another wall time (a test's `now`), or `clock` itself. */
+export function clockWith(now: (() => number) | undefined): Clock {
+  return now === undefined ? clock : { ...clock, now };
+}

@@ -100,7 +100,7 @@ export class Retention {
     this.#archive = archive;
     this.#redis = withScripts(services.redis, ['lock-release']);
     this.#retainMs = options.retainMs;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? clock.now;
     this.#logger = options.logger;
   }
 

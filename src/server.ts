@@ -18,6 +18,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { mountDashboard } from './api/dashboard.js';
 import { v1Routes } from './api/routes/batches.js';
 import { healthRoutes } from './api/routes/health.js';
+import { clock } from './clock.js';
 import type { Config } from './config.js';
 import type { ConsoleLimits } from './console/limits.js';
 import { type ConsoleHandle, registerConsole } from './console/routes.js';
@@ -50,7 +51,7 @@ export interface HttpApiDeps {
 
 export async function createHttpApi(deps: HttpApiDeps): Promise<FastifyInstance> {
   const { services, config, logger } = deps;
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? clock.now;
   // Widened to fastify's logger type, so the instance is the plain FastifyInstance callers expect.
   const loggerInstance: FastifyBaseLogger = logger;
   const app = Fastify({

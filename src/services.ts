@@ -2,6 +2,7 @@
 // closed together: the Redis connection, each account's record (its queue and line), and the stores
 // over them.
 
+import { type Clock, clock, clockWith } from './clock.js';
 import type { Config } from './config.js';
 import { jobKeyPrefix } from './engine/bullmq/keys.js';
 import { Accounts } from './queue/accounts.js';
@@ -32,6 +33,8 @@ import { WebhookOutbox } from './webhooks/outbox.js';
 export interface QueueServices {
   config: Config;
   redis: RedisClient;
+  /** The time this process runs on (src/clock.ts): built once here, handed to every part. */
+  clock: Clock;
   keys: VqbKeys;
   /** Every configured account: its settings, queue and line, built once here. */
   accounts: Accounts;
@@ -65,10 +68,11 @@ export interface QueueServices {
 export function queueServicesOn(
   config: Config,
   redis: RedisClient,
-  now: () => number = Date.now,
+  time: Clock = clock,
   /** How callbackUrl host names are resolved before a batch is stored (default dns.lookup; tests inject). */
   resolve?: Resolve,
 ): Omit<QueueServices, 'close'> {
+  const now = () => time.now();
   const keys = new VqbKeys(config);
   const accounts = new Accounts(config, redis, keys, now);
   const scheduler = new Scheduler(redis, keys, now);
@@ -100,6 +104,7 @@ export function queueServicesOn(
   return {
     config,
     redis,
+    clock: time,
     keys,
     accounts,
     batches,
@@ -139,7 +144,7 @@ export async function openQueueServices(
     redis.disconnect();
     throw err;
   }
-  const services = queueServicesOn(config, redis, options.now, options.resolve);
+  const services = queueServicesOn(config, redis, clockWith(options.now), options.resolve);
   // Batches stored before each account kept a list of its own get into it, once per deployment.
   await services.batches.ensureAccountLists();
   // BullMQ prints a queue's connection errors as raw multi-line blocks when nothing listens. A

@@ -22,7 +22,7 @@
 // wait returns at once, so no wake is lost between a fetch that found nothing and the next wait.
 
 import type { BackendFactory, RedisQueueBackend, Worker } from 'bullmq';
-import { clock } from '../src/clock.js';
+import { type Clock, clock } from '../src/clock.js';
 import { quietBackend } from '../src/engine/bullmq/worker.js';
 
 /** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
@@ -39,10 +39,15 @@ interface Bell {
 
 export class Doorbell {
   readonly #bells = new Map<string, Set<Bell>>();
-  readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'now' | 'setTimeout'>;
 
-  constructor(now: () => number = Date.now) {
-    this.#now = now;
+  /** `time`: the worker's clock (services.ts), whose timers open the bells rung for later. */
+  constructor(time: Pick<Clock, 'now' | 'setTimeout'> = clock) {
+    this.#clock = time;
+  }
+
+  #now(): number {
+    return this.#clock.now();
   }
 
   /** Work may be waiting for the account: its Worker (if this process runs one) fetches now. */
@@ -109,7 +114,7 @@ export class Doorbell {
   #arm(bell: Bell): void {
     clearTimeout(bell.timer);
     const at = Math.min(bell.until, bell.dueAt ?? Number.POSITIVE_INFINITY);
-    bell.timer = clock.setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
+    bell.timer = this.#clock.setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
   }
 
   #open(bell: Bell): void {

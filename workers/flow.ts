@@ -3,11 +3,10 @@
 // line and pace, the in-flight cap, the spending caps, the scheduler) and returns what the
 // processor should do with the job; it never touches a job itself.
 
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { jitterAllowanceMs, perSecond } from '../src/accounts/account.js';
 import type { LimitReason } from '../src/accounts/wait.js';
-import { clock } from '../src/clock.js';
+import { type Clock, clockWith } from '../src/clock.js';
 import { StoppedBeforeSendError } from '../src/errors.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import { createPriority, PRIORITY, pollPriority } from '../src/queue/account-queues.js';
@@ -31,7 +30,7 @@ import { FirstContact } from './first-contact.js';
 /** What the processor does next with a job that wants to send a request. */
 export type Admission =
   /**
-   * The account's slot has come; `due` (clock.monotonic()) is when: pass it to `ready` just before
+   * The account's slot has come; `due` (the clock's monotonic()) is when: pass it to `ready` just before
    * sending. `at` names the slot to the pace, should the request give it up. `priority`
    * (BullMQ's: interactive 1, poll 2, normal 3, bulk 4) orders a new wait.
    */
@@ -66,6 +65,8 @@ export interface FlowDeps {
   logger: Logger;
   metrics?: WorkerMetrics;
   now?: () => number;
+  /** The time the process runs on (its monotonic readings and sleeps; `now` when that is not given). */
+  clock?: Clock;
   random?: () => number;
   /** Told once per key-level pause, by the worker whose call recorded it (it emits account.paused). */
   onPaused?: (accountId: string) => Promise<void>;
@@ -144,6 +145,7 @@ const BATCH_CAP_HOLD_MS = 30 * 86_400_000;
 export class AccountFlow {
   readonly #d: FlowDeps;
   readonly #now: () => number;
+  readonly #clock: Clock;
   /** A request of this process failed on the key, which paused the account (and when it last looked since). */
   #keyPause: { checkedAt: number } | undefined;
   readonly #random: () => number;
@@ -180,7 +182,8 @@ export class AccountFlow {
 
   constructor(deps: FlowDeps) {
     this.#d = deps;
-    this.#now = deps.now ?? Date.now;
+    this.#clock = deps.clock ?? clockWith(deps.now);
+    this.#now = deps.now ?? (() => this.#clock.now());
     this.#random = deps.random ?? Math.random;
     this.#metrics = deps.metrics ?? noMetrics;
     this.#rate = perSecond(deps.line.account);
@@ -248,10 +251,10 @@ export class AccountFlow {
       if (await this.stopped()) return this.#later(0, true);
       // The request before this one said when the next slot is at the soonest: asking before it
       // is near would only be told to wait (a round trip and a wake-up a request at 30/s).
-      const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - clock.monotonic();
-      if (lead > 0 && lead <= WAIT_HERE_MS) await sleep(lead);
+      const lead = nextAt === undefined ? 0 : nextAt - this.horizonMs / 2 - this.#clock.monotonic();
+      if (lead > 0 && lead <= WAIT_HERE_MS) await this.#clock.sleep(lead);
       for (;;) {
-        const asked = clock.monotonic();
+        const asked = this.#clock.monotonic();
         const slot = await ask(this.horizonMs, priority === PRIORITY.interactive);
         if ('refused' in slot) return slot;
         if (slot.reserved) {
@@ -262,8 +265,8 @@ export class AccountFlow {
           // announced 20.)
           done(slot.followsMs === undefined ? undefined : asked + slot.followsMs);
           const due = asked + slot.waitMs;
-          const wait = due - clock.monotonic();
-          if (wait > 0) await sleep(wait);
+          const wait = due - this.#clock.monotonic();
+          if (wait > 0) await this.#clock.sleep(wait);
           return { due, at: slot.at, ...(slot.early ? { early: true as const } : {}) };
         }
         // An interactive request waits here for the slot it claimed (lua/includes/pace-take.lua):
@@ -271,7 +274,7 @@ export class AccountFlow {
         // (a less urgent job told to leave the slot to it sets the switch for the whole queue).
         const urgent = priority === PRIORITY.interactive;
         if (slot.reason === 'hold' || (slot.waitMs > WAIT_HERE_MS && !urgent)) return this.#later(slot.waitMs);
-        await sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
+        await this.#clock.sleep(Math.max(1, slot.waitMs - this.horizonMs / 2));
       }
     } finally {
       done();
@@ -280,7 +283,7 @@ export class AccountFlow {
 
   /**
    * Waits until this request heads the process's queue for the account's slot. `done` passes the
-   * turn on (once), with when the next slot is near at the soonest (`nextAt`, clock.monotonic())
+   * turn on (once), with when the next slot is near at the soonest (`nextAt`, the clock's monotonic())
    * when the request took a slot; the next waiter gets it as its `nextAt`.
    */
   async #turn(priority: number): Promise<{ done: (nextAt?: number) => void; nextAt?: number }> {
@@ -325,7 +328,7 @@ export class AccountFlow {
   }
 
   #written({ due, at }: { due: number; at: string }): void {
-    const excess = clock.monotonic() - due - jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2;
+    const excess = this.#clock.monotonic() - due - jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2;
     if (excess <= 0) return;
     this.#d.logger.debug(
       { account: this.accountId, lateMs: Math.round(excess) },
@@ -350,16 +353,16 @@ export class AccountFlow {
     // first look, unless the request must take another slot first.
     let known = heldMs;
     for (;;) {
-      while (clock.monotonic() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
+      while (this.#clock.monotonic() - due > jitterAllowanceMs(this.#windowMs, this.#d.jitterMs) / 2) {
         // A slot taken before any limit was heard is not given up for lateness: the next such slot
         // is 1.5 s away (a new account's first request went 1.5-4.5 s after its batch so, woken
         // 14-33 ms late by its fence's round trip). The write moves its start in the early list.
-        if (early && clock.monotonic() - due < EARLY_LATE_MS) break;
+        if (early && this.#clock.monotonic() - due < EARLY_LATE_MS) break;
         // (Not after a hold: `due` is then -Infinity, and the request must take a slot on the
         // schedule the hold moved. Nor later than an interval, a worker paused or a Redis that
         // stalled: the move would hold the account back longer than the slot it saves.)
         const intervalMs = 1_000 / this.#rate;
-        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && clock.monotonic() - due <= intervalMs) break;
+        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && this.#clock.monotonic() - due <= intervalMs) break;
         known = undefined;
         const givenUp = at;
         const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>
@@ -369,7 +372,7 @@ export class AccountFlow {
           // Paused or held meanwhile: asking again every millisecond until someone resumes would
           // keep the job at work and the Worker from closing.
           if (slot.stopped) throw new StoppedBeforeSendError(this.accountId);
-          await sleep(Math.max(1, slot.retryInMs));
+          await this.#clock.sleep(Math.max(1, slot.retryInMs));
         } else ({ due, at, early } = slot);
       }
       // A hold set while this request slept for its slot (a 429 another request drew) is waited
@@ -378,7 +381,7 @@ export class AccountFlow {
       const held = known ?? this.#d.holdNews?.heldFor(this.accountId) ?? (await this.#d.line.heldFor());
       known = undefined;
       if (held <= 0) return { due, at };
-      await sleep(held);
+      await this.#clock.sleep(held);
       due = -Infinity;
     }
   }

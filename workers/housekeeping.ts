@@ -3,7 +3,6 @@
 // the sweep for webhook events a stopped process noticed but did not send, and the deadline watch.
 
 import type { Logger } from 'pino';
-import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { watchDeadlines } from '../src/plans/watch.js';
 import { OPERATOR_PAUSE } from '../src/queue/line.js';
@@ -34,9 +33,10 @@ export function startHousekeeping(
   doorbell: Doorbell,
   health: RedisHealth,
   logger: Logger,
-  now: () => number,
   random: () => number = Math.random,
 ): { stop(): Promise<void>; wake(accountId: string): void } {
+  // The worker's clock (services.ts): its feeds, sweeps and watches run on its timers.
+  const now = () => services.clock.now();
   const configured = new Set(config.accounts.map((a) => a.id));
   // Busy accounts whose last feed here found their queue full, until when they rest (Feeder.restMs),
   // and the rate that rest was reckoned at.
@@ -91,7 +91,7 @@ export function startHousekeeping(
   // The pass in flight, awaited by stop(): a pass that ran on past the stop would start the Workers
   // of its busy accounts again after they were closed (jobs taken, then left active at the exit).
   let feeding: Promise<void> | undefined;
-  const feedTimer = clock.setInterval(() => {
+  const feedTimer = services.clock.setInterval(() => {
     if (feeding) return;
     feeding = feed()
       .catch((err: unknown) => {
@@ -101,7 +101,7 @@ export function startHousekeeping(
         feeding = undefined;
       });
   }, FEED_EVERY_MS);
-  const recoverTimer = clock.setInterval(() => {
+  const recoverTimer = services.clock.setInterval(() => {
     // Staged plates keep their account active, so the running accounts are the ones to look at.
     for (const accountId of runs.ids()) {
       services.feeder.recover(accountId).catch((err: unknown) => {
@@ -154,7 +154,7 @@ function startWebhookSweep(
     });
   };
   sweep();
-  const sweepTimer = clock.setInterval(sweep, WEBHOOK_SWEEP_MS);
+  const sweepTimer = services.clock.setInterval(sweep, WEBHOOK_SWEEP_MS);
   return {
     async stop() {
       clearInterval(sweepTimer);
@@ -174,7 +174,7 @@ function startDeadlineWatch(
   // One line per turn (at risk, back on track), whichever process noticed it first.
   let watching: Promise<void> = Promise.resolve();
   let watchBusy = false;
-  const watchTimer = clock.setInterval(() => {
+  const watchTimer = services.clock.setInterval(() => {
     if (watchBusy) return;
     watchBusy = true;
     watching = watchDeadlines(services, configured, now())

@@ -3,6 +3,7 @@
 // is a decision worth one warning line naming the job and what this worker did about it, never a
 // "redis client error"; the fence (src/queue/job-fence.ts) makes sure it did nothing harmful.
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 
 /** What the worker that lost the lock had done, as the `lockLost` label and the log line say it. */
@@ -48,7 +49,7 @@ export class LockLoss {
   /** Jobs whose failed renewal was said, and when (oldest first: a Map keeps insertion order). */
   readonly #renewalSaid = new Map<string, number>();
 
-  constructor(log: Logger, metrics: WorkerMetrics = noMetrics, now: () => number = Date.now) {
+  constructor(log: Logger, metrics: WorkerMetrics = noMetrics, now: () => number = clock.now) {
     this.#log = log;
     this.#metrics = metrics;
     this.#now = now;

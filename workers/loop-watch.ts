@@ -4,13 +4,18 @@
 // One warning per stall, with how long it was, so an operator can tell a slow host from a bug.
 
 import type { Logger } from 'pino';
-import { clock } from '../src/clock.js';
+import { type Clock, clock as processClock } from '../src/clock.js';
 
-export function watchEventLoop(logger: Logger, lockDurationMs: number, everyMs = 1_000): () => void {
+export function watchEventLoop(
+  logger: Logger,
+  lockDurationMs: number,
+  everyMs = 1_000,
+  time: Pick<Clock, 'monotonic' | 'setInterval'> = processClock,
+): () => void {
   const threshold = Math.max(everyMs, lockDurationMs / 3);
-  let last = clock.monotonic();
-  const timer = clock.setInterval(() => {
-    const now = clock.monotonic();
+  let last = time.monotonic();
+  const timer = time.setInterval(() => {
+    const now = time.monotonic();
     const stalledMs = now - last - everyMs;
     last = now;
     if (stalledMs < threshold) return;

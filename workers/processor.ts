@@ -9,10 +9,9 @@
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { clock } from '../src/clock.js';
+import { type Clock, clock as processClock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { isError, StoppedBeforeSendError } from '../src/errors.js';
 import { pollPriority } from '../src/queue/account-queues.js';
@@ -52,7 +51,9 @@ export interface ProcessorDeps {
   fence: JobFence;
   lockLoss: LockLoss;
   logger: Logger;
-  clock?: { now?: () => number; random?: () => number };
+  /** The time the worker runs on (services.ts), and a test's randomness. */
+  clock?: Clock;
+  random?: () => number;
   /**
    * Resolves once the job's last write reached a replica (Sentinel: a write only the old primary
    * had is lost in a failover). Unset where there is no replica to wait for.
@@ -114,14 +115,16 @@ export class PlateProcessor {
   readonly #activation = new WeakMap<PlateJob, Within>();
   /** A 429's request → the slot it was sent in: the learner leaves a refusal paced before its last step alone. */
   readonly #refusedSlot = new WeakMap<object, string>();
+  readonly #clock: Clock;
 
   constructor(deps: ProcessorDeps) {
     this.#d = deps;
     // Every poll waiting here listens to the one stop (up to the poll room's size, 256): Node's
     // warning past 10 listeners would only print on stderr, mid-progress.
     setMaxListeners(0, this.#stop.signal);
-    this.#now = deps.clock?.now ?? Date.now;
-    this.#random = deps.clock?.random ?? Math.random;
+    this.#clock = deps.clock ?? processClock;
+    this.#now = () => this.#clock.now();
+    this.#random = deps.random ?? Math.random;
   }
 
   /**
@@ -582,15 +585,15 @@ export class PlateProcessor {
     const signal = this.#stop.signal;
     const room = this.#d.pollRoom;
     if (token !== undefined && wait <= POLL_WAIT_HERE_MS && !signal.aborted && room?.enter()) {
-      const planned = clock.monotonic() + wait;
+      const planned = this.#clock.monotonic() + wait;
       try {
-        await sleep(wait, undefined, { signal });
+        await this.#clock.sleep(wait, signal);
       } catch {
         // The worker is stopping: the delayed set takes the job below.
       } finally {
         room.leave();
       }
-      if (!signal.aborted && clock.monotonic() - planned <= OVERSLEPT_MS)
+      if (!signal.aborted && this.#clock.monotonic() - planned <= OVERSLEPT_MS)
         return (this.#activation.get(job) ?? now)(() => this.#poll(job, token, log));
     }
     return this.#sleepUntil(job, token, at, 'answer-stored');

@@ -4,7 +4,7 @@
 // processor calls this and nothing below it.
 
 import type { Job } from 'bullmq';
-import { clock } from '../src/clock.js';
+import { type Clock, clockWith } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
 import type { OutcomeStore, RecordResult } from '../src/queue/batch/outcomes.js';
 import type { BatchStore } from '../src/queue/batch/store.js';
@@ -28,6 +28,8 @@ export interface RecorderDeps {
   reuse: ReuseStore;
   metrics?: WorkerMetrics;
   now?: () => number;
+  /** The worker's clock (services.ts): its waits for Redis sleep on it. */
+  clock?: Clock;
   /** Told once per finish, by the process whose outcome finished the batch (it emits batch.finished). */
   onBatchFinished?: (batch: BatchRef) => Promise<void>;
   /** Told when storing waits for Redis (one log line per change of state, not per retry). */
@@ -59,6 +61,7 @@ export interface HeldPaid {
 export class Recorder {
   readonly #d: RecorderDeps;
   readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #metrics: WorkerMetrics;
   /** Per-batch reuse windows, read at most once a second per process. */
   readonly #reuseWindows = new Map<string, { at: number; ms: number }>();
@@ -67,7 +70,8 @@ export class Recorder {
 
   constructor(deps: RecorderDeps) {
     this.#d = deps;
-    this.#now = deps.now ?? Date.now;
+    this.#clock = deps.clock ?? clockWith(deps.now);
+    this.#now = deps.now ?? (() => this.#clock.now());
     this.#metrics = deps.metrics ?? noMetrics;
   }
 
@@ -172,7 +176,7 @@ export class Recorder {
           if (!full && !isRedisDown(err)) throw err;
           this.#d.health?.outage(err);
           this.#metrics.waited(account, full ? 'redis_full' : 'redis_down', wait);
-          await new Promise((resolve) => clock.setTimeout(resolve, wait));
+          await this.#clock.sleep(wait);
           wait = Math.min(backoff.max, wait * 2);
         }
       }

@@ -13,7 +13,6 @@
 
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import type { RedisHealth } from '../src/redis/health.js';
@@ -69,7 +68,7 @@ export function startWatchWorker(
       if (!deps.health?.outage(err)) log.error({ err }, 'could not look for finished watch rounds');
     });
   };
-  const timer = clock.setInterval(sweep, config.watch.sweepMs);
+  const timer = deps.services.clock.setInterval(sweep, config.watch.sweepMs);
   timer.unref();
   return {
     watches,

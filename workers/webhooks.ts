@@ -17,6 +17,7 @@
 
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { clock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { noMetrics, type WebhookResult, type WorkerMetrics } from '../src/metrics.js';
 import type { RedisClient } from '../src/redis/connection.js';
@@ -50,7 +51,7 @@ export function startWebhookWorker(
 ): Worker<WebhookJobData, void, string> | undefined {
   const { secret, timeoutMs, allow } = config.webhooks;
   if (secret === undefined) return undefined;
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? clock.now;
   const metrics = deps.metrics ?? noMetrics;
   const sender = new WebhookSender({
     secret,

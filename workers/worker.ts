@@ -7,6 +7,7 @@ import { UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { type Account, requireAccountUpstream } from '../src/accounts/account.js';
+import { type Clock, clockWith } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { RATE_LIMIT_SWITCH } from '../src/engine/bullmq/keys.js';
 import type { WorkerMetrics } from '../src/metrics.js';
@@ -105,6 +106,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     },
     pools: services.pools,
     holdNews: shared.holdNews,
+    clock: services.clock,
   });
   // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
   const replicated =
@@ -134,7 +136,8 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     fence,
     lockLoss,
     logger,
-    clock: { now, ...(deps.random ? { random: deps.random } : {}) },
+    clock: services.clock,
+    ...(deps.random ? { random: deps.random } : {}),
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
     pollRoom,
   });
@@ -191,6 +194,8 @@ export interface WorkerDeps {
   webhookResolve?: Resolve;
   metrics?: WorkerMetrics;
   now?: () => number;
+  /** The time the worker runs on (every part of it: src/clock.ts); default the process's, with `now`. */
+  clock?: Clock;
   random?: () => number;
   /** The process's view of Redis (serve shares its own); by default the worker makes one. */
   health?: RedisHealth;
@@ -221,10 +226,12 @@ export interface WorkerHandle {
 
 export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const { logger } = deps;
-  const now = deps.now ?? Date.now;
+  // The one clock of this process (src/clock.ts), handed down from the services built on it.
+  const time = deps.clock ?? clockWith(deps.now);
+  const now = () => time.now();
   for (const account of config.accounts) requireAccountUpstream(account);
   const { commands, blocking, wakes, health, unwatch } = connectionsOf(config, deps);
-  const services = queueServicesOn(config, commands, now, deps.webhookResolve);
+  const services = queueServicesOn(config, commands, time, deps.webhookResolve);
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   // A pool's decisions (a key's share moved, keys that look like one quota) are one line each.
   services.pools.logTo(logger);
@@ -242,7 +249,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const recorder = recorderOf(services, { deps, now, onBatchFinished, health });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
-  const doorbell = new Doorbell(now);
+  const doorbell = new Doorbell(services.clock);
   const holdNews = new HoldNews();
   const watchWorker = startWatchWorker(config, { services, connection: blocking, doorbell, logger, health, now });
   const shared: AccountWorkerDeps = {
@@ -264,7 +271,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
   for (const { account, line } of services.accounts.all()) void resumeIfRead(services, account, line, logger);
 
-  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, now, deps.random);
+  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, deps.random);
   services.feeder
     .listen(wakes, (accountId) => {
       housekeeping.wake(accountId);
@@ -347,7 +354,7 @@ function connectionsOf(config: Config, deps: WorkerDeps) {
     health.watch(blocking),
     health.watch(wakes),
     health.heartbeat(commands),
-    watchEventLoop(deps.logger, config.locks.lockDurationMs),
+    watchEventLoop(deps.logger, config.locks.lockDurationMs, 1_000, deps.clock ?? clockWith(deps.now)),
   ];
   return { commands, blocking, wakes, health, unwatch };
 }
@@ -373,6 +380,7 @@ function recorderOf(
     reuse: services.reuse,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
+    clock: services.clock,
     onBatchFinished,
     health,
   });

@@ -1,6 +1,7 @@
 // Progress of one batch: a redrawn line on a terminal (done/failed/total, rate, ETA, and why it
 // waits), periodic pino lines otherwise (logs, CI, containers).
 import type { DestinationStream, Logger } from 'pino';
+import { clock } from '../clock.js';
 import { slackText } from '../plans/deadline.js';
 import { batchCapWaiting } from '../presenters/line.js';
 import { describeLine, duration } from '../presenters/text.js';
@@ -154,7 +155,7 @@ export interface ProgressOptions {
 }
 
 export function createProgress(out: Terminal, logger: Logger, options: ProgressOptions = {}): Progress {
-  const now = options.now ?? Date.now;
+  const now = options.now ?? clock.now;
   const logEveryMs = options.logEveryMs ?? (options.print ? 10_000 : 5_000);
   const status = out.isTTY ? (options.ticker ?? createTicker(out)) : undefined;
   let rate: RateState | undefined;

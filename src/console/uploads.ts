@@ -9,6 +9,7 @@
 // size, against the caps (limits.ts): per session (count, bytes) and for the whole server (count,
 // bytes). The ledger drops the expired as it goes; a confirm takes its upload out of it.
 import { randomBytes } from 'node:crypto';
+import { clock } from '../clock.js';
 import { ApiError } from '../http/errors.js';
 import type { CostEstimate } from '../producers/dry-run.js';
 import type { InputRow } from '../producers/types.js';
@@ -64,7 +65,7 @@ export class StagedUploads {
   /** The size each upload read had in Redis: its ledger member names it. */
   readonly #sizes = new WeakMap<StagedUpload, number>();
 
-  constructor(redis: RedisClient, keys: VqbKeys, limits: StageLimits, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, limits: StageLimits, now: () => number = clock.now) {
     this.#redis = withScripts(redis, ['console-stage']);
     this.#keys = keys;
     this.#limits = limits;

@@ -2,6 +2,8 @@
 // ingest would, minus plates already finished in the same batch and plates a reuse window would
 // answer; polls expected from what the poll schedule has learned; time at the account's rate
 // and against its daily spending cap.
+
+import { clock } from '../clock.js';
 import { costOf, type Money } from '../money.js';
 import { type DeadlineVerdict, type DeadlineView, deadlineView, judgeDeadline } from '../plans/deadline.js';
 import { planFigures, REQUESTS_PER_PLATE, servingRate } from '../plans/projection.js';
@@ -74,7 +76,7 @@ export async function estimateCost(
   const { config, outcomes } = services;
   const { account } = services.accounts.for(options.account);
   const poolKeys = options.poolKeys ?? [];
-  const now = (options.now ?? Date.now)();
+  const now = (options.now ?? clock.now)();
   const deduper = new PlateDeduper();
   let total = 0;
   let rejected = 0;

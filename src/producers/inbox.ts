@@ -78,7 +78,7 @@ export interface InboxWatcher {
  */
 export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
   const { services, config } = deps;
-  const now = deps.now ?? Date.now;
+  const now = deps.now ?? clock.now;
   const log = deps.logger.child({ component: 'inbox' });
   let tail: Promise<void> = Promise.resolve();
   let running = false;

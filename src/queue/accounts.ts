@@ -4,6 +4,7 @@
 // map of accounts.
 
 import { type Account, accountOf } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
@@ -32,7 +33,7 @@ export class Accounts {
     >,
     redis: RedisClient,
     keys: VqbKeys,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
   ) {
     this.accounts = config.accounts;
     for (const account of config.accounts) {

@@ -5,6 +5,7 @@
 // and writes the spend counters, the run-time caps and each batch's budget hash.
 
 import type { Account } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
@@ -25,7 +26,7 @@ export class Budget {
   readonly #accounts: ReadonlyMap<string, Account>;
   readonly #now: () => number;
 
-  constructor(redis: RedisClient, keys: VqbKeys, accounts: readonly Account[], now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, accounts: readonly Account[], now: () => number = clock.now) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
     this.#accounts = new Map(accounts.map((a) => [a.id, a]));

@@ -4,6 +4,7 @@
 // (each on its account's slot, so a plate's count moves in the script that settles it). Days
 // counted before issue 21's layout were one hash for all accounts: read in place, added in.
 
+import { clock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
 import { type Scripted, withScripts } from '../redis/scripts.js';
@@ -84,7 +85,7 @@ export class CostLedger {
   readonly #accounts: () => readonly string[];
 
   /** `accounts`: the ids whose days a report adds up (the configured accounts). */
-  constructor(redis: RedisClient, keys: VqbKeys, accounts: () => readonly string[], now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, accounts: () => readonly string[], now: () => number = clock.now) {
     this.#redis = withScripts(redis, ['cost-count']);
     this.#keys = keys;
     this.#accounts = accounts;

@@ -5,6 +5,7 @@
 // call it once after an ingest so an interactive plate is on the queue at once. A feed is one
 // script (sched-feed): what is queued, what to pick, and whether the account has nothing left.
 import { type Account, perSecond } from '../accounts/account.js';
+import { clock } from '../clock.js';
 import { queueKeys } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
@@ -83,7 +84,7 @@ export class Feeder {
     scheduler: Scheduler,
     accounts: Pick<Accounts, 'for'>,
     inflight: InFlight,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
     wake?: { redis: RedisClient; keys: VqbKeys },
     answerTime?: AnswerTime,
     meeting?: Meeting,

@@ -7,6 +7,7 @@
 
 import { type Account, isAuto, JITTER_PER_WINDOW, pacingIntervalMs, perSecond } from '../accounts/account.js';
 import type { LimitReason } from '../accounts/wait.js';
+import { clock } from '../clock.js';
 import { wakeAt } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
@@ -153,7 +154,7 @@ export class AccountLine {
     redis: RedisClient,
     keys: VqbKeys,
     jitterMs: number,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
     testing: { scriptNow?: () => number } = {},
   ) {
     this.account = account;

@@ -144,7 +144,7 @@ export class PollLearner {
   #sending: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
 
-  constructor(redis: RedisClient, keys: VqbKeys, poll: PollSettings, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, poll: PollSettings, now: () => number = clock.now) {
     this.#redis = withScripts(redis, ['learn-observe']);
     this.#keys = keys;
     this.#poll = poll;

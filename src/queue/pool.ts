@@ -7,6 +7,7 @@
 // for the others, within a feed period. A plate that was created stays with its key: its query id
 // belongs to the key that created it, so its polls wait for that key.
 import type { Logger } from 'pino';
+import { clock } from '../clock.js';
 import type { AccountRecord, Accounts } from './accounts.js';
 import type { BatchStore } from './batch/store.js';
 import type { LineRate } from './line.js';
@@ -92,7 +93,7 @@ export class KeyPools {
     accounts: Pick<Accounts, 'for' | 'all'>,
     scheduler: Scheduler,
     batches: Pick<BatchStore, 'read'>,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
   ) {
     this.#accounts = accounts;
     this.#scheduler = scheduler;

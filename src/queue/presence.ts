@@ -20,7 +20,7 @@ export class WorkerPresence {
   /** `host:pid@startedAt`: the queue dashboard says since when a process works (issue 36, 13). */
   readonly name: string;
 
-  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = clock.now) {
     this.#redis = redis;
     this.#key = keys.workers;
     this.#now = now;

@@ -7,6 +7,7 @@
 // apart, `only` runs one kind, and `failedSummary` counts them, so the console offers "poll
 // again" (no create) only where an answer never came and says what "ask again" costs before it.
 
+import { clock } from '../clock.js';
 import type { BatchRef } from '../redis/keys.js';
 import { jobIdFor, newJobData, pollPriority } from './account-queues.js';
 import type { Accounts } from './accounts.js';
@@ -117,7 +118,7 @@ export async function rerunFailed(
   const info = await batchViews.get(batch);
   const batchId = info.id;
   const { account, queue } = accounts.for(info.account);
-  const now = options.now ?? Date.now;
+  const now = options.now ?? clock.now;
   const result: RerunResult = { retried: 0, recreated: 0, skipped: 0 };
   const failed = [];
   for await (const outcome of outcomes.scan(info))

@@ -8,6 +8,7 @@
 // a BullMQ Worker only for those, so an idle account costs nothing. This module alone reads and
 // writes the class sets, the weights, the deadlines, the pending lists, the staged set and the active set.
 import type { ChainableCommander } from 'ioredis';
+import { clock } from '../clock.js';
 import { RATE_LIMIT_SWITCH } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BatchRef, VqbKeys } from '../redis/keys.js';
@@ -121,7 +122,7 @@ export class Scheduler {
   readonly #keys: VqbKeys;
   readonly #now: () => number;
 
-  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = clock.now) {
     this.#redis = withScripts(redis, SCRIPTS);
     this.#keys = keys;
     this.#now = now;

@@ -10,7 +10,6 @@
 // `vqb migrate`: a new key that already exists is the copy an earlier run made, and wins.
 
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type Redis } from 'ioredis';
 import { clock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -142,7 +141,7 @@ export async function migrateLayout(
         `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
           `${lockKey}) and it did not finish within ${waitMs} ms`,
       );
-    await sleep(pollMs);
+    await clock.sleep(pollMs);
     if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
   }
 

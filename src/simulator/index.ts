@@ -51,7 +51,7 @@ export async function startSimulator(
   deps: SimulatorDeps = {},
 ): Promise<SimulatorHandle> {
   const resolved = resolveOptions(options);
-  const engine = new SimulatorEngine(resolved, { now: deps.now ?? Date.now, random: deps.random ?? Math.random });
+  const engine = new SimulatorEngine(resolved, { now: deps.now ?? clock.now, random: deps.random ?? Math.random });
   const running = await listen(engine, resolved.host, resolved.port);
   let closed: Promise<void> | undefined;
   return {

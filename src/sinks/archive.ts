@@ -10,6 +10,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/p
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
+import { clock } from '../clock.js';
 import { ArchiveError, isVqbError } from '../errors.js';
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { ResultRow } from '../schemas/result-row.js';
@@ -80,7 +81,7 @@ export class BatchArchive {
   constructor(options: BatchArchiveOptions) {
     this.dir = resolve(options.dir);
     this.#delimiter = options.csvDelimiter;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? clock.now;
   }
 
   folder(batchId: string): string {

@@ -106,7 +106,7 @@ export class UpstreamClient {
     this.#apiKey = options.apiKey;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#maxBodyBytes = options.maxBodyBytes ?? 16 * 1024 * 1024;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? clock.now;
     this.#reader = answerReader(options.answers);
     this.#ownsDispatcher = options.dispatcher === undefined;
     const dispatcher =

@@ -68,7 +68,7 @@ export class UpstreamProbe {
     this.#origin = base.origin;
     this.#basePath = base.pathname.replace(/\/+$/, '');
     this.#key = options.key;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? clock.now;
     this.#dispatcher = new Agent({
       allowH2: false, // HTTP/1.1, as the client (client.ts) speaks it
       connect: { timeout: options.timeoutMs },

@@ -12,6 +12,7 @@
 // export, and sent as signed webhooks (`plate.changed` per plate, or one `watch.round_finished`).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { enqueue } from '../producers/enqueue.js';
 import { utcMonth } from '../queue/costs.js';
@@ -62,7 +63,7 @@ export class Rounds {
   constructor(deps: RoundsDeps) {
     this.#d = deps;
     this.#config = deps.services.config;
-    this.#now = deps.now ?? Date.now;
+    this.#now = deps.now ?? clock.now;
   }
 
   /** The schedule (or a one-off job `jobId`) says a round is due. */

@@ -3,6 +3,7 @@
 // account's watch is not found, as if absent), pause, resume, remove, change the month budget,
 // and read the changes of a round.
 import type { Logger } from 'pino';
+import { clock } from '../clock.js';
 import { InputError, VqbError } from '../errors.js';
 import { createsCap } from '../money.js';
 import { checkRequest } from '../producers/enqueue.js';
@@ -64,7 +65,7 @@ export class Watches {
   constructor(
     services: Omit<QueueServices, 'close'>,
     logger: Logger,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
     /** A round job was added by this process (the worker process wakes its watch Worker). */
     added?: () => void,
   ) {

@@ -4,6 +4,7 @@
 // derived from the event: whichever process notices the event first adds the job, and any other
 // that notices it too adds nothing (BullMQ keeps one job per id).
 import { Queue } from 'bullmq';
+import { clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { BatchInfo, BatchKey, BatchStore } from '../queue/batch/store.js';
 import type { BatchViews } from '../queue/batch/view.js';
@@ -62,7 +63,7 @@ export class WebhookOutbox {
     keys: VqbKeys,
     batches: BatchStore,
     views: BatchViews,
-    now: () => number = Date.now,
+    now: () => number = clock.now,
     resolve: Resolve = systemResolve,
   ) {
     this.#config = config;

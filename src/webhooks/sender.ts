@@ -12,6 +12,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Webhook } from 'standardwebhooks';
 import { Agent, type Dispatcher, request } from 'undici';
+import { clock } from '../clock.js';
 import type { Secret } from '../setting-values.js';
 import { forbiddenAddress, type Resolve, systemResolve } from './address.js';
 import type { DeliveryFailure } from './deliveries.js';
@@ -97,7 +98,7 @@ export class WebhookSender {
   constructor(options: SenderOptions) {
     this.#webhook = new Webhook(options.secret.reveal());
     this.#o = options;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? clock.now;
     const resolve = options.resolve ?? systemResolve;
     // HTTP/1.1, as tested (undici 8 would otherwise speak HTTP/2 to receivers that offer it).
     this.#guarded = new Agent({ allowH2: false, connect: { lookup: guardedLookup(resolve, false) } });

@@ -164,7 +164,7 @@ export class BatchStore {
   /** Batch id → the accounts holding it and until when that is trusted (a read saved per request). */
   readonly #homes = new Map<string, { accounts: string[]; until: number }>();
 
-  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = Date.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = clock.now) {
     this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'batch-home', 'batch-unhome', 'lock-release']);
     this.#keys = keys;
     this.#now = now;
