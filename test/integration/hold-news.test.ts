@@ -1,11 +1,11 @@
 // Holds as news (queue/hold-news.ts): whoever sets, lengthens or lifts an account's hold publishes
 // it, and a request that slept for its slot reads it from memory instead of asking Redis (a
 // pace-held call a poll, issue 43). The news counts only while the subscription is known to be in
-// place; otherwise the request asks, as before.
+// place; otherwise the request asks, as before. A flow reading it: test/integration/flow-clock.test.ts.
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HoldNews, holdMessage, readHoldMessage } from '../../src/queue/hold-news.js';
-import { accountFlow, sleep, useHarness } from '../helpers/engine.js';
+import { useHarness } from '../helpers/engine.js';
 import { REDIS_URL } from '../helpers/redis.js';
 
 const harness = useHarness();
@@ -75,30 +75,5 @@ describe('hold news', () => {
     await h.line.hold(5_000, 'rate_limit');
     await heard;
     expect(news.heldFor(h.line.account.id)).toBeGreaterThan(4_000);
-  });
-
-  it('a hold set while a request sleeps for its slot is waited out from the news, with no pace-held call', async () => {
-    const h = await harness.start({ label: 'hold-news-sleep', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
-    const news = new HoldNews();
-    const sub = subscriber();
-    await news.listen(sub.redis, h.services.keys);
-    const flow = accountFlow(h, { holdNews: news });
-    const asked = vi.spyOn(h.line, 'heldFor');
-    // Two slots: the second is half a second away; while it sleeps, another worker draws a 429.
-    const first = await flow.admitPoll('normal');
-    expect(first.go).toBe(true);
-    const admitted = flow.admitPoll('normal');
-    await sleep(100);
-    const heard = sub.next();
-    const holdEnds = Date.now() + 1_200;
-    await h.line.hold(1_200, 'rate_limit');
-    await heard;
-    const second = await admitted;
-    if (!second.go) throw new Error('expected a slot');
-    expect(Date.now()).toBeLessThan(holdEnds - 300);
-    await flow.send(second).ready?.();
-    // It left after the hold, told by the news alone.
-    expect(Date.now()).toBeGreaterThanOrEqual(holdEnds - 15);
-    expect(asked).not.toHaveBeenCalled();
   });
 });

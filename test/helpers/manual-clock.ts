@@ -1,0 +1,123 @@
+// A Clock the test moves (src/clock.ts): its sleeps and timers fire only when the test advances
+// time, in order, so a part handed it (a flow, a processor, a doorbell) runs on virtual time while
+// its Redis calls are real. `drive` runs a promise to its end: whenever the part waits on this
+// clock (and on nothing else), time jumps to the next timer.
+import type { Clock } from '../../src/clock.js';
+
+interface Timer {
+  at: number;
+  seq: number;
+  run: () => void;
+  every?: number;
+}
+
+export class ManualClock implements Clock {
+  #now: number;
+  readonly #origin: number;
+  #seq = 0;
+  readonly #timers: Timer[] = [];
+
+  constructor(start = 1_800_000_000_000) {
+    this.#now = start;
+    this.#origin = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  monotonic(): number {
+    return this.#now - this.#origin;
+  }
+
+  setTimeout(run: (...args: never[]) => unknown, ms: number): NodeJS.Timeout {
+    return this.#add(run as () => unknown, ms) as unknown as NodeJS.Timeout;
+  }
+
+  setInterval(run: () => unknown, ms: number): NodeJS.Timeout {
+    return this.#add(run, ms, Math.max(1, ms)) as unknown as NodeJS.Timeout;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = this.#add(() => resolve(), ms);
+      signal?.addEventListener('abort', () => {
+        this.#remove(timer);
+        reject(signal.reason);
+      });
+    });
+  }
+
+  /** Timers waiting to fire. */
+  get pending(): number {
+    return this.#timers.length;
+  }
+
+  /** Moves time on by `ms`, firing every timer due by then, in order. */
+  advance(ms: number): void {
+    const until = this.#now + ms;
+    for (;;) {
+      const next = this.#timers[0];
+      if (next === undefined || next.at > until) break;
+      this.#fire(next);
+    }
+    this.#now = until;
+  }
+
+  /** Jumps to the next timer and fires it (and any due at the same instant); false when none waits. */
+  next(): boolean {
+    const first = this.#timers[0];
+    if (first === undefined) return false;
+    const at = first.at;
+    while (this.#timers[0] !== undefined && this.#timers[0].at === at) this.#fire(this.#timers[0]);
+    return true;
+  }
+
+  #fire(timer: Timer): void {
+    this.#remove(timer);
+    this.#now = Math.max(this.#now, timer.at);
+    if (timer.every !== undefined) this.#insert({ ...timer, at: timer.at + timer.every, seq: this.#seq++ });
+    timer.run();
+  }
+
+  #add(run: () => unknown, ms: number, every?: number): Timer {
+    const timer: Timer = {
+      at: this.#now + Math.max(0, ms),
+      seq: this.#seq++,
+      run: () => void run(),
+      ...(every !== undefined ? { every } : {}),
+    };
+    this.#insert(timer);
+    return timer;
+  }
+
+  #insert(timer: Timer): void {
+    const i = this.#timers.findIndex((t) => t.at > timer.at || (t.at === timer.at && t.seq > timer.seq));
+    if (i < 0) this.#timers.push(timer);
+    else this.#timers.splice(i, 0, timer);
+  }
+
+  #remove(timer: Timer): void {
+    const i = this.#timers.indexOf(timer);
+    if (i >= 0) this.#timers.splice(i, 1);
+  }
+}
+
+/**
+ * Runs `work` to its end on `clock`: each turn lets real I/O (Redis) settle; when the work then
+ * waits only on the clock, time jumps to its next timer. Real time is bounded by `turns`.
+ */
+export async function drive<T>(clock: ManualClock, work: Promise<T>, turns = 10_000): Promise<T> {
+  let settled = false;
+  const watched = work.finally(() => {
+    settled = true;
+  });
+  for (let turn = 0; !settled; turn++) {
+    if (turn >= turns) throw new Error(`not settled within ${turns} turns`);
+    // A few macrotask turns: a Redis reply in flight lands before time moves.
+    for (let i = 0; i < 3 && !settled; i++) await new Promise((resolve) => setImmediate(resolve));
+    if (!settled && clock.pending > 0) clock.next();
+  }
+  return watched;
+}

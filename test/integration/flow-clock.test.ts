@@ -1,0 +1,108 @@
+// An account's flow on a clock the test owns (issue 45): the flow is handed a Clock (as a worker
+// hands it the one services.ts holds) and its line's scripts the same time, so a request's sleep
+// for its slot, a hold that starts meanwhile and a late wake-up are exact virtual instants, not
+// wall-clock bounds on a busy machine. Redis is real; only time is the test's.
+import { Redis } from 'ioredis';
+import { describe, expect, it, vi } from 'vitest';
+import { HoldNews } from '../../src/queue/hold-news.js';
+import { AccountLine } from '../../src/queue/line.js';
+import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
+import { drive, ManualClock } from '../helpers/manual-clock.js';
+import { REDIS_URL } from '../helpers/redis.js';
+
+const harness = useHarness();
+
+/** The harness's account on `clock`: its flow's sleeps and its line's scripts. */
+function onClock(h: Harness, clock: ManualClock, news?: HoldNews) {
+  const line = new AccountLine(
+    h.line.account,
+    h.line.queue,
+    h.services.redis,
+    h.services.keys,
+    h.config.pacingJitterMs,
+    () => clock.now(),
+    { scriptNow: () => clock.now() },
+  );
+  const flow = accountFlow(h, { line, clock, ...(news ? { holdNews: news } : {}) });
+  return { line, flow };
+}
+
+/** Lets real I/O settle until the flow waits on the clock. */
+async function untilWaiting(clock: ManualClock): Promise<void> {
+  for (let i = 0; clock.pending === 0; i++) {
+    if (i > 10_000) throw new Error('the flow never waited on the clock');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe('the flow on a clock the test owns', () => {
+  it('a hold set while a request sleeps for its slot: it leaves at the hold’s end, on a slot after it', async () => {
+    const h = await harness.start({ label: 'flow-clock-hold', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const { line, flow } = onClock(h, clock);
+    const first = await flow.admitPoll('normal');
+    expect(first.go).toBe(true);
+    // The second slot is an interval away (512.5 ms at 2/s with the jitter allowance): it sleeps.
+    const admitted = flow.admitPoll('normal');
+    await untilWaiting(clock);
+    clock.advance(100);
+    // Another worker draws a 429: every request of the account waits 1.2 s from now.
+    await line.hold(1_200, 'rate_limit');
+    const second = await drive(clock, admitted);
+    if (!second.go) throw new Error('expected a slot');
+    expect(clock.now() - t0).toBeLessThan(1_300);
+    await drive(clock, flow.send(second).ready!());
+    // It left when the hold ended (on the slot the hold moved the schedule to), not when its own
+    // slot came (512 ms) and not a slot later.
+    expect(clock.now() - t0).toBeGreaterThanOrEqual(1_300);
+    expect(clock.now() - t0).toBeLessThanOrEqual(1_301);
+    expect(await line.heldFor()).toBe(0);
+  });
+
+  it('the same with hold news: waited out from memory, no pace-held call', async () => {
+    const h = await harness.start({ label: 'flow-clock-news', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const news = new HoldNews(clock);
+    const subscriber = new Redis(REDIS_URL);
+    try {
+      await news.listen(subscriber, h.services.keys);
+      const { line, flow } = onClock(h, clock, news);
+      const asked = vi.spyOn(line, 'heldFor');
+      expect((await flow.admitPoll('normal')).go).toBe(true);
+      const admitted = flow.admitPoll('normal');
+      await untilWaiting(clock);
+      clock.advance(100);
+      const heard = new Promise((resolve) => subscriber.once('message', resolve));
+      await line.hold(1_200, 'rate_limit');
+      await heard;
+      const second = await drive(clock, admitted);
+      if (!second.go) throw new Error('expected a slot');
+      await drive(clock, flow.send(second).ready!());
+      expect(clock.now() - t0).toBeGreaterThanOrEqual(1_300);
+      expect(clock.now() - t0).toBeLessThanOrEqual(1_301);
+      expect(asked).not.toHaveBeenCalled();
+    } finally {
+      subscriber.disconnect();
+    }
+  });
+
+  it('a request woken later than half the jitter allowance gives its slot up and takes the next one', async () => {
+    const h = await harness.start({ label: 'flow-clock-late', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const { flow } = onClock(h, clock);
+    expect((await flow.admitPoll('normal')).go).toBe(true);
+    const admitted = flow.admitPoll('normal');
+    await untilWaiting(clock);
+    // Woken 100 ms after its slot (a stalled event loop): sent then, it would crowd the window
+    // against the request two slots on.
+    clock.advance(512.5 + 100);
+    const second = await admitted;
+    if (!second.go) throw new Error('expected a slot');
+    await drive(clock, flow.send(second).ready!());
+    // The next slot after its own: two intervals from the first.
+    expect(clock.now() - t0).toBe(1_025);
+  });
+});
