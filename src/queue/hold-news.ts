@@ -77,8 +77,11 @@ export class HoldNews {
   }
 
   #confirmed(): void {
-    // Holds heard before the cut may have been lifted or lengthened meanwhile: forget them; a
-    // hold in force still refuses every new slot (see the top of this file).
+    // Once per subscription: a second confirmation of the same one (the first start's 'ready'
+    // and its own call) must not forget a hold heard in between.
+    if (this.#live) return;
+    // Holds heard before a cut may have been lifted or lengthened meanwhile: forget them; a hold
+    // in force still refuses every new slot (see the top of this file).
     this.#ends.clear();
     this.#live = true;
   }
