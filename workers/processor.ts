@@ -75,9 +75,12 @@ export interface ProcessorDeps {
  * A poll due within this long waits for it in the worker, its job kept active and its lock held
  * (BullMQ renews it), instead of going through BullMQ's delayed set: moveToDelayed, promotion and
  * a fetch cost about 25 Redis commands a poll (issue 21). Further off, or with no room, it goes
- * to the delayed set as before.
+ * to the delayed set as before. 8 s: the first-poll delay first contact seeds is twice its answer
+ * (queue/poll-schedule.ts seedMs), 5-6 s when that answer took 2.5-3 s; at 5 s here every plate
+ * created before the learner came down went through the delayed set (157-176 of 300 plates in a
+ * cold batch: 122-124 commands a plate against 104-105 when the first answer was quicker).
  */
-const POLL_WAIT_HERE_MS = 5_000;
+const POLL_WAIT_HERE_MS = 8_000;
 
 /** What a poll that was answered is counted as (queue/costs.ts). */
 const POLL_COUNT: CostField[] = ['polls', 'pollsSent'];

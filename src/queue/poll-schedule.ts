@@ -78,12 +78,12 @@ export function firstContactPollDelay(elapsedMs: number): number {
 /**
  * Where the first plate's answer time `tookMs` starts the estimate: one sample says little of the
  * answers' spread, and a first poll too early is paid for again while one too late only waits. It
- * starts at twice that sample (answers of 1-3 s: 2-6 s, mostly within the 5 s a poll may wait in
- * the worker instead of BullMQ's delayed set, whose round trips cost Redis about 25 commands a
- * poll), and at VQ_POLL_INITIAL, the configured slow end, once the sample is a third of it or
- * more (answers of 5-15 s start at 15 s, so a first batch's plates are polled once each: 2.5
- * requests a plate at most, issue 36). Never sooner than 1.25 times the sample. Answer times the
- * upstream states bring it to their 90 % point once STATED_NEEDED of them are kept.
+ * starts at twice that sample (answers of 1-3 s: 2-6 s, within the 8 s a poll may wait in the
+ * worker instead of BullMQ's delayed set, whose round trips cost Redis about 25 commands a poll),
+ * and at VQ_POLL_INITIAL, the configured slow end, once the sample is a third of it or more
+ * (answers of 5-15 s start at 15 s, so a first batch's plates are polled once each: 2.5 requests
+ * a plate at most, issue 36). Never sooner than 1.25 times the sample. Answer times the upstream
+ * states bring it to their 90 % point once STATED_NEEDED of them are kept.
  */
 export function seedMs(tookMs: number, initialMs: number): number {
   return Math.max(tookMs * SEED_LEAST, tookMs * 3 >= initialMs ? initialMs : tookMs * 2);
