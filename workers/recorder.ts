@@ -245,7 +245,7 @@ export class Recorder {
     if (recorded !== 'exists') {
       this.#metrics.finished(data.account, outcome);
       if (outcome.possibleDuplicate) await this.#d.costs.countDay(data.account, 'possibleDuplicates');
-      if (findable && !pointer?.written) {
+      if (findable && pointer === undefined) {
         await this.#d.reuse.save(
           data.account,
           data.plate,

@@ -230,7 +230,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   const time = deps.clock ?? clockWith(deps.now);
   const now = () => time.now();
   for (const account of config.accounts) requireAccountUpstream(account);
-  const { commands, blocking, wakes, health, unwatch } = connectionsOf(config, deps);
+  const { commands, blocking, wakes, health, unwatch } = connectionsOf(config, deps, time);
   const services = queueServicesOn(config, commands, time, deps.webhookResolve);
   for (const { id, queue } of services.accounts.all()) health.quiet(queue, `queue ${id}`);
   // A pool's decisions (a key's share moved, keys that look like one quota) are one line each.
@@ -342,7 +342,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
  * A worker process's three connections to Redis and the one health they report to: an outage is
  * one log line per change of state instead of a block per reconnect attempt.
  */
-function connectionsOf(config: Config, deps: WorkerDeps) {
+function connectionsOf(config: Config, deps: WorkerDeps, time: Clock) {
   // One connection for commands (stores, queues); BullMQ makes its blocking ones from `blocking`.
   const commands: RedisClient = connectRedis(config.redis, { name: 'vqb-worker-commands' });
   const blocking: RedisClient = connectRedis(config.redis, { name: 'vqb-worker' });
@@ -354,7 +354,7 @@ function connectionsOf(config: Config, deps: WorkerDeps) {
     health.watch(blocking),
     health.watch(wakes),
     health.heartbeat(commands),
-    watchEventLoop(deps.logger, config.locks.lockDurationMs, 1_000, deps.clock ?? clockWith(deps.now)),
+    watchEventLoop(deps.logger, config.locks.lockDurationMs, 1_000, time),
   ];
   return { commands, blocking, wakes, health, unwatch };
 }

@@ -53,7 +53,7 @@ export class PlateSettle {
       ...release.args,
       s.count.dayTtlS,
       s.count.fields,
-      ...(s.pointer?.written ? s.pointer.args : ['', '', '']),
+      ...(s.pointer?.args ?? ['', '', '']),
     ];
     return async () => recordResult(await this.#redis.vqbPlateSettle(...args));
   }

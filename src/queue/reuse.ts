@@ -53,14 +53,12 @@ export function sharingAccounts(accounts: readonly { id: string; shareResults?: 
 
 /**
  * A pointer's write for a script that stores the outcome anyway (queue/plate-settle.ts): its day
- * hash (a key of the account's slot, named even when there is nothing to write), and the field,
- * value and time to live to set ('' field: nothing; '' ttl: set already).
+ * hash (a key of the account's slot), the field and value, and the hash's time to live, set by the
+ * script when the hash has none.
  */
 export interface PointerTerms {
   keys: [day: string];
   args: [plate: string, value: string, expireMs: string];
-  /** Whether the script writes the pointer: otherwise `save` keeps the result, if it is to be kept. */
-  written: boolean;
 }
 
 export class ReuseStore {
@@ -151,24 +149,23 @@ export class ReuseStore {
   /**
    * The pointer a settling script writes with the outcome it stores (one round trip a plate fewer,
    * issue 43), when the result is kept as a pointer in the account's own day hash. A result kept
-   * whole, or in the shared pool (another slot of a Cluster), is not written here (`written`
-   * false): `save` keeps it after the outcome is stored, as before.
+   * whole, or in the shared pool (another slot of a Cluster), has none (undefined): `save` keeps
+   * it after the outcome is stored, as before.
    */
-  pointerTerms(account: string, plate: string, at: number, batchId: string, batchWindowMs = 0): PointerTerms {
+  pointerTerms(
+    account: string,
+    plate: string,
+    at: number,
+    batchId: string,
+    batchWindowMs = 0,
+  ): PointerTerms | undefined {
+    if (!this.enabled || this.keeps(batchWindowMs) || this.#sharing.has(account)) return undefined;
     const day = Math.floor(at / DAY_MS);
-    const key = this.#keys.accountReuseDay(account, day);
-    if (!this.enabled || this.keeps(batchWindowMs) || this.#sharing.has(account))
-      return { keys: [key], args: ['', '', ''], written: false };
-    const fresh = !this.#expiring.has(key);
-    if (fresh) {
-      if (this.#expiring.size >= 1_000) this.#expiring.clear();
-      // Set by this call's script, or by its retry (the same arguments: untilStored).
-      this.#expiring.add(key);
-    }
+    // The day's last pointer is written before its end: it expires VQ_REUSE_KEEP after that.
+    const expireMs = (day + 1) * DAY_MS + this.#keepMs - at;
     return {
-      keys: [key],
-      args: [plate, `${at.toString(36)} ${batchId}`, fresh ? String((day + 1) * DAY_MS + this.#keepMs - at) : ''],
-      written: true,
+      keys: [this.#keys.accountReuseDay(account, day)],
+      args: [plate, `${at.toString(36)} ${batchId}`, String(expireMs)],
     };
   }
 

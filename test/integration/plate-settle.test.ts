@@ -33,20 +33,27 @@ function outcome(plate: string, finishedAt: number): Outcome {
   };
 }
 
+/** The settle script's owners over a Redis prefix of the test's own, and batch `b` of account `a`. */
+async function setUp(label: string) {
+  const own = await redisTestContext(label);
+  ctx = own;
+  const redis = own.redis;
+  const keys = new VqbKeys({ prefix: own.prefix, queueName: 'q' });
+  const jobPrefix = `${own.prefix}:q:`;
+  const outcomes = new OutcomeStore(redis, keys);
+  const inflight = new InFlight(redis, keys, 5, () => jobPrefix);
+  const costs = new CostLedger(redis, keys, () => ['a']);
+  const settle = new PlateSettle(redis, outcomes, inflight);
+  return { redis, keys, jobPrefix, outcomes, inflight, costs, settle, B: { id: 'b', account: 'a' } };
+}
+
 describe('plate settle', () => {
   it('stores once, gives the slot back, counts the answer; a lost reply retried counts once; another answer counts', async () => {
-    ctx = await redisTestContext('settle');
-    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'q' });
-    const jobPrefix = `${ctx.prefix}:q:`;
-    const outcomes = new OutcomeStore(ctx.redis, keys);
-    const inflight = new InFlight(ctx.redis, keys, 5, () => jobPrefix);
-    const costs = new CostLedger(ctx.redis, keys, () => ['a']);
-    const settle = new PlateSettle(ctx.redis, outcomes, inflight);
-    const B = { id: 'b', account: 'a' };
+    const { redis, keys, jobPrefix, outcomes, inflight, costs, settle, B } = await setUp('settle');
     // A batch of two plates, sealed: the second outcome finishes it.
-    await ctx.redis.hset(keys.batch(B), 'enqueued', '2', 'sealed', '1');
+    await redis.hset(keys.batch(B), 'enqueued', '2', 'sealed', '1');
     for (const plate of ['AAA0001', 'AAA0002']) {
-      await ctx.redis.hset(`${jobPrefix}b.${plate}`, 'data', '{}');
+      await redis.hset(`${jobPrefix}b.${plate}`, 'data', '{}');
       expect(await inflight.acquire('a', `b.${plate}`, 'b', 1)).toBe(true);
     }
     const count = () => costs.counting(B, 'polls', 'pollsSent');
@@ -73,24 +80,17 @@ describe('plate settle', () => {
     expect(await last()).toBe('batch-finished');
     expect(await inflight.count('a')).toBe(0);
     expect(await costs.forBatch(B)).toMatchObject({ polls: 2, pollsSent: 2 });
-    expect(await ctx.redis.hmget(keys.batch(B), 'done', 'finishedAt')).toEqual(['2', '12']);
+    expect(await redis.hmget(keys.batch(B), 'done', 'finishedAt')).toEqual(['2', '12']);
   });
 
   it("writes the pointer to the paid result with the outcome it stores (and on a lost reply's retry), never over another's", async () => {
-    ctx = await redisTestContext('settle-reuse');
-    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: 'q' });
-    const jobPrefix = `${ctx.prefix}:q:`;
-    const outcomes = new OutcomeStore(ctx.redis, keys);
-    const inflight = new InFlight(ctx.redis, keys, 5, () => jobPrefix);
-    const costs = new CostLedger(ctx.redis, keys, () => ['a']);
-    const settle = new PlateSettle(ctx.redis, outcomes, inflight);
-    const reuse = new ReuseStore(ctx.redis, keys, outcomes, { keepMs: 86_400_000, sharing: ['pooled'] });
-    const B = { id: 'b', account: 'a' };
-    await ctx.redis.hset(keys.batch(B), 'enqueued', '3', 'sealed', '1');
+    const { redis, keys, outcomes, costs, settle, B } = await setUp('settle-reuse');
+    const reuse = new ReuseStore(redis, keys, outcomes, { keepMs: 86_400_000, sharing: ['pooled'] });
+    await redis.hset(keys.batch(B), 'enqueued', '4', 'sealed', '1');
     const at = Date.UTC(2026, 10, 29, 12);
     const settling = (plate: string, finishedAt: number) => {
       const pointer = reuse.pointerTerms('a', plate, finishedAt, 'b');
-      expect(pointer.written).toBe(true);
+      if (pointer === undefined) throw new Error('expected a pointer to write');
       return settle.prepare({
         outcome: outcome(plate, finishedAt),
         account: 'a',
@@ -107,31 +107,37 @@ describe('plate settle', () => {
       ageMs: 1_000,
     });
     // The day hash expires a keep after its day ends.
-    const ttl = await ctx.redis.pttl(dayKey);
+    const ttl = await redis.pttl(dayKey);
     expect(ttl).toBeGreaterThan(86_400_000);
     expect(ttl).toBeLessThanOrEqual(86_400_000 + 12 * 3_600_000);
 
+    // The hash's expiry is the script's to set whenever the hash has none, not a process's memo.
+    await redis.persist(dayKey);
+    const third = settling('AAA0003', at);
+    expect(await third()).toBe('recorded');
+    expect(await redis.pttl(dayKey)).toBeGreaterThan(86_400_000);
+
     // Another worker's answer for the same plate stores nothing, and moves no pointer.
     expect(await settling('AAA0001', at + 5_000)()).toBe('exists');
-    expect(await ctx.redis.hget(dayKey, 'AAA0001')).toBe(`${at.toString(36)} b`);
+    expect(await redis.hget(dayKey, 'AAA0001')).toBe(`${at.toString(36)} b`);
     // A lost reply's retry (the same call): the pointer is written if it was not.
     const second = settling('AAA0002', at);
     expect(await second()).toBe('recorded');
-    await ctx.redis.hdel(dayKey, 'AAA0002');
+    await redis.hdel(dayKey, 'AAA0002');
     expect(await second()).toBe('exists');
-    expect(await ctx.redis.hget(dayKey, 'AAA0002')).toBe(`${at.toString(36)} b`);
+    expect(await redis.hget(dayKey, 'AAA0002')).toBe(`${at.toString(36)} b`);
 
     // Kept whole, or in the shared pool (another slot of a Cluster): not the script's to write.
-    expect(reuse.pointerTerms('a', 'AAA0003', at, 'b', 3_600_000).written).toBe(false);
-    expect(reuse.pointerTerms('pooled', 'AAA0003', at, 'b').written).toBe(false);
+    expect(reuse.pointerTerms('a', 'AAA0003', at, 'b', 3_600_000)).toBeUndefined();
+    expect(reuse.pointerTerms('pooled', 'AAA0003', at, 'b')).toBeUndefined();
     // With no pointer, the outcome is stored as before.
     const plain = settle.prepare({
-      outcome: outcome('AAA0003', at),
+      outcome: outcome('AAA0004', at),
       account: 'a',
-      jobId: 'b.AAA0003',
+      jobId: 'b.AAA0004',
       count: costs.counting(B),
     });
     expect(await plain()).toBe('batch-finished');
-    expect(await ctx.redis.hget(dayKey, 'AAA0003')).toBeNull();
+    expect(await redis.hget(dayKey, 'AAA0004')).toBeNull();
   });
 });

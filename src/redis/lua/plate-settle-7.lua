@@ -11,7 +11,7 @@
     ARGV[8] the day hash's time to live, s; ARGV[9] cost fields, comma-separated ('' = none)
     KEYS[7] the account's reuse day hash (queue/reuse.ts pointerTerms; KEYS[1] again when none)
     ARGV[10] the pointer's field, the plate ('' = none); ARGV[11] its value; ARGV[12] the day
-    hash's time to live, ms ('' = set already)
+    hash's time to live, ms, set when the hash has none (whichever process wrote it first)
   The count is made whoever's outcome is stored (an answer is paid for either way), except when the
   stored outcome is this very one: the same call ran before and its reply was lost, so it counted.
   The pointer to this batch's result is written with the outcome that this call stored (or stored
@@ -29,6 +29,6 @@ if not again and ARGV[9] ~= '' then countCosts(KEYS[5], KEYS[6], ARGV[8], ARGV[9
 releaseInflight(KEYS[3], KEYS[4], ARGV[6], ARGV[7])
 if (recorded ~= 0 or again) and ARGV[10] ~= nil and ARGV[10] ~= '' then
   redis.call('HSET', KEYS[7], ARGV[10], ARGV[11])
-  if ARGV[12] ~= '' then redis.call('PEXPIRE', KEYS[7], ARGV[12]) end
+  if redis.call('PTTL', KEYS[7]) == -1 then redis.call('PEXPIRE', KEYS[7], ARGV[12]) end
 end
 return recorded
