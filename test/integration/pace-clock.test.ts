@@ -139,19 +139,37 @@ describe('the pace on a virtual clock', () => {
   it('auto, no rate-limit headers, a 20/s key: the slow start overshoot costs one step down, and the key runs near its limit (≤ 5 429s a minute)', async () => {
     const run = await againstKey('auto', 20, { workers: 32, durationMs: 120_000 });
     // Each refusal of a request paced before the last step down stepped down again: 32/s went to
-    // 7.2/s in 700 ms and stayed at 14/s (0.7) until the probe 30 s later. Now 0.97 over 30-60 s and
-    // 0.90 over the first two minutes (issue 43's cold target: 0.85), 2 429s a minute.
+    // 7.2/s in 700 ms and stayed at 14/s (0.7) until the probe 30 s later. Then 0.97 over 30-60 s
+    // and 0.90 over the first two minutes (issue 43's cold target: 0.85), 2 429s a minute.
     expect(run.rate(30, 60) / 20).toBeGreaterThan(0.9);
     expect(run.rate(0, 120) / 20).toBeGreaterThan(0.85);
     expect(run.refusedAfter(30)).toBeLessThanOrEqual(5 * 1.5);
+    // The first ten seconds: doubling every 2 s, each step's first slot still at the old interval,
+    // and a rate called unused for one slot short, it used 0.185 of them (20/s at 11 s); now a
+    // doubling a second, 20/s at 6 s: 0.52 (0.405 with no slot of slack).
+    expect(run.rate(0, 10) / 20).toBeGreaterThan(0.45);
+    expect(run.refused).toBeLessThanOrEqual(35);
     expect(await run.line.rate()).toMatchObject({ source: 'learned' });
+  });
+
+  it('auto, no headers, a 50/s key: a window refused after the next doubling steps from the rate before it', async () => {
+    // A second's refusals are heard after it: 64/s doubled to 128 before the 429s of its window
+    // came, and stepping from 128 took three steps and 119 429s; from 64, 36 (the old two-second
+    // doubling: 23, and 0.79 of the first minute).
+    const run = await againstKey('auto', 50, { workers: 64, durationMs: 60_000 });
+    expect(run.refused).toBeLessThanOrEqual(50);
+    expect(run.rate(0, 60) / 50).toBeGreaterThan(0.85);
+    expect(run.refusedAfter(30)).toBeLessThanOrEqual(5);
   });
 
   it('configured too high (40/s against a 20/s key, no headers): followed below it, a few 429s at most', async () => {
     const run = await againstKey('40/s', 20, { workers: 16, durationMs: 60_000 });
-    // 18.9/s over the last 30 s, 4 429s, when this was written.
-    expect(run.rate(30, 60) / 20).toBeGreaterThan(0.85);
+    // Every refusal a second after a step, while the upstream's window still held what the rate
+    // before it sent, took a step of its own: 40, 36, 20.3, then 14.3/s, and the climb back
+    // stopped under where it last hit: 0.94 over the last 30 s. Now 0.98, 41 429s in all.
+    expect(run.rate(30, 60) / 20).toBeGreaterThan(0.95);
     expect(run.refusedAfter(30)).toBeLessThanOrEqual(6);
+    expect(run.refused).toBeLessThanOrEqual(50);
     expect(await run.line.rate()).toMatchObject({ source: 'learned', ceilingPerSecond: 40 });
   });
 

@@ -8,14 +8,15 @@
     its window is the policy's `w=`, else inferred from how far the resets reach (within 2 s: per
     second, once 2 s of answers agree; within a minute: per minute; else per hour), paced with the
     jitter allowance exactly as a configured rate.
-  - Learned (nothing announced): slow start (x2 every 2 s while the rate in force is used), a 429
-    cuts it at most once a second (every 200 ms while five or more are refused), by the share
-    refused since the last step (0.5x to 0.9x), and
-    remembers where it hit; it climbs back to just under
+  - Learned (nothing announced): slow start (x2 every second while the rate in force is used; a
+    refusal of a slot sent before the last doubling steps down from the rate before it), a 429
+    cuts it at most once a second (every 200 ms while five or more are refused; none in the
+    second after a step, whose refusals are the old rate's), by the share refused since the last
+    step (0.5x to 0.9x), and remembers where it hit; it climbs back to just under
     that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
-            last429At, decreasedAt, probeAt, step, announced, windowMs, resetMax, resetSince; early,
+            last429At, decreasedAt, doubledAt, probeAt, step, announced, windowMs, resetMax, resetSince; early,
             earlyN: the slots taken before anything was heard, from which tat, the next free slot,
             is set when a limit is first announced, and earlyTat, the tat so set: pace-take.lua)
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
@@ -31,20 +32,24 @@
   Returns {rate /s, source 'start'|'learned'|'announced', window ms ('' unknown), 1 when it changed}.
 ]]
 --- @include "pace-take"
--- Slow start doubles the rate every 2 s while it is used: from 1/s a 20/s key is reached in 10 s,
--- not 16 (x1.5); on a cold deployment those seconds were a fifth of a key's first minute (issue 43).
--- The first 429 cuts by the share refused, so the overshoot costs one step, as before.
+-- Slow start doubles the rate every second while it is used: from 1/s a 20/s key is reached in
+-- 5 s, where every 2 s took 10 and, with the slots of the old rate still ahead, 12-14 (a cold
+-- key without headers used 0.79 of its first minute, issue 43). The first 429 cuts by the share
+-- refused, so the overshoot costs one step, as before. After a 429, the climb back and the probes
+-- look every 2 s.
 local SLOW_START = 2
+local SLOW_START_MS = 1000
+local CLIMB_MS = 2000
 local now = math.floor(paceNow(ARGV[12]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
-  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat')
+  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt')
 local startRate = tonumber(ARGV[5])
 local ceiling = tonumber(ARGV[6])
 local jitter = tonumber(ARGV[7])
 local capped = ARGV[8] == 'cap'
 if (f[15] or '') ~= ARGV[6] then
   redis.call('HDEL', KEYS[1], 'rate', 'source', 'interval', 'slow', 'changedAt', 'used', 'rej', 'r429', 'decreasedAt', 'probeAt', 'step', 'announced', 'windowMs',
-    'resetMax', 'resetSince', 'early', 'earlyN', 'earlyTat')
+    'resetMax', 'resetSince', 'early', 'earlyN', 'earlyTat', 'doubledAt')
   redis.call('HSET', KEYS[1], 'ceiling', ARGV[6])
   f = {}
 end
@@ -145,6 +150,10 @@ if ARGV[1] == '429' then
   local steppedAt = tonumber(f[8] or '')
   if slotAt and steppedAt and slotAt < steppedAt then return {tostring(rate), source, '', 0} end
   local rejected = redis.call('HINCRBY', KEYS[1], 'rej', 1)
+  -- For a second after a step, the upstream's window still holds what the rate before it sent:
+  -- its refusals count toward the next step's share but take no step of their own (each taking
+  -- one cut a 40/s rate on a 20/s key to 14/s, and the climb back stopped under where it hit).
+  if slotAt and steppedAt and slotAt < steppedAt + 1000 then return {tostring(rate), source, '', 0} end
   -- Once a second, or sooner when refusals pile up (a rate far too high must not run a whole second).
   local since = now - tonumber(f[8] or '0')
   if since < 1000 and not (since >= 200 and rejected >= 5) then return {tostring(rate), source, '', 0} end
@@ -153,7 +162,13 @@ if ARGV[1] == '429' then
   local used = tonumber(f[5] or '0')
   local factor = 0.9
   if used >= 5 then factor = math.max(0.5, math.min(0.9, (used - rejected) / used * 0.97)) end
-  return learned(rate * factor, {'r429', tostring(rate), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
+  -- In slow start a window's refusals are heard after the next doubling: one paced before it says
+  -- the rate before it was already too high, so the step is from that rate (a 50/s key went 64,
+  -- 128, then three steps and 119 429s down, on the virtual clock).
+  local from = rate
+  local doubledAt = tonumber(f[19] or '')
+  if f[3] ~= '0' and slotAt and doubledAt and slotAt < doubledAt then from = rate / SLOW_START end
+  return learned(from * factor, {'r429', tostring(from), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
 end
 
 if source == 'announced' then return {tostring(rate), source, f[12] or '', 0} end
@@ -165,13 +180,24 @@ if not changedAt then
   return {tostring(cap(rate)), 'start', '', 1}
 end
 local elapsed = now - changedAt
-if elapsed < 2000 then return {tostring(rate), source, '', 0} end
--- Only a rate that was used says anything about the limit.
-if tonumber(f[5] or '0') < 0.7 * rate * elapsed / 1000 then
+local slow = f[3] ~= '0'
+if elapsed < (slow and SLOW_START_MS or CLIMB_MS) then return {tostring(rate), source, '', 0} end
+-- Only a rate that was used says anything about the limit; a slot short is still used (at 1/s a
+-- second holds one slot or none, as the slots fall).
+if tonumber(f[5] or '0') + 1 < 0.7 * rate * elapsed / 1000 then
   redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0', 'rej', '0')
   return {tostring(rate), source, '', 0}
 end
-if f[3] ~= '0' then return learned(rate * SLOW_START, {}) end
+if slow then
+  -- The next slot was set at the old interval: the doubled rate takes it one new interval after
+  -- the last slot, or the first half of each step went at the old rate and read as unused.
+  local faster = cap(rate * SLOW_START)
+  local tat = tonumber(redis.call('HGET', KEYS[1], 'tat') or '')
+  if not capped and faster > rate and tat and tat > now then
+    redis.call('HSET', KEYS[1], 'tat', string.format('%.3f', math.max(now, tat - 1000 / rate + 1000 / faster)))
+  end
+  return learned(faster, {'doubledAt', tostring(now)})
+end
 local r429 = tonumber(f[6] or '')
 -- (0.999: the stored rate is rounded to 14 digits, so "at the plateau" must not read as "below it".)
 if r429 and rate < 0.97 * r429 * 0.999 then return learned(math.min(0.97 * r429, rate * 1.1), {}) end
