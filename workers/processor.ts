@@ -515,8 +515,19 @@ export class PlateProcessor {
       ? firstContactPollDelay(now - (data.createdAt ?? now))
       : data.cls === 'interactive'
         ? this.#d.config.poll.interactiveMs
-        : nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
+        : await this.#againAfter(polled, now);
     return this.#pollAt(job, token, Math.min(now + next, polled.pollDeadline ?? Infinity), log);
+  }
+
+  /**
+   * The wait before the next poll of a query found pending: the backoff, or for the second poll
+   * the stated answers' point past the time elapsed when that comes sooner (pendingPollDelay).
+   */
+  async #againAfter(polled: PlateJobData, now: number): Promise<number> {
+    const backoff = nextPollDelay(polled.polls, this.#d.config.poll, this.#random);
+    if (polled.polls !== 1 || polled.createdAt === undefined) return backoff;
+    const sooner = await this.#d.learner.pendingPollDelay(polled.product, now - polled.createdAt);
+    return sooner === undefined ? backoff : Math.min(backoff, sooner);
   }
 
   /**

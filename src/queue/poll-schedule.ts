@@ -116,6 +116,26 @@ export function isRelevant(pendingAtFirstPoll: boolean, elapsedMs: number, estim
 }
 
 /**
+ * A first poll found the query pending: the next one goes at the q-quantile of the stated answer
+ * times longer than the time elapsed, this much later (our create's instant is not the upstream's:
+ * its answer's round trip).
+ */
+const AGAIN_SLACK_MS = 100;
+
+/**
+ * The wait before the second poll of a query a first poll found pending `elapsedMs` after its
+ * create, from `statedMs` (answer times the upstream stated, any order): the q-quantile of those
+ * longer than `elapsedMs`, less the time elapsed; undefined when none took longer (a query slower
+ * than any kept: the usual backoff).
+ */
+export function pendingPollDelay(statedMs: readonly number[], elapsedMs: number, quantile: number): number | undefined {
+  const longer = statedMs.filter((ms) => ms > elapsedMs).sort((a, b) => a - b);
+  if (longer.length === 0) return undefined;
+  const at = longer[Math.max(0, Math.ceil(quantile * longer.length) - 1)]!;
+  return Math.round(at - elapsedMs + AGAIN_SLACK_MS);
+}
+
+/**
  * First-poll samples are sent together at most this often, one script call for all of them: one
  * call a plate was one of the steps of a plate's path (issue 21). The estimate moves at most this
  * much later; samples not sent when a process dies are lost, as a sample taken there never was.
@@ -139,6 +159,8 @@ export class PollLearner {
   readonly #poll: PollSettings;
   readonly #now: () => number;
   readonly #cache = new Map<string, { at: number; ms: number }>();
+  /** The answer times the upstream stated, read at most once a second per product. */
+  readonly #stated = new Map<string, { at: number; ms: number[] }>();
   /** Samples not sent yet, by product: log(elapsed / initial) and whether the query was pending. */
   readonly #samples = new Map<string, (number | string)[]>();
   #sending: NodeJS.Timeout | undefined;
@@ -165,6 +187,27 @@ export class PollLearner {
     const ms = this.#fromOffset(raw ? Number(raw) : 0);
     this.#cache.set(product, { at: now, ms });
     return ms;
+  }
+
+  /**
+   * The wait before the second poll of a query its first poll found pending `elapsedMs` after the
+   * create (pendingPollDelay), once the upstream stated STATED_NEEDED answer times; undefined
+   * before, or when none took longer. The first poll is at the answers' 90 % point, so one plate
+   * in ten is pending there, and a whole VQ_POLL_INTERVAL later it waited for answers that were
+   * all but in (1-3 s answers polled at 2.8 s were read at 4.8): a batch's last plates so held
+   * its end by those seconds.
+   */
+  async pendingPollDelay(product: string, elapsedMs: number): Promise<number | undefined> {
+    if (!this.#poll.adaptive) return undefined;
+    const now = this.#now();
+    let stated = this.#stated.get(product);
+    if (!stated || now - stated.at >= 1_000) {
+      const raw = await this.#redis.lrange(this.#keys.learnerStated(product), 0, -1);
+      stated = { at: now, ms: raw.map((v) => this.#poll.initialMs * Math.exp(Number(v))) };
+      this.#stated.set(product, stated);
+    }
+    if (stated.ms.length < STATED_NEEDED) return undefined;
+    return pendingPollDelay(stated.ms, elapsedMs, this.#poll.quantile);
   }
 
   /**

@@ -5,8 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { firstPollBounds, learnStep, PollLearner, RELEVANCE, sampleGain } from '../../src/queue/poll-schedule.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
+import { makePlates, useHarness } from '../helpers/engine.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
+const harness = useHarness();
 let ctx: RedisTestContext | undefined;
 afterEach(async () => {
   await ctx?.cleanup();
@@ -76,4 +78,61 @@ describe('poll learner', () => {
     await learner.flush();
     expect((await learner.snapshot('agregados')).samples).toBe(7);
   });
+
+  it('a query pending at its first poll is polled again at the stated answers past it, once eight are kept', async () => {
+    ctx = await redisTestContext('learner-again');
+    const config = testConfig(ctx.prefix);
+    const keys = new VqbKeys({ prefix: ctx.prefix, queueName: config.queueName });
+    let now = 1_000_000;
+    const learner = new PollLearner(ctx.redis, keys, config.poll, () => now);
+    // Seven answers the upstream stated (1.0-1.6 s): too few to go on.
+    for (let i = 0; i < 7; i++) learner.stated('agregados', 1_000 + i * 100);
+    await learner.flush();
+    expect(await learner.pendingPollDelay('agregados', 1_250)).toBeUndefined();
+    // An eighth: read again once its second is over (one read a second per process).
+    learner.stated('agregados', 1_700);
+    await learner.flush();
+    expect(await learner.pendingPollDelay('agregados', 1_250)).toBeUndefined();
+    now += 1_000;
+    // Longer than 1.25 s: 1.3-1.7 s; their 90 % point 1.7 s, and 100 ms for the round trip.
+    expect(await learner.pendingPollDelay('agregados', 1_250)).toBe(550);
+    expect(await learner.pendingPollDelay('agregados', 1_700)).toBeUndefined();
+  });
+
+  it('a plate found pending at its first poll is polled again at the stated answers past it, not a VQ_POLL_INTERVAL later', async () => {
+    // Queries take 1-2 s, as the 64 answer times kept say. First polls go at their 90 % point
+    // (1.9 s), so some plates are pending there; the second poll goes at the 90 % point of the
+    // times past it and 100 ms on, past every answer. By the backoff a poll found pending waits
+    // 30-60 s: such a plate would hold the batch past the bound below.
+    const h = await harness.start({
+      label: 'poll-again',
+      workers: 0,
+      config: {
+        VQ_RATE_LIMIT: '200/s',
+        VQ_POLL_INTERVAL: '60s',
+        VQ_POLL_MAX_INTERVAL: '60s',
+        VQ_POLL_DEADLINE: '300s',
+      },
+      sim: { completionMs: [1_000, 2_000] },
+    });
+    // A deployment that met this upstream: its answers' shape and 64 answer times it stated.
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
+    for (let i = 0; i < 64; i++) h.services.learner.stated(h.config.product, 1_000 + (i * 1_000) / 63);
+    await h.services.learner.flush();
+    await h.enqueue('b', makePlates(200));
+    h.startWorker();
+    await h.waitForBatch('b', 25_000);
+    const stats = h.sim.stats({ plates: true });
+    expect(stats.creates).toBe(200);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    const later: number[] = [];
+    for await (const o of h.services.outcomes.scan({ id: 'b', account: 'default' }))
+      if (o.polls > 1) later.push(o.finishedAt - (o.createdAt ?? o.finishedAt));
+    // Some plates were found pending and read at a later poll, each within seconds of its create.
+    expect(later.length).toBeGreaterThan(0);
+    expect(Math.max(...later)).toBeLessThan(10_000);
+    console.log(
+      `200 plates: ${stats.gets} polls; ${later.length} read at a later poll, ${Math.max(...later)} ms at most`,
+    );
+  }, 60_000);
 });

@@ -7,6 +7,7 @@ import {
   isRelevant,
   learnStep,
   nextPollDelay,
+  pendingPollDelay,
   RELEVANCE,
   seedMs,
 } from '../../src/queue/poll-schedule.js';
@@ -61,6 +62,20 @@ describe('poll schedule', () => {
     expect(nextPollDelay(2, poll, mid)).toBe(750);
     expect(nextPollDelay(10, poll, () => 1)).toBe(4000);
     expect(firstPollBounds(poll)).toEqual({ minMs: 50, maxMs: 30_000 });
+  });
+
+  it('polls a query pending at its first poll again at the 90 % point of the stated answers that took longer', () => {
+    // Answers of 1-3 s (every 10 ms), a first poll at 2.8 s found it pending: of those longer, the
+    // 90 % point is 2.98 s, and 100 ms on for the create's round trip.
+    const stated = Array.from({ length: 201 }, (_, i) => 1_000 + i * 10);
+    expect(pendingPollDelay(stated, 2_800, 0.9)).toBe(280);
+    // Pending longer than any answer kept: nothing to go on (the usual backoff).
+    expect(pendingPollDelay(stated, 3_000, 0.9)).toBeUndefined();
+    expect(pendingPollDelay([], 100, 0.9)).toBeUndefined();
+    // One kept answer longer, or a few: the point past the time elapsed, 100 ms on.
+    expect(pendingPollDelay([2_000], 1_999, 0.9)).toBe(101);
+    expect(pendingPollDelay([2_000], 1_990, 0.9)).toBe(110);
+    expect(pendingPollDelay([1_500, 1_000, 2_000], 1_995, 0.9)).toBe(105);
   });
 });
 
