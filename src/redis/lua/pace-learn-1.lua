@@ -16,9 +16,10 @@
     that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
-            last429At, decreasedAt, doubledAt, probeAt, step, announced, windowMs, resetMax, resetSince; early,
-            earlyN: the slots taken before anything was heard, from which tat, the next free slot,
-            is set when a limit is first announced, and earlyTat, the tat so set: pace-take.lua)
+            last429At, decreasedAt, doubledAt, probeAt, step, announced, windowMs, resetMax,
+            resetSince; early, earlyN: the slots taken before anything was heard, from which tat,
+            the next free slot, is set when a limit is first announced, and earlyTat, the tat so
+            set: pace-take.lua)
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
     ARGV[4] ms to the announced reset ('' none); ARGV[5] start rate /s; ARGV[6] ceiling /s ('' none);
     ARGV[7] jitter allowance ms; ARGV[8] 'auto' | 'cap' (a configured rate: it is the ceiling, and
