@@ -4,8 +4,10 @@
 // wall-clock bounds on a busy machine. Redis is real; only time is the test's.
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
+import { isError, StoppedBeforeSendError } from '../../src/errors.js';
 import { HoldNews } from '../../src/queue/hold-news.js';
 import { AccountLine } from '../../src/queue/line.js';
+import { ExpiredKeyError } from '../../src/upstream/errors.js';
 import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
 import { drive, ManualClock } from '../helpers/manual-clock.js';
 import { REDIS_URL } from '../helpers/redis.js';
@@ -104,5 +106,30 @@ describe('the flow on a clock the test owns', () => {
     await drive(clock, flow.send(second).ready!());
     // The next slot after its own: two intervals from the first.
     expect(clock.now() - t0).toBe(1_025);
+  });
+
+  it('a request late for its slot whose key failed meanwhile sends nothing and leaves at once, not at the resume', async () => {
+    // Late past half the jitter allowance (a loaded machine), a request asks for the next slot;
+    // with the account paused for its key it was told "later" every millisecond until a resume:
+    // its job stayed at work, the Worker could not close (a CI run's worker-keys failure). On this
+    // clock that is a drive that never settles; now it ends where it began.
+    const h = await harness.start({ label: 'flow-clock-paused', workers: 0, config: { VQ_RATE_LIMIT: '30/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const { flow } = onClock(h, clock);
+    const admission = await flow.admitPoll('normal');
+    if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
+    await flow.onKeyFailure(new ExpiredKeyError('the key expired'), h.logs.logger);
+    const late = { ...admission, due: admission.due - 1_000 };
+    const outcome = await drive(
+      clock,
+      flow.send(late).ready!().then(
+        () => 'sent',
+        (err: unknown) => err,
+      ),
+    );
+    expect(isError(outcome, StoppedBeforeSendError)).toBe(true);
+    expect(clock.now() - t0).toBe(0);
+    expect(h.sim.stats().gets).toBe(0);
   });
 });
