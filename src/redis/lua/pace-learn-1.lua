@@ -41,6 +41,8 @@
 local SLOW_START = 2
 local SLOW_START_MS = 1000
 local CLIMB_MS = 2000
+-- How long after a step down refusals are still the old rate's: a per-second window's length.
+local OLD_RATE_MS = 1000
 local now = math.floor(paceNow(ARGV[12]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
   'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt')
@@ -56,6 +58,8 @@ if (f[15] or '') ~= ARGV[6] then
 end
 local rate = tonumber(f[1] or '') or startRate
 local source = f[2] or 'start'
+-- In slow start: from the first answer until the first 429.
+local slow = f[3] ~= '0'
 
 local function cap(r)
   if ceiling and r > ceiling then r = ceiling end
@@ -154,7 +158,7 @@ if ARGV[1] == '429' then
   -- For a second after a step, the upstream's window still holds what the rate before it sent:
   -- its refusals count toward the next step's share but take no step of their own (each taking
   -- one cut a 40/s rate on a 20/s key to 14/s, and the climb back stopped under where it hit).
-  if slotAt and steppedAt and slotAt < steppedAt + 1000 then return {tostring(rate), source, '', 0} end
+  if slotAt and steppedAt and slotAt < steppedAt + OLD_RATE_MS then return {tostring(rate), source, '', 0} end
   -- Once a second, or sooner when refusals pile up (a rate far too high must not run a whole second).
   local since = now - tonumber(f[8] or '0')
   if since < 1000 and not (since >= 200 and rejected >= 5) then return {tostring(rate), source, '', 0} end
@@ -168,7 +172,7 @@ if ARGV[1] == '429' then
   -- 128, then three steps and 119 429s down, on the virtual clock).
   local from = rate
   local doubledAt = tonumber(f[19] or '')
-  if f[3] ~= '0' and slotAt and doubledAt and slotAt < doubledAt then from = rate / SLOW_START end
+  if slow and slotAt and doubledAt and slotAt < doubledAt then from = rate / SLOW_START end
   return learned(from * factor, {'r429', tostring(from), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now)})
 end
 
@@ -181,7 +185,6 @@ if not changedAt then
   return {tostring(cap(rate)), 'start', '', 1}
 end
 local elapsed = now - changedAt
-local slow = f[3] ~= '0'
 if elapsed < (slow and SLOW_START_MS or CLIMB_MS) then return {tostring(rate), source, '', 0} end
 -- Only a rate that was used says anything about the limit; a slot short is still used (at 1/s a
 -- second holds one slot or none, as the slots fall).
