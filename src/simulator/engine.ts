@@ -14,6 +14,7 @@ import { createLimiter, type Limiter, type LimitState, retryAfterSeconds } from 
 import { PERMISSION_LABELS, type Permission, PLANS, type SimulatorOptions, validatePatch } from './options.js';
 import { QuotaCounter, type QuotaState } from './quota.js';
 import { errorReply, htmlReply, jsonReply, type Reply, type Respond } from './reply.js';
+import { StallWatch } from './stall-watch.js';
 import { type SimulatorStats, StatsCollector } from './stats.js';
 import { packPlate, QueryStore } from './store.js';
 import { fakeVehicle } from './vehicle.js';
@@ -50,6 +51,8 @@ export class SimulatorEngine {
   /** Answers changed since (admin `POST /__admin/changes`): for watch lists to find. */
   readonly changes = new VehicleChanges();
   stats = new StatsCollector();
+  /** This process's own stalls, watched while the server runs (startSimulator). */
+  readonly stalls: StallWatch;
   readonly #deps: EngineDeps;
   readonly #originMs: number;
   #failPlates: Set<string>;
@@ -64,6 +67,7 @@ export class SimulatorEngine {
     this.keys = new KeyStore(options.keys);
     this.store = new QueryStore(Math.floor(deps.random() * 0xffffffff));
     this.#failPlates = new Set(options.failPlates);
+    this.stalls = new StallWatch(deps.now);
   }
 
   now(): number {
@@ -96,7 +100,7 @@ export class SimulatorEngine {
   }
 
   snapshot(withPlates = false, withTimes = false): SimulatorStats {
-    return this.stats.snapshot(this.store.size, withPlates, withTimes);
+    return this.stats.snapshot(this.store.size, withPlates, withTimes, () => this.stalls.list());
   }
 
   handle(request: ApiRequest): Reply {
@@ -174,7 +178,7 @@ export class SimulatorEngine {
     }
     if (rate && rate.retryAfterMs > 0) {
       const headers = rateHeaders(this.options.rateLimitHeaders, limiter, rate, quotaLimit, quotaState);
-      this.stats.keyRateLimited(record.label);
+      this.stats.keyRateLimited(record.label, now);
       return { reply: tooMany('Rate limit exceeded', rate.retryAfterMs, headers, this.#retryDate(now)), headers };
     }
 

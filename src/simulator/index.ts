@@ -53,11 +53,15 @@ export async function startSimulator(
   const resolved = resolveOptions(options);
   const engine = new SimulatorEngine(resolved, { now: deps.now ?? clock.now, random: deps.random ?? Math.random });
   const running = await listen(engine, resolved.host, resolved.port);
+  engine.stalls.start();
   let closed: Promise<void> | undefined;
   return {
     url: running.url,
     port: running.port,
-    close: () => (closed ??= running.close()),
+    close: () => {
+      engine.stalls.stop();
+      return (closed ??= running.close());
+    },
     stats: (opts = {}) => engine.snapshot(opts.plates === true, opts.times === true),
     update: (patch) => {
       engine.update(patch);

@@ -1,6 +1,7 @@
 // What the simulator saw, so tests and benchmarks can check a client's behaviour from the
 // upstream's side: duplicate creates, 429s, faults, and the densest burst any key produced.
 // Per-plate and per-query counters are numeric (packed plates, query indexes) to stay small.
+import type { Stall } from './stall-watch.js';
 import { unpackPlate } from './store.js';
 
 export interface SimulatorStats {
@@ -40,9 +41,15 @@ export interface SimulatorStats {
   /**
    * Only with `?times=1` / `stats({ times: true })`: per key label, when each counted create and
    * get arrived (ms since the epoch, in order), so a client's use of each key's limit over any
-   * span can be read from the upstream's side (benchmarks with many keys).
+   * span can be read from the upstream's side (benchmarks with many keys), and when each 429 for
+   * the rate (not the quota) was sent.
    */
-  timesByKey?: Record<string, { creates: number[]; gets: number[] }>;
+  timesByKey?: Record<string, { creates: number[]; gets: number[]; refused: number[] }>;
+  /**
+   * Only with `times`: when this process's event loop stalled (StallWatch), so a test can tell the
+   * 429s a stall made (requests held, then seen at once) from those its client caused.
+   */
+  stalls?: Stall[];
   getsByQuery?: { max: number; total: number; queries: number };
 }
 
@@ -166,7 +173,7 @@ export class StatsCollector {
   readonly #windows = new Map<string, WindowCounter>();
   readonly #byKey = new Map<string, KeyStats>();
   /** A double per counted request (kept until a reset, like the per-plate counts). */
-  readonly #times = new Map<string, { creates: number[]; gets: number[] }>();
+  readonly #times = new Map<string, { creates: number[]; gets: number[]; refused: number[] }>();
 
   #keyStats(label: string): KeyStats {
     let stats = this.#byKey.get(label);
@@ -177,9 +184,19 @@ export class StatsCollector {
     return stats;
   }
 
-  /** A 429 sent to the key with this label. */
-  keyRateLimited(label: string): void {
+  #keyTimes(label: string): { creates: number[]; gets: number[]; refused: number[] } {
+    let times = this.#times.get(label);
+    if (!times) {
+      times = { creates: [], gets: [], refused: [] };
+      this.#times.set(label, times);
+    }
+    return times;
+  }
+
+  /** A 429 sent to the key with this label: for its rate at `now`, or (no time) for its quota. */
+  keyRateLimited(label: string, now?: number): void {
     this.#keyStats(label).rateLimited += 1;
+    if (now !== undefined) this.#keyTimes(label).refused.push(now);
   }
 
   request(now: number): void {
@@ -190,11 +207,7 @@ export class StatsCollector {
 
   countedRequest(label: string, now: number, durationMs: number, kind: 'create' | 'get'): void {
     this.counted += 1;
-    let times = this.#times.get(label);
-    if (!times) {
-      times = { creates: [], gets: [] };
-      this.#times.set(label, times);
-    }
+    const times = this.#keyTimes(label);
     (kind === 'create' ? times.creates : times.gets).push(now);
     let window = this.#windows.get(label);
     if (!window) {
@@ -226,7 +239,7 @@ export class StatsCollector {
     if (status === 429) this.rateLimited += 1;
   }
 
-  snapshot(queries: number, withPlates: boolean, withTimes = false): SimulatorStats {
+  snapshot(queries: number, withPlates: boolean, withTimes = false, stalls: () => Stall[] = () => []): SimulatorStats {
     const out: SimulatorStats = {
       requests: this.requests,
       counted: this.counted,
@@ -247,10 +260,15 @@ export class StatsCollector {
       lastRequestAt: this.lastRequestAt,
       byKey: Object.fromEntries([...this.#byKey].map(([label, stats]) => [label, { ...stats }])),
     };
-    if (withTimes)
+    if (withTimes) {
       out.timesByKey = Object.fromEntries(
-        [...this.#times].map(([label, t]) => [label, { creates: [...t.creates], gets: [...t.gets] }]),
+        [...this.#times].map(([label, t]) => [
+          label,
+          { creates: [...t.creates], gets: [...t.gets], refused: [...t.refused] },
+        ]),
       );
+      out.stalls = stalls();
+    }
     if (withPlates) {
       out.createsByPlate = this.plates.toRecord();
       out.getsByQuery = { max: this.getsByQuery.max, total: this.getsByQuery.total, queries: this.getsByQuery.queries };

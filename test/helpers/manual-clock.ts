@@ -9,6 +9,8 @@ interface Timer {
   seq: number;
   run: () => void;
   every?: number;
+  /** As a Node timer's: a part that unrefs its timer (an interval that must not hold a process open) runs here too. */
+  unref(): Timer;
 }
 
 export class ManualClock implements Clock {
@@ -87,6 +89,9 @@ export class ManualClock implements Clock {
       seq: this.#seq++,
       run: () => void run(),
       ...(every !== undefined ? { every } : {}),
+      unref() {
+        return this;
+      },
     };
     this.#insert(timer);
     return timer;

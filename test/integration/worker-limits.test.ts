@@ -3,7 +3,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, buildConnector } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { accountFlow, type Harness, makePlates, startHarness } from '../helpers/engine.js';
+import {
+  accountFlow,
+  BUSY_HOST,
+  BUSY_HOST_MS,
+  type Harness,
+  makePlates,
+  refusalsNotFromStalls,
+  startHarness,
+} from '../helpers/engine.js';
 import { mostInWindow } from '../helpers/virtual-pace.js';
 
 let h: Harness | undefined;
@@ -29,12 +37,13 @@ describe('worker engine: pacing and quotas', () => {
     h = await startHarness({
       label: 'smooth',
       sim: { rateLimit: '40/s', window: 'sliding' },
-      config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '8' },
+      // At the exact limit, with the simulator in this process: BUSY_HOST says why.
+      config: { VQ_RATE_LIMIT: '40/s', VQ_CONCURRENCY: '8', ...BUSY_HOST },
     });
     await h.enqueue('b', makePlates(150));
     await h.waitForBatch('b', 60_000);
-    const stats = h.sim.stats();
-    expect(stats.rateLimited).toBe(0);
+    const stats = h.sim.stats({ times: true });
+    expect(refusalsNotFromStalls(stats, BUSY_HOST_MS).unexplained).toEqual([]);
     expect(stats.maxInWindow).toBeLessThanOrEqual(40);
     expect((await h.services.batchViews.get('b')).counts.done).toBe(150);
   });
@@ -45,12 +54,12 @@ describe('worker engine: pacing and quotas', () => {
     h = await startHarness({
       label: 'jobs-at-work',
       sim: { rateLimit: '50/s', window: 'sliding', latencyMs: [150, 200], completionMs: [300, 500] },
-      config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '2', VQ_POLL_INITIAL: '500ms' },
+      config: { VQ_RATE_LIMIT: '50/s', VQ_CONCURRENCY: '2', VQ_POLL_INITIAL: '500ms', ...BUSY_HOST },
     });
     await h.enqueue('b', makePlates(120));
     await h.waitForBatch('b', 90_000);
     const stats = h.sim.stats({ times: true });
-    expect(stats.rateLimited).toBe(0);
+    expect(refusalsNotFromStalls(stats, BUSY_HOST_MS).unexplained).toEqual([]);
     const times = Object.values(stats.timesByKey ?? {})[0]!;
     const sent = [...times.creates, ...times.gets];
     // Each answer takes at least 150 ms, so the creates that reached the upstream within any 150 ms
@@ -137,8 +146,9 @@ describe('worker engine: pacing and quotas', () => {
     try {
       await h.enqueue('b', makePlates(60));
       await h.waitForBatch('b', 60_000);
-      const stats = h.sim.stats();
-      expect(stats.rateLimited).toBe(0);
+      const stats = h.sim.stats({ times: true });
+      // The default allowance (25 ms): what the move back must keep is the client's part.
+      expect(refusalsNotFromStalls(stats, 25).unexplained).toEqual([]);
       expect(stats.maxInWindow).toBeLessThanOrEqual(20);
       expect((await h.services.batchViews.get('b')).counts.done).toBe(60);
       // The late requests said so; the move is once per connection opened late, not per request.
