@@ -4,6 +4,7 @@
 //   permission (403) → product / body / plate (404 / 400) → create or get.
 // No sockets here: the result is a Reply that server.ts carries out.
 
+import { clock } from '../clock.js';
 import { checkPlate } from '../plates.js';
 import { parseRateLimit } from '../setting-values.js';
 import { type AnswerShapeName, type QueryView, shapeAnswer } from './answers.js';
@@ -67,7 +68,8 @@ export class SimulatorEngine {
     this.keys = new KeyStore(options.keys);
     this.store = new QueryStore(Math.floor(deps.random() * 0xffffffff));
     this.#failPlates = new Set(options.failPlates);
-    this.stalls = new StallWatch(deps.now);
+    // The process's own time, not an injected `now`: a test's clock moved by hand is no stall.
+    this.stalls = new StallWatch(clock.now);
   }
 
   now(): number {

@@ -77,6 +77,29 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000,
   }
 }
 
+/**
+ * Waits until a spawned server answers `GET {base}/healthz`. A process that exits first fails at
+ * once with what it printed; one that is only slow (a busy CI machine: a start with OpenTelemetry
+ * took over 15 s beside an apt install) gets `timeoutMs`, a bound against a hang, not a timing.
+ */
+export async function answering(base: string, proc: VqbProcess, timeoutMs = 30_000): Promise<void> {
+  await waitFor(
+    async () => {
+      if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+        const { code, signal, stderr } = await proc.done;
+        throw new Error(`${base}: the process exited (${code ?? signal}) before answering:\n${stderr.slice(-2_000)}`);
+      }
+      try {
+        return (await fetch(`${base}/healthz`)).ok;
+      } catch {
+        return false;
+      }
+    },
+    timeoutMs,
+    `${base}/healthz answering`,
+  );
+}
+
 /** The error a call fails with; a call that succeeds fails the test. */
 export async function rejection(promise: Promise<unknown>): Promise<Error> {
   try {

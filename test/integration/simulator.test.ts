@@ -601,11 +601,15 @@ describe('/__stats', () => {
     const { createsByPlate: _p, getsByQuery: _g, ...plain } = stats;
     expect(sim.stats()).toEqual(plain);
 
-    // ?times=1: when each counted request arrived, per key; the 429 is not there (it was not counted).
+    // ?times=1: when each counted request arrived, per key; the 429 (not counted) apart, in `refused`.
     const t = (ms: number) => Date.UTC(2030, 0, 1, 12, 0, 0, 0) + ms;
     const times = (await simCall(sim.url, 'GET', '/__stats?times=1')).json;
     expect(times.timesByKey).toEqual({
-      key1: { creates: [t(0), t(0), t(0), t(1000)], gets: [t(0), t(1000), t(1000), t(1000), t(2000)] },
+      key1: {
+        creates: [t(0), t(0), t(0), t(1000)],
+        gets: [t(0), t(1000), t(1000), t(1000), t(2000)],
+        refused: [t(0)],
+      },
     });
     expect(sim.stats({ times: true }).timesByKey).toEqual(times.timesByKey);
   });

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakeVehicle } from '../../src/simulator/vehicle.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { BIN, freePort, harnessEnv, spawnVqb, type VqbProcess } from '../helpers/process.js';
+import { answering, BIN, freePort, harnessEnv, spawnVqb, type VqbProcess } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const TOKEN = 'tracing-test-token-0123456789';
@@ -92,16 +92,6 @@ function webhookEnv(): Record<string, string> {
     VQ_WEBHOOK_ALLOW: '127.0.0.1',
     VQ_WEBHOOK_TIMEOUT: '2s',
   };
-}
-
-async function until(base: string): Promise<void> {
-  for (let i = 0; i < 150; i++) {
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) return;
-    } catch {}
-    await sleep(100);
-  }
-  throw new Error(`${base} never answered`);
 }
 
 /** Posts one plate (with a callbackUrl) and waits for its batch to finish. */
@@ -207,7 +197,7 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
     );
     children.push(serve.child);
     const base = `http://127.0.0.1:${port}`;
-    await until(base);
+    await answering(base, serve);
     const [plate] = makePlates(1, 7);
     const batchId = await onePlate(base, plate!, rx.url);
     await rx.waitFor(1);
@@ -265,7 +255,7 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
     const work = spawnVqb(['work'], harnessEnv(h, { ...webhookEnv(), ...otel(collector.url, 'vqb-worker') }));
     children.push(api.child, work.child);
     const base = `http://127.0.0.1:${port}`;
-    await until(base);
+    await answering(base, api);
     const [plate] = makePlates(1, 11);
     const batchId = await onePlate(base, plate!);
     await stop(api, work);
