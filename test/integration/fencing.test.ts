@@ -100,6 +100,15 @@ describe('fencing', () => {
     });
     const procs: VqbProcess[] = [spawnVqb(['work'], env), spawnVqb(['work'], env)];
     const victim: ChildProcess = procs[0]!.child;
+    // Frozen before its worker ran (a start takes seconds on a loaded CI machine), it would hold
+    // no lock and watch no loop: its pauses count from its first line.
+    await new Promise<void>((started) => {
+      let seen = '';
+      victim.stderr!.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes('"msg":"worker started"')) started();
+      });
+    });
     try {
       for (let i = 0; i < 3; i++) {
         await sleep(800 + i * 300);
