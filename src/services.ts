@@ -95,7 +95,7 @@ export function queueServicesOn(
     inflight,
     now,
     { redis, keys },
-    async (product) => (await learner.snapshot(product)).firstPollMs,
+    (product) => learner.firstPollDelay(product),
     (account) => answers.meeting(account, now()),
   );
   const pools = new KeyPools(accounts, scheduler, batches, now);

@@ -215,13 +215,17 @@ export class AccountFlow {
     return this.#d.line.holdKey;
   }
 
-  /** A poll: only the pace decides. */
-  admitPoll(cls: PriorityClass): Promise<SendAdmission> {
-    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitPoll(cls)).then(verdict);
+  /**
+   * A poll: only the pace decides. `yields`: its batch's creates are closing (queue/feeder.ts
+   * isClosing), so in this process's line it goes after the creates of normal batches, not before.
+   */
+  admitPoll(cls: PriorityClass, yields = false): Promise<SendAdmission> {
+    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitPoll(cls, yields)).then(verdict);
   }
 
-  async #admitPoll(cls: PriorityClass): Promise<SendAdmission> {
-    const priority = pollPriority(cls);
+  async #admitPoll(cls: PriorityClass, yields: boolean): Promise<SendAdmission> {
+    // Between a normal create and a bulk one: a place in this process's line, never a BullMQ priority.
+    const priority = yields && cls !== 'interactive' ? PRIORITY.normal + 0.5 : pollPriority(cls);
     const slot = await this.#slot<never>(priority, (horizonMs, urgent) =>
       this.#d.line.slot(horizonMs, undefined, urgent),
     );

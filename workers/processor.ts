@@ -69,6 +69,8 @@ export interface ProcessorDeps {
    * goes to the delayed set; see #pollAt).
    */
   pollRoom?: PollRoom;
+  /** Whether a batch's creates are closing: its polls then yield to creates (queue/feeder.ts isClosing). */
+  closing?: (batchId: string) => boolean;
 }
 
 /**
@@ -449,15 +451,22 @@ export class PlateProcessor {
     throw new LostJob();
   }
 
-  #poll(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
+  /** `admitted`: called once the poll's slot is taken or refused (a poll that waited in the room leaves it). */
+  #poll(job: PlateJob, token: string | undefined, log: Logger, admitted?: () => void): Promise<JobResult> {
     const attributes = { ...jobAttributes(job.data), 'vqb.poll.number': job.data.polls + 1 };
-    return spanned(SPAN.poll, attributes, () => this.#pollOnce(job, token, log), true);
+    return spanned(SPAN.poll, attributes, () => this.#pollOnce(job, token, log, admitted), true);
   }
 
-  async #pollOnce(job: PlateJob, token: string | undefined, log: Logger): Promise<JobResult> {
+  async #pollOnce(job: PlateJob, token: string | undefined, log: Logger, admitted?: () => void): Promise<JobResult> {
     const data = job.data;
     const queryId = data.queryId!;
-    const admission = await this.#admitted(await this.#d.flow.admitPoll(data.cls), job, token);
+    let verdict: SendAdmission;
+    try {
+      verdict = await this.#d.flow.admitPoll(data.cls, this.#d.closing?.(data.batchId) ?? false);
+    } finally {
+      admitted?.();
+    }
+    const admission = await this.#admitted(verdict, job, token);
     if (await this.#d.flow.stopped()) throw Worker.RateLimitError();
     let answer: AnsweredQuery;
     try {
@@ -600,15 +609,31 @@ export class PlateProcessor {
     const room = this.#d.pollRoom;
     if (token !== undefined && wait <= POLL_WAIT_HERE_MS && !signal.aborted && room?.enter()) {
       const planned = this.#clock.monotonic() + wait;
+      let slept = false;
       try {
         await this.#clock.sleep(wait, signal);
+        slept = true;
       } catch {
         // The worker is stopping: the delayed set takes the job below.
-      } finally {
-        room.leave();
       }
-      if (!signal.aborted && this.#clock.monotonic() - planned <= OVERSLEPT_MS)
-        return (this.#activation.get(job) ?? now)(() => this.#poll(job, token, log));
+      if (slept && !signal.aborted && this.#clock.monotonic() - planned <= OVERSLEPT_MS) {
+        // The poll keeps its place in the room until its slot is taken: woken, it waits in the
+        // process's line for a slot, and were it a job at work meanwhile, BullMQ would fetch
+        // nothing while polls come due (a closing create, which goes before them in that line,
+        // would wait in the queue behind them: account-queues.ts PRIORITY).
+        let left = false;
+        const leave = () => {
+          if (left) return;
+          left = true;
+          room.leave();
+        };
+        try {
+          return await (this.#activation.get(job) ?? now)(() => this.#poll(job, token, log, leave));
+        } finally {
+          leave();
+        }
+      }
+      room.leave();
     }
     return this.#sleepUntil(job, token, at, 'answer-stored');
   }

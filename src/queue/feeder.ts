@@ -79,6 +79,11 @@ export class Feeder {
   readonly #answerTime: AnswerTime | undefined;
   readonly #answers = new Map<string, { ms: number; at: number }>();
   readonly #meeting: Meeting | undefined;
+  /**
+   * Batches whose creates are closing (#closing), until when: their polls yield to creates in the
+   * worker's line (isClosing).
+   */
+  readonly #closingUntil = new Map<string, number>();
 
   constructor(
     scheduler: Scheduler,
@@ -203,6 +208,7 @@ export class Feeder {
       this.traces === undefined || !tracing()
         ? 'pace'
         : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
+    if (!meeting) await this.#closing(account, picked, ratePerSecond ?? perSecond(account));
     await this.#add(account, queue, picked, why);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
@@ -259,6 +265,39 @@ export class Feeder {
       }
     }
     return out;
+  }
+
+  /**
+   * Marks the normal batches among `picked` whose creates are closing: no more wait to be fed than
+   * the key sends in one answer time (its rate times the first-poll delay). Until twice that
+   * answer time after the last such feed, their polls yield to creates in the worker's line
+   * (isClosing): polls first kept a batch's paid, unread queries near its rate times the answers'
+   * time, and at the end left the key half idle for the last creates' answer time, those creates
+   * having come last with only their polls left (1-1.5 s of a 300-plate batch at 30/s). Created
+   * first, the polls they passed fill that time. One LLEN per batch a feed picked from, and the
+   * answer time as the poll learner holds it (read at most once a second: the 10 s that
+   * deadlines may wait for it would read the cold 15 s prior just after first contact). A pooled
+   * batch's plates taken from its home's list are left as they are.
+   */
+  async #closing(account: Account, picked: readonly Picked[], ratePerSecond: number): Promise<void> {
+    if (this.#answerTime === undefined) return;
+    const batches = new Set(picked.filter((p) => p.cls === 'normal' && !lentOf(p.batchId)).map((p) => p.batchId));
+    if (batches.size === 0) return;
+    const answerMs = await this.#answerTime(account.product);
+    const within = Math.ceil((ratePerSecond * answerMs) / 1_000);
+    const now = this.#now();
+    for (const id of batches)
+      if ((await this.#scheduler.waiting({ id, account: account.id })) <= within)
+        this.#closingUntil.set(id, now + 2 * answerMs);
+  }
+
+  /** Whether the batch's polls yield to creates now (#closing). */
+  isClosing(batchId: string): boolean {
+    const until = this.#closingUntil.get(batchId);
+    if (until === undefined) return false;
+    if (until > this.#now()) return true;
+    this.#closingUntil.delete(batchId);
+    return false;
   }
 
   async #add(account: Account, queue: PlateQueue, picked: readonly Picked[], why: WaitWhy = 'pace'): Promise<void> {
