@@ -2,6 +2,7 @@
 // `vqb` (real Redis, the simulator over HTTP): in this process (runVqb), or spawned where the test
 // is about the process (its signals). Needs `npm run build`.
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -118,10 +119,14 @@ describe('the CLI, second pass (issue 36)', () => {
     // A Redis that accepts and never answers: `vqb export` waits on it, and SIGTERM ends it.
     const silent = createServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    // Stuck once it has connected (its signal handlers are set before any command runs): a fixed
+    // 1.5 s let a start slowed by a loaded CI machine meet SIGTERM before them.
+    const connected = once(silent, 'connection');
     try {
       const port = (silent.address() as { port: number }).port;
       const stuck = vqbProcess(h, ['export', 'b6'], { REDIS_URL: `redis://127.0.0.1:${port}` }, 30_000);
-      await new Promise((r) => setTimeout(r, 1_500));
+      await connected;
+      await new Promise((r) => setTimeout(r, 200));
       stuck.child.kill('SIGTERM');
       const stopped = await stuck.done;
       expect(stopped.signal, 'not killed by the timeout').toBeNull();
