@@ -123,14 +123,24 @@ export function isRelevant(pendingAtFirstPoll: boolean, elapsedMs: number, estim
 const AGAIN_SLACK_MS = 100;
 
 /**
+ * A query pending past every answer time kept is polled again after this share of its age: it
+ * is due any moment (its first poll went late, after the answers' slow end: polls yield to a
+ * closing batch's creates) or slower than any seen, and then one poll more costs little before
+ * the backoff. Without it, such a plate waited a whole VQ_POLL_INTERVAL: with answers of 1-2 s, 64
+ * kept and a first poll at 1,971 ms, none was longer one time in seven.
+ */
+const PAST_EVERY_SHARE = 0.1;
+
+/**
  * The wait before the second poll of a query a first poll found pending `elapsedMs` after its
  * create, from `statedMs` (answer times the upstream stated, any order): the q-quantile of those
- * longer than `elapsedMs`, less the time elapsed; undefined when none took longer (a query slower
- * than any kept: the usual backoff).
+ * longer than `elapsedMs`, less the time elapsed; when none took longer, a tenth of the time
+ * elapsed (PAST_EVERY_SHARE), at least AGAIN_SLACK_MS; undefined when none is kept.
  */
 export function pendingPollDelay(statedMs: readonly number[], elapsedMs: number, quantile: number): number | undefined {
+  if (statedMs.length === 0) return undefined;
   const longer = statedMs.filter((ms) => ms > elapsedMs).sort((a, b) => a - b);
-  if (longer.length === 0) return undefined;
+  if (longer.length === 0) return Math.round(Math.max(AGAIN_SLACK_MS, elapsedMs * PAST_EVERY_SHARE));
   const at = longer[Math.max(0, Math.ceil(quantile * longer.length) - 1)]!;
   return Math.round(at - elapsedMs + AGAIN_SLACK_MS);
 }
@@ -192,7 +202,7 @@ export class PollLearner {
   /**
    * The wait before the second poll of a query its first poll found pending `elapsedMs` after the
    * create (pendingPollDelay), once the upstream stated STATED_NEEDED answer times; undefined
-   * before, or when none took longer. The first poll is at the answers' 90 % point, so one plate
+   * before. The first poll is at the answers' 90 % point, so one plate
    * in ten is pending there, and a whole VQ_POLL_INTERVAL later it waited for answers that were
    * all but in (1-3 s answers polled at 2.8 s were read at 4.8): a batch's last plates so held
    * its end by those seconds.

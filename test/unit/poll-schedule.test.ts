@@ -69,8 +69,10 @@ describe('poll schedule', () => {
     // 90 % point is 2.98 s, and 100 ms on for the create's round trip.
     const stated = Array.from({ length: 201 }, (_, i) => 1_000 + i * 10);
     expect(pendingPollDelay(stated, 2_800, 0.9)).toBe(280);
-    // Pending longer than any answer kept: nothing to go on (the usual backoff).
-    expect(pendingPollDelay(stated, 3_000, 0.9)).toBeUndefined();
+    // Pending longer than any answer kept: once more after a tenth of its age (at least 100 ms),
+    // then the usual backoff; with nothing kept, nothing to go on.
+    expect(pendingPollDelay(stated, 3_000, 0.9)).toBe(300);
+    expect(pendingPollDelay([400], 600, 0.9)).toBe(100);
     expect(pendingPollDelay([], 100, 0.9)).toBeUndefined();
     // One kept answer longer, or a few: the point past the time elapsed, 100 ms on.
     expect(pendingPollDelay([2_000], 1_999, 0.9)).toBe(101);
