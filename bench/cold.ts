@@ -19,6 +19,7 @@ import { request } from 'undici';
 import { createVqb, type Overrides } from '../src/index.js';
 import { startThrowawayRedis } from '../src/redis/server.js';
 import type { SimulatorOptions } from '../src/simulator/index.js';
+import { refusalsNotFromStalls } from '../src/simulator/stall-watch.js';
 import type { BullmqPeerOptions, BullmqPeerProgress } from './bullmq-peer.js';
 import { BENCH_KEY, platesFrom, sleep } from './common.js';
 import type { PeerOptions, PeerProgress } from './peer.js';
@@ -228,6 +229,12 @@ interface BatchRun {
   cpuMsPerPlate: number;
   requestsPerPlate: number;
   rateLimited: number;
+  /**
+   * vqb only: of `rateLimited`, the 429s a stall of the simulator's own process made (it ran beside
+   * the other scenarios on two cores, and read requests it held all at once: refusalsNotFromStalls,
+   * at vqb's default 25 ms allowance). The gate counts the others.
+   */
+  rateLimitedFromStalls?: number;
   /** vqb only: the first create to the second, and the first query's own answer time. */
   contact?: { gapMs: number; answerMs: number };
 }
@@ -335,6 +342,7 @@ export async function measureVqb(
           }
         }
         const { c1, c2 } = await firstTwo(sim);
+        const { fromStalls } = refusalsNotFromStalls(await sim.stats({ times: true }), 25);
         return {
           plates,
           makespanS: round((Date.parse(done.finishedAt ?? '') - t0) / 1_000, 2),
@@ -342,6 +350,7 @@ export async function measureVqb(
           cpuMsPerPlate: round((cpuS * 1_000) / plates, 2),
           requestsPerPlate: round(stats.requests / plates),
           rateLimited: stats.rateLimited,
+          rateLimitedFromStalls: fromStalls,
           contact: { gapMs: c2 - c1, answerMs },
         };
       } finally {
@@ -643,7 +652,13 @@ export async function runColdGate(mode: 'gate' | 'full', log: (line: string) => 
     t.makespanVsNaive,
     `${vqb?.makespanS} s vs ${naive?.makespanS} s`,
   );
-  add(`${s.batchPlates} plates at 30/s: vqb's 429s`, vqb?.rateLimited, 'max', t.rateLimited);
+  add(
+    `${s.batchPlates} plates at 30/s: vqb's 429s (not from the simulator's own stalls)`,
+    vqb === undefined ? undefined : vqb.rateLimited - (vqb.rateLimitedFromStalls ?? 0),
+    'max',
+    t.rateLimited,
+    `${vqb?.rateLimited} in all, ${vqb?.rateLimitedFromStalls} of them after a stall of the simulator's process`,
+  );
   add(
     `${s.batchPlates} plates at 30/s: Redis commands per plate ÷ BullMQ by hand`,
     ratio(vqb?.commandsPerPlate, bullmq?.commandsPerPlate),

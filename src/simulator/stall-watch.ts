@@ -3,22 +3,16 @@
 // arrived meanwhile all at once, as if sent bunched: a sliding window then counts more than the
 // client sent in any window, and answers 429. A real upstream does not stop its clock for that.
 // The stats say when this process stalled, so a test can tell a 429 its client caused from one the
-// stall made (test/helpers/engine.ts, refusalsNotFromStalls). Spans only: it changes no answer.
+// stall made (refusalsNotFromStalls, below: the engine tests and the cold gate). Spans only: it changes no answer.
 
 import { type Clock, clock as processClock } from '../clock.js';
+import type { SimulatorStats, Stall } from './stats.js';
 
 /** The loop is looked at this often; a gap longer than STALL_MS between two looks is a stall. */
 const TICK_MS = 10;
 const STALL_MS = 50;
 /** The last stalls kept (a long bench run has a few hundred at most). */
 const KEPT = 1_000;
-
-export interface Stall {
-  /** ms since the epoch of the last look before the stall: the stall began at or after it. */
-  from: number;
-  /** ms since the epoch of the look after it: the requests held meanwhile were seen then. */
-  to: number;
-}
 
 export class StallWatch {
   readonly #clock: Clock;
@@ -53,4 +47,31 @@ export class StallWatch {
   list(): Stall[] {
     return this.#stalls.map((s) => ({ ...s }));
   }
+}
+
+/**
+ * The 429s for a key's rate that a stall of the simulator's own event loop does not explain
+ * (stats read with `times`). A stall from `from` to `to` shows the requests that arrived meanwhile
+ * all at `to`: a window starting at `start` inside it counts those sent since `from`, a window
+ * longer by `start - from`. The pacing spaces N requests over the window plus `allowanceMs`, half
+ * of it for a request's own lateness (workers/flow.ts), so a 429 at T is the stall's when a stall holds
+ * T - windowMs and began more than half the allowance before it. Any other is the client's.
+ */
+export function refusalsNotFromStalls(
+  stats: SimulatorStats,
+  allowanceMs: number,
+  windowMs = 1_000,
+): { unexplained: { key: string; at: number }[]; fromStalls: number } {
+  if (!stats.timesByKey || !stats.stalls) throw new Error('read the stats with { times: true }');
+  const unexplained: { key: string; at: number }[] = [];
+  let fromStalls = 0;
+  for (const [key, times] of Object.entries(stats.timesByKey))
+    for (const at of times.refused) {
+      const start = at - windowMs;
+      // `to` is the look that saw the stall end: the requests it held were read just after it.
+      const stall = stats.stalls.find((s) => s.from < start && start <= s.to + 10 && start - s.from > allowanceMs / 2);
+      if (stall) fromStalls += 1;
+      else unexplained.push({ key, at });
+    }
+  return { unexplained, fromStalls };
 }

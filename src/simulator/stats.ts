@@ -1,8 +1,15 @@
 // What the simulator saw, so tests and benchmarks can check a client's behaviour from the
 // upstream's side: duplicate creates, 429s, faults, and the densest burst any key produced.
 // Per-plate and per-query counters are numeric (packed plates, query indexes) to stay small.
-import type { Stall } from './stall-watch.js';
 import { unpackPlate } from './store.js';
+
+/** A stall of the simulator's own event loop (stall-watch.ts). */
+export interface Stall {
+  /** ms since the epoch of the last look before the stall: the stall began at or after it. */
+  from: number;
+  /** ms since the epoch of the look after it: the requests held meanwhile were seen then. */
+  to: number;
+}
 
 export interface SimulatorStats {
   /** API requests received (admin and stats calls excluded). */

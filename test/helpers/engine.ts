@@ -14,7 +14,6 @@ import type { PriorityClass } from '../../src/queue/types.js';
 import { openQueueServices, type QueueServices } from '../../src/services.js';
 import { type SimulatorHandle, type SimulatorOptions, startSimulator } from '../../src/simulator/index.js';
 import type { KeySpec } from '../../src/simulator/options.js';
-import type { SimulatorStats } from '../../src/simulator/stats.js';
 import type { Resolve } from '../../src/webhooks/address.js';
 import { AccountFlow, type FlowDeps } from '../../workers/flow.js';
 import { startWorker, type WorkerHandle } from '../../workers/worker.js';
@@ -38,32 +37,7 @@ export const TEST_KEY = 'test-key-0123456789abcdef';
 export const BUSY_HOST_MS = 150;
 export const BUSY_HOST = { VQ_PACING_JITTER: `${BUSY_HOST_MS}ms` } as const;
 
-/**
- * The 429s for a key's rate that a stall of the simulator's own event loop does not explain
- * (stats read with `times`). A stall from `from` to `to` shows the requests that arrived meanwhile
- * all at `to`: a window starting at `start` inside it counts those sent since `from`, a window
- * longer by `start - from`. The pacing spaces N requests over the window plus `allowanceMs`, half
- * of it for a request's own lateness (flow.ts), so a 429 at T is the stall's when a stall holds
- * T - windowMs and began more than half the allowance before it. Any other is the client's.
- */
-export function refusalsNotFromStalls(
-  stats: SimulatorStats,
-  allowanceMs: number,
-  windowMs = 1_000,
-): { unexplained: { key: string; at: number }[]; fromStalls: number } {
-  if (!stats.timesByKey || !stats.stalls) throw new Error('read the stats with { times: true }');
-  const unexplained: { key: string; at: number }[] = [];
-  let fromStalls = 0;
-  for (const [key, times] of Object.entries(stats.timesByKey))
-    for (const at of times.refused) {
-      const start = at - windowMs;
-      // `to` is the look that saw the stall end: the requests it held were read just after it.
-      const stall = stats.stalls.find((s) => s.from < start && start <= s.to + 10 && start - s.from > allowanceMs / 2);
-      if (stall) fromStalls += 1;
-      else unexplained.push({ key, at });
-    }
-  return { unexplained, fromStalls };
-}
+export { refusalsNotFromStalls } from '../../src/simulator/stall-watch.js';
 
 export interface Harness {
   sim: SimulatorHandle;
