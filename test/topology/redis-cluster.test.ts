@@ -135,7 +135,13 @@ describe('Redis Cluster', () => {
     expect((await cluster.ownerOf(slot)).port).toBe(elsewhere[1]!.port);
 
     const { code, stdout, stderr } = await run.done;
-    expect(stderr).toBe('');
+    // A lock renewal that meets the slot mid-migration fails and is said (a warning): the jobs
+    // are fenced, and the counts below hold that nothing was created twice. A fresh-clone CI run
+    // read 15 such lines at once; any other line fails.
+    const said = stderr.split('\n').filter((line) => line !== '');
+    const lockLost = (line: string) =>
+      line.includes('"event":"job.lock_lost"') && line.includes('"when":"renewal-failed"');
+    expect(said.filter((line) => !lockLost(line))).toEqual([]);
     expect(stdout).not.toMatch(/MOVED|ASK|TRYAGAIN|CROSSSLOT/);
     expect(code).toBe(0);
     expect(createsAtMigrationEnd).toBeLessThan(n); // the migration happened while plates were still being created
