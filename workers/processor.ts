@@ -619,8 +619,8 @@ export class PlateProcessor {
       if (slept && !signal.aborted && this.#clock.monotonic() - planned <= OVERSLEPT_MS) {
         // The poll keeps its place in the room until its slot is taken: woken, it waits in the
         // process's line for a slot, and were it a job at work meanwhile, BullMQ would fetch
-        // nothing while polls come due (a closing create, which goes before them in that line,
-        // would wait in the queue behind them: account-queues.ts PRIORITY).
+        // nothing while polls come due, and a closing batch's creates, which go before its polls
+        // in that line (queue/feeder.ts isClosing), would stay in the queue behind them.
         let left = false;
         const leave = () => {
           if (left) return;

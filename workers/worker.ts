@@ -270,6 +270,8 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     now,
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
+  // This process's polls ask which batches are closing: its feeds mark them.
+  services.feeder.marksClosing = true;
   for (const { account, line } of services.accounts.all()) void resumeIfRead(services, account, line, logger);
 
   const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, deps.random);

@@ -84,6 +84,11 @@ export class Feeder {
    * worker's line (isClosing).
    */
   readonly #closingUntil = new Map<string, number>();
+  /**
+   * Set by a worker process, whose polls ask isClosing: a producer's process (an API, an ingest)
+   * feeds too, and would read the batches' lists and the answer time for nobody.
+   */
+  marksClosing = false;
 
   constructor(
     scheduler: Scheduler,
@@ -208,7 +213,7 @@ export class Feeder {
       this.traces === undefined || !tracing()
         ? 'pace'
         : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
-    if (!meeting) await this.#closing(account, picked, ratePerSecond ?? perSecond(account));
+    if (!meeting && this.marksClosing) await this.#closing(account, picked, ratePerSecond ?? perSecond(account));
     await this.#add(account, queue, picked, why);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
@@ -281,11 +286,13 @@ export class Feeder {
    */
   async #closing(account: Account, picked: readonly Picked[], ratePerSecond: number): Promise<void> {
     if (this.#answerTime === undefined) return;
+    // Marks past their time go here, once a feed: a batch's polls stop asking once it ends.
+    const now = this.#now();
+    for (const [id, until] of this.#closingUntil) if (until <= now) this.#closingUntil.delete(id);
     const batches = new Set(picked.filter((p) => p.cls === 'normal' && !lentOf(p.batchId)).map((p) => p.batchId));
     if (batches.size === 0) return;
     const answerMs = await this.#answerTime(account.product);
     const within = Math.ceil((ratePerSecond * answerMs) / 1_000);
-    const now = this.#now();
     for (const id of batches)
       if ((await this.#scheduler.waiting({ id, account: account.id })) <= within)
         this.#closingUntil.set(id, now + 2 * answerMs);
@@ -293,11 +300,7 @@ export class Feeder {
 
   /** Whether the batch's polls yield to creates now (#closing). */
   isClosing(batchId: string): boolean {
-    const until = this.#closingUntil.get(batchId);
-    if (until === undefined) return false;
-    if (until > this.#now()) return true;
-    this.#closingUntil.delete(batchId);
-    return false;
+    return (this.#closingUntil.get(batchId) ?? 0) > this.#now();
   }
 
   async #add(account: Account, queue: PlateQueue, picked: readonly Picked[], why: WaitWhy = 'pace'): Promise<void> {

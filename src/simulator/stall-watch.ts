@@ -69,7 +69,9 @@ export function refusalsNotFromStalls(
     for (const at of times.refused) {
       const start = at - windowMs;
       // `to` is the look that saw the stall end: the requests it held were read just after it.
-      const stall = stats.stalls.find((s) => s.from < start && start <= s.to + 10 && start - s.from > allowanceMs / 2);
+      const stall = stats.stalls.find(
+        (s) => s.from < start && start <= s.to + TICK_MS && start - s.from > allowanceMs / 2,
+      );
       if (stall) fromStalls += 1;
       else unexplained.push({ key, at });
     }

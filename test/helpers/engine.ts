@@ -280,6 +280,16 @@ export function accountFlow(h: Harness, extra: Partial<FlowDeps> = {}): AccountF
 }
 
 /** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */
+/**
+ * A deployment that met the simulator's upstream before: its answers' shape learned, and 64 answer
+ * times it stated, evenly from `fromMs` to `toMs` (the first poll then goes at their 90 % point).
+ */
+export async function metUpstream(h: Harness, fromMs: number, toMs: number): Promise<void> {
+  await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
+  for (let i = 0; i < 64; i++) h.services.learner.stated(h.config.product, fromMs + (i * (toMs - fromMs)) / 63);
+  await h.services.learner.flush();
+}
+
 export function makePlates(n: number, offset = 0): string[] {
   const out: string[] = [];
   for (let i = offset; i < offset + n; i++) {

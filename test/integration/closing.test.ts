@@ -3,7 +3,7 @@
 // creates are not left for the end, when only their polls would be left to send while their
 // answers come (the key half idle for an answer time: 1-1.5 s of a 300-plate batch at 30/s).
 import { describe, expect, it } from 'vitest';
-import { makePlates, useHarness } from '../helpers/engine.js';
+import { makePlates, metUpstream, useHarness } from '../helpers/engine.js';
 
 const harness = useHarness();
 
@@ -17,9 +17,7 @@ describe('closing creates', () => {
     });
     // A deployment that met this upstream: its answers' shape, and 64 answer times of 1-1.5 s it
     // stated (the first poll at their 90 % point, 1.45 s: a closing of 29 creates at 20/s).
-    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
-    for (let i = 0; i < 64; i++) h.services.learner.stated(h.config.product, 1_000 + (i * 500) / 63);
-    await h.services.learner.flush();
+    await metUpstream(h, 1_000, 1_500);
     await h.enqueue('b', makePlates(120));
     h.startWorker();
     await h.waitForBatch('b', 60_000);

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { firstPollBounds, learnStep, PollLearner, RELEVANCE, sampleGain } from '../../src/queue/poll-schedule.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
-import { makePlates, useHarness } from '../helpers/engine.js';
+import { makePlates, metUpstream, useHarness } from '../helpers/engine.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 const harness = useHarness();
@@ -120,9 +120,7 @@ describe('poll learner', () => {
       sim: { completionMs: [1_000, 2_000] },
     });
     // A deployment that met this upstream: its answers' shape and 64 answer times it stated.
-    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
-    for (let i = 0; i < 64; i++) h.services.learner.stated(h.config.product, 1_000 + (i * 1_000) / 63);
-    await h.services.learner.flush();
+    await metUpstream(h, 1_000, 2_000);
     await h.enqueue('b', makePlates(300));
     h.startWorker();
     await h.waitForBatch('b', 25_000);
