@@ -10,7 +10,7 @@
 import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisWaitReason } from '../accounts/wait.js';
-import { clock } from '../clock.js';
+import { type Clock, clock } from '../clock.js';
 import { RedisFullError } from '../errors.js';
 import type { RedisClient } from './connection.js';
 
@@ -51,6 +51,26 @@ const DOWN = new RegExp(
     ...['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY'],
   ].join('|'),
 );
+
+/**
+ * A Cluster answer for a slot being moved (TRYAGAIN: a multi-key command whose keys are split
+ * between the two nodes; ASK/MOVED left over once the client's own redirections ran out).
+ */
+const MIGRATING = /^(TRYAGAIN|ASK|MOVED) /;
+
+/**
+ * A slot of vqb's is being moved between Cluster nodes: the command is to be tried again (callers
+ * treat it as `isRedisDown`), but the connection is up and nothing is said unless it lasts.
+ */
+export function isSlotMigrating(err: unknown): boolean {
+  return messagesOf(err).some((m) => MIGRATING.test(m));
+}
+
+/**
+ * How long slot answers go on before they are said: a reshard moves a slot in well under a
+ * second (connection.ts rides out about 20 s of it), so this is a migration left half done.
+ */
+export const MIGRATION_SAID_AFTER_MS = 30_000;
 
 /** The connection to Redis failed or Redis cannot serve yet (restarting, loading its data). */
 export function isRedisDown(err: unknown): boolean {
@@ -93,9 +113,13 @@ export class RedisHealth {
   readonly #listeners = new Set<(state: RedisState) => void>();
   /** Errors of other kinds, logged once per distinct message until Redis changes state. */
   readonly #seen = new Set<string>();
+  readonly #clock: Clock;
+  /** The slot answers now going on: since when, the last one, whether it was said. */
+  #migrating: { since: number; last: number; said: boolean } | undefined;
 
-  constructor(log: Logger) {
+  constructor(log: Logger, clk: Clock = clock) {
     this.#log = log;
+    this.#clock = clk;
   }
 
   get state(): RedisState {
@@ -117,6 +141,10 @@ export class RedisHealth {
    * Other errors are left to the caller, unlogged: for callers that log them in their own words.
    */
   outage(err: unknown): boolean {
+    if (isSlotMigrating(err)) {
+      this.#slotMoving(err);
+      return true;
+    }
     if (isRedisFull(err)) {
       this.#set('full', err);
       return true;
@@ -145,6 +173,31 @@ export class RedisHealth {
 
   ok(): void {
     this.#set('up');
+  }
+
+  /**
+   * A slot answer: Redis is up (a "connection lost" line would send the operator the wrong way; a
+   * Cluster test read one mid-reshard). Answers that go on past MIGRATION_SAID_AFTER_MS, with no
+   * quiet gap that long between two, are one warning naming the fix.
+   */
+  #slotMoving(err: unknown): void {
+    const now = this.#clock.monotonic();
+    const m = this.#migrating;
+    if (m === undefined || now - m.last > MIGRATION_SAID_AFTER_MS) {
+      this.#migrating = { since: now, last: now, said: false };
+      return;
+    }
+    m.last = now;
+    if (m.said || now - m.since < MIGRATION_SAID_AFTER_MS) return;
+    m.said = true;
+    this.#log.warn(
+      {
+        redis: 'migrating',
+        seconds: Math.round((now - m.since) / 1000),
+        reason: messagesOf(err).find((x) => MIGRATING.test(x)),
+      },
+      "a Redis Cluster slot of vqb's has been half moved for a while: commands on it are retried; finish or roll back the reshard (redis-cli --cluster fix)",
+    );
   }
 
   /**
@@ -191,9 +244,9 @@ export class RedisHealth {
   heartbeat(redis: RedisClient, everyMs = 2_000, timeoutMs = 5_000): () => void {
     let pending = false;
     let since = 0;
-    const timer = clock.setInterval(() => {
+    const timer = this.#clock.setInterval(() => {
       if (pending) {
-        if (clock.now() - since > timeoutMs && this.#state === 'up')
+        if (this.#clock.now() - since > timeoutMs && this.#state === 'up')
           this.#set(
             'down',
             new Error(`redis is not answering (no reply to PING for ${Math.round(timeoutMs / 1000)} s)`),
@@ -201,7 +254,7 @@ export class RedisHealth {
         return;
       }
       pending = true;
-      since = clock.now();
+      since = this.#clock.now();
       redis.ping().then(
         () => {
           pending = false;

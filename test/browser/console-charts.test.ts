@@ -88,7 +88,15 @@ describe('a running batch’s charts (issue 47, 6)', () => {
         const response = await page.goto(`${base}/batches/grafico`);
         expect(response?.headers()['content-security-policy']).toBe(CSP);
         const progress = page.locator('figure[data-chart="progress"] svg[role="img"]');
-        await expect.poll(() => progress.count()).toBe(1);
+        // Drawn by the server: there on load, so read at once. An expect.poll here failed a CI run
+        // on a loaded machine: its 1 s bound ran out before Chromium answered the count at all
+        // ("function didn't resolve in time"), not on a missing chart. Should one be missing, the
+        // failure says what the page showed instead.
+        const drawn = await progress.count();
+        if (drawn !== 1) {
+          const shown = ((await page.locator('main').textContent()) ?? '').replace(/\s+/g, ' ').slice(0, 1_500);
+          expect(drawn, `${locale} ${width}px: ${response?.status()} ${page.url()}: ${shown}`).toBe(1);
+        }
         const points = page.locator('figure[data-chart="progress"] circle[data-done]');
         expect(await points.count()).toBeGreaterThanOrEqual(3);
         const last = points.last();

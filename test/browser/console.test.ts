@@ -17,6 +17,8 @@ const ADMIN = 'admin-token-0123456789abcdef';
 const FROTA = 'frota-token-0123456789abcdef';
 const SEGUROS = 'seguros-token-0123456789abcd';
 const SAMPLE = join(ROOT, 'samples/plates.csv');
+/** expect.poll's own 1 s can run out before a loaded machine's Chromium answers at all. */
+const LOADED = { timeout: 15_000, interval: 100 };
 
 const harness = useHarness('all');
 let h: Harness;
@@ -96,7 +98,7 @@ describe('web console in Chromium', () => {
     // A wrong token: the form again, with a message, and no session.
     await page.fill('#token', 'not-a-token-0123456789abcdef');
     await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('[role=alert]')).toContain('not valid');
+    await expect.poll(() => page.textContent('[role=alert]'), LOADED).toContain('not valid');
 
     await signIn(page, ADMIN);
     const cookie = (await context.cookies()).find((c) => c.name === 'vqb_session');
@@ -340,7 +342,7 @@ describe('web console in Chromium', () => {
       await page.goto(evilUrl);
       expect((await signInAnswer).status()).toBe(403);
       expect((await context.cookies(base)).map((c) => c.name)).not.toContain('vqb_session');
-      await expect.poll(() => page.textContent('[role=alert]')).toContain('did not come from this console');
+      await expect.poll(() => page.textContent('[role=alert]'), LOADED).toContain('did not come from this console');
       await shot(page, '12-cross-site-sign-in');
       // The language switch with a tab hidden in its back target: the browser stays on the console.
       await page.goto(`${base}/lang?to=en&back=%2F%09%2Fevil.example`);

@@ -3,8 +3,15 @@
 import { describe, expect, it } from 'vitest';
 import { isError, RedisFullError } from '../../src/errors.js';
 import { describeError } from '../../src/http/errors.js';
-import { isRedisDown, isRedisFull, RedisHealth } from '../../src/redis/health.js';
+import {
+  isRedisDown,
+  isRedisFull,
+  isSlotMigrating,
+  MIGRATION_SAID_AFTER_MS,
+  RedisHealth,
+} from '../../src/redis/health.js';
 import { captureLogs } from '../helpers/logs.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
 const OOM = "OOM command not allowed when used memory > 'maxmemory'.";
 
@@ -54,5 +61,41 @@ describe('redis health', () => {
       'redis connection back',
       'redis client error',
     ]);
+  });
+
+  it('a Cluster slot being moved is retried, not a lost connection; said once only when it lasts', () => {
+    const clk = new ManualClock();
+    const logs = captureLogs();
+    const health = new RedisHealth(logs.logger, clk);
+    const states: string[] = [];
+    health.onState((s) => states.push(s));
+    const tryAgain = new Error('TRYAGAIN Multiple keys request during rehashing of slot');
+    // Callers retry it as they retry an outage...
+    expect(isRedisDown(tryAgain)).toBe(true);
+    expect(isSlotMigrating(tryAgain)).toBe(true);
+    expect(isSlotMigrating(new Error('ASK 3999 127.0.0.1:7002'))).toBe(true);
+    expect(isSlotMigrating(new Error('connect ECONNREFUSED 127.0.0.1:6379'))).toBe(false);
+    // ...but a reshard's few seconds of it change no state and say nothing (a CI run read
+    // "redis connection lost" mid-reshard of a Cluster that never lost a connection).
+    for (let i = 0; i < 40; i++) {
+      expect(health.report(tryAgain, 'worker a')).toBe(true);
+      clk.advance(100);
+    }
+    expect(health.state).toBe('up');
+    expect(logs.lines).toEqual([]);
+    // A quiet gap longer than the bound starts the count again.
+    clk.advance(MIGRATION_SAID_AFTER_MS + 1);
+    health.report(tryAgain);
+    clk.advance(MIGRATION_SAID_AFTER_MS - 1_000);
+    health.report(tryAgain);
+    expect(logs.lines).toEqual([]);
+    // A slot left half moved past the bound is one warning naming the fix, however long it lasts.
+    for (let i = 0; i < 10; i++) {
+      clk.advance(500);
+      health.report(tryAgain);
+    }
+    expect(logs.lines.map((l) => [l.level, l.msg])).toEqual([[40, expect.stringMatching(/redis-cli --cluster fix/)]]);
+    expect(states).toEqual([]);
+    expect(health.waitReason).toBeUndefined();
   });
 });
