@@ -196,7 +196,8 @@ export class RedisHealth {
         seconds: Math.round((now - m.since) / 1000),
         reason: messagesOf(err).find((x) => MIGRATING.test(x)),
       },
-      "a Redis Cluster slot of vqb's has been half moved for a while: commands on it are retried; finish or roll back the reshard (redis-cli --cluster fix)",
+      "a Redis Cluster slot of vqb's has been half moved for a while: commands on it are retried; " +
+        'finish or roll back the reshard (redis-cli --cluster fix)',
     );
   }
 
