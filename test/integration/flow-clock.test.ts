@@ -132,4 +132,63 @@ describe('the flow on a clock the test owns', () => {
     expect(clock.now() - t0).toBe(0);
     expect(h.sim.stats().gets).toBe(0);
   });
+
+  it('a request written late moves the schedule back by its excess: the request N slots on is a window after its write', async () => {
+    // 2/s: a window of 1 s, slots 512.5 ms apart (the 25 ms jitter allowance spread over the two).
+    // A request whose bytes leave 300 ms after its slot (its connection opened first) is 287.5 ms
+    // later than half the allowance: each slot not yet taken moves back by that, so the request
+    // two slots on reaches a sliding window more than a window after it. Without the move it
+    // would go 725 ms after it: two in one window, and a 429 (worker-limits' late-connection test
+    // shows that on the wall clock; here it is exact).
+    const h = await harness.start({ label: 'flow-clock-moved', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const { line, flow } = onClock(h, clock);
+    const shifts = vi.spyOn(line, 'shift');
+    const first = await flow.admitPoll('normal');
+    if (!first.go) throw new Error('expected a slot');
+    const pacing = flow.send(first);
+    await drive(clock, pacing.ready!());
+    expect(clock.now() - t0).toBe(0);
+    clock.advance(300);
+    const writtenAt = clock.now();
+    pacing.written!();
+    expect(shifts).toHaveBeenCalledTimes(1);
+    expect(shifts.mock.calls[0]![1]).toBeCloseTo(287.5, 6);
+    await shifts.mock.results[0]!.value;
+
+    const sentAt: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const next = await drive(clock, flow.admitPoll('normal'));
+      if (!next.go) throw new Error('expected a slot');
+      const p = flow.send(next);
+      await drive(clock, p.ready!());
+      sentAt.push(clock.now());
+      p.written!();
+    }
+    // The next slot moved from 512.5 to 800 ms; the one after it from 1,025 to 1,312.5.
+    expect(sentAt.map((at) => at - t0)).toEqual([800, 1_312.5]);
+    expect(sentAt[1]! - writtenAt).toBeGreaterThanOrEqual(1_000);
+    // Written on time, they moved nothing.
+    expect(shifts).toHaveBeenCalledTimes(1);
+  });
+
+  it('a late write within half the allowance moves nothing', async () => {
+    const h = await harness.start({ label: 'flow-clock-in-time', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
+    const clock = new ManualClock();
+    const t0 = clock.now();
+    const { line, flow } = onClock(h, clock);
+    const shifts = vi.spyOn(line, 'shift');
+    const first = await flow.admitPoll('normal');
+    if (!first.go) throw new Error('expected a slot');
+    const pacing = flow.send(first);
+    await drive(clock, pacing.ready!());
+    clock.advance(12.5);
+    pacing.written!();
+    expect(shifts).not.toHaveBeenCalled();
+    const next = await drive(clock, flow.admitPoll('normal'));
+    if (!next.go) throw new Error('expected a slot');
+    await drive(clock, flow.send(next).ready!());
+    expect(clock.now() - t0).toBe(512.5);
+  });
 });

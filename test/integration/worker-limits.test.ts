@@ -133,7 +133,8 @@ describe('worker engine: pacing and quotas', () => {
     // (the busy host's allowance, BUSY_HOST: the simulator shares this process), 850 ms after it
     // arrived. (At the default 25 ms, without the move back, that request was a 429; at this
     // allowance undici's queue behind the late connections spaces them too, and without the move
-    // back it is the log below that fails: checked.)
+    // back it is the log below that fails: checked. The move's arithmetic, exact, on a clock the
+    // test owns: flow-clock.test.ts.)
     const connect = buildConnector({});
     const slowConnections = new Agent({
       connect: (opts, callback) => {
