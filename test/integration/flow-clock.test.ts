@@ -232,4 +232,35 @@ describe('the flow on a clock the test owns', () => {
       expect({ asked: asks.mock.calls.length - before, moved: shifts.mock.calls.map((c) => c[1]) }).toEqual(expected);
     },
   );
+
+  it('a process with no answer of its own measures lateness against the window another process heard: 60 ms late on a 120/min key keeps its slot', async () => {
+    // Starting at 5/s (200 ms apart): a request late by less than an interval of a slow key (a
+    // second or more) is sent late whatever the window, so this one starts faster.
+    const h = await harness.start({
+      label: 'flow-clock-heard',
+      workers: 0,
+      config: { VQ_RATE_LIMIT: 'auto, start=5/s' },
+    });
+    const clock = new ManualClock();
+    const { line, flow } = onClock(h, clock);
+    // Another process heard the upstream announce 120 a minute: slots 502.5 ms apart, and a
+    // minute's window allows 300 ms late (150 ms of it in the pacing).
+    await line.learn('ok', { limit: 120, remaining: 119, windowMs: 60_000 }, 25);
+    const asks = vi.spyOn(line, 'slot');
+    // This process has had no answer: its own idea of the window is the start rate's second,
+    // whose allowance is 25 ms (12.5 ms late at most). Woken 60 ms late (a busy host), the
+    // request keeps its slot instead of giving it up for the next.
+    const admission = await flow.admitPoll('normal');
+    if (!admission.go) throw new Error('expected a slot');
+    const before = asks.mock.calls.length;
+    clock.advance(60);
+    const leaving = clock.now();
+    await drive(clock, flow.send(admission).ready!());
+    expect(clock.now()).toBe(leaving);
+    expect(asks.mock.calls.length - before).toBe(0);
+    // The next slot is the one after it ((60,000 + 300) / 120 = 502.5 ms on), not two: nothing was given up.
+    const next = await line.slot(60_000);
+    if (!next.reserved) throw new Error('expected a slot');
+    expect(next.waitMs).toBeCloseTo(502.5 - 60, 0);
+  });
 });
