@@ -8,6 +8,7 @@ import { isError, StoppedBeforeSendError } from '../../src/errors.js';
 import { HoldNews } from '../../src/queue/hold-news.js';
 import { AccountLine } from '../../src/queue/line.js';
 import { ExpiredKeyError } from '../../src/upstream/errors.js';
+import type { AccountFlow, SendAdmission } from '../../workers/flow.js';
 import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
 import { drive, ManualClock } from '../helpers/manual-clock.js';
 import { REDIS_URL } from '../helpers/redis.js';
@@ -27,6 +28,20 @@ function onClock(h: Harness, clock: ManualClock, news?: HoldNews) {
   );
   const flow = accountFlow(h, { line, clock, ...(news ? { holdNews: news } : {}) });
   return { line, flow };
+}
+
+/** The harness's account at `rate` on a clock of its own (onClock), and that clock's start. */
+async function onOwnClock(label: string, rate: string) {
+  const h = await harness.start({ label, workers: 0, config: { VQ_RATE_LIMIT: rate } });
+  const clock = new ManualClock();
+  return { h, clock, t0: clock.now(), ...onClock(h, clock) };
+}
+
+/** A poll's admission, its slot waited for on `clock`; a refusal fails the test. */
+async function admitted(clock: ManualClock, flow: AccountFlow): Promise<Extract<SendAdmission, { go: true }>> {
+  const admission = await drive(clock, flow.admitPoll('normal'));
+  if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
+  return admission;
 }
 
 /** Lets real I/O settle until the flow waits on the clock. */
@@ -140,14 +155,9 @@ describe('the flow on a clock the test owns', () => {
     // two slots on reaches a sliding window more than a window after it. Without the move it
     // would go 725 ms after it: two in one window, and a 429 (worker-limits' late-connection test
     // shows that on the wall clock; here it is exact).
-    const h = await harness.start({ label: 'flow-clock-moved', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
-    const clock = new ManualClock();
-    const t0 = clock.now();
-    const { line, flow } = onClock(h, clock);
+    const { clock, t0, line, flow } = await onOwnClock('flow-clock-moved', '2/s');
     const shifts = vi.spyOn(line, 'shift');
-    const first = await flow.admitPoll('normal');
-    if (!first.go) throw new Error('expected a slot');
-    const pacing = flow.send(first);
+    const pacing = flow.send(await admitted(clock, flow));
     await drive(clock, pacing.ready!());
     expect(clock.now() - t0).toBe(0);
     clock.advance(300);
@@ -159,9 +169,7 @@ describe('the flow on a clock the test owns', () => {
 
     const sentAt: number[] = [];
     for (let i = 0; i < 2; i++) {
-      const next = await drive(clock, flow.admitPoll('normal'));
-      if (!next.go) throw new Error('expected a slot');
-      const p = flow.send(next);
+      const p = flow.send(await admitted(clock, flow));
       await drive(clock, p.ready!());
       sentAt.push(clock.now());
       p.written!();
@@ -174,21 +182,14 @@ describe('the flow on a clock the test owns', () => {
   });
 
   it('a late write within half the allowance moves nothing', async () => {
-    const h = await harness.start({ label: 'flow-clock-in-time', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
-    const clock = new ManualClock();
-    const t0 = clock.now();
-    const { line, flow } = onClock(h, clock);
+    const { clock, t0, line, flow } = await onOwnClock('flow-clock-in-time', '2/s');
     const shifts = vi.spyOn(line, 'shift');
-    const first = await flow.admitPoll('normal');
-    if (!first.go) throw new Error('expected a slot');
-    const pacing = flow.send(first);
+    const pacing = flow.send(await admitted(clock, flow));
     await drive(clock, pacing.ready!());
     clock.advance(12.5);
     pacing.written!();
     expect(shifts).not.toHaveBeenCalled();
-    const next = await drive(clock, flow.admitPoll('normal'));
-    if (!next.go) throw new Error('expected a slot');
-    await drive(clock, flow.send(next).ready!());
+    await drive(clock, flow.send(await admitted(clock, flow)).ready!());
     expect(clock.now() - t0).toBe(512.5);
   });
 
@@ -208,17 +209,10 @@ describe('the flow on a clock the test owns', () => {
   ] as const)(
     'a request %s late by %i ms: sent late and the pace moved back, or a new slot taken',
     async (rate, lateMs, expected) => {
-      const h = await harness.start({
-        label: `flow-clock-late-${rate.replace('/', '-')}-${lateMs}`,
-        workers: 0,
-        config: { VQ_RATE_LIMIT: rate },
-      });
-      const clock = new ManualClock();
-      const { line, flow } = onClock(h, clock);
+      const { clock, line, flow } = await onOwnClock(`flow-clock-late-${rate.replace('/', '-')}-${lateMs}`, rate);
       const asks = vi.spyOn(line, 'slot');
       const shifts = vi.spyOn(line, 'shift');
-      const admission = await flow.admitPoll('normal');
-      if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
+      const admission = await admitted(clock, flow);
       expect(admission.early).toBeUndefined();
       const before = asks.mock.calls.length;
       clock.advance(lateMs);
@@ -236,13 +230,7 @@ describe('the flow on a clock the test owns', () => {
   it('a process with no answer of its own measures lateness against the window another process heard: 60 ms late on a 120/min key keeps its slot', async () => {
     // Starting at 5/s (200 ms apart): a request late by less than an interval of a slow key (a
     // second or more) is sent late whatever the window, so this one starts faster.
-    const h = await harness.start({
-      label: 'flow-clock-heard',
-      workers: 0,
-      config: { VQ_RATE_LIMIT: 'auto, start=5/s' },
-    });
-    const clock = new ManualClock();
-    const { line, flow } = onClock(h, clock);
+    const { clock, line, flow } = await onOwnClock('flow-clock-heard', 'auto, start=5/s');
     // Another process heard the upstream announce 120 a minute: slots 502.5 ms apart, and a
     // minute's window allows 300 ms late (150 ms of it in the pacing).
     await line.learn('ok', { limit: 120, remaining: 119, windowMs: 60_000 }, 25);
@@ -250,8 +238,7 @@ describe('the flow on a clock the test owns', () => {
     // This process has had no answer: its own idea of the window is the start rate's second,
     // whose allowance is 25 ms (12.5 ms late at most). Woken 60 ms late (a busy host), the
     // request keeps its slot instead of giving it up for the next.
-    const admission = await flow.admitPoll('normal');
-    if (!admission.go) throw new Error('expected a slot');
+    const admission = await admitted(clock, flow);
     const before = asks.mock.calls.length;
     clock.advance(60);
     const leaving = clock.now();
