@@ -293,9 +293,13 @@ export class Feeder {
     if (batches.size === 0) return;
     const answerMs = await this.#answerTime(account.product);
     const within = Math.ceil((ratePerSecond * answerMs) / 1_000);
-    for (const id of batches)
-      if ((await this.#scheduler.waiting({ id, account: account.id })) <= within)
-        this.#closingUntil.set(id, now + 2 * answerMs);
+    // The batches' LLENs together: they share a round trip.
+    await Promise.all(
+      [...batches].map(async (id) => {
+        if ((await this.#scheduler.waiting({ id, account: account.id })) <= within)
+          this.#closingUntil.set(id, now + 2 * answerMs);
+      }),
+    );
   }
 
   /** Whether the batch's polls yield to creates now (#closing). */
