@@ -279,7 +279,6 @@ export function accountFlow(h: Harness, extra: Partial<FlowDeps> = {}): AccountF
   });
 }
 
-/** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */
 /**
  * A deployment that met the simulator's upstream before: its answers' shape learned, and 64 answer
  * times it stated, evenly from `fromMs` to `toMs` (the first poll then goes at their 90 % point).
@@ -290,6 +289,7 @@ export async function metUpstream(h: Harness, fromMs: number, toMs: number): Pro
   await h.services.learner.flush();
 }
 
+/** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */
 export function makePlates(n: number, offset = 0): string[] {
   const out: string[] = [];
   for (let i = offset; i < offset + n; i++) {
