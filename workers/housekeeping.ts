@@ -12,7 +12,7 @@ import type { AccountWorkers } from './account-workers.js';
 import type { Doorbell } from './doorbell.js';
 
 /** How often each process tops up the account queues from the scheduler. */
-const FEED_EVERY_MS = 200;
+export const FEED_EVERY_MS = 200;
 /** The longest a process leaves an account that meets its upstream unfed, should the wake that ends it be lost. */
 const MEETING_REST_MS = 5_000;
 const RECOVER_EVERY_MS = 10_000;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Dispatcher } from 'undici';
 import { afterAll, afterEach } from 'vitest';
+import type { Clock } from '../../src/clock.js';
 import type { Config, Overrides } from '../../src/config.js';
 import type { PlateQueue } from '../../src/queue/account-queues.js';
 import { CreateAdmission } from '../../src/queue/admission.js';
@@ -57,7 +58,8 @@ export interface Harness {
   /** True when no plate is waiting to be fed, queued, between polls or running, on any account. */
   idle(): Promise<boolean>;
   /** `random`: what the worker process draws its jitters from (rests, pacing), for a test that needs them at an end. */
-  startWorker(deps?: { random?: () => number }): WorkerHandle;
+  /** A worker in this process; `clock` puts all of its timers and `now` on a clock the test owns. */
+  startWorker(deps?: { random?: () => number; clock?: Clock }): WorkerHandle;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
   enqueue(
     batchId: string,
@@ -204,6 +206,7 @@ export async function startHarness(
       const handle = startWorker(config, {
         logger: logs.logger,
         ...(deps.random ? { random: deps.random } : {}),
+        ...(deps.clock ? { clock: deps.clock } : {}),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         ...(options.resolve ? { webhookResolve: options.resolve } : {}),
       });

@@ -5,8 +5,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/queue/account-queues.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
+import { FEED_EVERY_MS } from '../../workers/housekeeping.js';
 import type { WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const ACCOUNTS = Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, rateLimit: '50/s' }));
@@ -33,27 +35,58 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
   }
 }
 
+/** `n` of the worker's feed passes on `clock`, each let finish its Redis calls before the next. */
+async function passes(clock: ManualClock, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    clock.advance(FEED_EVERY_MS);
+    await sleep(10);
+  }
+}
+
+/** Awaits `closing` (a worker's stop, which lets running jobs end) while time on `clock` runs 10× real. */
+async function stopOnClock(clock: ManualClock, closing: Promise<void>): Promise<void> {
+  let closed = false;
+  const done = closing.finally(() => {
+    closed = true;
+  });
+  while (!closed) {
+    clock.advance(100);
+    await sleep(10);
+  }
+  await done;
+}
+
 describe('idle accounts', () => {
   it('20 accounts with nothing queued: no Worker, a few connections and commands per process whatever the accounts', async () => {
     // A server of its own: INFO counts every client's commands, and `npm test`'s other lane uses the shared one.
     own = await startRedisServer();
     h = await startHarness({ label: 'idle', accounts: ACCOUNTS, workers: 0, redisUrl: own.url });
     const clientsBefore = await info('connected_clients', 'clients');
-    const worker = h.startWorker();
-    await sleep(1_500);
+    // The worker on a clock the test owns: its feed passes, pings and presence run when the test
+    // moves time, so what it costs is counted per pass, not per second of a busy machine.
+    const clock = new ManualClock(Date.now());
+    const worker = h.startWorker({ clock });
+    // The first pass activates every configured account, finds each idle and lets it go.
+    await passes(clock, 10);
     expect(worker.workers).toHaveLength(0);
     expect(await h.services.scheduler.activeAccounts()).toEqual([]);
     // The worker's command connection, the one its Workers share, the wake subscriber: none per account.
     expect(await info('connected_clients', 'clients')).toBeLessThanOrEqual(clientsBefore + 3);
     const before = await info('total_commands_processed', 'stats');
-    await sleep(3_000);
-    const perSecond = ((await info('total_commands_processed', 'stats')) - before) / 3;
+    const PASSES = 100;
+    await passes(clock, PASSES);
+    // Less our own INFO call.
+    const perPass = ((await info('total_commands_processed', 'stats')) - before - 1) / PASSES;
     const clients = (await info('connected_clients', 'clients')) - clientsBefore;
     console.log(
-      `20 idle accounts, one worker process: ${perSecond.toFixed(1)} Redis commands/s, ${clients} connections`,
+      `20 idle accounts, one worker process: ${perPass.toFixed(2)} Redis commands a feed pass, ${clients} connections`,
     );
-    // A read of the active set every 200 ms, a PING every 2 s, presence every 10 s (+ our INFO calls).
-    expect(perSecond).toBeLessThan(25);
+    // Read 1.42: the active set each pass (100), the deadline watch's set every 2 s (10), and a
+    // few more of the process's own. One command a pass per account would be
+    // 20 more; before issue 21 each pass fed every account, ~140 commands a pass for these 20.
+    expect(perPass).toBeLessThan(2);
+    await stopOnClock(clock, h.close());
+    h = undefined;
   });
 
   it('an account with work gets a Worker for its batch, the others none, and it stops once the account is idle', async () => {
@@ -100,11 +133,11 @@ describe('idle accounts', () => {
   });
 
   it("a producer's feed wakes the account's waiting Worker at once, not at the process's next feed pass", async () => {
-    // 30/min: the feed pass rests 2 s on this account between looks (Feeder.restMs), 2.5 s with
-    // its jitter drawn at the top (random 1). Plates are enqueued 3 s apart (a slot is free every
-    // 2 s) while the ones before wait for their first poll (20 s): the account is busy, its Worker
-    // waits for work, and only a wake has it take the new job at once. Read is when BullMQ made
-    // the job active (processedOn).
+    // The worker runs on a clock the test owns (test/helpers/manual-clock.ts): its feed passes,
+    // rests, polls and the doorbell's own timers fire only when the test moves it. Once the
+    // account's Worker waits for work, the clock stands still: a plate enqueued then is taken only
+    // if the producer's wake rings the doorbell, since nothing on the clock will ever look again.
+    // (Before the wake, it waited for the next feed pass after the account's rest: up to 2.5 s.)
     h = await startHarness({
       label: 'wake',
       accounts: [{ id: 'slow', rateLimit: '30/min' }],
@@ -112,29 +145,36 @@ describe('idle accounts', () => {
       sim: { completionMs: [30_000, 30_000] },
       config: { VQ_POLL_ADAPTIVE: 'false', VQ_POLL_INITIAL: '20s' },
     });
-    // The account has met its upstream before: first contact would hold plates 2-4 for the first
-    // plate's 30 s (one create at a time), and this test is about the wake.
-    await h.services.answers.learn('slow', { id: '/body/queryId', status: '/body/status' }, Date.now());
-    h.startWorker({ random: () => 1 });
+    const clock = new ManualClock(Date.now());
+    // The account has met its upstream before: first contact would hold plates 2-4 until the
+    // first plate's answer (one create at a time), and this test is about the wake.
+    await h.services.answers.learn('slow', { id: '/body/queryId', status: '/body/status' }, clock.now());
+    h.startWorker({ clock, random: () => 1 });
     const queue = h.services.accounts.queue('slow');
-    const latencies: number[] = [];
-    for (let i = 0; i < 4; i++) {
+    const taken = async (i: number, plate: string) =>
+      (await queue.getJob(jobIdFor(`wake-${i}`, plate)))?.processedOn !== undefined;
+    // The first plate: the clock moves until a feed pass starts the account's Worker and it takes
+    // the job, sends its create (a slot free at once) and waits for more.
+    const first = makePlates(1, 0)[0]!;
+    await h.enqueue('wake-0', [first], { account: 'slow' });
+    await waitFor('the first plate taken, on feed passes', async () => {
+      clock.advance(FEED_EVERY_MS);
+      return await taken(0, first);
+    });
+    await waitFor('its create sent', () => h!.sim.stats().creates === 1);
+    for (let i = 1; i < 4; i++) {
       const plate = makePlates(1, i)[0]!;
-      const at = Date.now();
+      const stoodAt = clock.now();
       await h.enqueue(`wake-${i}`, [plate], { account: 'slow' });
-      let taken: number | undefined;
-      await waitFor('taken', async () => {
-        taken = (await queue.getJob(jobIdFor(`wake-${i}`, plate)))?.processedOn;
-        return taken !== undefined;
-      });
-      if (i > 0) latencies.push(taken! - at);
-      await sleep(3_000 - (Date.now() - at));
+      // A bound against a hang, not a timing: without the wake it is never taken.
+      await waitFor(`plate ${i} taken with the clock standing still`, () => taken(i, plate), 10_000);
+      expect(clock.now()).toBe(stoodAt);
     }
-    console.log(`enqueue -> job taken by a waiting Worker, ms: ${latencies.join(', ')}`);
-    // Without the wake each waits for the rest's end, up to 2.5 s: a fifth of that rules it out
-    // on a machine as loaded as CI's (read 5-60 ms quiet).
-    for (const ms of latencies) expect(ms).toBeLessThan(500);
-    expect(h.sim.stats().creates).toBe(4);
+    // Their creates wait for slots 2 s apart on the worker's clock, which did not move.
+    expect(h.sim.stats().creates).toBe(1);
+    // The worker's stop lets its running jobs end on its clock.
+    await stopOnClock(clock, h.close());
+    h = undefined;
   });
 
   it('a retry after the account went idle (its Worker stopped) is run: the rerun wakes the account', async () => {
