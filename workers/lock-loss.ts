@@ -2,6 +2,7 @@
 // loop) or cut off from Redis past VQ_LOCK_DURATION, and another worker may hold the job now. That
 // is a decision worth one warning line naming the job and what this worker did about it, never a
 // "redis client error"; the fence (src/queue/job-fence.ts) makes sure it did nothing harmful.
+import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { clock } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
@@ -70,5 +71,55 @@ export class LockLoss {
     if (this.#renewalSaid.has(key)) return true;
     this.#renewalSaid.set(key, now);
     return false;
+  }
+}
+
+/**
+ * The jobs one account's Worker runs now, each with the lock token BullMQ gave it: what a failed
+ * renewal is checked against before it is said.
+ *
+ * BullMQ renews all of a Worker's locks in one script (extendLocks-1.lua) that reaches each lock by
+ * a name it builds rather than one it declares. In a Redis Cluster whose slot is being migrated,
+ * that script runs where the queue's stalled set still is, and a lock already moved to the other
+ * node reads as missing there: the renewal "fails" although the lock is held. A fresh-clone CI run
+ * said 15 such lost locks in one reshard. One renewal of the job alone (Job#extendLock, whose keys
+ * are declared, so the client follows ASK and waits out TRYAGAIN) tells a moved lock, renewed now,
+ * from a lost one (another worker's token, or none), which is said as before.
+ */
+export class HeldLocks {
+  readonly #held = new Map<string, { job: Job; token: string }>();
+
+  /** Runs `work` (the processor, for `job`) with the job's lock known here until it returns. */
+  async around<T>(job: Job, token: string | undefined, work: () => Promise<T>): Promise<T> {
+    const id = job.id;
+    if (id === undefined || token === undefined) return await work();
+    this.#held.set(id, { job, token });
+    try {
+      return await work();
+    } finally {
+      if (this.#held.get(id)?.token === token) this.#held.delete(id);
+    }
+  }
+
+  /**
+   * Renews the job's lock on its own, for `durationMs`: false when the lock is lost (another
+   * worker's token or none) while the job still runs here. A job that ended meanwhile (its lock
+   * released as BullMQ moved it on) lost nothing.
+   */
+  async renew(jobId: string, durationMs: number): Promise<boolean> {
+    const held = this.#held.get(jobId);
+    if (!held) return true;
+    let renewed = false;
+    try {
+      renewed = (await held.job.extendLock(held.token, durationMs)) === 1;
+    } catch {
+      // Redis did not answer: whether the lock is held is not known, and a lost one must be said.
+    }
+    return renewed || this.#held.get(jobId)?.token !== held.token;
+  }
+
+  /** The ids of the jobs whose locks this worker holds now. */
+  ids(): string[] {
+    return [...this.#held.keys()];
   }
 }

@@ -54,9 +54,12 @@ const DOWN = new RegExp(
 
 /**
  * A Cluster answer for a slot being moved (TRYAGAIN: a multi-key command whose keys are split
- * between the two nodes; ASK/MOVED left over once the client's own redirections ran out).
+ * between the two nodes; ASK/MOVED left over once the client's own redirections ran out), or a
+ * script that reaches keys by names it builds finding them gone to the other node (BullMQ's
+ * renewal of a Worker's locks, extendLocks-1.lua: every key of vqb's shares one hash tag, so only
+ * a slot on the move makes one of them "non local").
  */
-const MIGRATING = /^(TRYAGAIN|ASK|MOVED) /;
+const MIGRATING = /^(?:(?:TRYAGAIN|ASK|MOVED) |ERR Script attempted to access a non local key in a cluster node)/;
 
 /**
  * A slot of vqb's is being moved between Cluster nodes: the command is to be tried again (callers

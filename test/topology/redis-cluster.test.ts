@@ -106,9 +106,10 @@ describe('Redis Cluster', () => {
         REDIS_URL: urlOf(elsewhere[0]!.port),
         VQ_RATE_LIMIT: '60/s',
         // While the slot is half moved the workers' scripts wait out TRYAGAIN (up to ~4 s here): a
-        // lock longer than that keeps their jobs (the tests' usual 2 s lock would expire: the jobs
-        // stall and are run again, still with one create each, but with error lines).
-        VQ_LOCK_DURATION: '15s',
+        // lock longer than that keeps their jobs (the tests' usual 2 s lock would expire). Short
+        // enough that BullMQ renews the locks (every 1.5 s) while the slot is half moved, which
+        // before HeldLocks was said as lost locks in one run out of two here.
+        VQ_LOCK_DURATION: '6s',
       }),
       240_000,
     );
@@ -135,13 +136,10 @@ describe('Redis Cluster', () => {
     expect((await cluster.ownerOf(slot)).port).toBe(elsewhere[1]!.port);
 
     const { code, stdout, stderr } = await run.done;
-    // A lock renewal that meets the slot mid-migration fails and is said (a warning): the jobs
-    // are fenced, and the counts below hold that nothing was created twice. A fresh-clone CI run
-    // read 15 such lines at once; any other line fails.
-    const said = stderr.split('\n').filter((line) => line !== '');
-    const lockLost = (line: string) =>
-      line.includes('"event":"job.lock_lost"') && line.includes('"when":"renewal-failed"');
-    expect(said.filter((line) => !lockLost(line))).toEqual([]);
+    // Nothing is said. BullMQ's renewal of all the locks at once meets the slot half moved and
+    // reports locks already moved as lost (a fresh-clone CI run read 15 such warnings); each is
+    // renewed on its own, its keys declared (workers/lock-loss.ts, HeldLocks), and kept.
+    expect(stderr.split('\n').filter((line) => line !== '')).toEqual([]);
     expect(stdout).not.toMatch(/MOVED|ASK|TRYAGAIN|CROSSSLOT/);
     expect(code).toBe(0);
     expect(createsAtMigrationEnd).toBeLessThan(n); // the migration happened while plates were still being created
