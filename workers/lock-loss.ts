@@ -2,10 +2,11 @@
 // loop) or cut off from Redis past VQ_LOCK_DURATION, and another worker may hold the job now. That
 // is a decision worth one warning line naming the job and what this worker did about it, never a
 // "redis client error"; the fence (src/queue/job-fence.ts) makes sure it did nothing harmful.
-import type { Job } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { clock } from '../src/clock.js';
 import { noMetrics, type WorkerMetrics } from '../src/metrics.js';
+import { isSlotMigrating } from '../src/redis/health.js';
 
 /** What the worker that lost the lock had done, as the `lockLost` label and the log line say it. */
 export type LockLossWhen = 'renewal-failed' | 'nothing-sent' | 'answer-stored' | 'create-superseded' | 'answer-dropped';
@@ -122,4 +123,33 @@ export class HeldLocks {
   ids(): string[] {
     return [...this.#held.keys()];
   }
+}
+
+/**
+ * An account Worker's lock events: each lock BullMQ's renewal missed is renewed on its own
+ * (HeldLocks) and said only if lost; BullMQ's lock-loss errors are said that way, not as Redis
+ * errors; every other error goes to `report`.
+ */
+export function watchLocks(
+  worker: Pick<Worker, 'on'>,
+  held: HeldLocks,
+  loss: LockLoss,
+  account: string,
+  lockDurationMs: number,
+  report: (err: Error) => void,
+): void {
+  const renewAlone = (jobIds: string[]) => {
+    for (const jobId of jobIds)
+      void held.renew(jobId, lockDurationMs).then((kept) => {
+        if (!kept) loss.report(account, jobId, 'renewal-failed');
+      });
+  };
+  worker.on('lockRenewalFailed', renewAlone);
+  worker.on('error', (err) => {
+    if (lockErrorJob(err) !== undefined) return;
+    // A slot on the move can fail BullMQ's renewal of every lock at once (a key "non local" to the
+    // node its script ran on): each held lock is renewed on its own. Said only if it lasts (health).
+    if (isSlotMigrating(err)) renewAlone(held.ids());
+    report(err);
+  });
 }

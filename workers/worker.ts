@@ -22,7 +22,7 @@ import { WorkerPresence } from '../src/queue/presence.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import { connectRedis, waitForReplica } from '../src/redis/connection.js';
-import { isSlotMigrating, RedisHealth } from '../src/redis/health.js';
+import { RedisHealth } from '../src/redis/health.js';
 import type { BatchRef } from '../src/redis/keys.js';
 import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { settlesWithin } from '../src/settle.js';
@@ -37,7 +37,7 @@ import { Doorbell } from './doorbell.js';
 import { feedAfterFirstContact } from './first-contact.js';
 import { AccountFlow } from './flow.js';
 import { startHousekeeping } from './housekeeping.js';
-import { HeldLocks, LockLoss, lockErrorJob } from './lock-loss.js';
+import { HeldLocks, LockLoss, watchLocks } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
 import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
@@ -178,23 +178,10 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
         logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'),
       );
   });
-  // A lost lock is its own event (one warning naming the job), not a Redis client error. A lock
-  // BullMQ's renewal missed but this worker still holds (a Cluster slot mid-migration: HeldLocks)
-  // is renewed on its own and not said.
-  const renewAlone = (jobIds: string[]) => {
-    for (const jobId of jobIds)
-      void held.renew(jobId, config.locks.lockDurationMs).then((kept) => {
-        if (!kept) lockLoss.report(account.id, jobId, 'renewal-failed');
-      });
-  };
-  worker.on('lockRenewalFailed', renewAlone);
-  worker.on('error', (err) => {
-    if (lockErrorJob(err) !== undefined) return;
-    // A slot on the move can fail BullMQ's renewal of every lock at once (a key "non local" to the
-    // node its script ran on): each held lock is renewed on its own. Said only if it lasts (health).
-    if (isSlotMigrating(err)) renewAlone(held.ids());
-    health.report(err, `worker ${account.id}`);
-  });
+  // A lost lock is its own event (one warning naming the job), not a Redis client error.
+  watchLocks(worker, held, lockLoss, account.id, config.locks.lockDurationMs, (err) =>
+    health.report(err, `worker ${account.id}`),
+  );
   return { worker, client, flow, stopWaits: () => processor.stopWaits() };
 }
 
