@@ -138,18 +138,23 @@ export function watchLocks(
   lockDurationMs: number,
   report: (err: Error) => void,
 ): void {
-  const renewAlone = (jobIds: string[]) => {
-    for (const jobId of jobIds)
-      void held.renew(jobId, lockDurationMs).then((kept) => {
-        if (!kept) loss.report(account, jobId, 'renewal-failed');
-      });
-  };
-  worker.on('lockRenewalFailed', renewAlone);
+  const renewAlone = (jobIds: string[]) =>
+    Promise.all(
+      jobIds.map(async (jobId) => {
+        if (!(await held.renew(jobId, lockDurationMs))) loss.report(account, jobId, 'renewal-failed');
+      }),
+    );
+  worker.on('lockRenewalFailed', (jobIds: string[]) => void renewAlone(jobIds));
+  // One renewal of every held lock at a time: a reshard can raise many errors in a second.
+  let renewingAll: Promise<unknown> | undefined;
   worker.on('error', (err) => {
     if (lockErrorJob(err) !== undefined) return;
     // A slot on the move can fail BullMQ's renewal of every lock at once (a key "non local" to the
     // node its script ran on): each held lock is renewed on its own. Said only if it lasts (health).
-    if (isSlotMigrating(err)) renewAlone(held.ids());
+    if (isSlotMigrating(err) && !renewingAll)
+      renewingAll = renewAlone(held.ids()).finally(() => {
+        renewingAll = undefined;
+      });
     report(err);
   });
 }
