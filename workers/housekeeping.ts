@@ -41,6 +41,9 @@ export function startHousekeeping(
   // Busy accounts whose last feed here found their queue full, until when they rest (Feeder.restMs),
   // and the rate that rest was reckoned at.
   const restUntil = new Map<string, { until: number; rate: number | undefined }>();
+  // Wakes heard per account: a feed that was answered "meeting, nothing fed" before a wake that
+  // came while it was out (first contact ended meanwhile) must not set a rest the wake has ended.
+  const wakes = new Map<string, number>();
   // The first feed looks at every account once: work queued before the active set existed (an
   // upgrade) or while no process ran is found, and idle accounts leave the set.
   let first = true;
@@ -62,6 +65,7 @@ export function startHousekeeping(
           busy.add(accountId);
           return;
         }
+        const woken = wakes.get(accountId);
         const { fed, idle, waiting, limitedMs, meeting } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
@@ -72,11 +76,15 @@ export function startHousekeeping(
         // feeds and wakes that delays the requests waiting for their slots in this process.
         // While the account meets its upstream its one plate is out: it rests until the wake that
         // ends first contact (wake() below), MEETING_REST_MS at the most should the wake be lost.
-        if (fed === 0 && meeting) restUntil.set(accountId, { until: at + MEETING_REST_MS, rate });
-        else if (fed === 0) {
+        // A wake heard while this feed was out is newer than what the feed read: it sets no rest
+        // (read "meeting" just before another account's answer ended first contact, a cold gate's
+        // account sat out that rest: idle from its first second to its fifth).
+        if (fed > 0 || wakes.get(accountId) !== woken) restUntil.delete(accountId);
+        else if (meeting) restUntil.set(accountId, { until: at + MEETING_REST_MS, rate });
+        else {
           const restMs = services.feeder.restMs(accountId, rate, FEED_EVERY_MS) * (0.75 + random() / 2);
           restUntil.set(accountId, { until: at + restMs, rate });
-        } else restUntil.delete(accountId);
+        }
         busy.add(accountId);
         runs.busy(accountId);
         // Jobs wait on the queue (this feed's, or put there by anyone since): a Worker waiting here
@@ -117,6 +125,7 @@ export function startHousekeeping(
     // contact): the account's rest ends, so the next feed pass tops its queue up.
     wake(accountId: string) {
       restUntil.delete(accountId);
+      wakes.set(accountId, (wakes.get(accountId) ?? 0) + 1);
     },
     async stop() {
       clearInterval(feedTimer);

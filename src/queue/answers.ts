@@ -46,6 +46,11 @@ export class AnswerBook {
    * own `learn` ends it at once; another process's is heard within that time.
    */
   readonly #meeting = new Map<string, number>();
+  /**
+   * Counts this process's `learn`s: a "still meeting" read that was sent before one and lands after
+   * it is not remembered (it would hide the answer just read for MEETING_READ_MS).
+   */
+  #learned = 0;
 
   constructor(redis: RedisClient, keys: VqbKeys) {
     this.#redis = redis;
@@ -76,8 +81,9 @@ export class AnswerBook {
   async meeting(account: Pick<Account, 'id' | 'baseUrl' | 'product' | 'answers'>, now = clock.now()): Promise<boolean> {
     if (this.#met.has(account.id)) return false;
     if (now - (this.#meeting.get(account.id) ?? Number.NEGATIVE_INFINITY) < MEETING_READ_MS) return true;
+    const learned = this.#learned;
     if ((await this.understood(account.id, upstreamOf(account), now)) === undefined) {
-      this.#meeting.set(account.id, now);
+      if (learned === this.#learned) this.#meeting.set(account.id, now);
       return true;
     }
     this.#meeting.delete(account.id);
@@ -94,6 +100,7 @@ export class AnswerBook {
     const key = this.#keys.answers(accountId);
     const text = JSON.stringify(shape);
     // What one account understood may end first contact for every account of its upstream.
+    this.#learned++;
     if (upstream !== undefined) this.#meeting.clear();
     else this.#meeting.delete(accountId);
     const first = (await this.#redis.hsetnx(key, 'shape', text)) === 1;

@@ -3,11 +3,15 @@
 // answers (VQ_POLL_INITIAL), nor a queue of refused jobs going round while it waits. The feeder puts
 // one plate on the account's queue (interactive or not); the plate in flight is polled early and
 // often; its answer ends first contact and seeds the poll schedule. Order and counts, no rates.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
 import { upstreamOf } from '../../src/queue/answers.js';
+import { connectRedis } from '../../src/redis/connection.js';
 import { feedAfterFirstContact } from '../../workers/first-contact.js';
-import { makePlates, useHarness } from '../helpers/engine.js';
+import { FEED_EVERY_MS } from '../../workers/housekeeping.js';
+import { makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { ManualClock, runningClock } from '../helpers/manual-clock.js';
+import { waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -56,6 +60,84 @@ describe('first contact', () => {
     expect(errors).toEqual([]);
     expect(await queued('fast')).toBeGreaterThan(5);
     expect(await queued('slow')).toBeGreaterThan(5);
+  });
+
+  it("a read of 'still meeting' that lands after another account's answer was read does not hide it for a second", async () => {
+    // A feed pass asked whether `late` still meets the upstream just before `quick`'s answer was
+    // read: its Redis read landed after learn() had cleared what this process remembered, and was
+    // remembered for MEETING_READ_MS. The feed that learn's caller then made for `late` read that,
+    // fed nothing and woke nothing, and the feed pass rested `late` for 5 s (a cold gate's two
+    // accounts: 0.897 of the limit, `late` idle from its first second to its fifth).
+    const h = await harness.start({
+      label: 'contact-stale-read',
+      workers: 0,
+      accounts: [{ id: 'quick' }, { id: 'late' }],
+    });
+    const [quick, late] = h.config.accounts;
+    const book = h.services.answers;
+    const asked = book.meeting(late!, Date.now());
+    const read = book.learn('quick', {}, Date.now(), upstreamOf(quick!));
+    // The read sent first still says what Redis held when it was sent.
+    expect(await asked).toBe(true);
+    await read;
+    expect(await book.meeting(late!, Date.now())).toBe(false);
+  });
+
+  it("a wake heard while the feed pass's feed was out ends first contact's rest: the next pass feeds", async () => {
+    // The worker on a clock the test owns. Its first feed pass asks for `late`'s plates while it
+    // meets the upstream (its one plate waiting): nothing fed. While that feed is out, `quick`'s
+    // answer is read (learn, then feedAfterFirstContact: `late` fed, and a wake published), and the
+    // wake reaches the worker before the feed's answer does. That answer, "meeting, nothing fed",
+    // is older than the wake: it must not rest `late` for MEETING_REST_MS (5 s), during which no
+    // pass would feed `late` once the wake's plates are taken.
+    const h = await harness.start({
+      label: 'contact-wake-race',
+      workers: 0,
+      accounts: [{ id: 'quick' }, { id: 'late' }],
+    });
+    const [quick] = h.config.accounts;
+    // The wake channel, heard here as the worker hears it.
+    const listener = connectRedis(h.config.redis, { name: 'vqb-test-wakes' });
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, accountId: string) => heard.push(accountId));
+    await listener.subscribe(h.services.keys.wake);
+    const clock = new ManualClock(Date.now());
+    const worker = h.startWorker({ clock });
+    await h.enqueue('l', makePlates(12), { account: 'late' });
+    const feeder = worker.services.feeder;
+    const feed = feeder.feed.bind(feeder);
+    let answered = false;
+    const fedLate: number[] = [];
+    vi.spyOn(feeder, 'feed').mockImplementation(async (accountId, rate) => {
+      const result = await feed(accountId, rate);
+      if (accountId !== 'late') return result;
+      fedLate.push(clock.now());
+      if (answered || !result.meeting || result.fed > 0) return result;
+      await h.services.answers.learn('quick', {}, clock.now(), upstreamOf(quick!));
+      expect(await feedAfterFirstContact(h.services, 'quick', () => undefined)).toEqual(['quick', 'late']);
+      await waitFor(async () => heard.includes('late'), 10_000, 'the wake published');
+      // The worker's own subscriber hears it at the same time (a margin, not a measure).
+      await sleep(200);
+      answered = true;
+      return result;
+    });
+    await waitFor(
+      async () => {
+        clock.advance(FEED_EVERY_MS);
+        return answered;
+      },
+      20_000,
+      'a feed of late answered "meeting"',
+    );
+    const answeredAt = clock.now();
+    // The next passes feed `late` again: the stale answer set no rest.
+    for (let i = 0; i < 3 && fedLate.every((at) => at <= answeredAt); i++) {
+      clock.advance(FEED_EVERY_MS);
+      await sleep(50);
+    }
+    expect(fedLate.filter((at) => at > answeredAt).length).toBeGreaterThanOrEqual(1);
+    listener.disconnect();
+    await runningClock(clock, worker.close());
   });
 
   it('costs one answer time: the plate in flight is polled early, and its answer starts the poll schedule', async () => {

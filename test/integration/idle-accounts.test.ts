@@ -8,7 +8,7 @@ import { rerunFailed } from '../../src/queue/rerun.js';
 import { FEED_EVERY_MS } from '../../workers/housekeeping.js';
 import type { WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
-import { ManualClock } from '../helpers/manual-clock.js';
+import { ManualClock, runningClock } from '../helpers/manual-clock.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
 
 const ACCOUNTS = Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, rateLimit: '50/s' }));
@@ -43,19 +43,6 @@ async function passes(clock: ManualClock, n: number): Promise<void> {
   }
 }
 
-/** Awaits `closing` (a worker's stop, which lets running jobs end) while time on `clock` runs 10× real. */
-async function stopOnClock(clock: ManualClock, closing: Promise<void>): Promise<void> {
-  let closed = false;
-  const done = closing.finally(() => {
-    closed = true;
-  });
-  while (!closed) {
-    clock.advance(100);
-    await sleep(10);
-  }
-  await done;
-}
-
 describe('idle accounts', () => {
   it('20 accounts with nothing queued: no Worker, a few connections and commands per process whatever the accounts', async () => {
     // A server of its own: INFO counts every client's commands, and `npm test`'s other lane uses the shared one.
@@ -85,7 +72,7 @@ describe('idle accounts', () => {
     // few more of the process's own. One command a pass per account would be
     // 20 more; before issue 21 each pass fed every account, ~140 commands a pass for these 20.
     expect(perPass).toBeLessThan(2);
-    await stopOnClock(clock, h.close());
+    await runningClock(clock, h.close());
     h = undefined;
   });
 
@@ -173,7 +160,7 @@ describe('idle accounts', () => {
     // Their creates wait for slots 2 s apart on the worker's clock, which did not move.
     expect(h.sim.stats().creates).toBe(1);
     // The worker's stop lets its running jobs end on its clock.
-    await stopOnClock(clock, h.close());
+    await runningClock(clock, h.close());
     h = undefined;
   });
 
