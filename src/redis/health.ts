@@ -49,6 +49,8 @@ const DOWN = new RegExp(
       'Reached the max retries per request',
     ],
     ...['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY'],
+    // A script's key gone to another node mid-reshard (MIGRATING below): tried again like TRYAGAIN.
+    'ERR Script attempted to access a non local key',
   ].join('|'),
 );
 

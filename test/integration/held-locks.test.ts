@@ -4,23 +4,19 @@
 // "lockRenewalFailed" for a job whose lock this worker still holds (test/topology/redis-cluster
 // shows it for real). Here, on one Redis, BullMQ's event is raised for jobs this worker runs, as the
 // reshard has it raised, and the lock behind each is either held, gone, or another worker's.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobKeyPrefix, LOCK_SUFFIX } from '../../src/engine/bullmq/keys.js';
 import { jobIdFor } from '../../src/queue/account-queues.js';
-import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
+import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
-let h: Harness | undefined;
-afterEach(async () => {
-  await h?.close();
-  h = undefined;
-});
+const harness = useHarness();
 
 describe('a failed lock renewal', () => {
   it('is renewed on its own and not said when the lock is held; said when it is gone or another’s', async () => {
     // Answers of 30 s, polls 6 s apart: each plate's job waits in the worker (under 8 s) for its
     // polls, holding its lock.
-    h = await startHarness({
+    const h = await harness.start({
       label: 'held-locks',
       workers: 0,
       sim: { completionMs: [30_000, 30_000] },
@@ -30,7 +26,7 @@ describe('a failed lock renewal', () => {
     const handle = h.startWorker();
     const plates = makePlates(3);
     await h.enqueue('locks', plates);
-    await waitFor(async () => h!.sim.stats().creates === 3, 20_000, 'three creates');
+    await waitFor(async () => h.sim.stats().creates === 3, 20_000, 'three creates');
     const queue = h.services.accounts.queue('default');
     const [held, gone, taken] = plates.map((plate) => jobIdFor('locks', plate));
     const lockOf = (jobId: string) => `${jobKeyPrefix(queue)}${jobId}${LOCK_SUFFIX}`;
@@ -45,7 +41,7 @@ describe('a failed lock renewal', () => {
     const worker = handle.workers[0]!;
     worker.emit('lockRenewalFailed', [held!, gone!, taken!]);
 
-    const lost = () => h!.logs.lines.filter((line) => line.event === 'job.lock_lost' && line.when === 'renewal-failed');
+    const lost = () => h.logs.lines.filter((line) => line.event === 'job.lock_lost' && line.when === 'renewal-failed');
     await waitFor(async () => lost().length === 2, 10_000, 'two lock losses said');
     // Let a third line, were one coming, land as well.
     await sleep(200);

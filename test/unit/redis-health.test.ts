@@ -78,6 +78,7 @@ describe('redis health', () => {
     const nonLocal =
       'ERR Script attempted to access a non local key in a cluster node script: c35baf769e5dc3d9194b2bceca04ab59f7c510f7, on @user_script:29.';
     expect(isSlotMigrating(new Error(nonLocal))).toBe(true);
+    expect(isRedisDown(new Error(nonLocal))).toBe(true);
     expect(isSlotMigrating(new Error('connect ECONNREFUSED 127.0.0.1:6379'))).toBe(false);
     // ...but a reshard's few seconds of it change no state and say nothing (a CI run read
     // "redis connection lost" mid-reshard of a Cluster that never lost a connection).
