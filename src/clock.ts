@@ -23,12 +23,14 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+// A time already past waits 0 ms: Node would wait 1 ms anyway, but print a TimeoutNegativeWarning
+// to the process's stderr for each (seen in a test run: a deadline computed as `at - now`).
 export const clock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  setTimeout: (run, ms) => setTimeout(run as () => unknown, ms),
+  setTimeout: (run, ms) => setTimeout(run as () => unknown, Math.max(0, ms)),
   setInterval: (run, ms) => setInterval(run, ms),
-  sleep: (ms, signal) => sleepFor(ms, undefined, signal ? { signal } : undefined),
+  sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, signal ? { signal } : undefined),
 };
 
 /** The process's clock with another wall time (a test's `now`), or `clock` itself. */

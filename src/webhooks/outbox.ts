@@ -85,7 +85,8 @@ export class WebhookOutbox {
 
   /** Opened on first use: most processes that open the services never emit anything. */
   get queue(): Queue<WebhookJobData, unknown, string> {
-    this.#queue ??= new Queue<WebhookJobData, unknown, string>(webhookQueueName(this.#config), {
+    if (this.#queue !== undefined) return this.#queue;
+    this.#queue = new Queue<WebhookJobData, unknown, string>(webhookQueueName(this.#config), {
       connection: this.#redis,
       prefix: this.#config.prefix,
       defaultJobOptions: {
@@ -98,6 +99,7 @@ export class WebhookOutbox {
     });
     // A failed add() reaches its caller, and the connection's own watcher logs outages once per
     // change of state: without a listener BullMQ would print every reconnect error to stderr.
+    // Added once, with the queue: a listener per access grew by one a webhook sent.
     this.#queue.on('error', () => {});
     return this.#queue;
   }

@@ -129,6 +129,9 @@ describe('webhooks: batch.finished', () => {
     );
     expect(counts).toMatchObject({ completed: 1, waiting: 0, delayed: 0, active: 0, prioritized: 0 });
     expect(rx.deliveries).toHaveLength(1);
+    // The outbox's queue was used for each event and each read above: one error listener, not one a
+    // use (Node warned of a leak at eleven in a long watch test).
+    expect(h.services.webhooks.queue.listenerCount('error')).toBe(1);
 
     // The same content again with another callbackUrl: the same (finished) batch, and the new receiver is told.
     const other = await receiver();

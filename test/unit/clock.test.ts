@@ -61,4 +61,19 @@ describe('the clock', () => {
     stop.abort();
     await expect(sleeping).rejects.toThrow();
   });
+
+  it('a time already past runs at once, with no TimeoutNegativeWarning printed', async () => {
+    const warnings: string[] = [];
+    const listen = (w: Error) => warnings.push(w.name);
+    process.on('warning', listen);
+    try {
+      await new Promise((resolve) => clock.setTimeout(resolve, -13));
+      await clock.sleep(-13);
+      // A warning is emitted on the next tick: give it one.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', listen);
+    }
+    expect(warnings).toEqual([]);
+  });
 });
