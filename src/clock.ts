@@ -24,7 +24,7 @@ export interface Clock {
 }
 
 // A time already past waits 0 ms: Node would wait 1 ms anyway, but print a TimeoutNegativeWarning
-// to the process's stderr for each (seen in a test run: a deadline computed as `at - now`).
+// to the process's stderr (seen once in a test run, where a wait was computed from a time past).
 export const clock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
