@@ -79,7 +79,7 @@ export function queueServicesOn(
   const costs = new CostLedger(redis, keys, () => config.accounts.map((a) => a.id), now);
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => jobKeyPrefix(accounts.queue(account)));
   const budget = new Budget(redis, keys, config.accounts, now);
-  const batches = new BatchStore(redis, keys, now);
+  const batches = new BatchStore(redis, keys, time);
   const batchViews = new BatchViews({ batches, costs, inflight, budget });
   const outcomes = new OutcomeStore(redis, keys);
   const learner = new PollLearner(redis, keys, config.poll, now);

@@ -137,6 +137,16 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
 }
 
 /**
+ * A connection of its own with `redis`'s settings (standalone, Sentinel or Cluster): a
+ * subscription needs one, as it can take no other command while subscribed.
+ */
+export function duplicateOf(redis: RedisClient): RedisClient {
+  const client: RedisClient = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+  client.on('error', () => {});
+  return client;
+}
+
+/**
  * Waits (at most `timeoutMs`) until a replica has every write this connection made so far, and
  * says how many did. Replication is asynchronous: without this, a write acknowledged by the
  * primary just before a failover is lost. With no replica reachable it gives up after the timeout

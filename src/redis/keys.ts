@@ -47,6 +47,7 @@
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
 // | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
+// | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: a batch's ingest lock released) |
 // | A:watch:<name>, :plates, :removed, :last, :history, :rounds, :changes:<n>, :close:<n> | | watch/store.ts |
 // | A:watches, G:watches             | zset   | watch/store.ts (the account's watches; every watch, for the sweep) |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
@@ -401,6 +402,12 @@ export class VqbKeys {
   /** Pub/sub channel (not a key): an account's hold set, lengthened or lifted, for workers to know without asking. */
   get holds(): string {
     return `${this.base}:holds`;
+  }
+
+  // --- queue/batch/store.ts
+  /** Pub/sub channel (not a key): an ingest lock released (the message is the lock's key), for an ingest waiting on it. */
+  get ingestUnlocked(): string {
+    return `${this.base}:ingest-unlocked`;
   }
 
   // --- src/redis/layout.ts

@@ -82,17 +82,12 @@ describe('an answer vqb cannot read', () => {
       sim: { answers: 'unknown', completionMs: [100, 400], failPlates: [...failing] },
     });
     const file = await plateFile(h, 'unknown.csv', plates);
-    const first = vqb(h, ['run', file]);
-    let firstCreateAt: number | undefined;
-    for (let i = 0; i < 600 && firstCreateAt === undefined; i++) {
-      if (h.sim.stats().creates > 0) firstCreateAt = Date.now();
-      else await sleep(50);
-    }
-    const held = await first;
-    expect(firstCreateAt, 'a first create was sent').toBeDefined();
+    const held = await vqb(h, ['run', file]);
     expect(held.code).toBe(3);
-    expect(Date.now() - firstCreateAt!).toBeLessThan(30_000);
     expect(h.sim.stats().creates, 'one create before the hold').toBe(1);
+    // The run ended on that one answer (its exit is the event): no poll of the query either, so it
+    // did not wait on for an answer it cannot read.
+    expect(h.sim.stats().requests, 'one request in all').toBe(1);
     // The message shows the answer's fields and values, and names the settings that read it.
     expect(held.stderr).toContain('UNRECOGNISED_ANSWER');
     expect(held.stderr).toMatch(/\/body\/ticket = "q/);

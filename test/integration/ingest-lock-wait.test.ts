@@ -1,8 +1,12 @@
 // A rerun that finds another ingest of the same batch holding its lock (a process killed mid-ingest
 // leaves it until it expires) says so at once, with how long, instead of printing nothing for a minute.
+// The wait itself is an event: the holder's release is published (lua/lock-release-1.lua), and the
+// only timer is the lock's expiry, for a holder that died.
 import { describe, expect, it } from 'vitest';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
+import { BatchStore } from '../../src/queue/batch/store.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 
 const harness = useHarness();
 
@@ -22,7 +26,6 @@ describe('ingest lock', () => {
     });
     const held = await h.services.batches.lockIngest('locked');
     const waits: number[] = [];
-    const started = Date.now();
     const running = ingest(
       h.services,
       { id: 'locked', source: 'library', name: 'locked', onLockWait: (ms) => waits.push(ms) },
@@ -36,6 +39,74 @@ describe('ingest lock', () => {
     const { batch } = await running;
     expect(batch.counts.enqueued).toBe(5);
     expect(waits).toHaveLength(1);
-    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('a wait for the lock is its release, heard: taken with the clock standing still, nothing asked meanwhile', async () => {
+    const h = await harness.start({ label: 'ingest-unlock', workers: 0 });
+    const account = h.config.accounts[0]!;
+    await h.services.batches.open({
+      id: 'unlock',
+      account: account.id,
+      priority: 'normal',
+      weight: 1,
+      source: 'library',
+      name: 'unlock',
+      product: account.product,
+    });
+    const held = await h.services.batches.lockIngest('unlock');
+    // A second producer's store on a clock the test owns: its only timer is the lock's expiry, so
+    // with the clock standing still nothing but the release's message can end its wait, and no
+    // loop on the clock can ask Redis again meanwhile.
+    const clock = new ManualClock(Date.now());
+    const store = new BatchStore(h.services.redis, h.services.keys, clock);
+    const waits: number[] = [];
+    let taken = false;
+    const waiting = store
+      .lockIngest('unlock', (ms) => waits.push(ms))
+      .then((lock) => {
+        taken = true;
+        return lock;
+      });
+    await until('waiting on the lock’s expiry', () => clock.pending === 1);
+    expect(taken).toBe(false);
+    expect(waits).toHaveLength(1);
+    const stood = clock.now();
+    await held.release();
+    // A bound against a hang, not a timing: without the release's message it is never taken.
+    await until('the lock taken with the clock standing still', () => taken);
+    expect(clock.now()).toBe(stood);
+    const lock = await waiting;
+    expect(clock.pending, 'the expiry timer cleared').toBe(0);
+    await lock.release();
+  });
+
+  it('a holder that died: the wait ends at its lock’s expiry', async () => {
+    const h = await harness.start({ label: 'ingest-expiry', workers: 0 });
+    const account = h.config.accounts[0]!;
+    await h.services.batches.open({
+      id: 'expiry',
+      account: account.id,
+      priority: 'normal',
+      weight: 1,
+      source: 'library',
+      name: 'expiry',
+      product: account.product,
+    });
+    // What a holder killed mid-ingest leaves, a moment before it expires (no release will come).
+    const ref = await h.services.batches.ref('expiry');
+    await h.services.redis.set(h.services.keys.ingestLock(ref), 'dead', 'PX', 300);
+    const waits: number[] = [];
+    const lock = await h.services.batches.lockIngest('expiry', (ms) => waits.push(ms));
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeLessThanOrEqual(300);
+    await lock.release();
   });
 });
+
+async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not ${what} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -156,6 +156,41 @@ describe('Redis Cluster', () => {
     expect(await owner.redis.cluster('COUNTKEYSINSLOT', slot)).toBe(0);
   }, 300_000);
 
+  it("an ingest waiting on another's lock hears its release (published by a script on the lock's master)", async () => {
+    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
+    const h = await harness.start({
+      label: 'cluster-unlock',
+      workers: 0,
+      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
+    });
+    const account = h.config.accounts[0]!;
+    await h.services.batches.open({
+      id: 'unlock',
+      account: account.id,
+      priority: 'normal',
+      weight: 1,
+      source: 'library',
+      name: 'unlock',
+      product: account.product,
+    });
+    const held = await h.services.batches.lockIngest('unlock');
+    const waits: number[] = [];
+    let taken = false;
+    const waiting = h.services.batches
+      .lockIngest('unlock', (ms) => waits.push(ms))
+      .then((lock) => {
+        taken = true;
+        return lock;
+      });
+    for (let i = 0; i < 100 && waits.length === 0; i++) await sleep(20);
+    expect(waits).toHaveLength(1);
+    expect(taken).toBe(false);
+    await held.release();
+    // The lock lives 60 s: only the release's message ends the wait before the test's timeout.
+    const lock = await waiting;
+    await lock.release();
+  }, 30_000);
+
   it('start-up checks ask every master, and prefix deletes reach every master', async () => {
     const config = loadConfig(
       {},

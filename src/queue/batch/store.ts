@@ -6,7 +6,7 @@
 // (counts with its costs and plates in flight, its cap) joins other stores: a query, view.ts.
 
 import { randomBytes } from 'node:crypto';
-import { clock } from '../../clock.js';
+import { type Clock, clock } from '../../clock.js';
 import { BatchAmbiguousError, BatchIdTakenError, BatchNotFoundError, InputError } from '../../errors.js';
 import type { BatchKey, BatchRef, VqbKeys } from '../../redis/keys.js';
 import { BATCH_ID } from '../../redis/keys.js';
@@ -15,7 +15,7 @@ import type { ReportedCost } from '../costs.js';
 
 export type { BatchKey } from '../../redis/keys.js';
 
-import type { RedisClient } from '../../redis/connection.js';
+import { duplicateOf, type RedisClient } from '../../redis/connection.js';
 import { execAll } from '../../redis/health.js';
 import { type Scripted, withScripts } from '../../redis/scripts.js';
 import type { Scheduler } from '../scheduler.js';
@@ -114,6 +114,13 @@ export interface NewBatch extends BatchPlacement {
 
 const INGEST_LOCK_MS = 60_000;
 
+/** An ingest's wait for a lock's release (BatchStore.lockIngest). */
+interface Unlocks {
+  /** Resolves at the lock's release, heard since the last call, or after `ms` (its expiry). */
+  next(ms: number): Promise<void>;
+  close(): void;
+}
+
 /**
  * How long a process trusts what it read of an id's homes. A batch never changes account; the
  * bound covers an id forgotten by retention, or opened by another account, meanwhile (a look-up
@@ -161,13 +168,15 @@ export class BatchStore {
   readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'batch-home' | 'batch-unhome' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
+  readonly #clock: Pick<Clock, 'sleep'>;
   /** Batch id → the accounts holding it and until when that is trusted (a read saved per request). */
   readonly #homes = new Map<string, { accounts: string[]; until: number }>();
 
-  constructor(redis: RedisClient, keys: VqbKeys, now: () => number = clock.now) {
+  constructor(redis: RedisClient, keys: VqbKeys, time: Pick<Clock, 'now' | 'sleep'> = clock) {
     this.#redis = withScripts(redis, ['batch-open', 'batch-seal', 'batch-home', 'batch-unhome', 'lock-release']);
     this.#keys = keys;
-    this.#now = now;
+    this.#now = () => time.now();
+    this.#clock = time;
   }
 
   /**
@@ -270,21 +279,70 @@ export class BatchStore {
     const key = this.#keys.ingestLock(await this.ref(batch));
     const token = randomBytes(8).toString('hex');
     let told = false;
-    while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
-      // Say at once what we wait for (a holder that died leaves its lock until it expires), once.
-      if (!told && onWait) {
-        told = true;
-        onWait(Math.max(0, await this.#redis.pttl(key)));
+    let unlocks: Unlocks | undefined;
+    try {
+      while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
+        const ttl = await this.#redis.pttl(key);
+        // -2: released meanwhile (try again now); -1 (no expiry) is not a lock this code set.
+        const left = ttl === -2 ? 0 : ttl < 0 ? INGEST_LOCK_MS : ttl;
+        // Say at once what we wait for (a holder that died leaves its lock until it expires), once.
+        if (!told && onWait) {
+          told = true;
+          onWait(left);
+        }
+        if (unlocks === undefined) {
+          // Listening from now: a release before the subscription is seen by the next SET.
+          unlocks = await this.#unlocks(key);
+          continue;
+        }
+        // The holder's release is a message; a holder that died is its lock's expiry.
+        await unlocks.next(left);
       }
-      await new Promise((r) => clock.setTimeout(r, 100));
+    } finally {
+      unlocks?.close();
     }
     return {
       refresh: async () => {
         await this.#redis.pexpire(key, INGEST_LOCK_MS);
       },
       release: async () => {
-        await this.#redis.vqbLockRelease(key, token);
+        await this.#redis.vqbLockRelease(key, token, this.#keys.ingestUnlocked);
       },
+    };
+  }
+
+  /**
+   * The releases of the ingest lock `key`, heard on a connection of their own while an ingest
+   * waits (rare: two producers given the same batch at once, or a rerun after a crash).
+   */
+  async #unlocks(key: string): Promise<Unlocks> {
+    // A failed subscription reaches the caller; a later cut only loses a message, and the wait
+    // then ends at the lock's expiry, as for a holder that died.
+    const subscriber = duplicateOf(this.#redis);
+    let released = false;
+    let wake: (() => void) | undefined;
+    subscriber.on('message', (_channel: string, message: string) => {
+      if (message !== key) return;
+      released = true;
+      wake?.();
+    });
+    try {
+      await subscriber.subscribe(this.#keys.ingestUnlocked);
+    } catch (err) {
+      subscriber.disconnect();
+      throw err;
+    }
+    return {
+      next: async (ms) => {
+        if (!released) {
+          const heard = new AbortController();
+          wake = () => heard.abort();
+          await this.#clock.sleep(ms, heard.signal).catch(() => undefined);
+          wake = undefined;
+        }
+        released = false;
+      },
+      close: () => subscriber.disconnect(),
     };
   }
 
