@@ -23,14 +23,20 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-// A time already past waits 0 ms: Node would wait 1 ms anyway, but print a TimeoutNegativeWarning
-// to the process's stderr (seen once in a test run, where a wait was computed from a time past).
+/**
+ * A time already past waits 0 ms: Node would wait 1 ms anyway, but print a TimeoutNegativeWarning
+ * to the process's stderr (seen once in a test run, where a wait was computed from a time past).
+ * One beyond Node's longest timer (about 24.8 days) waits that long: Node would fire it after 1 ms,
+ * with a TimeoutOverflowWarning.
+ */
+const delay = (ms: number) => Math.min(Math.max(0, ms), 2_147_483_647);
+
 export const clock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  setTimeout: (run, ms) => setTimeout(run as () => unknown, Math.max(0, ms)),
+  setTimeout: (run, ms) => setTimeout(run as () => unknown, delay(ms)),
   setInterval: (run, ms) => setInterval(run, ms),
-  sleep: (ms, signal) => sleepFor(Math.max(0, ms), undefined, signal ? { signal } : undefined),
+  sleep: (ms, signal) => sleepFor(delay(ms), undefined, signal ? { signal } : undefined),
 };
 
 /** The process's clock with another wall time (a test's `now`), or `clock` itself. */

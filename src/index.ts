@@ -119,15 +119,27 @@ export class Batch {
     yield* source.rows();
   }
 
-  /** Resolves with the finished batch when every plate has an outcome. Rejects on `signal` or after `timeoutMs`. */
+  /**
+   * Resolves with the finished batch when every plate has an outcome. Rejects on `signal` or after
+   * `timeoutMs`. The finish is heard (the script that finishes a batch publishes it), not asked
+   * for: `pollMs` (default 30 s) is only how often the batch is read again meanwhile, in case the
+   * message was lost to a reconnect.
+   */
   async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchView> {
     const deadline = options.timeoutMs === undefined ? Infinity : clock.now() + options.timeoutMs;
-    for (;;) {
-      const info = await this.#services.batchViews.get(this.id);
-      if (info.finishedAt !== undefined) return batchView(info, await batchContext(this.#services, info), clock.now());
-      options.signal?.throwIfAborted();
-      if (clock.now() > deadline) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
-      await new Promise((r) => clock.setTimeout(r, options.pollMs ?? 250));
+    const finishes = await this.#services.batches.finishes(this.id);
+    try {
+      for (;;) {
+        const info = await this.#services.batchViews.get(this.id);
+        if (info.finishedAt !== undefined)
+          return batchView(info, await batchContext(this.#services, info), clock.now());
+        options.signal?.throwIfAborted();
+        const left = deadline - clock.now();
+        if (left < 0) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
+        await finishes.next(Math.min(options.pollMs ?? 30_000, left + 1), options.signal);
+      }
+    } finally {
+      finishes.close();
     }
   }
 

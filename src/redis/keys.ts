@@ -47,7 +47,8 @@
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
 // | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
-// | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: a batch's ingest lock released) |
+// | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: an ingest lock released) |
+// | A:batch:<id>:finished            | channel | queue/batch/ (pub/sub: batch-finish.lua publishes; batch.done hears) |
 // | A:watch:<name>, :plates, :removed, :last, :history, :rounds, :changes:<n>, :close:<n> | | watch/store.ts |
 // | A:watches, G:watches             | zset   | watch/store.ts (the account's watches; every watch, for the sweep) |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the
@@ -171,6 +172,11 @@ export class VqbKeys {
 
   ingestLock(b: BatchRef): string {
     return `${this.batch(b)}:ingest`;
+  }
+
+  /** Pub/sub channel (not a key): the batch finished (lua/includes/batch-finish.lua publishes on it). */
+  batchFinished(b: BatchRef): string {
+    return `${this.batch(b)}:finished`;
   }
 
   /** Hash, tracing on only: plate → its W3C traceparent and when it entered the scheduler (queue/plate-traces.ts). */
@@ -405,7 +411,7 @@ export class VqbKeys {
   }
 
   // --- queue/batch/store.ts
-  /** Pub/sub channel (not a key): an ingest lock released (the message is the lock's key), for an ingest waiting on it. */
+  /** Pub/sub channel (not a key): an ingest lock released (the message: the lock's key), for an ingest waiting. */
   get ingestUnlocked(): string {
     return `${this.base}:ingest-unlocked`;
   }

@@ -84,6 +84,18 @@ describe('one batch shape', () => {
   });
 });
 
+describe('batch.done()', () => {
+  it('hears the finish: with no read of the batch due for an hour, it resolves when the last plate lands', async () => {
+    const batch = await vqb.enqueue(['DNE1A01', 'DNE1A02', 'DNE1A03'], { name: 'heard' });
+    expect((await batch.progress()).finishedAt, 'not finished when the wait begins').toBeUndefined();
+    // pollMs is only the re-read for a message lost to a reconnect: an hour here, so the script
+    // that finished the batch published it, or this never resolves (the test's timeout fails it).
+    const finished = await batch.done({ pollMs: 3_600_000 });
+    expect(finished.counts.done).toBe(3);
+    expect(finished.finishedAt).toBeDefined();
+  });
+});
+
 describe('the library refuses typos', () => {
   it('an unknown or mistyped option throws OptionsError (BAD_OPTIONS) naming it, and nothing is stored or paid', async () => {
     const batches = (await h.services.batchViews.list(0, 1)).total;

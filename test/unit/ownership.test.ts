@@ -24,6 +24,8 @@ const OWNERS: Record<string, string> = {
   outcomes: 'src/queue/batch/',
   rows: 'src/queue/batch/',
   ingestLock: 'src/queue/batch/',
+  ingestUnlocked: 'src/queue/batch/',
+  batchFinished: 'src/queue/batch/',
   batchContent: 'src/queue/batch/',
   plateTraces: 'src/queue/plate-traces.ts',
   account: 'src/queue/line.ts',

@@ -15,8 +15,9 @@ import type { ReportedCost } from '../costs.js';
 
 export type { BatchKey } from '../../redis/keys.js';
 
-import { duplicateOf, type RedisClient } from '../../redis/connection.js';
+import type { RedisClient } from '../../redis/connection.js';
 import { execAll } from '../../redis/health.js';
+import { type Heard, hear } from '../../redis/heard.js';
 import { type Scripted, withScripts } from '../../redis/scripts.js';
 import type { Scheduler } from '../scheduler.js';
 import type { PriorityClass } from '../types.js';
@@ -113,13 +114,6 @@ export interface NewBatch extends BatchPlacement {
 }
 
 const INGEST_LOCK_MS = 60_000;
-
-/** An ingest's wait for a lock's release (BatchStore.lockIngest). */
-interface Unlocks {
-  /** Resolves at the lock's release, heard since the last call, or after `ms` (its expiry). */
-  next(ms: number): Promise<void>;
-  close(): void;
-}
 
 /**
  * How long a process trusts what it read of an id's homes. A batch never changes account; the
@@ -279,7 +273,7 @@ export class BatchStore {
     const key = this.#keys.ingestLock(await this.ref(batch));
     const token = randomBytes(8).toString('hex');
     let told = false;
-    let unlocks: Unlocks | undefined;
+    let unlocks: Heard | undefined;
     try {
       while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
         const ttl = await this.#redis.pttl(key);
@@ -292,7 +286,7 @@ export class BatchStore {
         }
         if (unlocks === undefined) {
           // Listening from now: a release before the subscription is seen by the next SET.
-          unlocks = await this.#unlocks(key);
+          unlocks = await hear(this.#redis, this.#keys.ingestUnlocked, this.#clock, (released) => released === key);
           continue;
         }
         // The holder's release is a message; a holder that died is its lock's expiry.
@@ -312,38 +306,11 @@ export class BatchStore {
   }
 
   /**
-   * The releases of the ingest lock `key`, heard on a connection of their own while an ingest
-   * waits (rare: two producers given the same batch at once, or a rerun after a crash).
+   * The batch's finish, heard (lua/includes/batch-finish.lua publishes it) for as long as someone
+   * waits for it (the library's batch.done()): close it after.
    */
-  async #unlocks(key: string): Promise<Unlocks> {
-    // A failed subscription reaches the caller; a later cut only loses a message, and the wait
-    // then ends at the lock's expiry, as for a holder that died.
-    const subscriber = duplicateOf(this.#redis);
-    let released = false;
-    let wake: (() => void) | undefined;
-    subscriber.on('message', (_channel: string, message: string) => {
-      if (message !== key) return;
-      released = true;
-      wake?.();
-    });
-    try {
-      await subscriber.subscribe(this.#keys.ingestUnlocked);
-    } catch (err) {
-      subscriber.disconnect();
-      throw err;
-    }
-    return {
-      next: async (ms) => {
-        if (!released) {
-          const heard = new AbortController();
-          wake = () => heard.abort();
-          await this.#clock.sleep(ms, heard.signal).catch(() => undefined);
-          wake = undefined;
-        }
-        released = false;
-      },
-      close: () => subscriber.disconnect(),
-    };
+  async finishes(batch: BatchKey): Promise<Heard> {
+    return hear(this.#redis, this.#keys.batchFinished(await this.ref(batch)), this.#clock);
   }
 
   /** Plates with a stored result this recent are answered from it (0: reuse is off for the batch). */
