@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, isError, RedisUnavailableError } from '../../src/errors.js';
+import { createVqb } from '../../src/index.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/redis/connection.js';
 import { freePort } from '../../src/redis/server.js';
 import { openQueueServices } from '../../src/services.js';
@@ -190,6 +191,24 @@ describe('Redis Cluster', () => {
     const lock = await waiting;
     await lock.release();
   }, 30_000);
+
+  it("the library's batch.done() hears the finish a script published on the batch's master", async () => {
+    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
+    const h = await harness.start({
+      label: 'cluster-done',
+      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
+      sim: { completionMs: [100, 300] },
+    });
+    const vqb = await createVqb({ config: h.config, logger: h.logs.logger });
+    try {
+      const batch = await vqb.enqueue(makePlates(3), { name: 'heard' });
+      // No read of the batch due for an hour: only the published finish ends the wait in time.
+      const finished = await batch.done({ pollMs: 3_600_000 });
+      expect(finished.counts.done).toBe(3);
+    } finally {
+      await vqb.close();
+    }
+  }, 60_000);
 
   it('start-up checks ask every master, and prefix deletes reach every master', async () => {
     const config = loadConfig(
