@@ -85,7 +85,7 @@ describe('metrics', () => {
     const metrics = new Metrics({ accounts: h.config.accounts });
     metrics.observeQueue(h.services);
     h.workers.push(startWorker(h.config, { logger: h.logs.logger, metrics }));
-    const scrape = async () => ({ at: performance.now(), samples: parseSamples((await metrics.render()).body) });
+    const scrape = async () => ({ samples: parseSamples((await metrics.render()).body) });
     const requests = (s: { samples: Sample[] }) =>
       sumOf(s.samples, 'vqb_upstream_requests_total', { account: 'fleet' });
 
@@ -96,14 +96,13 @@ describe('metrics', () => {
     await sleep(2_000);
     const second = await scrape();
 
-    // Rate vs limit: sum by (account) (rate(vqb_upstream_requests_total[…])) / vqb_account_rate_limit_requests_per_second
+    // Rate vs limit: sum by (account) (rate(vqb_upstream_requests_total[…])) / vqb_account_rate_limit_requests_per_second.
+    // Its two parts are checked: the limit, and a counter that moves while the batch runs and, at
+    // the end, holds every request the upstream saw from the account's key. How near the limit a
+    // key runs is a rate on the wall clock: the bench's.
     const limit = sumOf(second.samples, 'vqb_account_rate_limit_requests_per_second', { account: 'fleet' });
     expect(limit).toBe(20);
-    const rate = (requests(second) - requests(first)) / ((second.at - first.at) / 1_000);
-    // Read, and never above the limit; how near the limit a key runs is a rate on the wall clock,
-    // the bench's (0.47 read here once on a loaded machine, a retried test).
-    expect(rate / limit).toBeGreaterThan(0);
-    expect(rate / limit).toBeLessThanOrEqual(1.05);
+    expect(requests(second)).toBeGreaterThan(requests(first));
 
     // Batch progress while it runs: finished / enqueued of the batch.
     const during = { batch: 'fleet-batch', account: 'fleet' };
@@ -130,6 +129,8 @@ describe('metrics', () => {
     expect(sumOf(late.samples, 'vqb_account_creates_used', { account: 'capped', period: 'month' })).toBe(10);
     expect(late.samples.filter((s) => s.name === 'vqb_account_creates_cap' && s.labels.period === 'month')).toEqual([]);
     expect(sumOf(late.samples, 'vqb_account_creates_used', { account: 'fleet', period: 'day' })).toBe(120);
+    const seen = h.sim.stats().byKey.fleet!;
+    expect(requests(late), "the fleet key's requests, as the upstream saw them").toBe(seen.counted + seen.rateLimited);
     expect(sumOf(late.samples, 'vqb_line_waiting', { account: 'capped', reason: 'budget' })).toBe(1);
     expect(sumOf(late.samples, 'vqb_line_waiting', { account: 'fleet' })).toBe(0);
     expect(

@@ -128,11 +128,17 @@ describe('poll learner', () => {
     expect(stats.creates).toBe(300);
     expect(stats.maxCreatesPerPlate).toBe(1);
     const later: number[] = [];
+    const pollsOfLater: number[] = [];
     for await (const o of h.services.outcomes.scan({ id: 'b', account: 'default' }))
-      if (o.polls > 1) later.push(o.finishedAt - (o.createdAt ?? o.finishedAt));
-    // Some plates were found pending and read at a later poll, each within seconds of its create.
+      if (o.polls > 1) {
+        later.push(o.finishedAt - (o.createdAt ?? o.finishedAt));
+        pollsOfLater.push(o.polls);
+      }
+    // Some plates were found pending, and each was read at its second poll: a tenth of its age
+    // later, not after VQ_POLL_INTERVAL's 60 s (a batch that waited those would not have finished
+    // within waitForBatch's bound above, a bound against that hang).
     expect(later.length).toBeGreaterThan(0);
-    expect(Math.max(...later)).toBeLessThan(6_000);
+    expect(Math.max(...pollsOfLater)).toBe(2);
     console.log(
       `300 plates: ${stats.gets} polls; ${later.length} read at a later poll, ${Math.max(...later)} ms at most`,
     );
