@@ -77,18 +77,17 @@ describe('vqb check against a hostile upstream', () => {
     expect(huge.maxRssKiB - baseline.maxRssKiB).toBeLessThan(100 * 1024);
   }, 120_000);
 
-  it('(6) a body trickled a byte at a time: ends within twice the request timeout', async () => {
+  it('(6) a body trickled a byte at a time: ends at the request’s overall bound, twice its timeout', async () => {
     const trickle = (res: ServerResponse) => {
       const timer = setInterval(() => res.write(' '), 100);
       res.on('close', () => clearInterval(timer));
       res.on('error', () => undefined);
     };
-    const plain = await against(() => undefined, { VQ_REQUEST_TIMEOUT: '1s' });
     const slow = await against(() => ({ status: 404, body: trickle }), { VQ_REQUEST_TIMEOUT: '1s' });
-    console.log(`vqb check on a trickled body: ${slow.ms} ms (a plain check ${plain.ms} ms), timeout 1 s`);
+    console.log(`vqb check on a trickled body: ${slow.ms} ms, timeout 1 s`);
+    // Ended by the request's own overall bound (twice the timeout), which names itself: not by a
+    // per-chunk timeout (a byte every 100 ms resets it) nor by this test's kill.
     expect(slow.stdout).toMatch(/^account default: UNREACHABLE: .*within 2000 ms/);
-    // Its start-up (a plain check's time) and twice the timeout, with room for a loaded machine.
-    expect(slow.ms).toBeLessThan(plain.ms + 2_000 + 3_000);
   }, 120_000);
 
   it('(7) X-RateLimit-Reset: 1e20 with nothing left: a line per account, no crash', async () => {

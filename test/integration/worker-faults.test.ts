@@ -83,18 +83,17 @@ describe('worker engine: faults', () => {
     await h.waitForBatch('b', 120_000);
     const maxInFlight = await peak.stop();
     let firstResult = Infinity;
-    let lastCreate = 0;
+    const createdAt: number[] = [];
     for await (const o of h.services.outcomes.scan(await h.services.batches.ref('b'))) {
       firstResult = Math.min(firstResult, o.finishedAt);
-      lastCreate = Math.max(lastCreate, o.createdAt ?? 0);
+      createdAt.push(o.createdAt ?? 0);
     }
     const info = await h.services.batchViews.get('b');
     expect(info.counts.done).toBe(2_000);
     expect(maxInFlight).toBeLessThanOrEqual(100);
     expect(maxInFlight).toBeGreaterThan(50);
-    // Polls were not starved by the creates waiting behind them: the first result landed in the
-    // first tenth of the batch's create phase.
-    const createPhase = lastCreate - info.createdAt;
-    expect(firstResult - info.createdAt).toBeLessThan(createPhase / 10);
+    // Polls were not starved by the creates waiting behind them: the first result landed before a
+    // tenth of the batch's creates had gone out (an order of events, counted).
+    expect(createdAt.filter((at) => at < firstResult).length).toBeLessThan(200);
   }, 150_000);
 });
