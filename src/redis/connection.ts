@@ -141,6 +141,7 @@ export function connectRedis(target: RedisConnection | string, options: ConnectO
  * subscription needs one, as it can take no other command while subscribed.
  */
 export function duplicateOf(redis: RedisClient): RedisClient {
+  // The same call on both, narrowed: ioredis types Redis#duplicate and Cluster#duplicate apart.
   const client: RedisClient = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
   client.on('error', () => {});
   return client;

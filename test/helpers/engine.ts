@@ -40,6 +40,13 @@ export const BUSY_HOST = { VQ_PACING_JITTER: `${BUSY_HOST_MS}ms` } as const;
 
 export { refusalsNotFromStalls } from '../../src/simulator/stall-watch.js';
 
+/** Where a test's batch goes: its account (the first configured by default), class and weight. */
+export interface BatchPlace {
+  account?: string;
+  priority?: PriorityClass;
+  weight?: number;
+}
+
 export interface Harness {
   sim: SimulatorHandle;
   config: Config;
@@ -60,12 +67,10 @@ export interface Harness {
   /** `random`: what the worker process draws its jitters from (rests, pacing), for a test that needs them at an end. */
   /** A worker in this process; `clock` puts all of its timers and `now` on a clock the test owns. */
   startWorker(deps?: { random?: () => number; clock?: Clock }): WorkerHandle;
+  /** Opens an empty batch, as a producer's first step does (what a process killed mid-ingest leaves). */
+  open(batchId: string, options?: BatchPlace): Promise<void>;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
-  enqueue(
-    batchId: string,
-    plates: string[],
-    options?: { account?: string; priority?: PriorityClass; weight?: number },
-  ): Promise<void>;
+  enqueue(batchId: string, plates: string[], options?: BatchPlace): Promise<void>;
   waitForBatch(batchId: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -184,6 +189,18 @@ export async function startHarness(
   const services = await openQueueServices(config, options.resolve ? { resolve: options.resolve } : {});
   const logs = captureLogs();
   const workers: WorkerHandle[] = [];
+  const openBatch = (batchId: string, options: BatchPlace = {}) =>
+    services.batches
+      .open({
+        id: batchId,
+        account: options.account ?? config.accounts[0]!.id,
+        priority: options.priority ?? 'normal',
+        weight: options.weight ?? 1,
+        source: 'library',
+        name: batchId,
+        product: config.product,
+      })
+      .then(() => undefined);
   const harness: Harness = {
     sim,
     config,
@@ -213,17 +230,10 @@ export async function startHarness(
       workers.push(handle);
       return handle;
     },
+    open: openBatch,
     async enqueue(batchId, plates, options = {}) {
       const account = options.account ?? config.accounts[0]!.id;
-      await services.batches.open({
-        id: batchId,
-        account,
-        priority: options.priority ?? 'normal',
-        weight: options.weight ?? 1,
-        source: 'library',
-        name: batchId,
-        product: config.product,
-      });
+      await openBatch(batchId, options);
       const info = await services.batchViews.get(batchId);
       const seen = new Map<string, number>();
       const rows: IngestRow[] = plates.map((plate, i) => {

@@ -4,9 +4,10 @@
 // only timer is the lock's expiry, for a holder that died.
 import { describe, expect, it } from 'vitest';
 import { ingest, rowsFromPlates } from '../../src/producers/ingest.js';
-import { BatchStore } from '../../src/queue/batch/store.js';
 import { makePlates, useHarness } from '../helpers/engine.js';
+import { waitingIngest } from '../helpers/ingest-lock.js';
 import { ManualClock } from '../helpers/manual-clock.js';
+import { waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -14,16 +15,7 @@ describe('ingest lock', () => {
   it('waiting for another ingest of the batch is said at once, once, with when its lock expires; the ingest then goes on', async () => {
     const h = await harness.start({ label: 'ingest-lock', workers: 0 });
     // What a process killed mid-ingest leaves: the batch opened, its ingest lock held.
-    const account = h.config.accounts[0]!;
-    await h.services.batches.open({
-      id: 'locked',
-      account: account.id,
-      priority: 'normal',
-      weight: 1,
-      source: 'library',
-      name: 'locked',
-      product: account.product,
-    });
+    await h.open('locked');
     const held = await h.services.batches.lockIngest('locked');
     const waits: number[] = [];
     const running = ingest(
@@ -43,55 +35,25 @@ describe('ingest lock', () => {
 
   it('a wait for the lock is its release, heard: taken with the clock standing still, nothing asked meanwhile', async () => {
     const h = await harness.start({ label: 'ingest-unlock', workers: 0 });
-    const account = h.config.accounts[0]!;
-    await h.services.batches.open({
-      id: 'unlock',
-      account: account.id,
-      priority: 'normal',
-      weight: 1,
-      source: 'library',
-      name: 'unlock',
-      product: account.product,
-    });
+    await h.open('unlock');
     const held = await h.services.batches.lockIngest('unlock');
-    // A second producer's store on a clock the test owns: its only timer is the lock's expiry, so
-    // with the clock standing still nothing but the release's message can end its wait, and no
-    // loop on the clock can ask Redis again meanwhile.
     const clock = new ManualClock(Date.now());
-    const store = new BatchStore(h.services.redis, h.services.keys, clock);
-    const waits: number[] = [];
-    let taken = false;
-    const waiting = store
-      .lockIngest('unlock', (ms) => waits.push(ms))
-      .then((lock) => {
-        taken = true;
-        return lock;
-      });
-    await until('waiting on the lock’s expiry', () => clock.pending === 1);
-    expect(taken).toBe(false);
-    expect(waits).toHaveLength(1);
+    const second = await waitingIngest(h, 'unlock', clock);
+    expect(second.taken()).toBe(false);
+    expect(second.waits).toHaveLength(1);
     const stood = clock.now();
     await held.release();
     // A bound against a hang, not a timing: without the release's message it is never taken.
-    await until('the lock taken with the clock standing still', () => taken);
+    await waitFor(async () => second.taken(), 10_000, 'the lock taken with the clock standing still');
     expect(clock.now()).toBe(stood);
-    const lock = await waiting;
+    const lock = await second.lock;
     expect(clock.pending, 'the expiry timer cleared').toBe(0);
     await lock.release();
   });
 
   it('a holder that died: the wait ends at its lock’s expiry', async () => {
     const h = await harness.start({ label: 'ingest-expiry', workers: 0 });
-    const account = h.config.accounts[0]!;
-    await h.services.batches.open({
-      id: 'expiry',
-      account: account.id,
-      priority: 'normal',
-      weight: 1,
-      source: 'library',
-      name: 'expiry',
-      product: account.product,
-    });
+    await h.open('expiry');
     // What a holder killed mid-ingest leaves, a moment before it expires (no release will come).
     const ref = await h.services.batches.ref('expiry');
     await h.services.redis.set(h.services.keys.ingestLock(ref), 'dead', 'PX', 300);
@@ -102,11 +64,3 @@ describe('ingest lock', () => {
     await lock.release();
   });
 });
-
-async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not ${what} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -14,7 +14,9 @@ import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/redi
 import { freePort } from '../../src/redis/server.js';
 import { openQueueServices } from '../../src/services.js';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { harnessEnv, rejection, spawnVqb } from '../helpers/process.js';
+import { waitingIngest } from '../helpers/ingest-lock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
+import { harnessEnv, rejection, spawnVqb, waitFor } from '../helpers/process.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
 
 const harness = useHarness();
@@ -164,32 +166,16 @@ describe('Redis Cluster', () => {
       workers: 0,
       config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
     });
-    const account = h.config.accounts[0]!;
-    await h.services.batches.open({
-      id: 'unlock',
-      account: account.id,
-      priority: 'normal',
-      weight: 1,
-      source: 'library',
-      name: 'unlock',
-      product: account.product,
-    });
+    await h.open('unlock');
     const held = await h.services.batches.lockIngest('unlock');
-    const waits: number[] = [];
-    let taken = false;
-    const waiting = h.services.batches
-      .lockIngest('unlock', (ms) => waits.push(ms))
-      .then((lock) => {
-        taken = true;
-        return lock;
-      });
-    for (let i = 0; i < 100 && waits.length === 0; i++) await sleep(20);
-    expect(waits).toHaveLength(1);
-    expect(taken).toBe(false);
+    const clock = new ManualClock(Date.now());
+    const second = await waitingIngest(h, 'unlock', clock);
+    expect(second.waits).toHaveLength(1);
     await held.release();
-    // The lock lives 60 s: only the release's message ends the wait before the test's timeout.
-    const lock = await waiting;
-    await lock.release();
+    // The lock lives 60 s and the waiter's clock stands still: only the release's message, from
+    // the lock's master to the waiter's node, lets it take the lock.
+    await waitFor(async () => second.taken(), 10_000, 'the lock taken with the clock standing still');
+    await (await second.lock).release();
   }, 30_000);
 
   it("the library's batch.done() hears the finish a script published on the batch's master", async () => {
