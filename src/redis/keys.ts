@@ -45,6 +45,7 @@
 // | G:console:sign-in-failures:<sha256 of address> | string | console/throttle.ts |
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
+// | G:layout-unlocked                | channel | src/redis/layout.ts (pub/sub: the migration lock released) |
 // | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
 // | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
 // | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: an ingest lock released) |
@@ -419,6 +420,11 @@ export class VqbKeys {
   // --- src/redis/layout.ts
   get layout(): string {
     return `${this.base}:layout`;
+  }
+
+  /** Pub/sub channel (not a key): the layout migration's lock released, for a process waiting on it. */
+  get layoutUnlocked(): string {
+    return `${this.base}:layout-unlocked`;
   }
 
   // --- watch/store.ts

@@ -16,6 +16,7 @@ import type { Config } from '../config.js';
 import { VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { connectRedis, type RedisClient, serversOf } from './connection.js';
+import { type Heard, hear } from './heard.js';
 import { ACCOUNT_ID, accountQueueName, BATCH_ID, type BatchRef, PRIORITY_CLASSES, VqbKeys } from './keys.js';
 import { withScripts } from './scripts.js';
 
@@ -39,8 +40,6 @@ export interface LayoutOptions {
   lockMs?: number;
   /** How long a process waits for another one's migration before it gives up and throws. */
   waitMs?: number;
-  /** How often a waiting process looks again. */
-  pollMs?: number;
 }
 
 export interface LayoutResult {
@@ -127,25 +126,37 @@ export async function migrateLayout(
 ): Promise<LayoutResult> {
   const lockMs = options.lockMs ?? 60_000;
   const waitMs = options.waitMs ?? 5 * 60_000;
-  const pollMs = options.pollMs ?? 250;
   const layoutKey = keys.layout;
   if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
 
   const lockKey = `${layoutKey}:lock`;
   const token = randomBytes(16).toString('hex');
   const deadline = clock.now() + waitMs;
-  for (;;) {
-    if ((await redis.set(lockKey, token, 'PX', lockMs, 'NX')) === 'OK') break;
-    if (clock.now() > deadline)
-      throw new Error(
-        `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
-          `${lockKey}) and it did not finish within ${waitMs} ms`,
-      );
-    await clock.sleep(pollMs);
-    if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
+  // Another process migrating: its release is a message (a wait is an event, not a loop asking
+  // Redis again); the only timer is its lock's expiry, for a holder that died, or our deadline.
+  let unlocks: Heard | undefined;
+  try {
+    for (;;) {
+      if ((await redis.set(lockKey, token, 'PX', lockMs, 'NX')) === 'OK') break;
+      if (clock.now() > deadline)
+        throw new Error(
+          `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
+            `${lockKey}) and it did not finish within ${waitMs} ms`,
+        );
+      if (unlocks === undefined) {
+        // Listening from now: a release before the subscription is seen by the next SET.
+        unlocks = await hear(redis, keys.layoutUnlocked, clock);
+        continue;
+      }
+      const ttl = await redis.pttl(lockKey);
+      await unlocks.next(Math.max(0, Math.min(ttl < 0 ? lockMs : ttl, deadline - clock.now() + 1)));
+      if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
+    }
+  } finally {
+    unlocks?.close();
   }
 
-  const lock = holdLock(redis, lockKey, token, lockMs);
+  const lock = holdLock(redis, lockKey, token, lockMs, keys.layoutUnlocked);
   try {
     // Another process may have finished between our GET and taking the lock.
     if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
@@ -162,7 +173,7 @@ export async function migrateLayout(
  * Keeps the lock alive while the migration runs; `check` throws once it is lost (two migrators
  * would race on the rebuilt structures).
  */
-function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: number) {
+function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: number, unlocked: string) {
   const redis = withScripts(client, ['lock-extend', 'lock-release']);
   let lost: Error | undefined;
   const timer = clock.setInterval(
@@ -186,7 +197,7 @@ function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: n
     async release(): Promise<void> {
       clearInterval(timer);
       // A failed release only delays the next migrator until the lock expires.
-      await redis.vqbLockRelease(lockKey, token).catch(() => {});
+      await redis.vqbLockRelease(lockKey, token, unlocked).catch(() => {});
     },
   };
 }

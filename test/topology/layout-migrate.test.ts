@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { deleteKeysByPrefix, type RedisClient, serversOf } from '../../src/redis/connection.js';
 import { accountQueueName, barePrefix, deploymentPatterns, VqbKeys } from '../../src/redis/keys.js';
 import { checkLayout, migrateLayout } from '../../src/redis/layout.js';
+import { withScripts } from '../../src/redis/scripts.js';
+import { waitFor } from '../helpers/process.js';
 import { REDIS_URL } from '../helpers/redis.js';
 import { startCluster, type TestCluster } from '../helpers/redis-topology.js';
 
@@ -386,8 +388,8 @@ describe('key layout migration (standalone Redis)', () => {
     const other = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     try {
       const results = await Promise.all([
-        migrateLayout(redis, d.keys, d.settings, undefined, { pollMs: 20 }),
-        migrateLayout(other, d.keys, d.settings, undefined, { pollMs: 20 }),
+        migrateLayout(redis, d.keys, d.settings),
+        migrateLayout(other, d.keys, d.settings),
       ]);
       expect(results.map((r) => r.moved).sort((a, b) => a - b)).toEqual([0, s.moves.length + 2]);
       expect(results.filter((r) => r.alreadyCurrent)).toHaveLength(1);
@@ -495,20 +497,27 @@ describe('key layout migration (standalone Redis)', () => {
     // 300,000 keys written and moved twice: 20-40 s alone, past a minute beside the browser tests.
   }, 180_000);
 
-  it('another process holds the lock: waits for it, and gives up after waitMs', async () => {
+  it('another process holds the lock: waits for its release as a message, and gives up after waitMs', async () => {
     const d = fresh();
     await redis.hset(`${d.G}:account:acme`, { paused: '0' });
     await redis.set(`${d.keys.layout}:lock`, 'someone-else', 'PX', 60_000);
-    await expect(migrateLayout(redis, d.keys, d.settings, undefined, { waitMs: 300, pollMs: 50 })).rejects.toThrow(
+    await expect(migrateLayout(redis, d.keys, d.settings, undefined, { waitMs: 300 })).rejects.toThrow(
       /another process/,
     );
     expect(await redis.exists(`${d.G}:account:acme`)).toBe(1);
 
-    const waiting = migrateLayout(redis, d.keys, d.settings, undefined, { pollMs: 50 });
-    await new Promise((r) => setTimeout(r, 200));
+    // The holder finishes as a migrator does: the layout written, then its release published. The
+    // waiter has no timer before the lock's expiry (60 s, past this test's timeout): only the
+    // message ends its wait. It listens once it has SUBSCRIBEd (the channel's one subscriber).
+    const waiting = migrateLayout(redis, d.keys, d.settings);
+    await waitFor(async () => (await redis.pubsub('NUMSUB', d.keys.layoutUnlocked))[1] === 1);
     await redis.set(d.keys.layout, '2');
+    const release = withScripts(redis, ['lock-release']);
+    expect(await release.vqbLockRelease(`${d.keys.layout}:lock`, 'someone-else', d.keys.layoutUnlocked)).toBe(1);
     expect(await waiting).toEqual({ moved: 0, alreadyCurrent: true });
-  });
+    // Its listening connection is closed after the wait.
+    await waitFor(async () => (await redis.pubsub('NUMSUB', d.keys.layoutUnlocked))[1] === 0);
+  }, 20_000);
 });
 
 describe('key layout migration (Redis Cluster, 3 masters)', () => {

@@ -74,6 +74,7 @@ const OWNERS: Record<string, string> = {
   schedActiveFlag: 'src/queue/scheduler.ts',
   legacyCostDay: 'src/queue/costs.ts',
   layout: 'src/redis/layout.ts',
+  layoutUnlocked: 'src/redis/layout.ts',
   watch: 'src/watch/store.ts',
   watchPlates: 'src/watch/store.ts',
   watchRemoved: 'src/watch/store.ts',

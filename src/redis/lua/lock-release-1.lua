@@ -3,7 +3,8 @@
   src/retention.ts; src/redis/layout.ts).
     KEYS[1] the lock; ARGV[1] the holder's token
     ARGV[2] optional: a channel to publish the lock's key on once released, for whoever waits on it
-            (queue/batch/store.ts lockIngest: a wait is a message, not a loop asking again)
+            (queue/batch/store.ts lockIngest, src/redis/layout.ts: a wait is a message, not a loop
+            asking again)
 ]]
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
