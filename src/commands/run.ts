@@ -618,28 +618,38 @@ async function reportNotify(
   timeoutMs: number,
 ): Promise<void> {
   const deadline = clock.now() + timeoutMs + 5_000;
-  for (;;) {
-    const finished = (await services.webhooks.deliveries.list(ref)).filter((d) => d.event === 'batch.finished').at(-1);
-    if (finished && finished.state === 'delivered') {
-      ctx.print(`webhook batch.finished delivered to ${finished.url} (webhook-id ${finished.id})`);
-      return;
+  // Each attempt a `vqb work` process records is a message: the wait asks Redis once per attempt.
+  const attempts = await services.webhooks.deliveries.attempts(ref, clock);
+  try {
+    for (;;) {
+      const finished = (await services.webhooks.deliveries.list(ref))
+        .filter((d) => d.event === 'batch.finished')
+        .at(-1);
+      if (finished && finished.state === 'delivered') {
+        ctx.print(`webhook batch.finished delivered to ${finished.url} (webhook-id ${finished.id})`);
+        return;
+      }
+      if (finished && finished.attempts > 0) {
+        const retried =
+          finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
+        ctx.print(
+          `webhook batch.finished not delivered to ${finished.url}: ` +
+            `${finished.lastError !== undefined ? failureText(finished.lastError) : finished.state}${retried}`,
+        );
+        return;
+      }
+      const left = deadline - clock.now();
+      if (left < 0 || attempts === undefined) {
+        ctx.print(
+          `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a ` +
+            `\`vqb work\` process sends it`,
+        );
+        return;
+      }
+      await attempts.next(left + 1);
     }
-    if (finished && finished.attempts > 0) {
-      const retried = finished.state === 'retrying' ? '; a `vqb work` process retries it with the same webhook-id' : '';
-      ctx.print(
-        `webhook batch.finished not delivered to ${finished.url}: ` +
-          `${finished.lastError !== undefined ? failureText(finished.lastError) : finished.state}${retried}`,
-      );
-      return;
-    }
-    if (clock.now() > deadline) {
-      ctx.print(
-        `webhook batch.finished to ${finished?.url ?? 'the --notify URL'} not sent yet; a ` +
-          `\`vqb work\` process sends it`,
-      );
-      return;
-    }
-    await new Promise((r) => clock.setTimeout(r, 100));
+  } finally {
+    attempts?.close();
   }
 }
 

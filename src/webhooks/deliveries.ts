@@ -1,8 +1,11 @@
 // What became of each webhook of a batch: one small hash per batch, a field per webhook-id, read
 // by the batch's status (API, library, `vqb status`). Written when the event is emitted (pending)
-// and after every attempt; a delivery is one job, so its attempts never write at once.
+// and after every attempt; a delivery is one job, so its attempts never write at once. Each attempt
+// is also published, for whoever waits on it (`vqb run --notify`: a wait is a message).
 
+import type { Clock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
+import { type Heard, hear } from '../redis/heard.js';
 import type { BatchKey, BatchRef, VqbKeys } from '../redis/keys.js';
 import { DELIVERY_FAILURES, type DeliveryFailure } from '../schemas/batch.js';
 import type { WebhookEventType } from './events.js';
@@ -58,6 +61,15 @@ export class DeliveryLog {
     return ref ? this.#keys.batchWebhooks(ref) : undefined;
   }
 
+  /**
+   * The batch's delivery attempts, heard as they are recorded, for as long as someone waits on
+   * them (close it after); undefined for a batch that no longer exists.
+   */
+  async attempts(batch: BatchKey, time: Pick<Clock, 'sleep'>): Promise<Heard | undefined> {
+    const ref = await this.#find(batch);
+    return ref ? hear(this.#redis, this.#keys.batchWebhooksChanged(ref), time) : undefined;
+  }
+
   /** Notes a new delivery unless it is known (a second emit of the same event changes nothing). */
   async emitted(batch: BatchKey, record: DeliveryRecord): Promise<void> {
     const key = await this.#key(batch);
@@ -65,8 +77,10 @@ export class DeliveryLog {
   }
 
   async update(batch: BatchKey, record: DeliveryRecord): Promise<void> {
-    const key = await this.#key(batch);
-    if (key) await this.#redis.hset(key, record.id, JSON.stringify(record));
+    const ref = await this.#find(batch);
+    if (!ref) return;
+    await this.#redis.hset(this.#keys.batchWebhooks(ref), record.id, JSON.stringify(record));
+    await this.#redis.publish(this.#keys.batchWebhooksChanged(ref), record.id);
   }
 
   async get(batch: BatchKey, id: string): Promise<DeliveryRecord | undefined> {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
+import { clock } from '../../src/clock.js';
 import { type Config, loadConfig, type Overrides } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
 import { Batch, createVqb } from '../../src/index.js';
@@ -437,6 +438,26 @@ describe('webhooks: bad targets are refused up front, nothing stored', () => {
 });
 
 describe('vqb run --notify', () => {
+  it("each recorded attempt is a message: a wait of an hour on a batch's attempts ends at the attempt", async () => {
+    const h = await harness.start({ label: 'wh-heard', workers: 0 });
+    await h.open('heard');
+    const ref = 'heard';
+    const log = h.services.webhooks.deliveries;
+    const attempts = await log.attempts(ref, clock);
+    expect(attempts).toBeDefined();
+    try {
+      const woke = attempts!.next(3_600_000);
+      const record = { id: 'msg_1', event: 'batch.finished', url: 'http://127.0.0.1:1/h', createdAt: 1 } as const;
+      await log.emitted(ref, { ...record, state: 'pending', attempts: 0 });
+      await log.update(ref, { ...record, state: 'delivered', attempts: 1, deliveredAt: 2 });
+      await woke;
+      expect((await log.list(ref))[0]).toMatchObject({ state: 'delivered', attempts: 1 });
+    } finally {
+      attempts!.close();
+    }
+    expect(await log.attempts('no-such-batch', clock)).toBeUndefined();
+  });
+
   it('runs a CSV and sends batch.finished, signed, to the --notify URL; a URL off the allow-list is refused before anything is queued', async () => {
     const rx = await receiver();
     const h = await harness.start({ label: 'wh-run', workers: 0 });

@@ -65,6 +65,7 @@ const OWNERS: Record<string, string> = {
   consoleSignInFailures: 'src/console/throttle.ts',
   consoleFailed: 'src/console/failed-plates.ts',
   batchWebhooks: 'src/webhooks/',
+  batchWebhooksChanged: 'src/webhooks/',
   retentionLock: 'src/retention.ts',
   workers: 'src/queue/presence.ts',
   batchAccounts: 'src/queue/batch/',
