@@ -1,6 +1,8 @@
 // Server-sent events for the console's live progress: one stream per open page, which looks at the
-// batches every EVENT_INTERVAL_MS and sends them only when something changed (a comment now and
-// then keeps proxies from closing a quiet stream). The page works without it.
+// batches every EVENT_INTERVAL_MS while they move and sends them only when something changed (a
+// comment now and then keeps proxies from closing a quiet stream). A page whose batches are all
+// finished looks again only when its accounts get new work (wake-news.ts: a message), at most
+// every EVENT_INTERVAL_MS, and at the heartbeat. The page works without it.
 //
 // Issue 35 (7): a stream once outlived its session (sign-out, a revoked token) and kept sending,
 // and one session could open any number of them (20 took Redis from 8 to 1,450 commands/s). Now
@@ -16,6 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { clock } from '../clock.js';
 import { ApiError } from '../http/errors.js';
 import { CONTENT_SECURITY_POLICY } from './assets.js';
+import type { WakeNews } from './wake-news.js';
 
 const EVENT_INTERVAL_MS = 1_000;
 const HEARTBEAT_MS = 15_000;
@@ -70,7 +73,20 @@ export interface StreamSpec {
   inAll: number;
   /** False when the session is gone: the stream ends (a throw is a failed tick: Redis away). */
   alive: () => Promise<boolean>;
-  produce: () => Promise<string>;
+  produce: () => Promise<Produced>;
+  /** Where new work is heard; without it a stream looks every EVENT_INTERVAL_MS whatever it shows. */
+  wakes?: WakeNews;
+  /** How long a stream showing only finished batches waits for new work before it looks anyway. */
+  idleMs?: number;
+}
+
+export interface Produced {
+  data: string;
+  /**
+   * Set when nothing shown moves by itself (every batch finished): the accounts whose new work
+   * could change it. The stream then waits for a wake of one of them, or the heartbeat.
+   */
+  still?: (account: string) => boolean;
 }
 
 /**
@@ -104,9 +120,7 @@ export async function streamEvents(
     owner,
     end() {
       if (closed) return;
-      closed = true;
-      clearTimeout(timer);
-      streams.delete(stream);
+      stop();
       // Tells the page not to reconnect (the script closes its EventSource on it).
       res.end('event: end\ndata: {}\n\n');
     },
@@ -124,12 +138,43 @@ export async function streamEvents(
   });
   let last = '';
   let lastWrite = clock.now();
-  request.raw.on('close', () => {
+  let lastTick = 0;
+  let ticking = false;
+  // A wake heard while a tick reads: the read may predate the new work, so look once more.
+  let missed = false;
+  let still: Produced['still'];
+  let unhear: (() => void) | false | undefined;
+  const next = (ms: number) => {
+    clearTimeout(timer);
+    if (!closed) timer = clock.setTimeout(tick, ms);
+  };
+  const stop = () => {
     closed = true;
     clearTimeout(timer);
     streams.delete(stream);
+    if (unhear) unhear();
+  };
+  request.raw.on('close', stop);
+  const woken = (account: string) => {
+    if (closed) return;
+    // Heard while a tick reads: that read may predate the new work, so look once more after it.
+    if (ticking) missed = true;
+    // At most one look every EVENT_INTERVAL_MS, as while the batches move.
+    else if (still?.(account)) next(Math.max(0, lastTick + EVENT_INTERVAL_MS - clock.now()));
+  };
+  // The process shares one subscription. Not awaited: a Redis that is away holds a subscription,
+  // and the page still gets its ticks (looking every EVENT_INTERVAL_MS until it listens).
+  void (spec.wakes?.hear(woken) ?? Promise.resolve(false as const)).then((u) => {
+    unhear = u;
+    if (closed && u) u();
   });
   const tick = async () => {
+    // Only a look that began listening can wait for new work: one before may predate it unheard.
+    const listening = unhear !== undefined && unhear !== false;
+    ticking = true;
+    missed = false;
+    lastTick = clock.now();
+    let produced: Produced | undefined;
     try {
       // The session first: a signed-out or revoked session gets nothing more, not even this tick.
       if (!(await alive())) {
@@ -137,8 +182,9 @@ export async function streamEvents(
         stream.end();
         return;
       }
-      const data = await produce();
+      produced = await produce();
       if (closed) return;
+      const { data } = produced;
       if (data !== last) {
         res.write(`event: ${name}\ndata: ${data}\n\n`);
         last = data;
@@ -150,8 +196,14 @@ export async function streamEvents(
     } catch (err) {
       // Redis away for a moment: the page keeps its last numbers; the next tick tries again.
       request.log.warn({ err: (err as Error).message }, 'console live update failed');
+    } finally {
+      ticking = false;
     }
-    if (!closed) timer = clock.setTimeout(tick, EVENT_INTERVAL_MS);
+    const wasStill = still !== undefined;
+    still = listening ? produced?.still : undefined;
+    if (still === undefined) return next(EVENT_INTERVAL_MS);
+    if (!wasStill) request.log.debug('console live updates: every batch shown is finished; waiting for new work');
+    next(missed ? EVENT_INTERVAL_MS : (spec.idleMs ?? HEARTBEAT_MS));
   };
   await tick();
 }

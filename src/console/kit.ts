@@ -17,6 +17,7 @@ import type { FailedPlates, PageContext } from './pages.js';
 import type { Session, SessionStore } from './sessions.js';
 import type { SignInThrottle } from './throttle.js';
 import type { StagedUploads } from './uploads.js';
+import type { WakeNews } from './wake-news.js';
 
 export interface Signed {
   session: Session;
@@ -34,6 +35,8 @@ export interface KitBase {
   uploads: StagedUploads;
   resolve: (request: FastifyRequest) => Promise<Signed | undefined>;
   streams: OpenStreams;
+  /** New work heard, for live pages that show only finished batches. */
+  wakes: WakeNews;
   limits: ConsoleLimits;
   throttle: SignInThrottle;
   failedPlates: FailedStore;

@@ -21,6 +21,11 @@ export interface ConsoleLimits {
   signInFailures: number;
   /** How long a failed sign-in counts against its address. */
   signInWindowMs: number;
+  /**
+   * How long a live page whose batches are all finished goes without looking (new work for its
+   * accounts is a message that ends the wait sooner): its fallback, for what no message announces.
+   */
+  streamIdleMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -28,8 +33,9 @@ const MiB = 1024 * 1024;
 export const CONSOLE_LIMITS: ConsoleLimits = {
   // A few tabs of the console; a fifth page falls back to its Refresh link.
   streamsPerSession: 4,
-  // Each open stream costs Redis about 30 commands a second (the list page's batches and lines):
-  // 100 is 3,000 a second at most from one process, and more console tabs than a team keeps open.
+  // Each open stream costs Redis about 30 commands a second while its batches move (the list
+  // page's batches and lines): 100 is 3,000 a second at most from one process, and more console
+  // tabs than a team keeps open. A page of finished batches costs that once every streamIdleMs.
   streamsPerProcess: 100,
   // An operator compares an upload or two before confirming; a staged upload takes about 1.7
   // times its file in Redis (its rows as JSON and the estimate: an 8.8 MB CSV, 14.7 MB), so a
@@ -40,4 +46,6 @@ export const CONSOLE_LIMITS: ConsoleLimits = {
   stagedBytesTotal: 256 * MiB,
   signInFailures: 10,
   signInWindowMs: 15 * 60_000,
+  // The heartbeat's period: a page of finished batches reads once where it read 15 times.
+  streamIdleMs: 15_000,
 };

@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { clock } from '../clock.js';
 import type { Config } from '../config.js';
-import type { Scope, TokenAuth } from '../http/auth.js';
+import { canSee, type Scope, type TokenAuth } from '../http/auth.js';
 import { ApiError, closeIfBodyPending, describeError } from '../http/errors.js';
 import { readCsvUpload, registerCsvUploads } from '../http/uploads.js';
 import type { Logger } from '../logger.js';
@@ -16,6 +16,7 @@ import { type BatchRequest, checkRequest, type EnqueueInput, enqueue, estimate }
 import type { BatchInfo } from '../queue/batch/store.js';
 import type { AccountLineState } from '../queue/line.js';
 import { failedSummary, type RetryWay, rerunFailed } from '../queue/rerun.js';
+import { duplicateOf } from '../redis/connection.js';
 import type { RedisHealth } from '../redis/health.js';
 import { ResultsQuery } from '../schemas/api.js';
 import type { BatchView } from '../schemas/batch.js';
@@ -60,6 +61,7 @@ import { idHash, SESSION_COOKIE, SessionStore } from './sessions.js';
 import { sessionRoutes } from './sign-in.js';
 import { SignInThrottle } from './throttle.js';
 import { StagedUploads } from './uploads.js';
+import { WakeNews } from './wake-news.js';
 import { watchRoutes } from './watch-routes.js';
 
 export interface ConsoleDeps {
@@ -136,9 +138,21 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
   };
 
   const streams = new OpenStreams();
+  // New work, heard once for every page of this process that shows only finished batches.
+  const wakes = new WakeNews(async (onWake) => {
+    const subscriber = duplicateOf(services.redis);
+    try {
+      await services.feeder.listen(subscriber, onWake);
+    } catch (err) {
+      subscriber.disconnect();
+      throw err;
+    }
+    return () => subscriber.disconnect();
+  });
   // Live updates never end by themselves: close them so the server can stop.
   app.addHook('preClose', async () => {
     streams.endAll();
+    await wakes.close();
   });
 
   await app.register(async (scope) => {
@@ -150,7 +164,7 @@ export async function registerConsole(app: FastifyInstance, deps: ConsoleDeps): 
     await registerCsvUploads(scope, { bodyLimit: config.http.bodyLimit, uploadRoute: '/upload' });
 
     const kit = consoleKit({
-      ...{ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams },
+      ...{ services, config, auth, now, redisWait, archive, sessions, uploads, resolve, streams, wakes },
       ...{ limits, throttle, failedPlates },
     });
     pageHooks(scope, kit);
@@ -276,7 +290,7 @@ function batchRoutes(scope: FastifyInstance, kit: Kit): void {
 
 /** The live updates of the batch list and of one batch's page (server-sent events). */
 function eventRoutes(scope: FastifyInstance, kit: Kit): void {
-  const { services, now, resolve, streams, sessions, auth, limits, context, visibleBatch, failedOf } = kit;
+  const { services, now, resolve, streams, wakes, sessions, auth, limits, context, visibleBatch, failedOf } = kit;
   scope.get<{ Querystring: { batch?: string; q?: string } }>('/events', async (request, reply) => {
     const signed = await resolve(request);
     if (!signed) throw new ApiError('UNAUTHORIZED', 'sign in first');
@@ -318,6 +332,8 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
       perOwner: limits.streamsPerSession,
       inAll: limits.streamsPerProcess,
       alive,
+      wakes,
+      idleMs: limits.streamIdleMs,
     };
     await streamEvents(request, reply, streams, {
       ...spec,
@@ -327,7 +343,7 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
         if (one !== undefined) {
           // A token that no longer sees the batch's account gets nothing of it.
           const info = await visibleBatch({ ...signed, scope: current }, one).catch(() => undefined);
-          if (info === undefined) return '[]';
+          if (info === undefined) return { data: '[]' };
           views = [batchView(info, await batchContext(services, info), now())];
           lines = [await services.accounts.line(info.account).state()];
           // While its page is open, the batch's charts get a sample a gap (chart-data.ts).
@@ -336,14 +352,24 @@ function eventRoutes(scope: FastifyInstance, kit: Kit): void {
         // The words of why a line waits come from its state (a key failure, an operator, an outage).
         const lineOf = new Map(lines.map((l) => [l.account, l]));
         const sent = [];
-        for (const v of views)
+        let settled = true;
+        for (const v of views) {
+          const failures = one !== undefined ? await failedNow(v) : {};
+          // Finished, its failed plates counted as they are: only new work changes what is shown.
+          settled &&= v.finishedAt !== undefined && (one === undefined || failed?.current !== false);
           sent.push({
             id: v.id,
             percent: v.progress.percent,
             fields: batchFields(v, ctx, lineOf.get(v.account)),
-            ...(one !== undefined ? await failedNow(v) : {}),
+            ...failures,
           });
-        return JSON.stringify(sent);
+        }
+        const data = JSON.stringify(sent);
+        if (!settled) return { data };
+        // A finished batch's page: its account's new work (failed plates queued again). The list:
+        // any account this token sees (a new batch).
+        const shown = views[0]?.account;
+        return { data, still: (account: string) => (one !== undefined ? account === shown : canSee(current, account)) };
       },
     });
   });

@@ -50,7 +50,7 @@
 // | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
 // | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: an ingest lock released) |
 // | A:batch:<id>:finished            | channel | queue/batch/ (pub/sub: batch-finish.lua publishes; batch.done hears) |
-// | A:batch:<id>:webhooks:changed    | channel | webhooks/deliveries.ts (pub/sub: an attempt recorded; `vqb run --notify` hears) |
+// | A:batch:<id>:webhooks:changed    | channel | webhooks/deliveries.ts (pub/sub: an attempt recorded) |
 // | A:watch:<name>, :plates, :removed, :last, :history, :rounds, :changes:<n>, :close:<n> | | watch/store.ts |
 // | A:watches, G:watches             | zset   | watch/store.ts (the account's watches; every watch, for the sweep) |
 // BullMQ owns the keys of each account's queue (`<bare>:{<queue>.<account>}:*`) and of the

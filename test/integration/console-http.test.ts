@@ -22,6 +22,7 @@ import { archiveFor } from '../../src/sinks/export.js';
 import { testConfig } from '../helpers/config.js';
 import { type ConsoleSession, signIn as consoleSignIn } from '../helpers/console.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
+import { waitFor } from '../helpers/process.js';
 import { startReceiver } from '../helpers/webhook-receiver.js';
 import { sheetValues } from '../helpers/xlsx.js';
 
@@ -41,7 +42,11 @@ afterAll(async () => {
   for (const cleanup of cleanups) await cleanup();
 });
 
-async function serve(h: Harness, config: Config = h.config, extra: Pick<HttpApiDeps, 'health'> = {}): Promise<string> {
+async function serve(
+  h: Harness,
+  config: Config = h.config,
+  extra: Pick<HttpApiDeps, 'health' | 'consoleLimits'> = {},
+): Promise<string> {
   app = await createHttpApi({ services: h.services, config, logger: h.logs.logger, dashboard: false, ...extra });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -192,6 +197,33 @@ describe('web console over HTTP', () => {
     });
     expect(out.status).toBe(303);
     expect((await fetch(`${base}/`, { redirect: 'manual', headers: { cookie } })).status).toBe(303);
+  });
+
+  it('a live page of finished batches waits for new work as a message, not a look every second', async () => {
+    const h = await harness.start({ label: 'console-idle', workers: 1, config: { VQ_API_TOKENS: ADMIN, ...FAST } });
+    await h.enqueue('idle-a', makePlates(2));
+    await h.waitForBatch('idle-a');
+    // Its fallback look an hour away: only the message can show the new batch within this test.
+    const base = await serve(h, h.config, { consoleLimits: { streamIdleMs: 3_600_000 } });
+    const { cookie } = await signIn(base);
+    const events = await fetch(`${base}/events`, { headers: { cookie } });
+    const reader = events.body!.getReader();
+    let text = '';
+    const until = async (pattern: RegExp) => {
+      while (!pattern.test(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended; it sent:\n${text}`);
+        text += new TextDecoder().decode(value);
+      }
+    };
+    await until(/"id":"idle-a"/);
+    // Every batch shown is finished: once it listens on the wake channel, the stream says it waits.
+    const waits = () => h.logs.lines.filter((l) => String(l.msg).includes('waiting for new work')).length;
+    await waitFor(async () => waits() === 1);
+    await h.enqueue('idle-b', makePlates(1));
+    // Shown, and looked at (at most every second) until it finished.
+    await until(/"id":"idle-b","percent":100/);
+    await reader.cancel();
   });
 
   it('a session ends when its token is no longer configured; the language follows Accept-Language, then the switch', async () => {
