@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
-import { freePort, harnessEnv, runVqb, spawnVqb } from '../helpers/process.js';
+import { freePort, harnessEnv, runVqb, spawnVqb, startVqb, waitFor } from '../helpers/process.js';
 
 const harness = useHarness();
 
@@ -105,18 +105,14 @@ describe('the CLI a newcomer meets (issue 22)', () => {
     // Queries that take 1-2 s: the stop comes while creates and polls are out.
     const h = await harness.start({ label: 'cli7', workers: 0, sim: { completionMs: [1_000, 2_000] } });
     await h.enqueue('b7', makePlates(40));
-    const work = vqbProcess(h, ['work'], {
-      LOG_LEVEL: 'info',
-      VQ_METRICS_PORT: String(await freePort()),
-      VQ_RETAIN: '30d',
-    });
-    let out = '';
-    work.child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    const deadline = Date.now() + 20_000;
-    while (!out.includes('"worker started"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 1_500));
-    work.child.kill('SIGTERM');
-    const { code, stderr } = await work.done;
+    // In this process (`main` with its own stderr): the stop as SIGTERM hands it to io.stopSignal.
+    const work = startVqb(
+      ['work'],
+      harnessEnv(h, { LOG_LEVEL: 'info', VQ_METRICS_PORT: String(await freePort()), VQ_RETAIN: '30d' }),
+    );
+    await waitFor(async () => work.output().stderr.includes('"worker started"'), 20_000, 'worker started');
+    await waitFor(async () => h.sim.stats().creates > 0, 20_000, 'creates out');
+    const { code, stderr } = await work.stop('SIGTERM');
     expect(code).toBe(0);
     const messages = stderr
       .trimEnd()

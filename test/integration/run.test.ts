@@ -149,10 +149,11 @@ describe('vqb run', () => {
     const h = await harness.start({ label: 'stop', workers: 0, sim: { completionMs: [300, 800] } });
     const file = join(h.config.outDir, '..', 'stop.csv');
     await writeFile(file, csvFile(Array.from({ length: 200 }, (_, i) => `STP${String(i).padStart(4, '0')};;`)));
-    const run = vqbProcess(h, ['run', file]);
+    // In this process: the stop as SIGINT hands it to `main` (io.stopSignal); the signal itself, from
+    // the OS to a process, is cli-stops-and-words' (a second Ctrl-C) and worker-crash's.
+    const run = startVqb(['run', file], harnessEnv(h));
     for (let i = 0; i < 200 && h.sim.stats().creates < 20; i++) await sleep(50);
-    run.child.kill('SIGINT');
-    const stopped = await run.done;
+    const stopped = await run.stop('SIGINT');
     expect(stopped.code).toBe(130);
     expect(stopped.stdout).toContain('run the same command again to resume');
 
