@@ -74,10 +74,10 @@ export interface StreamSpec {
   /** False when the session is gone: the stream ends (a throw is a failed tick: Redis away). */
   alive: () => Promise<boolean>;
   produce: () => Promise<Produced>;
-  /** Where new work is heard; without it a stream looks every EVENT_INTERVAL_MS whatever it shows. */
-  wakes?: WakeNews;
+  /** Where new work is heard (a stream that cannot listen looks every EVENT_INTERVAL_MS). */
+  wakes: WakeNews;
   /** How long a stream showing only finished batches waits for new work before it looks anyway. */
-  idleMs?: number;
+  idleMs: number;
 }
 
 export interface Produced {
@@ -164,7 +164,7 @@ export async function streamEvents(
   };
   // The process shares one subscription. Not awaited: a Redis that is away holds a subscription,
   // and the page still gets its ticks (looking every EVENT_INTERVAL_MS until it listens).
-  void (spec.wakes?.hear(woken) ?? Promise.resolve(false as const)).then((u) => {
+  void spec.wakes.hear(woken).then((u) => {
     unhear = u;
     if (closed && u) u();
   });
@@ -203,7 +203,7 @@ export async function streamEvents(
     still = listening ? produced?.still : undefined;
     if (still === undefined) return next(EVENT_INTERVAL_MS);
     if (!wasStill) request.log.debug('console live updates: every batch shown is finished; waiting for new work');
-    next(missed ? EVENT_INTERVAL_MS : (spec.idleMs ?? HEARTBEAT_MS));
+    next(missed ? EVENT_INTERVAL_MS : spec.idleMs);
   };
   await tick();
 }

@@ -49,3 +49,44 @@ export async function hear(
     close: () => subscriber.disconnect(),
   };
 }
+
+/**
+ * Takes a lock (`SET key token PX ms NX`) once it is free, waiting for its release as a message:
+ * the holder releases it with lock-release-1.lua given `released.channel`. The only timer is the
+ * lock's expiry (a holder that died) or `waitMs`. `onWait` is told once, at the first refusal, how
+ * long the lock has left; `moot`, asked after each wake, ends the wait when what the lock guards
+ * was done meanwhile (another process's work made this one's unnecessary).
+ */
+export async function lockWhenFree(
+  redis: RedisClient,
+  lock: { key: string; token: string; ms: number },
+  released: { channel: string; matches?: (message: string) => boolean },
+  time: Pick<Clock, 'now' | 'sleep'>,
+  options: { waitMs?: number; onWait?: (leftMs: number) => void; moot?: () => Promise<boolean> } = {},
+): Promise<'taken' | 'moot' | 'timeout'> {
+  const deadline = time.now() + (options.waitMs ?? Number.POSITIVE_INFINITY);
+  let told = false;
+  let unlocks: Heard | undefined;
+  try {
+    for (;;) {
+      if ((await redis.set(lock.key, lock.token, 'PX', lock.ms, 'NX')) === 'OK') return 'taken';
+      const ttl = await redis.pttl(lock.key);
+      // -2: released meanwhile (try again now); -1 (no expiry) is not a lock this code set.
+      const left = ttl === -2 ? 0 : ttl < 0 ? lock.ms : ttl;
+      if (!told) {
+        told = true;
+        options.onWait?.(left);
+      }
+      if (time.now() > deadline) return 'timeout';
+      if (unlocks === undefined) {
+        // Listening from now: a release before the subscription is seen by the next SET.
+        unlocks = await hear(redis, released.channel, time, released.matches);
+        continue;
+      }
+      await unlocks.next(Math.min(left, deadline - time.now() + 1));
+      if (await options.moot?.()) return 'moot';
+    }
+  } finally {
+    unlocks?.close();
+  }
+}

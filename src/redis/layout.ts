@@ -16,7 +16,7 @@ import type { Config } from '../config.js';
 import { VqbError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { connectRedis, type RedisClient, serversOf } from './connection.js';
-import { type Heard, hear } from './heard.js';
+import { lockWhenFree } from './heard.js';
 import { ACCOUNT_ID, accountQueueName, BATCH_ID, type BatchRef, PRIORITY_CLASSES, VqbKeys } from './keys.js';
 import { withScripts } from './scripts.js';
 
@@ -131,30 +131,18 @@ export async function migrateLayout(
 
   const lockKey = `${layoutKey}:lock`;
   const token = randomBytes(16).toString('hex');
-  const deadline = clock.now() + waitMs;
   // Another process migrating: its release is a message (a wait is an event, not a loop asking
   // Redis again); the only timer is its lock's expiry, for a holder that died, or our deadline.
-  let unlocks: Heard | undefined;
-  try {
-    for (;;) {
-      if ((await redis.set(lockKey, token, 'PX', lockMs, 'NX')) === 'OK') break;
-      if (clock.now() > deadline)
-        throw new Error(
-          `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
-            `${lockKey}) and it did not finish within ${waitMs} ms`,
-        );
-      if (unlocks === undefined) {
-        // Listening from now: a release before the subscription is seen by the next SET.
-        unlocks = await hear(redis, keys.layoutUnlocked, clock);
-        continue;
-      }
-      const ttl = await redis.pttl(lockKey);
-      await unlocks.next(Math.max(0, Math.min(ttl < 0 ? lockMs : ttl, deadline - clock.now() + 1)));
-      if ((await redis.get(layoutKey)) === CURRENT) return { moved: 0, alreadyCurrent: true };
-    }
-  } finally {
-    unlocks?.close();
-  }
+  const took = await lockWhenFree(redis, { key: lockKey, token, ms: lockMs }, { channel: keys.layoutUnlocked }, clock, {
+    waitMs,
+    moot: async () => (await redis.get(layoutKey)) === CURRENT,
+  });
+  if (took === 'moot') return { moved: 0, alreadyCurrent: true };
+  if (took === 'timeout')
+    throw new Error(
+      `the Redis data is being moved to key layout ${CURRENT} by another process (lock ` +
+        `${lockKey}) and it did not finish within ${waitMs} ms`,
+    );
 
   const lock = holdLock(redis, lockKey, token, lockMs, keys.layoutUnlocked);
   try {

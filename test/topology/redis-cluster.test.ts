@@ -13,7 +13,7 @@ import { createVqb } from '../../src/index.js';
 import { connectRedis, deleteKeysByPrefix, preflightRedis } from '../../src/redis/connection.js';
 import { freePort } from '../../src/redis/server.js';
 import { openQueueServices } from '../../src/services.js';
-import { makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { type Harness, type HarnessOptions, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { waitingIngest } from '../helpers/ingest-lock.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { harnessEnv, rejection, spawnVqb, waitFor } from '../helpers/process.js';
@@ -32,18 +32,22 @@ afterAll(async () => {
 
 const urlOf = (port: number) => `redis://127.0.0.1:${port}`;
 
+/** The harness on the test cluster, every master a seed. */
+function onCluster(options: Omit<HarnessOptions, 'config'>): Promise<Harness> {
+  const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
+  return harness.start({ ...options, config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds } });
+}
+
 describe('Redis Cluster', () => {
   it('30 busy accounts spread over 3 masters: each serves at least 20 % of the commands, one create per plate', async () => {
     const accounts = Array.from({ length: 30 }, (_, i) => ({
       id: `c${String(i).padStart(2, '0')}`,
       rateLimit: '20/s',
     }));
-    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
-    const h = await harness.start({
+    const h = await onCluster({
       label: 'cluster-spread',
       workers: 0,
       accounts,
-      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
       sim: { completionMs: [100, 300] },
     });
     // Where the accounts' slots are: the count per master the load should follow.
@@ -83,11 +87,9 @@ describe('Redis Cluster', () => {
   }, 240_000);
 
   it("a batch through `vqb run` at a node without its account's slot finishes across a migration of that slot: one outcome and one create per plate", async () => {
-    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
-    const h = await harness.start({
+    const h = await onCluster({
       label: 'cluster',
       workers: 0,
-      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
       sim: { completionMs: [200, 600] },
     });
     const tag = h.services.keys.accountTag(h.config.accounts[0]!.id);
@@ -160,11 +162,9 @@ describe('Redis Cluster', () => {
   }, 300_000);
 
   it("an ingest waiting on another's lock hears its release (published by a script on the lock's master)", async () => {
-    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
-    const h = await harness.start({
+    const h = await onCluster({
       label: 'cluster-unlock',
       workers: 0,
-      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
     });
     await h.open('unlock');
     const held = await h.services.batches.lockIngest('unlock');
@@ -179,10 +179,8 @@ describe('Redis Cluster', () => {
   }, 30_000);
 
   it("the library's batch.done() hears the finish a script published on the batch's master", async () => {
-    const seeds = cluster.nodes.map((n) => urlOf(n.port)).join(',');
-    const h = await harness.start({
+    const h = await onCluster({
       label: 'cluster-done',
-      config: { VQ_REDIS_MODE: 'cluster', REDIS_URL: seeds },
       sim: { completionMs: [100, 300] },
     });
     const vqb = await createVqb({ config: h.config, logger: h.logs.logger });

@@ -17,7 +17,7 @@ export type { BatchKey } from '../../redis/keys.js';
 
 import type { RedisClient } from '../../redis/connection.js';
 import { execAll } from '../../redis/health.js';
-import { type Heard, hear } from '../../redis/heard.js';
+import { type Heard, hear, lockWhenFree } from '../../redis/heard.js';
 import { type Scripted, withScripts } from '../../redis/scripts.js';
 import type { Scheduler } from '../scheduler.js';
 import type { PriorityClass } from '../types.js';
@@ -162,7 +162,7 @@ export class BatchStore {
   readonly #redis: Scripted<'batch-open' | 'batch-seal' | 'batch-home' | 'batch-unhome' | 'lock-release'>;
   readonly #keys: VqbKeys;
   readonly #now: () => number;
-  readonly #clock: Pick<Clock, 'sleep'>;
+  readonly #clock: Pick<Clock, 'now' | 'sleep'>;
   /** Batch id → the accounts holding it and until when that is trusted (a read saved per request). */
   readonly #homes = new Map<string, { accounts: string[]; until: number }>();
 
@@ -272,29 +272,15 @@ export class BatchStore {
   ): Promise<{ refresh(): Promise<void>; release(): Promise<void> }> {
     const key = this.#keys.ingestLock(await this.ref(batch));
     const token = randomBytes(8).toString('hex');
-    let told = false;
-    let unlocks: Heard | undefined;
-    try {
-      while ((await this.#redis.set(key, token, 'PX', INGEST_LOCK_MS, 'NX')) !== 'OK') {
-        const ttl = await this.#redis.pttl(key);
-        // -2: released meanwhile (try again now); -1 (no expiry) is not a lock this code set.
-        const left = ttl === -2 ? 0 : ttl < 0 ? INGEST_LOCK_MS : ttl;
-        // Say at once what we wait for (a holder that died leaves its lock until it expires), once.
-        if (!told && onWait) {
-          told = true;
-          onWait(left);
-        }
-        if (unlocks === undefined) {
-          // Listening from now: a release before the subscription is seen by the next SET.
-          unlocks = await hear(this.#redis, this.#keys.ingestUnlocked, this.#clock, (released) => released === key);
-          continue;
-        }
-        // The holder's release is a message; a holder that died is its lock's expiry.
-        await unlocks.next(left);
-      }
-    } finally {
-      unlocks?.close();
-    }
+    // The holder's release is a message (the lock's key on ingestUnlocked); a holder that died is
+    // its lock's expiry.
+    await lockWhenFree(
+      this.#redis,
+      { key, token, ms: INGEST_LOCK_MS },
+      { channel: this.#keys.ingestUnlocked, matches: (released) => released === key },
+      this.#clock,
+      onWait ? { onWait } : {},
+    );
     return {
       refresh: async () => {
         await this.#redis.pexpire(key, INGEST_LOCK_MS);
