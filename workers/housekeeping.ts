@@ -10,6 +10,7 @@ import type { RedisHealth } from '../src/redis/health.js';
 import type { QueueServices } from '../src/services.js';
 import type { AccountWorkers } from './account-workers.js';
 import type { Doorbell } from './doorbell.js';
+import { ACTIVE_READ_EVERY_MS, KnownActive } from './known-active.js';
 
 /** How often each process tops up the account queues from the scheduler. */
 export const FEED_EVERY_MS = 200;
@@ -24,7 +25,8 @@ const DEADLINE_WATCH_MS = 2_000;
  * A worker process's timers: feeding the queues of the accounts with work and running their
  * Workers (every FEED_EVERY_MS), recovering staged plates a crashed feeder left (every
  * RECOVER_EVERY_MS), and emitting webhook events a stopped process noticed but did not send (at
- * start, then every minute). An idle account costs one entry less in a read of the active set.
+ * start, then every minute). The accounts with work are known from the wakes that name them
+ * (known-active.ts, once `listening()`): a process with nothing to do reads nothing per pass.
  */
 export function startHousekeeping(
   config: Config,
@@ -33,8 +35,11 @@ export function startHousekeeping(
   doorbell: Doorbell,
   health: RedisHealth,
   logger: Logger,
-  random: () => number = Math.random,
-): { stop(): Promise<void>; wake(accountId: string): void } {
+  {
+    random = Math.random,
+    activeReadEveryMs = ACTIVE_READ_EVERY_MS,
+  }: { random?: () => number; activeReadEveryMs?: number } = {},
+): { stop(): Promise<void>; wake(accountId: string): void; listening(): void } {
   // The worker's clock (services.ts): its feeds, sweeps and watches run on its timers.
   const now = () => services.clock.now();
   const configured = new Set(config.accounts.map((a) => a.id));
@@ -47,16 +52,16 @@ export function startHousekeeping(
   // The first feed looks at every account once: work queued before the active set existed (an
   // upgrade) or while no process ran is found, and idle accounts leave the set.
   let first = true;
+  // The active set as this process knows it (known-active.ts): read now and then, kept from wakes.
+  const active = new KnownActive(services.scheduler, configured, activeReadEveryMs);
   const feed = async () => {
     if (first) await services.scheduler.activate([...configured]);
     first = false;
     const busy = new Set<string>();
-    // Another process's configuration may name accounts this one does not serve.
-    const active = (await services.scheduler.activeAccounts()).filter((id) => configured.has(id));
     const at = now();
     // All at once: the commands of many accounts share round trips on the connection.
     await Promise.all(
-      active.map(async (accountId) => {
+      (await active.accounts(at)).map(async (accountId) => {
         const rate = runs.flow(accountId)?.ratePerSecond;
         // A rest reckoned at a rate since raised (a limit heard, a slow start's step: a cold
         // account's first seconds) ends: its queue would run dry long before the rest did.
@@ -69,6 +74,8 @@ export function startHousekeeping(
         const { fed, idle, waiting, limitedMs, meeting } = await services.feeder.feed(accountId, rate);
         if (idle) {
           restUntil.delete(accountId);
+          // Left the set, unless a wake came while the feed was out (work added meanwhile).
+          if (wakes.get(accountId) === woken) active.left(accountId);
           return;
         }
         // Rests end spread over ±25 % of their length: accounts that started together (a thousand
@@ -126,6 +133,11 @@ export function startHousekeeping(
     wake(accountId: string) {
       restUntil.delete(accountId);
       wakes.set(accountId, (wakes.get(accountId) ?? 0) + 1);
+      active.heard(accountId);
+    },
+    // The wake subscription stands: accounts with work are heard of, not read each pass.
+    listening() {
+      active.listening();
     },
     async stop() {
       clearInterval(feedTimer);

@@ -200,6 +200,11 @@ export interface WorkerDeps {
   health?: RedisHealth;
   /** Tests only: awaited between a create's fencing check and its send (see PlateProcessor). */
   afterFence?: () => Promise<void>;
+  /**
+   * Tests only: how often the active set is read while wakes are heard (workers/housekeeping.ts
+   * ACTIVE_READ_EVERY_MS); set past a test's timeout, only a wake can start an account.
+   */
+  activeReadEveryMs?: number;
 }
 
 export interface WorkerHandle {
@@ -272,14 +277,19 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
   services.feeder.marksClosing = true;
   for (const { account, line } of services.accounts.all()) void resumeIfRead(services, account, line, logger);
 
-  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, deps.random);
+  const housekeeping = startHousekeeping(config, services, runs, doorbell, health, logger, {
+    ...(deps.random ? { random: deps.random } : {}),
+    ...(deps.activeReadEveryMs !== undefined ? { activeReadEveryMs: deps.activeReadEveryMs } : {}),
+  });
   services.feeder
     .listen(wakes, (accountId) => {
       housekeeping.wake(accountId);
       doorbell.ring(accountId);
     })
+    .then((subscribed) => subscribed && housekeeping.listening())
     .catch((err: unknown) => {
-      // The feed pass still rings every Worker whose queue holds jobs; only the shortcut is lost.
+      // The feed pass still rings every Worker whose queue holds jobs, and reads the active set
+      // each pass; only the shortcut is lost.
       if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
     });
   // Holds as they are set, on the same connection: until it is subscribed, requests ask Redis.

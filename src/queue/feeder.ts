@@ -131,26 +131,40 @@ export class Feeder {
    * A producer's feed (an ingest, a rerun) tells the worker processes it put jobs on the
    * account's queue: a Worker of theirs that waits for work fetches at once (workers/doorbell.ts),
    * not at the process's next feed pass, which for a slow account may be 2 s off (REST_MAX_MS).
-   * One PUBLISH per producer feed that added jobs; the worker processes' own feeds do not
-   * publish: each rings its own Workers, and every process feeds every busy account.
+   * One PUBLISH per producer feed that left the account with work, even when it added no job
+   * (a cap's hold, a pool key that holds): the worker processes know the accounts with work from
+   * these wakes (workers/known-active.ts). Their own feeds do not publish: each rings its own
+   * Workers, and every process feeds every busy account.
    */
   async feedAndWake(accountId: string): Promise<FeedResult> {
     const fed = await this.feed(accountId);
-    if (fed.fed > 0 && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
+    if ((fed.fed > 0 || !fed.idle) && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
     return fed;
   }
 
   /**
-   * Listens on the wake channel with `subscriber` (a connection of its own: a subscribed
-   * connection takes no other command); `onWake` gets the account id of each wake.
+   * Jobs went on the account's queue outside the scheduler (a rerun's polls): it joins the active
+   * set, and the worker processes are woken. They keep that set from their wakes
+   * (workers/known-active.ts) and would otherwise find the account only at their next read of it.
    */
-  async listen(subscriber: RedisClient, onWake: (accountId: string) => void): Promise<void> {
-    if (!this.#wake) return;
+  async activateAndWake(accountId: string): Promise<void> {
+    await this.#scheduler.activate([accountId]);
+    if (this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
+  }
+
+  /**
+   * Listens on the wake channel with `subscriber` (a connection of its own: a subscribed
+   * connection takes no other command); `onWake` gets the account id of each wake. False when
+   * nothing is sent here (no wake channel: unit tests that only compute rests).
+   */
+  async listen(subscriber: RedisClient, onWake: (accountId: string) => void): Promise<boolean> {
+    if (!this.#wake) return false;
     const channel = this.#wake.keys.wake;
     subscriber.on('message', (from: string, accountId: string) => {
       if (from === channel) onWake(accountId);
     });
     await subscriber.subscribe(channel);
+    return true;
   }
 
   /**

@@ -157,7 +157,7 @@ export async function rerunFailed(
   }
   // Poll jobs went on the queue directly: the account has work again, so worker processes run a
   // Worker for it (the enlist below does the same for plates created again).
-  if (result.retried > recreate.length) await scheduler.activate([account.id]);
+  if (result.retried > recreate.length) await services.feeder.activateAndWake(account.id);
   if (recreate.length > 0) {
     await scheduler.push(info, recreate);
     await scheduler.enlist(account.id, batchId, info.priority, info.weight, info.deadline);

@@ -229,7 +229,8 @@ export class Scheduler {
    * Marks accounts active: a job was put on an account's queue outside the scheduler (a rerun's
    * poll), or a process starting looks once at every account it serves (work left from before the
    * active set existed, or queued while no process ran). Each gets a new generation; one with
-   * nothing to do leaves again at its first feed.
+   * nothing to do leaves again at its first feed. (Worker processes hear of an account that joins
+   * from a wake: queue/feeder.ts activateAndWake.)
    */
   async activate(accountIds: readonly string[]): Promise<void> {
     if (accountIds.length === 0) return;

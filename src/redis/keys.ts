@@ -46,7 +46,7 @@
 // | G:workers, G:retention:lock      | zset, string | queue/presence.ts, src/retention.ts |
 // | G:layout                         | string | src/redis/layout.ts (which key layout the data is in) |
 // | G:layout-unlocked                | channel | src/redis/layout.ts (pub/sub: the migration lock released) |
-// | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account's queue was fed") |
+// | G:wake                           | channel | queue/feeder.ts (pub/sub: "this account has work", its queue fed) |
 // | G:holds                          | channel | queue/hold-news.ts (pub/sub: a hold set or lifted; line.ts sends) |
 // | G:ingest-unlocked                | channel | queue/batch/store.ts (pub/sub: an ingest lock released) |
 // | A:batch:<id>:finished            | channel | queue/batch/ (pub/sub: batch-finish.lua publishes; batch.done hears) |

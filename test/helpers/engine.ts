@@ -66,7 +66,8 @@ export interface Harness {
   idle(): Promise<boolean>;
   /** `random`: what the worker process draws its jitters from (rests, pacing), for a test that needs them at an end. */
   /** A worker in this process; `clock` puts all of its timers and `now` on a clock the test owns. */
-  startWorker(deps?: { random?: () => number; clock?: Clock }): WorkerHandle;
+  /** `activeReadEveryMs`: how often it reads the active set (set long: it must hear of accounts with work). */
+  startWorker(deps?: { random?: () => number; clock?: Clock; activeReadEveryMs?: number }): WorkerHandle;
   /** Opens an empty batch, as a producer's first step does (what a process killed mid-ingest leaves). */
   open(batchId: string, options?: BatchPlace): Promise<void>;
   /** Stores a batch the way ingest does (rows, counts, scheduler) and puts its first plates on the queue. */
@@ -224,6 +225,7 @@ export async function startHarness(
         logger: logs.logger,
         ...(deps.random ? { random: deps.random } : {}),
         ...(deps.clock ? { clock: deps.clock } : {}),
+        ...(deps.activeReadEveryMs !== undefined ? { activeReadEveryMs: deps.activeReadEveryMs } : {}),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
         ...(options.resolve ? { webhookResolve: options.resolve } : {}),
       });
