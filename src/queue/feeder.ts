@@ -131,13 +131,14 @@ export class Feeder {
    * A producer's feed (an ingest, a rerun) tells the worker processes it put jobs on the
    * account's queue: a Worker of theirs that waits for work fetches at once (workers/doorbell.ts),
    * not at the process's next feed pass, which for a slow account may be 2 s off (REST_MAX_MS).
-   * One PUBLISH per producer feed that added jobs: the worker processes also know the accounts
-   * with work from these wakes (workers/known-active.ts). Their own feeds do not publish: each
-   * rings its own Workers, and every process feeds every busy account.
+   * One PUBLISH per producer feed that left the account with work, even when it added no job (a
+   * cap's hold): the worker processes know the accounts with work from these wakes
+   * (workers/known-active.ts), and would not feed that account when the hold is let go. Their own
+   * feeds do not publish: each rings its own Workers, and every process feeds every busy account.
    */
   async feedAndWake(accountId: string): Promise<FeedResult> {
     const fed = await this.feed(accountId);
-    if (fed.fed > 0 && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
+    if ((fed.fed > 0 || !fed.idle) && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
     return fed;
   }
 

@@ -4,6 +4,7 @@
 // commands/s and 22+ connections per process.
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobIdFor } from '../../src/queue/account-queues.js';
+import { releaseAccountHold } from '../../src/queue/holds.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
 import { FEED_EVERY_MS } from '../../workers/housekeeping.js';
 import { KnownActive } from '../../workers/known-active.js';
@@ -190,6 +191,28 @@ describe('idle accounts', () => {
     expect(h.sim.stats().gets).toBeGreaterThan(polled);
     expect(h.sim.stats().creates).toBe(6);
     expect((await h.services.batchViews.get('retry-a1')).counts).toMatchObject({ done: 5, failed: 1 });
+  });
+
+  it("a batch queued while its account's creates are held starts when they are let go: its feed woke the workers, though it queued nothing", async () => {
+    h = await startHarness({ label: 'idle-held', accounts: ACCOUNTS.slice(0, 2), workers: 0 });
+    // The active set is read past the test's timeout: the account is known from the producer's wake only.
+    h.startWorker({ activeReadEveryMs: 3_600_000 });
+    // The worker's first pass: every account activated (a generation), found idle and let go.
+    const flag = h.services.keys.schedActiveFlag('a1');
+    await waitFor(
+      'the first pass done',
+      async () =>
+        Number(await h!.redis.redis.hget(flag, 'gen')) > 0 &&
+        (await h!.services.scheduler.activeAccounts()).length === 0,
+    );
+    // The day cap's hold: the producer's feed puts no create on the queue while it lasts.
+    await h.services.accounts.line('a1').holdCreates(Date.now() + 3_600_000, 'day');
+    await h.enqueue('held-a1', makePlates(4), { account: 'a1' });
+    expect(await h.services.scheduler.waiting({ id: 'held-a1', account: 'a1' })).toBe(4);
+    await releaseAccountHold(h.services, 'a1');
+    await h.waitForBatch('held-a1');
+    expect((await h.services.batchViews.get('held-a1')).counts.done).toBe(4);
+    expect(h.sim.stats().creates).toBe(4);
   });
 
   it('work left where no active set names it (an upgrade, a lost key) is found when a worker starts', async () => {
