@@ -138,7 +138,7 @@ export class Feeder {
    */
   async feedAndWake(accountId: string): Promise<FeedResult> {
     const fed = await this.feed(accountId);
-    if ((fed.fed > 0 || !fed.idle) && this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
+    if (fed.fed > 0 || !fed.idle) await this.#wakeWorkers(accountId);
     return fed;
   }
 
@@ -149,6 +149,11 @@ export class Feeder {
    */
   async activateAndWake(accountId: string): Promise<void> {
     await this.#scheduler.activate([accountId]);
+    await this.#wakeWorkers(accountId);
+  }
+
+  /** One PUBLISH on the wake channel naming the account (none without a channel: unit tests). */
+  async #wakeWorkers(accountId: string): Promise<void> {
     if (this.#wake) await this.#wake.redis.publish(this.#wake.keys.wake, accountId);
   }
 
