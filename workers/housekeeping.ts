@@ -39,7 +39,7 @@ export function startHousekeeping(
     random = Math.random,
     activeReadEveryMs = ACTIVE_READ_EVERY_MS,
   }: { random?: () => number; activeReadEveryMs?: number } = {},
-): { stop(): Promise<void>; wake(accountId: string): void; listening(): void } {
+): { stop(): Promise<void>; wake(accountId: string): void; listening(standing: boolean): void } {
   // The worker's clock (services.ts): its feeds, sweeps and watches run on its timers.
   const now = () => services.clock.now();
   const configured = new Set(config.accounts.map((a) => a.id));
@@ -129,16 +129,16 @@ export function startHousekeeping(
   const deadlineWatch = startDeadlineWatch(services, configured, health, logger, now);
   return {
     // A wake (queue/feeder.ts: a producer or another process put jobs on the queue, or ended first
-    // contact): the account's rest ends, so the next feed pass tops its queue up.
+    // contact): the account's rest ends, so the next feed pass tops its queue up, and its waiting
+    // Worker, if any, fetches now.
     wake(accountId: string) {
       restUntil.delete(accountId);
       wakes.set(accountId, (wakes.get(accountId) ?? 0) + 1);
       active.heard(accountId);
+      doorbell.ring(accountId);
     },
-    // The wake subscription stands: accounts with work are heard of, not read each pass.
-    listening() {
-      active.listening();
-    },
+    // The wake subscription stands (accounts with work are heard of), or was cut (each pass reads).
+    listening: (standing: boolean) => (standing ? active.listening() : active.deaf()),
     async stop() {
       clearInterval(feedTimer);
       clearInterval(recoverTimer);

@@ -7,9 +7,9 @@
 import type { Scheduler } from '../src/queue/scheduler.js';
 
 /**
- * How long a process goes at most without reading the set while it hears wakes: a wake lost to a
- * broken subscription delays an account's first feed here by this much at the most. Until the
- * subscription stands, every pass reads the set.
+ * How long a process goes at most without reading the set while it hears wakes: a bound on a wake
+ * lost some other way than a closed connection (a cut is seen: every pass reads the set until the
+ * subscription stands again, and once more then).
  */
 export const ACTIVE_READ_EVERY_MS = 10_000;
 
@@ -61,8 +61,18 @@ export class KnownActive {
     this.#known?.delete(accountId);
   }
 
-  /** The wake subscription stands: from now on the set is read only every `readEveryMs`. */
+  /**
+   * The wake subscription stands (at start, or again after a cut): the set is read once more at
+   * the next pass, since a wake published before the subscription was confirmed is not heard,
+   * then only every `readEveryMs`.
+   */
   listening(): void {
     this.#listening = true;
+    this.#readAt = Number.NEGATIVE_INFINITY;
+  }
+
+  /** The wake connection closed: wakes may be lost, so every pass reads the set until it stands again. */
+  deaf(): void {
+    this.#listening = false;
   }
 }

@@ -281,17 +281,11 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.activeReadEveryMs !== undefined ? { activeReadEveryMs: deps.activeReadEveryMs } : {}),
   });
-  services.feeder
-    .listen(wakes, (accountId) => {
-      housekeeping.wake(accountId);
-      doorbell.ring(accountId);
-    })
-    .then((subscribed) => subscribed && housekeeping.listening())
-    .catch((err: unknown) => {
-      // The feed pass still rings every Worker whose queue holds jobs, and reads the active set
-      // each pass; only the shortcut is lost.
-      if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
-    });
+  services.feeder.listen(wakes, housekeeping.wake, housekeeping.listening).catch((err: unknown) => {
+    // The feed pass still rings every Worker whose queue holds jobs, and reads the active set
+    // each pass; only the shortcut is lost.
+    if (!health.outage(err)) logger.warn({ err }, 'could not listen for wakes: Workers look at each feed pass');
+  });
   // Holds as they are set, on the same connection: until it is subscribed, requests ask Redis.
   holdNews.listen(wakes, services.keys).catch((err: unknown) => {
     if (!health.outage(err)) logger.warn({ err }, 'could not listen for holds: each request asks Redis');

@@ -161,14 +161,39 @@ export class Feeder {
    * Listens on the wake channel with `subscriber` (a connection of its own: a subscribed
    * connection takes no other command); `onWake` gets the account id of each wake. False when
    * nothing is sent here (no wake channel: unit tests that only compute rests).
+   *
+   * `onStanding(true)` is told at each confirmation of the subscription (the first, and again
+   * after each reconnect's: ioredis subscribes again on its own, this call's reply confirms it),
+   * `onStanding(false)` when the connection closes: wakes published meanwhile are lost, so a
+   * listener that keeps state from wakes reads it again once the subscription stands.
    */
-  async listen(subscriber: RedisClient, onWake: (accountId: string) => void): Promise<boolean> {
+  async listen(
+    subscriber: RedisClient,
+    onWake: (accountId: string) => void,
+    onStanding?: (standing: boolean) => void,
+  ): Promise<boolean> {
     if (!this.#wake) return false;
     const channel = this.#wake.keys.wake;
     subscriber.on('message', (from: string, accountId: string) => {
       if (from === channel) onWake(accountId);
     });
+    let standing = false;
+    const stands = () => {
+      if (standing) return;
+      standing = true;
+      onStanding?.(true);
+    };
+    subscriber.on('close', () => {
+      if (!standing) return;
+      standing = false;
+      onStanding?.(false);
+    });
+    subscriber.on('ready', () => {
+      if (standing) return;
+      subscriber.subscribe(channel).then(stands, () => undefined);
+    });
     await subscriber.subscribe(channel);
+    stands();
     return true;
   }
 

@@ -8,16 +8,23 @@ import { releaseAccountHold } from '../../src/queue/holds.js';
 import { rerunFailed } from '../../src/queue/rerun.js';
 import { FEED_EVERY_MS } from '../../workers/housekeeping.js';
 import { KnownActive } from '../../workers/known-active.js';
-import type { WorkerHandle } from '../../workers/worker.js';
+import { startWorker, type WorkerHandle } from '../../workers/worker.js';
 import { type Harness, makePlates, sleep, startHarness } from '../helpers/engine.js';
 import { ManualClock, runningClock } from '../helpers/manual-clock.js';
 import { type DedicatedRedis, startRedisServer } from '../helpers/redis-server.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 const ACCOUNTS = Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, rateLimit: '50/s' }));
 
 let h: Harness | undefined;
 let own: DedicatedRedis | undefined;
+let proxy: TcpProxy | undefined;
+let cut: WorkerHandle | undefined;
 afterEach(async () => {
+  await cut?.close();
+  cut = undefined;
+  await proxy?.close();
+  proxy = undefined;
   await h?.close();
   h = undefined;
   await own?.close();
@@ -215,6 +222,37 @@ describe('idle accounts', () => {
     expect(h.sim.stats().creates).toBe(4);
   });
 
+  it("a wake lost while the worker's connections were cut: the set is read once its subscription stands again", async () => {
+    h = await startHarness({ label: 'idle-cut', accounts: ACCOUNTS.slice(0, 2), workers: 0 });
+    // The worker reaches Redis through a proxy the test cuts; the harness's producer does not.
+    proxy = await startTcpProxy(h.config.redis.nodes[0]!.port, h.config.redis.nodes[0]!.host);
+    const config = { ...h.config, redis: { ...h.config.redis, nodes: [{ host: '127.0.0.1', port: proxy.port }] } };
+    // The active set is read past the test's timeout: the account is known from a wake or a read.
+    cut = startWorker(config, { logger: h.logs.logger, activeReadEveryMs: 3_600_000 });
+    const flag = h.services.keys.schedActiveFlag('a1');
+    await waitFor(
+      'the first pass done',
+      async () =>
+        Number(await h!.redis.redis.hget(flag, 'gen')) > 0 &&
+        (await h!.services.scheduler.activeAccounts()).length === 0,
+    );
+    await waitFor(
+      'the wakes heard',
+      async () => Number((await h!.redis.redis.pubsub('NUMSUB', h!.services.keys.wake))[1]) > 0,
+    );
+    proxy.set('cut');
+    await waitFor(
+      'the wakes unheard',
+      async () => Number((await h!.redis.redis.pubsub('NUMSUB', h!.services.keys.wake))[1]) === 0,
+    );
+    // Queued while the link is down: its wake is published to nobody.
+    await h.enqueue('cut-a1', makePlates(4), { account: 'a1' });
+    proxy.set('pass');
+    await h.waitForBatch('cut-a1', 30_000);
+    expect((await h.services.batchViews.get('cut-a1')).counts.done).toBe(4);
+    expect(h.sim.stats().creates).toBe(4);
+  });
+
   it('work left where no active set names it (an upgrade, a lost key) is found when a worker starts', async () => {
     h = await startHarness({ label: 'idle-upgrade', accounts: ACCOUNTS, workers: 0 });
     await h.enqueue('before-upgrade', makePlates(10), { account: 'a3' });
@@ -226,27 +264,41 @@ describe('idle accounts', () => {
 });
 
 describe('the active set as a worker process knows it (workers/known-active.ts)', () => {
-  it('read at every pass until wakes are heard; then kept from wakes and idle feeds, read every readEveryMs', async () => {
-    h = await startHarness({ label: 'known-active', accounts: ACCOUNTS.slice(0, 4), workers: 0 });
+  it('read at every pass until wakes are heard, and once more then; kept from wakes and idle feeds; read every readEveryMs', async () => {
+    h = await startHarness({ label: 'known-active', accounts: ACCOUNTS.slice(0, 5), workers: 0 });
     const scheduler = h.services.scheduler;
-    const known = new KnownActive(scheduler, new Set(['a0', 'a1', 'a2']), 10_000);
+    const known = new KnownActive(scheduler, new Set(['a0', 'a1', 'a2', 'a4']), 10_000);
     await scheduler.activate(['a0', 'a3']);
     // a3 is not served here (another process's account).
     expect(await known.accounts(0)).toEqual(['a0']);
     // No subscription yet: each pass reads.
     await scheduler.activate(['a1']);
     expect((await known.accounts(200)).sort()).toEqual(['a0', 'a1']);
+    // The subscription stands: one more read, since a wake sent before its confirmation was not heard.
+    await scheduler.activate(['a4']);
     known.listening();
+    expect((await known.accounts(300)).sort()).toEqual(['a0', 'a1', 'a4']);
     // Listening: what joins without a wake is found at the next read only, 10 s after the last.
     await scheduler.activate(['a2']);
-    expect((await known.accounts(400)).sort()).toEqual(['a0', 'a1']);
+    expect((await known.accounts(400)).sort()).toEqual(['a0', 'a1', 'a4']);
     known.heard('a2');
     known.heard('a3');
-    expect((await known.accounts(600)).sort()).toEqual(['a0', 'a1', 'a2']);
+    expect((await known.accounts(600)).sort()).toEqual(['a0', 'a1', 'a2', 'a4']);
     known.left('a0');
+    known.left('a4');
     expect((await known.accounts(800)).sort()).toEqual(['a1', 'a2']);
-    // The read at 10 s: a0 is still in the set in Redis (nothing retired it there).
-    expect((await known.accounts(10_200)).sort()).toEqual(['a0', 'a1', 'a2']);
+    // The wake connection closed: every pass reads until the subscription stands again.
+    known.deaf();
+    expect((await known.accounts(900)).sort()).toEqual(['a0', 'a1', 'a2', 'a4']);
+    known.left('a4');
+    expect((await known.accounts(1_000)).sort()).toEqual(['a0', 'a1', 'a2', 'a4']);
+    known.listening();
+    known.left('a4');
+    expect((await known.accounts(1_100)).sort()).toEqual(['a0', 'a1', 'a2', 'a4']);
+    known.left('a4');
+    expect((await known.accounts(1_200)).sort()).toEqual(['a0', 'a1', 'a2']);
+    // The read 10 s after the last: a4 is still in the set in Redis (nothing retired it there).
+    expect((await known.accounts(11_200)).sort()).toEqual(['a0', 'a1', 'a2', 'a4']);
   });
 
   it('a wake heard while a read is out is kept, though the read began before it', async () => {

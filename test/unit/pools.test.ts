@@ -143,6 +143,12 @@ describe('keys that look like one quota (KeyPools.observe, on a clock the test o
     expect(marked).toContain('b>a');
   });
 
+  it('two independent keys both used to the full (remainders agree) but no 429s: not one quota', async () => {
+    const { marked, agree } = pools();
+    await agree(30);
+    expect(marked).toEqual([]);
+  });
+
   it('one stray 429 on each (requests bunched on their way) is not one quota; nor are 429s a minute old', async () => {
     const { kp, marked, agree, tick } = pools();
     kp.limited('a');
