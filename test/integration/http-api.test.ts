@@ -522,6 +522,8 @@ describe('operations', () => {
 
   it('logs each request once at info, and never the token', async () => {
     await call('/v1/batches?limit=1', { auth: 'x-api-key' });
+    // Its own 401, not one an earlier test left in the log (the tests of a file may run shuffled).
+    expect((await call('/v1/batches', { auth: 'none' })).status).toBe(401);
     const lines = h.logs.lines.filter((l) => l.msg === 'request' && l.url === '/v1/batches?limit=1');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ level: 30, method: 'GET', statusCode: 200 });
