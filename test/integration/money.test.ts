@@ -78,6 +78,8 @@ describe('money as money', () => {
     expect(out).toContain(`batch ${id} reached its cap of 8 creates (R$ 2,80): its other plates wait`);
     expect(h.sim.stats().creates).toBeLessThanOrEqual(Math.floor(3 / 0.35));
     expect(info.counts.failed).toBe(0);
+    // The cap is reached when its 8th create is admitted; the spend counts it once it is sent.
+    await waitFor(async () => (await h.services.batchViews.get(id)).counts.createsSent === 8, 30_000, '8 creates sent');
     const status = await runVqb(['status', id], env);
     expect(status.stdout).toMatch(/spend: R\$ 2,80 of at most R\$ 2,80/);
     expect(status.stdout).toMatch(/creates wait: the batch reached its cap of 8 creates/);
