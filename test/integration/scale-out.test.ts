@@ -3,12 +3,19 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { BUSY_HOST, BUSY_HOST_MS, makePlates, refusalsNotFromStalls, useHarness } from '../helpers/engine.js';
+import { makePlates, refusalsNotFromStalls, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const harness = useHarness();
 
-// Its simulator shares this process with three or four workers: BUSY_HOST (test/helpers/engine.ts).
+// Its simulator shares this process with three or four workers, and the machine's two cores with
+// other files: the pacing allowance is BUSY_HOST's (test/helpers/engine.ts) and more. A worker
+// process descheduled past its slot by more than the allowance sends late, and a sliding window
+// then holds one request too many: a 429 no stall of the simulator explains (one seen in a run of
+// `npm test` with 150 ms). What the test shows holds at any allowance: no 429 of the pace's
+// making, never more than the limit in a window, every plate once.
+const SPAWNED_HOST_MS = 400;
+const SPAWNED_HOST = { VQ_PACING_JITTER: `${SPAWNED_HOST_MS}ms` } as const;
 const children: ChildProcess[] = [];
 
 async function stopAll(): Promise<void> {
@@ -37,7 +44,7 @@ describe('scale-out', () => {
     try {
       for (let i = 0; i < 3; i++)
         children.push(
-          spawnVqb(['work'], harnessEnv(h, { ...BUSY_HOST, VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child,
+          spawnVqb(['work'], harnessEnv(h, { ...SPAWNED_HOST, VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' })).child,
         );
       await h.waitForBatch('a', 90_000);
       await h.waitForBatch('b', 90_000);
@@ -47,7 +54,7 @@ describe('scale-out', () => {
     const stats = h.sim.stats({ plates: true, times: true });
     expect(stats.creates).toBe(180);
     expect(stats.maxCreatesPerPlate).toBe(1);
-    expect(refusalsNotFromStalls(stats, BUSY_HOST_MS).unexplained).toEqual([]);
+    expect(refusalsNotFromStalls(stats, SPAWNED_HOST_MS).unexplained).toEqual([]);
     for (const [account, limit] of [
       ['frota', 10],
       ['seguros', 20],
@@ -69,7 +76,7 @@ describe('scale-out', () => {
         children.push(
           spawnVqb(
             ['work'],
-            harnessEnv(h, { ...BUSY_HOST, VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' }),
+            harnessEnv(h, { ...SPAWNED_HOST, VQ_RATE_LIMIT: '20/s', VQ_CONCURRENCY: '4', VQ_POLL_INITIAL: '500ms' }),
           ).child,
         );
       await h.waitForBatch('b', 90_000);
@@ -79,7 +86,7 @@ describe('scale-out', () => {
     const stats = h.sim.stats({ plates: true, times: true });
     expect(stats.creates).toBe(200);
     expect(stats.maxCreatesPerPlate).toBe(1);
-    expect(refusalsNotFromStalls(stats, BUSY_HOST_MS).unexplained).toEqual([]);
+    expect(refusalsNotFromStalls(stats, SPAWNED_HOST_MS).unexplained).toEqual([]);
     expect(stats.maxInWindow).toBeLessThanOrEqual(20);
   }, 120_000);
 });
