@@ -9,8 +9,9 @@ import { defineConfig } from 'vitest/config';
  *
  * `isolate: false`: the files a vitest worker runs share its module cache, so fastify, BullMQ,
  * ioredis, zod's schemas and vqb itself are loaded once a worker, not once a file. Loading them
- * per file was half the suite's CPU: 663 s of CPU and 6 min 39 s on this 2-core machine, 351 s
- * and 4 min 22 s without (the same 134 files, all passing). It holds because no test mocks a module,
+ * per file was about half the suite's CPU: 663 s of CPU and 6 min 39 s on a 2-core machine, 351 s
+ * and 4 min 22 s without (134 files, all passing; two of them also seed smaller batches, about
+ * 28 s of the CPU saved). It holds because no test mocks a module,
  * stubs a global, sets a global dispatcher or changes process.env: each file's state is its
  * harness's (its own Redis prefix, simulator, ports, temp dirs, loggers), built and closed by it.
  */
