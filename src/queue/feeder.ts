@@ -8,6 +8,7 @@ import { type Account, perSecond } from '../accounts/account.js';
 import { clock } from '../clock.js';
 import { queueKeys } from '../engine/bullmq/keys.js';
 import type { RedisClient } from '../redis/connection.js';
+import { keepSubscribed } from '../redis/heard.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { jobMetadataOf, recordWait, tracing } from '../telemetry/index.js';
 import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
@@ -162,10 +163,9 @@ export class Feeder {
    * connection takes no other command); `onWake` gets the account id of each wake. False when
    * nothing is sent here (no wake channel: unit tests that only compute rests).
    *
-   * `onStanding(true)` is told at each confirmation of the subscription (the first, and again
-   * after each reconnect's: ioredis subscribes again on its own, this call's reply confirms it),
-   * `onStanding(false)` when the connection closes: wakes published meanwhile are lost, so a
-   * listener that keeps state from wakes reads it again once the subscription stands.
+   * `onStanding` is told when the subscription stands and when its connection closes
+   * (redis/heard.ts keepSubscribed): wakes published meanwhile are lost, so a listener that keeps
+   * state from wakes reads it again once the subscription stands.
    */
   async listen(
     subscriber: RedisClient,
@@ -177,23 +177,7 @@ export class Feeder {
     subscriber.on('message', (from: string, accountId: string) => {
       if (from === channel) onWake(accountId);
     });
-    let standing = false;
-    const stands = () => {
-      if (standing) return;
-      standing = true;
-      onStanding?.(true);
-    };
-    subscriber.on('close', () => {
-      if (!standing) return;
-      standing = false;
-      onStanding?.(false);
-    });
-    subscriber.on('ready', () => {
-      if (standing) return;
-      subscriber.subscribe(channel).then(stands, () => undefined);
-    });
-    await subscriber.subscribe(channel);
-    stands();
+    await keepSubscribed(subscriber, channel, (standing) => onStanding?.(standing));
     return true;
   }
 

@@ -16,6 +16,7 @@
 
 import { type Clock, clock as systemClock } from '../clock.js';
 import type { RedisClient } from '../redis/connection.js';
+import { keepSubscribed } from '../redis/heard.js';
 import type { VqbKeys } from '../redis/keys.js';
 
 /** The channel the holds are published on (queue/line.ts publishes, through here). */
@@ -60,20 +61,11 @@ export class HoldNews {
       if (news.ms === 0) this.#ends.delete(news.accountId);
       else this.#ends.set(news.accountId, this.#clock.monotonic() + news.ms);
     });
-    // What was published while the connection was down is lost: no answers until subscribed again
-    // (ioredis subscribes again on its own; this call's reply is the confirmation).
-    subscriber.on('close', () => {
-      this.#live = false;
+    // What was published while the connection was down is lost: no answers until subscribed again.
+    await keepSubscribed(subscriber, channel, (standing) => {
+      if (standing) this.#confirmed();
+      else this.#live = false;
     });
-    subscriber.on('ready', () => {
-      if (this.#live) return;
-      subscriber.subscribe(channel).then(
-        () => this.#confirmed(),
-        () => undefined,
-      );
-    });
-    await subscriber.subscribe(channel);
-    this.#confirmed();
   }
 
   #confirmed(): void {

@@ -13,6 +13,38 @@ export interface Heard {
   close(): void;
 }
 
+/**
+ * Subscribes `subscriber` (a connection of its own: a subscribed connection takes no other
+ * command) to `channel` for as long as it lives, and says whether what is published there is
+ * heard: `onStanding(true)` at each confirmation of the subscription (the first, and again after
+ * each reconnect's: ioredis subscribes again on its own, this call's reply confirms it),
+ * `onStanding(false)` when the connection closes (what is published meanwhile is lost). Resolves
+ * at the first confirmation; a failed first subscription reaches the caller.
+ */
+export async function keepSubscribed(
+  subscriber: RedisClient,
+  channel: string,
+  onStanding: (standing: boolean) => void,
+): Promise<void> {
+  let standing = false;
+  const stands = () => {
+    if (standing) return;
+    standing = true;
+    onStanding(true);
+  };
+  subscriber.on('close', () => {
+    if (!standing) return;
+    standing = false;
+    onStanding(false);
+  });
+  subscriber.on('ready', () => {
+    if (standing) return;
+    subscriber.subscribe(channel).then(stands, () => undefined);
+  });
+  await subscriber.subscribe(channel);
+  stands();
+}
+
 /** Subscribes to `channel` (resolves once subscribed: a message published after that is heard). */
 export async function hear(
   redis: RedisClient,

@@ -44,6 +44,16 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
   }
 }
 
+/** The worker's first pass is over: every account activated (a generation), found idle and let go. */
+async function firstPassDone(): Promise<void> {
+  const flag = h!.services.keys.schedActiveFlag('a1');
+  await waitFor(
+    'the first pass done',
+    async () =>
+      Number(await h!.redis.redis.hget(flag, 'gen')) > 0 && (await h!.services.scheduler.activeAccounts()).length === 0,
+  );
+}
+
 /** `n` of the worker's feed passes on `clock`, each let finish its Redis calls before the next. */
 async function passes(clock: ManualClock, n: number): Promise<void> {
   for (let i = 0; i < n; i++) {
@@ -204,14 +214,7 @@ describe('idle accounts', () => {
     h = await startHarness({ label: 'idle-held', accounts: ACCOUNTS.slice(0, 2), workers: 0 });
     // The active set is read past the test's timeout: the account is known from the producer's wake only.
     h.startWorker({ activeReadEveryMs: 3_600_000 });
-    // The worker's first pass: every account activated (a generation), found idle and let go.
-    const flag = h.services.keys.schedActiveFlag('a1');
-    await waitFor(
-      'the first pass done',
-      async () =>
-        Number(await h!.redis.redis.hget(flag, 'gen')) > 0 &&
-        (await h!.services.scheduler.activeAccounts()).length === 0,
-    );
+    await firstPassDone();
     // The day cap's hold: the producer's feed puts no create on the queue while it lasts.
     await h.services.accounts.line('a1').holdCreates(Date.now() + 3_600_000, 'day');
     await h.enqueue('held-a1', makePlates(4), { account: 'a1' });
@@ -229,13 +232,7 @@ describe('idle accounts', () => {
     const config = { ...h.config, redis: { ...h.config.redis, nodes: [{ host: '127.0.0.1', port: proxy.port }] } };
     // The active set is read past the test's timeout: the account is known from a wake or a read.
     cut = startWorker(config, { logger: h.logs.logger, activeReadEveryMs: 3_600_000 });
-    const flag = h.services.keys.schedActiveFlag('a1');
-    await waitFor(
-      'the first pass done',
-      async () =>
-        Number(await h!.redis.redis.hget(flag, 'gen')) > 0 &&
-        (await h!.services.scheduler.activeAccounts()).length === 0,
-    );
+    await firstPassDone();
     await waitFor(
       'the wakes heard',
       async () => Number((await h!.redis.redis.pubsub('NUMSUB', h!.services.keys.wake))[1]) > 0,
