@@ -6,7 +6,7 @@ import { refusalsNotFromStalls } from '../helpers/engine.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 
 describe('the simulator stall watch', () => {
-  it('records a gap in its looks longer than 50 ms, from the look before to the look after, and nothing else', () => {
+  it('records a gap in its looks longer than 20 ms, from the look before to the look after, and nothing else', () => {
     const clock = new ManualClock();
     // The loop's own time: it moves on without the watch's looks while the loop is stalled.
     let stalled = 0;
@@ -15,12 +15,18 @@ describe('the simulator stall watch', () => {
     const t0 = clock.now();
     clock.advance(1_000);
     expect(watch.list()).toEqual([]);
-    stalled += 35; // a look 45 ms after the one before: under 50
+    stalled += 8; // a look 18 ms after the one before: under 20
     clock.advance(10);
     expect(watch.list()).toEqual([]);
+    stalled += 20; // 30 ms: a stall of the kind half of the gate's 25 ms allowance is about
+    clock.advance(10);
+    expect(watch.list()).toEqual([{ from: t0 + 1_010 + 8, to: t0 + 1_020 + 28 }]);
     stalled += 300;
     clock.advance(10);
-    expect(watch.list()).toEqual([{ from: t0 + 1_010 + 35, to: t0 + 1_020 + 335 }]);
+    expect(watch.list()).toEqual([
+      { from: t0 + 1_010 + 8, to: t0 + 1_020 + 28 },
+      { from: t0 + 1_020 + 28, to: t0 + 1_030 + 328 },
+    ]);
   });
 });
 
@@ -29,6 +35,13 @@ function statsWith(refused: number[], stalls: { from: number; to: number }[]): S
 }
 
 describe('refusalsNotFromStalls', () => {
+  it('at the gate’s 25 ms allowance, a 30 ms stall begun 15 ms before the window start explains a 429; begun 10 ms before, it does not', () => {
+    const explained = statsWith([2_000], [{ from: 985, to: 1_015 }]);
+    expect(refusalsNotFromStalls(explained, 25)).toEqual({ unexplained: [], fromStalls: 1 });
+    const tooLate = statsWith([2_000], [{ from: 990, to: 1_020 }]);
+    expect(refusalsNotFromStalls(tooLate, 25)).toEqual({ unexplained: [{ key: 'k', at: 2_000 }], fromStalls: 0 });
+  });
+
   const allowance = 150;
   it('a 429 a window after a stall that held its window start, longer than half the allowance before it, is the stall’s', () => {
     // Stall 3,039 → 3,390: the requests of those 351 ms were seen at 3,390.
