@@ -13,7 +13,9 @@ const harness = useHarness();
 // process descheduled past its slot by more than the allowance sends late, and a sliding window
 // then holds one request too many: a 429 no stall of the simulator explains (one seen in a run of
 // `npm test` with 150 ms). What the test shows holds at any allowance: no 429 of the pace's
-// making, never more than the limit in a window, every plate once.
+// making, never more than the limit in a window, every plate once. At 400 ms the allowance still
+// matters: with a pace that spaces N requests over the window alone (pacingIntervalMs without the
+// allowance), both tests fail on a 429 no stall explains (checked at stop 62).
 const SPAWNED_HOST_MS = 400;
 const SPAWNED_HOST = { VQ_PACING_JITTER: `${SPAWNED_HOST_MS}ms` } as const;
 const children: ChildProcess[] = [];
