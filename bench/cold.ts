@@ -176,14 +176,14 @@ export function shareCeiling(limit: string, windowS: number, contactMs: number, 
   return round((contactRequests + pacedS * perSecond * paced) / (perSecond * windowS));
 }
 
+type ShareRun = Awaited<ReturnType<typeof measureShare>>;
+
 /**
  * The smallest share of its limit a key of the scenario used over the window from the enqueue,
  * each key's share of its limit over the window from just before the enqueue, and (`start`) its
  * requests in each of the window's first 12 seconds: where a cold start's loss is. `ceiling`: each
  * key's shareCeiling, from this run's own first contact.
  */
-type ShareRun = Awaited<ReturnType<typeof measureShare>>;
-
 export async function measureShare(spec: ShareSpec): Promise<{
   min: number;
   byKey: Record<string, number>;
