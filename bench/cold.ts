@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { jitterAllowanceMs } from '../src/accounts/account.js';
+import { pacingIntervalMs } from '../src/accounts/account.js';
+import { loadConfig } from '../src/config.js';
 import { createVqb, type Overrides } from '../src/index.js';
 import { startThrowawayRedis } from '../src/redis/server.js';
 import { parseRateLimit } from '../src/setting-values.js';
@@ -157,8 +158,8 @@ interface ShareSpec {
   windowS: number;
 }
 
-/** vqb's default pacing allowance (VQ_PACING_JITTER), which the scenarios keep. */
-const DEFAULT_JITTER_MS = 25;
+/** vqb's default pacing allowance (VQ_PACING_JITTER), which the scenarios keep: the settings' own default. */
+const DEFAULT_JITTER_MS = loadConfig({}).pacingJitterMs;
 
 /**
  * The most of its limit a key can use over `windowS` from the enqueue, as vqb is built: nothing
@@ -171,9 +172,10 @@ export function shareCeiling(limit: string, windowS: number, contactMs: number, 
   const rate = parseRateLimit(limit);
   if (!rate) throw new Error(`not a rate: ${limit}`);
   const perSecond = (rate.max * 1_000) / rate.durationMs;
-  const paced = rate.durationMs / (rate.durationMs + jitterAllowanceMs(rate.durationMs, DEFAULT_JITTER_MS));
+  // The pace's own spacing (the interval between two requests), not a copy of its arithmetic.
+  const pacedPerSecond = 1_000 / pacingIntervalMs({ rateLimit: rate }, DEFAULT_JITTER_MS);
   const pacedS = Math.max(0, windowS - contactMs / 1_000);
-  return round((contactRequests + pacedS * perSecond * paced) / (perSecond * windowS));
+  return round((contactRequests + pacedS * pacedPerSecond) / (perSecond * windowS));
 }
 
 type ShareRun = Awaited<ReturnType<typeof measureShare>>;
@@ -191,8 +193,6 @@ export async function measureShare(spec: ShareSpec): Promise<{
   /** Creates + polls the simulator took in each of the first 12 seconds, e.g. `5+3`. */
   start: Record<string, string[]>;
   ceiling: Record<string, number>;
-  /** The key of `min`: its ceiling is the one the table shows. */
-  minKey: string;
 }> {
   return onOwnRedis((place) =>
     withTempDir(async (dir) => {
@@ -236,8 +236,7 @@ export async function measureShare(spec: ShareSpec): Promise<{
           const before = [...(times?.creates ?? []), ...(times?.gets ?? [])].filter((t) => t >= t0 && t < second);
           ceiling[k.label] = shareCeiling(k.limit, spec.windowS, second - t0, before.length);
         }
-        const minKey = Object.entries(byKey).reduce((a, b) => (b[1] < a[1] ? b : a))[0];
-        return { min: byKey[minKey]!, byKey, limited: stats.rateLimited, start, ceiling, minKey };
+        return { min: Math.min(...Object.values(byKey)), byKey, limited: stats.rateLimited, start, ceiling };
       } finally {
         await Promise.all(workers.map((w) => w.stop()));
         await sim.stop();
@@ -674,8 +673,12 @@ export async function runColdGate(mode: 'gate' | 'full', log: (line: string) => 
     );
   // Each share beside the most its run could reach (shareCeiling): what is lost to first contact
   // and the allowance, and what to the pace under load.
-  const ofCeiling = (run: ShareRun | undefined) =>
-    run ? `ceiling ${run.ceiling[run.minKey]} (first contact and the 25 ms allowance)` : undefined;
+  const ofCeiling = (run: ShareRun | undefined) => {
+    if (!run) return undefined;
+    // The ceiling of the key whose share is the figure (the lower of two accounts).
+    const low = Object.keys(run.byKey).find((key) => run.byKey[key] === run.min);
+    return low && `ceiling ${run.ceiling[low]} (first contact and the ${DEFAULT_JITTER_MS} ms allowance)`;
+  };
   const share = (name: string, run: ShareRun | undefined, threshold: number) =>
     add(name, run?.min, 'min', threshold, ofCeiling(run));
   // The 300/min key with headers follows the window's remaining count as the upstream announces
