@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { families, parseSamples, promtoolCheck, sumOf } from '../helpers/metrics.js';
-import { freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
+import { answering, freePort, harnessEnv, spawnVqb } from '../helpers/process.js';
 
 const TOKEN = 'serve-test-token-0123456789';
 const harness = useHarness();
@@ -23,13 +23,8 @@ describe('vqb serve', () => {
     );
     child = serve.child;
     const base = `http://127.0.0.1:${port}`;
-    for (let i = 0; i < 100; i++) {
-      try {
-        if ((await fetch(`${base}/healthz`)).ok) break;
-      } catch {
-        await sleep(100);
-      }
-    }
+    // Until it answers (the helper's bound is against a hang; a loaded CI machine took over 10 s).
+    await answering(base, serve);
     const auth = { authorization: `Bearer ${TOKEN}` };
     // The web console is served at /: a browser without a session is sent to sign in.
     const front = await fetch(`${base}/`, { redirect: 'manual' });
