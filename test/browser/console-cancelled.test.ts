@@ -4,7 +4,6 @@
 // Screenshots go to out/test/browser/cancelled-<page>-<width>.png.
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +11,7 @@ import { ingestList } from '../../src/producers/enqueue.js';
 import { Retention } from '../../src/retention.js';
 import { createHttpApi } from '../../src/server.js';
 import { archiveFor } from '../../src/sinks/export.js';
-import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { launchChromium, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
@@ -71,7 +70,7 @@ describe('the console and a cancelled batch (issue 46, 2)', () => {
       const page = await signedIn(width);
       try {
         await page.goto(`${base}/batches/called-off`);
-        await page.screenshot({ path: join(SHOTS, `cancelled-batch-${width}.png`), fullPage: true });
+        await screenshot(page, `cancelled-batch-${width}.png`);
         expect(await page.locator('[data-retry]').count()).toBe(0);
         expect(await page.locator('[data-cancelled]').textContent()).toContain('6 placas canceladas');
         await noSideScroll(page);
@@ -79,7 +78,7 @@ describe('the console and a cancelled batch (issue 46, 2)', () => {
         const before = h.sim.stats().creates;
         await page.goto(`${base}/batches/not-found`);
         await Promise.all([page.waitForURL(`${base}/batches/not-found/retry`), page.click('[data-retry="ask"]')]);
-        await page.screenshot({ path: join(SHOTS, `cancelled-confirm-${width}.png`), fullPage: true });
+        await screenshot(page, `cancelled-confirm-${width}.png`);
         expect(await page.locator('[data-confirm-price]').textContent()).toContain('R$ 1,05');
         expect(await page.locator('[data-retry-confirm]').isVisible()).toBe(true);
         await noSideScroll(page);

@@ -5,12 +5,11 @@
 // Screenshots go to out/test/browser/charts-<locale>-<width>.png.
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
-import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { launchChromium, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -137,7 +136,7 @@ describe('a running batch’s charts (issue 47, 6)', () => {
         expect(scroll[0]).toBeLessThanOrEqual(scroll[1]);
         const box = await progress.boundingBox();
         expect(box?.width).toBeGreaterThan(width === 390 ? 250 : 300);
-        await page.screenshot({ path: join(SHOTS, `charts-${locale}-${width}.png`), fullPage: true });
+        await screenshot(page, `charts-${locale}-${width}.png`);
 
         // The home's accounts section: the account's use of its limit over the last hour.
         const home = await page.goto(`${base}/`);
@@ -147,7 +146,7 @@ describe('a running batch’s charts (issue 47, 6)', () => {
         expect(
           await page.locator('figure[data-chart="use"][data-account="default"] circle[data-limit]').count(),
         ).toBeGreaterThanOrEqual(1);
-        await page.screenshot({ path: join(SHOTS, `charts-home-${locale}-${width}.png`), fullPage: true });
+        await screenshot(page, `charts-home-${locale}-${width}.png`);
         await context.close();
       }
     }

@@ -4,11 +4,10 @@
 // stays on one line at 1280 px (it wrapped onto five); every time shown names its zone
 // (VQ_TIME_ZONE, issue 46, 12). Screenshots go to out/test/browser/list-*.png.
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { launchChromium, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { listenApi } from '../helpers/http.js';
 
@@ -71,7 +70,7 @@ describe('the console list and upload (issue 46, 17)', () => {
     await page.fill('#column', 'placa nova');
     await page.fill('#deadline', '2h');
     const estimate = await sendUpload(page, 'colunas.csv', csv);
-    await page.screenshot({ path: join(SHOTS, 'list-upload-column.png'), fullPage: true });
+    await screenshot(page, 'list-upload-column.png');
     expect(await page.textContent('[data-estimate="plates"]')).toBe('5');
     expect(await page.textContent('[data-estimate="rejected"]')).toBe('0');
     expect(estimate).toContain(ZONE);
@@ -93,7 +92,7 @@ describe('the console list and upload (issue 46, 17)', () => {
     await h.waitForBatch('outro-lote-de-placas');
 
     await page.goto(`${base}/`);
-    await page.screenshot({ path: join(SHOTS, 'list-1280.png'), fullPage: true });
+    await screenshot(page, 'list-1280.png');
     const row = page.locator(`tr[data-batch="${longId}"]`);
     // One line: the name's box is under two lines' height (it was five lines tall).
     const box = (selector: string) =>
@@ -126,7 +125,7 @@ describe('the console list and upload (issue 46, 17)', () => {
     // The search: accents and case aside, by name; then by a piece of the other batch's id.
     await page.fill('#q', 'regiao sudeste');
     await Promise.all([page.waitForURL(/\?q=regiao\+sudeste$/), page.press('#q', 'Enter')]);
-    await page.screenshot({ path: join(SHOTS, 'list-search.png'), fullPage: true });
+    await screenshot(page, 'list-search.png');
     expect(
       await page.locator('tbody tr[data-batch]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-batch'))),
     ).toEqual([longId]);

@@ -11,7 +11,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_PAUSE_REASON } from '../../src/presenters/waits.js';
 import { createHttpApi } from '../../src/server.js';
-import { launchChromium, ROOT, SHOTS } from '../helpers/browser.js';
+import { launchChromium, ROOT, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -228,7 +228,7 @@ const BROKEN_WORDS = `(() => {
 })()`;
 
 async function check(page: Page, name: string, locale: string, width: number, findings: string[]): Promise<void> {
-  await page.screenshot({ path: join(SHOTS, `pages-${locale}-${name}-${width}.png`), fullPage: true });
+  await screenshot(page, `pages-${locale}-${name}-${width}.png`);
   const scroll = (await page.evaluate('document.documentElement.scrollWidth')) as number;
   if (scroll > width) findings.push(`${locale} ${name} at ${width} px is ${scroll} px wide`);
   const splitPercents = (await page.evaluate(

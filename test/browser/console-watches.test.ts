@@ -4,12 +4,11 @@
 // none of it. Screenshots: out/test/browser/watches-<locale>-<width>.png.
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
 import { Watches } from '../../src/watch/watches.js';
-import { launchChromium, SHOTS } from '../helpers/browser.js';
+import { launchChromium, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
 
@@ -107,7 +106,7 @@ describe('the console page of watch lists', () => {
       for (const width of [390, 1280]) {
         const page = await signedIn(locale, width);
         await page.goto(`${base}/watches`);
-        await page.screenshot({ path: join(SHOTS, `watches-${locale}-${width}.png`), fullPage: true });
+        await screenshot(page, `watches-${locale}-${width}.png`);
         expect(await page.locator('tr[data-watch]').count()).toBe(2);
         const scroll = (await page.evaluate('document.documentElement.scrollWidth')) as number;
         if (scroll > width) findings.push(`${locale} at ${width} px is ${scroll} px wide`);

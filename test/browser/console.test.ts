@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApi } from '../../src/server.js';
-import { launchChromium, ROOT, SHOTS } from '../helpers/browser.js';
+import { launchChromium, ROOT, SHOTS, screenshot } from '../helpers/browser.js';
 import { type Harness, useHarness } from '../helpers/engine.js';
 
 const ADMIN = 'admin-token-0123456789abcdef';
@@ -44,7 +44,7 @@ async function newPage(
 }
 
 async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  await screenshot(page, `${name}.png`);
 }
 
 async function signIn(page: Page, token: string): Promise<void> {
