@@ -126,21 +126,12 @@ export class Batch {
    * message was lost to a reconnect.
    */
   async done(options: { pollMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<BatchView> {
-    const deadline = options.timeoutMs === undefined ? Infinity : clock.now() + options.timeoutMs;
-    const finishes = await this.#services.batches.finishes(this.id);
-    try {
-      for (;;) {
-        const info = await this.#services.batchViews.get(this.id);
-        if (info.finishedAt !== undefined)
-          return batchView(info, await batchContext(this.#services, info), clock.now());
-        options.signal?.throwIfAborted();
-        const left = deadline - clock.now();
-        if (left < 0) throw new Error(`batch ${this.id} not finished within ${options.timeoutMs} ms`);
-        await finishes.next(Math.min(options.pollMs ?? 30_000, left + 1), options.signal);
-      }
-    } finally {
-      finishes.close();
-    }
+    const info = await this.#services.batchViews.finished(this.id, {
+      pollMs: options.pollMs ?? 30_000,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return batchView(info, await batchContext(this.#services, info), clock.now());
   }
 
   export(formats: readonly ExportFormat[] = EXPORT_FORMATS, dir?: string): Promise<ExportResult> {

@@ -80,7 +80,7 @@ export function queueServicesOn(
   const inflight = new InFlight(redis, keys, config.maxInFlight, (account) => jobKeyPrefix(accounts.queue(account)));
   const budget = new Budget(redis, keys, config.accounts, now);
   const batches = new BatchStore(redis, keys, time);
-  const batchViews = new BatchViews({ batches, costs, inflight, budget });
+  const batchViews = new BatchViews({ batches, costs, inflight, budget, time });
   const outcomes = new OutcomeStore(redis, keys);
   const learner = new PollLearner(redis, keys, config.poll, now);
   const reuse = new ReuseStore(redis, keys, outcomes, {

@@ -252,23 +252,9 @@ export async function startHarness(
       await services.feeder.feedAndWake(account);
     },
     async waitForBatch(batchId, timeoutMs = 60_000) {
-      // Heard, as the library's batch.done() hears it (the script that finishes a batch publishes
-      // it), not read every 100 ms: the read after subscribing sees a finish that came first, and
-      // one every 2 s bounds a message lost to a test's own cut connection.
-      const deadline = Date.now() + timeoutMs;
-      const finishes = await services.batches.finishes(batchId);
-      try {
-        for (;;) {
-          const info = await services.batchViews.get(batchId);
-          if (info.finishedAt !== undefined) return;
-          const left = deadline - Date.now();
-          if (left < 0)
-            throw new Error(`batch ${batchId} not finished after ${timeoutMs} ms: ${JSON.stringify(info.counts)}`);
-          await finishes.next(Math.min(2_000, left + 1));
-        }
-      } finally {
-        finishes.close();
-      }
+      // As the library's batch.done() waits: heard, read again every 2 s in case a test's own cut
+      // connection lost the message.
+      await services.batchViews.finished(batchId, { pollMs: 2_000, timeoutMs });
     },
     async close() {
       await Promise.all(workers.map((w) => w.close()));

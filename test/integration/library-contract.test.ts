@@ -94,6 +94,16 @@ describe('batch.done()', () => {
     expect(finished.counts.done).toBe(3);
     expect(finished.finishedAt).toBeDefined();
   });
+
+  it('a batch that cannot finish (opened, never sealed): done() rejects after timeoutMs naming its counts, and at once on an aborted signal', async () => {
+    await h.open('never-sealed');
+    const batch = await vqb.batch('never-sealed');
+    const late = await rejection(batch.done({ timeoutMs: 200 }));
+    expect(late.message).toMatch(/^batch never-sealed not finished within 200 ms: \{.*"enqueued":0/);
+    const stop = new AbortController();
+    stop.abort(new Error('the caller gave up'));
+    expect((await rejection(batch.done({ signal: stop.signal }))).message).toBe('the caller gave up');
+  });
 });
 
 describe('the library refuses typos', () => {

@@ -2,6 +2,7 @@
 // hash (BatchStore) joined with what other stores own of it: the requests it cost (CostLedger), its
 // plates in flight (InFlight), its cap and whether the cap holds it (Budget). A query over those
 // stores, not a store: it writes nothing and owns no key.
+import type { Clock } from '../../clock.js';
 import type { Budget } from '../budget.js';
 import type { CostLedger } from '../costs.js';
 import type { InFlight } from '../inflight.js';
@@ -13,6 +14,16 @@ export interface BatchViewSources {
   costs: CostLedger;
   inflight: InFlight;
   budget: Budget;
+  /** The time a wait for a finish is bounded on. */
+  time: Pick<Clock, 'now'>;
+}
+
+export interface FinishWait {
+  /** How often the batch is read again meanwhile, in case its message was lost to a reconnect. */
+  pollMs: number;
+  /** Rejects after this long, naming the batch's counts (default: no bound). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
 }
 
 export class BatchViews {
@@ -64,6 +75,30 @@ export class BatchViews {
       ...(stored.fileName !== undefined ? { fileName: stored.fileName } : {}),
       ...(stored.pool !== undefined ? { pool: stored.pool } : {}),
     };
+  }
+
+  /**
+   * Resolves with the batch once every plate has an outcome. The finish is heard (the script that
+   * finishes a batch publishes it: BatchStore.finishes), not asked for: the batch is read once the
+   * subscription stands (a finish that came first), then at each message and every `pollMs`.
+   * Rejects on `signal`, or after `timeoutMs` with the counts it stopped at.
+   */
+  async finished(batch: BatchKey, wait: FinishWait): Promise<BatchInfo> {
+    const deadline = wait.timeoutMs === undefined ? Infinity : this.#s.time.now() + wait.timeoutMs;
+    const finishes = await this.#s.batches.finishes(batch);
+    try {
+      for (;;) {
+        const info = await this.get(batch);
+        if (info.finishedAt !== undefined) return info;
+        wait.signal?.throwIfAborted();
+        const left = deadline - this.#s.time.now();
+        if (left < 0)
+          throw new Error(`batch ${info.id} not finished within ${wait.timeoutMs} ms: ${JSON.stringify(info.counts)}`);
+        await finishes.next(Math.min(wait.pollMs, left + 1), wait.signal);
+      }
+    } finally {
+      finishes.close();
+    }
   }
 
   /** Newest first; with `accounts`, only the batches of those accounts. */
