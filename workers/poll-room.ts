@@ -16,8 +16,15 @@
 import type { Worker } from 'bullmq';
 import { wakeMainLoop } from '../src/engine/bullmq/worker.js';
 
-/** Polls waiting in one account's Worker at most: each is a timer and a job lock BullMQ renews. */
-const POLL_ROOM = 256;
+/**
+ * Polls waiting in one account's Worker at most: each is a timer and a job lock (BullMQ renews
+ * the locks of all its active jobs in one call). Beyond it a poll goes through BullMQ's delayed set,
+ * at about 25 commands and three round trips more. A poll keeps its place until its slot is taken,
+ * and a closing batch's creates take the slots first (queue/feeder.ts isClosing), so a batch's
+ * polls wait here together while its last creates go out: at 256, a cold 300-plate batch at 30/s
+ * sent 40-43 plates' polls through the delayed set in two of four runs (the room full at 256).
+ */
+export const POLL_ROOM = 1_024;
 
 /** Jobs at work in one account's Worker at most, whatever the rate (VQ_CONCURRENCY's own bound). */
 export const MOST_AT_WORK = 1_000;

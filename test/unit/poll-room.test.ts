@@ -2,7 +2,7 @@
 // upstream's answer time; polls waiting for their time add to it.
 import type { Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { AnswerTime, jobsNeeded, MOST_AT_WORK, PollRoom } from '../../workers/poll-room.js';
+import { AnswerTime, jobsNeeded, MOST_AT_WORK, POLL_ROOM, PollRoom } from '../../workers/poll-room.js';
 
 /** What PollRoom touches of a BullMQ Worker: its concurrency, and the loop queue it nudges. */
 function fakeWorker(): { worker: Worker; concurrency: () => number; nudges: () => number } {
@@ -37,6 +37,20 @@ describe('jobs at work', () => {
     expect(w.nudges()).toBe(2); // the poll's entry, not the fall
     room.leave();
     expect(w.concurrency()).toBe(12);
+  });
+
+  it("holds a closing 1,000-plate batch's polls: POLL_ROOM of them wait, the next goes to the delayed set", () => {
+    // A batch's polls wait together while its last creates go out: a cold 300-plate batch filled
+    // a room of 256.
+    expect(POLL_ROOM).toBeGreaterThanOrEqual(1_000);
+    const room = new PollRoom(8);
+    const w = fakeWorker();
+    room.attach(w.worker);
+    for (let i = 0; i < POLL_ROOM; i++) expect(room.enter()).toBe(true);
+    expect(w.concurrency()).toBe(8 + POLL_ROOM);
+    expect(room.enter()).toBe(false);
+    room.leave();
+    expect(room.enter()).toBe(true);
   });
 
   it('answer time: one slow answer moves it a tenth of the way', () => {
