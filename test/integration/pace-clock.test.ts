@@ -173,6 +173,17 @@ describe('the pace on a virtual clock', () => {
     expect(await run.line.rate()).toMatchObject({ source: 'learned', ceilingPerSecond: 40 });
   });
 
+  it('a refused probe goes back to the rate that held before it, not 0.9x below the probe', async () => {
+    const run = await againstKey('40/s', 20, { workers: 16, durationMs: 120_000 });
+    // Settled, the rate probes (+3 %) every 30 s and is refused. Stepped 0.9x from the probe, it
+    // went 20.3, 18.2, and 19.7/s 2 s later (about three requests a probe); back to the 19.7 that
+    // held, it loses none.
+    const settled = run.rates.filter(([at]) => at >= run.start + 30_000).map(([, perSecond]) => perSecond);
+    expect(settled.length, 'the probes and their steps').toBeGreaterThanOrEqual(4);
+    expect(Math.min(...settled)).toBeGreaterThan(19);
+    expect(run.refusedAfter(30)).toBeLessThanOrEqual(6);
+  });
+
   it('a limit that drops from 30/s to 10/s and back (no headers) is followed within 60 s each way', async () => {
     const limits = [30, 10, 30].map((max) => createLimiter('sliding', { max, durationMs: 1_000 }));
     const { rate } = await againstKey(

@@ -13,7 +13,8 @@
     cuts it at most once a second (every 200 ms while five or more are refused; none in the
     second after a step, whose refusals are the old rate's), by the share refused since the last
     step (0.5x to 0.9x), and remembers where it hit; it climbs back to just under
-    that; 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
+    that (a climb or probe refused goes back to the rate before it, which held, fields below and
+    upAt); 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
             last429At, decreasedAt, doubledAt, probeAt, step, announced, windowMs, resetMax,
@@ -45,14 +46,14 @@ local CLIMB_MS = 2000
 local OLD_RATE_MS = 1000
 local now = math.floor(paceNow(ARGV[12]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
-  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt')
+  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt', 'below', 'upAt')
 local startRate = tonumber(ARGV[5])
 local ceiling = tonumber(ARGV[6])
 local jitter = tonumber(ARGV[7])
 local capped = ARGV[8] == 'cap'
 if (f[15] or '') ~= ARGV[6] then
   redis.call('HDEL', KEYS[1], 'rate', 'source', 'interval', 'slow', 'changedAt', 'used', 'rej', 'r429', 'decreasedAt', 'probeAt', 'step', 'announced', 'windowMs',
-    'resetMax', 'resetSince', 'early', 'earlyN', 'earlyTat', 'doubledAt')
+    'resetMax', 'resetSince', 'early', 'earlyN', 'earlyTat', 'doubledAt', 'below', 'upAt')
   redis.call('HSET', KEYS[1], 'ceiling', ARGV[6])
   f = {}
 end
@@ -154,6 +155,14 @@ if ARGV[1] == '429' then
   local slotAt = tonumber(ARGV[11] or '')
   local steppedAt = tonumber(f[8] or '')
   if slotAt and steppedAt and slotAt < steppedAt then return {tostring(rate), source, '', 0} end
+  -- A climb or probe refused: the rate before it held, so the step is back to it, and the rate
+  -- refused is where it hit. Stepping 0.9x from the refused rate instead put a told 40/s key on a
+  -- 20/s one at 18.1-18.7/s for 2 s after each climb and probe (about three requests each).
+  local below = tonumber(f[20] or '')
+  local upAt = tonumber(f[21] or '')
+  if below and upAt and below < rate and upAt >= (steppedAt or 0) and not (slotAt and slotAt < upAt) then
+    return learned(below, {'r429', tostring(rate), 'slow', '0', 'step', '0.03', 'probeAt', tostring(now), 'decreasedAt', tostring(now), 'below', '', 'upAt', ''})
+  end
   local rejected = redis.call('HINCRBY', KEYS[1], 'rej', 1)
   -- For a second after a step, the upstream's window still holds what the rate before it sent:
   -- its refusals count toward the next step's share but take no step of their own (each taking
@@ -204,12 +213,14 @@ if slow then
 end
 local r429 = tonumber(f[6] or '')
 -- (0.999: the stored rate is rounded to 14 digits, so "at the plateau" must not read as "below it".)
-if r429 and rate < 0.97 * r429 * 0.999 then return learned(math.min(0.97 * r429, rate * 1.1), {}) end
+if r429 and rate < 0.97 * r429 * 0.999 then return learned(math.min(0.97 * r429, rate * 1.1), {'below', tostring(rate), 'upAt', tostring(now)}) end
 local probeAt = tonumber(f[9] or '0')
 local last429 = tonumber(f[7] or '0')
 local step = tonumber(f[10] or '0.03')
 local quiet = 30000
 if probeAt > last429 + 1000 then quiet = 4000 end
-if now - probeAt >= quiet then return learned(rate * (1 + step), {'probeAt', tostring(now), 'step', tostring(math.min(0.5, step * 2))}) end
+if now - probeAt >= quiet then
+  return learned(rate * (1 + step), {'probeAt', tostring(now), 'step', tostring(math.min(0.5, step * 2)), 'below', tostring(rate), 'upAt', tostring(now)})
+end
 redis.call('HSET', KEYS[1], 'changedAt', tostring(now), 'used', '0', 'rej', '0')
 return {tostring(rate), source, '', 0}
