@@ -13,11 +13,12 @@
     cuts it at most once a second (every 200 ms while five or more are refused; none in the
     second after a step, whose refusals are the old rate's), by the share refused since the last
     step (0.5x to 0.9x), and remembers where it hit; it climbs back to just under
-    that (a climb or probe refused goes back to the rate before it, which held, fields below and
-    upAt); 30 s after the last 429 it probes (+3 %, then doubling steps every 4 s while no 429
+    that (a climb or probe refused goes back to the rate before it, which held); 30 s after the
+    last 429 it probes (+3 %, then doubling steps every 4 s while no 429
     comes), so a plan upgrade is followed and a settled rate draws about two 429s a minute.
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
-            last429At, decreasedAt, doubledAt, probeAt, step, announced, windowMs, resetMax,
+            last429At, decreasedAt, doubledAt, probeAt, step, below and upAt (the rate before the
+            last climb or probe, and when it was made), announced, windowMs, resetMax,
             resetSince; early, earlyN: the slots taken before anything was heard, from which tat,
             the next free slot, is set when a limit is first announced, and earlyTat, the tat so
             set: pace-take.lua)
