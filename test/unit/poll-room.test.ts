@@ -39,7 +39,7 @@ describe('jobs at work', () => {
     expect(w.concurrency()).toBe(12);
   });
 
-  it("holds a closing 1,000-plate batch's polls: POLL_ROOM of them wait, the next goes to the delayed set", () => {
+  it('holds POLL_ROOM waiting polls, at least 1,000 (a closing batch waits with all of its polls), and no more', () => {
     // A batch's polls wait together while its last creates go out: a cold 300-plate batch filled
     // a room of 256.
     const room = new PollRoom(8);
