@@ -659,9 +659,13 @@ export class PlateProcessor {
     log: Logger,
     count: CostField[] = [],
   ): Promise<JobResult> {
-    // An id, then a known final state: the account's answers are understood (first contact ends).
-    if ((await this.#d.flow.contact.understood(answer.shape, log)) && data.polls > 0)
-      await this.#seed(data, answer, log);
+    // An id, then a known final state: the account's answers are understood (first contact ends),
+    // the schedule of polls seeded with this plate's answer time first when a poll read it.
+    await this.#d.flow.contact.understood(
+      answer.shape,
+      log,
+      data.polls > 0 ? () => this.#seed(data, answer, log) : undefined,
+    );
     if (answer.state === 'completed') {
       if ((await this.#d.recorder.record(job, data, undefined, answer.result, {}, count)) === 'batch-finished')
         log.info('batch finished');

@@ -164,4 +164,30 @@ describe('first contact', () => {
     // The schedule starts at the answers' time (stated by the upstream: twice it), not at 15 s.
     expect(await h.workers[0]!.learner.firstPollDelay(h.config.product)).toBeLessThan(h.config.poll.initialMs);
   }, 90_000);
+
+  it('its answer time is in the schedule before the batch is fed: polls go among the creates, not held behind them by the 15 s prior', async () => {
+    // The feed made when first contact ends reads the answer time to mark a batch's last creates
+    // (queue/feeder.ts #closing: no more waiting than the key sends in one answer time). Seeded
+    // after that feed, it read the 15 s prior: 50/s × 15 s covers the whole batch, which was
+    // marked closing at once, and every poll waited behind every create (a cold 300-plate batch
+    // at 30/s: no poll for 10 s, 270 paid queries unread). Seeded first (twice the first answer's
+    // 0.5-0.8 s), only the last 50-80 creates close.
+    const h = await harness.start({
+      label: 'contact-seed-first',
+      sim: { completionMs: [500, 800], rateLimit: '50/s' },
+      config: { VQ_POLL_INITIAL: '15s', VQ_CONCURRENCY: '20' },
+    });
+    await ingestList(h.services, makePlates(250), { source: 'library', batchId: 'seeded' });
+    await h.waitForBatch('seeded', 90_000);
+    const stats = h.sim.stats({ plates: true, times: true });
+    expect(stats.creates).toBe(250);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    const times = Object.values(stats.timesByKey ?? {})[0]!;
+    const creates = [...times.creates].sort((a, b) => a - b);
+    const lastCreate = creates[creates.length - 1]!;
+    // Polls after first contact (its second create) and before the batch's last create: an order
+    // of events. Seeded first: 134 and 150 in two runs; with the prior in force: none.
+    const among = times.gets.filter((at) => at > creates[1]! && at < lastCreate).length;
+    expect(among).toBeGreaterThanOrEqual(60);
+  }, 120_000);
 });
