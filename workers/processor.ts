@@ -680,9 +680,11 @@ export class PlateProcessor {
   }
 
   /**
-   * The plate that ended first contact, answered at a poll: its answer time is where the poll
-   * schedule starts (the upstream's own time when it says, else the time from create to this
-   * answer), never the slow-end prior. An estimate's input: a failure to store it is only logged.
+   * The first plate this process read end to end while its account met the upstream, answered at
+   * a poll: its answer time is where the poll schedule starts (the upstream's own time when it
+   * says, else the time from create to this answer), never the slow-end prior; stored only where
+   * nothing was yet (PollLearner.seed), so a plate another process read first changes nothing.
+   * An estimate's input: a failure to store it is only logged.
    */
   async #seed(data: PlateJobData, answer: QueryOutcome, log: Logger): Promise<void> {
     const took = answeredWithin(answer.result) ?? this.#now() - (data.createdAt ?? this.#now());
