@@ -227,7 +227,7 @@ export class Feeder {
     // for the first 15 s of a cold deployment (issue 43).
     const meeting = this.#meeting !== undefined && (await this.#meeting(account));
     const cap = this.#inflight.capOf(accountId);
-    const { picked, idle, waiting, limitedMs } = await this.#scheduler.feed(
+    const { picked, idle, waiting, limitedMs, left } = await this.#scheduler.feed(
       accountId,
       queueKeys(queue),
       meeting ? { ...cap, cap: 1, strict: true } : cap,
@@ -241,7 +241,7 @@ export class Feeder {
       this.traces === undefined || !tracing()
         ? 'pace'
         : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
-    if (!meeting && this.marksClosing) await this.#closing(account, picked, ratePerSecond ?? perSecond(account));
+    if (!meeting && this.marksClosing) await this.#closing(account, picked, left, ratePerSecond ?? perSecond(account));
     await this.#add(account, queue, picked, why);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
@@ -307,12 +307,19 @@ export class Feeder {
    * (isClosing): polls first kept a batch's paid, unread queries near its rate times the answers'
    * time, and at the end left the key half idle for the last creates' answer time, those creates
    * having come last with only their polls left (1-1.5 s of a 300-plate batch at 30/s). Created
-   * first, the polls they passed fill that time. One LLEN per batch a feed picked from, and the
-   * answer time as the poll learner holds it (read at most once a second: the 10 s that
-   * deadlines may wait for it would read the cold 15 s prior just after first contact). A pooled
-   * batch's plates taken from its home's list are left as they are.
+   * first, the polls they passed fill that time. What each batch has left is the feed's own
+   * reply (`left`: an LLEN of its list in the feed's script, where it was a round trip a feed of
+   * its own, 0.16 commands a plate), and the answer time as the poll learner holds it (read at
+   * most once a second: the 10 s that deadlines may wait for it would read the cold 15 s prior
+   * just after first contact). A pooled batch's plates taken from its home's list are left as
+   * they are.
    */
-  async #closing(account: Account, picked: readonly Picked[], ratePerSecond: number): Promise<void> {
+  async #closing(
+    account: Account,
+    picked: readonly Picked[],
+    left: ReadonlyMap<string, number>,
+    ratePerSecond: number,
+  ): Promise<void> {
     if (this.#answerTime === undefined) return;
     // Marks past their time go here, once a feed: a batch's polls stop asking once it ends.
     const now = this.#now();
@@ -321,13 +328,8 @@ export class Feeder {
     if (batches.size === 0) return;
     const answerMs = await this.#answerTime(account.product);
     const within = Math.ceil((ratePerSecond * answerMs) / 1_000);
-    // The batches' LLENs together: they share a round trip.
-    await Promise.all(
-      [...batches].map(async (id) => {
-        if ((await this.#scheduler.waiting({ id, account: account.id })) <= within)
-          this.#closingUntil.set(id, now + 2 * answerMs);
-      }),
-    );
+    for (const id of batches)
+      if ((left.get(id) ?? Number.POSITIVE_INFINITY) <= within) this.#closingUntil.set(id, now + 2 * answerMs);
   }
 
   /** Whether the batch's polls yield to creates now (#closing). */

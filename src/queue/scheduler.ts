@@ -79,6 +79,8 @@ export interface Feed {
   waiting: number;
   /** When jobs wait: the ms left of the queue's rate-limit switch (no Worker takes them before), else 0. */
   limitedMs: number;
+  /** Each normal batch this feed picked from: its plates still waiting to be fed (queue/feeder.ts closing creates). */
+  left: Map<string, number>;
 }
 
 const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
@@ -104,10 +106,10 @@ function parseMember(m: string): Picked | undefined {
   return match && cls ? { cls, batchId: match[2]!, plate: match[3]! } : undefined;
 }
 
-/** The scripts' flat replies (class index, batch id, plate, …) from `start` on. */
-function unflatten(flat: readonly (number | string)[], start: number): Picked[] {
+/** The scripts' flat replies (class index, batch id, plate, …) from `start` to `end`. */
+function unflatten(flat: readonly (number | string)[], start: number, end = flat.length): Picked[] {
   const picked: Picked[] = [];
-  for (let i = start; i + 2 < flat.length; i += 3) {
+  for (let i = start; i + 2 < end; i += 3) {
     picked.push({
       cls: PRIORITY_CLASSES[Number(flat[i]) - 1]!,
       batchId: String(flat[i + 1]),
@@ -299,12 +301,17 @@ export class Scheduler {
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;
     if (idle) await this.#redis.vqbSchedRetire(this.#keys.schedActive, accountId, generation);
+    // The batches' plates left come last, after the picks: K pairs, K at index 3.
+    const end = flat.length - 2 * Number(flat[3]);
+    const left = new Map<string, number>();
+    for (let i = end; i + 1 < flat.length; i += 2) left.set(String(flat[i]), Number(flat[i + 1]));
     return {
       idle,
       generation,
       waiting: idle ? 0 : Number(flat[1]),
       limitedMs: Number(flat[2]),
-      picked: unflatten(flat, 3),
+      picked: unflatten(flat, 4, end),
+      left,
     };
   }
 

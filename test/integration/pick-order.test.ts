@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { queueKeys } from '../../src/engine/bullmq/keys.js';
 import { openAccountQueue } from '../../src/queue/account-queues.js';
-import { type DeadlinePace, lentId, type QueueKeys, Scheduler } from '../../src/queue/scheduler.js';
+import { type DeadlinePace, lentId, lentOf, type QueueKeys, Scheduler } from '../../src/queue/scheduler.js';
 import type { PriorityClass } from '../../src/redis/keys.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
@@ -110,6 +110,13 @@ async function serve(
       for (const p of feed.picked) {
         const batch = p.batchId.includes('@') ? p.batchId.slice(0, p.batchId.indexOf('@')) : p.batchId;
         picks.push({ at: t, account, batch, plate: p.plate });
+      }
+      // The feed's reply says what each normal batch it picked from has left in its list, as an
+      // LLEN after it would (the feeder's closing creates weigh it: queue/feeder.ts).
+      for (const listed of new Set(feed.picked.filter((p) => p.cls === 'normal').map((p) => p.batchId))) {
+        const lent = lentOf(listed);
+        const list = lent ? { id: lent.batchId, account: lent.home } : { id: listed, account };
+        expect(feed.left.get(listed)).toBe(await s.scheduler.waiting(list));
       }
       await s.scheduler.unstage(account, feed.picked);
       fed += feed.picked.length;

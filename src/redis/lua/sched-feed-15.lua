@@ -32,13 +32,16 @@
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
-  switch (0: off); then class index, batch id, plate, ...}. A process whose Worker waits wakes it
-  when jobs wait, or when the switch goes off if it is on (workers/doorbell.ts).
+  switch (0: off); K; then class index, batch id, plate, ...; then K pairs: a normal batch this
+  call picked from and how many of its plates still wait in its list (the feeder's closing
+  creates weigh it: an LLEN a batch they made in a round trip of their own)}. A process whose
+  Worker waits wakes it when jobs wait, or when the switch goes off if it is on
+  (workers/doorbell.ts).
 ]]
 --- @include "sched-take"
 local classes = {KEYS[1], KEYS[2], KEYS[3]}
 local now = ARGV[4]
-local out = {0, 0, 0}
+local out = {0, 0, 0, 0}
 local interactive, target = tonumber(ARGV[1]), tonumber(ARGV[2])
 if (tonumber(redis.call('HGET', KEYS[13], ARGV[7]) or '0') or 0) > tonumber(now) then
   interactive, target = 0, 0
@@ -53,6 +56,16 @@ local want = math.min(target - queued - picked, room)
 local urgent = urgentBatches(KEYS[15], classes, ARGV[3], tonumber(now), tonumber(ARGV[8]), tonumber(ARGV[9]))
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out, ARGV[5], urgent)
 out[2] = queued + picked
+-- What each normal batch picked from still has waiting (its list, after this call's picks).
+local seen = {}
+for i = 5, #out, 3 do
+  if out[i] == 2 and not seen[out[i + 1]] then seen[out[i + 1]] = true end
+end
+for batch in pairs(seen) do
+  out[#out + 1] = batch
+  out[#out + 1] = redis.call('LLEN', pendingKey(ARGV[3], ARGV[5], batch))
+  out[4] = out[4] + 1
+end
 if out[2] > 0 and (tonumber(redis.call('GET', KEYS[14]) or '0') or 0) >= tonumber(ARGV[11]) then
   out[3] = math.max(0, redis.call('PTTL', KEYS[14]))
 end
