@@ -68,25 +68,25 @@ export class FirstContact {
   }
 
   /**
-   * A plate was read end to end (an id, then a known final state): first contact is over. True when
-   * this call ended it for the account (the first such plate this process saw while it met its
-   * upstream). `seed` (the plate's answer time into the poll schedule: workers/processor.ts) runs
-   * first, before first contact ends for any process: the feeds that follow at once read the
-   * answer time to mark a batch's last creates (queue/feeder.ts #closing), and read before the
-   * seed it was the 15 s prior, which marked a whole cold 300-plate batch at 30/s as closing and
-   * held every poll behind its creates (none for 10 s, 270 paid queries unread).
+   * A plate was read end to end (an id, then a known final state): first contact is over. The call
+   * that ends it for the account (the first such plate this process saw while it met its upstream)
+   * says so and feeds the account (onUnderstood). `seed` (the plate's answer time into the poll
+   * schedule: workers/processor.ts) runs first, before first contact ends for any process: the
+   * feeds that follow at once read the answer time to mark a batch's last creates
+   * (queue/feeder.ts #closing), and read before the seed it was the 15 s prior, which marked a
+   * whole cold 300-plate batch at 30/s as closing and held every poll behind its creates (none for
+   * 10 s, 270 paid queries unread).
    */
-  async understood(shape: AnswerShape | undefined, log: Logger, seed?: () => Promise<void>): Promise<boolean> {
-    if (this.#understood) return false;
+  async understood(shape: AnswerShape | undefined, log: Logger, seed?: () => Promise<void>): Promise<void> {
+    if (this.#understood) return;
     this.#understood = true;
     await seed?.();
-    if (!(await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), this.#upstream))) return false;
+    if (!(await this.#d.answers.learn(this.#account, shape ?? {}, this.#d.now(), this.#upstream))) return;
     log.info(
       { event: 'account.answers_understood', account: this.#account, shape },
       "first contact: the upstream's answers read end to end; creates go at the account's pace",
     );
     await this.#d.onUnderstood?.(this.#account);
-    return true;
   }
 
   /**

@@ -59,7 +59,7 @@ out[2] = queued + picked
 -- What each normal batch picked from still has waiting (its list, after this call's picks).
 local seen = {}
 for i = 5, #out, 3 do
-  if out[i] == 2 and not seen[out[i + 1]] then seen[out[i + 1]] = true end
+  if out[i] == 2 then seen[out[i + 1]] = true end
 end
 for batch in pairs(seen) do
   out[#out + 1] = batch
