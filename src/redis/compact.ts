@@ -34,9 +34,20 @@ const DICTIONARY_V1 = Buffer.from(
   ].join(''),
 );
 
+/**
+ * zlib's output buffer, allocated anew for every call: its default (16 KB) was half the CPU of a
+ * pack in a fresh worker (300 outcomes: 196-226 µs a pack, 108-130 with 1 KB). Packed outcomes are
+ * about 150 bytes; a larger one takes more chunks, joined, the same bytes.
+ */
+const CHUNK_BYTES = 1024;
+
 /** Packs a JSON value: format byte, then its JSON deflated against the dictionary. */
 export function pack(value: unknown): Buffer {
-  const body = deflateRawSync(Buffer.from(JSON.stringify(value)), { dictionary: DICTIONARY_V1, level: 9 });
+  const body = deflateRawSync(Buffer.from(JSON.stringify(value)), {
+    dictionary: DICTIONARY_V1,
+    level: 9,
+    chunkSize: CHUNK_BYTES,
+  });
   const out = Buffer.allocUnsafe(body.length + 1);
   out[0] = FORMAT_V1;
   body.copy(out, 1);

@@ -1,5 +1,6 @@
 // Compact storage: outcomes and reuse entries are packed (src/redis/compact.ts), and what was stored
 // as plain JSON before still reads the same through every reader.
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeOutcome, OutcomeStore } from '../../src/queue/batch/outcomes.js';
 import { ReuseStore } from '../../src/queue/reuse.js';
@@ -44,6 +45,15 @@ describe('compact storage', () => {
     expect(unpack(packed)).toEqual(value);
     expect(unpack(Buffer.from(JSON.stringify(value)))).toEqual(value);
     expect(() => unpack(Buffer.from([0x07, 1, 2]))).toThrow(/unknown format 0x7/);
+  });
+
+  it('packs an answer longer than zlib’s output chunk (1 KB) whole', () => {
+    // Hex of a counter's hashes does not shrink below the 1 KB chunk: the packed body spans ~20 of them.
+    const notes = Array.from({ length: 400 }, (_, i) => createHash('sha256').update(String(i)).digest('hex'));
+    const value = outcome('ABC1D23', { result: { id: 'q', status: 'COMPLETED', notes } });
+    const packed = pack(value);
+    expect(packed.length).toBeGreaterThan(10 * 1024);
+    expect(unpack(packed)).toEqual(value);
   });
 
   const B = { id: 'b', account: 'a' };
