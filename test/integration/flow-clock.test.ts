@@ -181,6 +181,45 @@ describe('the flow on a clock the test owns', () => {
     expect(shifts).toHaveBeenCalledTimes(1);
   });
 
+  it('the waiter after a request asks at that request’s wake: one wake-up of the process a request, not two', async () => {
+    // 30/s: slots 34.17 ms apart, a horizon of 54.17 ms. The waiter asked half a horizon before
+    // its slot, 6.8 ms after the wake of the request before it: a timer of its own, and a wake-up
+    // of the process a request (a cold batch: 4.8 timer wake-ups a plate, strace; 3.6 now).
+    const { clock, t0, line, flow } = await onOwnClock('flow-clock-ask-at-wake', '30/s');
+    const asks: number[] = [];
+    const slot = line.slot.bind(line);
+    vi.spyOn(line, 'slot').mockImplementation((...args) => {
+      asks.push(clock.now() - t0);
+      return slot(...args);
+    });
+    const wakes: number[] = [];
+    const next = clock.next.bind(clock);
+    vi.spyOn(clock, 'next').mockImplementation(() => {
+      const fired = next();
+      if (fired) wakes.push(clock.now() - t0);
+      return fired;
+    });
+    const N = 6;
+    const woke = await drive(
+      clock,
+      Promise.all(
+        Array.from({ length: N }, () =>
+          flow.admitPoll('normal').then((admission) => {
+            if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
+            return clock.now() - t0;
+          }),
+        ),
+      ),
+    );
+    // The pace is unchanged: a slot every 1,025 / 30 ms, the first at once (replies in whole ms).
+    for (const [i, at] of woke.entries()) expect(Math.abs(at - (i * 1_025) / 30)).toBeLessThan(0.5);
+    // Each ask after the first is made at the wake of the request before it, in the same instant.
+    expect(asks).toHaveLength(N);
+    expect(asks.slice(1)).toEqual(woke.slice(0, -1));
+    // So the clock fired at N - 1 instants (one per slot after the first), not 2N - 3.
+    expect(new Set(wakes).size).toBe(N - 1);
+  });
+
   it('a late write within half the allowance moves nothing', async () => {
     const { clock, t0, line, flow } = await onOwnClock('flow-clock-in-time', '2/s');
     const shifts = vi.spyOn(line, 'shift');
