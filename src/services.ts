@@ -89,14 +89,8 @@ export function queueServicesOn(
     sharing: sharingAccounts(config.accounts),
   });
   const answers = new AnswerBook(redis, keys);
-  const feeder = new Feeder(
-    scheduler,
-    accounts,
-    inflight,
-    now,
-    { redis, keys },
-    (product) => learner.firstPollDelay(product),
-    (account) => answers.meeting(account, now()),
+  const feeder = new Feeder(scheduler, accounts, inflight, now, { redis, keys }, learner, (account) =>
+    answers.meeting(account, now()),
   );
   const pools = new KeyPools(accounts, scheduler, batches, now);
   feeder.pools = pools;

@@ -42,8 +42,13 @@ const REQUESTS_PER_PLATE = 2.15;
 /** How long the upstream's answer time read (the poll learner's first-poll wait) is trusted. */
 const ANSWER_READ_MS = 10_000;
 
-/** The upstream's answer time for a product (the poll learner's wait before a first poll), ms. */
-export type AnswerTime = (product: string) => Promise<number>;
+/** The upstream's answer time for a product: the poll learner's wait before a first poll, ms. */
+export interface AnswerTime {
+  /** The wait in force: the prior, first contact's seed or what answers taught (deadlines weigh it). */
+  firstPollDelay(product: string): Promise<number>;
+  /** The same once answers moved it, else undefined (the closing creates weigh only that). */
+  learnedDelay(product: string): Promise<number | undefined>;
+}
 
 /** Whether the account still meets its upstream (queue/answers.ts AnswerBook.meeting). */
 export type Meeting = (account: Account) => Promise<boolean>;
@@ -121,7 +126,7 @@ export class Feeder {
       const known = this.#answers.get(account.product);
       if (known && now - known.at < ANSWER_READ_MS) answerMs = known.ms;
       else {
-        answerMs = await this.#answerTime(account.product);
+        answerMs = await this.#answerTime.firstPollDelay(account.product);
         this.#answers.set(account.product, { ms: answerMs, at: now });
       }
     }
@@ -311,8 +316,8 @@ export class Feeder {
    * reply (`left`: an LLEN of its list in the feed's script, where it was a round trip a feed of
    * its own, 0.16 commands a plate), and the answer time as the poll learner holds it (read at
    * most once a second: the 10 s that deadlines may wait for it would read the cold 15 s prior
-   * just after first contact). A pooled batch's plates taken from its home's list are left as
-   * they are.
+   * just after first contact), once answers taught it: none is closing before. A pooled batch's
+   * plates taken from its home's list are left as they are.
    */
   async #closing(
     account: Account,
@@ -326,7 +331,10 @@ export class Feeder {
     for (const [id, until] of this.#closingUntil) if (until <= now) this.#closingUntil.delete(id);
     const batches = new Set(picked.filter((p) => p.cls === 'normal' && !lentOf(p.batchId)).map((p) => p.batchId));
     if (batches.size === 0) return;
-    const answerMs = await this.#answerTime(account.product);
+    // Not on a guess: the seed (twice one answer) would close a batch before its first poll was
+    // due, and its polls, yielding, would never teach the schedule (PollLearner.learnedDelay).
+    const answerMs = await this.#answerTime.learnedDelay(account.product);
+    if (answerMs === undefined) return;
     const within = Math.ceil((ratePerSecond * answerMs) / 1_000);
     for (const id of batches)
       if ((left.get(id) ?? Number.POSITIVE_INFINITY) <= within) this.#closingUntil.set(id, now + 2 * answerMs);

@@ -168,7 +168,8 @@ export class PollLearner {
   readonly #keys: VqbKeys;
   readonly #poll: PollSettings;
   readonly #now: () => number;
-  readonly #cache = new Map<string, { at: number; ms: number }>();
+  /** `learned`: the delay has moved on answers (a first poll's sample), not only the prior or a seed. */
+  readonly #cache = new Map<string, { at: number; ms: number; learned: boolean }>();
   /** The answer times the upstream stated, read at most once a second per product. */
   readonly #stated = new Map<string, { at: number; ms: number[] }>();
   /** Samples not sent yet, by product: log(elapsed / initial) and whether the query was pending. */
@@ -190,13 +191,42 @@ export class PollLearner {
 
   async firstPollDelay(product: string): Promise<number> {
     if (!this.#poll.adaptive) return this.#poll.initialMs;
+    return (await this.#read(product)).ms;
+  }
+
+  /**
+   * The first-poll delay once answers moved it (a first poll's sample, of any process), else
+   * undefined: while it is still the prior (VQ_POLL_INITIAL) or first contact's seed, twice one
+   * answer. The feeder's closing creates read it (queue/feeder.ts #closing): weighed with the seed,
+   * a slow first answer (2.6 s: 5.2 s) marked half a cold 300-plate batch at 30/s as closing before
+   * any of its polls was due, the polls that would have taught the schedule then yielded to every
+   * create, and the whole batch was paid before one result was read. A configured (fixed) delay is
+   * known from the start.
+   */
+  async learnedDelay(product: string): Promise<number | undefined> {
+    if (!this.#poll.adaptive) return this.#poll.initialMs;
+    const { ms, learned } = await this.#read(product);
+    return learned ? ms : undefined;
+  }
+
+  /** The stored delay and whether answers moved it, read at most once a second per product. */
+  async #read(product: string): Promise<{ ms: number; learned: boolean }> {
     const now = this.#now();
     const cached = this.#cache.get(product);
-    if (cached && now - cached.at < 1_000) return cached.ms;
-    const raw = await this.#redis.hget(this.#keys.learner(product), 'logOffset');
-    const ms = this.#fromOffset(raw ? Number(raw) : 0);
-    this.#cache.set(product, { at: now, ms });
-    return ms;
+    if (cached && now - cached.at < 1_000) return cached;
+    const [offset, pending, finished] = await this.#redis.hmget(
+      this.#keys.learner(product),
+      'logOffset',
+      'pending',
+      'finished',
+    );
+    const read = {
+      at: now,
+      ms: this.#fromOffset(offset ? Number(offset) : 0),
+      learned: Number(pending ?? 0) + Number(finished ?? 0) > 0,
+    };
+    this.#cache.set(product, read);
+    return read;
   }
 
   /**
@@ -254,7 +284,7 @@ export class PollLearner {
     const ms = Math.min(maxMs, Math.max(minMs, seedMs(tookMs, this.#poll.initialMs)));
     const offset = Math.log(ms / this.#poll.initialMs);
     if ((await this.#redis.hsetnx(this.#keys.learner(product), 'logOffset', String(offset))) === 1)
-      this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+      this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset), learned: false });
     else this.#cache.delete(product);
   }
 
@@ -303,7 +333,11 @@ export class PollLearner {
               ...samples,
             ),
           );
-          this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset) });
+          // First-poll samples (kinds other than '3') count in the learner's counters, which
+          // learnedDelay reads; the cache says so as a read would.
+          const sampled = samples.some((v, i) => i % 2 === 1 && v !== '3');
+          const learned = sampled || (this.#cache.get(product)?.learned ?? false);
+          this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset), learned });
         }
       });
     return this.#flushing;

@@ -190,4 +190,27 @@ describe('first contact', () => {
     const among = times.gets.filter((at) => at > creates[1]! && at < lastCreate).length;
     expect(among).toBeGreaterThanOrEqual(60);
   }, 120_000);
+
+  it('a batch closes on an answer time its polls taught, not on the seed: after a slow first answer its polls still go among its creates', async () => {
+    // Seeded with twice a first answer of 1.4-1.6 s (3 s), the closing creates weighed 50/s × 3 s:
+    // the last 150 of 250 plates, marked when a hundred were created, before any poll was due.
+    // Their polls then yielded to every create, and nothing taught the schedule that answers take
+    // half the seed: every plate was paid before one result was read (a cold 300-plate batch at
+    // 30/s whose first answer took 2.6 s: 293 paid, unread).
+    const h = await harness.start({
+      label: 'contact-seed-slow',
+      sim: { completionMs: [1_400, 1_600], rateLimit: '50/s' },
+      config: { VQ_POLL_INITIAL: '15s', VQ_CONCURRENCY: '20' },
+    });
+    await ingestList(h.services, makePlates(250), { source: 'library', batchId: 'slow-seed' });
+    await h.waitForBatch('slow-seed', 90_000);
+    const stats = h.sim.stats({ plates: true, times: true });
+    expect(stats.creates).toBe(250);
+    expect(stats.maxCreatesPerPlate).toBe(1);
+    const times = Object.values(stats.timesByKey ?? {})[0]!;
+    const creates = [...times.creates].sort((a, b) => a - b);
+    const lastCreate = creates[creates.length - 1]!;
+    const among = times.gets.filter((at) => at > creates[1]! && at < lastCreate).length;
+    expect(among).toBeGreaterThanOrEqual(20);
+  }, 120_000);
 });
