@@ -270,9 +270,8 @@ export class AccountFlow {
         if (slot.reserved) {
           // The window another process heard announced, before this one has an answer of its own.
           if (slot.windowMs !== undefined) this.#windowMs = slot.windowMs;
-          // The next waiter is told at once when the slot after this one is near, and asks then.
-          // (Passing the turn only when this slot came cost the pace a sixth: 16.6/s of an
-          // announced 20.)
+          // The next waiter is told at once when to ask (#askAt), and asks then. (Passing the turn
+          // only when this slot came cost the pace a sixth: 16.6/s of an announced 20.)
           const due = asked + slot.waitMs;
           done(slot.followsMs === undefined ? undefined : this.#askAt(due, asked + slot.followsMs));
           const wait = due - this.#clock.monotonic();
@@ -324,7 +323,7 @@ export class AccountFlow {
    * slot on: an interval apart), so the two share one wake-up of the process; else half a horizon
    * before it. The ask at half a horizon was a timer of its own a few ms after this request's
    * (30/s: 6.8 ms), a wake-up a request (a cold 300-plate batch: 4.8 timer wake-ups a plate, 1.8
-   * of them these; strace).
+   * of them these; 3.6 since, strace).
    */
   #askAt(due: number, next: number): number {
     return next - due <= this.horizonMs - ASK_MARGIN_MS ? due : next - this.horizonMs / 2;
