@@ -19,6 +19,8 @@ export interface Clock {
   /** Runs `run` once after `ms` (a promise's `resolve` will do: its argument is left unset). */
   setTimeout(run: (...args: never[]) => unknown, ms: number): NodeJS.Timeout;
   setInterval(run: () => unknown, ms: number): NodeJS.Timeout;
+  /** Cancels a timer this clock set (none: nothing). */
+  clearTimeout(timer: NodeJS.Timeout | undefined): void;
   /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
@@ -36,6 +38,7 @@ export const clock: Clock = {
   monotonic: () => performance.now(),
   setTimeout: (run, ms) => setTimeout(run as () => unknown, delay(ms)),
   setInterval: (run, ms) => setInterval(run, ms),
+  clearTimeout: (timer) => clearTimeout(timer),
   sleep: (ms, signal) => sleepFor(delay(ms), undefined, signal ? { signal } : undefined),
 };
 

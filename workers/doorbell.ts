@@ -39,10 +39,10 @@ interface Bell {
 
 export class Doorbell {
   readonly #bells = new Map<string, Set<Bell>>();
-  readonly #clock: Pick<Clock, 'now' | 'setTimeout'>;
+  readonly #clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
 
   /** `time`: the worker's clock (services.ts), whose timers open the bells rung for later. */
-  constructor(time: Pick<Clock, 'now' | 'setTimeout'> = clock) {
+  constructor(time: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'> = clock) {
     this.#clock = time;
   }
 
@@ -112,13 +112,13 @@ export class Doorbell {
   }
 
   #arm(bell: Bell): void {
-    clearTimeout(bell.timer);
+    this.#clock.clearTimeout(bell.timer);
     const at = Math.min(bell.until, bell.dueAt ?? Number.POSITIVE_INFINITY);
     bell.timer = this.#clock.setTimeout(() => this.#open(bell), Math.max(0, at - this.#now()));
   }
 
   #open(bell: Bell): void {
-    clearTimeout(bell.timer);
+    this.#clock.clearTimeout(bell.timer);
     bell.timer = undefined;
     // The fetch that follows promotes every delayed job due by now.
     if (bell.dueAt !== undefined && bell.dueAt <= this.#now()) bell.dueAt = undefined;

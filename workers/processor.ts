@@ -611,7 +611,8 @@ export class PlateProcessor {
       const planned = this.#clock.monotonic() + wait;
       let slept = false;
       try {
-        await this.#clock.sleep(wait, signal);
+        // Due, it goes at the process's next wake for one of its account's slots (flow.untilDue).
+        await this.#d.flow.untilDue(planned, signal);
         slept = true;
       } catch {
         // The worker is stopping: the delayed set takes the job below.

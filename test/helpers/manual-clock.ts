@@ -40,6 +40,10 @@ export class ManualClock implements Clock {
     return this.#add(run, ms, Math.max(1, ms)) as unknown as NodeJS.Timeout;
   }
 
+  clearTimeout(timer: NodeJS.Timeout | undefined): void {
+    if (timer !== undefined) this.#remove(timer as unknown as Timer);
+  }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);

@@ -220,6 +220,46 @@ describe('the flow on a clock the test owns', () => {
     expect(new Set(wakes).size).toBe(N - 1);
   });
 
+  it('a poll come due goes at the next wake for one of its account’s slots, not on a timer of its own', async () => {
+    // 30/s: slots 1,025 / 30 ms apart. A poll due 10 ms on goes at the wake for the slot at
+    // 34.2 ms: the clock fires no instant of its own for it (a timer wake-up a poll before).
+    const { clock, t0, flow } = await onOwnClock('flow-clock-due', '30/s');
+    await admitted(clock, flow);
+    const second = flow.admitPoll('normal');
+    await untilWaiting(clock);
+    const due = flow.untilDue(clock.monotonic() + 10);
+    expect(clock.pending).toBe(2);
+    const wakes: number[] = [];
+    const next = clock.next.bind(clock);
+    vi.spyOn(clock, 'next').mockImplementation(() => {
+      const fired = next();
+      if (fired) wakes.push(clock.now() - t0);
+      return fired;
+    });
+    const [slot, dueAt] = await drive(
+      clock,
+      Promise.all([second.then(() => clock.now() - t0), due.then(() => clock.now() - t0)]),
+    );
+    expect(slot).toBeCloseTo(1_025 / 30, 0);
+    expect(dueAt).toBe(slot);
+    expect(wakes).toEqual([slot]);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('a poll come due with no request of its account goes an interval after its time; a stop ends its wait', async () => {
+    const { clock, t0, flow } = await onOwnClock('flow-clock-due-alone', '30/s');
+    const at = await drive(
+      clock,
+      flow.untilDue(clock.monotonic() + 200).then(() => clock.now() - t0),
+    );
+    expect(at).toBeCloseTo(200 + 1_000 / 30, 3);
+    const stop = new AbortController();
+    const waiting = flow.untilDue(clock.monotonic() + 200, stop.signal);
+    stop.abort(new Error('stopping'));
+    await expect(waiting).rejects.toThrow('stopping');
+    expect(clock.pending).toBe(0);
+  });
+
   it('a late write within half the allowance moves nothing', async () => {
     const { clock, t0, line, flow } = await onOwnClock('flow-clock-in-time', '2/s');
     const shifts = vi.spyOn(line, 'shift');
