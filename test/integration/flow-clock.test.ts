@@ -52,6 +52,18 @@ async function untilWaiting(clock: ManualClock): Promise<void> {
   }
 }
 
+/** The instants (ms after `t0`) at which `clock` fires timers from now on: the process's wake-ups. */
+function wakesOf(clock: ManualClock, t0: number): number[] {
+  const wakes: number[] = [];
+  const next = clock.next.bind(clock);
+  vi.spyOn(clock, 'next').mockImplementation(() => {
+    const fired = next();
+    if (fired) wakes.push(clock.now() - t0);
+    return fired;
+  });
+  return wakes;
+}
+
 describe('the flow on a clock the test owns', () => {
   it('a hold set while a request sleeps for its slot: it leaves at the hold’s end, on a slot after it', async () => {
     const h = await harness.start({ label: 'flow-clock-hold', workers: 0, config: { VQ_RATE_LIMIT: '2/s' } });
@@ -192,13 +204,7 @@ describe('the flow on a clock the test owns', () => {
       asks.push(clock.now() - t0);
       return slot(...args);
     });
-    const wakes: number[] = [];
-    const next = clock.next.bind(clock);
-    vi.spyOn(clock, 'next').mockImplementation(() => {
-      const fired = next();
-      if (fired) wakes.push(clock.now() - t0);
-      return fired;
-    });
+    const wakes = wakesOf(clock, t0);
     const N = 6;
     const woke = await drive(
       clock,
@@ -229,13 +235,7 @@ describe('the flow on a clock the test owns', () => {
     await untilWaiting(clock);
     const due = flow.untilDue(clock.monotonic() + 10);
     expect(clock.pending).toBe(2);
-    const wakes: number[] = [];
-    const next = clock.next.bind(clock);
-    vi.spyOn(clock, 'next').mockImplementation(() => {
-      const fired = next();
-      if (fired) wakes.push(clock.now() - t0);
-      return fired;
-    });
+    const wakes = wakesOf(clock, t0);
     const [slot, dueAt] = await drive(
       clock,
       Promise.all([second.then(() => clock.now() - t0), due.then(() => clock.now() - t0)]),
