@@ -132,6 +132,13 @@ export function rateLimitHoldMs(retryAfterMs: number, rate: { source: string; pe
   return retryAfterMs;
 }
 
+/** Puts `item` in `list`, kept in ascending order of `key`, after the items with the same value. */
+function insertBy<K extends string, T extends Record<K, number>>(list: T[], item: T, key: K): void {
+  const i = list.findIndex((other) => other[key] > item[key]);
+  if (i < 0) list.push(item);
+  else list.splice(i, 0, item);
+}
+
 export function isUnreachable(err: AnyUpstreamError): boolean {
   return err.kind === 'transient' && (err.status === 0 || err.status >= 500);
 }
@@ -307,12 +314,7 @@ export class AccountFlow {
   async #turn(priority: number): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
     let askAt: number | undefined;
     if (this.#asking) {
-      askAt = await new Promise<number | undefined>((go) => {
-        const waiter = { priority, go };
-        const at = this.#waiters.findIndex((w) => w.priority > priority);
-        if (at < 0) this.#waiters.push(waiter);
-        else this.#waiters.splice(at, 0, waiter);
-      });
+      askAt = await new Promise<number | undefined>((go) => insertBy(this.#waiters, { priority, go }, 'priority'));
     }
     this.#asking = true;
     let passed = false;
@@ -344,11 +346,13 @@ export class AccountFlow {
    * DUE_GRACE_MS (an interval at most) after it. A poll then shares the wake-up of a request's slot
    * instead of firing a timer of its own (a cold 300-plate batch at 30/s: 299 of its 304 polls went
    * so; the worker's CPU 9.31 → 9.04 ms a plate, seven alternated runs each); a few ms are nothing
-   * beside answer times of seconds. Rejects with the signal's reason when it aborts first.
+   * beside answer times of seconds. A poll due already goes at once: the process is awake now.
+   * Rejects with the signal's reason when it aborts first.
    */
   untilDue(at: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
+      if (at <= this.#clock.monotonic()) return resolve();
       let timer: NodeJS.Timeout | undefined;
       const settle = () => {
         this.#clock.clearTimeout(timer);
@@ -367,9 +371,7 @@ export class AccountFlow {
         settle();
         reject(signal!.reason);
       };
-      const i = this.#due.findIndex((d) => d.at > at);
-      if (i < 0) this.#due.push(entry);
-      else this.#due.splice(i, 0, entry);
+      insertBy(this.#due, entry, 'at');
       const grace = Math.min(DUE_GRACE_MS, 1_000 / this.#rate);
       timer = this.#clock.setTimeout(entry.go, Math.max(0, at - this.#clock.monotonic()) + grace);
       signal?.addEventListener('abort', abort, { once: true });

@@ -316,28 +316,23 @@ export class PollLearner {
         const { minMs, maxMs } = firstPollBounds(this.#poll);
         const initial = this.#poll.initialMs;
         for (const [product, samples] of batch) {
-          const offset = Number(
-            await this.#redis.vqbLearnObserve(
-              this.#keys.learner(product),
-              this.#keys.learnerStated(product),
-              learnStep(true, this.#poll.quantile),
-              learnStep(false, this.#poll.quantile),
-              Math.log(minMs / initial),
-              Math.log(maxMs / initial),
-              RELEVANCE,
-              this.#poll.quantile,
-              FIRST_GAIN,
-              GAIN_OVER,
-              STATED_KEPT,
-              STATED_NEEDED,
-              ...samples,
-            ),
-          );
-          // First-poll samples (kinds other than '3') count in the learner's counters, which
-          // learnedDelay reads; the cache says so as a read would.
-          const sampled = samples.some((v, i) => i % 2 === 1 && v !== '3');
-          const learned = sampled || (this.#cache.get(product)?.learned ?? false);
-          this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(offset), learned });
+          const [offset, counted] = (await this.#redis.vqbLearnObserve(
+            this.#keys.learner(product),
+            this.#keys.learnerStated(product),
+            learnStep(true, this.#poll.quantile),
+            learnStep(false, this.#poll.quantile),
+            Math.log(minMs / initial),
+            Math.log(maxMs / initial),
+            RELEVANCE,
+            this.#poll.quantile,
+            FIRST_GAIN,
+            GAIN_OVER,
+            STATED_KEPT,
+            STATED_NEEDED,
+            ...samples,
+          )) as [string, number];
+          // The script's count of first-poll samples is what learnedDelay reads (#read).
+          this.#cache.set(product, { at: this.#now(), ms: this.#fromOffset(Number(offset)), learned: counted > 0 });
         }
       });
     return this.#flushing;

@@ -246,6 +246,13 @@ describe('the flow on a clock the test owns', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('a poll already due goes at once, on no timer', async () => {
+    const { clock, t0, flow } = await onOwnClock('flow-clock-due-now', '30/s');
+    await drive(clock, flow.untilDue(clock.monotonic()));
+    expect(clock.now() - t0).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
+
   it('a poll come due with no request of its account goes an interval after its time; a stop ends its wait', async () => {
     const { clock, t0, flow } = await onOwnClock('flow-clock-due-alone', '30/s');
     const at = await drive(

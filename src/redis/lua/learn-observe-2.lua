@@ -17,7 +17,8 @@
     exactly that time (the upstream said so): a sample at the estimate in force whenever it was
     taken (finished if it took no longer, else as a pending one), so it always counts; '3' an
     answer time the upstream stated, from any poll (not a first-poll sample: kept, not counted).
-  Returns the offset now in force (a string).
+  Returns the offset now in force (a string) and the first-poll samples counted so far, all
+  processes' (pending + finished: what PollLearner.learnedDelay reads).
 ]]
 local v = tonumber(redis.call('HGET', KEYS[1], 'logOffset') or '0')
 local lo, hi, r = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -67,4 +68,4 @@ end
 if pending > 0 then redis.call('HINCRBY', KEYS[1], 'pending', pending) end
 if finished > 0 then redis.call('HINCRBY', KEYS[1], 'finished', finished) end
 redis.call('HSET', KEYS[1], 'logOffset', tostring(v))
-return tostring(v)
+return {tostring(v), seen + pending + finished}
