@@ -139,6 +139,9 @@ function insertBy<K extends string, T extends Record<K, number>>(list: T[], item
   else list.splice(i, 0, item);
 }
 
+/** A yielding poll's place in the line: after a normal create, before a bulk one (admitPoll). */
+const YIELDING = PRIORITY.normal + 0.5;
+
 export function isUnreachable(err: AnyUpstreamError): boolean {
   return err.kind === 'transient' && (err.status === 0 || err.status >= 500);
 }
@@ -192,7 +195,9 @@ export class AccountFlow {
    * the others in order.
    */
   #asking = false;
-  readonly #waiters: { priority: number; go: (askAt?: number) => void }[] = [];
+  readonly #waiters: { priority: number; go: (askAt?: number) => void; yieldsUntil?: number }[] = [];
+  /** The soonest `yieldsUntil` among #waiters (#unyield), the clock's now(). */
+  #yieldEnds = Number.POSITIVE_INFINITY;
   /** This process's polls waiting to come due (untilDue), soonest first. */
   readonly #due: { at: number; go: () => void }[] = [];
   /**
@@ -237,20 +242,26 @@ export class AccountFlow {
   }
 
   /**
-   * A poll: only the pace decides. `yields`: its batch's creates are closing (queue/feeder.ts
-   * isClosing), so in this process's line it goes after the creates of normal batches, not before.
+   * A poll: only the pace decides. `yieldsUntil` (the clock's now()): its batch's creates are
+   * closing until then (queue/feeder.ts closingUntil), so in this process's line it goes after the
+   * creates of normal batches, not before, until then (#unyield).
    */
-  admitPoll(cls: PriorityClass, yields = false): Promise<SendAdmission> {
-    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitPoll(cls, yields)).then(verdict);
+  admitPoll(cls: PriorityClass, yieldsUntil?: number): Promise<SendAdmission> {
+    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitPoll(cls, yieldsUntil)).then(
+      verdict,
+    );
   }
 
-  async #admitPoll(cls: PriorityClass, yields: boolean): Promise<SendAdmission> {
+  async #admitPoll(cls: PriorityClass, yieldsUntil: number | undefined): Promise<SendAdmission> {
+    const yields = yieldsUntil !== undefined && cls !== 'interactive';
     // Between a normal create and a bulk one: a place in this process's line, never a BullMQ priority.
-    const priority = yields && cls !== 'interactive' ? PRIORITY.normal + 0.5 : pollPriority(cls);
-    const slot = await this.#slot<never>(priority, (horizonMs, urgent) =>
-      this.#d.line.slot(horizonMs, undefined, urgent),
+    const priority = yields ? YIELDING : pollPriority(cls);
+    const slot = await this.#slot<never>(
+      priority,
+      (horizonMs, urgent) => this.#d.line.slot(horizonMs, undefined, urgent),
+      yields ? yieldsUntil : undefined,
     );
-    return 'why' in slot ? slot : { go: true, ...slot, priority };
+    return 'why' in slot ? slot : { go: true, ...slot, priority: pollPriority(cls) };
   }
 
   /**
@@ -268,8 +279,10 @@ export class AccountFlow {
     priority: number,
     /** `urgent`: an interactive request (a person waits), which claims the next slot (lua/includes/pace-take.lua). */
     ask: (horizonMs: number, urgent: boolean) => Promise<Slot | R>,
+    /** A yielding poll's `priority` holds until then (the clock's now()), and is a poll's after (#unyield). */
+    yieldsUntil?: number,
   ): Promise<{ due: number; at: string; early?: true } | Extract<Admission, { why: 'later' }> | R> {
-    const { done, askAt } = await this.#turn(priority);
+    const { done, askAt } = await this.#turn(priority, yieldsUntil);
     try {
       // Paused or held meanwhile (a key failure, an answer vqb cannot read): the jobs queued here
       // for their slot go back at once, not one a slot (a pool's key: its plates move sooner).
@@ -311,21 +324,48 @@ export class AccountFlow {
    * turn on (once), with when the next waiter should ask (`askAt`, the clock's monotonic()) when the
    * request took a slot; the next waiter gets it as its `askAt`.
    */
-  async #turn(priority: number): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
+  async #turn(priority: number, yieldsUntil?: number): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
     let askAt: number | undefined;
     if (this.#asking) {
-      askAt = await new Promise<number | undefined>((go) => insertBy(this.#waiters, { priority, go }, 'priority'));
+      askAt = await new Promise<number | undefined>((go) => {
+        if (yieldsUntil === undefined) return insertBy(this.#waiters, { priority, go }, 'priority');
+        insertBy(this.#waiters, { priority, go, yieldsUntil }, 'priority');
+        this.#yieldEnds = Math.min(this.#yieldEnds, yieldsUntil);
+      });
     }
     this.#asking = true;
     let passed = false;
     const done = (following?: number) => {
       if (passed) return;
       passed = true;
+      if (this.#yieldEnds <= this.#now()) this.#unyield();
       const next = this.#waiters.shift();
       if (next) next.go(following);
       else this.#asking = false;
     };
     return askAt === undefined ? { done } : { done, askAt };
+  }
+
+  /**
+   * The yielding polls waiting in the line whose batch's creates stopped closing take a poll's
+   * place, before every create. Their place was set once, when they joined the line, so without
+   * this a steady stream of other batches' creates kept them waiting as long as it lasted: a
+   * batch of 80 plates whose last creates closed while two larger batches were fed had 36 of its
+   * polls wait 21 s (its deadline 9 s), until the others' creates ran out (deadlines.test.ts).
+   */
+  #unyield(): void {
+    const now = this.#now();
+    const ended = this.#waiters.filter((w) => w.yieldsUntil !== undefined && w.yieldsUntil <= now);
+    for (const waiter of ended) {
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+      delete waiter.yieldsUntil;
+      waiter.priority = PRIORITY.poll;
+      insertBy(this.#waiters, waiter, 'priority');
+    }
+    this.#yieldEnds = Math.min(
+      Number.POSITIVE_INFINITY,
+      ...this.#waiters.map((w) => w.yieldsUntil ?? Number.POSITIVE_INFINITY),
+    );
   }
 
   /**

@@ -20,7 +20,7 @@ import { wakeMainLoop } from '../src/engine/bullmq/worker.js';
  * Polls waiting in one account's Worker at most: each is a timer and a job lock (BullMQ renews
  * the locks of all its active jobs in one call). Beyond it a poll goes through BullMQ's delayed set,
  * at about 25 commands and three round trips more. A poll keeps its place until its slot is taken,
- * and a closing batch's creates take the slots first (queue/feeder.ts isClosing), so a batch's
+ * and a closing batch's creates take the slots first (queue/feeder.ts closingUntil), so a batch's
  * polls wait here together while its last creates go out: at 256, a cold 300-plate batch at 30/s
  * sent 40-43 plates' polls through the delayed set in two of four runs (the room full at 256).
  */

@@ -69,8 +69,11 @@ export interface ProcessorDeps {
    * goes to the delayed set; see #pollAt).
    */
   pollRoom?: PollRoom;
-  /** Whether a batch's creates are closing: its polls then yield to creates (queue/feeder.ts isClosing). */
-  closing?: (batchId: string) => boolean;
+  /**
+   * Until when a batch's creates are closing (the clock's now()), undefined when they are not: its
+   * polls yield to creates until then (queue/feeder.ts closingUntil).
+   */
+  closing?: (batchId: string) => number | undefined;
 }
 
 /**
@@ -462,7 +465,7 @@ export class PlateProcessor {
     const queryId = data.queryId!;
     let verdict: SendAdmission;
     try {
-      verdict = await this.#d.flow.admitPoll(data.cls, this.#d.closing?.(data.batchId) ?? false);
+      verdict = await this.#d.flow.admitPoll(data.cls, this.#d.closing?.(data.batchId));
     } finally {
       admitted?.();
     }
@@ -621,7 +624,7 @@ export class PlateProcessor {
         // The poll keeps its place in the room until its slot is taken: woken, it waits in the
         // process's line for a slot, and were it a job at work meanwhile, BullMQ would fetch
         // nothing while polls come due, and a closing batch's creates, which go before its polls
-        // in that line (queue/feeder.ts isClosing), would stay in the queue behind them.
+        // in that line (queue/feeder.ts closingUntil), would stay in the queue behind them.
         let left = false;
         const leave = () => {
           if (left) return;

@@ -140,7 +140,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     ...(deps.random ? { random: deps.random } : {}),
     ...(deps.afterFence ? { afterFence: deps.afterFence } : {}),
     pollRoom,
-    closing: (batchId) => services.feeder.isClosing(batchId),
+    closing: (batchId) => services.feeder.closingUntil(batchId),
   });
   const held = new HeldLocks();
   const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(

@@ -87,11 +87,11 @@ export class Feeder {
   readonly #meeting: Meeting | undefined;
   /**
    * Batches whose creates are closing (#closing), until when: their polls yield to creates in the
-   * worker's line (isClosing).
+   * worker's line (closingUntil).
    */
   readonly #closingUntil = new Map<string, number>();
   /**
-   * Set by a worker process, whose polls ask isClosing: a producer's process (an API, an ingest)
+   * Set by a worker process, whose polls ask closingUntil: a producer's process (an API, an ingest)
    * feeds too, and would read the batches' lists and the answer time for nobody.
    */
   marksClosing = false;
@@ -309,7 +309,7 @@ export class Feeder {
    * Marks the normal batches among `picked` whose creates are closing: no more wait to be fed than
    * the key sends in one answer time (its rate times the first-poll delay). Until twice that
    * answer time after the last such feed, their polls yield to creates in the worker's line
-   * (isClosing): polls first kept a batch's paid, unread queries near its rate times the answers'
+   * (closingUntil): polls first kept a batch's paid, unread queries near its rate times the answers'
    * time, and at the end left the key half idle for the last creates' answer time, those creates
    * having come last with only their polls left (1-1.5 s of a 300-plate batch at 30/s). Created
    * first, the polls they passed fill that time. What each batch has left is the feed's own
@@ -340,9 +340,10 @@ export class Feeder {
       if ((left.get(id) ?? Number.POSITIVE_INFINITY) <= within) this.#closingUntil.set(id, now + 2 * answerMs);
   }
 
-  /** Whether the batch's polls yield to creates now (#closing). */
-  isClosing(batchId: string): boolean {
-    return (this.#closingUntil.get(batchId) ?? 0) > this.#now();
+  /** Until when the batch's polls yield to creates (#closing), the clock's now(); undefined when they do not now. */
+  closingUntil(batchId: string): number | undefined {
+    const until = this.#closingUntil.get(batchId);
+    return until !== undefined && until > this.#now() ? until : undefined;
   }
 
   async #add(account: Account, queue: PlateQueue, picked: readonly Picked[], why: WaitWhy = 'pace'): Promise<void> {

@@ -83,7 +83,12 @@ export class ManualClock implements Clock {
   #fire(timer: Timer): void {
     this.#remove(timer);
     this.#now = Math.max(this.#now, timer.at);
-    if (timer.every !== undefined) this.#insert({ ...timer, at: timer.at + timer.every, seq: this.#seq++ });
+    // The same timer goes back, so an interval its own run clears (clearTimeout) stops.
+    if (timer.every !== undefined) {
+      timer.at += timer.every;
+      timer.seq = this.#seq++;
+      this.#insert(timer);
+    }
     timer.run();
   }
 

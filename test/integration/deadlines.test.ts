@@ -172,14 +172,14 @@ describe('deadlines: scheduling', () => {
     const [doneA, doneB] = [await h.services.batchViews.get(a.batch.id), await h.services.batchViews.get(b.batch.id)];
     // The batch without a deadline was not starved: it went on meanwhile and finishes.
     await h.waitForBatch(filler.batch.id, 40_000);
-    const creates: { batch: string; at: number }[] = [];
+    const creates: { batch: string; at: number; finished: number }[] = [];
     for (const [name, id] of [
       ['a', a.batch.id],
       ['b', b.batch.id],
       ['filler', filler.batch.id],
     ] as const)
       for await (const o of h.services.outcomes.scan({ id, account: 'default' }))
-        creates.push({ batch: name, at: o.createdAt! });
+        creates.push({ batch: name, at: o.createdAt!, finished: o.finishedAt! });
     creates.sort((x, y) => x.at - y.at);
     const lastA = creates.findLastIndex((c) => c.batch === 'a');
     const lastB = creates.findLastIndex((c) => c.batch === 'b');
@@ -196,6 +196,12 @@ describe('deadlines: scheduling', () => {
     // as B's 120 before B's last; read 29-40).
     expect(upto(lastA, 'b') + upto(lastA, 'filler')).toBeLessThanOrEqual(40);
     expect(upto(lastB, 'filler')).toBeLessThanOrEqual(60);
+    // A's answers were read as they came, not after the others' creates: its last plate finished
+    // before B's last create went. (Its polls once yielded to every create that came after them,
+    // its batch's creates closing when they joined the worker's line: 36 of them waited 21 s, until
+    // B's and the filler's creates ran out, and A finished at 24 s against its 9 s.)
+    const finishedA = Math.max(...creates.filter((c) => c.batch === 'a').map((c) => c.finished));
+    expect(finishedA).toBeLessThan(creates[lastB]!.at);
     expect(h.sim.stats().rateLimited).toBe(0);
   });
 });

@@ -267,6 +267,44 @@ describe('the flow on a clock the test owns', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('a poll that yields to creates takes a poll’s place once its batch stops closing, however many keep arriving before it', async () => {
+    // 10/s. The yielding poll's batch closes until 350 ms on, and each request that goes brings
+    // two more that go before it (26 in all), so the line never empties before it. (Its place was
+    // once set when it joined: it waited as long as such a stream lasted, 21 s of a deadline
+    // test's batch, deadlines.test.ts.)
+    const { clock, t0, flow } = await onOwnClock('flow-clock-yield', '10/s');
+    await admitted(clock, flow);
+    const order: string[] = [];
+    const joined: Promise<unknown>[] = [];
+    const join = (name: string, yieldsUntil?: number): Promise<unknown> => {
+      const admission = flow.admitPoll('normal', yieldsUntil).then((a) => {
+        order.push(`${name}${a.go ? '' : `:${a.why}`}@${clock.now() - t0}`);
+        if (yieldsUntil === undefined) for (let i = 0; i < 2 && joined.length < 26; i++) join(`r${joined.length}`);
+      });
+      if (yieldsUntil === undefined) joined.push(admission);
+      return admission;
+    };
+    join('r0');
+    join('r1');
+    const yielding = join('yielding', clock.now() + 350);
+    await drive(
+      clock,
+      yielding.then(async () => {
+        while (joined.length < 26 || order.length < 27) await Promise.all(joined);
+      }),
+    );
+    // It yielded while its batch closed: r2 on joined after it and went first. At the first turn
+    // after 350 ms it took a poll's place behind the requests waiting then: it went after r9 (at
+    // 1,127.5 ms in every run here, five of them with both cores busy), not after all 26.
+    const before = order.slice(
+      0,
+      order.findIndex((o) => o.startsWith('yielding')),
+    );
+    expect(before.slice(0, 3)).toEqual(['r0@102.5', 'r1@205', 'r2@307.5']);
+    expect(before.length).toBeLessThanOrEqual(12);
+    expect(order).toHaveLength(27);
+  });
+
   it('a late write within half the allowance moves nothing', async () => {
     const { clock, t0, line, flow } = await onOwnClock('flow-clock-in-time', '2/s');
     const shifts = vi.spyOn(line, 'shift');
