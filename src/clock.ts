@@ -19,7 +19,7 @@ export interface Clock {
   /** Runs `run` once after `ms` (a promise's `resolve` will do: its argument is left unset). */
   setTimeout(run: (...args: never[]) => unknown, ms: number): NodeJS.Timeout;
   setInterval(run: () => unknown, ms: number): NodeJS.Timeout;
-  /** Cancels a timer this clock set (none: nothing). */
+  /** Cancels a timer or an interval this clock set (none: nothing). */
   clearTimeout(timer: NodeJS.Timeout | undefined): void;
   /** Resolves after `ms`; rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;

@@ -593,7 +593,7 @@ async function withinScrape<T>(rendering: Promise<T>): Promise<T | undefined> {
   } catch {
     return undefined;
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 

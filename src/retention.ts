@@ -415,7 +415,7 @@ export function startRetentionSweep(
   tick();
   const timer = clock.setInterval(tick, options.everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return { stop: () => clock.clearTimeout(timer) };
 }
 
 /** How often the sweep runs for a given VQ_RETAIN: a quarter of it, between a second and an hour. */

@@ -19,6 +19,6 @@ export async function settlesWithin(promise: Promise<unknown>, ms: number, cut?:
       ...(cut ? [cut.then(() => false as const)] : []),
     ]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }

@@ -140,8 +140,8 @@ export function startHousekeeping(
     // The wake subscription stands (accounts with work are heard of), or was cut (each pass reads).
     listening: (standing: boolean) => (standing ? active.listening() : active.deaf()),
     async stop() {
-      clearInterval(feedTimer);
-      clearInterval(recoverTimer);
+      services.clock.clearTimeout(feedTimer);
+      services.clock.clearTimeout(recoverTimer);
       await feeding;
       await webhookSweep.stop();
       await deadlineWatch.stop();
@@ -178,7 +178,7 @@ function startWebhookSweep(
   const sweepTimer = services.clock.setInterval(sweep, WEBHOOK_SWEEP_MS);
   return {
     async stop() {
-      clearInterval(sweepTimer);
+      services.clock.clearTimeout(sweepTimer);
       await sweeping;
     },
   };
@@ -217,7 +217,7 @@ function startDeadlineWatch(
   }, DEADLINE_WATCH_MS);
   return {
     async stop() {
-      clearInterval(watchTimer);
+      services.clock.clearTimeout(watchTimer);
       await watching;
     },
   };

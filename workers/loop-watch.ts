@@ -10,7 +10,7 @@ export function watchEventLoop(
   logger: Logger,
   lockDurationMs: number,
   everyMs = 1_000,
-  time: Pick<Clock, 'monotonic' | 'setInterval'> = processClock,
+  time: Pick<Clock, 'monotonic' | 'setInterval' | 'clearTimeout'> = processClock,
 ): () => void {
   const threshold = Math.max(everyMs, lockDurationMs / 3);
   let last = time.monotonic();
@@ -29,5 +29,5 @@ export function watchEventLoop(
     );
   }, everyMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => time.clearTimeout(timer);
 }

@@ -73,7 +73,7 @@ export function startWatchWorker(
   return {
     watches,
     async close() {
-      clearInterval(timer);
+      deps.services.clock.clearTimeout(timer);
       await sweeping;
       await worker.close();
       await watches.close();

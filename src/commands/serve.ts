@@ -78,7 +78,7 @@ export const serveCommand: Command = {
       }, timeoutMs);
       sweep?.stop();
       await Promise.all([app.close(), inbox?.stop(), worker?.close()]);
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       return 0;
     } finally {
       await services.close();

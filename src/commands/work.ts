@@ -102,7 +102,7 @@ export const workCommand: Command = {
     sweep.stop();
     await handle.close();
     metricsServer?.close();
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
     logger.info('worker stopped');
     logger.flush();
     return 0;

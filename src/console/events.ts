@@ -145,12 +145,12 @@ export async function streamEvents(
   let still: Produced['still'];
   let unhear: (() => void) | false | undefined;
   const next = (ms: number) => {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
     if (!closed) timer = clock.setTimeout(tick, ms);
   };
   const stop = () => {
     closed = true;
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
     streams.delete(stream);
     if (unhear) unhear();
   };

@@ -130,7 +130,7 @@ export function createInboxWatcher(deps: InboxWatcherDeps): InboxWatcher {
     async stop() {
       running = false;
       isStopping = true;
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       try {
         await tail;
       } finally {

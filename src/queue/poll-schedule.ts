@@ -305,7 +305,7 @@ export class PollLearner {
    * input, not records.
    */
   flush(): Promise<void> {
-    clearTimeout(this.#sending);
+    clock.clearTimeout(this.#sending);
     this.#sending = undefined;
     const batch = [...this.#samples];
     this.#samples.clear();

@@ -44,7 +44,7 @@ export class WorkerPresence {
     const timer = clock.setInterval(beat, BEAT_MS);
     timer.unref();
     return async () => {
-      clearInterval(timer);
+      clock.clearTimeout(timer);
       await this.#redis.zrem(this.#key, this.name).catch(() => undefined);
     };
   }

@@ -178,7 +178,7 @@ export async function checkRedis(redis: RedisClient, where: RedisConnection, tim
   } catch (err) {
     throw new RedisUnavailableError(where.display, err, where.setting);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 
@@ -280,7 +280,7 @@ export async function waitForRedisAtStart(
       stop.then(() => true),
       new Promise<false>((r) => (timer = clock.setTimeout(() => r(false), 1_000))),
     ]);
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
     if (stopped) return false;
   }
 }

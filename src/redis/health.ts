@@ -272,7 +272,7 @@ export class RedisHealth {
       );
     }, everyMs);
     timer.unref();
-    return () => clearInterval(timer);
+    return () => this.#clock.clearTimeout(timer);
   }
 
   /** Follows a connection: its errors and closes mean down, `ready` means back. */

@@ -183,7 +183,7 @@ function holdLock(client: RedisClient, lockKey: string, token: string, lockMs: n
       if (lost) throw lost;
     },
     async release(): Promise<void> {
-      clearInterval(timer);
+      clock.clearTimeout(timer);
       // A failed release only delays the next migrator until the lock expires.
       await redis.vqbLockRelease(lockKey, token, unlocked).catch(() => {});
     },

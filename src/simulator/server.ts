@@ -52,7 +52,7 @@ export async function listen(engine: SimulatorEngine, host: string, port: number
     close: () =>
       new Promise<void>((resolve, reject) => {
         closing = true;
-        for (const timer of pending) clearTimeout(timer);
+        for (const timer of pending) clock.clearTimeout(timer);
         pending.clear();
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();

@@ -46,7 +46,7 @@ export class StallWatch {
   }
 
   stop(): void {
-    clearInterval(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 

@@ -220,7 +220,7 @@ export class UpstreamClient {
       this.#emit(operation, status, started, sentAt, error);
       throw error;
     } finally {
-      clearTimeout(boundTimer);
+      clock.clearTimeout(boundTimer);
     }
   }
 

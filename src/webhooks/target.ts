@@ -154,6 +154,6 @@ export async function checkCallbackTarget(
       throw refused(url.host, 'a name that resolves to an address webhooks may not reach');
     return href;
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }

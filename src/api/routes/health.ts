@@ -26,7 +26,7 @@ export async function redisAnswers(redis: RedisClient, timeoutMs = PING_TIMEOUT_
   } catch {
     return false;
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 
