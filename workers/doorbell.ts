@@ -9,7 +9,8 @@
 // connections of a process stay the same whatever the number of accounts, on one Redis and on a
 // Cluster alike.
 //
-// What rings it, for the Worker to fetch (moveToActive) at once:
+// What rings it, for the Worker to fetch (moveToActive) at once (a producer's wake also lends a
+// Worker at its concurrency one place beyond it: ringNew):
 // - the process's feed pass (workers/worker.ts), every time it finds the account's queue holding
 //   jobs waiting (its own feed's, another process's, a producer's, a rerun's, stalled jobs put
 //   back), at most every feed period (200 ms; a resting account, up to its rest);
@@ -28,6 +29,8 @@ import { quietBackend } from '../src/engine/bullmq/worker.js';
 /** One Worker's bell: its wait, if it waits now, and what rang while it did not. */
 interface Bell {
   open?: (() => void) | undefined;
+  /** One place beyond the Worker's concurrency (workers/poll-room.ts lend), for ringNew. */
+  lend?: (() => void) | undefined;
   timer?: NodeJS.Timeout | undefined;
   /** Epoch ms the current wait ends at by itself. */
   until: number;
@@ -58,6 +61,23 @@ export class Doorbell {
     }
   }
 
+  /**
+   * A producer put new work on the account's queue (its wake): as ring, and a Worker at its
+   * concurrency (not waiting) is lent one place beyond it, so it fetches the queue's most urgent
+   * job (an interactive plate) now, not when a place frees (PollRoom.lend says why). Only a
+   * producer's wake lends: a feed pass rings every 200 ms while jobs wait, and lending then would
+   * fetch creates ahead of the pace.
+   */
+  ringNew(accountId: string): void {
+    for (const bell of this.#bells.get(accountId) ?? []) {
+      if (bell.open) this.#open(bell);
+      else {
+        bell.rung = true;
+        bell.lend?.();
+      }
+    }
+  }
+
   /** A job of the account comes due at `at` (epoch ms): its Worker fetches then. */
   ringAt(accountId: string, at: number): void {
     for (const bell of this.#bells.get(accountId) ?? []) {
@@ -71,11 +91,11 @@ export class Doorbell {
    * BullMQ's Redis backend for the account's Worker: the connection given as `connection` (shared,
    * not duplicated), no blocking connection, and waits on this doorbell (src/engine/bullmq/worker.ts
    * builds it). The bell lives as long as the backend: closing it (the Worker's close) ends a wait
-   * and forgets the bell.
+   * and forgets the bell. `lend`: lends the Worker one place beyond its concurrency (ringNew).
    */
-  backendFor(accountId: string): BackendFactory<RedisQueueBackend> {
+  backendFor(accountId: string, lend?: () => void): BackendFactory<RedisQueueBackend> {
     return quietBackend(() => {
-      const bell: Bell = { until: 0, rung: false };
+      const bell: Bell = { until: 0, rung: false, lend };
       let bells = this.#bells.get(accountId);
       if (!bells) this.#bells.set(accountId, (bells = new Set()));
       bells.add(bell);

@@ -129,13 +129,13 @@ export function startHousekeeping(
   const deadlineWatch = startDeadlineWatch(services, configured, health, logger, now);
   return {
     // A wake (queue/feeder.ts: a producer or another process put jobs on the queue, or ended first
-    // contact): the account's rest ends, so the next feed pass tops its queue up, and its waiting
-    // Worker, if any, fetches now.
+    // contact): the account's rest ends, so the next feed pass tops its queue up, and its Worker,
+    // if any, fetches now, beyond its concurrency if need be (an interactive plate: ringNew).
     wake(accountId: string) {
       restUntil.delete(accountId);
       wakes.set(accountId, (wakes.get(accountId) ?? 0) + 1);
       active.heard(accountId);
-      doorbell.ring(accountId);
+      doorbell.ringNew(accountId);
     },
     // The wake subscription stands (accounts with work are heard of), or was cut (each pass reads).
     listening: (standing: boolean) => (standing ? active.listening() : active.deaf()),

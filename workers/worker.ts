@@ -145,7 +145,10 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   const held = new HeldLocks();
   const worker: PlateWorker = new Worker<PlateJobData, JobResult, string>(
     queue.name,
-    (job, token) => held.around(job, token, () => processor.process(job, token)),
+    (job, token) => {
+      pollRoom.fetched();
+      return held.around(job, token, () => processor.process(job, token));
+    },
     {
       // Shared by every account's Worker in this process; none holds a blocking connection of its
       // own: the doorbell wakes them (workers/doorbell.ts).
@@ -163,7 +166,7 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
       // Re-check a long hold at least this often, so `vqb resume` or a shortened quota is seen.
       maximumRateLimitDelay: 5_000,
     },
-    shared.doorbell.backendFor(account.id),
+    shared.doorbell.backendFor(account.id, () => pollRoom.lend()),
   );
   pollRoom.attach(worker);
   shared.doorbell.listen(worker, account.id);

@@ -2,7 +2,7 @@
 // upstream's answer time; polls waiting for their time add to it.
 import type { Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { AnswerTime, jobsNeeded, MOST_AT_WORK, POLL_ROOM, PollRoom } from '../../workers/poll-room.js';
+import { AnswerTime, jobsNeeded, MOST_AT_WORK, MOST_LENT, POLL_ROOM, PollRoom } from '../../workers/poll-room.js';
 
 /** What PollRoom touches of a BullMQ Worker: its concurrency, and the loop queue it nudges. */
 function fakeWorker(): { worker: Worker; concurrency: () => number; nudges: () => number } {
@@ -52,6 +52,24 @@ describe('jobs at work', () => {
     expect(w.concurrency()).toBe(8 + POLL_ROOM);
     room.leave();
     expect(room.enter()).toBe(true);
+  });
+
+  it('lends a place beyond them for new work, nudging BullMQ to fetch, until a fetch takes it back; MOST_LENT at most', () => {
+    const room = new PollRoom(8);
+    const w = fakeWorker();
+    room.attach(w.worker);
+    room.enter();
+    expect(w.concurrency()).toBe(9);
+    const nudged = w.nudges();
+    room.lend();
+    expect(w.concurrency()).toBe(10);
+    expect(w.nudges()).toBe(nudged + 1);
+    room.fetched();
+    expect(w.concurrency()).toBe(9);
+    room.fetched(); // a fetch with nothing lent takes nothing
+    expect(w.concurrency()).toBe(9);
+    for (let i = 0; i < MOST_LENT + 3; i++) room.lend();
+    expect(w.concurrency()).toBe(9 + MOST_LENT);
   });
 
   it('answer time: one slow answer moves it a tenth of the way', () => {
