@@ -261,6 +261,7 @@ export class AccountFlow {
       (horizonMs, urgent) => this.#d.line.slot(horizonMs, undefined, urgent),
       yields ? yieldsUntil : undefined,
     );
+    // A slot it gives up (woken late: #ready) is asked for again as a poll's: its yield is served.
     return 'why' in slot ? slot : { go: true, ...slot, priority: pollPriority(cls) };
   }
 
