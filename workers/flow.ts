@@ -339,7 +339,8 @@ export class AccountFlow {
     const done = (following?: number) => {
       if (passed) return;
       passed = true;
-      if (this.#yieldEnds <= this.#now()) this.#unyield();
+      // No clock read per request unless a yielding poll waits.
+      if (this.#yieldEnds !== Number.POSITIVE_INFINITY && this.#yieldEnds <= this.#now()) this.#unyield();
       const next = this.#waiters.shift();
       if (next) next.go(following);
       else this.#asking = false;

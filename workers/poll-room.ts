@@ -111,9 +111,10 @@ export class PollRoom {
    * even when every place is taken. A Worker fetches only when a place frees, and a poll's place
    * frees none (it goes from the room to work and back, or ends with its job): while polls took
    * every slot, creates waited and so did every fetch. An interactive plate then waited for a
-   * place as long as the polls came: 0.6-5.1 s between its ingest and its fetch in five of six
-   * rounds under a 3,000-plate batch at 20/s with answers of 2-6 s (71 polls waiting at one
-   * ingest), where a person waits on a screen.
+   * place as long as the polls came: under a 3,000-plate batch at 20/s with answers of 2-6 s (71
+   * polls waiting at one ingest), 172-4,887 ms from its ingest to its create over two runs of six
+   * plates, over half a second in 6 of the 12 (119-124 ms with the lend, six of six), where a
+   * person waits on a screen.
    */
   lend(): void {
     if (this.#lent >= MOST_LENT) return;
