@@ -276,14 +276,18 @@ export class AccountLine {
     return undefined;
   }
 
-  /** This key's quota looks shared with `other`'s (queue/pool.ts) until `until` (epoch ms). */
+  /**
+   * This key's quota looks shared with `other`'s (queue/pool.ts) until `until` (epoch ms). Kept in
+   * the pace hash: the pace splits the limit the key announces among the keys that share it, from
+   * the next answer learned (lua/pace-learn), in every process alike.
+   */
   async markSharedQuota(other: string, until: number): Promise<void> {
-    await this.#redis.hset(this.#line, `quotaWith:${other}`, String(until));
+    await this.#redis.hset(this.#pace, `quotaWith:${other}`, String(until));
   }
 
   /** The keys this one's quota looks shared with now. */
   async sharedQuota(): Promise<string[]> {
-    const fields = await this.#redis.hgetall(this.#line);
+    const fields = await this.#redis.hgetall(this.#pace);
     const now = this.#now();
     return Object.entries(fields)
       .filter(([field, until]) => field.startsWith('quotaWith:') && Number(until) > now)

@@ -42,6 +42,18 @@ const QUOTA_SHARED_MS = 10 * 60_000;
  */
 const QUOTA_LIMITED_MS = 60_000;
 const QUOTA_LIMITED_COUNT = 3;
+/**
+ * Or, whatever their remainders: both announce the same limit and one of them drew this many 429s
+ * within QUOTA_FIGHT_MS. Two keys that are one quota, each paced at the whole of it, do not share
+ * the refusals: whichever sends first as the window moves takes it, and the other has most of its
+ * requests refused (236 and 8, 276 and 4 429s in 30 s; once 20 a second for 13 s and none on the
+ * other key), while their remainders, sampled a second apart in a per-second window, agree by
+ * chance only: "both drew three and five samples agreed" came after 20 s, or never, and the pair
+ * fought to the end of the batch (key-pools.test.ts). A key paced under its own limit draws a
+ * stray one, not ten in ten seconds.
+ */
+const QUOTA_FIGHT_MS = 10_000;
+const QUOTA_FIGHT_COUNT = 10;
 
 /** Remainders this close (or 5 % of the limit) count as the same (the two samples are up to a second apart). */
 function quotaNear(limit: number | undefined): number {
@@ -83,7 +95,7 @@ export class KeyPools {
   readonly #lastLook = new Map<string, number>();
   readonly #samples = new Map<string, QuotaSample>();
   readonly #streaks = new Map<string, number>();
-  /** Each pooled key's last QUOTA_LIMITED_COUNT 429s (epoch ms), oldest first. */
+  /** Each pooled key's last 429s (epoch ms, as many as QUOTA_FIGHT_COUNT), oldest first. */
   readonly #limitedAt = new Map<string, number[]>();
   /** Pairs this process said are one quota (said once in its log). */
   readonly #said = new Set<string>();
@@ -224,9 +236,11 @@ export class KeyPools {
    * A key of a pool announced its quota (an answer's X-RateLimit-* headers, workers/flow.ts). Two
    * keys are one quota when, sampled within a second of each other, they announce the same limit
    * and reset and remainders within a few requests, QUOTA_STREAK samples in a row, and both drew
-   * a 429 within QUOTA_LIMITED_MS: two independent keys of the pool spend at their own rates, so
-   * their remainders drift apart, or (both used to the full) agree but draw no 429s. Said
-   * once in the log (per process) and kept on both lines for `vqb status` and /healthz.
+   * 429s within QUOTA_LIMITED_MS or one of them many (QUOTA_FIGHT_COUNT): two independent keys of
+   * the pool spend at their own rates, so their remainders drift apart, or (both used to the full)
+   * agree but draw no 429s. Said once in the log (per process) and kept on both keys' paces, which
+   * split the limit they announce between them from then on (lua/pace-learn), for `vqb status`
+   * and /healthz.
    */
   async observe(accountId: string, quota: QuotaSample | undefined): Promise<void> {
     const pool = this.#accounts.for(accountId).account.pool;
@@ -238,21 +252,29 @@ export class KeyPools {
       if (other.id === accountId) continue;
       const theirs = this.#samples.get(other.id);
       if (theirs?.remaining === undefined || theirs.resetAt === undefined) continue;
-      if (Math.abs(theirs.observedAt - quota.observedAt) > QUOTA_SAMPLE_MS) continue;
       const pair = [accountId, other.id].sort().join(' ');
-      const agree =
-        theirs.limit === quota.limit &&
-        Math.abs(theirs.resetAt - quota.resetAt) <= 1_000 &&
-        Math.abs(theirs.remaining - quota.remaining) <= quotaNear(quota.limit);
-      const streak = agree ? (this.#streaks.get(pair) ?? 0) + 1 : 0;
-      this.#streaks.set(pair, streak);
-      if (streak < QUOTA_STREAK || !this.#limitedLately(accountId) || !this.#limitedLately(other.id)) continue;
+      // One of them refused again and again under the limit both announce: a key refused at every
+      // request answers nothing else, so its last sample may be old (its limit is what counts).
+      const fight = theirs.limit === quota.limit && (this.#fighting(accountId) || this.#fighting(other.id));
+      if (!fight) {
+        if (Math.abs(theirs.observedAt - quota.observedAt) > QUOTA_SAMPLE_MS) continue;
+        const agree =
+          theirs.limit === quota.limit &&
+          Math.abs(theirs.resetAt - quota.resetAt) <= 1_000 &&
+          Math.abs(theirs.remaining - quota.remaining) <= quotaNear(quota.limit);
+        const streak = agree ? (this.#streaks.get(pair) ?? 0) + 1 : 0;
+        this.#streaks.set(pair, streak);
+        if (streak < QUOTA_STREAK || !this.#limitedLately(accountId) || !this.#limitedLately(other.id)) continue;
+      }
       const until = quota.observedAt + QUOTA_SHARED_MS;
       if (!this.#said.has(pair))
         this.#log?.warn(
           { pool, accounts: [accountId, other.id], remaining: [quota.remaining, theirs.remaining] },
-          `keys ${accountId} and ${other.id} of pool ${pool} look like one quota: their announced ` +
-            `remainders and resets move together and both draw 429s (the pool's rate is not their sum)`,
+          `keys ${accountId} and ${other.id} of pool ${pool} look like one quota: ` +
+            (fight
+              ? `they announce the same limit and one of them has most of its requests refused (429) `
+              : `their announced remainders and resets move together and both draw 429s `) +
+            `(the pool's rate is not their sum); each is paced at a share of it from now on`,
         );
       this.#said.add(pair);
       await this.#accounts.for(accountId).line.markSharedQuota(other.id, until);
@@ -264,14 +286,23 @@ export class KeyPools {
   limited(accountId: string): void {
     const times = this.#limitedAt.get(accountId) ?? [];
     times.push(this.#now());
-    if (times.length > QUOTA_LIMITED_COUNT) times.shift();
+    if (times.length > Math.max(QUOTA_LIMITED_COUNT, QUOTA_FIGHT_COUNT)) times.shift();
     this.#limitedAt.set(accountId, times);
   }
 
   /** The key's last QUOTA_LIMITED_COUNT 429s all came within QUOTA_LIMITED_MS. */
   #limitedLately(accountId: string): boolean {
+    return this.#lastWithin(accountId, QUOTA_LIMITED_COUNT, QUOTA_LIMITED_MS);
+  }
+
+  /** The key's last QUOTA_FIGHT_COUNT 429s all came within QUOTA_FIGHT_MS. */
+  #fighting(accountId: string): boolean {
+    return this.#lastWithin(accountId, QUOTA_FIGHT_COUNT, QUOTA_FIGHT_MS);
+  }
+
+  #lastWithin(accountId: string, count: number, ms: number): boolean {
     const times = this.#limitedAt.get(accountId) ?? [];
-    return times.length >= QUOTA_LIMITED_COUNT && this.#now() - times[0]! <= QUOTA_LIMITED_MS;
+    return times.length >= count && this.#now() - times[times.length - count]! <= ms;
   }
 
   /** Each pool's rate (the sum of its serving keys'), and each key's rate, share and state. */

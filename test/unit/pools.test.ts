@@ -129,7 +129,7 @@ describe('keys that look like one quota (KeyPools.observe, on a clock the test o
         await kp.observe('b', { ...quota, observedAt: now + 10 });
       }
     }
-    return { kp, marked, agree, tick: (ms: number) => void (now += ms) };
+    return { kp, marked, agree, tick: (ms: number) => void (now += ms), now: () => now };
   }
 
   it('remainders that agree and a few 429s on each key: one quota, marked on both', async () => {
@@ -161,6 +161,43 @@ describe('keys that look like one quota (KeyPools.observe, on a clock the test o
     }
     tick(61_000);
     await agree(10);
+    expect(marked).toEqual([]);
+  });
+
+  it('one key refused again and again while the other takes the window (none on it): one quota', async () => {
+    const { kp, marked, agree, tick } = pools();
+    for (let i = 0; i < 10; i++) {
+      kp.limited('a');
+      tick(500);
+    }
+    await agree(5);
+    expect(marked).toContain('a>b');
+    expect(marked).toContain('b>a');
+  });
+
+  it('a key refused again and again beside a key of another limit: not one quota (its own limit is its own)', async () => {
+    const { kp, marked, tick, now } = pools();
+    await kp.observe('a', { limit: 20, remaining: 0, resetAt: now() + 1_000, observedAt: now() });
+    for (let i = 0; i < 10; i++) {
+      kp.limited('a');
+      tick(500);
+    }
+    for (let i = 0; i < 5; i++) {
+      tick(1_000);
+      await kp.observe('b', { limit: 10, remaining: 4, resetAt: now() + 1_000, observedAt: now() });
+    }
+    expect(marked).toEqual([]);
+  });
+
+  it('a few 429s on one key, or ten spread over more than ten seconds, are not one quota', async () => {
+    const { kp, marked, agree, tick } = pools();
+    for (let i = 0; i < 9; i++) kp.limited('a');
+    await agree(6);
+    expect(marked).toEqual([]);
+    tick(11_000);
+    kp.limited('a');
+    // The tenth came 17 s after the first nine (agree's six seconds, then eleven).
+    await agree(5);
     expect(marked).toEqual([]);
   });
 });

@@ -19,7 +19,9 @@
     KEYS[1] the account's pace hash (fields rate, source, interval, slow, changedAt, used, rej, r429,
             last429At, decreasedAt, doubledAt, probeAt, step, below and upAt (the rate before the
             last climb or probe, and when it was made), announced, windowMs, resetMax,
-            resetSince; early, earlyN: the slots taken before anything was heard, from which tat,
+            resetSince; shares, and quotaWith:<account> = until (epoch ms), the pool's keys this
+            key's quota looks shared with (queue/line.ts markSharedQuota): an announced limit
+            is split evenly among them; early, earlyN: the slots taken before anything was heard, from which tat,
             the next free slot, is set when a limit is first announced, and earlyTat, the tat so
             set: pace-take.lua)
     ARGV[1] 'ok' | '429'; ARGV[2] announced limit ('' none); ARGV[3] announced window ms ('' none);
@@ -47,7 +49,7 @@ local CLIMB_MS = 2000
 local OLD_RATE_MS = 1000
 local now = math.floor(paceNow(ARGV[12]))
 local f = redis.call('HMGET', KEYS[1], 'rate', 'source', 'slow', 'changedAt', 'used', 'r429', 'last429At', 'decreasedAt', 'probeAt', 'step',
-  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt', 'below', 'upAt')
+  'announced', 'windowMs', 'resetMax', 'resetSince', 'ceiling', 'early', 'earlyN', 'earlyTat', 'doubledAt', 'below', 'upAt', 'shares')
 local startRate = tonumber(ARGV[5])
 local ceiling = tonumber(ARGV[6])
 local jitter = tonumber(ARGV[7])
@@ -80,6 +82,17 @@ local function spaceAfterEarly(interval)
   -- is slower than the start rate (later) or faster (sooner).
   local bound = tostring(earlyBound(f[16], tonumber(f[17] or '0'), interval))
   redis.call('HSET', KEYS[1], 'tat', bound, 'earlyTat', bound)
+end
+
+-- This key and the keys its quota looks shared with now (fields quotaWith:<account>, the epoch ms
+-- until which it looks so: queue/line.ts markSharedQuota).
+local function quotaShares(at)
+  local n = 1
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 10) == 'quotaWith:' and (tonumber(all[i + 1]) or 0) > at then n = n + 1 end
+  end
+  return n
 end
 
 local function learned(r, fields)
@@ -137,9 +150,17 @@ if ARGV[2] ~= '' then
     r = ceiling
     interval = 1000 / ceiling
   end
+  -- Keys of a pool that look like one quota upstream (queue/pool.ts) split its limit evenly: each
+  -- paced at the whole of it, two such keys sent twice what the quota takes, and one of them drew
+  -- half its requests refused for as long as the batch lasted (236 429s in 30 s).
+  local shares = quotaShares(now)
+  if shares > 1 then
+    r = r / shares
+    interval = interval * shares
+  end
   local changed = 0
-  if source ~= 'announced' or f[11] ~= ARGV[2] or f[12] ~= tostring(windowMs) then changed = 1 end
-  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'announced', 'interval', tostring(interval), 'announced', ARGV[2], 'windowMs', tostring(windowMs))
+  if source ~= 'announced' or f[11] ~= ARGV[2] or f[12] ~= tostring(windowMs) or (f[22] or '1') ~= tostring(shares) then changed = 1 end
+  redis.call('HSET', KEYS[1], 'rate', tostring(r), 'source', 'announced', 'interval', tostring(interval), 'announced', ARGV[2], 'windowMs', tostring(windowMs), 'shares', tostring(shares))
   spaceAfterEarly(interval)
   return {tostring(r), 'announced', tostring(windowMs), changed}
 end
