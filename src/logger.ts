@@ -43,3 +43,34 @@ export function createLogger(options: { level?: string; name?: string } = {}, de
     destination ?? pino.destination({ dest: 2, sync: false }),
   );
 }
+
+const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace']);
+const silent = () => {};
+
+/**
+ * `parent.child(bindings)`, made when first written to: a job's logger is made for every
+ * activation and used by few (a cold batch at info writes no line a plate), and a child's bindings
+ * are serialized and redacted when it is made (0.8 % of the samples of a V8 profile of a cold
+ * batch's worker). A level the parent does not write is a no-op without making the child.
+ */
+export function lazyChild(parent: Logger, bindings: () => Record<string, unknown>): Logger {
+  let child: Logger | undefined;
+  const made = () => {
+    child ??= parent.child(bindings());
+    return child;
+  };
+  return new Proxy(parent, {
+    get(_target, property) {
+      if (
+        child === undefined &&
+        typeof property === 'string' &&
+        LEVELS.has(property) &&
+        !parent.isLevelEnabled(property)
+      )
+        return silent;
+      const logger = made();
+      const value = Reflect.get(logger, property, logger);
+      return typeof value === 'function' ? value.bind(logger) : value;
+    },
+  });
+}

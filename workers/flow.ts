@@ -134,8 +134,12 @@ export function rateLimitHoldMs(retryAfterMs: number, rate: { source: string; pe
 
 /** Puts `item` in `list`, kept in ascending order of `key`, after the items with the same value. */
 function insertBy<K extends string, T extends Record<K, number>>(list: T[], item: T, key: K): void {
-  const i = list.findIndex((other) => other[key] > item[key]);
-  if (i < 0) list.push(item);
+  // From the end: a new item mostly goes last or near it (a poll due later than those waiting, a
+  // request of the line's usual priority), and a scan from the front read the whole list each time
+  // (0.9 % of the samples of a V8 profile of a cold batch's worker, with 300 polls waiting).
+  let i = list.length;
+  while (i > 0 && list[i - 1]![key] > item[key]) i--;
+  if (i === list.length) list.push(item);
   else list.splice(i, 0, item);
 }
 
@@ -200,6 +204,8 @@ export class AccountFlow {
   #yieldEnds = Number.POSITIVE_INFINITY;
   /** This process's polls waiting to come due (untilDue), soonest first. */
   readonly #due: { at: number; go: () => void }[] = [];
+  /** What each signal given to untilDue aborts when it does (#onAbort). */
+  readonly #dueAborts = new WeakMap<AbortSignal, Set<() => void>>();
   /**
    * Reachability: this process saw a failure since its last answer; when it last asked whether an
    * outage (of any process) ended.
@@ -400,7 +406,7 @@ export class AccountFlow {
         this.#clock.clearTimeout(timer);
         const i = this.#due.indexOf(entry);
         if (i >= 0) this.#due.splice(i, 1);
-        signal?.removeEventListener('abort', abort);
+        if (signal) this.#dueAborts.get(signal)?.delete(abort);
       };
       const entry = {
         at,
@@ -416,8 +422,31 @@ export class AccountFlow {
       insertBy(this.#due, entry, 'at');
       const grace = Math.min(DUE_GRACE_MS, 1_000 / this.#rate);
       timer = this.#clock.setTimeout(entry.go, Math.max(0, at - this.#clock.monotonic()) + grace);
-      signal?.addEventListener('abort', abort, { once: true });
+      if (signal) this.#onAbort(signal).add(abort);
     });
+  }
+
+  /**
+   * The polls waiting on `signal` (untilDue), aborted together by one listener of the signal's own:
+   * a listener each (up to the poll room's size on the worker's one stop signal) cost a walk of the
+   * signal's listeners at every add and remove (1.5 % of the samples of a V8 profile of a cold
+   * batch's worker).
+   */
+  #onAbort(signal: AbortSignal): Set<() => void> {
+    let waiting = this.#dueAborts.get(signal);
+    if (!waiting) {
+      const set = new Set<() => void>();
+      waiting = set;
+      this.#dueAborts.set(signal, set);
+      signal.addEventListener(
+        'abort',
+        () => {
+          for (const abort of [...set]) abort();
+        },
+        { once: true },
+      );
+    }
+    return waiting;
   }
 
   /** The polls come due by now go (untilDue): this process is awake for one of the account's slots. */

@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import { type Clock, clock as processClock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { isError, StoppedBeforeSendError } from '../src/errors.js';
+import { lazyChild } from '../src/logger.js';
 import { pollPriority } from '../src/queue/account-queues.js';
 import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
@@ -145,12 +146,12 @@ export class PlateProcessor {
 
   readonly process = async (job: PlateJob, token?: string): Promise<JobResult> => {
     const data = job.data;
-    const log = this.#d.logger.child({
+    const log = lazyChild(this.#d.logger, () => ({
       account: data.account,
       batchId: data.batchId,
       jobId: job.id,
       ...(data.queryId ? { queryId: data.queryId } : {}),
-    });
+    }));
     // A plate with its outcome already is not worked again. At step `create` (most jobs) the
     // create's admission looks, in the step it runs anyway; at any other, a look of its own.
     if (data.step !== 'create' && (await this.#d.recorder.finishedBefore(job))) return { status: 'exists' };

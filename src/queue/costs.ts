@@ -44,9 +44,19 @@ export interface ReportedCost {
 
 const DAY_TTL_S = 400 * 86_400;
 
-/** `20261121` for any moment of that UTC day. */
+/** The last day named (utcDay): its first and next midnight, epoch ms, and its name. */
+let lastDay = { from: 0, to: 0, name: '' };
+
+/**
+ * `20261121` for any moment of that UTC day. Named once a day: every create and outcome asks (a
+ * Date and an ISO string each were 0.8 % of the samples of a V8 profile of a cold batch's worker).
+ */
 export function utcDay(now: number): string {
-  return new Date(now).toISOString().slice(0, 10).replaceAll('-', '');
+  if (now >= lastDay.from && now < lastDay.to) return lastDay.name;
+  const from = now - (((now % 86_400_000) + 86_400_000) % 86_400_000);
+  const name = new Date(now).toISOString().slice(0, 10).replaceAll('-', '');
+  lastDay = { from, to: from + 86_400_000, name };
+  return name;
 }
 
 export function utcMonth(now: number): string {
