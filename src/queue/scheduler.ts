@@ -81,6 +81,8 @@ export interface Feed {
   limitedMs: number;
   /** Each normal batch this feed picked from: its plates still waiting to be fed (queue/feeder.ts closing creates). */
   left: Map<string, number>;
+  /** The normal batches with plates waiting that this feed did not pick from. */
+  othersWaiting: number;
 }
 
 const SCRIPTS = ['sched-enlist', 'sched-pick', 'sched-feed', 'sched-retire'] as const;
@@ -301,10 +303,12 @@ export class Scheduler {
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;
     if (idle) await this.#redis.vqbSchedRetire(this.#keys.schedActive, accountId, generation);
-    // The batches' plates left come last, after the picks: K pairs, K at index 3.
-    const end = flat.length - 2 * Number(flat[3]);
+    // The batches' plates left come after the picks: K pairs, K at index 3; then the other
+    // normal batches waiting.
+    const last = flat.length - 1;
+    const end = last - 2 * Number(flat[3]);
     const left = new Map<string, number>();
-    for (let i = end; i + 1 < flat.length; i += 2) left.set(String(flat[i]), Number(flat[i + 1]));
+    for (let i = end; i + 1 < last; i += 2) left.set(String(flat[i]), Number(flat[i + 1]));
     return {
       idle,
       generation,
@@ -312,6 +316,7 @@ export class Scheduler {
       limitedMs: Number(flat[2]),
       picked: unflatten(flat, 4, end),
       left,
+      othersWaiting: Number(flat[last]),
     };
   }
 

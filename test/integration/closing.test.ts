@@ -35,4 +35,27 @@ describe('closing creates', () => {
     expect(among).toBeLessThanOrEqual(8);
     expect(after).toBeGreaterThanOrEqual(40);
   }, 90_000);
+
+  it('a batch closes only when the account has no more creates than an answer time: a 1-plate batch beside a large one does not', async () => {
+    const h = await harness.start({ label: 'closing-beside', workers: 0, config: { VQ_RATE_LIMIT: '20/s' } });
+    // Answers of 1-1.5 s, some read at their first poll (what makes the schedule learned, which a
+    // batch needs to close): a batch closes with at most about 29 creates left at 20/s.
+    await metUpstream(h, 1_000, 1_500);
+    for (let i = 0; i < 8; i++) h.services.learner.observe(h.config.product, false, 1_450, 1_000 + i * 60);
+    await h.services.learner.flush();
+    const { feeder } = h.services;
+    // The worker processes mark closing batches (workers/worker.ts); this process plays one.
+    feeder.marksClosing = true;
+    const queue = h.services.accounts.for('default').queue;
+    await h.enqueue('alone', makePlates(5));
+    expect(feeder.closingUntil('alone'), 'a batch alone: its 5 creates close it').toBeDefined();
+    await queue.drain();
+
+    await h.enqueue('large', makePlates(1_000, 100));
+    await queue.drain();
+    // The feed that picks the 1-plate batch's plate picks the large batch's beside it.
+    await h.enqueue('one', makePlates(1, 5_000));
+    expect(feeder.closingUntil('one'), 'beside 1,000 creates the key stays busy: no yield').toBeUndefined();
+    expect(feeder.closingUntil('large')).toBeUndefined();
+  });
 });

@@ -34,7 +34,8 @@
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
   switch (0: off); K; then class index, batch id, plate, ...; then K pairs: a normal batch this
   call picked from and how many of its plates still wait in its list (the feeder's closing
-  creates weigh it: an LLEN a batch they made in a round trip of their own)}. A process whose
+  creates weigh it: an LLEN a batch they made in a round trip of their own); last, how many other
+  normal batches have plates waiting}. A process whose
   Worker waits wakes it when jobs wait, or when the switch goes off if it is on
   (workers/doorbell.ts).
 ]]
@@ -66,6 +67,13 @@ for batch in pairs(seen) do
   out[#out + 1] = redis.call('LLEN', pendingKey(ARGV[3], ARGV[5], batch))
   out[4] = out[4] + 1
 end
+-- The normal batches with plates waiting that this call did not pick from (one emptied since,
+-- and not yet taken off its class, counts too): the feeder closes batches only when none does.
+local others = redis.call('ZCARD', KEYS[2])
+for batch in pairs(seen) do
+  if redis.call('ZSCORE', KEYS[2], batch) then others = others - 1 end
+end
+out[#out + 1] = others
 if out[2] > 0 and (tonumber(redis.call('GET', KEYS[14]) or '0') or 0) >= tonumber(ARGV[11]) then
   out[3] = math.max(0, redis.call('PTTL', KEYS[14]))
 end
