@@ -30,6 +30,17 @@ export function virtualLine(config: Config, redis: RedisClient, account: Account
   });
 }
 
+/** Slots taken one after another (a long horizon: each is reserved), each's wait, ms. */
+export async function takeSlots(line: AccountLine, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const slot = await line.slot(120_000);
+    if (!slot.reserved) throw new Error(`slot ${i + 1} of ${n} not reserved: ${JSON.stringify(slot)}`);
+    out.push(slot.waitMs);
+  }
+  return out;
+}
+
 /** The most sends in any window of `windowMs` (sliding: a window may start at any send). */
 export function mostInWindow(sends: readonly number[], windowMs: number): number {
   const sorted = [...sends].sort((a, b) => a - b);

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AccountLine } from '../../src/queue/line.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
-import { VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
+import { takeSlots, VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
 
 let ctx: RedisTestContext | undefined;
 afterEach(async () => {
@@ -26,12 +26,7 @@ const heard = () => ({ limit: 20, remaining: 10, windowMs: 1_000, observedAt: cl
 
 /** The spacing of `n` slots taken one after another (each reserved), ms. */
 async function spacing(line: AccountLine, n: number): Promise<number[]> {
-  const waits: number[] = [];
-  for (let i = 0; i < n; i += 1) {
-    const slot = await line.slot(120_000);
-    expect(slot.reserved).toBe(true);
-    waits.push(slot.waitMs);
-  }
+  const waits = await takeSlots(line, n);
   return waits.slice(1).map((w, i) => w - waits[i]!);
 }
 

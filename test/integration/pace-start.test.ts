@@ -4,11 +4,10 @@
 // which only a hold on `Remaining: 0` kept from a 429 (issue 21).
 import { afterEach, describe, expect, it } from 'vitest';
 import { Accounts } from '../../src/queue/accounts.js';
-import type { AccountLine } from '../../src/queue/line.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
-import { VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
+import { takeSlots, VirtualClock, virtualLine } from '../helpers/virtual-pace.js';
 
 let ctx: RedisTestContext | undefined;
 let accounts: Accounts | undefined;
@@ -33,15 +32,7 @@ async function autoLine(label: string) {
 }
 
 /** Slots taken one after another (a long horizon: each is reserved), as offsets from the first, ms. */
-async function take(line: AccountLine, n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i += 1) {
-    const slot = await line.slot(120_000);
-    expect(slot.reserved).toBe(true);
-    out.push(slot.waitMs);
-  }
-  return out;
-}
+const take = takeSlots;
 
 const announced = (limit: number, windowMs: number) => ({ limit, remaining: 0, windowMs, observedAt: clock.now });
 
