@@ -72,5 +72,9 @@ export function lazyChild(parent: Logger, bindings: () => Record<string, unknown
       const value = Reflect.get(logger, property, logger);
       return typeof value === 'function' ? value.bind(logger) : value;
     },
+    // A level set is the child's, as on any child; never the parent's (the proxy's target).
+    set(_target, property, value) {
+      return Reflect.set(made(), property, value);
+    },
   });
 }

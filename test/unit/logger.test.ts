@@ -49,6 +49,16 @@ describe('lazyChild', () => {
     expect(log.isLevelEnabled('debug')).toBe(false);
   });
 
+  it("a level set on it is the child's, not the parent's", () => {
+    const { logger, lines } = capture('info');
+    const log = lazyChild(logger, () => ({ account: 'a' }));
+    log.level = 'debug';
+    log.debug('written');
+    logger.debug('not written');
+    expect(lines.map((l) => l.msg)).toEqual(['written']);
+    expect(logger.level).toBe('info');
+  });
+
   it('still redacts what the parent redacts, and its own children carry both bindings', () => {
     const { logger, lines } = capture('info');
     const log = lazyChild(logger, () => ({ account: 'a' }));
