@@ -255,7 +255,10 @@ export class KeyPools {
       const pair = [accountId, other.id].sort().join(' ');
       // One of them refused again and again under the limit both announce: a key refused at every
       // request answers nothing else, so its last sample may be old (its limit is what counts).
-      const fight = theirs.limit === quota.limit && (this.#fighting(accountId) || this.#fighting(other.id));
+      const fight =
+        quota.limit !== undefined &&
+        theirs.limit === quota.limit &&
+        (this.#fighting(accountId) || this.#fighting(other.id));
       if (!fight) {
         if (Math.abs(theirs.observedAt - quota.observedAt) > QUOTA_SAMPLE_MS) continue;
         const agree =

@@ -189,6 +189,17 @@ describe('keys that look like one quota (KeyPools.observe, on a clock the test o
     expect(marked).toEqual([]);
   });
 
+  it('a key refused again and again beside a key that, like it, announces no limit: not one quota (no limit to share)', async () => {
+    const { kp, marked, tick, now } = pools();
+    await kp.observe('a', { remaining: 0, resetAt: now() + 1_000, observedAt: now() });
+    for (let i = 0; i < 10; i++) {
+      kp.limited('a');
+      tick(500);
+    }
+    await kp.observe('b', { remaining: 4, resetAt: now() + 1_000, observedAt: now() });
+    expect(marked).toEqual([]);
+  });
+
   it('a few 429s on one key, or ten spread over more than ten seconds, are not one quota', async () => {
     const { kp, marked, agree, tick } = pools();
     for (let i = 0; i < 9; i++) kp.limited('a');
