@@ -199,10 +199,9 @@ export class PlateProcessor {
     if (stored) {
       const reused: PlateJobData = { ...data, ...(stored.queryId ? { queryId: stored.queryId } : {}) };
       const extra = { reused: true, reusedAgeMs: stored.ageMs };
-      // Counted only when it became the plate's outcome: the plate may have one already (its
-      // admission, which would have said so, comes after this look).
-      if ((await this.#d.recorder.record(job, reused, undefined, stored.result, extra)) !== 'exists')
-        await this.#d.recorder.count(batchOf(data), 'reused');
+      // Counted as reused in the write that stores it, only if it became the plate's outcome (the
+      // plate may have one already: its admission, which would have said so, comes after this look).
+      await this.#d.recorder.record(job, reused, undefined, stored.result, extra);
       return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
     }
     const verdict = await this.#d.flow.admitCreate(job.id!, data);

@@ -141,6 +141,8 @@ export class Recorder {
       key,
       jobId,
       count: this.#d.costs.counting({ id: outcome.batchId, account }, ...count),
+      // A reused result is counted as reused only when it became the plate's outcome.
+      ...(outcome.reused ? { countIfStored: 'reused' } : {}),
       ...(pointer ? { pointer } : {}),
     });
     return this.untilStored(account, settle, held);

@@ -21,6 +21,8 @@ export interface Settling {
   jobId: string;
   /** The cost keys (always: the script's keys are fixed) and the fields to count ('' = none). */
   count: CostCount;
+  /** Cost fields counted only if this outcome is the one stored (`reused`), comma-separated. */
+  countIfStored?: string;
   /** The pointer to the paid result, for later batches (queue/reuse.ts), when it is written here. */
   pointer?: PointerTerms;
 }
@@ -54,6 +56,7 @@ export class PlateSettle {
       s.count.dayTtlS,
       s.count.fields,
       ...(s.pointer?.args ?? ['', '', '']),
+      s.countIfStored ?? '',
     ];
     return async () => recordResult(await this.#redis.vqbPlateSettle(...args));
   }

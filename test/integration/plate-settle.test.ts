@@ -83,6 +83,30 @@ describe('plate settle', () => {
     expect(await redis.hmget(keys.batch(B), 'done', 'finishedAt')).toEqual(['2', '12']);
   });
 
+  it('counts a reused result as reused in the step that stores it: only when it became the outcome, once on a retry', async () => {
+    const { redis, keys, costs, settle, B } = await setUp('settle-reused');
+    await redis.hset(keys.batch(B), 'enqueued', '2', 'sealed', '1');
+    const reusing = (plate: string, finishedAt: number) =>
+      settle.prepare({
+        outcome: { ...outcome(plate, finishedAt), requests: 0, polls: 0, reused: true },
+        account: 'a',
+        jobId: `b.${plate}`,
+        count: costs.counting(B),
+        countIfStored: 'reused',
+      });
+    const first = reusing('AAA0001', 10);
+    expect(await first()).toBe('recorded');
+    expect((await costs.forBatch(B)).reused).toBe(1);
+    // Its lost reply's retry, and another worker's reuse of the same plate: stored already, not counted.
+    expect(await first()).toBe('exists');
+    expect(await reusing('AAA0001', 11)()).toBe('exists');
+    expect((await costs.forBatch(B)).reused).toBe(1);
+    // The plate that finishes the batch: whoever reads the batch at its finish reads it counted.
+    const last = reusing('AAA0002', 12);
+    expect(await last()).toBe('batch-finished');
+    expect((await costs.forBatch(B)).reused).toBe(2);
+  });
+
   it("writes the pointer to the paid result with the outcome it stores (and on a lost reply's retry), never over another's", async () => {
     const { redis, keys, outcomes, costs, settle, B } = await setUp('settle-reuse');
     const reuse = new ReuseStore(redis, keys, outcomes, { keepMs: 86_400_000, sharing: ['pooled'] });

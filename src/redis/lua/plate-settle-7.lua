@@ -12,6 +12,9 @@
     KEYS[7] the account's reuse day hash (queue/reuse.ts pointerTerms; KEYS[1] again when none)
     ARGV[10] the pointer's field, the plate ('' = none); ARGV[11] its value; ARGV[12] the day
     hash's time to live, ms, set when the hash has none (whichever process wrote it first)
+    ARGV[13] cost fields counted only when this call stores the outcome ('' = none): a result
+    reused from an earlier batch is free, and counts as reused only if it became the plate's
+    outcome. Counted here, not after, so a batch that finishes on this plate is read whole.
   The count is made whoever's outcome is stored (an answer is paid for either way), except when the
   stored outcome is this very one: the same call ran before and its reply was lost, so it counted.
   The pointer to this batch's result is written with the outcome that this call stored (or stored
@@ -26,6 +29,7 @@
 local recorded = recordOutcome(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local again = recorded == 0 and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2]
 if not again and ARGV[9] ~= '' then countCosts(KEYS[5], KEYS[6], ARGV[8], ARGV[9]) end
+if recorded ~= 0 and ARGV[13] ~= nil and ARGV[13] ~= '' then countCosts(KEYS[5], KEYS[6], ARGV[8], ARGV[13]) end
 releaseInflight(KEYS[3], KEYS[4], ARGV[6], ARGV[7])
 if (recorded ~= 0 or again) and ARGV[10] ~= nil and ARGV[10] ~= '' then
   redis.call('HSET', KEYS[7], ARGV[10], ARGV[11])
