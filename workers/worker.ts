@@ -42,6 +42,7 @@ import { watchEventLoop } from './loop-watch.js';
 import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
 import { type HeldPaid, Recorder } from './recorder.js';
+import { keepPriorityOnStall } from './stalled-priority.js';
 import { startWatchWorker, type WatchWorkerHandle } from './watch-worker.js';
 import { startWebhookWorker } from './webhooks.js';
 
@@ -170,6 +171,11 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   );
   pollRoom.attach(worker);
   shared.doorbell.listen(worker, account.id);
+  // A worker that died leaves its jobs to the stalled check, which would put them before every
+  // prioritized job, an interactive plate's too (workers/stalled-priority.ts).
+  keepPriorityOnStall(worker, queue, (err, jobId) => {
+    if (!health.outage(err)) logger.warn({ err, jobId }, 'could not put a stalled job back at its priority');
+  });
   worker.on('failed', (job, err) => {
     // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
     if (!job || err instanceof UnrecoverableError) return;
