@@ -1,13 +1,13 @@
-// A job found stalled goes back at its own priority. BullMQ's stalled check (6.7's
-// moveStalledJobsToWait) puts each job whose worker died at the tail of the queue's wait list,
-// whatever its priority, and a Worker takes the wait list before the prioritized set: after one
-// worker of three was killed with its jobs (20-30 at work: creates waiting for their slot, polls),
-// every one of them went before an interactive plate submitted then, 9-10 s for two of its five
-// plates in the chaos suite, where a person waits on a screen. The Worker's public `stalled` event
-// names each job; `Job.changePriority` moves it from the wait list to the prioritized set at the
-// priority its hash holds (the fence's, a poll's or its class's create). A job fetched meanwhile is
-// in neither: only its priority field is written again, the value it had. docs/development.md
-// (BullMQ internals) says what BullMQ would need.
+// A job found stalled goes back at its own priority. BullMQ 6.7's stalled check puts each job
+// whose worker died at the tail of the queue's wait list, whatever its priority, and a Worker
+// takes the wait list before the prioritized set: after one worker of three was killed with its
+// jobs (20-30 at work: creates waiting for their slot, polls), every one of them went before an
+// interactive plate submitted then, 9-10 s for two of its five plates in the chaos suite, where a
+// person waits on a screen. The Worker's public `stalled` event names each job; `Job.changePriority`
+// moves it from the wait list to the prioritized set at the priority its hash holds (the fence's,
+// a poll's or its class's create). A job fetched meanwhile is in neither: only its priority field
+// is written again, the value it had. docs/development.md (BullMQ internals) says what BullMQ
+// would need.
 import { Job, type Queue, type Worker } from 'bullmq';
 
 /** Each job the Worker finds stalled is put back at its own priority; `onError` hears what fails (Redis gone). */

@@ -176,8 +176,17 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
   keepPriorityOnStall(worker, queue, (err, jobId) => {
     if (!health.outage(err)) logger.warn({ err, jobId }, 'could not put a stalled job back at its priority');
   });
+  recordBullmqFailures(worker, recorder, logger);
+  // A lost lock is its own event (one warning naming the job), not a Redis client error.
+  watchLocks(worker, held, lockLoss, account.id, config.locks.lockDurationMs, (err) =>
+    health.report(err, `worker ${account.id}`),
+  );
+  return { worker, client, flow, stopWaits: () => processor.stopWaits() };
+}
+
+/** A job failed by BullMQ itself (stalled too often) never ran our code: its outcome is recorded anyway. */
+function recordBullmqFailures(worker: PlateWorker, recorder: Recorder, logger: Logger): void {
   worker.on('failed', (job, err) => {
-    // A job failed by BullMQ itself (stalled too often) never ran our code: keep a record anyway.
     if (!job || err instanceof UnrecoverableError) return;
     const code = decideJobFailure(err.message, job.attemptsMade < (job.opts.attempts ?? 1));
     if (!code) return;
@@ -187,11 +196,6 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
         logger.error({ err: recordErr, jobId: job.id }, 'could not record the outcome of a failed job'),
       );
   });
-  // A lost lock is its own event (one warning naming the job), not a Redis client error.
-  watchLocks(worker, held, lockLoss, account.id, config.locks.lockDurationMs, (err) =>
-    health.report(err, `worker ${account.id}`),
-  );
-  return { worker, client, flow, stopWaits: () => processor.stopWaits() };
 }
 
 export interface WorkerDeps {
