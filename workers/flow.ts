@@ -324,11 +324,18 @@ export class AccountFlow {
         // (#askAt: each at the wake of the slot before, one interval ahead) reserved every slot
         // first, for as long as its line had waiters, and this process sent nothing (an interactive
         // create queued behind this request waited 31-36 s in the chaos suite while the key ran at
-        // its full rate). So told, the two processes take the slots in turn. An interactive request
-        // claimed its slot (pace-take's claim): half a horizon is soon enough for it.
-        await this.#clock.sleep(
-          Math.max(1, slot.waitMs - (urgent ? this.horizonMs / 2 : this.horizonMs - ASK_MARGIN_MS)),
-        );
+        // its full rate). So told, the two processes take the slots in turn. Told to wait for a
+        // slot already within reach, it leaves that slot to an interactive request's claim
+        // (pace-take), which ends at `waitMs`: asked again 1 ms on, it asked a millisecond until
+        // then when the claimer never came back. An interactive request claimed its slot: half a
+        // horizon is soon enough for it.
+        const reach = this.horizonMs - ASK_MARGIN_MS;
+        const sleepMs = urgent
+          ? slot.waitMs - this.horizonMs / 2
+          : slot.waitMs > reach
+            ? slot.waitMs - reach
+            : slot.waitMs;
+        await this.#clock.sleep(Math.max(1, sleepMs));
       }
     } finally {
       done();

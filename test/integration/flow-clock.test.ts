@@ -12,6 +12,7 @@ import type { AccountFlow, SendAdmission } from '../../workers/flow.js';
 import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
 import { drive, ManualClock } from '../helpers/manual-clock.js';
 import { REDIS_URL } from '../helpers/redis.js';
+import { takeSlots } from '../helpers/virtual-pace.js';
 
 const harness = useHarness();
 
@@ -410,5 +411,22 @@ describe('the flow on a clock the test owns', () => {
     expect(from, order).toBeLessThanOrEqual(3);
     const both = order.slice(from, Math.min(order.lastIndexOf('a'), order.lastIndexOf('b')) + 1);
     expect(both, order).not.toMatch(/aaa|bbb/);
+  });
+  it('a request told to leave a slot to an interactive claim waits the claim out, not in 1 ms asks, when the claimer never comes back', async () => {
+    // 6/s: slots 1,025 / 6 ms apart, a horizon of 190.8 ms. Two slots are taken, then an
+    // interactive request claims the next one, beyond the horizon, and its process dies. Another
+    // request is told to leave it until the claim ends (that slot's start and an interval).
+    const { clock, t0, line, flow } = await onOwnClock('flow-clock-claim-left', '6/s');
+    await takeSlots(line, 2);
+    const claimed = await line.slot(flow.horizonMs, undefined, true);
+    expect(claimed.reserved).toBe(false);
+    const asks = vi.spyOn(line, 'slot');
+    const admission = await drive(clock, flow.admitPoll('normal'));
+    expect(admission.go).toBe(true);
+    // It went on the slot after the claimed one, which the claim held for nobody.
+    expect(clock.now() - t0).toBeCloseTo((3 * 1_025) / 6, 0);
+    // A few asks: told to wait, then at the claim's end. Asking again 1 ms after each "not yet"
+    // within reach made one a millisecond until the claim ended.
+    expect(asks.mock.calls.length).toBeLessThanOrEqual(4);
   });
 });
