@@ -380,6 +380,7 @@ describe('the flow on a clock the test owns', () => {
     if (!next.reserved) throw new Error('expected a slot');
     expect(next.waitMs).toBeCloseTo(502.5 - 60, 0);
   });
+
   it('two processes with requests waiting share the key’s slots: the one whose line chains its asks does not starve the other', async () => {
     // Each process's line asks Redis from its head only, and the waiter after a reserved slot asks
     // at that slot's wake, one interval before its own. A process told "not yet" asked again half
@@ -412,6 +413,7 @@ describe('the flow on a clock the test owns', () => {
     const both = order.slice(from, Math.min(order.lastIndexOf('a'), order.lastIndexOf('b')) + 1);
     expect(both, order).not.toMatch(/aaa|bbb/);
   });
+
   it('a request told to leave a slot to an interactive claim waits the claim out, not in 1 ms asks, when the claimer never comes back', async () => {
     // 6/s: slots 1,025 / 6 ms apart, a horizon of 190.8 ms. Two slots are taken, then an
     // interactive request claims the next one, beyond the horizon, and its process dies. Another
