@@ -18,8 +18,9 @@
 
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import ExcelJS from 'exceljs';
+import type ExcelJS from 'exceljs';
 import { InputError, isVqbError } from '../errors.js';
+import { loadExcel } from '../excel.js';
 import { DEFAULT_MAX_FIELD_BYTES, type PlateHeader, plateRows } from './csv.js';
 import { messageOf } from './csv-records.js';
 import type { InputRow } from './types.js';
@@ -197,7 +198,7 @@ async function loadSheet(
       'not an Excel .xlsx workbook: the file is not a zip archive (an .xlsx always is)',
     );
   await checkWorkbookZip(bytes);
-  const workbook = new ExcelJS.Workbook();
+  const workbook = new (await loadExcel()).Workbook();
   try {
     await workbook.xlsx.load(bytes as unknown as ArrayBuffer, {
       ignoreNodes: ['dataValidations', 'conditionalFormatting', 'extLst', 'drawing', 'picture'],

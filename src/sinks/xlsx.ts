@@ -11,7 +11,8 @@
 // here does, so "=cmd|calc" stays the characters a user typed and needs no "'" in front as in the
 // CSV.
 import type { Writable } from 'node:stream';
-import ExcelJS from 'exceljs';
+import type ExcelJS from 'exceljs';
+import { loadExcel } from '../excel.js';
 import type { CellValue, ExportLayout } from './csv.js';
 import type { ExportRow, RejectRow } from './types.js';
 
@@ -37,7 +38,11 @@ export interface XlsxExportInput {
  * must have learned the rows already: the header is written first and cannot change.
  */
 export async function writeXlsx(out: Writable, input: XlsxExportInput): Promise<void> {
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: true, useSharedStrings: false });
+  const workbook = new (await loadExcel()).stream.xlsx.WorkbookWriter({
+    stream: out,
+    useStyles: true,
+    useSharedStrings: false,
+  });
   const style = input.layout.sheet;
   const names = input.layout.names();
   const results = addSheet(workbook, style?.results ?? 'results', names, style?.widths());

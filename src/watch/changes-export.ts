@@ -7,7 +7,7 @@ import { mkdir, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import { finished, pipeline } from 'node:stream/promises';
-import ExcelJS from 'exceljs';
+import { loadExcel } from '../excel.js';
 import { type CsvDelimiter, csvStringifier, escapeFormula } from '../sinks/csv.js';
 import type { ChangeLine, ChangesFormat } from './store.js';
 
@@ -23,7 +23,11 @@ export async function writeChanges(
   delimiter: CsvDelimiter,
 ): Promise<void> {
   if (format === 'xlsx') {
-    const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false });
+    const workbook = new (await loadExcel()).stream.xlsx.WorkbookWriter({
+      stream: out,
+      useStyles: false,
+      useSharedStrings: false,
+    });
     const sheet = workbook.addWorksheet('changes');
     sheet.addRow([...CHANGE_COLUMNS]).commit();
     for (const c of changes) sheet.addRow([c.round, c.plate, c.field, c.before, c.after, c.at]).commit();
