@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { DestinationStream } from 'pino';
-import type { CliIo, Command, CommandContext, OptionSpec } from './commands/command.js';
+import type { CliIo, CommandContext, OptionSpec } from './commands/command.js';
+import type { CommandEntry } from './commands/index.js';
 import { type Config, loadConfig, type Overrides, SETTINGS, type SettingName } from './config.js';
 import { errorCodeEntry } from './error-codes.js';
 import { isVqbError, UsageError, VqbError } from './errors.js';
@@ -54,14 +55,7 @@ function overridesFrom(flags: CommandContext['flags']): Overrides {
   return overrides;
 }
 
-/** The named command alone, when it is one; else every command (help, a name to correct). */
-async function commandsFor(name: string | undefined): Promise<Record<string, Command>> {
-  const { COMMAND_LOADERS, loadCommands } = await import('./commands/index.js');
-  const load = name === undefined ? undefined : COMMAND_LOADERS[name];
-  return load && name !== undefined ? { [name]: await load() } : loadCommands();
-}
-
-function helpText(commands: Record<string, Command>): string {
+function helpText(commands: Record<string, CommandEntry>): string {
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   return [
     'vqb — bulk vehicle look-ups (consultas veiculares) paced under the upstream limits',
@@ -205,18 +199,18 @@ export async function main(argv: string[], io: CliIo = defaultIo()): Promise<num
     io.stdout.write(`vqb ${version()}\n`);
     return 0;
   }
-  const commands = await commandsFor(name);
+  const { COMMANDS } = await import('./commands/index.js');
   if (!name || name === '--help' || name === '-h' || name === 'help') {
-    io.stdout.write(`${helpText(commands)}\n`);
+    io.stdout.write(`${helpText(COMMANDS)}\n`);
     return name ? 0 : 2;
   }
-  const command = commands[name];
+  const command = Object.hasOwn(COMMANDS, name) ? await COMMANDS[name]!.load() : undefined;
   // Lines may quote the upstream (a pause message, a state, `vqb check`'s answers): its control
   // characters are shown, never obeyed by the terminal.
   const print = (line = ''): void => void io.stdout.write(`${printable(line)}\n`);
   try {
     if (!command) {
-      const near = nearest(name, Object.keys(commands));
+      const near = nearest(name, Object.keys(COMMANDS));
       const guess = near ? `; did you mean \`vqb ${near}\`?` : '';
       throw new UsageError(`unknown command "${name}"${guess} (\`vqb --help\` lists them)`);
     }

@@ -44,7 +44,6 @@ export function batchIdArg(value: string): string {
 }
 
 export const exportCommand: Command = {
-  summary: "write (or rebuild) a batch's exports from the stored outcomes",
   usage: `vqb export <batch> [--account A] [--format ${[...EXPORT_FORMATS, 'all'].join('|')}] [--out DIR] [--json]
   Rebuilds <out>/<batch>.csv, <batch>.rejects.csv, <batch>.jsonl and <batch>.xlsx (the CSV's
   columns and rows as typed cells, rejects on a second sheet) from Redis at any time (default
@@ -70,7 +69,6 @@ export const exportCommand: Command = {
 };
 
 export const retryCommand: Command = {
-  summary: "run a batch's failed plates again (polls paid queries; --recreate pays again)",
   usage: `vqb retry <batch> [--account A] [--recreate] [--json]
   Failed plates that hold a queryId resume polling it (no new charge). Plates with no queryId, or
   all of them with --recreate, are created again (a new charge each). Workers must be running

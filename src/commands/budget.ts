@@ -24,7 +24,6 @@ function capFlag(value: unknown, flag: string): number | null | undefined {
 }
 
 export const budgetCommand: Command = {
-  summary: 'show or change spending caps (per batch, per day, per month); raising one continues the work',
   usage: `vqb budget [batch] [--account A] [--max-creates N|none] [--max-spend X]
                   [--per-day N|none] [--per-month N|none] [--json]
   --max-spend X: the batch's cap in money (the account's currency), as X ÷ the price per query
@@ -171,7 +170,6 @@ function dayText(day: string): string {
 }
 
 export const costCommand: Command = {
-  summary: 'cost report per UTC day: creates, polls, 429s, reused, possible duplicate charges',
   usage: 'vqb cost [--days 7] [--json]   (per batch: vqb status <batch>)',
   options: { days: { type: 'string' }, json: { type: 'boolean' } },
   async run(ctx) {

@@ -173,7 +173,6 @@ export function describeCheck(check: KeyCheck, now: number): string {
 }
 
 export const checkCommand: Command = {
-  summary: 'check each account’s key without a charge (or, with --create PLATE, one paid create shown raw)',
   usage: `vqb check [--account A] [--json]
 vqb check --create PLATE [--account A] [--yes]
   Without --create: a GET of a made-up query id per account (nothing is created, no query is

@@ -36,7 +36,6 @@ export interface CommandContext {
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 
 export interface Command {
-  summary: string;
   usage: string;
   options?: OptionSpec;
   /** Passes argv through untouched (the simulator parses its own flags). */

@@ -17,7 +17,6 @@ const DEMO_PREFIX = '{vqb-demo}';
 
 export const demoCommand: Command = {
   handlesStop: true,
-  summary: 'run a sample batch (samples/plates.csv) against a local simulator, end to end',
   usage: `vqb demo [--out DIR] [--file CSV]
   Starts the upstream simulator on a free port (key demo-key, 40 requests/s, queries taking
   1–3 s, the plates in samples/fail-plates.txt failing upstream), checks Redis, runs

@@ -6,7 +6,6 @@ import { migrateAtCommand } from '../redis/layout.js';
 import type { Command } from './command.js';
 
 export const migrateCommand: Command = {
-  summary: "move the Redis data of an older vqb to this version's key layout (once, every vqb process stopped)",
   usage: `vqb migrate
   Migration 1: vqb 0.1.0 kept every key in one slot; this version keeps each account's keys in its
   own. Stop every vqb process first. The move copies each key, then deletes the old one, under a

@@ -7,7 +7,6 @@ import type { Command } from './command.js';
 const ACCOUNT_OPTION = { account: { type: 'string' as const }, json: { type: 'boolean' as const } };
 
 export const pauseCommand: Command = {
-  summary: 'pause every worker of one account, or of all (running requests finish; nothing is lost)',
   usage: 'vqb pause [--account A] [--reason TEXT] [--json]',
   options: { ...ACCOUNT_OPTION, reason: { type: 'string' } },
   async run(ctx) {
@@ -32,7 +31,6 @@ export const pauseCommand: Command = {
 };
 
 export const resumeCommand: Command = {
-  summary: 'resume one account, or all, after a pause or a key failure (rotate the key first)',
   usage: 'vqb resume [--account A] [--json]',
   options: ACCOUNT_OPTION,
   async run(ctx) {

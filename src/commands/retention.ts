@@ -18,7 +18,6 @@ function retentionOf(services: QueueServices): Retention {
 }
 
 export const pruneCommand: Command = {
-  summary: 'archive finished batches older than VQ_RETAIN (or --older-than) and delete them from Redis',
   usage: `vqb prune [--older-than 30d] [--dry-run] [--json]
   Each finished batch finished at least that long ago (and each whose delete --cancel is done) is
   written to VQ_ARCHIVE_DIR/<batch>/ (exports + manifest.json), read back and checked, then its
@@ -68,7 +67,6 @@ function mb(bytes: number): string {
 }
 
 export const deleteCommand: Command = {
-  summary: 'archive one batch and delete it from Redis (refused while it runs, unless --cancel)',
   usage: `vqb delete <batch> [--account A] [--cancel] [--json]
   Writes the batch's exports and manifest to VQ_ARCHIVE_DIR/<batch>/, reads them back, then
   deletes its Redis keys; its results stay available (vqb export, GET …/results) from the archive.

@@ -799,7 +799,6 @@ function costLine(e: CostEstimate): string {
 
 export const runCommand: Command = {
   handlesStop: true,
-  summary: 'the main job: enqueue a CSV or .xlsx of plates, work it here with progress, write the exports',
   usage: `vqb run <file.csv|file.xlsx> [--sheet NAME] [--out DIR] [--column NAME|N] [--force] [--batch-id ID]
              [--account A] [--priority interactive|normal|bulk] [--weight N]
              [--by 18:00 | --within 2h] [--require-deadline]

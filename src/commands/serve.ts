@@ -14,7 +14,6 @@ import type { Command } from './command.js';
 
 export const serveCommand: Command = {
   handlesStop: true,
-  summary: 'the HTTP API, the web console, the drop folder, /metrics and the queue dashboard (optionally workers too)',
   usage: `vqb serve [--port N] [--host H] [--no-inbox] [--workers] [--shutdown-timeout 30s]
   HTTP on VQ_HTTP_HOST:VQ_HTTP_PORT (--host, --port): /v1/batches (service tokens from VQ_API_TOKENS[_FILE]),
   /healthz, /openapi.json, /metrics, /admin/queues, and the web console at / (sign in with a

@@ -4,7 +4,6 @@ import type { Command } from './command.js';
 
 export const simulateCommand: Command = {
   handlesStop: true,
-  summary: 'run the upstream simulator (a real HTTP server with the contract, limits and faults)',
   usage: SIMULATOR_USAGE,
   rawArgs: true,
   async run(ctx) {

@@ -143,7 +143,6 @@ async function showBatch(ctx: CommandContext, services: QueueServices, key: Batc
 }
 
 export const statusCommand: Command = {
-  summary: "show each account's line (running? paused, why? holding until when?), the queues, and batches",
   usage: `vqb status [batch [--account A]] [--json] [--limit N]
   --account A  with a batch id: that account's batch of the id (a file run under two accounts)
   --limit N  list the N newest batches (default 5; 0 lists none, only how many there are)`,

@@ -54,7 +54,6 @@ function amount(flag: string, value: unknown): number | undefined {
 }
 
 export const watchCommand: Command = {
-  summary: 'watch lists: re-check plates on a schedule and report only what changed',
   usage: USAGE,
   options: {
     every: { type: 'string' },

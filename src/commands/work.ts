@@ -47,7 +47,6 @@ function testHooks(): { afterFence?: () => Promise<void> } {
 
 export const workCommand: Command = {
   handlesStop: true,
-  summary: 'run workers only (start any number, on any number of machines; they share the limit)',
   usage: `vqb work [--concurrency N] [--metrics-port N] [--shutdown-timeout 30s]
   Takes plate jobs from the queue until SIGTERM/SIGINT, then stops taking jobs, lets the running
   requests finish and their results persist, and exits. With --metrics-port (VQ_METRICS_PORT),
