@@ -1,13 +1,35 @@
 // Running `vqb` as a user does, in child processes, against a harness's Redis prefix and simulator.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { promisify } from 'node:util';
 import { main } from '../../src/cli.js';
 import type { Harness } from './engine.js';
 
 export const BIN = resolve(import.meta.dirname, '../../bin/vqb.js');
+/** `node --import` it: the program writes every module it resolved on exit (record-loads.mjs). */
+const RECORD_LOADS = resolve(import.meta.dirname, 'record-loads.mjs');
+
+/**
+ * The URL of every module `vqb <args>` resolved, ESM and CommonJS, in a process of its own (what a
+ * start loads is a fresh process's: the test's own has everything loaded already). `env` is the
+ * child's whole environment besides PATH. Its exit code is not looked at (`vqb` alone exits 2).
+ */
+export async function modulesLoadedBy(args: string[], env: Record<string, string> = {}): Promise<string[]> {
+  const file = join(await mkdtemp(join(tmpdir(), 'vqb-loads-')), 'loads.json');
+  try {
+    await promisify(execFile)(process.execPath, ['--import', RECORD_LOADS, BIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', VQB_LOADS_FILE: file, ...env },
+    }).catch(() => undefined);
+    return JSON.parse(await readFile(file, 'utf8')) as string[];
+  } finally {
+    await rm(dirname(file), { recursive: true, force: true });
+  }
+}
 
 export interface Finished {
   code: number | null;

@@ -1,7 +1,8 @@
 // `node --import` this file, then a program: when the program exits, every module it resolved
-// (ESM and CommonJS, node: built-ins too) is written to stderr on one line, `LOADED <json>`
-// (cli-start.test.ts reads it).
-import { writeSync } from 'node:fs';
+// (ESM and CommonJS, node: built-ins too) is written as a JSON array to the file named by
+// VQB_LOADS_FILE (process.ts modulesLoadedBy). A file, not stderr: the list is over 100 KB, more
+// than a pipe takes in one synchronous write at exit.
+import { writeFileSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const seen = new Set();
@@ -12,4 +13,4 @@ registerHooks({
     return resolved;
   },
 });
-process.on('exit', () => writeSync(2, `\nLOADED ${JSON.stringify([...seen])}\n`));
+process.on('exit', () => writeFileSync(process.env.VQB_LOADS_FILE, JSON.stringify([...seen])));

@@ -2,24 +2,15 @@
 // Every command is a module of its own, loaded when it is run, and exceljs only when a workbook
 // is read or written: `vqb --help` loaded every command for its one-line summary (1.03 s), and a
 // static exceljs import put a quarter of a second of CPU on every start (`vqb status` 0.82 s).
-import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { modulesLoadedBy } from '../helpers/process.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const BIN = resolve(ROOT, 'bin/vqb.js');
-const HOOK = resolve(ROOT, 'test/helpers/record-loads.mjs');
 
 /** What `vqb <args>` resolved: vqb's own files (`dist/…`) and the packages it loaded. */
 async function loadedBy(args: string[]): Promise<{ files: string[]; packages: Set<string> }> {
-  const { stderr } = await promisify(execFile)(process.execPath, ['--import', HOOK, BIN, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH },
-  }).catch((err: { stderr?: string }) => ({ stderr: err.stderr ?? '' }));
-  const line = stderr.split('\n').find((l) => l.startsWith('LOADED '));
-  if (!line) throw new Error(`no LOADED line in: ${stderr}`);
-  const urls = JSON.parse(line.slice('LOADED '.length)) as string[];
+  const urls = await modulesLoadedBy(args);
   return {
     files: urls
       .filter((url) => url.startsWith(`file://${ROOT}/dist/`))

@@ -2,19 +2,15 @@
 // beside `vqb work`) export over OTLP/HTTP (JSON) to a receiver in this test, which decodes what
 // they sent: one plate's spans form one tree, in order, parent to child, across both queues and
 // both processes; and nothing secret (the key, a token, a result's values, the plate) leaves.
-import { type ChildProcess, execFile } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakeVehicle } from '../../src/simulator/vehicle.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
-import { answering, BIN, freePort, harnessEnv, spawnVqb, type VqbProcess } from '../helpers/process.js';
+import { answering, freePort, harnessEnv, modulesLoadedBy, spawnVqb, type VqbProcess } from '../helpers/process.js';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.js';
 
 const TOKEN = 'tracing-test-token-0123456789';
@@ -275,23 +271,9 @@ describe('tracing (OpenTelemetry, OTLP/HTTP)', () => {
   }, 90_000);
 
   it('with no OTEL_* exporter set, no part of the SDK, the exporter or an instrumentation is loaded', async () => {
-    // Every module `vqb --help` resolves (the whole CLI is imported statically), recorded by a hook.
-    const script = `
-      import { registerHooks } from 'node:module';
-      const seen = new Set();
-      registerHooks({ resolve(s, c, next) { const r = next(s, c); seen.add(r.url); return r; } });
-      import { writeFileSync } from 'node:fs';
-      process.on('exit', () => writeFileSync(process.env.SEEN_FILE, JSON.stringify([...seen])));
-      process.argv = [process.argv[0], ${JSON.stringify(BIN)}, '--help'];
-      await import(${JSON.stringify(pathToFileURL(BIN).href)});`;
-    const loaded = async (env: Record<string, string>) => {
-      const run = promisify(execFile);
-      const file = join(await mkdtemp(join(tmpdir(), 'vqb-loaded-')), 'seen.json');
-      await run(process.execPath, ['--input-type=module', '-e', script], {
-        env: { PATH: process.env.PATH ?? '', SEEN_FILE: file, ...env },
-      });
-      return JSON.parse(await readFile(file, 'utf8')) as string[];
-    };
+    // Every module `vqb work --help` resolves: the worker's whole engine (its command module with
+    // its imports; `vqb --help` alone loads no command).
+    const loaded = (env: Record<string, string>) => modulesLoadedBy(['work', '--help'], env);
     const telemetry = /@opentelemetry\/(sdk|exporter|instrumentation)|bullmq-otel|@fastify\/otel/;
     const off = await loaded({});
     expect(off.some((url) => url.includes('/node_modules/bullmq/'))).toBe(true);
