@@ -7,6 +7,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keepPriorityOnStall } from '../../workers/stalled-priority.js';
+import { waitFor } from '../helpers/process.js';
 import { REDIS_URL, type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 let ctx: RedisTestContext | undefined;
@@ -16,18 +17,6 @@ afterEach(async () => {
   await ctx?.cleanup();
   ctx = undefined;
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(look: () => Promise<T>, done: (value: T) => boolean, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await look();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)} after ${ms} ms`);
-    await sleep(25);
-  }
-}
 
 describe('a stalled job', () => {
   it('goes back at its priority, after an interactive job added since, not before it', async () => {
@@ -61,23 +50,14 @@ describe('a stalled job', () => {
     expect((await stalled)[0]).toBe('bulk');
     // Back among the prioritized jobs, not at the wait list's tail (the hook's two calls end after
     // the event: their effect is read in Redis, the test's own bounded look, not the product's).
-    expect(
-      await until(
-        () => queue.getJobState('bulk'),
-        (s) => s === 'prioritized',
-        'the bulk job',
-      ),
-    ).toBe('prioritized');
+    await waitFor(async () => (await queue.getJobState('bulk')) === 'prioritized', 10_000, 'the bulk job prioritized');
     expect(await queue.getJobCounts('wait', 'prioritized')).toEqual({ wait: 0, prioritized: 2 });
     expect((await queue.getJob('bulk'))?.priority).toBe(4);
 
     // So the interactive plate goes first.
+    const both = new Promise<void>((resolve) => worker.on('completed', () => order.length === 2 && resolve()));
     void worker.run();
-    await until(
-      async () => order,
-      (o) => o.length === 2,
-      'both jobs',
-    );
+    await both;
     expect(order).toEqual(['interactive', 'bulk']);
     expect(failures).toEqual([]);
   });
