@@ -15,8 +15,9 @@ import { problemLines } from '../presenters/problems.js';
 import { onlyStrandedLeft, strandedKeys, strandedText } from '../presenters/stranded.js';
 import { counted, describeBatch, describeSpend, duration, goOnText } from '../presenters/text.js';
 import type { CostEstimate } from '../producers/dry-run.js';
-import { batchIdFor, checkRequest, enqueue, estimate } from '../producers/enqueue.js';
+import { type BatchRequest, batchIdFor, checkRequest, enqueue, estimate } from '../producers/enqueue.js';
 import { checkPlateFile, type PlateFileOptions, plateFileFormat, readPlateFile } from '../producers/plate-file.js';
+import type { InputRow } from '../producers/types.js';
 import { UNRECOGNISED_ANSWER } from '../queue/answers.js';
 import { releaseBatchHold } from '../queue/holds.js';
 import { type AccountLine, OPERATOR_PAUSE, type UpstreamOutage } from '../queue/line.js';
@@ -243,19 +244,11 @@ function runLogging(ctx: CommandContext, config: Config) {
 /** `--dry-run`: what the batch would cost and which column holds its plates; nothing stored or sent. */
 async function dryRunFile(ctx: CommandContext, services: QueueServices, the: RunFile, options: RunOptions) {
   const { header, rows } = await readPlateFile(the.file, the.format, readOptions(options));
-  const estimated = await estimate(
-    services,
-    { source: 'file', name: the.name, digest: the.digest, rows },
-    {
-      batchId: the.batchId,
-      account: the.account.id,
-      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
-      ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
-      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-      ...(options.priority !== undefined ? { priority: options.priority } : {}),
-      ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
-    },
-  );
+  const estimated = await fileEstimate(services, the, rows, options, {
+    ...(options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {}),
+    ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    ...(options.deadline !== undefined ? { deadline: options.deadline } : {}),
+  });
   ctx.print(describeEstimate(estimated, the.account));
   // The run with the same flags would refuse it (DEADLINE_NOT_FEASIBLE): the dry run says so first.
   if (options.requireDeadline === true && estimated.deadline?.feasibility === 'not feasible')
@@ -361,6 +354,27 @@ async function queueFile(
   if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
 }
 
+/** The estimate of the file's batch (commands/estimate), with `extra` of the run's options. */
+function fileEstimate(
+  services: QueueServices,
+  the: RunFile,
+  rows: Iterable<InputRow> | AsyncIterable<InputRow>,
+  options: RunOptions,
+  extra: Pick<BatchRequest, 'maxCreates' | 'priority' | 'deadline'> = {},
+): ReturnType<typeof estimate> {
+  return estimate(
+    services,
+    { source: 'file', name: the.name, digest: the.digest, rows },
+    {
+      batchId: the.batchId,
+      account: the.account.id,
+      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
+      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
+      ...extra,
+    },
+  );
+}
+
 /** A new batch above VQ_CONFIRM_ABOVE, on a terminal: the person says yes to its price first. */
 async function confirmedOnTerminal(
   ctx: CommandContext,
@@ -370,16 +384,8 @@ async function confirmedOnTerminal(
 ): Promise<boolean> {
   if (services.config.confirmAboveMicros === undefined) return true;
   const { rows } = await readPlateFile(the.file, the.format, readOptions(options));
-  const estimated = await estimate(
-    services,
-    { source: 'file', name: the.name, digest: the.digest, rows },
-    {
-      batchId: the.batchId,
-      account: the.account.id,
-      ...(the.pool !== undefined ? { pool: the.pool.name } : {}),
-      ...(options.reuseWithinMs !== undefined ? { reuseWithinMs: options.reuseWithinMs } : {}),
-    },
-  );
+  // The price alone: the cap is the question's (paidQuestion), priority and deadline change no price.
+  const estimated = await fileEstimate(services, the, rows, options);
   const cap = options.maxCreates !== undefined ? { maxCreates: options.maxCreates } : {};
   const question = paidQuestion(services.config, { batchId: the.batchId, account: the.account, ...cap }, estimated);
   return question === undefined || (await askYes(ctx, question));

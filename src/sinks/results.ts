@@ -55,14 +55,10 @@ export async function batchResults(
     );
     return { contentType: XLSX_CONTENT_TYPE, fileName, body };
   }
-  const records = await csvRecords(source);
-  const stringifier = csvStringifier(delimiter);
-  // pipeline, not pipe: an error on either side (Redis gone mid-stream) destroys both, and the
-  // client sees a cut response rather than a hang.
-  pipeline(Readable.from(records), stringifier, (err) => {
-    if (err) logger.warn({ batchId, err: err.message }, 'results stream failed');
-  });
-  return { contentType: 'text/csv; charset=utf-8', fileName, body: stringifier };
+  const body = csvBody(await csvRecords(source), delimiter, (err) =>
+    logger.warn({ batchId, err: err.message }, 'results stream failed'),
+  );
+  return { contentType: CSV_CONTENT_TYPE, fileName, body };
 }
 
 /**
@@ -84,11 +80,24 @@ export async function batchRejects(
     yield [...REJECT_COLUMNS];
     for await (const reject of source.rejects()) yield rejectCells(reject);
   })();
+  const body = csvBody(records, delimiter, (err) =>
+    logger.warn({ batchId, err: err.message }, 'rejects stream failed'),
+  );
+  return { contentType: CSV_CONTENT_TYPE, fileName: `${safeName(batchId)}.rejects.csv`, body };
+}
+
+const CSV_CONTENT_TYPE = 'text/csv; charset=utf-8';
+
+/**
+ * The records as CSV text, streamed. pipeline, not pipe: an error on either side (Redis gone
+ * mid-stream) destroys both, and the client sees a cut response rather than a hang.
+ */
+function csvBody(records: AsyncIterable<string[]>, delimiter: CsvDelimiter, onError: (err: Error) => void): Readable {
   const stringifier = csvStringifier(delimiter);
   pipeline(Readable.from(records), stringifier, (err) => {
-    if (err) logger.warn({ batchId, err: err.message }, 'rejects stream failed');
+    if (err) onError(err);
   });
-  return { contentType: 'text/csv; charset=utf-8', fileName: `${safeName(batchId)}.rejects.csv`, body: stringifier };
+  return stringifier;
 }
 
 const safeName = (batchId: string): string => batchId.replace(/[^A-Za-z0-9._-]/g, '_');
