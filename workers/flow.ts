@@ -543,7 +543,12 @@ export class AccountFlow {
       // of holds as they are set (holdNews); only while that news may be incomplete does it ask.
       const held = known ?? this.#d.holdNews?.heldFor(this.accountId) ?? (await this.#d.line.heldFor());
       known = undefined;
-      if (held <= 0) return { due, at };
+      if (held <= 0) {
+        // A key failure heard since this request took its slot (heardKeyFailure): it is not sent
+        // with a key the upstream just refused. No Redis call unless one was heard.
+        if (this.#keyPause !== undefined && (await this.keyPaused())) throw new StoppedBeforeSendError(this.accountId);
+        return { due, at };
+      }
       await this.#clock.sleep(held);
       due = -Infinity;
     }
@@ -804,11 +809,25 @@ export class AccountFlow {
     return false;
   }
 
+  /**
+   * An answer of this account's was just read as a key failure (401, 403: workers/actions.ts
+   * `pause-account`), told by the upstream client as it reads it: from now on no request of this
+   * process leaves (#ready, stopped), before the pause is recorded (onKeyFailure, a create's
+   * refund and fence and the pause's own round trip later). Those requests were sent meanwhile,
+   * each refused in turn: 4 where 3 were allowed in a loaded CI run of key-pools.test.ts. A
+   * failure heard but never recorded (sent before a resume) stops nothing once keyPaused() next
+   * asks Redis, a second on at most.
+   */
+  heardKeyFailure(): void {
+    this.#keyPause ??= { checkedAt: this.#now() };
+  }
+
   /** A key failure: the account pauses for every worker, once, with what to do. */
   async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
     const advice = adviceFor(err, this.accountId);
     const verdict = await this.#d.line.pause(err.code, `${err.message} — ${advice}`, err.sentAt);
-    if (verdict !== 'before-resume') this.#keyPause = { checkedAt: this.#now() };
+    // Sent before the account resumed: nothing stops (heardKeyFailure's mark goes).
+    this.#keyPause = verdict === 'before-resume' ? undefined : { checkedAt: this.#now() };
     if (verdict === 'before-resume') {
       // Sent with the key as it was before the operator fixed it: the job goes back and is sent again.
       log.info(

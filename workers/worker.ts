@@ -32,7 +32,7 @@ import { createKeyProvider } from '../src/upstream/key.js';
 import { answerReader } from '../src/upstream/response.js';
 import type { Resolve } from '../src/webhooks/address.js';
 import { type AccountRun, AccountWorkers, type PlateWorker } from './account-workers.js';
-import { decideJobFailure } from './actions.js';
+import { decide, decideJobFailure } from './actions.js';
 import { Doorbell } from './doorbell.js';
 import { feedAfterFirstContact } from './first-contact.js';
 import { AccountFlow } from './flow.js';
@@ -116,6 +116,10 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
           await waitForReplica(commands);
         }
       : undefined;
+  // A key failure stops this process's requests as it is read, not once it is recorded (flow.heardKeyFailure).
+  client.onRequest((event) => {
+    if (event.error !== undefined && decide(event.error).action === 'pause-account') flow.heardKeyFailure();
+  });
   const pollRoom = new PollRoom(config.concurrency);
   // The jobs at work follow the rate in force (for `auto`, as this process last heard it) and how
   // fast the upstream answers (workers/poll-room.ts says why). Whole answers only: a request that

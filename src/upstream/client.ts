@@ -71,7 +71,7 @@ export type RequestObserver = (event: {
   durationMs: number;
   /** From the moment the request left to its answer (or failure); absent when it never left. */
   answerMs?: number;
-  error?: UpstreamError;
+  error?: AnyUpstreamError;
 }) => void;
 
 /** undici's and the socket's error codes → ours (a request that got no answer). */
@@ -300,7 +300,7 @@ export class UpstreamClient {
     status: number,
     started: number,
     sentAt: number | undefined,
-    error?: UpstreamError,
+    error?: AnyUpstreamError,
   ): void {
     const now = this.#now();
     const event = {

@@ -166,6 +166,32 @@ describe('the flow on a clock the test owns', () => {
     expect(h.sim.stats().gets).toBe(0);
   });
 
+  it('a key failure heard while a request waits to be sent: it sends nothing, before any pause is recorded; a failure never recorded stops nothing a second on', async () => {
+    // The upstream client tells the flow as it reads a 401 (workers/worker.ts); the pause is
+    // recorded a create's refund, fence and a script later. A request past its slot meanwhile was
+    // sent with the refused key (4 refused where 3 were allowed, a loaded CI run of key-pools).
+    const h = await harness.start({ label: 'flow-clock-heard', workers: 0, config: { VQ_RATE_LIMIT: '30/s' } });
+    const clock = new ManualClock();
+    const { line, flow } = onClock(h, clock);
+    const admission = await admitted(clock, flow);
+    flow.heardKeyFailure();
+    const stopped = await drive(
+      clock,
+      flow.send(admission).ready!().then(
+        () => 'sent',
+        (err: unknown) => err,
+      ),
+    );
+    expect(isError(stopped, StoppedBeforeSendError)).toBe(true);
+    expect((await line.state()).pause).toBeUndefined();
+    expect(await flow.stopped()).toBe(true);
+    // Heard and never recorded (a request sent before a resume): a second on, Redis is asked and
+    // the next request goes.
+    clock.advance(1_000);
+    const next = await admitted(clock, flow);
+    await expect(drive(clock, flow.send(next).ready!())).resolves.toBeUndefined();
+  });
+
   it('a request written late moves the schedule back by its excess: the request N slots on is a window after its write', async () => {
     // 2/s: a window of 1 s, slots 512.5 ms apart (the 25 ms jitter allowance spread over the two).
     // A request whose bytes leave 300 ms after its slot (its connection opened first) is 287.5 ms
