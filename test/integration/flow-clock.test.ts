@@ -58,6 +58,21 @@ async function untilWaiting(clock: ManualClock): Promise<void> {
   }
 }
 
+/** The request's send on `clock`: 'sent', or what stopped it (StoppedBeforeSendError). */
+function sendsOrStops(
+  clock: ManualClock,
+  flow: AccountFlow,
+  admission: Extract<SendAdmission, { go: true }>,
+): Promise<unknown> {
+  return drive(
+    clock,
+    flow.send(admission).ready!().then(
+      () => 'sent',
+      (err: unknown) => err,
+    ),
+  );
+}
+
 /** The instants (ms after `t0`) at which `clock` fires timers from now on: the process's wake-ups. */
 function wakesOf(clock: ManualClock, t0: number): number[] {
   const wakes: number[] = [];
@@ -154,14 +169,7 @@ describe('the flow on a clock the test owns', () => {
     if (!admission.go) throw new Error(`expected a slot, got ${admission.why}`);
     await flow.onKeyFailure(new ExpiredKeyError('the key expired'), h.logs.logger);
     const late = { ...admission, due: admission.due - 1_000 };
-    const outcome = await drive(
-      clock,
-      flow.send(late).ready!().then(
-        () => 'sent',
-        (err: unknown) => err,
-      ),
-    );
-    expect(isError(outcome, StoppedBeforeSendError)).toBe(true);
+    expect(isError(await sendsOrStops(clock, flow, late), StoppedBeforeSendError)).toBe(true);
     expect(clock.now() - t0).toBe(0);
     expect(h.sim.stats().gets).toBe(0);
   });
@@ -175,14 +183,7 @@ describe('the flow on a clock the test owns', () => {
     const { line, flow } = onClock(h, clock);
     const admission = await admitted(clock, flow);
     flow.heardKeyFailure();
-    const stopped = await drive(
-      clock,
-      flow.send(admission).ready!().then(
-        () => 'sent',
-        (err: unknown) => err,
-      ),
-    );
-    expect(isError(stopped, StoppedBeforeSendError)).toBe(true);
+    expect(isError(await sendsOrStops(clock, flow, admission), StoppedBeforeSendError)).toBe(true);
     expect((await line.state()).pause).toBeUndefined();
     expect(await flow.stopped()).toBe(true);
     // Heard and never recorded (a request sent before a resume): a second on, Redis is asked and
