@@ -172,8 +172,11 @@ export class AccountFlow {
   readonly #d: FlowDeps;
   readonly #now: () => number;
   readonly #clock: Clock;
-  /** A request of this process failed on the key, which paused the account (and when it last looked since). */
-  #keyPause: { checkedAt: number } | undefined;
+  /**
+   * A request of this process failed on the key, which paused the account (and when it last looked
+   * since). `heard`: the failure was read (heardKeyFailure) and no pause is known recorded yet.
+   */
+  #keyPause: { checkedAt: number; heard?: true } | undefined;
   readonly #random: () => number;
   readonly #metrics: WorkerMetrics;
   /**
@@ -804,7 +807,10 @@ export class AccountFlow {
     if (pause === undefined) return false;
     if (this.#now() - pause.checkedAt < 1_000) return true;
     pause.checkedAt = this.#now();
-    if ((await this.#d.line.state()).pause !== undefined) return true;
+    if ((await this.#d.line.state()).pause !== undefined) {
+      delete pause.heard;
+      return true;
+    }
     this.#keyPause = undefined;
     return false;
   }
@@ -819,15 +825,17 @@ export class AccountFlow {
    * asks Redis, a second on at most.
    */
   heardKeyFailure(): void {
-    this.#keyPause ??= { checkedAt: this.#now() };
+    this.#keyPause ??= { checkedAt: this.#now(), heard: true };
   }
 
   /** A key failure: the account pauses for every worker, once, with what to do. */
   async onKeyFailure(err: AnyUpstreamError, log: Logger): Promise<void> {
     const advice = adviceFor(err, this.accountId);
     const verdict = await this.#d.line.pause(err.code, `${err.message} — ${advice}`, err.sentAt);
-    // Sent before the account resumed: nothing stops (heardKeyFailure's mark goes).
-    this.#keyPause = verdict === 'before-resume' ? undefined : { checkedAt: this.#now() };
+    // Sent before the account resumed: it lifts a failure only heard (heardKeyFailure), never a
+    // pause recorded since the resume (the account may be paused again).
+    if (verdict !== 'before-resume') this.#keyPause = { checkedAt: this.#now() };
+    else if (this.#keyPause?.heard) this.#keyPause = undefined;
     if (verdict === 'before-resume') {
       // Sent with the key as it was before the operator fixed it: the job goes back and is sent again.
       log.info(

@@ -193,6 +193,27 @@ describe('the flow on a clock the test owns', () => {
     await expect(drive(clock, flow.send(next).ready!())).resolves.toBeUndefined();
   });
 
+  it('a key failure sent before the last resume: it lifts a failure only heard, never a pause recorded since the resume', async () => {
+    const h = await harness.start({ label: 'flow-clock-straggler', workers: 0, config: { VQ_RATE_LIMIT: '30/s' } });
+    const clock = new ManualClock();
+    const { line, flow } = onClock(h, clock);
+    const failed = (sentAt: number) => Object.assign(new ExpiredKeyError('the key expired'), { sentAt });
+    const before = clock.now();
+    clock.advance(10);
+    await line.resume();
+    // Heard only, and sent before the resume: it stops nothing.
+    flow.heardKeyFailure();
+    await flow.onKeyFailure(failed(before), h.logs.logger);
+    expect(await flow.stopped()).toBe(false);
+    // Paused again since the resume (a request sent after it), then the straggler's answer: the
+    // account stays stopped in this process.
+    clock.advance(10);
+    await flow.onKeyFailure(failed(clock.now()), h.logs.logger);
+    await flow.onKeyFailure(failed(before), h.logs.logger);
+    expect((await line.state()).pause?.code).toBe('EXPIRED_API_KEY');
+    expect(await flow.stopped()).toBe(true);
+  });
+
   it('a request written late moves the schedule back by its excess: the request N slots on is a window after its write', async () => {
     // 2/s: a window of 1 s, slots 512.5 ms apart (the 25 ms jitter allowance spread over the two).
     // A request whose bytes leave 300 ms after its slot (its connection opened first) is 287.5 ms
