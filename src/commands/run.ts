@@ -354,7 +354,7 @@ async function queueFile(
   if (deadline) ctx.print(deadline.feasibility === 'not feasible' ? `${deadline.line} (warning)` : deadline.line);
 }
 
-/** The estimate of the file's batch (commands/estimate), with `extra` of the run's options. */
+/** The estimate of the file's batch (producers/enqueue.ts `estimate`), with `extra` of the run's options. */
 function fileEstimate(
   services: QueueServices,
   the: RunFile,
