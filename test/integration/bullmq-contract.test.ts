@@ -189,7 +189,12 @@ describe('at run time, on a private prefix', () => {
       quietBackend(() => bell.hooks),
     );
     closers.push(() => worker.close());
-    await expect.poll(() => seen.token, { timeout: 5_000 }).toBeDefined();
+    // Run first (closers close in reverse): a failed assertion below leaves the job released, so
+    // the Worker's close does not wait for it past the hook's timeout.
+    closers.push(async () => release?.());
+    // `woken` is set last, after the lock's read: the token alone came a round trip before it
+    // (a CI run read the lock as undefined).
+    await expect.poll(() => seen.woken, { timeout: 5_000 }).toBeDefined();
     // The lock holds the token BullMQ handed the processor; the main loop's queue was reached.
     expect(seen.lock).toBe(seen.token);
     expect(seen.woken).toBe(true);
