@@ -410,8 +410,8 @@ export class AccountFlow {
    * strictly first held it for as long as a large batch's polls came due together, about an
    * answer time after that batch's creates went at the key's rate: 9.3 s from submit to create
    * for a 1-plate batch beside a 5,000-plate one (bench `--only interactive`). Every create so
-   * alternating cost the cold gate's figures (makespan 0.81 → 0.91 of the naive script's, 10 → 68
-   * plates left on the pool's expired key: more paid and unread). Not while the in-flight cap
+   * alternating kept more queries paid and unread (a cold-gate run left 68 plates on the pool's
+   * expired key; 10-42 without, 35 with this rule). Not while the in-flight cap
    * refuses creates (#createsRefusedUntil): it would only be refused again.
    */
   #nextWaiter(): Waiter | undefined {
