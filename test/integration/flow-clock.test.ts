@@ -10,7 +10,7 @@ import { CreateAdmission } from '../../src/queue/admission.js';
 import { HoldNews } from '../../src/queue/hold-news.js';
 import { AccountLine } from '../../src/queue/line.js';
 import { ExpiredKeyError } from '../../src/upstream/errors.js';
-import type { AccountFlow, SendAdmission } from '../../workers/flow.js';
+import type { AccountFlow, Admission, SendAdmission } from '../../workers/flow.js';
 import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
 import { drive, ManualClock } from '../helpers/manual-clock.js';
 import { REDIS_URL } from '../helpers/redis.js';
@@ -380,7 +380,7 @@ describe('the flow on a clock the test owns', () => {
     expect(await flow.contact.meeting()).toBe(false);
     await admitted(clock, flow);
     const order: string[] = [];
-    const went = (name: string) => (a: SendAdmission) => {
+    const went = (name: string) => (a: Admission) => {
       order.push(`${name}${a.go ? '' : `:${a.why}`}@${clock.now() - t0}`);
     };
     const all = ['p0', 'p1', 'p2', 'p3', 'p4'].map((name) => flow.admitPoll('normal').then(went(name)));
