@@ -317,7 +317,7 @@ async function main(): Promise<number> {
         case 'interactive': {
           const interactive = await attempt(
             `interactive 1-plate batches under a ${s.interactive.bulkPlates.toLocaleString('en')}-plate batch`,
-            () => measureInteractive(ctx, { rate: R, ...s.interactive }),
+            () => measureInteractive(ctx, { rate: R, ...s.interactive, answersMs: COMPLETION_MS }),
           );
           if (interactive) results.interactive = interactive;
           break;
