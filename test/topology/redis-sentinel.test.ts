@@ -54,6 +54,17 @@ describe('Redis Sentinel', () => {
     const createsAtFailover = h.sim.stats().creates;
 
     const { code, stdout, stderr } = await run.done;
+    if (code !== 0) {
+      // Seen once in a fresh-clone run (stop 73): `vqb run` still running at 240 s. What it last
+      // said and where its batch stood, for whoever reads the failure.
+      const id = /batch (sentinel-[0-9a-f]{12})/.exec(stdout)?.[1];
+      const counts = id ? (await h.services.batchViews.get(id)).counts : undefined;
+      console.log(
+        `sentinel: vqb run ended with ${code}; batch ${id} counts ${JSON.stringify(counts)}; ` +
+          `${h.sim.stats().creates} creates at the simulator\nstdout's end:\n${stdout.slice(-3_000)}\n` +
+          `stderr's end:\n${stderr.slice(-3_000)}`,
+      );
+    }
     // Locks the old primary took just before the failover are lost with it: BullMQ says so
     // ("Missing lock", "Lock mismatch") and runs those jobs again. Those lines are JSON, nothing else.
     for (const line of stderr.split('\n').filter(Boolean))
