@@ -161,9 +161,7 @@ export async function measureInteractive(
     // prior (stop 73: created in 0.4 s, its result at 15.7 s).
     const { learner, accounts } = fleet.vqb.services;
     const product = accounts.for('default').account.product;
-    const [fastest, slowest] = spec.answersMs;
-    for (let i = 0; i < 64; i++) learner.stated(product, fastest + (i * (slowest - fastest)) / 63);
-    await learner.flush();
+    await learner.statedSpread(product, ...spec.answersMs);
     const from = ctx.allocatePlates(spec.bulkPlates + 2 * spec.rounds);
     const bulk = await fleet.vqb.enqueue(platesFrom(from, spec.bulkPlates), { batchId: 'bulk', priority: 'normal' });
     const first = await firstRequest(ctx, 'interactive');

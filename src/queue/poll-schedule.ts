@@ -274,6 +274,16 @@ export class PollLearner {
   }
 
   /**
+   * `count` answer times spread evenly from `fromMs` to `toMs`, stated and sent: what a deployment
+   * that met its upstream knows of it, for a test or a bench run that starts from there rather than
+   * from the 15 s prior (test/helpers/engine.ts metUpstream, bench/scheduling.ts).
+   */
+  async statedSpread(product: string, fromMs: number, toMs: number, count = 64): Promise<void> {
+    for (let i = 0; i < count; i++) this.stated(product, fromMs + (i * (toMs - fromMs)) / Math.max(1, count - 1));
+    await this.flush();
+  }
+
+  /**
    * The first plate an account's upstream answered took `tookMs`: where the estimate starts, when
    * nothing was learned yet for the product (seedMs). The 15 s prior is then never in force after a
    * first answer faster than a third of it.

@@ -295,8 +295,7 @@ export function accountFlow(h: Harness, extra: Partial<FlowDeps> = {}): AccountF
  */
 export async function metUpstream(h: Harness, fromMs: number, toMs: number): Promise<void> {
   await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
-  for (let i = 0; i < 64; i++) h.services.learner.stated(h.config.product, fromMs + (i * (toMs - fromMs)) / 63);
-  await h.services.learner.flush();
+  await h.services.learner.statedSpread(h.config.product, fromMs, toMs);
 }
 
 /** n distinct valid plates, deterministic: AAA0000, AAA0001, … (old format) or Mercosul. */

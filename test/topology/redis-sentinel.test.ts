@@ -55,7 +55,7 @@ describe('Redis Sentinel', () => {
 
     const { code, stdout, stderr } = await run.done;
     if (code !== 0) {
-      // Seen once in a fresh-clone run (stop 73): `vqb run` still running at 240 s. What it last
+      // Seen twice in fresh-clone runs (stop 73, with a change since reverted): `vqb run` still running at 240 s. What it last
       // said and where its batch stood, for whoever reads the failure.
       const id = /batch (sentinel-[0-9a-f]{12})/.exec(stdout)?.[1];
       const counts = id ? (await h.services.batchViews.get(id)).counts : undefined;
