@@ -8,11 +8,34 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ConfigError, isError } from '../../src/errors.js';
-import { makePlates, sleep, useHarness } from '../helpers/engine.js';
+import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
 import { startSentinels, type TestSentinels } from '../helpers/redis-topology.js';
 
 const harness = useHarness();
+
+/**
+ * Where a batch that did not finish keeps its plates: the account's BullMQ jobs (state, priority,
+ * step), its pending list, the plates staged for the queue, the scheduler's classes and active flag.
+ */
+async function whereThePlatesAre(h: Harness, batchId: string): Promise<Record<string, unknown>> {
+  const { redis, keys } = h.services;
+  const account = 'default';
+  const states = ['wait', 'prioritized', 'delayed', 'active', 'waiting-children'] as const;
+  const jobs = await h.queue.getJobs([...states], 0, 30);
+  return {
+    counts: await h.queue.getJobCounts(...states, 'completed', 'failed'),
+    jobs: await Promise.all(
+      jobs.map(async (j) => [j.id, await j.getState(), j.priority, (j.data as { step?: string }).step, j.attemptsMade]),
+    ),
+    pending: await redis.llen(keys.pending(await h.services.batches.ref(batchId))),
+    staged: await redis.zrange(keys.staged(account), '0', '30'),
+    classes: await Promise.all(
+      ['interactive', 'normal', 'bulk'].map((c) => redis.zrange(keys.schedClass(account, c), '0', '-1', 'WITHSCORES')),
+    ),
+    activeFlag: await redis.hgetall(keys.schedActiveFlag(account)),
+  };
+}
 let topology: TestSentinels;
 
 beforeAll(async () => {
@@ -64,6 +87,7 @@ describe('Redis Sentinel', () => {
           `${h.sim.stats().creates} creates at the simulator\nstdout's end:\n${stdout.slice(-3_000)}\n` +
           `stderr's end:\n${stderr.slice(-3_000)}`,
       );
+      if (id) console.log(`sentinel: where its plates are: ${JSON.stringify(await whereThePlatesAre(h, id))}`);
     }
     // Locks the old primary took just before the failover are lost with it: BullMQ says so
     // ("Missing lock", "Lock mismatch") and runs those jobs again. Those lines are JSON, nothing else.
