@@ -82,7 +82,7 @@ export function queueServicesOn(
   const batches = new BatchStore(redis, keys, time);
   const batchViews = new BatchViews({ batches, costs, inflight, budget, time });
   const outcomes = new OutcomeStore(redis, keys);
-  const learner = new PollLearner(redis, keys, config.poll, now);
+  const learner = new PollLearner(redis, keys, config.poll, time);
   const reuse = new ReuseStore(redis, keys, outcomes, {
     keepMs: config.budget.reuseKeepMs,
     defaultWithinMs: config.budget.reuseWithinMs,

@@ -8,7 +8,7 @@
 // (within a factor e^RELEVANCE), which keeps a burst of stale samples from overshooting.
 // Later polls back off exponentially up to a cap.
 
-import { clock } from '../clock.js';
+import { type Clock, clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { VqbKeys } from '../redis/keys.js';
@@ -167,7 +167,8 @@ export class PollLearner {
   readonly #redis: Scripted<'learn-observe'>;
   readonly #keys: VqbKeys;
   readonly #poll: PollSettings;
-  readonly #now: () => number;
+  /** The process's clock (services.ts): its now, and the timer that sends the samples gathered. */
+  readonly #clock: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'>;
   /** `learned`: the delay has moved on answers (a first poll's sample), not only the prior or a seed. */
   readonly #cache = new Map<string, { at: number; ms: number; learned: boolean }>();
   /** The answer times the upstream stated, read at most once a second per product. */
@@ -177,11 +178,20 @@ export class PollLearner {
   #sending: NodeJS.Timeout | undefined;
   #flushing: Promise<void> = Promise.resolve();
 
-  constructor(redis: RedisClient, keys: VqbKeys, poll: PollSettings, now: () => number = clock.now) {
+  constructor(
+    redis: RedisClient,
+    keys: VqbKeys,
+    poll: PollSettings,
+    time: Pick<Clock, 'now' | 'setTimeout' | 'clearTimeout'> = clock,
+  ) {
     this.#redis = withScripts(redis, ['learn-observe']);
     this.#keys = keys;
     this.#poll = poll;
-    this.#now = now;
+    this.#clock = time;
+  }
+
+  #now(): number {
+    return this.#clock.now();
   }
 
   #fromOffset(offset: number): number {
@@ -302,7 +312,7 @@ export class PollLearner {
     let samples = this.#samples.get(product);
     if (!samples) this.#samples.set(product, (samples = []));
     samples.push(value, kind);
-    this.#sending ??= clock
+    this.#sending ??= this.#clock
       .setTimeout(() => {
         this.#sending = undefined;
         void this.flush().catch(() => undefined);
@@ -315,7 +325,7 @@ export class PollLearner {
    * input, not records.
    */
   flush(): Promise<void> {
-    clock.clearTimeout(this.#sending);
+    this.#clock.clearTimeout(this.#sending);
     this.#sending = undefined;
     const batch = [...this.#samples];
     this.#samples.clear();

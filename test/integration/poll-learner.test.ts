@@ -2,10 +2,12 @@
 // together, at most every half second or at a flush, and move the estimate exactly as one call
 // each did (the same steps, in the order taken, each weighed against the estimate in force).
 import { afterEach, describe, expect, it } from 'vitest';
+import { clockWith } from '../../src/clock.js';
 import { firstPollBounds, learnStep, PollLearner, RELEVANCE, sampleGain } from '../../src/queue/poll-schedule.js';
 import { VqbKeys } from '../../src/redis/keys.js';
 import { testConfig } from '../helpers/config.js';
 import { makePlates, metUpstream, useHarness } from '../helpers/engine.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { type RedisTestContext, redisTestContext } from '../helpers/redis.js';
 
 const harness = useHarness();
@@ -35,7 +37,9 @@ describe('poll learner', () => {
     ctx = await redisTestContext('learner');
     const config = testConfig(ctx.prefix);
     const keys = new VqbKeys({ prefix: ctx.prefix, queueName: config.queueName });
-    const learner = new PollLearner(ctx.redis, keys, config.poll);
+    // The learner's timer on a clock the test moves: its send comes when half a second has passed.
+    const time = new ManualClock();
+    const learner = new PollLearner(ctx.redis, keys, config.poll, time);
     const initial = config.poll.initialMs;
     // Pending near the estimate (later), finished near it (earlier), one too early to count.
     const samples: [boolean, number][] = [
@@ -53,8 +57,14 @@ describe('poll learner', () => {
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
     }) as typeof ctx.redis.sendCommand;
     for (const [pending, ms] of samples) learner.observe('agregados', pending, ms);
+    // Nothing is sent before the half second is over; then the learner's own timer sends them
+    // (the flush below only waits for that send: it has nothing left to send).
+    time.advance(499);
+    expect(time.pending).toBe(1);
     expect((await learner.snapshot('agregados')).samples).toBe(0);
-    await new Promise((r) => setTimeout(r, 700));
+    time.advance(1);
+    expect(time.pending).toBe(0);
+    await learner.flush();
     const snapshot = await learner.snapshot('agregados');
     expect(snapshot.samples).toBe(5);
     expect(snapshot.pendingAtFirstPoll).toBe(4);
@@ -84,7 +94,12 @@ describe('poll learner', () => {
     const config = testConfig(ctx.prefix);
     const keys = new VqbKeys({ prefix: ctx.prefix, queueName: config.queueName });
     let now = 1_000_000;
-    const learner = new PollLearner(ctx.redis, keys, config.poll, () => now);
+    const learner = new PollLearner(
+      ctx.redis,
+      keys,
+      config.poll,
+      clockWith(() => now),
+    );
     // Seven answers the upstream stated (1.0-1.6 s): too few to go on.
     for (let i = 0; i < 7; i++) learner.stated('agregados', 1_000 + i * 100);
     await learner.flush();
