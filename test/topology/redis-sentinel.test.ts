@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { jobKeys } from '../../src/engine/bullmq/keys.js';
 import { ConfigError, isError } from '../../src/errors.js';
 import { type Harness, makePlates, sleep, useHarness } from '../helpers/engine.js';
 import { harnessEnv, spawnVqb } from '../helpers/process.js';
@@ -16,7 +17,7 @@ const harness = useHarness();
 
 /**
  * Where a batch that did not finish keeps its plates: the account's BullMQ jobs (state, priority,
- * step), its pending list, the plates staged for the queue, the scheduler's classes and active flag.
+ * step, attempts, the lock's ms to live), its pending list, the plates staged for the queue, the scheduler's classes and active flag.
  */
 async function whereThePlatesAre(h: Harness, batchId: string): Promise<Record<string, unknown>> {
   const { redis, keys } = h.services;
@@ -26,7 +27,15 @@ async function whereThePlatesAre(h: Harness, batchId: string): Promise<Record<st
   return {
     counts: await h.queue.getJobCounts(...states, 'completed', 'failed'),
     jobs: await Promise.all(
-      jobs.map(async (j) => [j.id, await j.getState(), j.priority, (j.data as { step?: string }).step, j.attemptsMade]),
+      // With the lock's time to live: a job active and still locked is held by a live worker.
+      jobs.map(async (j) => [
+        j.id,
+        await j.getState(),
+        j.priority,
+        (j.data as { step?: string }).step,
+        j.attemptsMade,
+        await redis.pttl(jobKeys(j).lock),
+      ]),
     ),
     pending: await redis.llen(keys.pending(await h.services.batches.ref(batchId))),
     staged: await redis.zrange(keys.staged(account), '0', '30'),
