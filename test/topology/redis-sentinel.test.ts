@@ -17,7 +17,8 @@ const harness = useHarness();
 
 /**
  * Where a batch that did not finish keeps its plates: the account's BullMQ jobs (state, priority,
- * step, attempts, the lock's ms to live), its pending list, the plates staged for the queue, the scheduler's classes and active flag.
+ * step, attempts, the lock's ms to live), its pending list, the plates staged for the queue, the
+ * scheduler's classes and active flag, and the account's queries in flight (paid, not yet read).
  */
 async function whereThePlatesAre(h: Harness, batchId: string): Promise<Record<string, unknown>> {
   const { redis, keys } = h.services;
@@ -43,8 +44,10 @@ async function whereThePlatesAre(h: Harness, batchId: string): Promise<Record<st
       ['interactive', 'normal', 'bulk'].map((c) => redis.zrange(keys.schedClass(account, c), '0', '-1', 'WITHSCORES')),
     ),
     activeFlag: await redis.hgetall(keys.schedActiveFlag(account)),
+    inflight: await redis.zrange(keys.inflight(account), '0', '30', 'WITHSCORES'),
   };
 }
+
 let topology: TestSentinels;
 
 beforeAll(async () => {
@@ -87,9 +90,10 @@ describe('Redis Sentinel', () => {
 
     const { code, stdout, stderr } = await run.done;
     if (code !== 0) {
-      // Seen in fresh-clone runs (stop 73 twice; stop 74 on main: every job completed, the batch at done 299 and
-      // inflight 1, a plate's settle lost with the old primary while its job's completion reached the new one): `vqb run` still running at 240 s. What it last
-      // said and where its batch stood, for whoever reads the failure.
+      // Seen in fresh-clone runs: `vqb run` still running at 240 s (stop 73 twice; stop 74 on main:
+      // every job completed, the batch at done 299 and inflight 1, a plate's settle lost with the old
+      // primary while its job's completion reached the new one). What it last said and where its
+      // batch stood, for whoever reads the failure.
       const id = /batch (sentinel-[0-9a-f]{12})/.exec(stdout)?.[1];
       const counts = id ? (await h.services.batchViews.get(id)).counts : undefined;
       console.log(
