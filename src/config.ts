@@ -84,6 +84,13 @@ export const SETTINGS = {
     schema: z.string().min(1).optional(),
     help: 'sentinel mode: file holding the password of the sentinels themselves (requirepass of the sentinels)',
   },
+  VQ_REDIS_REPLICA_ACKS: {
+    schema: int(0, 16).optional(),
+    help:
+      'replicas that must acknowledge each paid write (an outcome, a query id) before vqb takes it as ' +
+      'stored (Redis WAIT): default 1 in sentinel mode, 0 otherwise; 0 in a Sentinel deployment ' +
+      'with no replica (a failover could then lose such writes)',
+  },
   VQ_ALLOW_EVICTION: {
     schema: bool.default(false),
     help: 'start even if Redis may evict keys (maxmemory-policy other than noeviction): evicted keys are lost results',
@@ -878,5 +885,6 @@ function redisConnectionFrom(v: Parsed): RedisConnection {
     sentinels: v.REDIS_SENTINELS,
     sentinelName: v.REDIS_SENTINEL_NAME,
     sentinelPasswordFile: v.REDIS_SENTINEL_PASSWORD_FILE,
+    replicaAcks: v.VQ_REDIS_REPLICA_ACKS,
   });
 }

@@ -56,6 +56,7 @@ export const ERROR_CODES = {
   ACCOUNT_STOPPED: entry(409, 3, 'the account was paused or held before a request was sent; nothing was sent'),
   REDIS_UNAVAILABLE: entry(503, 1, 'Redis cannot be reached'),
   REDIS_FULL: entry(507, 1, 'Redis reached maxmemory and refused a write'),
+  REDIS_UNREPLICATED: entry(503, 1, 'no Redis replica acknowledged a paid write (it is held and written again)'),
   REDIS_EVICTION_POLICY: entry(503, 1, 'Redis would evict keys (maxmemory-policy is not noeviction)'),
   LAYOUT_MIGRATION_NEEDED: entry(503, 2, "Redis holds data of vqb 0.1.0's key layout: run `vqb migrate` once"),
   REDIS_SERVER_MISSING: entry(500, 1, 'no redis-server binary for the demo'),

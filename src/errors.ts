@@ -112,6 +112,28 @@ export class RedisFullError extends VqbError {
   }
 }
 
+/**
+ * A paid write (an outcome, a query id) that no replica acknowledged in time, or that was
+ * acknowledged over a connection other than the one that wrote it (a failover between the two):
+ * the primary that took it may be replaced without it. The write is made again until a replica
+ * holds it (workers/recorder.ts); the wait is said as Redis being down.
+ */
+export class RedisUnreplicatedError extends VqbError {
+  static override readonly brand: symbol = Symbol.for('vqb.error.RedisUnreplicatedError');
+  constructor(acked: number, wanted: number, timeoutMs: number, reconnected: boolean) {
+    super(
+      'REDIS_UNREPLICATED',
+      reconnected
+        ? 'the connection to the Redis primary changed while a paid write was confirmed (a failover): ' +
+            'it is written again on the primary now'
+        : `${acked} of ${wanted} replica(s) acknowledged a paid write within ${timeoutMs} ms (WAIT): it is ` +
+            'held and written again until one does; bring the replica back, or set VQ_REDIS_REPLICA_ACKS=0 ' +
+            'if this primary has none (a failover could then lose results)',
+    );
+    this.name = 'RedisUnreplicatedError';
+  }
+}
+
 /** A batch id that Redis does not know. */
 export class BatchNotFoundError extends VqbError {
   static override readonly brand: symbol = Symbol.for('vqb.error.BatchNotFoundError');

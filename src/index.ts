@@ -39,6 +39,7 @@ export {
   OptionsError,
   RedisFullError,
   RedisUnavailableError,
+  RedisUnreplicatedError,
   VqbError,
 } from './errors.js';
 export type { DeadlineView } from './plans/deadline.js';

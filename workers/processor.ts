@@ -279,6 +279,8 @@ export class PlateProcessor {
           priority: pollPriority(data.cls),
         }),
       paid,
+      // Made again after its own success, the write finds the step moved on: the first answer stands.
+      (again) => again !== 'ok',
     );
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).
@@ -352,12 +354,16 @@ export class PlateProcessor {
             heldAnswer,
           }
         : { ...creating, step: 'unread', createdAt: now, requests: data.requests + 1, heldAnswer };
-    const kept = await this.#d.recorder.untilStored(data.account, () =>
-      this.#d.fence.write(job, undefined, creating, next, {
-        orLostMark: true,
-        count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
-        priority: pollPriority(data.cls),
-      }),
+    const kept = await this.#d.recorder.untilStored(
+      data.account,
+      () =>
+        this.#d.fence.write(job, undefined, creating, next, {
+          orLostMark: true,
+          count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
+          priority: pollPriority(data.cls),
+        }),
+      undefined,
+      (again) => again !== 'ok',
     );
     if (kept !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId });

@@ -15,6 +15,7 @@ import type { PointerTerms, ReuseStore, StoredResult } from '../src/queue/reuse.
 import { batchOf, keyOf, type Outcome, type OutcomeError, type PlateJobData } from '../src/queue/types.js';
 import { isRedisDown, isRedisFull, type RedisHealth } from '../src/redis/health.js';
 import type { BatchRef } from '../src/redis/keys.js';
+import type { ReplicaAck } from '../src/redis/replica-ack.js';
 import { SPAN, spanned } from '../src/telemetry/index.js';
 import { jobAttributes } from './job-attributes.js';
 
@@ -34,6 +35,11 @@ export interface RecorderDeps {
   onBatchFinished?: (batch: BatchRef) => Promise<void>;
   /** Told when storing waits for Redis (one log line per change of state, not per retry). */
   health?: RedisHealth;
+  /**
+   * Confirms paid writes with the replicas (redis/replica-ack.ts), on the connection `settle`
+   * writes on; absent or 0 replicas: a primary's answer is enough.
+   */
+  replicas?: ReplicaAck;
   /** Waits between attempts to store an outcome while Redis is down or full (default 250 ms doubling to 5 s). */
   storeBackoffMs?: { first: number; max: number };
 }
@@ -145,7 +151,8 @@ export class Recorder {
       ...(outcome.reused ? { countIfStored: 'reused' } : {}),
       ...(pointer ? { pointer } : {}),
     });
-    return this.untilStored(account, settle, held);
+    // A settle made again finds its own outcome stored ('exists'): the first answer stands.
+    return this.untilStored(account, settle, held, (again) => again === 'exists');
   }
 
   /** Paid things waiting for Redis in this process now. */
@@ -156,21 +163,35 @@ export class Recorder {
   /**
    * Runs a write that holds something paid for (an outcome, the query id a create returned)
    * until Redis takes it, waiting out an outage or a full Redis with backoff. Other errors throw.
+   *
+   * With `sameAgain` the write is also confirmed by the replicas when the deployment asks for it
+   * (VQ_REDIS_REPLICA_ACKS): one no replica holds yet is made again after the same backoff, since
+   * a failover may lose it. The write must be idempotent; `sameAgain` tells an answer that only
+   * found the earlier attempt's work done (its answer then stands) from one that did the work.
    */
   async untilStored<T>(
     account: string,
     write: () => Promise<T>,
     paid?: Omit<HeldPaid, 'account' | 'since'>,
+    sameAgain?: (again: T) => boolean,
   ): Promise<T> {
     const backoff = this.#d.storeBackoffMs ?? STORE_BACKOFF;
+    const replicas = sameAgain !== undefined && this.#d.replicas?.enabled ? this.#d.replicas : undefined;
     let wait = backoff.first;
     // Held from the first attempt: a Redis that went away may not fail the write, only queue it.
     const held: HeldPaid | undefined = paid !== undefined ? { ...paid, account, since: this.#now() } : undefined;
     if (held !== undefined) this.#held.add(held);
+    let earlier: { answer: T } | undefined;
     try {
       for (;;) {
         try {
-          const stored = await write();
+          const life = replicas?.mark() ?? 0;
+          const answer = await write();
+          const stored = earlier !== undefined && sameAgain!(answer) ? earlier.answer : answer;
+          if (replicas) {
+            earlier = { answer: stored };
+            await replicas.confirm(life);
+          }
           this.#d.health?.ok();
           return stored;
         } catch (err) {

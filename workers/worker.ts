@@ -21,9 +21,10 @@ import type { PollLearner } from '../src/queue/poll-schedule.js';
 import { WorkerPresence } from '../src/queue/presence.js';
 import type { PlateJobData } from '../src/queue/types.js';
 import type { RedisClient } from '../src/redis/connection.js';
-import { connectRedis, waitForReplica } from '../src/redis/connection.js';
+import { connectRedis } from '../src/redis/connection.js';
 import { RedisHealth } from '../src/redis/health.js';
 import type { BatchRef } from '../src/redis/keys.js';
+import { ReplicaAck } from '../src/redis/replica-ack.js';
 import { type QueueServices, queueServicesOn } from '../src/services.js';
 import { settlesWithin } from '../src/settle.js';
 import { withQueueTelemetry } from '../src/telemetry/index.js';
@@ -61,6 +62,8 @@ interface AccountWorkerDeps {
   onPaused: (accountId: string) => Promise<void>;
   doorbell: Doorbell;
   holdNews: HoldNews;
+  /** Replicas' acks of this process's writes on `commands` (redis/replica-ack.ts). */
+  replicas: ReplicaAck;
   now: () => number;
 }
 
@@ -109,13 +112,14 @@ function accountWorker(record: AccountRecord, shared: AccountWorkerDeps): Accoun
     holdNews: shared.holdNews,
     clock: services.clock,
   });
-  // Sentinel: wait for the replica on the connection the fence wrote the mark with (WAIT covers that client's writes).
-  const replicated =
-    config.redis.mode === 'sentinel'
-      ? async (): Promise<void> => {
-          await waitForReplica(commands);
-        }
-      : undefined;
+  // With replicas to wait for (Sentinel): the mark, written on the connection the acks are asked
+  // on, reaches a replica before the create goes out, or the wait gives up (best effort: a mark
+  // lost in a failover only makes the re-sent create unflagged, and the id's write allows for it).
+  const replicated = shared.replicas.enabled
+    ? async (): Promise<void> => {
+        await shared.replicas.wait();
+      }
+    : undefined;
   // A key failure stops this process's requests as it is read, not once it is recorded (flow.heardKeyFailure).
   client.onRequest((event) => {
     if (event.error !== undefined && decide(event.error).action === 'pause-account') flow.heardKeyFailure();
@@ -267,7 +271,9 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     now,
   });
-  const recorder = recorderOf(services, { deps, now, onBatchFinished, health });
+  // On the connection the settle and the fence write on: WAIT speaks for its own connection's writes.
+  const replicas = new ReplicaAck(commands, config.redis.replicaAcks);
+  const recorder = recorderOf(services, { deps, now, onBatchFinished, health, replicas });
   const fence = new JobFence(commands);
   const lockLoss = new LockLoss(logger, deps.metrics);
   const doorbell = new Doorbell(services.clock);
@@ -287,6 +293,7 @@ export function startWorker(config: Config, deps: WorkerDeps): WorkerHandle {
     onPaused,
     doorbell,
     holdNews,
+    replicas,
     now,
   };
   const runs = new AccountWorkers(services.accounts, (record) => accountWorker(record, shared), now);
@@ -389,9 +396,10 @@ function recorderOf(
     now: () => number;
     onBatchFinished: (batch: BatchRef) => Promise<void>;
     health: RedisHealth;
+    replicas: ReplicaAck;
   },
 ): Recorder {
-  const { deps, now, onBatchFinished, health } = parts;
+  const { deps, now, onBatchFinished, health, replicas } = parts;
   return new Recorder({
     outcomes: services.outcomes,
     settle: services.settle,
@@ -405,6 +413,7 @@ function recorderOf(
     clock: services.clock,
     onBatchFinished,
     health,
+    replicas,
   });
 }
 

@@ -147,19 +147,6 @@ export function duplicateOf(redis: RedisClient): RedisClient {
   return client;
 }
 
-/**
- * Waits (at most `timeoutMs`) until a replica has every write this connection made so far, and
- * says how many did. Replication is asynchronous: without this, a write acknowledged by the
- * primary just before a failover is lost. With no replica reachable it gives up after the timeout
- * rather than stop the line.
- */
-export async function waitForReplica(
-  client: { call(...args: (string | number)[]): Promise<unknown> },
-  timeoutMs = 1_000,
-): Promise<number> {
-  return Number(await client.call('WAIT', 1, timeoutMs));
-}
-
 /** The master nodes of a cluster (each checked and scanned on its own), or the one server. */
 export function serversOf(redis: RedisClient): Redis[] {
   return redis instanceof Cluster ? redis.nodes('master') : [redis];

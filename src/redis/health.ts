@@ -48,7 +48,9 @@ const DOWN = new RegExp(
       'MaxRetriesPerRequest',
       'Reached the max retries per request',
     ],
-    ...['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY'],
+    ...['LOADING', 'CLUSTERDOWN', 'TRYAGAIN', 'MASTERDOWN', 'READONLY', 'NOREPLICAS'],
+    // A paid write no replica holds yet (redis/replica-ack.ts): made again, like a write refused.
+    'REDIS_UNREPLICATED',
     // A script's key gone to another node mid-reshard (MIGRATING below): tried again like TRYAGAIN.
     'ERR Script attempted to access a non local key',
   ].join('|'),

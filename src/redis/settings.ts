@@ -28,6 +28,12 @@ export interface RedisConnection {
   display: string;
   /** The setting an operator changes when Redis cannot be reached. */
   setting: string;
+  /**
+   * Replicas that must hold a paid write (an outcome, a query id) before it counts as stored
+   * (redis/replica-ack.ts): replication is asynchronous, and a failover promotes a replica that
+   * may lack what the old primary acknowledged. 1 in sentinel mode, else 0 unless set.
+   */
+  replicaAcks: number;
 }
 
 export interface RedisSettingsInput {
@@ -39,6 +45,8 @@ export interface RedisSettingsInput {
   sentinels?: string | undefined;
   sentinelName?: string | undefined;
   sentinelPasswordFile?: string | undefined;
+  /** VQ_REDIS_REPLICA_ACKS; undefined: the mode's default. */
+  replicaAcks?: number | undefined;
 }
 
 /** The hash tag Redis Cluster hashes a key by: the text between the first `{` and the next `}`, if not empty. */
@@ -98,6 +106,7 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
   const { username, password } = credentials(first, input);
   const common: ConnectionCommon = {
     db,
+    replicaAcks: replicaAcksOf(input),
     ...(username !== undefined ? { username } : {}),
     ...(password ? { password } : {}),
     ...(tls ? { tls: ca ? { ca } : {} } : {}),
@@ -135,7 +144,22 @@ export function parseRedisConnection(input: RedisSettingsInput): RedisConnection
 }
 
 /** What every mode's connection shares: the database, the credentials, TLS. */
-type ConnectionCommon = Pick<RedisConnection, 'db' | 'username' | 'password' | 'tls'>;
+type ConnectionCommon = Pick<RedisConnection, 'db' | 'username' | 'password' | 'tls' | 'replicaAcks'>;
+
+/**
+ * How many replicas confirm a paid write. Sentinel exists to fail over, so there it is 1 unless
+ * set. A Cluster cannot have it: WAIT names no key, so ioredis would send it to any node, not the
+ * one that took the write.
+ */
+function replicaAcksOf(input: RedisSettingsInput): number {
+  if (input.mode === 'cluster' && (input.replicaAcks ?? 0) > 0)
+    throw new ConfigError(
+      'VQ_REDIS_REPLICA_ACKS',
+      'cannot be used with VQ_REDIS_MODE=cluster (WAIT would reach a node other than the one that ' +
+        'took the write); leave it unset',
+    );
+  return input.replicaAcks ?? (input.mode === 'sentinel' ? 1 : 0);
+}
 
 const hostPort = (n: RedisNode) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`;
 const nodeOf = (u: URL): RedisNode => ({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) });

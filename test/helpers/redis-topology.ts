@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { LegacyRedisOptions } from '../../src/redis/connection.js';
 import { freePort, startThrowawayCluster } from '../../src/redis/server.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const run = promisify(execFile);
 
@@ -174,21 +175,36 @@ export interface TestSentinels {
   sentinels: { port: number; redis: Redis }[];
   /** REDIS_SENTINELS for vqb. */
   list: string;
+  /** With `replicationProxy`: the link the replica replicates over, which a test can blackhole. */
+  replication?: TcpProxy;
   /** The port of the primary the sentinels name now. */
   primaryPort(): Promise<number>;
   close(): Promise<void>;
 }
 
+export interface SentinelOptions {
+  /**
+   * The replica replicates through a TCP proxy the test controls (`replication`): blackholed, the
+   * primary acknowledges writes no replica will ever have. The sentinels would point the replica
+   * at the primary itself once failover-timeout has passed (+fix-slave-config), so with this the
+   * timeout is a minute: tests using it finish within that.
+   */
+  replicationProxy?: boolean;
+}
+
 /** One primary, one replica, three sentinels (quorum 2) monitoring them as `name`. */
-export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels> {
+export async function startSentinels(name = 'vqbprimary', options: SentinelOptions = {}): Promise<TestSentinels> {
   const p = await processes('sentinel');
   const sentinels: { port: number; redis: Redis }[] = [];
+  let replication: TcpProxy | undefined;
   try {
     const primary = { port: await freePort() };
     const replica = { port: await freePort() };
+    if (options.replicationProxy) replication = await startTcpProxy(primary.port);
+    const upstreamPort = replication?.port ?? primary.port;
     for (const [port, extra] of [
       [primary.port, []],
-      [replica.port, ['--replicaof', '127.0.0.1', String(primary.port)]],
+      [replica.port, ['--replicaof', '127.0.0.1', String(upstreamPort)]],
     ] as const) {
       const dir = join(p.dir, String(port));
       await mkdir(dir);
@@ -212,7 +228,7 @@ export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels
           `dir ${p.dir}`,
           `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
           `sentinel down-after-milliseconds ${name} 2000`,
-          `sentinel failover-timeout ${name} 10000`,
+          `sentinel failover-timeout ${name} ${options.replicationProxy ? 60_000 : 10_000}`,
           `sentinel parallel-syncs ${name} 1`,
           '',
         ].join('\n'),
@@ -233,6 +249,7 @@ export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels
       name,
       primary,
       replica,
+      ...(replication ? { replication } : {}),
       sentinels,
       list: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       async primaryPort() {
@@ -244,11 +261,13 @@ export async function startSentinels(name = 'vqbprimary'): Promise<TestSentinels
       },
       async close() {
         for (const s of sentinels) s.redis.disconnect();
+        await replication?.close();
         await closeAll(p);
       },
     };
   } catch (err) {
     for (const s of sentinels) s.redis.disconnect();
+    await replication?.close();
     await closeAll(p);
     throw err;
   }

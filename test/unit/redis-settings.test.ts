@@ -137,6 +137,20 @@ describe('Redis connection settings', () => {
     expect(err.code).toBe('CONFIG_INVALID');
   });
 
+  it('paid writes wait for a replica in sentinel mode by default; a Cluster refuses the setting', () => {
+    const sentinel = { VQ_REDIS_MODE: 'sentinel', REDIS_SENTINELS: 'a:26379', REDIS_SENTINEL_NAME: 'm' } as const;
+    expect(loadConfig({}, sentinel).redis.replicaAcks).toBe(1);
+    expect(loadConfig({}, { ...sentinel, VQ_REDIS_REPLICA_ACKS: '0' }).redis.replicaAcks).toBe(0);
+    expect(loadConfig({}, {}).redis.replicaAcks).toBe(0);
+    expect(loadConfig({}, { VQ_REDIS_REPLICA_ACKS: '2' }).redis.replicaAcks).toBe(2);
+    const cluster = { VQ_REDIS_MODE: 'cluster', REDIS_URL: 'redis://a:7000', VQ_PREFIX: '{vqb}' } as const;
+    expect(loadConfig({}, cluster).redis.replicaAcks).toBe(0);
+    const err = configError({ ...cluster, VQ_REDIS_REPLICA_ACKS: '1' });
+    expect(err.variable).toBe('VQ_REDIS_REPLICA_ACKS');
+    expect(err.message).toMatch(/cluster/);
+    expect(configError({ VQ_REDIS_REPLICA_ACKS: '-1' }).variable).toBe('VQ_REDIS_REPLICA_ACKS');
+  });
+
   it('a bad URL is named without its password', () => {
     const err = configError({ REDIS_URL: 'redis://:hunter2@a:1,http://x', VQ_REDIS_MODE: 'cluster' });
     expect(err.variable).toBe('REDIS_URL');
