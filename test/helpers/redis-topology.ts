@@ -175,6 +175,11 @@ export interface TestSentinels {
   sentinels: { port: number; redis: Redis }[];
   /** REDIS_SENTINELS for vqb. */
   list: string;
+  /**
+   * Sends the replica's redis-server a signal: SIGSTOP freezes it (what the primary sends it waits
+   * in the socket, applied at SIGCONT), unlike a blackholed link, which loses it.
+   */
+  signalReplica(signal: NodeJS.Signals): void;
   /** With `replicationProxy`: the link the replica replicates over, which a test can blackhole. */
   replication?: TcpProxy;
   /** The port of the primary the sentinels name now. */
@@ -197,6 +202,7 @@ export async function startSentinels(name = 'vqbprimary', options: SentinelOptio
   const p = await processes('sentinel');
   const sentinels: { port: number; redis: Redis }[] = [];
   let replication: TcpProxy | undefined;
+  let replicaProcess: ChildProcess | undefined;
   try {
     const primary = { port: await freePort() };
     const replica = { port: await freePort() };
@@ -208,11 +214,12 @@ export async function startSentinels(name = 'vqbprimary', options: SentinelOptio
     ] as const) {
       const dir = join(p.dir, String(port));
       await mkdir(dir);
-      await startServer(
+      const child = await startServer(
         p,
         ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...extra],
         port,
       );
+      if (port === replica.port) replicaProcess = child;
     }
     const replicaRedis = direct(replica.port);
     await until(async () => /master_link_status:up/.test(await replicaRedis.info('replication')), 'replica in sync');
@@ -250,6 +257,9 @@ export async function startSentinels(name = 'vqbprimary', options: SentinelOptio
       primary,
       replica,
       ...(replication ? { replication } : {}),
+      signalReplica(signal) {
+        replicaProcess!.kill(signal);
+      },
       sentinels,
       list: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
       async primaryPort() {

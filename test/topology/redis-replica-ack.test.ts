@@ -3,7 +3,9 @@
 // stops 73-74 (a plate's settle lost with the old primary while its job's completion reached the
 // new one, so the batch never finished and the paid result was gone), made certain: the replica
 // replicates through a proxy the test blackholes, so the primary acknowledges the settle and the
-// replica never gets it; then SENTINEL FAILOVER promotes that replica.
+// replica never gets it; then SENTINEL FAILOVER promotes that replica. Before that, a replica
+// frozen for a moment (SIGSTOP): the settle made again finds its own outcome, and its first
+// answer stands (a batch's finish is told once) with its counts moved once.
 import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlateJobData } from '../../src/queue/types.js';
@@ -48,7 +50,7 @@ function plateJob(plate: string): { job: Job<PlateJobData, unknown, string>; dat
 }
 
 describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
-  it('a settle only the old primary took is made again on the new primary after SENTINEL FAILOVER', async () => {
+  it('a settle a frozen replica lacks is made again and counted once; one only the old primary took is made again on the new one', async () => {
     const config = testConfig('{vqb-acks}', {
       VQ_REDIS_MODE: 'sentinel',
       REDIS_SENTINELS: topology.list,
@@ -68,10 +70,26 @@ describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
       storeBackoffMs: { first: 50, max: 400 },
     });
     const batch = { id: 'acks', account: 'default' };
+    const outcomes = services.keys.outcomes(batch);
 
     // Replicated: confirmed at once.
     const first = plateJob('ABC1D23');
     expect(await recorder.record(first.job, first.data, undefined, { ok: 1 })).not.toBe('exists');
+
+    // A replica late, not gone (frozen: the stream waits in its socket): the settle is made again
+    // until it holds it, finds its own outcome there, and the first answer stands, counted once.
+    topology.signalReplica('SIGSTOP');
+    const late = plateJob('LAT3E21');
+    let lateStored: string | undefined;
+    const lateSettling = recorder.record(late.job, late.data, undefined, { ok: 3 }).then((r) => {
+      lateStored = r;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(lateStored).toBeUndefined();
+    topology.signalReplica('SIGCONT');
+    expect(await lateSettling).not.toBe('exists');
+    expect(Number(await redis.hget(services.keys.batch(batch), 'done'))).toBe(2);
 
     // The link to the replica goes silent: the primary takes the next settle, no replica has it.
     topology.replication!.set('blackhole');
@@ -83,7 +101,6 @@ describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
     });
     const old = direct(topology.primary.port);
     try {
-      const outcomes = services.keys.outcomes(batch);
       for (let i = 0; i < 100 && !(await old.hexists(outcomes, 'XYZ9A87')); i++)
         await new Promise((r) => setTimeout(r, 20));
       expect(await old.hexists(outcomes, 'XYZ9A87')).toBe(1);
@@ -100,7 +117,7 @@ describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
       // The new primary holds both outcomes.
       const promoted = direct(topology.replica.port);
       try {
-        expect(await promoted.hkeys(outcomes)).toEqual(expect.arrayContaining(['ABC1D23', 'XYZ9A87']));
+        expect(await promoted.hkeys(outcomes)).toEqual(expect.arrayContaining(['ABC1D23', 'LAT3E21', 'XYZ9A87']));
         expect(await services.outcomes.has(batch, 'XYZ9A87')).toBe(true);
       } finally {
         promoted.disconnect();
