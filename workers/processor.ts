@@ -279,8 +279,7 @@ export class PlateProcessor {
           priority: pollPriority(data.cls),
         }),
       paid,
-      // Made again after its own success, the write finds the step moved on: the first answer stands.
-      (again) => again !== 'ok',
+      (again) => again !== 'ok', // made again after its success, it finds the step moved on
     );
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).

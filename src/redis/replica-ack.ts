@@ -39,7 +39,7 @@ export class ReplicaAck {
    * says how many do: best effort, for a write whose loss is allowed for (the `creating` mark).
    */
   async wait(): Promise<number> {
-    return Number(await this.#redis.call('WAIT', this.#replicas, this.#timeoutMs));
+    return await this.#redis.wait(this.#replicas, this.#timeoutMs);
   }
 
   /** The connection's life now: taken before a write is sent. */
