@@ -31,7 +31,7 @@ import { type AccountFlow, type Admission, isUnreachable, type SendAdmission } f
 import { jobAttributes } from './job-attributes.js';
 import { type LockLoss, type LockLossWhen, lockErrorJob } from './lock-loss.js';
 import type { PollRoom } from './poll-room.js';
-import type { Recorder } from './recorder.js';
+import type { HeldPaid, Recorder } from './recorder.js';
 
 /** What the processor needs of the upstream client (an interface, so tests may wrap it). */
 export interface QueryApi {
@@ -266,21 +266,10 @@ export class PlateProcessor {
     // The query id is paid for: while Redis waits, a stop that cannot wait writes it to a file.
     const paid = { kind: 'queryId' as const, batchId: data.batchId, plate: data.plate, queryId: answer.queryId };
     // The write that makes "create once" hold: from here on every activation polls this queryId.
-    // The create is paid for: while Redis is down or full, wait for it rather than lose the id. It
-    // needs no lock, only that nobody moved past this send: a worker that lost its lock while the
-    // create was out still stores the id, so whoever holds the job now polls instead of re-sending.
-    // The same step counts the create (whoever stores the id) and gives the job its poll priority.
-    const kept = await this.#d.recorder.untilStored(
-      data.account,
-      () =>
-        this.#d.fence.write(job, undefined, creating, polling, {
-          orLostMark: true,
-          count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
-          priority: pollPriority(data.cls),
-        }),
-      paid,
-      (again) => again !== 'ok', // made again after its success, it finds the step moved on
-    );
+    // The create is paid for: while Redis is down or full, wait for it rather than lose the id. A
+    // worker that lost its lock while the create was out still stores the id, so whoever holds the
+    // job now polls instead of re-sending.
+    const kept = await this.#storeCreated(job, creating, polling, paid);
     if (kept !== 'ok') {
       // Another worker took the job over, saw the `creating` mark and sent again (flagged).
       this.#d.lockLoss.report(data.account, job.id, 'create-superseded', {
@@ -353,17 +342,7 @@ export class PlateProcessor {
             heldAnswer,
           }
         : { ...creating, step: 'unread', createdAt: now, requests: data.requests + 1, heldAnswer };
-    const kept = await this.#d.recorder.untilStored(
-      data.account,
-      () =>
-        this.#d.fence.write(job, undefined, creating, next, {
-          orLostMark: true,
-          count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
-          priority: pollPriority(data.cls),
-        }),
-      undefined,
-      (again) => again !== 'ok',
-    );
+    const kept = await this.#storeCreated(job, creating, next);
     if (kept !== 'ok') {
       this.#d.lockLoss.report(data.account, job.id, 'create-superseded', { batchId: data.batchId });
       throw new LostJob();
@@ -375,6 +354,29 @@ export class PlateProcessor {
     );
     if (await this.#d.flow.contact.onUnreadable(err, log)) throw Worker.RateLimitError();
     return this.#pollAt(job, token, now + (await this.#d.learner.firstPollDelay(data.product)), log);
+  }
+
+  /**
+   * A paid create's answer stored over its `creating` mark (a query id, or an answer kept unread):
+   * no lock needed, only that nobody moved past this send; waits out Redis and, where replicas
+   * confirm paid writes, is made again until one holds it (made again after its success, it finds
+   * the step moved on: its first answer stands). The same step counts the create, whoever stores
+   * it, and gives the job its poll priority.
+   */
+  #storeCreated(
+    job: PlateJob,
+    creating: PlateJobData,
+    next: PlateJobData,
+    paid?: Omit<HeldPaid, 'account' | 'since'>,
+  ): Promise<FenceResult> {
+    const data = job.data;
+    const write = () =>
+      this.#d.fence.write(job, undefined, creating, next, {
+        orLostMark: true,
+        count: this.#d.recorder.counting(batchOf(data), 'creates', 'createsSent'),
+        priority: pollPriority(data.cls),
+      });
+    return this.#d.recorder.untilStored(data.account, write, paid, (again) => again !== 'ok');
   }
 
   /** What is kept of an unreadable answer with its plate (and for the account's hold). */

@@ -46,6 +46,14 @@ export interface RecorderDeps {
 
 const STORE_BACKOFF = { first: 250, max: 5_000 };
 
+type Stores = Pick<RecorderDeps, 'outcomes' | 'settle' | 'batches' | 'inflight' | 'costs' | 'reuse'>;
+
+/** The stores a recorder writes to, as the process's services hold them (src/services.ts). */
+export function storesOf(services: Stores): Stores {
+  const { outcomes, settle, batches, inflight, costs, reuse } = services;
+  return { outcomes, settle, batches, inflight, costs, reuse };
+}
+
 type PlateJob = Job<PlateJobData, unknown, string>;
 
 /**

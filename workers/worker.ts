@@ -42,7 +42,7 @@ import { HeldLocks, LockLoss, watchLocks } from './lock-loss.js';
 import { watchEventLoop } from './loop-watch.js';
 import { AnswerTime, jobsNeeded, PollRoom } from './poll-room.js';
 import { type JobResult, PlateProcessor } from './processor.js';
-import { type HeldPaid, Recorder } from './recorder.js';
+import { type HeldPaid, Recorder, storesOf } from './recorder.js';
 import { keepPriorityOnStall } from './stalled-priority.js';
 import { startWatchWorker, type WatchWorkerHandle } from './watch-worker.js';
 import { startWebhookWorker } from './webhooks.js';
@@ -401,13 +401,8 @@ function recorderOf(
 ): Recorder {
   const { deps, now, onBatchFinished, health, replicas } = parts;
   return new Recorder({
-    outcomes: services.outcomes,
-    settle: services.settle,
-    batches: services.batches,
-    inflight: services.inflight,
-    costs: services.costs,
     // The services were built on this process's command connection (queueServicesOn above).
-    reuse: services.reuse,
+    ...storesOf(services),
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     now,
     clock: services.clock,

@@ -12,7 +12,7 @@ import type { PlateJobData } from '../../src/queue/types.js';
 import { connectRedis, type RedisClient } from '../../src/redis/connection.js';
 import { ReplicaAck } from '../../src/redis/replica-ack.js';
 import { queueServicesOn } from '../../src/services.js';
-import { Recorder } from '../../workers/recorder.js';
+import { Recorder, storesOf } from '../../workers/recorder.js';
 import { testConfig } from '../helpers/config.js';
 import { direct, startSentinels, type TestSentinels } from '../helpers/redis-topology.js';
 
@@ -60,12 +60,7 @@ describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
     redis = connectRedis(config.redis, { name: 'vqb-test-acks' });
     const services = queueServicesOn(config, redis);
     const recorder = new Recorder({
-      outcomes: services.outcomes,
-      settle: services.settle,
-      batches: services.batches,
-      inflight: services.inflight,
-      costs: services.costs,
-      reuse: services.reuse,
+      ...storesOf(services),
       replicas: new ReplicaAck(redis, config.redis.replicaAcks, 200),
       storeBackoffMs: { first: 50, max: 400 },
     });
