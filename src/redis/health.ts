@@ -11,7 +11,7 @@ import type { ChainableCommander } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisWaitReason } from '../accounts/wait.js';
 import { type Clock, clock } from '../clock.js';
-import { RedisFullError } from '../errors.js';
+import { isError, RedisFullError, RedisUnreplicatedError } from '../errors.js';
 import type { RedisClient } from './connection.js';
 
 export type RedisState = 'up' | 'down' | 'full';
@@ -223,7 +223,13 @@ export class RedisHealth {
     this.#state = state;
     this.#seen.clear();
     const detail = err === undefined ? {} : { reason: messagesOf(err).find((m) => m !== '') ?? String(err) };
-    if (state === 'down')
+    if (state === 'down' && isError(err, RedisUnreplicatedError))
+      this.#log.warn(
+        { redis: state, code: err.code, ...detail },
+        'no redis replica confirms paid writes: they are held and written again until one does ' +
+          '(bring the replica back, or VQ_REDIS_REPLICA_ACKS=0 for a primary without one)',
+      );
+    else if (state === 'down')
       this.#log.warn(
         { redis: state, ...detail },
         'redis connection lost; retrying in the background, paid results are kept until they are stored',

@@ -1,7 +1,7 @@
 // How vqb tells a full or a lost Redis from other errors, what it answers for one, and that an
 // outage is logged once per change of state, not once per error.
 import { describe, expect, it } from 'vitest';
-import { isError, RedisFullError } from '../../src/errors.js';
+import { isError, RedisFullError, RedisUnreplicatedError } from '../../src/errors.js';
 import { describeError } from '../../src/http/errors.js';
 import {
   isRedisDown,
@@ -38,6 +38,23 @@ describe('redis health', () => {
     expect(body).toMatchObject({ statusCode: 507, error: { code: 'REDIS_FULL' } });
     expect(body!.error.message).toMatch(/maxmemory.*run the same command again/);
     expect(body!.error.message).not.toContain('\n');
+  });
+
+  it('a paid write no replica confirmed waits as Redis down, said as such once, with what to do', () => {
+    const logs = captureLogs();
+    const health = new RedisHealth(logs.logger);
+    const err = new RedisUnreplicatedError(0, 1, 1_000, false);
+    expect(isRedisDown(err)).toBe(true);
+    for (let i = 0; i < 5; i++) expect(health.outage(err)).toBe(true);
+    expect(health.waitReason).toBe('redis_down');
+    expect(describeError(err)).toMatchObject({ statusCode: 503, error: { code: 'REDIS_UNREPLICATED' } });
+    expect(logs.lines).toHaveLength(1);
+    expect(logs.lines[0]).toMatchObject({
+      code: 'REDIS_UNREPLICATED',
+      reason: expect.stringMatching(/0 of 1 replica/),
+    });
+    expect(logs.lines[0]!.msg).toMatch(/^no redis replica confirms paid writes.*VQ_REDIS_REPLICA_ACKS=0/);
+    expect(new RedisUnreplicatedError(1, 1, 1_000, true).message).toMatch(/connection .* changed/);
   });
 
   it('logs one line per change of state, however many errors arrive', () => {
