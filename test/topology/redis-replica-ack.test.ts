@@ -5,7 +5,8 @@
 // replicates through a proxy the test blackholes, so the primary acknowledges the settle and the
 // replica never gets it; then SENTINEL FAILOVER promotes that replica. Before that, a replica
 // frozen for a moment (SIGSTOP): the settle made again finds its own outcome, and its first
-// answer stands (a batch's finish is told once) with its counts moved once.
+// answer stands (a batch's finish is told once) with its counts moved once. And first, a
+// reconnect between a write and its WAIT: the WAIT answers for the new connection, not the write.
 import type { Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PlateJobData } from '../../src/queue/types.js';
@@ -50,6 +51,43 @@ function plateJob(plate: string): { job: Job<PlateJobData, unknown, string>; dat
 }
 
 describe('paid writes confirmed by a replica (VQ_REDIS_REPLICA_ACKS)', () => {
+  it('a write then a reconnect before its WAIT is not taken as held: WAIT speaks for its own connection', async () => {
+    // ioredis re-sends what was unanswered after a reconnect, and Sentinel's failover detector
+    // reconnects on +switch-master: a WAIT on the fresh connection answers for writes it never
+    // made. Without the connection's life (ReplicaAck#mark), the write below counted as held.
+    const config = testConfig('{vqb-acks}', {
+      VQ_REDIS_MODE: 'sentinel',
+      REDIS_SENTINELS: topology.list,
+      REDIS_SENTINEL_NAME: topology.name,
+    });
+    const conn = connectRedis(config.redis, { name: 'vqb-test-acks-life' });
+    try {
+      const ack = new ReplicaAck(conn, 1, 500);
+      const key = '{vqb-acks}:life';
+      // Sent before the connection is ready: it goes out in the connection's first life, and that
+      // life's WAIT confirms it.
+      expect(conn.status).not.toBe('ready');
+      const held = ack.mark();
+      await conn.set(key, '1');
+      await ack.confirm(held);
+
+      const mark = ack.mark();
+      await conn.set(key, '2');
+      const ready = new Promise((r) => conn.once('ready', r));
+      conn.disconnect(true);
+      await ready;
+      // WAIT alone vouches for it: the new connection wrote nothing a replica lacks.
+      expect(await conn.wait(1, 500)).toBe(1);
+      await expect(ack.confirm(mark)).rejects.toMatchObject({ code: 'REDIS_UNREPLICATED' });
+      // Made again in this life, it is confirmed.
+      const again = ack.mark();
+      await conn.set(key, '2');
+      await expect(ack.confirm(again)).resolves.toBeUndefined();
+    } finally {
+      conn.disconnect();
+    }
+  }, 30_000);
+
   it('a settle a frozen replica lacks is made again and counted once; one only the old primary took is made again on the new one', async () => {
     const config = testConfig('{vqb-acks}', {
       VQ_REDIS_MODE: 'sentinel',
