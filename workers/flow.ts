@@ -143,6 +143,17 @@ function insertBy<K extends string, T extends Record<K, number>>(list: T[], item
   else list.splice(i, 0, item);
 }
 
+/** A request waiting in the process's line for the account's slot (AccountFlow#turn). */
+interface Waiter {
+  priority: number;
+  go: (askAt?: number) => void;
+  yieldsUntil?: number;
+  /** Told when its turn comes, before `go`. */
+  granted?: () => void;
+  /** A newcomer batch's first create (admitCreate's `fresh`): it may take a turn from a poll (#nextWaiter). */
+  jumps?: true;
+}
+
 /** A yielding poll's place in the line: after a normal create, before a bulk one (admitPoll). */
 const YIELDING = PRIORITY.normal + 0.5;
 
@@ -202,7 +213,11 @@ export class AccountFlow {
    * the others in order.
    */
   #asking = false;
-  readonly #waiters: { priority: number; go: (askAt?: number) => void; yieldsUntil?: number }[] = [];
+  readonly #waiters: Waiter[] = [];
+  /** The request that has the line's turn now is a poll's (not an interactive one's): #nextWaiter alternates. */
+  #pollHadTurn = false;
+  /** Until when (the clock's monotonic()) the in-flight cap refuses creates, as last heard: #nextWaiter. */
+  #createsRefusedUntil = 0;
   /** The soonest `yieldsUntil` among #waiters (#unyield), the clock's now(). */
   #yieldEnds = Number.POSITIVE_INFINITY;
   /** This process's polls waiting to come due (untilDue), soonest first. */
@@ -291,8 +306,10 @@ export class AccountFlow {
     ask: (horizonMs: number, urgent: boolean) => Promise<Slot | R>,
     /** A yielding poll's `priority` holds until then (the clock's now()), and is a poll's after (#unyield). */
     yieldsUntil?: number,
+    /** A newcomer batch's first create: it may take a turn from a poll (#nextWaiter). */
+    jumps?: boolean,
   ): Promise<{ due: number; at: string; early?: true } | Extract<Admission, { why: 'later' }> | R> {
-    const { done, askAt } = await this.#turn(priority, yieldsUntil);
+    const { done, askAt } = await this.#turn(priority, yieldsUntil, jumps);
     try {
       // Paused or held meanwhile (a key failure, an answer vqb cannot read): the jobs queued here
       // for their slot go back at once, not one a slot (a pool's key: its plates move sooner).
@@ -350,27 +367,61 @@ export class AccountFlow {
    * turn on (once), with when the next waiter should ask (`askAt`, the clock's monotonic()) when the
    * request took a slot; the next waiter gets it as its `askAt`.
    */
-  async #turn(priority: number, yieldsUntil?: number): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
+  async #turn(
+    priority: number,
+    yieldsUntil?: number,
+    jumps?: boolean,
+  ): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
     let askAt: number | undefined;
+    let place = priority;
     if (this.#asking) {
       askAt = await new Promise<number | undefined>((go) => {
-        if (yieldsUntil === undefined) return insertBy(this.#waiters, { priority, go }, 'priority');
-        insertBy(this.#waiters, { priority, go, yieldsUntil }, 'priority');
-        this.#yieldEnds = Math.min(this.#yieldEnds, yieldsUntil);
+        const waiter: Waiter = yieldsUntil === undefined ? { priority, go } : { priority, go, yieldsUntil };
+        if (jumps) waiter.jumps = true;
+        insertBy(this.#waiters, waiter, 'priority');
+        if (yieldsUntil !== undefined) this.#yieldEnds = Math.min(this.#yieldEnds, yieldsUntil);
+        // Its place when its turn comes: a yielding poll's becomes a poll's (#unyield).
+        waiter.granted = () => {
+          place = waiter.priority;
+        };
       });
     }
     this.#asking = true;
+    this.#pollHadTurn = place === PRIORITY.poll;
     let passed = false;
     const done = (following?: number) => {
       if (passed) return;
       passed = true;
       // No clock read per request unless a yielding poll waits.
       if (this.#yieldEnds !== Number.POSITIVE_INFINITY && this.#yieldEnds <= this.#now()) this.#unyield();
-      const next = this.#waiters.shift();
-      if (next) next.go(following);
-      else this.#asking = false;
+      const next = this.#nextWaiter();
+      if (next) {
+        next.granted?.();
+        next.go(following);
+      } else this.#asking = false;
     };
     return askAt === undefined ? { done } : { done, askAt };
+  }
+
+  /**
+   * The waiter whose turn is next: the head of the line, except that while polls head it and a
+   * poll had the last turn, a newcomer batch's first create (fed as it was submitted:
+   * queue/feeder.ts, at account-queues.ts freshPriority) waiting behind them takes this one. Polls
+   * strictly first held it for as long as a large batch's polls came due together, about an
+   * answer time after that batch's creates went at the key's rate: 9.3 s from submit to create
+   * for a 1-plate batch beside a 5,000-plate one (bench `--only interactive`). Every create so
+   * alternating kept more queries paid and unread (a cold-gate run left 68 plates on the pool's
+   * expired key; 10-42 without, 35 with this rule). Not while the in-flight cap
+   * refuses creates (#createsRefusedUntil): it would only be refused again.
+   */
+  #nextWaiter(): Waiter | undefined {
+    const head = this.#waiters[0];
+    if (head === undefined) return undefined;
+    if (head.priority === PRIORITY.poll && this.#pollHadTurn && this.#createsRefusedUntil <= this.#clock.monotonic()) {
+      const i = this.#waiters.findIndex((w) => w.jumps === true);
+      if (i > 0) return this.#waiters.splice(i, 1)[0];
+    }
+    return this.#waiters.shift();
   }
 
   /**
@@ -573,24 +624,31 @@ export class AccountFlow {
    * create that waited in the worker for its slot and was then refused by the cap would have
    * held a worker slot the polls that drain the pipeline need, and wasted the account's slot.
    */
-  admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
-    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitCreate(jobId, data)).then(
+  admitCreate(jobId: string, data: PlateJobData, fresh = false): Promise<Admission> {
+    return spanned(SPAN.slotWait, { 'vqb.slot.phase': 'admission' }, () => this.#admitCreate(jobId, data, fresh)).then(
       verdict,
     );
   }
 
-  async #admitCreate(jobId: string, data: PlateJobData): Promise<Admission> {
+  async #admitCreate(jobId: string, data: PlateJobData, fresh: boolean): Promise<Admission> {
     const priority = createPriority(data.cls);
     // First contact: one create in flight until one plate was understood end to end.
     const cap = (await this.contact.meeting()) ? 1 : undefined;
-    const slot = await this.#slot(priority, (horizonMs, urgent) =>
-      this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, urgent, data.account),
+    const slot = await this.#slot(
+      priority,
+      (horizonMs, urgent) =>
+        this.#d.admission.take(jobId, data.batchId, data.plate, horizonMs, this.#now(), cap, urgent, data.account),
+      undefined,
+      fresh && data.cls === 'normal',
     );
     if ('refused' in slot) {
       if (slot.refused === 'finished') return { go: false, why: 'finished' };
       // Polls (a higher priority) drain the pipeline meanwhile.
-      if (slot.refused === 'inflight')
-        return { go: false, why: 'inflight', retryInMs: Math.max(this.#d.line.intervalMs, 250) };
+      if (slot.refused === 'inflight') {
+        const retryInMs = Math.max(this.#d.line.intervalMs, 250);
+        this.#createsRefusedUntil = this.#clock.monotonic() + retryInMs;
+        return { go: false, why: 'inflight', retryInMs };
+      }
       return { go: false, why: 'cap', heldBy: slot.refused, until: await this.#holdAtCap(data, slot.refused) };
     }
     if ('why' in slot) return slot;

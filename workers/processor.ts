@@ -15,7 +15,7 @@ import { type Clock, clock as processClock } from '../src/clock.js';
 import type { Config } from '../src/config.js';
 import { isError, StoppedBeforeSendError } from '../src/errors.js';
 import { lazyChild } from '../src/logger.js';
-import { pollPriority } from '../src/queue/account-queues.js';
+import { freshPriority, pollPriority } from '../src/queue/account-queues.js';
 import type { CostField } from '../src/queue/costs.js';
 import type { FenceResult, JobFence } from '../src/queue/job-fence.js';
 import { answeredWithin, firstContactPollDelay, nextPollDelay, type PollLearner } from '../src/queue/poll-schedule.js';
@@ -204,7 +204,8 @@ export class PlateProcessor {
       await this.#d.recorder.record(job, reused, undefined, stored.result, extra);
       return { status: 'done', ...(stored.queryId ? { queryId: stored.queryId } : {}) };
     }
-    const verdict = await this.#d.flow.admitCreate(job.id!, data);
+    // A newcomer batch's first plate (fed at a poll's priority) may take a turn from a poll.
+    const verdict = await this.#d.flow.admitCreate(job.id!, data, job.priority === freshPriority());
     if (!verdict.go && verdict.why === 'finished') return { status: 'exists' };
     const admission = await this.#admitted(verdict, job, token);
     if (await this.#d.flow.stopped()) {

@@ -130,7 +130,10 @@ async function ingestBatch(
     // batch finished at its seal, and no worker will see it finish.
     if (batch.finishedAt !== undefined && batch.callbackUrl !== undefined) await services.webhooks.batchFinished(batch);
     // Put the first plates on the queue now: an interactive plate must not wait for a worker's feed timer.
-    for (const key of [batch.account, ...(batch.pool?.keys ?? [])]) await services.feeder.feedAndWake(key);
+    // Its first plate goes now even when the queue is full (feeder.ts freshPriority): its home
+    // account names it.
+    for (const key of [batch.account, ...(batch.pool?.keys ?? [])])
+      await services.feeder.feedAndWake(key, key === batch.account ? batch.id : undefined);
     return { batch, created };
   } finally {
     await lock.release();

@@ -26,6 +26,17 @@ export function pollPriority(cls: PriorityClass): number {
   return cls === 'interactive' ? PRIORITY.interactive : PRIORITY.poll;
 }
 
+/**
+ * The BullMQ priority of a normal batch's first plate, fed as the batch is submitted
+ * (queue/feeder.ts): a poll's. Polls go before creates on the queue, and a large batch's polls come
+ * due together (its creates went at the key's rate for an answer time before them): at a create's
+ * priority, a 1-plate batch submitted then waited behind them, and behind the creates queued before
+ * it. In the worker's line it may take a turn from a poll (workers/flow.ts #nextWaiter).
+ */
+export function freshPriority(): number {
+  return PRIORITY.poll;
+}
+
 export type PlateQueue = Queue<PlateJobData, unknown, string>;
 
 export function jobIdFor(batchId: string, plate: string): string {

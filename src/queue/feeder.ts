@@ -11,7 +11,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { keepSubscribed } from '../redis/heard.js';
 import type { VqbKeys } from '../redis/keys.js';
 import { jobMetadataOf, recordWait, tracing } from '../telemetry/index.js';
-import { createPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
+import { createPriority, freshPriority, JOB_NAME, jobIdFor, newJobData, type PlateQueue } from './account-queues.js';
 import type { Accounts } from './accounts.js';
 import type { InFlight } from './inflight.js';
 import type { PlateTraces } from './plate-traces.js';
@@ -142,8 +142,8 @@ export class Feeder {
    * (workers/known-active.ts), and would not feed that account when the hold is let go. Their own
    * feeds do not publish: each rings its own Workers, and every process feeds every busy account.
    */
-  async feedAndWake(accountId: string): Promise<FeedResult> {
-    const fed = await this.feed(accountId);
+  async feedAndWake(accountId: string, fresh?: string): Promise<FeedResult> {
+    const fed = await this.feed(accountId, undefined, fresh);
     if (fed.fed > 0 || !fed.idle) await this.#wakeWorkers(accountId);
     return fed;
   }
@@ -218,9 +218,10 @@ export class Feeder {
    * while the account's creates are held at a spending cap it feeds none, since they would only
    * sleep as delayed jobs (the feed's script reads the hold). Returns how many plates became
    * jobs, how many jobs wait on the queue now, and whether the account had nothing left and left
-   * the active set.
+   * the active set. `fresh`: a normal batch just submitted, whose first plate goes on the queue
+   * now, full or not, at a poll's priority (account-queues.ts freshPriority).
    */
-  async feed(accountId: string, ratePerSecond?: number): Promise<FeedResult> {
+  async feed(accountId: string, ratePerSecond?: number, fresh?: string): Promise<FeedResult> {
     const { account, queue, line } = this.#accounts.for(accountId);
     const pace = await this.#deadlinePace(account, ratePerSecond ?? perSecond(account));
     // A key of a pool that holds takes nothing, and its pooled plates go to the other keys (queue/pool.ts).
@@ -241,6 +242,7 @@ export class Feeder {
       serving ? this.target(account, ratePerSecond) : 0,
       this.#now(),
       pace,
+      fresh,
     );
     const why =
       this.traces === undefined || !tracing()
@@ -248,7 +250,7 @@ export class Feeder {
         : await this.#waitWhy(account.id, meeting, !serving || limitedMs > 0, picked);
     if (!meeting && this.marksClosing && othersWaiting === 0)
       await this.#closing(account, picked, left, ratePerSecond ?? perSecond(account));
-    await this.#add(account, queue, picked, why);
+    await this.#add(account, queue, picked, why, fresh);
     return { fed: picked.length, idle, waiting, limitedMs, ...(meeting ? { meeting } : {}) };
   }
 
@@ -355,11 +357,18 @@ export class Feeder {
     return until !== undefined && until > this.#now() ? until : undefined;
   }
 
-  async #add(account: Account, queue: PlateQueue, picked: readonly Picked[], why: WaitWhy = 'pace'): Promise<void> {
+  async #add(
+    account: Account,
+    queue: PlateQueue,
+    picked: readonly Picked[],
+    why: WaitWhy = 'pace',
+    fresh?: string,
+  ): Promise<void> {
     if (picked.length === 0) return;
     const carried = await this.#waits(account, picked, why);
+    const first = fresh === undefined ? -1 : picked.findIndex((p) => p.batchId === fresh && p.cls === 'normal');
     await queue.addBulk(
-      picked.map((p) => {
+      picked.map((p, i) => {
         // A pooled batch's plate taken by this key from its home's list: the job runs on this
         // key's queue, and its outcome goes to the batch where it lives.
         const lent = lentOf(p.batchId);
@@ -370,7 +379,7 @@ export class Feeder {
           data: lent ? { ...data, account: lent.home, key: account.id } : data,
           opts: {
             jobId: jobIdFor(batchId, p.plate),
-            priority: createPriority(p.cls),
+            priority: i === first ? freshPriority() : createPriority(p.cls),
             ...withMetadata(carried.get(jobIdFor(batchId, p.plate))),
           },
         };

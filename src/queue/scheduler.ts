@@ -270,6 +270,8 @@ export class Scheduler {
     target: number,
     now: number,
     pace: DeadlinePace = { msPerPlate: 0, reserveMs: 0 },
+    /** A normal batch just submitted (its producer's feed): one of its plates is taken beyond `target` (sched-feed). */
+    fresh = '',
   ): Promise<Feed> {
     const keys = [
       ...PRIORITY_CLASSES.map((c) => this.#keys.schedClass(accountId, c)),
@@ -299,6 +301,7 @@ export class Scheduler {
       Math.round(pace.reserveMs),
       inflight.strict ? 1 : 0,
       RATE_LIMIT_SWITCH.max,
+      fresh,
     )) as (number | string)[];
     const idle = Number(flat[0]) === 1;
     const generation = idle ? Number(flat[1]) : 0;

@@ -5,10 +5,12 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { isError, StoppedBeforeSendError } from '../../src/errors.js';
+import { newJobData } from '../../src/queue/account-queues.js';
+import { CreateAdmission } from '../../src/queue/admission.js';
 import { HoldNews } from '../../src/queue/hold-news.js';
 import { AccountLine } from '../../src/queue/line.js';
 import { ExpiredKeyError } from '../../src/upstream/errors.js';
-import type { AccountFlow, SendAdmission } from '../../workers/flow.js';
+import type { AccountFlow, Admission, SendAdmission } from '../../workers/flow.js';
 import { accountFlow, type Harness, useHarness } from '../helpers/engine.js';
 import { drive, ManualClock } from '../helpers/manual-clock.js';
 import { REDIS_URL } from '../helpers/redis.js';
@@ -27,7 +29,15 @@ function onClock(h: Harness, clock: ManualClock, news?: HoldNews) {
     () => clock.now(),
     { scriptNow: () => clock.now() },
   );
-  const flow = accountFlow(h, { line, clock, ...(news ? { holdNews: news } : {}) });
+  // Creates are admitted on the same line, so on the same clock.
+  const admission = new CreateAdmission(
+    h.services.redis,
+    line,
+    h.services.inflight,
+    h.services.budget,
+    h.services.outcomes,
+  );
+  const flow = accountFlow(h, { line, admission, clock, ...(news ? { holdNews: news } : {}) });
   return { line, flow };
 }
 
@@ -357,6 +367,32 @@ describe('the flow on a clock the test owns', () => {
     expect(before.slice(0, 3)).toEqual(['r0@102.5', 'r1@205', 'r2@307.5']);
     expect(before.length).toBeLessThanOrEqual(12);
     expect(order).toHaveLength(27);
+  });
+
+  it("a newcomer batch's first create takes the turn after one poll, not after every poll waiting; other creates wait for the polls", async () => {
+    // 10/s, the upstream met. A poll has the turn, four more wait, then two creates join behind
+    // them: a newcomer batch's first plate (fed at a poll's priority: queue/feeder.ts) and another
+    // batch's create. Polls strictly first, the newcomer's went after all five: while a large
+    // batch's polls come due together that is an answer time (9.3 s in bench `--only interactive`).
+    const { h, clock, t0, flow } = await onOwnClock('flow-clock-fresh', '10/s');
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, clock.now());
+    // Heard once, the upstream met is known in memory: the creates join the line at once.
+    expect(await flow.contact.meeting()).toBe(false);
+    await admitted(clock, flow);
+    const order: string[] = [];
+    const went = (name: string) => (a: Admission) => {
+      order.push(`${name}${a.go ? '' : `:${a.why}`}@${clock.now() - t0}`);
+    };
+    const all = ['p0', 'p1', 'p2', 'p3', 'p4'].map((name) => flow.admitPoll('normal').then(went(name)));
+    const create = (batch: string, fresh: boolean) =>
+      flow.admitCreate(`${batch}.AAA0000`, newJobData(h.line.account, batch, 'AAA0000', 'normal'), fresh);
+    all.push(create('large', false).then(went('create')), create('new', true).then(went('fresh')));
+    await drive(clock, Promise.all(all));
+    const names = order.map((o) => o.split('@')[0]);
+    expect(names).toEqual(['p0', 'fresh', 'p1', 'p2', 'p3', 'p4', 'create']);
+    // A slot each, the pace's interval apart (102.5 ms here, as above): the newcomer took p1's, none was lost.
+    const at = order.map((o) => Number(o.split('@')[1]));
+    for (let k = 1; k < at.length; k++) expect(at[k]! - at[k - 1]!).toBeCloseTo(102.5, 1);
   });
 
   it('a late write within half the allowance moves nothing', async () => {

@@ -2,6 +2,7 @@
 // each arrives, and an interactive look-up goes before anything queued.
 import { describe, expect, it } from 'vitest';
 import { ingestList } from '../../src/producers/enqueue.js';
+import { PRIORITY } from '../../src/queue/account-queues.js';
 import type { Outcome } from '../../src/queue/types.js';
 import { type Harness, makePlates, useHarness } from '../helpers/engine.js';
 import { waitFor } from '../helpers/process.js';
@@ -121,6 +122,33 @@ describe('priority classes', () => {
 });
 
 describe('the feeder', () => {
+  it("a normal batch's first plate goes on the queue as it is submitted, full or not, before the creates queued", async () => {
+    const h = await harness.start({ label: 'fresh', workers: 0, config: { VQ_RATE_LIMIT: '20/s' } });
+    const queue = h.services.accounts.for('default').queue;
+    const target = h.services.feeder.target(h.line.account);
+    // The upstream met (first contact feeds one plate at a time).
+    await h.services.answers.learn('default', { id: '/body/queryId', status: '/body/status' }, Date.now());
+    await ingestList(h.services, makePlates(1_000), { source: 'library', batchId: 'large' });
+    // Its producer's feed filled the queue: the jobs it holds waiting stand for polls come due
+    // too, which fill it as they come (a feed adds nothing then).
+    expect(await queue.getPrioritizedCount()).toBe(target);
+    expect((await h.services.feeder.feed('default')).fed).toBe(0);
+    await ingestList(h.services, makePlates(3, 5_000), { source: 'library', batchId: 'small' });
+    const jobs = await queue.getJobs(['prioritized']);
+    const small = jobs.filter((j) => j.data.batchId === 'small');
+    // One plate of it, beyond the target, at a poll's priority: it is fetched before the large
+    // batch's creates queued, as polls are. Its others wait for their share.
+    expect(small.map((j) => j.priority)).toEqual([PRIORITY.poll]);
+    // The large batch's own first plate went so too, at its submit; its others at a create's.
+    const large = jobs.filter((j) => j.data.batchId === 'large').map((j) => j.priority);
+    expect(large.filter((p) => p === PRIORITY.poll)).toHaveLength(1);
+    expect(large.filter((p) => p === PRIORITY.normal)).toHaveLength(target - 1);
+    expect(jobs).toHaveLength(target + 1);
+    // BullMQ's order: after that one plate, before every create queued.
+    const ordered = await queue.getJobs(['prioritized'], 0, -1, true);
+    expect(ordered.map((j) => j.data.batchId).indexOf('small')).toBe(1);
+  });
+
   it('plates picked by a feeder that died before adding their jobs are added by another, and created once', async () => {
     const h = await harness.start({ label: 'staged', workers: 0, config: { VQ_RATE_LIMIT: '10/s' } });
     const { batch } = await ingestList(h.services, makePlates(30), { source: 'library', batchId: 'staged' });

@@ -28,7 +28,9 @@
     ARGV[11] the limiter's `max` (src/engine/bullmq/keys.ts RATE_LIMIT_SWITCH): the switch is on
     only while the key's count is at it (BullMQ's getRateLimitTTL); the key itself lives a second
     after any job was taken, and read as the switch it deferred every wake by up to that second
-    (a 10/s key whose jobs waited as polls in the Worker created 5 a second, issue 43)
+    (a 10/s key whose jobs waited as polls in the Worker created 5 a second, issue 43);
+    ARGV[12] a normal batch just submitted ('' none: its producer's feed names it): when this
+    call took none of its plates, one is taken beyond the target, within the cap's room
   Returns {1 when the account has nothing (its flag is off, by this call or by another
   process's), else 0; when idle the flag's generation, else how many jobs the queue holds
   waiting (wait + prioritized, this call's picks included); the ms left of the queue's rate-limit
@@ -56,6 +58,20 @@ local want = math.min(target - queued - picked, room)
 -- Deadline batches whose slack runs out go first (after the interactive ones): sched-take.
 local urgent = urgentBatches(KEYS[15], classes, ARGV[3], tonumber(now), tonumber(ARGV[8]), tonumber(ARGV[9]))
 picked = picked + takePlates(classes, KEYS[4], KEYS[5], ARGV[3], now, want, 3, out, ARGV[5], urgent)
+-- A batch just submitted gets one plate on the queue now, whatever the queue holds: while an
+-- earlier batch's polls come due together the queue holds its target in them, and no create is
+-- fed until they are sent (a 1-plate batch beside a 5,000-plate one: 9 s from submit to create).
+-- Its job goes before the creates queued (queue/feeder.ts freshPriority).
+local fresh = ARGV[12]
+if fresh and fresh ~= '' and target > 0 and redis.call('ZSCORE', KEYS[2], fresh) then
+  local took = false
+  for i = 6, #out, 3 do
+    if out[i] == fresh then took = true end
+  end
+  if not took and tonumber(ARGV[6]) - inflight - queued - picked > 0 then
+    picked = picked + takeUrgent(classes, KEYS[5], ARGV[3], now, 1, out, {fresh}, 0)
+  end
+end
 out[2] = queued + picked
 -- What each normal batch picked from still has waiting (its list, after this call's picks).
 local seen = {}
