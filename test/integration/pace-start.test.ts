@@ -103,6 +103,22 @@ describe('pace: the start rate before a limit is heard', () => {
     expect(Math.abs(next! - again.waitMs - interval)).toBeLessThan(30);
   });
 
+  it("a limit whose resets all fall within 2 s, heard for less than 2 s: spread at the per-second reading, and its window said as a second's, so a request's lateness is judged as one", async () => {
+    const line = await autoLine('pace-provisional');
+    await take(line, 1);
+    // X-RateLimit-Limit 30, Remaining 29, a reset 800 ms away: per second most likely, not proven.
+    const said = { limit: 30, remaining: 29, resetAt: clock.now + 800, observedAt: clock.now };
+    const rate = await line.learn('ok', said, 25);
+    expect(rate.perSecond).toBeCloseTo(30_000 / 1_025, 3);
+    // workers/flow.ts reads its lateness allowance off this window: a minute's (300 ms, half of it
+    // allowed late) let a create 38 ms late through at the per-second pace, and 31 went in a second.
+    expect(rate.windowMs).toBe(1_000);
+    // Nothing left before the reset: paced at the per-minute reading, and said so.
+    const spent = await line.learn('ok', { ...said, remaining: 0 }, 25);
+    expect(spent.windowMs).toBe(60_000);
+    expect(spent.perSecond).toBeCloseTo(0.5, 3);
+  });
+
   it('a configured rate keeps no list: its slots are its own spacing only', async () => {
     ctx = await redisTestContext('pace-configured');
     const config = testConfig(ctx.prefix, { VQ_RATE_LIMIT: '10/s' });
