@@ -148,8 +148,6 @@ interface Waiter {
   priority: number;
   go: (askAt?: number) => void;
   yieldsUntil?: number;
-  /** Told when its turn comes, before `go`. */
-  granted?: () => void;
   /** A newcomer batch's first create (admitCreate's `fresh`): it may take a turn from a poll (#nextWaiter). */
   jumps?: true;
 }
@@ -373,21 +371,15 @@ export class AccountFlow {
     jumps?: boolean,
   ): Promise<{ done: (askAt?: number) => void; askAt?: number }> {
     let askAt: number | undefined;
-    let place = priority;
     if (this.#asking) {
       askAt = await new Promise<number | undefined>((go) => {
         const waiter: Waiter = yieldsUntil === undefined ? { priority, go } : { priority, go, yieldsUntil };
         if (jumps) waiter.jumps = true;
         insertBy(this.#waiters, waiter, 'priority');
         if (yieldsUntil !== undefined) this.#yieldEnds = Math.min(this.#yieldEnds, yieldsUntil);
-        // Its place when its turn comes: a yielding poll's becomes a poll's (#unyield).
-        waiter.granted = () => {
-          place = waiter.priority;
-        };
       });
-    }
+    } else this.#pollHadTurn = priority === PRIORITY.poll;
     this.#asking = true;
-    this.#pollHadTurn = place === PRIORITY.poll;
     let passed = false;
     const done = (following?: number) => {
       if (passed) return;
@@ -396,7 +388,8 @@ export class AccountFlow {
       if (this.#yieldEnds !== Number.POSITIVE_INFINITY && this.#yieldEnds <= this.#now()) this.#unyield();
       const next = this.#nextWaiter();
       if (next) {
-        next.granted?.();
+        // Its place now: a yielding poll's became a poll's (#unyield).
+        this.#pollHadTurn = next.priority === PRIORITY.poll;
         next.go(following);
       } else this.#asking = false;
     };
