@@ -97,10 +97,17 @@ const EARLY_LATE_MS = 500;
  * A lost slot there costs a whole interval (5 s at 12/min): on the 1,000-account bench (12/min
  * keys, 4 processes on 2 cores) 634 slots were given up in a run, half of them over 1 s late (the
  * fence's round trip queued behind a feed pass on the process's connection), and 121 keys fell
- * under 0.9 of their limit. Faster keys still give the slot up: their request N slots on may be
- * reserved before a delayed move of the schedule lands.
+ * under 0.9 of their limit. Faster keys still give the slot up: sent late (by up to an interval,
+ * the pace moved back by the whole lateness), a loaded 2-core machine's cold gate read their
+ * shares 0.005-0.015 higher, and 1-2 429s in half its runs where giving up drew none in four (the
+ * simulator's stalls crowd a schedule with no slot left empty). A key paced so slowly that its
+ * next slot is within the horizon (one request a window: 1/s) never sends late: that slot is
+ * taken before the move can land, and the two would go closer than a window.
  */
 const SEND_LATE_FROM_INTERVAL_MS = 1_000;
+
+/** How long a late request's move of the schedule may take to reach Redis, within the window. */
+const SEND_LATE_MOVE_MS = 250;
 
 /** A pacing slot at most this far off is waited for in the worker, not by putting the job back. */
 const WAIT_HERE_MS = 2_000;
@@ -550,6 +557,17 @@ export class AccountFlow {
   }
 
   /**
+   * How late a request may still be sent on its own slot (SEND_LATE_FROM_INTERVAL_MS): on a key
+   * paced a second or more apart, up to an interval, and no later than lets the move of the
+   * schedule land before the slot N on can be taken (slots are taken up to a horizon ahead).
+   */
+  #sendLateWithinMs(): number {
+    const intervalMs = 1_000 / this.#rate;
+    if (intervalMs < SEND_LATE_FROM_INTERVAL_MS) return 0;
+    return Math.min(intervalMs, this.#windowMs - this.horizonMs - SEND_LATE_MOVE_MS);
+  }
+
+  /**
    * Called right before the request is handed to the upstream client. A request later than half
    * the jitter allowance (a busy event loop, a slow Redis reply) is not sent late: it would crowd
    * the window against the one N slots after it. It takes the account's next slot instead (a slot
@@ -571,8 +589,7 @@ export class AccountFlow {
         // (Not after a hold: `due` is then -Infinity, and the request must take a slot on the
         // schedule the hold moved. Nor later than an interval, a worker paused or a Redis that
         // stalled: the move would hold the account back longer than the slot it saves.)
-        const intervalMs = 1_000 / this.#rate;
-        if (!early && intervalMs >= SEND_LATE_FROM_INTERVAL_MS && this.#clock.monotonic() - due <= intervalMs) break;
+        if (!early && this.#clock.monotonic() - due <= this.#sendLateWithinMs()) break;
         known = undefined;
         const givenUp = at;
         const slot = await this.#slot<never>(admission.priority, (horizonMs, urgent) =>

@@ -441,6 +441,27 @@ describe('the flow on a clock the test owns', () => {
     },
   );
 
+  it('a request of a 1/s key 600 ms late takes the next slot: the request after it is reserved within its horizon, before a move could land', async () => {
+    // One request a window: the next slot (1,025 ms on) is within the horizon (1,020 ms: from 5 ms
+    // after this one's slot) when the late request wakes, so a move of the schedule would come
+    // after it was taken, and the two would go 425 ms apart. Sent late until stop 77: the rule was
+    // "an interval of a second or more", whatever the window.
+    const { clock, line, flow } = await onOwnClock('flow-clock-late-1-s', '1/s');
+    const asks = vi.spyOn(line, 'slot');
+    const shifts = vi.spyOn(line, 'shift');
+    const admission = await admitted(clock, flow);
+    const before = asks.mock.calls.length;
+    clock.advance(600);
+    const leaving = clock.now();
+    const pacing = flow.send(admission);
+    await drive(clock, pacing.ready!());
+    pacing.written!();
+    expect(asks.mock.calls.length - before).toBe(1);
+    expect(shifts).not.toHaveBeenCalled();
+    // The next slot: an interval after the one given up.
+    expect(clock.now() - leaving).toBe(1_025 - 600);
+  });
+
   it('a process with no answer of its own measures lateness against the window another process heard: 60 ms late on a 120/min key keeps its slot', async () => {
     // Starting at 5/s (200 ms apart): a request late by less than an interval of a slow key (a
     // second or more) is sent late whatever the window, so this one starts faster.
