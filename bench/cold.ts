@@ -407,7 +407,7 @@ export async function measureVqb(
           }
         }
         const { c1, c2 } = await firstTwo(sim);
-        const { fromStalls } = refusalsNotFromStalls(await sim.stats({ times: true }), 25);
+        const { fromStalls } = refusalsNotFromStalls(await sim.stats({ times: true }), DEFAULT_JITTER_MS);
         return {
           plates,
           makespanS: round((Date.parse(done.finishedAt ?? '') - t0) / 1_000, 2),

@@ -98,11 +98,14 @@ const EARLY_LATE_MS = 500;
  * keys, 4 processes on 2 cores) 634 slots were given up in a run, half of them over 1 s late (the
  * fence's round trip queued behind a feed pass on the process's connection), and 121 keys fell
  * under 0.9 of their limit. Faster keys still give the slot up: sent late (by up to an interval,
- * the pace moved back by the whole lateness), a loaded 2-core machine's cold gate read their
- * shares 0.005-0.015 higher, and 1-2 429s in half its runs where giving up drew none in four (the
- * simulator's stalls crowd a schedule with no slot left empty). A key paced so slowly that its
- * next slot is within the horizon (one request a window: 1/s) never sends late: that slot is
- * taken before the move can land, and the two would go closer than a window.
+ * the pace moved back by the excess over half the allowance, or by the whole lateness), a loaded
+ * 2-core machine's cold gate read their shares 0.005-0.015 higher and drew 429s in three runs of
+ * four (the excess: 1-2 a scenario in both runs; the whole lateness: after stalls of the
+ * simulator's process), where giving up drew none in four and one, after such a stall, in a
+ * fifth (bench/RESULTS.md, stop 77): too little for a schedule with no slot left empty. A key
+ * paced so slowly that its next slot is within the horizon (one request a window: 1/s) never
+ * sends late: that slot is taken before the move can land, and the two would go closer than a
+ * window.
  */
 const SEND_LATE_FROM_INTERVAL_MS = 1_000;
 
